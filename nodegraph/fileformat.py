@@ -1,0 +1,224 @@
+"""Graph files: one JSON format for the editor and for scripts, saved atomically.
+
+The format (version 1) is described in DESIGN.md: nodes by id with their block type and
+params by name, edges port to port, training settings, and a `ui` section the editor owns.
+Unknown keys anywhere are kept and written back. Loading never crashes on a graph it can
+partly read and never drops anything silently: unknown block types and params stay in the
+graph (the validator reports them, the editor shows them), edges that point at missing
+nodes or are malformed are listed in the load report. A file that cannot be read at all
+(missing, malformed JSON, not a nodegraph file) raises GraphFileError with one line naming
+the file and the position. Nothing is ever eval'd or unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nodegraph.errors import GraphFileError, Problem
+from nodegraph.graph import NODE_ID, Graph, Node
+from nodegraph.spec import Registry
+
+FORMAT = "nodegraph"
+VERSION = 1
+
+# MIGRATIONS[n] turns a version-n document into a version-(n+1) one. Add an entry when
+# the format changes; old files then load through the chain.
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+
+KNOWN_TOP = {"format", "version", "name", "nodes", "edges", "training", "ui"}
+KNOWN_NODE = {"type", "params"}
+
+
+def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
+    """Read a graph file. What could not be placed in the graph is in `graph.load_problems`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GraphFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise GraphFileError(f"{path}: cannot read: {e}") from None
+    return loads(text, registry, source=str(path))
+
+
+def loads(text: str, registry: Registry | None = None, source: str = "<string>") -> Graph:
+    """Parse a graph document from a string (see `load`)."""
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        seen: dict[str, Any] = {}
+        for k, v in items:
+            if k in seen:
+                duplicates.append(k)
+            seen[k] = v
+        return seen
+
+    try:
+        doc = json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as e:
+        raise GraphFileError(f"{source}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
+    doc = _check_and_migrate(doc, source)
+    graph = Graph(str(doc.get("name", Path(source).stem)), registry)
+    problems = [Problem(None, None, "duplicate_key", f"key '{k}' appears twice; the last one "
+                        "was kept", severity="warning") for k in duplicates]
+    _read_nodes(graph, doc.get("nodes", {}), problems)
+    _read_edges(graph, doc.get("edges", []), problems)
+    for key in ("training", "ui"):
+        value = doc.get(key, {})
+        if isinstance(value, dict):
+            setattr(graph, key, value)
+        else:
+            problems.append(Problem(None, None, "bad_entry", f"'{key}' must be an object; "
+                                    "it was ignored"))
+    graph.extra = {k: v for k, v in doc.items() if k not in KNOWN_TOP}
+    graph.load_problems = problems
+    return graph
+
+
+def _check_and_migrate(doc: Any, source: str) -> dict:
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise GraphFileError(f"{source}: not a nodegraph file (expected an object with "
+                             f'"format": "{FORMAT}")')
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise GraphFileError(f"{source}: 'version' must be a positive integer, got {version!r}")
+    if version > VERSION:
+        raise GraphFileError(f"{source}: file version {version} is newer than this nodegraph "
+                             f"reads ({VERSION}); upgrade nodegraph to open it")
+    while version < VERSION:
+        doc = MIGRATIONS[version](doc)
+        version += 1
+        doc["version"] = version
+    if not isinstance(doc.get("nodes", {}), dict):
+        raise GraphFileError(f"{source}: 'nodes' must be an object mapping ids to blocks")
+    if not isinstance(doc.get("edges", []), list):
+        raise GraphFileError(f"{source}: 'edges' must be a list")
+    return doc
+
+
+def _read_nodes(graph: Graph, nodes: dict, problems: list[Problem]) -> None:
+    registry = graph.registry
+    for node_id, entry in nodes.items():
+        if not NODE_ID.match(node_id):
+            problems.append(Problem(node_id, None, "bad_entry", f"'{node_id}' is not a valid "
+                                    "node id (letters, digits and _); the node was skipped"))
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            problems.append(Problem(node_id, None, "bad_entry", "a node needs an object with "
+                                    "a 'type' string; the node was skipped"))
+            continue
+        params = entry.get("params", {})
+        if not isinstance(params, dict):
+            problems.append(Problem(node_id, None, "bad_entry", "'params' must be an object; "
+                                    "the params were ignored"))
+            params = {}
+        block_type = entry["type"]
+        if block_type in registry and registry.canonical(block_type) != block_type:
+            new = registry.canonical(block_type)
+            problems.append(Problem(node_id, None, "renamed_block", f"block type '{block_type}'"
+                                    f" is now '{new}'", severity="warning"))
+            block_type = new
+        elif block_type not in registry:
+            problems.append(Problem(node_id, None, "unknown_block",
+                                    f"unknown block type '{block_type}'",
+                                    "install the package that provides it, or replace the node"))
+        else:
+            spec = registry.get(block_type)
+            for name in params:
+                if spec.param(name) is None:
+                    problems.append(Problem(node_id, name, "unknown_param",
+                                            f"{block_type} has no param '{name}'"))
+        extra = {k: v for k, v in entry.items() if k not in KNOWN_NODE}
+        graph.add_node(Node(node_id, block_type, dict(params), extra), strict=False)
+
+
+def _read_edges(graph: Graph, edges: list, problems: list[Problem]) -> None:
+    for i, entry in enumerate(edges):
+        ends = _edge_ends(entry)
+        if ends is None:
+            problems.append(Problem(None, None, "bad_entry", f"edge #{i + 1} must look like "
+                                    '{"from": [node, port], "to": [node, port]}; it was '
+                                    f"skipped: {json.dumps(entry)[:80]}"))
+            continue
+        (src, src_port), (dst, dst_port) = ends
+        missing = [n for n in (src, dst) if n not in graph.nodes]
+        if missing:
+            problems.append(Problem(dst if dst in graph.nodes else src, None, "dangling_edge",
+                                    f"edge {src}.{src_port} -> {dst}.{dst_port} refers to "
+                                    f"missing node(s) {', '.join(missing)}; it was skipped"))
+            continue
+        try:
+            graph.connect((src, src_port), (dst, dst_port), strict=False)
+        except Exception as e:  # a duplicate wire
+            problems.append(Problem(dst, dst_port, "bad_entry", f"{e}; it was skipped"))
+
+
+def _edge_ends(entry: Any) -> tuple[tuple[str, str], tuple[str, str]] | None:
+    if not isinstance(entry, dict):
+        return None
+    ends = entry.get("from"), entry.get("to")
+    if all(isinstance(x, list) and len(x) == 2 and all(isinstance(s, str) for s in x)
+           for x in ends):
+        return tuple(ends[0]), tuple(ends[1])
+    return None
+
+
+def to_document(graph: Graph) -> dict:
+    """The graph as a JSON-ready dict (version 1)."""
+    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": graph.name}
+    doc["nodes"] = {n.id: {"type": n.type, "params": n.params, **n.extra}
+                    for n in graph.nodes.values()}
+    doc["edges"] = [{"from": [e.src, e.src_port], "to": [e.dst, e.dst_port]}
+                    for e in graph.edges]
+    doc["training"] = graph.training
+    doc["ui"] = graph.ui
+    doc.update(graph.extra)
+    return doc
+
+
+def dumps(graph: Graph) -> str:
+    """The file text: one line per node and per edge, so diffs read well."""
+    doc = to_document(graph)
+
+    def one(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, allow_nan=False)
+
+    def block(items: list[str], open_: str, close: str) -> str:
+        return open_ + ("\n    " + ",\n    ".join(items) + "\n  " if items else "") + close
+
+    parts = []
+    for key, value in doc.items():
+        if key == "nodes":
+            text = block([f"{one(k)}: {one(v)}" for k, v in value.items()], "{", "}")
+        elif key == "edges":
+            text = block([one(e) for e in value], "[", "]")
+        else:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=2)
+            text = text.replace("\n", "\n  ")
+        parts.append(f"  {one(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def save(graph: Graph, path: str | os.PathLike) -> None:
+    """Write the graph atomically: a temp file beside the target, then a rename."""
+    atomic_write_text(Path(path), dumps(graph))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace `path` with `text` so that a crash leaves the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

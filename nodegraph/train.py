@@ -1,0 +1,427 @@
+"""The training loop: epochs over the train split, evaluation on val, events out.
+
+One step: the data blocks yield a batch; for each optimizer block in topological order,
+run the plan its loss needs, zero its parameters' gradients, backward, clip, step (with a
+closure for L-BFGS), and advance a per-step schedule. After the epoch: evaluate the val
+split, advance per-epoch schedules, record the history, watch for early stopping, write a
+checkpoint. At the end, the best weights come back when asked and every split is evaluated
+once more for the `final` numbers.
+
+The loop is kept as lean as a hand-written one: data already on the device, losses read
+as Python floats on the CPU (a free read there) and summed on the device elsewhere (no
+sync per step), per-step events only when someone listens. `benchmarks/overhead.py` holds
+it to that.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nodegraph import checkpoint, settings
+from nodegraph.compile import Compiled, Key, compile
+from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError
+from nodegraph.events import (
+    Emitter,
+    EpochEnded,
+    Message,
+    NodeFailed,
+    RunFinished,
+    RunStarted,
+    StepEnded,
+)
+from nodegraph.graph import Graph
+
+
+class RunControl:
+    """Stop and pause a run from another thread (the editor's buttons, Ctrl-C)."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def wait_while_paused(self) -> None:
+        while not self._running.wait(0.1):
+            pass
+
+
+@dataclass
+class RunResult:
+    """What `train` returns: the per-epoch history, the final numbers and the model."""
+
+    history: list[dict[str, Any]]
+    final: dict[str, dict[str, Any]]
+    compiled: Compiled
+    stopped_early: bool = False
+    cancelled: bool = False
+    best_epoch: int | None = None
+
+    @property
+    def module(self):
+        return self.compiled.module
+
+    def to_json(self) -> dict[str, Any]:
+        return {"history": self.history, "final": self.final,
+                "stopped_early": self.stopped_early, "cancelled": self.cancelled,
+                "best_epoch": self.best_epoch}
+
+
+@dataclass
+class _Monitor:
+    """Early stopping and best-weights tracking on one number."""
+
+    key: str
+    rises: bool
+    min_delta: float
+    patience: int | None
+    best: float | None = None
+    best_epoch: int | None = None
+    since_best: int = 0
+    best_state: dict[str, torch.Tensor] | None = field(default=None, repr=False)
+
+    def update(self, value: float, epoch: int) -> bool:
+        """Record `value`; True when it is a new best."""
+        if value is None or not math.isfinite(value):
+            self.since_best += 1
+            return False
+        better = self.best is None or (value > self.best + self.min_delta if self.rises
+                                       else value < self.best - self.min_delta)
+        if better:
+            self.best, self.best_epoch, self.since_best = value, epoch, 0
+        else:
+            self.since_best += 1
+        return better
+
+    @property
+    def exhausted(self) -> bool:
+        return self.patience is not None and self.since_best >= self.patience
+
+
+def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
+          device: str | None = None, events: Emitter | None = None,
+          checkpoint_dir: str | Path | None = None, resume: bool = False,
+          control: RunControl | None = None) -> RunResult:
+    """Train `graph` and return its history; arguments override the file's training section."""
+    overrides = {k: v for k, v in (("epochs", epochs), ("seed", seed), ("device", device))
+                 if v is not None}
+    opts, problems = settings.resolve({**graph.training, **overrides})
+    if problems:
+        raise ValidationError(problems)
+    compiled = compile(graph, device=opts.device, seed=opts.seed)
+    return Trainer(compiled, opts, events or Emitter(), control or RunControl(),
+                   Path(checkpoint_dir) if checkpoint_dir else None).run(resume)
+
+
+class Trainer:
+    """Runs the epochs of one compiled graph."""
+
+    def __init__(self, compiled: Compiled, opts: dict, events: Emitter, control: RunControl,
+                 checkpoint_dir: Path | None):
+        self.c, self.opts, self.events, self.control = compiled, opts, events, control
+        self.checkpoint_dir = checkpoint_dir
+        self.history: list[dict[str, Any]] = []
+        self.shuffle_rng = torch.Generator().manual_seed(opts["seed"])
+        datasets = compiled.datasets
+        self.primary = next(iter(datasets.values()))
+        self.has_val = self.primary.has("val")
+        key = opts["monitor"] or ("val.loss" if self.has_val else "train.loss")
+        self.monitor = _Monitor(key, settings.monitor_rises(key, opts["mode"]),
+                                opts["min_delta"], opts["patience"])
+        self.on_cpu = compiled.device.type == "cpu"
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def run(self, resume: bool = False) -> RunResult:
+        c, opts = self.c, self.opts
+        start = self._resume() if resume else 1
+        steps = self.primary.num_batches("train")
+        self.events.emit(RunStarted(opts["epochs"], steps, start, str(c.device),
+                                    c.parameter_count()))
+        stopped_early = cancelled = False
+        for epoch in range(start, opts["epochs"] + 1):
+            began = time.perf_counter()
+            train_stats = self._train_epoch(epoch, steps)
+            if train_stats is None:
+                cancelled = True
+                self.events.emit(Message(f"stopped by request during epoch {epoch}"))
+                break
+            val_stats = self.evaluate("val") if self.has_val else {}
+            for o in c.optimizers:
+                if o.scheduler is not None and not o.per_step:
+                    o.scheduler.step()
+            improved = self.monitor.update(_lookup(self.monitor.key, train_stats, val_stats),
+                                           epoch)
+            if improved and self._tracks_best():
+                self.monitor.best_state = {k: v.detach().clone()
+                                           for k, v in c.module.block_state().items()}
+            entry = {"epoch": epoch, "train": train_stats, "val": val_stats,
+                     "lr": {o.node: o.optimizer.param_groups[0]["lr"] for o in c.optimizers},
+                     "seconds": round(time.perf_counter() - began, 4)}
+            self.history.append(entry)
+            self.events.emit(EpochEnded(epoch, opts["epochs"], train_stats, val_stats,
+                                        entry["lr"], entry["seconds"], improved))
+            if self.checkpoint_dir and (epoch % opts["checkpoint_every"] == 0
+                                        or epoch == opts["epochs"]):
+                self._save_checkpoint(epoch, improved)
+            if self.monitor.exhausted:
+                stopped_early = True
+                self.events.emit(Message(f"early stop after epoch {epoch}: {self.monitor.key} "
+                                         f"has not improved for {self.monitor.patience} "
+                                         f"epochs (best {self.monitor.best:.6g} at epoch "
+                                         f"{self.monitor.best_epoch})"))
+                break
+        if self.monitor.best_state is not None and opts["restore_best"] and not cancelled:
+            c.module.load_block_state(self.monitor.best_state)
+            self.events.emit(Message(f"restored the weights of epoch {self.monitor.best_epoch}"
+                                     f" (best {self.monitor.key} = {self.monitor.best:.6g})"))
+        final = {} if cancelled else {s: self.evaluate(s) for s in ("train", "val", "test")
+                                      if self.primary.has(s)}
+        result = RunResult(self.history, final, c, stopped_early, cancelled,
+                           self.monitor.best_epoch if self._tracks_best() else None)
+        self.events.emit(RunFinished(self.history, final, stopped_early, cancelled))
+        return result
+
+    def _tracks_best(self) -> bool:
+        return self.opts["patience"] is not None or bool(self.opts["monitor"])
+
+    def _batches(self, split: str, shuffle: bool) -> Iterator[dict[Key, torch.Tensor]]:
+        """Batches of every data block, zipped, keyed (node, port)."""
+        streams = [(nid, ds.batches(split, shuffle, self.shuffle_rng))
+                   for nid, ds in self.c.datasets.items()]
+        if len(streams) == 1:
+            nid, stream = streams[0]
+            for batch in stream:
+                yield {(nid, k): v for k, v in batch.items()}
+            return
+        for parts in zip(*(s for _, s in streams), strict=False):
+            yield {(nid, k): v for (nid, _), part in zip(streams, parts, strict=True)
+                   for k, v in part.items()}
+
+    def _train_epoch(self, epoch: int, steps: int) -> dict[str, Any] | None:
+        c, control, events = self.c, self.control, self.events
+        c.module.train()
+        sums = _Sums(c.loss_keys, self.on_cpu)
+        for m in c.metrics:
+            m.metric.reset()
+        want_steps = events.wants(StepEnded)
+        loss_every = self.opts["loss_every"]
+        step = 0
+        for step, values in enumerate(self._batches("train", self.primary.shuffle), 1):
+            if control.stopped:
+                return None
+            if control.paused:
+                control.wait_while_paused()
+            for o in c.optimizers:
+                self._step(o, values)
+            n = next(iter(values.values())).shape[0]
+            bad = sums.add(values, n)
+            if bad is not None:
+                self._fail_nonfinite(bad, values, epoch)
+            if c.metrics:
+                with torch.no_grad():
+                    for m in c.metrics:
+                        m.metric.update(*[_detach(values.get(k)) for k in m.keys])
+            if want_steps:
+                loss = sums.last_total() if step % loss_every == 0 or step == steps else None
+                events.emit(StepEnded(epoch, step, steps, loss))
+        stats = sums.means()
+        bad = next((k for k, v in stats.items() if not math.isfinite(v)), None)
+        if bad is not None and step:
+            self._fail_nonfinite(bad, values, epoch)
+        stats.update(_metric_values(c))
+        return stats
+
+    def _step(self, o, values: dict) -> None:
+        run, plan, optimizer = self.c.module.run, o.plan, o.optimizer
+        if o.closure:
+            def closure():
+                optimizer.zero_grad(set_to_none=True)
+                loss = run(plan, values)[o.loss_key]
+                loss.backward()
+                return loss
+            optimizer.step(closure)
+        else:
+            loss = run(plan, values)[o.loss_key]
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if o.clip is not None:
+                torch.nn.utils.clip_grad_norm_(o.params, o.clip)
+            optimizer.step()
+        if o.per_step and o.scheduler is not None:
+            o.scheduler.step()
+
+    @torch.no_grad()
+    def evaluate(self, split: str) -> dict[str, Any]:
+        """Mean losses and metric values over `split`, in eval mode."""
+        c = self.c
+        was_training = c.module.training
+        c.module.eval()
+        sums = _Sums(c.loss_keys, self.on_cpu)
+        for m in c.metrics:
+            m.metric.reset()
+        size = self.opts["eval_batch_size"]
+        for values in self._eval_batches(split, size):
+            c.module.run(c.eval_plan, values)
+            sums.add(values, next(iter(values.values())).shape[0])
+            for m in c.metrics:
+                m.metric.update(*[values.get(k) for k in m.keys])
+        c.module.train(was_training)
+        return {**sums.means(), **_metric_values(c)}
+
+    def _eval_batches(self, split: str, size: int) -> Iterator[dict[Key, torch.Tensor]]:
+        tensors = {nid: ds.tensors(split) for nid, ds in self.c.datasets.items()}
+        n = min(len(next(iter(t.values()))) for t in tensors.values())
+        for i in range(0, n, size):
+            yield {(nid, k): v[i:i + size] for nid, part in tensors.items()
+                   for k, v in part.items()}
+
+    # -- failures ------------------------------------------------------------------------
+
+    def _fail_nonfinite(self, loss_node: str, values: dict, epoch: int) -> None:
+        """Stop with the name of the first node whose output stopped being finite."""
+        culprit = loss_node
+        with torch.no_grad():
+            for node, _, _, out_keys in self.c.module.full_plan:
+                if any(isinstance(values.get(k), torch.Tensor) and
+                       not torch.isfinite(values[k]).all() for k in out_keys):
+                    culprit = node
+                    break
+        message = (f"the loss became NaN or infinite in epoch {epoch}; the first "
+                   f"non-finite value appeared at node '{culprit}'")
+        self.events.emit(NodeFailed(culprit, message))
+        raise NodeRuntimeError(culprit, message, "lower the learning rate, clip gradients "
+                               "(clip_grad_norm) or normalise the inputs")
+
+    # -- checkpoints ---------------------------------------------------------------------
+
+    def _save_checkpoint(self, epoch: int, improved: bool) -> None:
+        c = self.c
+        tensors = {"rng/torch": torch.get_rng_state(), "rng/shuffle": self.shuffle_rng.get_state()}
+        if torch.cuda.is_available():
+            tensors["rng/cuda"] = torch.cuda.get_rng_state()
+        info = {"epoch": epoch, "history": self.history,
+                "monitor": {"best": self.monitor.best, "best_epoch": self.monitor.best_epoch,
+                            "since_best": self.monitor.since_best},
+                "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
+                              if o.scheduler is not None}}
+        checkpoint.save(self.checkpoint_dir, c.module.block_state(),
+                        {o.node: o.optimizer.state_dict() for o in c.optimizers}, tensors, info)
+        if improved and self._tracks_best():
+            checkpoint.save_weights(self.checkpoint_dir / "best.safetensors",
+                                    c.module.block_state())
+        self.events.emit(Message(f"checkpoint written: epoch {epoch}", "debug"))
+
+    def _resume(self) -> int:
+        c = self.c
+        if self.checkpoint_dir is None:
+            raise NodegraphError("resuming needs a checkpoint directory")
+        weights, optimizers, tensors, info = checkpoint.load(self.checkpoint_dir)
+        try:
+            c.module.load_block_state(weights)
+        except RuntimeError as e:
+            raise NodegraphError(f"the checkpoint in {self.checkpoint_dir} does not fit this "
+                                 f"graph: {str(e).splitlines()[0]}") from None
+        for o in c.optimizers:
+            if o.node in optimizers:
+                o.optimizer.load_state_dict(optimizers[o.node])
+            if o.scheduler is not None and o.node in info.get("schedules", {}):
+                o.scheduler.load_state_dict(info["schedules"][o.node])
+        torch.set_rng_state(tensors["rng/torch"])
+        self.shuffle_rng.set_state(tensors["rng/shuffle"])
+        if "rng/cuda" in tensors and torch.cuda.is_available():
+            torch.cuda.set_rng_state(tensors["rng/cuda"])
+        self.history = info["history"]
+        mon = info.get("monitor", {})
+        self.monitor.best, self.monitor.best_epoch = mon.get("best"), mon.get("best_epoch")
+        self.monitor.since_best = mon.get("since_best", 0)
+        best = self.checkpoint_dir / "best.safetensors"
+        if self._tracks_best() and best.exists():
+            self.monitor.best_state = checkpoint.load_file(str(best))
+        self.events.emit(Message(f"resumed from the checkpoint of epoch {info['epoch']}"))
+        return info["epoch"] + 1
+
+
+class _Sums:
+    """Sample-weighted sums of each loss over an epoch; `loss` is their total."""
+
+    def __init__(self, loss_keys: dict[str, Key], on_cpu: bool):
+        self.keys = loss_keys
+        self.on_cpu = on_cpu
+        self.sums: dict[str, Any] = {node: 0.0 for node in loss_keys}
+        self.count = 0
+        self.last: dict[str, Any] = {}
+
+    def add(self, values: dict, n: int) -> str | None:
+        """Add one batch; on the CPU returns the first loss node whose value is not finite."""
+        self.count += n
+        for node, key in self.keys.items():
+            v = values.get(key)
+            if v is None:
+                continue
+            v = float(v.detach()) if self.on_cpu else v.detach()
+            self.last[node] = v
+            self.sums[node] += v * n
+            if self.on_cpu and not math.isfinite(v):
+                return node
+        return None
+
+    def last_total(self) -> float:
+        return float(sum(float(v) for v in self.last.values()))
+
+    def means(self) -> dict[str, float]:
+        if not self.count:
+            return {}
+        out = {node: float(s) / self.count for node, s in self.sums.items()}
+        if "loss" not in out:
+            out = {"loss": sum(out.values()), **out}
+        return out
+
+
+def _detach(v):
+    return v.detach() if isinstance(v, torch.Tensor) else v
+
+
+def _metric_values(c: Compiled) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for m in c.metrics:
+        value = m.metric.compute()
+        if isinstance(value, dict):
+            out.update({f"{m.node}.{k}": v for k, v in value.items()})
+        else:
+            out[m.node] = value
+    return out
+
+
+def _lookup(key: str, train: dict, val: dict) -> float | None:
+    split, _, name = key.partition(".")
+    source = {"train": train, "val": val}.get(split)
+    if source is None or name not in source:
+        return None
+    value = source[name]
+    return float(value) if isinstance(value, int | float) else None

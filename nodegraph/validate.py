@@ -1,0 +1,262 @@
+"""Validation: everything that can be known about a graph before it runs.
+
+Structure first — unknown blocks, bad params, unknown ports, wires whose types do not fit,
+inputs fed twice or not at all, cycles — then shape inference: walking the nodes in
+topological order, each data block reports the shape of one batch and each op block is
+built and run on *meta* tensors (shapes and dtypes, no memory, no arithmetic), so every
+wire gets its shape and every layer its parameter count before anything executes, and a
+Linear needs only `out_features`. Problems are data (`errors.Problem`), keyed by node and
+port; a node whose inputs are unknown because of an upstream problem is skipped rather than
+reported again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from nodegraph import settings
+from nodegraph.dataset import Dataset
+from nodegraph.errors import NodegraphError, PortError, Problem, ValidationError
+from nodegraph.graph import Graph
+from nodegraph.spec import BlockSpec, Params
+from nodegraph.types import why_incompatible
+
+# Load problems the graph itself cannot show (the rest the checks below find again).
+_LOAD_ONLY = {"dangling_edge", "bad_entry", "duplicate_key", "renamed_block"}
+_INFERRED = {"data", "op", "metric"}  # optimizers and schedules carry no tensors
+
+
+@dataclass
+class Report:
+    """The outcome of validation: problems, and what inference learnt about the graph."""
+
+    problems: list[Problem] = field(default_factory=list)
+    specs: dict[str, BlockSpec] = field(default_factory=dict)
+    params: dict[str, Params] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    outputs: dict[tuple[str, str], torch.Tensor] = field(default_factory=dict)  # meta tensors
+    param_counts: dict[str, int] = field(default_factory=dict)
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    batch_size: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    def for_node(self, node: str) -> list[Problem]:
+        return [p for p in self.problems if p.node == node]
+
+    def shape(self, node: str, port: str) -> tuple[int, ...] | None:
+        t = self.outputs.get((node, port))
+        return None if t is None else tuple(t.shape)
+
+    def shape_text(self, node: str, port: str) -> str:
+        """The inferred shape with the batch dimension shown as N, e.g. ``(N, 784)``."""
+        t = self.outputs.get((node, port))
+        if t is None:
+            return "?"
+        dims = [str(d) for d in t.shape]
+        if dims and self.batch_size is not None and t.shape[0] == self.batch_size:
+            dims[0] = "N"
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+    def raise_if_errors(self) -> None:
+        if not self.ok:
+            raise ValidationError(self.problems)
+
+
+def validate(graph: Graph, for_training: bool = False) -> Report:
+    """Check `graph` and infer its shapes; `for_training` also demands data and an optimizer."""
+    start = time.perf_counter()
+    report = Report()
+    report.problems += [p for p in graph.load_problems if p.kind in _LOAD_ONLY]
+    report.problems += settings.resolve(graph.training)[1]
+    _check_nodes(graph, report)
+    _check_edges(graph, report)
+    cycle = graph.find_cycle()
+    if cycle:
+        path = " -> ".join([*cycle, cycle[0]])
+        report.problems.append(Problem(cycle[0], None, "cycle", f"cycle through {path}",
+                                       "remove one wire of the loop; recurrence lives inside "
+                                       "blocks (RNN, LSTM) or procedures"))
+    else:
+        report.order = graph.topological_order()
+        _infer(graph, report)
+        if for_training:
+            _check_trainable(graph, report)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def check(graph: Graph, for_training: bool = False) -> Report:
+    """`validate`, raising ValidationError when there are errors."""
+    report = validate(graph, for_training)
+    report.raise_if_errors()
+    return report
+
+
+def _check_nodes(graph: Graph, report: Report) -> None:
+    registry = graph.registry
+    for node in graph:
+        if node.type not in registry:
+            report.problems.append(Problem(node.id, None, "unknown_block",
+                                           f"unknown block type '{node.type}'",
+                                           "install the package that provides it, or replace "
+                                           "the node"))
+            continue
+        spec = registry.get(node.type)
+        report.specs[node.id] = spec
+        values, bad = spec.resolve_params(node.params)
+        for name, message in bad.items():
+            kind = ("unknown_param" if spec.param(name) is None
+                    else "missing_param" if name not in node.params else "bad_param")
+            hint = "" if kind != "unknown_param" else "remove it, or check the spelling"
+            report.problems.append(Problem(node.id, name, kind, message, hint))
+        if not bad:
+            report.params[node.id] = values
+
+
+def _check_edges(graph: Graph, report: Report) -> None:
+    fed = Counter((e.dst, e.dst_port) for e in graph.edges)
+    for e in graph.edges:
+        src, dst = report.specs.get(e.src), report.specs.get(e.dst)
+        out = src.output(e.src_port) if src else None
+        inp = dst.input(e.dst_port) if dst else None
+        if src and out is None:
+            names = ", ".join(p.name for p in src.outputs) or "none"
+            report.problems.append(Problem(e.src, e.src_port, "unknown_port",
+                                           f"{src.id} has no output '{e.src_port}' "
+                                           f"(outputs: {names})"))
+        if dst and inp is None:
+            names = ", ".join(p.name for p in dst.inputs) or "none"
+            report.problems.append(Problem(e.dst, e.dst_port, "unknown_port",
+                                           f"{dst.id} has no input '{e.dst_port}' "
+                                           f"(inputs: {names})"))
+        if out and inp:
+            reason = why_incompatible(out.type, inp.type)
+            if reason:
+                report.problems.append(Problem(e.dst, e.dst_port, "type_mismatch",
+                                               f"wire from {e.src}.{e.src_port}: {reason}"))
+    for (node, port), count in fed.items():
+        if count > 1:
+            report.problems.append(Problem(node, port, "multiple_inputs",
+                                           f"input '{port}' is fed by {count} wires",
+                                           "an input takes one wire; remove the extra ones"))
+    for node in graph:
+        spec = report.specs.get(node.id)
+        for port in spec.inputs if spec else ():
+            if not port.optional and (node.id, port.name) not in fed:
+                report.problems.append(Problem(node.id, port.name, "missing_input",
+                                               f"input '{port.name}' is not connected",
+                                               f"wire a {port.type.name} output into it"))
+
+
+def _infer(graph: Graph, report: Report) -> None:
+    """Walk the nodes in order, giving each output a meta tensor of its shape and dtype."""
+    broken = {p.node for p in report.errors}
+    for node_id in report.order:
+        spec = report.specs.get(node_id)
+        params = report.params.get(node_id)
+        if spec is None or params is None or node_id in broken or spec.kind not in _INFERRED:
+            continue
+        inputs = {}
+        for e in graph.edges_into(node_id):
+            meta = report.outputs.get(e.source)
+            if meta is None:
+                break  # an upstream node failed; it has been reported already
+            inputs[e.dst_port] = meta
+        else:
+            try:
+                _infer_node(node_id, spec, params, inputs, report)
+            except PortError as e:
+                report.problems.append(Problem(node_id, e.port, e.kind,
+                                               f"{spec.id} '{node_id}' {e}", e.hint))
+            except NodegraphError as e:
+                report.problems.append(Problem(node_id, None, "bad_config",
+                                               f"{spec.id} '{node_id}': {e}"))
+            except Exception as e:  # a torch error at the meta forward, most often shapes
+                report.problems.append(Problem(node_id, None, "shape_error",
+                                               f"{spec.id} '{node_id}' cannot run on its "
+                                               f"inputs {_shapes(inputs)}: {_first_line(e)}",
+                                               "check the shapes of the wires into it"))
+
+
+def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
+                report: Report) -> None:
+    if spec.kind == "data":
+        try:
+            dataset = spec.build(params)
+        except (NodegraphError, OSError, ValueError) as e:
+            raise PortError(spec.outputs[0].name if spec.outputs else None, str(e),
+                            "check the data block's params and files", kind="data_error") from e
+        report.datasets[node_id] = dataset
+        meta = dataset.meta()
+        missing = [p.name for p in spec.outputs if p.name not in meta]
+        if missing:
+            raise NodegraphError(f"the dataset provides no {missing}")
+        for port in spec.outputs:
+            report.outputs[(node_id, port.name)] = meta[port.name]
+        b = meta[spec.outputs[0].name].shape[0] if spec.outputs else None
+        report.batch_size = report.batch_size if report.batch_size is not None else b
+    elif spec.kind == "op":
+        with torch.device("meta"):
+            module = spec.build(params, inputs)
+            args = [inputs.get(p.name) for p in spec.inputs]
+            out = module(*args)
+        outs = (out,) if len(spec.outputs) == 1 else tuple(out)
+        for port, value in zip(spec.outputs, outs, strict=True):
+            report.outputs[(node_id, port.name)] = value
+        report.param_counts[node_id] = sum(p.numel() for p in module.parameters()
+                                           if p.requires_grad)
+    elif spec.kind == "metric":
+        spec.build(params, inputs)
+
+
+def _check_trainable(graph: Graph, report: Report) -> None:
+    kinds = {nid: s.kind for nid, s in report.specs.items()}
+    if "data" not in kinds.values():
+        report.problems.append(Problem(None, None, "no_data", "the graph has no data block",
+                                       "add a data block and wire it into the model"))
+    optimizers = [nid for nid, k in kinds.items() if k == "optimizer"]
+    if not optimizers:
+        report.problems.append(Problem(None, None, "no_optimizer", "the graph has no "
+                                       "optimizer, so there is nothing to train",
+                                       "wire the loss into an optimizer block"))
+    for opt in optimizers:
+        edge = graph.source_of(opt, "loss")
+        if edge is None:
+            continue
+        upstream = graph.upstream([edge.src])
+        scope = report.params.get(opt, {}).get("scope") or []
+        unknown = [s for s in scope if s not in graph.nodes]
+        if unknown:
+            report.problems.append(Problem(opt, "scope", "bad_param",
+                                           f"scope names unknown node(s) {unknown}"))
+        counted = [n for n in (scope or upstream) if report.param_counts.get(n)]
+        if not counted and edge.src not in {p.node for p in report.errors}:
+            report.problems.append(Problem(opt, "loss", "nothing_to_train",
+                                           "no trainable parameters upstream of its loss",
+                                           "put a layer with weights between data and loss"))
+    sizes = {nid: ds.num_batches("train") for nid, ds in report.datasets.items()}
+    if len(set(sizes.values())) > 1:
+        report.problems.append(Problem(None, None, "data_mismatch", "data blocks give different"
+                                       f" numbers of batches per epoch: {sizes}",
+                                       "give them the same size and batch size"))
+
+
+def _shapes(inputs: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {tuple(v.shape)}" for k, v in inputs.items() if v is not None) or "-"
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
