@@ -14,6 +14,10 @@ What `build` receives and returns depends on the block's kind:
 - ``data``: ``build(p) -> nodegraph.dataset.Dataset``: the whole dataset with its splits.
 - ``metric``: ``build(p, x) -> nodegraph.metric.Metric``: accumulates over an epoch.
 - ``optimizer``: ``build(p, parameters) -> torch.optim.Optimizer`` over the given parameters.
+  With ``closure=True`` the trainer calls ``step(closure)``; ``closure()`` zeroes the grads,
+  recomputes the loss, backpropagates and returns it (L-BFGS); ``closure(backward=False)``
+  returns the loss with its autograd graph and no backward, for solvers that differentiate
+  it themselves (a one-step Newton solve is exact least squares).
 - ``schedule``: ``build(p, optimizer) -> torch.optim.lr_scheduler.LRScheduler``.
 
 The registry is an object: tests make their own, the default one holds the blocks of the

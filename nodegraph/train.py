@@ -260,10 +260,13 @@ class Trainer:
     def _step(self, o, values: dict) -> None:
         run, plan, optimizer = self.c.module.run, o.plan, o.optimizer
         if o.closure:
-            def closure():
+            def closure(backward: bool = True):
+                # backward=False hands a solver the loss with its graph, to differentiate itself
                 optimizer.zero_grad(set_to_none=True)
-                loss = run(plan, values)[o.loss_key]
-                loss.backward()
+                with torch.enable_grad():
+                    loss = run(plan, values)[o.loss_key]
+                    if backward:
+                        loss.backward()
                 return loss
             optimizer.step(closure)
         else:
