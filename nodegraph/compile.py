@@ -154,6 +154,7 @@ def compile(graph: Graph, device: str | torch.device | None = None, seed: int | 
         in_keys = tuple(_source(graph, node_id, p.name) for p in spec.inputs)
         steps[node_id] = (node_id, blocks[node_id], in_keys,
                           tuple((node_id, p.name) for p in spec.outputs))
+    _bind(blocks, report)
     module = GraphModule(blocks, steps).to(dev)  # moves the blocks in place
 
     datasets = {nid: ds.to(dev) for nid, ds in report.datasets.items()}
@@ -176,6 +177,21 @@ def compile(graph: Graph, device: str | torch.device | None = None, seed: int | 
     return compiled
 
 
+def _bind(blocks: dict[str, nn.Module], report: Report) -> None:
+    """Hand blocks that act on other blocks' weights (penalties) the modules they name."""
+    for node_id, module in blocks.items():
+        spec = report.specs[node_id]
+        if not spec.binds:
+            continue
+        names = report.params[node_id].get(spec.binds) or [
+            n for n, m in blocks.items() if n != node_id and any(True for _ in m.parameters())]
+        missing = [n for n in names if n not in blocks]
+        if missing:
+            raise NodegraphError(f"node '{node_id}': {spec.binds} names {missing}, which are "
+                                 "not blocks with weights")
+        module.bind({n: blocks[n] for n in names})
+
+
 def _source(graph: Graph, node: str, port: str) -> Key | None:
     edge = graph.source_of(node, port)
     return None if edge is None else edge.source
@@ -190,12 +206,13 @@ def _build_optimizers(compiled: Compiled, sinks: list[str]) -> None:
         upstream = graph.upstream([loss_edge.src])
         scope = params.get("scope") or sorted(upstream)
         trainable = _parameters(module, scope)
+        named = [(name, p) for name, p in _named(module) if any(p is t for t in trainable)]
         spec = report.specs[nid]
         last = i == len(opt_nodes) - 1
         # the last optimizer's forward also computes every loss and metric, so the epoch's
         # training numbers come for free
         plan = module.plan(upstream | graph.upstream(sinks) if last else upstream)
-        run = OptimizerRun(nid, spec.build(params, trainable), loss_edge.source, plan,
+        run = OptimizerRun(nid, spec.build(params, named), loss_edge.source, plan,
                            trainable, params.get("clip_grad_norm"), spec.closure)
         sched_edge = graph.source_of(nid, "schedule")
         if sched_edge is not None:
@@ -205,6 +222,10 @@ def _build_optimizers(compiled: Compiled, sinks: list[str]) -> None:
             run.schedule_node = sched_edge.src
             run.per_step = sparams.get("interval") == "step"
         compiled.optimizers.append(run)
+
+
+def _named(module: GraphModule) -> list[tuple[str, nn.Parameter]]:
+    return [(k.removeprefix("blocks."), p) for k, p in module.named_parameters()]
 
 
 def _parameters(module: GraphModule, nodes: Iterable[str]) -> list[nn.Parameter]:

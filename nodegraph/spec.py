@@ -13,12 +13,18 @@ What `build` receives and returns depends on the block's kind:
   output-port order. Losses are ops whose output port has type ``loss``.
 - ``data``: ``build(p) -> nodegraph.dataset.Dataset``: the whole dataset with its splits.
 - ``metric``: ``build(p, x) -> nodegraph.metric.Metric``: accumulates over an epoch.
-- ``optimizer``: ``build(p, parameters) -> torch.optim.Optimizer`` over the given parameters.
+- ``optimizer``: ``build(p, named) -> torch.optim.Optimizer`` over `named`, a list of
+  (``node.param``, Parameter); pass it through ``nodegraph.optim.param_groups(named, p)``.
   With ``closure=True`` the trainer calls ``step(closure)``; ``closure()`` zeroes the grads,
   recomputes the loss, backpropagates and returns it (L-BFGS); ``closure(backward=False)``
   returns the loss with its autograd graph and no backward, for solvers that differentiate
   it themselves (a one-step Newton solve is exact least squares).
 - ``schedule``: ``build(p, optimizer) -> torch.optim.lr_scheduler.LRScheduler``.
+
+A block that acts on *other blocks' weights* (an L1/L2 penalty) declares ``binds="nodes"``:
+the name of its ``strs`` param listing node ids (empty: every block with weights). After
+building, compile calls ``module.bind(modules)`` with those nodes' modules by id; the block
+must keep them without registering them as submodules (so weights are not duplicated).
 
 The registry is an object: tests make their own, the default one holds the blocks of the
 `nodes` package plus any package that declares the ``nodegraph.blocks`` entry point.
@@ -215,6 +221,7 @@ class BlockSpec:
     keywords: tuple[str, ...] = ()
     replaces: tuple[str, ...] = ()  # old ids that files may still use
     closure: bool = False  # optimizers only: step() needs a closure that re-evaluates the loss
+    binds: str = ""  # ops only: the strs param naming nodes whose modules `bind` receives
     category: str = field(default="")
 
     def __post_init__(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from nodegraph.optim import OPTIMIZER_PARAMS
+from nodegraph.optim import OPTIMIZER_PARAMS, param_groups
 from nodegraph.spec import LOSS_IN, SCHEDULE_IN, Param, block, bool_param, float_param
 
 PORTS = {"inputs": [LOSS_IN, SCHEDULE_IN], "outputs": []}
@@ -14,9 +14,9 @@ WEIGHT_DECAY = float_param("weight_decay", 0.0, "L2 penalty added to the gradien
 BLOCKS = [
     block("optimizers.SGD", "optimizer",
           "Stochastic gradient descent, with optional (Nesterov) momentum.",
-          lambda p, params: torch.optim.SGD(params, lr=p.lr, momentum=p.momentum,
-                                            dampening=p.dampening, nesterov=p.nesterov,
-                                            weight_decay=p.weight_decay),
+          lambda p, named: torch.optim.SGD(param_groups(named, p), lr=p.lr,
+                                           momentum=p.momentum, dampening=p.dampening,
+                                           nesterov=p.nesterov),
           params=[LR, float_param("momentum", 0.0, "momentum factor", min=0, max=1),
                   float_param("dampening", 0.0, "dampening for momentum", min=0, max=1),
                   bool_param("nesterov", False, "use Nesterov momentum"),
@@ -24,8 +24,8 @@ BLOCKS = [
           keywords=("gradient descent", "momentum"), **PORTS),
     block("optimizers.Adam", "optimizer",
           "Adam: adaptive moment estimation (Kingma & Ba, 2015).",
-          lambda p, params: torch.optim.Adam(params, lr=p.lr, betas=tuple(p.betas), eps=p.eps,
-                                             weight_decay=p.weight_decay, amsgrad=p.amsgrad),
+          lambda p, named: torch.optim.Adam(param_groups(named, p), lr=p.lr,
+                                            betas=tuple(p.betas), eps=p.eps, amsgrad=p.amsgrad),
           params=[float_param("lr", 0.001, "learning rate (step size)", min=0),
                   Param("betas", "floats", [0.9, 0.999],
                         "decay rates of the first and second moment estimates", min=0, max=1),
