@@ -47,7 +47,7 @@ class GraphModule(nn.Module):
         """Run `plan` on `values` (inputs already in it); outputs are stored in `values`."""
         node = None
         try:
-            for node, module, in_keys, out_keys in plan:
+            for node, module, in_keys, out_keys in plan:  # noqa: B007 (node names failures)
                 out = module(*[values.get(k) for k in in_keys])
                 if len(out_keys) == 1:
                     values[out_keys[0]] = out

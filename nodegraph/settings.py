@@ -12,7 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from nodegraph.errors import Problem
-from nodegraph.spec import Param, Params, bool_param, choice_param, float_param, int_param, str_param
+from nodegraph.spec import (
+    Param,
+    Params,
+    bool_param,
+    choice_param,
+    float_param,
+    int_param,
+    str_param,
+)
 
 TRAINING_PARAMS: tuple[Param, ...] = (
     int_param("epochs", 10, "passes over the training split", min=0),

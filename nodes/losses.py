@@ -40,7 +40,8 @@ def _cross_entropy(p, x):
     need_float(x, "input")
     scores, target = x["input"], x["target"]
     if scores.ndim < 2:
-        raise PortError("input", f"cross-entropy needs scores (N, classes), got {fmt(scores.shape)}")
+        raise PortError("input",
+                        f"cross-entropy needs scores (N, classes), got {fmt(scores.shape)}")
     if target.dtype.is_floating_point:
         if target.shape != scores.shape:
             raise PortError("target", f"class probabilities {fmt(target.shape)} must match the "
