@@ -1,30 +1,88 @@
-"""Losses: blocks whose output is a scalar for an optimizer to minimise."""
+"""Losses: blocks whose output is a scalar for an optimizer to minimise.
+
+Regression losses compare a prediction with a target of the same shape; classification
+losses take raw scores (logits) unless their doc says probabilities; the divergences
+(`KLDivergence`, `GaussianKL`) are the pieces a VAE's ELBO is built from, and `WeightedSum`
+adds several losses into the one an optimizer minimises. Where torch has the loss, the
+block builds torch's module, so the numbers are torch's.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.errors import PortError
-from nodegraph.spec import LOSS_OUT, block, choice_param, float_param
+from nodegraph.spec import LOSS_OUT, Port, block, bool_param, choice_param, float_param
+from nodegraph.types import LOSS
 from nodes._shapes import fmt, need_float, need_same_shape
 
 REDUCTION = choice_param("reduction", ("mean", "sum"), "mean",
                          "average the per-element losses, or add them up")
+BATCH_REDUCTION = choice_param("reduction", ("batchmean", "sum"), "batchmean",
+                               "sum over everything but the batch, then average over the "
+                               "batch (the true divergence per sample), or add it all up")
 PAIR = ["input", "target"]
 
 
-def _mse(p, x):
-    need_float(x, "input")
+def _elementwise(make: Callable[[dict], nn.Module]) -> Callable:
+    """A build for losses of real `input` and `target` that match element for element."""
+    def build(p, x):
+        need_float(x, "input")
+        need_float(x, "target")
+        need_same_shape(x)
+        return make(p)
+
+    return build
+
+
+# -- regression ------------------------------------------------------------------------
+
+
+class _GaussianNLL(nn.Module):
+    """Gaussian negative log-likelihood with a variance or a log-variance input."""
+
+    def __init__(self, log_var: bool, full: bool, eps: float, reduction: str):
+        super().__init__()
+        self.log_var, self.full, self.eps, self.reduction = log_var, full, eps, reduction
+
+    def forward(self, input, target, var):
+        if not self.log_var:
+            return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                       reduction=self.reduction)
+        # log σ² needs no clamping: exp(-log σ²) is finite for every finite input
+        loss = 0.5 * (var + (input - target) ** 2 * torch.exp(-var))
+        if self.full:
+            loss = loss + 0.5 * math.log(2 * math.pi)
+        return loss.mean() if self.reduction == "mean" else loss.sum()
+
+
+def _gaussian_nll(p, x):
+    for port in ("input", "target", "var"):
+        need_float(x, port)
     need_same_shape(x)
-    return nn.MSELoss(reduction=p.reduction)
+    mean, var = x["input"].shape, x["var"].shape
+    if var != mean and var != (*mean[:-1], 1):
+        raise PortError("var", f"the variance {fmt(var)} must match the mean {fmt(mean)}, or "
+                        f"have size 1 in the last dimension {fmt((*mean[:-1], 1))} for one "
+                        "variance per sample", "give the variance head as many outputs as the "
+                        "mean head, or one")
+    return _GaussianNLL(p.var_input == "log_variance", p.full, p.eps, p.reduction)
+
+
+# -- classification --------------------------------------------------------------------
 
 
 def _bce_logits(p, x):
     need_float(x, "input")
     need_float(x, "target")
     need_same_shape(x)
-    return nn.BCEWithLogitsLoss(reduction=p.reduction)
+    pos_weight = None if p.pos_weight is None else torch.tensor(p.pos_weight)
+    return nn.BCEWithLogitsLoss(reduction=p.reduction, pos_weight=pos_weight)
 
 
 class _CrossEntropy(nn.CrossEntropyLoss):
@@ -34,6 +92,12 @@ class _CrossEntropy(nn.CrossEntropyLoss):
         if target.ndim == input.ndim and target.shape[-1] == 1 and input.shape[-1] != 1:
             target = target.squeeze(-1)
         return super().forward(input, target)
+
+
+def _need_class_indices(scores: torch.Tensor, target: torch.Tensor) -> None:
+    if target.shape[0] != scores.shape[0] or target.numel() != scores.shape[0]:
+        raise PortError("target", f"class indices {fmt(target.shape)} do not fit scores "
+                        f"{fmt(scores.shape)}", "targets must be one class index per sample")
 
 
 def _cross_entropy(p, x):
@@ -47,20 +111,172 @@ def _cross_entropy(p, x):
             raise PortError("target", f"class probabilities {fmt(target.shape)} must match the "
                             f"scores {fmt(scores.shape)}",
                             "use class indices (integers) or one probability per class")
-    elif target.shape[0] != scores.shape[0] or target.numel() != scores.shape[0]:
-        raise PortError("target", f"class indices {fmt(target.shape)} do not fit scores "
-                        f"{fmt(scores.shape)}", "targets must be one class index per sample")
+    else:
+        _need_class_indices(scores, target)
     return _CrossEntropy(reduction=p.reduction, label_smoothing=p.label_smoothing)
+
+
+class _Hinge(nn.Module):
+    """max(0, margin − t·s) for one score per sample; torch's multi-margin loss for several."""
+
+    def __init__(self, margin: float, reduction: str):
+        super().__init__()
+        self.margin, self.reduction = margin, reduction
+
+    def forward(self, input, target):
+        if input.ndim > 1 and input.shape[-1] > 1:
+            return F.multi_margin_loss(input, target.reshape(-1).long(), margin=self.margin,
+                                       reduction=self.reduction)
+        t = target.reshape(input.shape).to(input.dtype)
+        t = torch.where(t == 0, -torch.ones_like(t), t)  # {0, 1} labels read as {-1, +1}
+        loss = torch.clamp(self.margin - t * input, min=0)
+        return loss.mean() if self.reduction == "mean" else loss.sum()
+
+
+def _hinge(p, x):
+    need_float(x, "input")
+    scores, target = x["input"], x["target"]
+    if scores.ndim > 1 and scores.shape[-1] > 1:
+        if target.dtype.is_floating_point:
+            raise PortError("target", f"{scores.shape[-1]} scores per sample need class "
+                            f"indices (integers), got {target.dtype}",
+                            "use target_kind 'class' on the data block", kind="dtype_mismatch")
+        _need_class_indices(scores, target)
+    elif target.shape[:1] != scores.shape[:1] or target.numel() != scores.numel():
+        raise PortError("target", f"'input' is {fmt(scores.shape)} but 'target' is "
+                        f"{fmt(target.shape)}; one label per score",
+                        "targets are -1/+1 (or 0/1) shaped like the scores")
+    return _Hinge(p.margin, p.reduction)
+
+
+# -- divergences -----------------------------------------------------------------------
+
+
+class _KLDivergence(nn.Module):
+    """KL(target ‖ softmax(input)) from logits, or from log-probabilities as torch's kl_div."""
+
+    def __init__(self, logits: bool, reduction: str):
+        super().__init__()
+        self.logits, self.reduction = logits, reduction
+
+    def forward(self, input, target):
+        log_q = F.log_softmax(input, dim=-1) if self.logits else input
+        return F.kl_div(log_q, target, reduction=self.reduction)
+
+
+def _kl_divergence(p, x):
+    need_float(x, "input")
+    need_float(x, "target")
+    need_same_shape(x)
+    if x["input"].ndim < 2:
+        raise PortError("input", f"needs one score per class (N, classes), got "
+                        f"{fmt(x['input'].shape)}")
+    return _KLDivergence(p.input_kind == "logits", p.reduction)
+
+
+class _GaussianKL(nn.Module):
+    """KL(N(mu, exp(logvar)) ‖ N(0, 1)) in closed form, summed over the latent dimensions."""
+
+    def __init__(self, reduction: str):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, mu, logvar):
+        per_dim = 0.5 * (torch.exp(logvar) + mu ** 2 - 1.0 - logvar)
+        total = per_dim.sum()
+        return total / mu.shape[0] if self.reduction == "batchmean" else total
+
+
+def _gaussian_kl(p, x):
+    need_float(x, "mu")
+    need_float(x, "logvar")
+    need_same_shape(x, "mu", "logvar")
+    return _GaussianKL(p.reduction)
+
+
+# -- combining -------------------------------------------------------------------------
+
+TERMS = ("a", "b", "c", "d")
+
+
+class _WeightedSum(nn.Module):
+    """w_a·a + w_b·b + w_c·c + w_d·d over the connected inputs."""
+
+    def __init__(self, weights: tuple[float, ...]):
+        super().__init__()
+        self.weights = weights
+
+    def forward(self, *losses):
+        terms = [w * v for w, v in zip(self.weights, losses, strict=True) if v is not None]
+        return sum(terms[1:], terms[0])
+
+
+def _weighted_sum(p, x):
+    if not x:
+        raise PortError("a", "no loss is connected", "wire at least one loss into a, b, c or d")
+    for port, value in x.items():
+        if value.ndim != 0:
+            raise PortError(port, f"'{port}' must be a scalar loss, got {fmt(value.shape)}")
+    return _WeightedSum(tuple(p[f"w_{t}"] for t in TERMS))
 
 
 BLOCKS = [
     block("losses.MSE", "op", "Mean squared error between prediction and target.",
-          _mse, inputs=PAIR, outputs=[LOSS_OUT], params=[REDUCTION],
-          keywords=("l2", "regression", "squared")),
+          _elementwise(lambda p: nn.MSELoss(reduction=p.reduction)), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTION], keywords=("l2", "regression", "squared")),
+    block("losses.SSE", "op",
+          "Sum of squared errors ‖y − ŷ‖² (MSE without the 1/n).\n\n"
+          "The least-squares objective as the notes write it; it grows with the batch size, "
+          "so a gradient step needs a smaller learning rate than with MSE.",
+          _elementwise(lambda p: nn.MSELoss(reduction="sum")), inputs=PAIR,
+          outputs=[LOSS_OUT], keywords=("least squares", "regression", "squared")),
+    block("losses.MAE", "op",
+          "Mean absolute error |y − ŷ| (L1 loss).\n\n"
+          "Less sensitive to outliers than MSE; its minimiser is the median, not the mean.",
+          _elementwise(lambda p: nn.L1Loss(reduction=p.reduction)), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTION], keywords=("l1", "regression", "absolute")),
+    block("losses.Huber", "op",
+          "Huber loss: squared for errors below `delta`, linear above.\n\n"
+          "0.5·e² when |e| < delta, else delta·(|e| − 0.5·delta): MSE's smooth minimum "
+          "with MAE's robustness to outliers.",
+          _elementwise(lambda p: nn.HuberLoss(reduction=p.reduction, delta=p.delta)),
+          inputs=PAIR, outputs=[LOSS_OUT],
+          params=[REDUCTION, float_param("delta", 1.0, "error size where the loss turns from "
+                                         "quadratic to linear", min=1e-12)],
+          keywords=("smooth l1", "robust", "regression")),
+    block("losses.GaussianNLL", "op",
+          "Negative log-likelihood of the target under N(input, var).\n\n"
+          "0.5·(log σ² + (y − μ)²/σ²) per element: regression that also learns its own "
+          "uncertainty. `var` carries σ² (torch's GaussianNLLLoss, clamped at eps) or, with "
+          "var_input = log_variance, log σ² — an unconstrained network output needs no "
+          "softplus then. With a fixed σ² = 1 it is MSE/2 plus a constant.",
+          _gaussian_nll,
+          inputs=[Port("input", doc="the predicted mean μ"),
+                  Port("target", doc="the observed value y"),
+                  Port("var", doc="the predicted variance σ² (or log σ², see var_input), "
+                       "shaped like the mean or with last dimension 1")],
+          outputs=[LOSS_OUT],
+          params=[choice_param("var_input", ("variance", "log_variance"), "variance",
+                               "what the var port carries: σ² (must be positive) or log σ²"),
+                  REDUCTION,
+                  float_param("eps", 1e-6, "smallest variance (variance input only)", min=0),
+                  bool_param("full", False, "add the constant 0.5·log 2π, so the value is "
+                             "the exact negative log-density")],
+          keywords=("likelihood", "heteroscedastic", "uncertainty", "regression")),
+    block("losses.BCE", "op",
+          "Binary cross-entropy on probabilities: −[y log p + (1 − y) log(1 − p)].\n\n"
+          "Feed probabilities (after a Sigmoid); for raw scores use BCEWithLogits, which "
+          "is the same loss computed stably.",
+          _elementwise(lambda p: nn.BCELoss(reduction=p.reduction)), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTION],
+          keywords=("binary", "logistic", "classification", "log loss")),
     block("losses.BCEWithLogits", "op",
           "Binary cross-entropy on logits (sigmoid built in, numerically stable).\n\n"
-          "Targets are 0/1 floats shaped like the logits.",
-          _bce_logits, inputs=PAIR, outputs=[LOSS_OUT], params=[REDUCTION],
+          "Targets are 0/1 floats shaped like the logits. `pos_weight` > 1 counts each "
+          "positive sample that many times, for rare positive classes.",
+          _bce_logits, inputs=PAIR, outputs=[LOSS_OUT],
+          params=[REDUCTION, float_param("pos_weight", None, "weight of the positive class's "
+                                         "term; empty means 1", min=0, nullable=True)],
           keywords=("binary", "logistic", "classification")),
     block("losses.CrossEntropy", "op",
           "Cross-entropy of class scores (logits) against class indices or probabilities.\n\n"
@@ -70,4 +286,48 @@ BLOCKS = [
                                          "move this much probability mass to the other "
                                          "classes evenly", min=0, max=1)],
           keywords=("softmax", "classification", "nll", "categorical")),
+    block("losses.Hinge", "op",
+          "Hinge loss max(0, margin − t·s) of a linear classifier (the soft-margin SVM).\n\n"
+          "One score s per sample: targets t are −1/+1; 0/1 labels work too, 0 being read "
+          "as −1. Several scores per sample: targets are class indices and the loss is "
+          "torch's multi-class margin loss. Add an L2 penalty on the weights for the SVM.",
+          _hinge, inputs=PAIR, outputs=[LOSS_OUT],
+          params=[REDUCTION, float_param("margin", 1.0, "the margin scores must clear",
+                                         min=0)],
+          keywords=("svm", "margin", "classification", "max margin")),
+    block("losses.KLDivergence", "op",
+          "KL(target ‖ model) between categorical distributions, over the last dimension.\n\n"
+          "Σ p·(log p − log q) with p = target probabilities and q = the model's "
+          "distribution, given as logits (softmax built in) or as log-probabilities "
+          "(input_kind). The target must be probabilities. Used for distillation and "
+          "label distributions; with one-hot targets it equals cross-entropy.",
+          _kl_divergence,
+          inputs=[Port("input", doc="the model's scores: logits or log-probabilities"),
+                  Port("target", doc="the target probabilities p (rows sum to 1)")],
+          outputs=[LOSS_OUT],
+          params=[choice_param("input_kind", ("logits", "log_probs"), "logits",
+                               "logits: raw scores, softmax built in; log_probs: after "
+                               "LogSoftmax (torch's kl_div convention)"),
+                  BATCH_REDUCTION],
+          keywords=("kl", "relative entropy", "distillation", "divergence")),
+    block("losses.GaussianKL", "op",
+          "KL(N(μ, σ²) ‖ N(0, 1)) in closed form, from μ and log σ²: the VAE's prior term.\n\n"
+          "0.5·Σ(σ² + μ² − 1 − log σ²), summed over the latent dimensions and averaged "
+          "over the batch (reduction batchmean) or summed (sum). Pair it with a "
+          "reconstruction loss in a WeightedSum to minimise the negative ELBO.",
+          _gaussian_kl,
+          inputs=[Port("mu", doc="means of the approximate posterior"),
+                  Port("logvar", doc="log-variances log σ², shaped like mu")],
+          outputs=[LOSS_OUT], params=[BATCH_REDUCTION],
+          keywords=("vae", "elbo", "kl", "prior", "latent")),
+    block("losses.WeightedSum", "op",
+          "A weighted sum of up to four losses, w_a·a + w_b·b + w_c·c + w_d·d.\n\n"
+          "For objectives with several terms (reconstruction + β·KL, a loss plus a "
+          "penalty): wire it into the optimizer instead of the parts. Unconnected inputs "
+          "count as 0.",
+          _weighted_sum,
+          inputs=[Port(t, LOSS, f"loss term {t}", optional=True) for t in TERMS],
+          outputs=[LOSS_OUT],
+          params=[float_param(f"w_{t}", 1.0, f"weight of loss {t}") for t in TERMS],
+          keywords=("combine", "elbo", "beta", "multi-task", "total")),
 ]
