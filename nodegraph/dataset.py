@@ -3,7 +3,9 @@
 A data block builds a `Dataset`: one tensor per output port (first dimension = samples)
 and index sets for the splits ``train``, ``val`` and ``test``. Splitting and normalisation
 happen here once, normalisation fitted on the training split only, so every data block
-behaves the same and no statistics leak from the test set. Batching slices tensors that
+behaves the same and no statistics leak from the test set. K-fold cross-validation is a
+split too: the samples outside the test split are cut into `folds` parts once (the cut does
+not depend on `fold`), and `fold` picks the one that validates. Batching slices tensors that
 already live on the training device — the same thing a hand-written loop does — so the
 data path adds no per-step overhead.
 """
@@ -32,6 +34,10 @@ DATA_PARAMS: tuple[Param, ...] = (
                  "how samples are assigned to splits: random, stratified by the target "
                  "class, or in order (chronological, for time series)"),
     int_param("split_seed", 0, "seed of the random split, fixed so runs compare", min=0),
+    int_param("folds", 0, "K-fold cross-validation: cut the samples outside the test split "
+              "into this many folds (val_fraction is then unused); 0 means off", min=0),
+    int_param("fold", 0, "with folds on: which fold (0 to folds-1) validates while the others "
+              "train; chronological folds train only on the folds before it", min=0),
     choice_param("normalize", ("none", "zscore", "minmax"), "none",
                  "scale the inputs with statistics of the training split only"),
 )
@@ -114,8 +120,17 @@ class Dataset:
 
 
 def split_indices(n: int, val_fraction: float, test_fraction: float, mode: str = "random",
-                  seed: int = 0, labels: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Indices of the train/val/test splits; stratified splits keep class proportions."""
+                  seed: int = 0, labels: np.ndarray | None = None, folds: int = 0,
+                  fold: int = 0) -> dict[str, np.ndarray]:
+    """Indices of the train/val/test splits; stratified splits keep class proportions.
+
+    With `folds` > 0 the test split is held out as usual and the rest is cut into folds,
+    fold `fold` validating (see `kfold_indices`); `val_fraction` is then unused.
+    """
+    if folds:
+        rest = split_indices(n, 0.0, test_fraction, mode, seed, labels)
+        train, val = kfold_indices(rest["train"], folds, fold, mode, seed, labels)
+        return {"train": train, "val": val, "test": rest["test"]}
     if val_fraction + test_fraction >= 1:
         raise NodegraphError("val_fraction + test_fraction must leave samples to train on")
     n_test, n_val = round(n * test_fraction), round(n * val_fraction)
@@ -125,13 +140,52 @@ def split_indices(n: int, val_fraction: float, test_fraction: float, mode: str =
                 "test": order[n - n_test:]}
     rng = np.random.default_rng(seed)
     if mode == "stratified":
-        if labels is None:
-            raise NodegraphError("a stratified split needs class labels on port 'y'")
-        return _stratified(np.asarray(labels).reshape(n, -1)[:, 0], val_fraction,
-                           test_fraction, rng)
+        return _stratified(_class_labels(labels, n), val_fraction, test_fraction, rng)
     order = rng.permutation(n)
     return {"test": np.sort(order[:n_test]), "val": np.sort(order[n_test:n_test + n_val]),
             "train": np.sort(order[n_test + n_val:])}
+
+
+def kfold_indices(rows: np.ndarray, folds: int, fold: int, mode: str = "random", seed: int = 0,
+                  labels: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(train, val) rows of fold `fold` when `rows` are cut into `folds` folds.
+
+    random: shuffled, then cut into near-equal parts. stratified: every fold gets each
+    class's share (counts differ by at most one). chronological: forward chaining for time
+    series — the rows in order are cut into folds + 1 blocks and fold k trains on blocks
+    0..k and validates on block k+1, so no future sample trains a model judged on the past.
+    """
+    rows = np.asarray(rows)
+    if folds < 2:
+        raise NodegraphError(f"K-fold needs at least 2 folds, got folds = {folds} "
+                             "(0 switches K-fold off)")
+    if not 0 <= fold < folds:
+        raise NodegraphError(f"fold {fold} does not exist: with {folds} folds they are "
+                             f"numbered 0 to {folds - 1}")
+    parts = folds + 1 if mode == "chronological" else folds
+    if len(rows) < parts:
+        raise NodegraphError(f"{len(rows)} samples cannot be cut into {parts} folds")
+    if mode == "chronological":
+        blocks = np.array_split(rows, parts)
+        return np.concatenate(blocks[:fold + 1]), blocks[fold + 1]
+    # a stream of its own, so the cut is the same whichever fold is asked for
+    rng = np.random.default_rng([seed, 1])
+    if mode == "stratified":
+        classes = _class_labels(labels, None)[rows]
+        dealt = np.concatenate([rng.permutation(rows[classes == c]) for c in np.unique(classes)])
+        member = np.arange(len(rows)) % folds  # deal class by class, round robin
+    else:
+        dealt = rng.permutation(rows)
+        member = np.repeat(np.arange(folds), [len(p) for p in np.array_split(dealt, folds)])
+    return np.sort(dealt[member != fold]), np.sort(dealt[member == fold])
+
+
+def _class_labels(labels: np.ndarray | None, n: int | None) -> np.ndarray:
+    """One class label per sample (the first column of `labels`), for stratification."""
+    if labels is None:
+        raise NodegraphError("a stratified split needs class labels on port 'y'")
+    labels = np.asarray(labels)
+    return labels.reshape(len(labels) if n is None else n, -1)[:, 0]
 
 
 def _stratified(labels: np.ndarray, val_fraction: float, test_fraction: float,
@@ -167,20 +221,40 @@ def normalise(arrays: dict[str, np.ndarray], train_idx: np.ndarray, how: str,
 
 def from_arrays(arrays: dict[str, np.ndarray], p: dict, stratify: str = "y",
                 normalize_ports: Sequence[str] = ("x",),
-                given_splits: dict[str, np.ndarray] | None = None) -> Dataset:
+                given_splits: dict[str, np.ndarray] | None = None,
+                test_rows: np.ndarray | None = None) -> Dataset:
     """Build a Dataset from numpy arrays using the shared DATA_PARAMS in `p`.
 
     `given_splits` (indices per split) overrides the split params when the data fixes them.
+    `test_rows` fixes only the test split (a dataset shipped with its own test files); the
+    other rows are split into train and val by the params, `test_fraction` unused.
     """
     n = len(next(iter(arrays.values())))
     labels = arrays.get(stratify) if p.get("split") == "stratified" else None
-    idx = given_splits or split_indices(n, p.get("val_fraction", 0.0),
-                                        p.get("test_fraction", 0.0), p.get("split", "random"),
-                                        p.get("split_seed", 0), labels)
+    if given_splits is not None:
+        idx = given_splits
+    elif test_rows is not None:
+        idx = _split_around(n, np.asarray(test_rows, dtype=np.int64), p, labels)
+    else:
+        idx = _split(n, p, labels, p.get("test_fraction", 0.0))
     arrays = normalise(arrays, idx["train"], p.get("normalize", "none"), normalize_ports)
     tensors = {k: _to_tensor(v) for k, v in arrays.items()}
     splits = {k: torch.as_tensor(v, dtype=torch.long) for k, v in idx.items()}
     return Dataset(tensors, splits, p.get("batch_size", 32), p.get("shuffle", True))
+
+
+def _split(n: int, p: dict, labels: np.ndarray | None,
+           test_fraction: float) -> dict[str, np.ndarray]:
+    return split_indices(n, p.get("val_fraction", 0.0), test_fraction, p.get("split", "random"),
+                         p.get("split_seed", 0), labels, p.get("folds", 0), p.get("fold", 0))
+
+
+def _split_around(n: int, test_rows: np.ndarray, p: dict,
+                  labels: np.ndarray | None) -> dict[str, np.ndarray]:
+    """Splits with the test rows fixed: the remaining rows go to train and val."""
+    rest = np.setdiff1d(np.arange(n), test_rows)
+    idx = _split(len(rest), p, None if labels is None else np.asarray(labels)[rest], 0.0)
+    return {"train": rest[idx["train"]], "val": rest[idx["val"]], "test": np.sort(test_rows)}
 
 
 def _to_tensor(a: np.ndarray) -> torch.Tensor:

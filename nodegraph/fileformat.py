@@ -182,26 +182,33 @@ def to_document(graph: Graph) -> dict:
 
 
 def dumps(graph: Graph) -> str:
-    """The file text: one line per node and per edge, so diffs read well."""
+    """The file text: one line per node, per edge and per short list, so diffs read well."""
     doc = to_document(graph)
-
-    def one(v: Any) -> str:
-        return json.dumps(v, ensure_ascii=False, allow_nan=False)
-
-    def block(items: list[str], open_: str, close: str) -> str:
-        return open_ + ("\n    " + ",\n    ".join(items) + "\n  " if items else "") + close
-
-    parts = []
-    for key, value in doc.items():
-        if key == "nodes":
-            text = block([f"{one(k)}: {one(v)}" for k, v in value.items()], "{", "}")
-        elif key == "edges":
-            text = block([one(e) for e in value], "[", "]")
-        else:
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=2)
-            text = text.replace("\n", "\n  ")
-        parts.append(f"  {one(key)}: {text}")
+    lines = {"nodes": lambda v: _pretty(v, 1, inline_depth=1),
+             "edges": lambda v: _pretty(v, 1, inline_depth=1)}
+    parts = [f"  {_one(k)}: {lines.get(k, lambda v: _pretty(v, 1))(v)}" for k, v in doc.items()]
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _one(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _pretty(value: Any, level: int, inline_depth: int | None = None) -> str:
+    """JSON with containers opened one level per line until `inline_depth` (or until the
+    container holds only scalars), then written on one line."""
+    scalar_only = isinstance(value, dict | list) and not any(
+        isinstance(v, dict | list) for v in (value.values() if isinstance(value, dict) else value))
+    if not isinstance(value, dict | list) or not value or inline_depth == 0 or (
+            inline_depth is None and scalar_only and len(_one(value)) < 80):
+        return _one(value)
+    deeper = None if inline_depth is None else inline_depth - 1
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(value, dict):
+        items = [f"{inner}{_one(k)}: {_pretty(v, level + 1, deeper)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    items = [f"{inner}{_pretty(v, level + 1, deeper)}" for v in value]
+    return "[\n" + ",\n".join(items) + f"\n{pad}]"
 
 
 def save(graph: Graph, path: str | os.PathLike) -> None:

@@ -274,6 +274,7 @@ class Graph:
         g.training = copy.deepcopy(self.training)
         g.ui = copy.deepcopy(self.ui)
         g.extra = copy.deepcopy(self.extra)
+        g.load_problems = list(self.load_problems)
         return g
 
     # -- checks used by strict edits -----------------------------------------------------

@@ -12,8 +12,9 @@ reported again.
 
 from __future__ import annotations
 
+import json
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,17 +210,47 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
         b = meta[spec.outputs[0].name].shape[0] if spec.outputs else None
         report.batch_size = report.batch_size if report.batch_size is not None else b
     elif spec.kind == "op":
-        with torch.device("meta"):
-            module = spec.build(params, inputs)
-            args = [inputs.get(p.name) for p in spec.inputs]
-            out = module(*args)
-        outs = (out,) if len(spec.outputs) == 1 else tuple(out)
+        outs, count = _infer_op(spec, params, inputs)
         for port, value in zip(spec.outputs, outs, strict=True):
             report.outputs[(node_id, port.name)] = value
-        report.param_counts[node_id] = sum(p.numel() for p in module.parameters()
-                                           if p.requires_grad)
+        report.param_counts[node_id] = count
     elif spec.kind == "metric":
         spec.build(params, inputs)
+
+
+_CACHE_SIZE = 4096
+_op_cache: OrderedDict[tuple, tuple[tuple[tuple, ...], int]] = OrderedDict()
+
+
+def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int]:
+    """Output meta tensors and trainable-parameter count of an op block.
+
+    Meta kernels run in Python and cost ~0.5 ms per op, so results are remembered by block,
+    params and input shapes: the editor revalidates on every edit, and only nodes whose
+    inputs or params changed are inferred again.
+    """
+    key = (spec.id, id(spec.build), json.dumps(params, sort_keys=True, default=str),
+           tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())))
+    hit = _op_cache.get(key)
+    if hit is None:
+        with torch.device("meta"):
+            module = spec.build(params, inputs)
+        args = [inputs.get(p.name) for p in spec.inputs]
+        try:
+            out = module(*args)  # meta inputs reach meta kernels; the device mode is slower
+        except Exception:
+            with torch.device("meta"):  # a block that makes new tensors without a device
+                out = module(*args)
+        outs = (out,) if len(spec.outputs) == 1 else tuple(out)
+        count = sum(p.numel() for p in module.parameters() if p.requires_grad)
+        hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count)
+        _op_cache[key] = hit
+        if len(_op_cache) > _CACHE_SIZE:
+            _op_cache.popitem(last=False)
+    else:
+        _op_cache.move_to_end(key)
+    shapes, count = hit
+    return tuple(torch.empty(s, dtype=d, device="meta") for s, d in shapes), count
 
 
 def _check_trainable(graph: Graph, report: Report) -> None:

@@ -1,20 +1,149 @@
-"""Element-wise activation functions."""
+"""Activation functions: element-wise non-linearities, and softmax over one dim.
+
+Each block maps every value on its own (Softmax and LogSoftmax normalise along `dim`).
+Params carry torch's names (`negative_slope`, `alpha`, `beta`...). The step-like ones
+(Step, Sign) have zero gradient almost everywhere: they are for hand-built threshold units
+(TLUs, Hopfield recall), not for layers trained by gradient descent.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import torch
 from torch import nn
 
-from nodegraph.spec import block
+from nodegraph.errors import ParamError, PortError
+from nodegraph.spec import Param, block, choice_param, float_param, int_param
+from nodes._shapes import dim_index, need_float
+from nodes.layers import Fn
 
 
-def _simple(name: str, module: type[nn.Module], doc: str, keywords: tuple[str, ...] = ()):
-    return block(f"activations.{name}", "op", doc, lambda p, x: module(),
-                 inputs=["input"], outputs=["output"], keywords=keywords)
+def _elementwise(make: Callable) -> Callable:
+    """A build that checks for real numbers, then makes the module from the params."""
+    def build(p, x):
+        need_float(x, "input")
+        return make(p, x)
+    return build
 
+
+def _act(name: str, doc: str, make: Callable, params: Sequence[Param] = (),
+         keywords: tuple[str, ...] = ()):
+    return block(f"activations.{name}", "op", doc, _elementwise(make), inputs=["input"],
+                 outputs=["output"], params=params, keywords=keywords)
+
+
+def _step(p, x):
+    value = p.value_at_zero
+    # comparisons carry no gradient: the step is flat everywhere it is defined
+    return Fn(lambda t: (t > 0).to(t.dtype) + value * (t == 0).to(t.dtype),
+              f"heaviside(x, {value})")
+
+
+def _sigmoid(p, x):
+    slope = p.slope
+    return Fn(lambda t: torch.sigmoid(slope * t), f"sigmoid({slope}·x)")
+
+
+def _prelu(p, x):
+    t = x["input"]
+    n = p.num_parameters
+    if n is None:  # one slope per channel
+        if t.ndim < 2:
+            raise PortError("input", "has no channel dim (dim 1) for one slope per channel",
+                            "set num_parameters to 1")
+        n = t.shape[1]
+    elif n > 1 and (t.ndim < 2 or t.shape[1] != n):
+        raise PortError("input", f"has {t.shape[1] if t.ndim > 1 else 'no'} channels (dim 1) "
+                        f"but num_parameters is {n}",
+                        "use 1 (one shared slope) or empty (one per channel, inferred)")
+    return nn.PReLU(n, p.init)
+
+
+def _rrelu(p, x):
+    if p.lower > p.upper:
+        raise ParamError(f"lower ({p.lower}) must not exceed upper ({p.upper})")
+    return nn.RReLU(p.lower, p.upper)
+
+
+def _softmax(log: bool):
+    def build(p, x):
+        t = x["input"]
+        dim = dim_index(p.dim, t.ndim, "input", t.shape)
+        temperature = p.temperature
+        fn = torch.log_softmax if log else torch.softmax
+        return Fn(lambda v: fn(v / temperature, dim), f"{fn.__name__}(x/{temperature}, "
+                  f"dim={dim})")
+    return build
+
+
+SOFTMAX_PARAMS = [int_param("dim", -1, "dim whose entries are normalised (-1 = last, the "
+                            "classes)"),
+                  float_param("temperature", 1.0, "divides the input first: above 1 flattens "
+                              "the distribution, below 1 sharpens it", min=1e-6)]
 
 BLOCKS = [
-    _simple("ReLU", nn.ReLU, "Rectified linear unit max(0, x).", ("rectifier",)),
-    _simple("Tanh", nn.Tanh, "Hyperbolic tangent, squashing to (-1, 1).", ("squash",)),
-    _simple("Sigmoid", nn.Sigmoid, "Logistic sigmoid 1 / (1 + exp(-x)), squashing to (0, 1).",
-            ("logistic",)),
+    _act("Identity", "Identity activation f(x) = x.\n\nThe linear output of a regression "
+         "head.", lambda p, x: nn.Identity(), keywords=("linear", "none")),
+    _act("Step", "Heaviside step: 1 for x > 0, 0 for x < 0, `value_at_zero` at 0.\n\nThe "
+         "threshold logic unit (TLU) of the perceptron; hand-set weights only, as its "
+         "gradient is zero.", _step,
+         [float_param("value_at_zero", 0.0, "the output at exactly 0", min=0, max=1)],
+         ("heaviside", "threshold", "tlu", "perceptron")),
+    _act("Sign", "Sign function: -1, 0 or 1.\n\nThe bipolar threshold of perceptrons and "
+         "Hopfield units.", lambda p, x: Fn(torch.sign, "sign"), keywords=("bipolar",)),
+    _act("Sigmoid", "Logistic sigmoid 1 / (1 + exp(-slope·x)), squashing to (0, 1).\n\n"
+         "Reads as a probability; a larger slope makes it closer to a step.", _sigmoid,
+         [float_param("slope", 1.0, "steepness: multiplies x before the sigmoid")],
+         ("logistic",)),
+    _act("Tanh", "Hyperbolic tangent, squashing to (-1, 1).\n\nZero-centred, unlike the "
+         "sigmoid.", lambda p, x: nn.Tanh(), keywords=("squash",)),
+    _act("ReLU", "Rectified linear unit max(0, x).\n\nThe default hidden activation: cheap, "
+         "and its gradient does not vanish for x > 0.", lambda p, x: nn.ReLU(),
+         keywords=("rectifier",)),
+    _act("LeakyReLU", "Leaky ReLU: x for x >= 0, negative_slope·x below.\n\nKeeps a small "
+         "gradient for negative inputs so units cannot die.",
+         lambda p, x: nn.LeakyReLU(p.negative_slope),
+         [float_param("negative_slope", 0.01, "slope for x < 0 (Keras uses 0.3)", min=0)],
+         ("leaky", "rectifier")),
+    _act("PReLU", "Parametric ReLU: a leaky ReLU whose negative slope is learned.\n\nOne "
+         "slope shared, or one per channel (dim 1).", _prelu,
+         [int_param("num_parameters", 1, "number of slopes: 1 (shared) or the channel "
+                    "count; empty means one per channel, inferred", min=1, nullable=True),
+          float_param("init", 0.25, "initial slope")],
+         ("parametric", "learnable", "rectifier")),
+    _act("RReLU", "Randomised leaky ReLU: the negative slope is drawn from U(lower, upper) "
+         "while training.\n\nAt evaluation the slope is fixed to the mean (lower + upper)/2.",
+         _rrelu,
+         [float_param("lower", 1 / 8, "smallest slope", min=0),
+          float_param("upper", 1 / 3, "largest slope", min=0)],
+         ("randomized", "rectifier")),
+    _act("ELU", "Exponential linear unit: x for x > 0, alpha·(exp(x) - 1) below.\n\n"
+         "Smooth, with negative outputs that push mean activations towards zero.",
+         lambda p, x: nn.ELU(p.alpha), [float_param("alpha", 1.0, "the value approached "
+                                                    "for very negative x is -alpha")],
+         ("exponential",)),
+    _act("GELU", "Gaussian error linear unit x·Φ(x).\n\nThe smooth ReLU of transformers; "
+         "`tanh` uses the faster approximation.",
+         lambda p, x: nn.GELU(p.approximate),
+         [choice_param("approximate", ("none", "tanh"), "none", "exact (none) or the tanh "
+                       "approximation")],
+         ("gaussian", "transformer")),
+    _act("Softplus", "Softplus log(1 + exp(beta·x)) / beta: a smooth ReLU.\n\nAbove "
+         "beta·x > threshold it returns x, for numerical stability. Gives positive outputs "
+         "(variances, rates).",
+         lambda p, x: nn.Softplus(p.beta, p.threshold),
+         [float_param("beta", 1.0, "sharpness", min=1e-6),
+          float_param("threshold", 20.0, "beta·x above which the result is linear")],
+         ("smooth relu", "positive")),
+    _act("Satlins", "Symmetric saturating linear: clamp(x, -1, 1).\n\nMATLAB's satlins, "
+         "the transfer function of newhop Hopfield networks.",
+         lambda p, x: nn.Hardtanh(-1.0, 1.0), keywords=("hardtanh", "clip", "hopfield")),
+    _act("Softmax", "Softmax of x / temperature along `dim`: positive values summing to 1."
+         "\n\nTurns class scores into probabilities. For training with cross-entropy feed "
+         "the raw scores to the loss instead (it has softmax built in).",
+         _softmax(log=False), SOFTMAX_PARAMS, ("probabilities", "normalize", "temperature")),
+    _act("LogSoftmax", "Log of the softmax of x / temperature along `dim`.\n\nNumerically "
+         "stable log-probabilities, for a negative log-likelihood.",
+         _softmax(log=True), SOFTMAX_PARAMS, ("log probabilities", "nll")),
 ]

@@ -1,0 +1,7 @@
+"""`python -m nodegraph ...` is the same as the `nodegraph` command (torchrun uses this form)."""
+
+import sys
+
+from nodegraph.cli import main
+
+sys.exit(main())

@@ -1,0 +1,236 @@
+"""`nodegraph ...`: run, validate, inspect and edit graph files from the command line.
+
+Every user mistake ends in a message that names the node and port and a non-zero exit, never
+a bare traceback: errors of ours (`NodegraphError`) are printed as they are; anything else is
+reported as an internal error, with the traceback only under ``NODEGRAPH_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from nodegraph.errors import NodegraphError, ValidationError
+
+EXIT_PROBLEMS = 1
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except ValidationError as e:
+        _print_problems(e.problems, getattr(args, "graph", None))
+        return EXIT_PROBLEMS
+    except NodegraphError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # the edge: never let a traceback be the user's only clue
+        if os.environ.get("NODEGRAPH_DEBUG"):
+            traceback.print_exc()
+        print(f"internal error: {type(e).__name__}: {e}\n(set NODEGRAPH_DEBUG=1 for the "
+              "traceback, and please report it)", file=sys.stderr)
+        return EXIT_PROBLEMS
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nodegraph", description="Build, check and train "
+                                "machine-learning graphs.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="train a graph file headless")
+    run.add_argument("graph")
+    run.add_argument("--epochs", type=int, help="override training.epochs")
+    run.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                     help="change a param (or training.KEY) for this run; repeatable")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--device", help="cpu, cuda, cuda:N or auto")
+    run.add_argument("--metrics-out", metavar="FILE.json", help="write history and final metrics")
+    run.add_argument("--checkpoint-dir", metavar="DIR", help="write checkpoints here each epoch")
+    run.add_argument("--resume", action="store_true", help="continue from the checkpoint in DIR")
+    run.add_argument("--quiet", action="store_true", help="print only the final result")
+    run.set_defaults(func=cmd_run)
+
+    val = sub.add_parser("validate", help="check a graph file; exit 1 when it has problems")
+    val.add_argument("graph")
+    val.add_argument("--json", action="store_true", help="print the problems as JSON")
+    val.set_defaults(func=cmd_validate)
+
+    blocks = sub.add_parser("blocks", help="list every block type with its ports and params")
+    blocks.add_argument("--json", action="store_true")
+    blocks.add_argument("--category", help="only this family (data, layers, losses, ...)")
+    blocks.set_defaults(func=cmd_blocks)
+
+    info = sub.add_parser("info", help="nodes, inferred shapes and parameter counts of a graph")
+    info.add_argument("graph")
+    info.set_defaults(func=cmd_info)
+
+    edit = sub.add_parser("edit", help="open the graph editor")
+    edit.add_argument("graph", nargs="?")
+    edit.set_defaults(func=cmd_edit)
+    return p
+
+
+# -- commands ----------------------------------------------------------------------------
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from nodegraph import fileformat
+    from nodegraph.events import Emitter
+    from nodegraph.render import ConsoleRenderer
+    from nodegraph.train import train
+
+    graph = with_assignments(fileformat.load(args.graph), parse_assignments(args.set))
+    events = Emitter()
+    renderer = ConsoleRenderer(graph.name, quiet=args.quiet)
+    renderer.attach(events)
+    try:
+        result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
+                       events=events, checkpoint_dir=args.checkpoint_dir, resume=args.resume)
+    except KeyboardInterrupt:
+        renderer.close()
+        if args.checkpoint_dir:
+            print(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
+                  "(continue with --resume)", file=sys.stderr)
+        raise
+    finally:
+        renderer.close()
+    if args.metrics_out:
+        from nodegraph.fileformat import atomic_write_text
+
+        atomic_write_text(Path(args.metrics_out), json.dumps(
+            {"history": result.history, "final": result.final}, indent=1, default=float))
+    renderer.print_final(result)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from nodegraph import fileformat
+    from nodegraph.validate import validate
+
+    graph = fileformat.load(args.graph)
+    report = validate(graph, for_training=_trains(graph))
+    if args.json:
+        print(json.dumps([p.to_dict() for p in report.problems], indent=1))
+    elif report.problems:
+        _print_problems(report.problems, args.graph)
+    else:
+        print(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
+              f"{sum(report.param_counts.values()):,} parameters)")
+    return 0 if report.ok else EXIT_PROBLEMS
+
+
+def cmd_blocks(args: argparse.Namespace) -> int:
+    from nodegraph.spec import default_registry
+
+    specs = [s for s in default_registry() if not args.category or s.category == args.category]
+    if args.json:
+        print(json.dumps([s.to_dict() for s in specs], indent=1, default=str))
+        return 0
+    category = None
+    for s in specs:
+        if s.category != category:
+            category = s.category
+            print(f"\n{category}")
+        ins = ", ".join(p.name + ("?" if p.optional else "") for p in s.inputs) or "-"
+        outs = ", ".join(p.name for p in s.outputs) or "-"
+        print(f"  {s.id:<28} ({ins}) -> ({outs})  {s.summary}")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from nodegraph import fileformat
+    from nodegraph.validate import validate
+
+    graph = fileformat.load(args.graph)
+    report = validate(graph)
+    print(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
+    width = max((len(n) for n in graph.nodes), default=4)
+    for node_id in report.order or list(graph.nodes):
+        node = graph.nodes[node_id]
+        spec = report.specs.get(node_id)
+        outs = ", ".join(f"{p.name} {report.shape_text(node_id, p.name)}"
+                         for p in (spec.outputs if spec else ())
+                         if (node_id, p.name) in report.outputs)
+        count = report.param_counts.get(node_id)
+        params = f"{count:,} params" if count else ""
+        print(f"  {node_id:<{width}}  {node.type:<24} {params:>14}  {outs}")
+    print(f"trainable parameters: {sum(report.param_counts.values()):,}")
+    if report.problems:
+        _print_problems(report.problems, args.graph)
+    return 0 if report.ok else EXIT_PROBLEMS
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    try:
+        from nodegraph.gui.app import main as gui_main
+    except ImportError as e:
+        raise NodegraphError(f"the editor needs PySide6 and pyqtgraph ({e}); install them with "
+                             "pip install 'nodegraph[gui]'") from None
+    return gui_main(args.graph)
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+def parse_assignments(items: list[str]) -> dict[str, Any]:
+    """`NODE.PARAM=VALUE` strings as a dict; VALUE is JSON when it parses, else text."""
+    out: dict[str, Any] = {}
+    for item in items:
+        target, sep, raw = item.partition("=")
+        if not sep or "." not in target:
+            raise NodegraphError(f"--set '{item}': write NODE.PARAM=VALUE, e.g. opt.lr=0.1")
+        try:
+            out[target.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[target.strip()] = raw
+    return out
+
+
+def with_assignments(graph, assignments: dict[str, Any]):
+    """A copy of `graph` with `node.param` (or `training.key`) values set."""
+    g = graph.copy()
+    for target, value in assignments.items():
+        node, _, name = target.partition(".")
+        if node == "training":
+            g.set_training(name, value)
+        elif node not in g.nodes:
+            raise NodegraphError(f"--set {target}: no node '{node}' in the graph "
+                                 f"(nodes: {', '.join(g.nodes)})")
+        else:
+            g.set_param(node, name, value)
+    return g
+
+
+def _trains(graph) -> bool:
+    """Graphs with an optimizer are meant to train, so validate checks what training needs."""
+    reg = graph.registry
+    return any(n.type in reg and reg.get(n.type).kind == "optimizer" for n in graph)
+
+
+def _print_problems(problems, source: str | None) -> None:
+    errors = [p for p in problems if p.severity == "error"]
+    head = f"{source}: " if source else ""
+    print(f"{head}{len(errors)} problem(s)" + (f", {len(problems) - len(errors)} warning(s)"
+                                                if len(problems) > len(errors) else ""),
+          file=sys.stderr)
+    for p in problems:
+        tag = "error" if p.severity == "error" else "warning"
+        print(f"  {tag} [{p.kind}] {p.location()}: {p.message}", file=sys.stderr)
+        if p.hint:
+            print(f"      hint: {p.hint}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,15 @@
+"""The desktop editor: a PySide6 canvas over the Qt-free core, with pyqtgraph plots.
+
+This package is the only place that imports Qt. The editor never keeps its own copy of the
+graph: the canvas mirrors `nodegraph.Graph` through its change events, and every edit is an
+undoable command that calls the Graph API. Modules, one job each:
+
+- `app`: `main(path)` for ``nodegraph edit``; `theme`: colours, fonts, the stylesheet
+- `document`: the open graph, its file, undo stack and revision; `commands`: the edits
+- `node_item`, `wire_item`, `scene`, `view`: the canvas; `wiring`: what may connect
+- `palette`, `search_popup`, `fuzzy`: finding blocks; `inspector`, `param_widgets`: params
+- `validator`, `problems`: debounced validation and the problems list
+- `runner`, `plots`, `log_view`, `run_status`: training off the GUI thread and watching it
+- `preview`: one node's output for one batch; `clipboard`, `layout`: paste and auto-layout
+- `files`, `prompts`, `main_window`, `menus`: files, autosave, questions, the window
+"""

@@ -1,0 +1,109 @@
+"""Copy and paste as JSON, so a selection travels between windows through the clipboard.
+
+The clip is a small document in the graph file's own vocabulary: the copied nodes with
+their types, params and positions, and the wires among them (wires to nodes left behind
+are not copied). Pasting gives every node a fresh id where its old one is taken and
+shifts the positions, so pasting twice never stacks nodes on top of each other.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodegraph.graph import Graph, Node
+from nodegraph.gui.wiring import edges_among
+
+MIME = "application/x-nodegraph-clip+json"
+FORMAT = "nodegraph-clip"
+
+
+def copy_nodes(graph: Graph, node_ids: Iterable[str]) -> str:
+    """The clip text for `node_ids` (in graph order)."""
+    ids = [n for n in graph.nodes if n in set(node_ids)]
+    positions = graph.ui.get("positions", {})
+    doc = {"format": FORMAT, "version": 1,
+           "nodes": {n: {"type": graph.nodes[n].type,
+                         "params": copy.deepcopy(graph.nodes[n].params),
+                         **copy.deepcopy(graph.nodes[n].extra)} for n in ids},
+           "edges": [{"from": [e.src, e.src_port], "to": [e.dst, e.dst_port]}
+                     for e in edges_among(graph, ids)],
+           "positions": {n: list(positions[n]) for n in ids if n in positions}}
+    return json.dumps(doc, indent=1)
+
+
+@dataclass
+class Paste:
+    """What to add for one paste: nodes under fresh ids, their wires and positions."""
+
+    nodes: list[Node] = field(default_factory=list)
+    edges: list[tuple[tuple[str, str], tuple[str, str]]] = field(default_factory=list)
+    positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def parse(text: str) -> dict[str, Any] | None:
+    """The clip document in `text`, or None when it is not a nodegraph clip."""
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        return None
+    if not isinstance(doc.get("nodes"), dict):
+        return None
+    return doc
+
+
+def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None = None,
+               offset: tuple[float, float] = (40.0, 40.0)) -> Paste:
+    """Fresh ids and positions for pasting `doc` into `graph`.
+
+    With `at` the clip's top-left corner lands there; otherwise it moves by `offset`.
+    """
+    paste, renamed, taken = Paste(), {}, set(graph.nodes)
+    for old, entry in doc["nodes"].items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            continue
+        new = _fresh_id(old, taken)
+        taken.add(new)
+        renamed[old] = new
+        extra = {k: v for k, v in entry.items() if k not in ("type", "params")}
+        paste.nodes.append(Node(new, entry["type"], dict(entry.get("params") or {}), extra))
+    for e in doc.get("edges", []):
+        try:
+            (s, sp), (d, dp) = e["from"], e["to"]
+        except (KeyError, TypeError, ValueError):
+            continue
+        if s in renamed and d in renamed:
+            paste.edges.append(((renamed[s], sp), (renamed[d], dp)))
+    paste.positions = _place(doc.get("positions") or {}, renamed, at, offset)
+    return paste
+
+
+def _fresh_id(old: str, taken: set[str]) -> str:
+    if old not in taken:
+        return old
+    base = old.rstrip("0123456789").rstrip("_") or "node"
+    i = 2
+    while f"{base}_{i}" in taken:
+        i += 1
+    return f"{base}_{i}"
+
+
+def _place(positions: dict, renamed: dict[str, str], at, offset) -> dict[str, tuple]:
+    known = {renamed[n]: (float(p[0]), float(p[1])) for n, p in positions.items()
+             if n in renamed and isinstance(p, list | tuple) and len(p) == 2}
+    if not known:
+        base = at or (0.0, 0.0)
+        return {new: (base[0] + 30.0 * i, base[1] + 30.0 * i)
+                for i, new in enumerate(renamed.values())}
+    if at is not None:
+        left = min(x for x, _ in known.values())
+        top = min(y for _, y in known.values())
+        dx, dy = at[0] - left, at[1] - top
+    else:
+        dx, dy = offset
+    return {n: (x + dx, y + dy) for n, (x, y) in known.items()}

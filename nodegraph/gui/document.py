@@ -1,0 +1,207 @@
+"""The open graph: its file, its undo stack, and the edits the editor may make to it.
+
+Every edit the user makes goes through a method here, which checks it first (so a command
+never fails half way), asks the edit guard (a running training may need stopping) and
+pushes an undoable command. Several changes at once become one macro. The document counts
+graph events as its `revision`, so the validator and the preview can tell stale results
+from fresh ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
+
+from nodegraph.errors import ParamError
+from nodegraph.graph import NODE_ID, Edge, Graph, Node
+from nodegraph.gui import commands as cmd
+from nodegraph.gui.clipboard import Paste
+from nodegraph.gui.wiring import why_refused
+
+
+class EditRefused(Exception):
+    """An edit the document will not make; the message says why, for the user."""
+
+
+class Document(QObject):
+    """One graph being edited."""
+
+    graph_replaced = Signal()  # a different graph is open now (new, open, restore)
+    changed = Signal(object)  # a GraphChanged event, after the graph applied it
+    positions_changed = Signal(dict)  # node id -> (x, y)
+    path_changed = Signal()
+
+    def __init__(self, graph: Graph | None = None, path: str | None = None, parent=None):
+        super().__init__(parent)
+        self.undo_stack = QUndoStack(self)
+        self.graph: Graph = Graph()
+        self.path: str | None = None
+        self.revision = 0
+        self.edit_guard: Callable[[], bool] = lambda: True  # False cancels the edit
+        self._unsubscribe = None
+        self.set_graph(graph or Graph(), path)
+
+    # -- the graph and its file -------------------------------------------------------------
+
+    def set_graph(self, graph: Graph, path: str | None = None) -> None:
+        """Open `graph` in place of the current one; the undo history starts afresh."""
+        if self._unsubscribe:
+            self._unsubscribe()
+        self.graph = graph
+        self.graph.ui.setdefault("positions", {})
+        self._unsubscribe = graph.events.subscribe(self._on_graph_event)
+        self.undo_stack.clear()
+        self.revision += 1
+        self.graph_replaced.emit()
+        self.set_path(path)
+
+    def set_path(self, path: str | None) -> None:
+        self.path = str(Path(path).resolve()) if path else None
+        self.path_changed.emit()
+
+    @property
+    def title(self) -> str:
+        return Path(self.path).name if self.path else "untitled"
+
+    @property
+    def dirty(self) -> bool:
+        return not self.undo_stack.isClean()
+
+    def mark_saved(self, path: str) -> None:
+        self.undo_stack.setClean()
+        self.set_path(path)
+
+    def _on_graph_event(self, event) -> None:
+        self.revision += 1
+        self.changed.emit(event)
+
+    # -- positions (UI data, no graph events) ----------------------------------------------
+
+    def positions(self) -> dict[str, list]:
+        return self.graph.ui.setdefault("positions", {})
+
+    def set_positions(self, positions: dict[str, tuple]) -> None:
+        store = self.positions()
+        clean = {n: (round(float(x), 1), round(float(y), 1)) for n, (x, y) in positions.items()}
+        for n, (x, y) in clean.items():
+            store[n] = [x, y]
+        self.positions_changed.emit(clean)
+
+    def forget_positions(self, nodes: Iterable[str]) -> None:
+        for n in nodes:
+            self.positions().pop(n, None)
+
+    # -- edits ---------------------------------------------------------------------------
+
+    def push(self, command: QUndoCommand) -> bool:
+        """Run `command` as one undo step, if the edit guard allows; True when it ran."""
+        if not self.edit_guard():
+            return False
+        self.undo_stack.push(command)
+        return True
+
+    def push_macro(self, text: str, commands: list[QUndoCommand]) -> bool:
+        if not commands:
+            return False
+        if len(commands) == 1:
+            return self.push(commands[0])
+        if not self.edit_guard():
+            return False
+        self.undo_stack.beginMacro(text)
+        for c in commands:
+            self.undo_stack.push(c)
+        self.undo_stack.endMacro()
+        return True
+
+    def add_block(self, block_type: str, pos: tuple[float, float],
+                  connect_from: tuple[str, str] | None = None,
+                  connect_to: tuple[str, str] | None = None,
+                  port: str | None = None) -> str | None:
+        """Add a block; optionally wire `connect_from` into its input `port` (or its output
+        `port` into `connect_to`) in the same undo step. Returns the new id."""
+        spec = self.graph.registry.get(block_type)
+        node = Node(self.graph.new_id(spec.id), spec.id, {})
+        commands: list[QUndoCommand] = [cmd.AddNode(self, node, pos)]
+        if connect_from is not None and port is not None:
+            commands.append(cmd.Connect(self, connect_from, (node.id, port)))
+        if connect_to is not None and port is not None:
+            commands.append(cmd.Connect(self, (node.id, port), connect_to))
+        return node.id if self.push_macro(f"Add {node.id}", commands) else None
+
+    def connect(self, source: tuple[str, str], target: tuple[str, str]) -> bool:
+        reason = why_refused(self.graph, source, target)
+        if reason:
+            raise EditRefused(reason)
+        return self.push(cmd.Connect(self, source, target))
+
+    def disconnect(self, edge: Edge) -> bool:
+        return self.push(cmd.Disconnect(self, edge))
+
+    def delete(self, nodes: Iterable[str], edges: Iterable[Edge] = ()) -> bool:
+        """Delete nodes (with their wires) and further wires, as one undo step."""
+        nodes = [n for n in nodes if n in self.graph.nodes]
+        gone = set(nodes)
+        commands: list[QUndoCommand] = [cmd.Disconnect(self, e) for e in dict.fromkeys(edges)
+                                        if e in self.graph.edges and not {e.src, e.dst} & gone]
+        commands += [cmd.RemoveNode(self, n) for n in nodes]
+        return self.push_macro(f"Delete {len(commands)} item(s)", commands)
+
+    def set_param(self, node_id: str, name: str, value: Any) -> bool:
+        """Set a checked param value; raises EditRefused with the reason when it is invalid."""
+        node = self.graph.node(node_id)
+        spec = self.graph.registry.get(node.type)
+        param = spec.param(name)
+        if param is None:
+            raise EditRefused(f"{spec.id} has no param '{name}'")
+        try:
+            value = param.check(value)
+        except ParamError as e:
+            raise EditRefused(str(e)) from None
+        if node.params.get(name, cmd.SetParam.RESET) == value:
+            return False
+        return self.push(cmd.SetParam(self, node_id, name, value))
+
+    def reset_param(self, node_id: str, name: str) -> bool:
+        if name not in self.graph.node(node_id).params:
+            return False
+        return self.push(cmd.SetParam(self, node_id, name, cmd.SetParam.RESET))
+
+    def rename(self, old: str, new: str) -> bool:
+        new = new.strip()
+        if new == old:
+            return False
+        if not NODE_ID.match(new):
+            raise EditRefused(f"'{new}' is not a valid id: start with a letter or _, then use "
+                              "letters, digits and _")
+        if new in self.graph.nodes:
+            raise EditRefused(f"a node with id '{new}' already exists")
+        return self.push(cmd.Rename(self, old, new))
+
+    def move(self, before: dict[str, tuple], after: dict[str, tuple],
+             text: str = "Move") -> bool:
+        moved = {n for n in after if tuple(before.get(n, ())) != tuple(after[n])}
+        if not moved:
+            return False
+        # moving changes no results, so it never needs a running training stopped
+        self.undo_stack.push(cmd.MoveNodes(self, {n: before[n] for n in moved if n in before},
+                                           {n: after[n] for n in moved}, text))
+        return True
+
+    def set_training(self, key: str, value: Any) -> bool:
+        if self.graph.training.get(key) == value:
+            return False
+        return self.push(cmd.SetTraining(self, key, value))
+
+    def paste(self, paste: Paste, text: str = "Paste") -> list[str]:
+        """Add pasted nodes and their wires as one step; returns the new ids."""
+        commands: list[QUndoCommand] = [cmd.AddNode(self, n, paste.positions.get(n.id))
+                                        for n in paste.nodes]
+        # pasted wires were valid where they were copied; like the loader, keep them as they are
+        commands += [cmd.Connect(self, s, t, strict=False) for s, t in paste.edges]
+        if not self.push_macro(f"{text} {len(paste.nodes)} node(s)", commands):
+            return []
+        return [n.id for n in paste.nodes]

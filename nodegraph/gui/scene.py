@@ -1,0 +1,335 @@
+"""The canvas scene: node cards and wires mirroring the open graph, and wiring by drag.
+
+The scene never edits the graph. It rebuilds itself from graph events (so undo, redo, a
+script or a paste all look the same to it) and turns the user's gestures into requests —
+wire these ports, these nodes moved, a wire was dropped on empty canvas — that the window
+turns into undoable edits. While a wire is dragged, each port under the mouse is asked
+whether it would accept it; a refused port turns red and a tooltip says why.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtGui import QTransform
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
+
+from nodegraph.graph import Edge, GraphChanged
+from nodegraph.gui.document import Document
+from nodegraph.gui.layout import auto_layout
+from nodegraph.gui.node_item import NodeItem, PortItem
+from nodegraph.gui.wire_item import DragWire, WireItem
+from nodegraph.gui.wiring import why_refused
+from nodegraph.spec import Port
+from nodegraph.validate import Report
+
+EXTENT = 100_000.0  # the canvas is effectively unbounded, so panning never hits a wall
+
+
+class GraphScene(QGraphicsScene):
+    """Node and wire items for every node and edge of the document's graph."""
+
+    wire_requested = Signal(tuple, tuple)  # source (node, port), target (node, port)
+    wire_rewired = Signal(object, tuple, tuple)  # old Edge, new source, new target
+    wire_detached = Signal(object)  # an Edge pulled off its input and dropped on nothing
+    wire_dropped = Signal(tuple, bool, QPointF)  # loose end: port ref, is output, scene pos
+    nodes_moved = Signal(dict, dict)  # positions before, after
+
+    def __init__(self, doc: Document, parent=None):
+        super().__init__(parent)
+        self.doc = doc
+        self.nodes: dict[str, NodeItem] = {}
+        self.wires: dict[Edge, WireItem] = {}
+        self.report: Report | None = None
+        self.setSceneRect(QRectF(-EXTENT, -EXTENT, 2 * EXTENT, 2 * EXTENT))
+        self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
+        self._drag: DragWire | None = None
+        self._drag_from: PortItem | None = None
+        self._detached: Edge | None = None
+        self._hover: PortItem | None = None
+        self._press_positions: dict[str, tuple] = {}
+        doc.graph_replaced.connect(self.rebuild)
+        doc.changed.connect(self._on_change)
+        doc.positions_changed.connect(self._on_positions)
+        self.rebuild()
+
+    # -- mirroring the graph ---------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Drop every item and draw the graph afresh (a different graph was opened)."""
+        self._cancel_drag()
+        self.clear()
+        self.nodes.clear()
+        self.wires.clear()
+        graph = self.doc.graph
+        positions = self.doc.positions()
+        missing = [n for n in graph.nodes if not _valid_pos(positions.get(n))]
+        if missing:  # a file written by a script: lay it out, keep positions that exist
+            heights = {n: self._make_node(n).height for n in graph.nodes}
+            laid = auto_layout(graph, heights)
+            self.doc.set_positions({n: laid[n] for n in missing})
+        for node_id in graph.nodes:
+            self._add_node(node_id)
+        for edge in graph.edges:
+            self._add_wire(edge)
+
+    def _make_node(self, node_id: str) -> NodeItem:
+        graph = self.doc.graph
+        node = graph.nodes[node_id]
+        known = node.type in graph.registry
+        spec = graph.registry.get(node.type) if known else None
+        inputs = list(spec.inputs) if spec else []
+        outputs = list(spec.outputs) if spec else []
+        # ports that wires name but the block lacks still get a dot, so the wire shows
+        for e in graph.edges:
+            if e.dst == node_id and all(p.name != e.dst_port for p in inputs):
+                inputs.append(Port(e.dst_port, doc="not a port of this block"))
+            if e.src == node_id and all(p.name != e.src_port for p in outputs):
+                outputs.append(Port(e.src_port, doc="not a port of this block"))
+        category = spec.category if spec else node.type.split(".")[0]
+        return NodeItem(node_id, node.type, category, inputs, outputs,
+                        spec.summary if spec else "", known)
+
+    def _add_node(self, node_id: str) -> NodeItem:
+        item = self._make_node(node_id)
+        pos = self.doc.positions().get(node_id)
+        if _valid_pos(pos):
+            item.setPos(QPointF(*pos))
+        else:
+            free = self.itemsBoundingRect()
+            item.setPos(free.right() + 60 if self.nodes else 0.0, free.top() if self.nodes else 0)
+        self.addItem(item)
+        self.nodes[node_id] = item
+        if self.report is not None:
+            self._paint_node(item)
+        return item
+
+    def _remove_node(self, node_id: str) -> None:
+        item = self.nodes.pop(node_id, None)
+        if item is None:
+            return
+        for edge in [e for e in self.wires if node_id in (e.src, e.dst)]:
+            self._remove_wire(edge)
+        self.removeItem(item)
+
+    def _port_item(self, node: str, port: str, output: bool) -> PortItem | None:
+        item = self.nodes.get(node)
+        if item is None:
+            return None
+        found = item.port(port, output)
+        if found is None:  # a wire to a port the card lacks: rebuild the card with it
+            self._refresh_node(node)
+            found = self.nodes[node].port(port, output)
+        return found
+
+    def _refresh_node(self, node_id: str) -> None:
+        edges = [e for e in self.wires if node_id in (e.src, e.dst)]
+        selected = self.nodes[node_id].isSelected()
+        self._remove_node(node_id)
+        self._add_node(node_id).setSelected(selected)
+        for e in edges:
+            if e in self.doc.graph.edges:
+                self._add_wire(e)
+
+    def _add_wire(self, edge: Edge) -> None:
+        if edge in self.wires or edge.src not in self.nodes or edge.dst not in self.nodes:
+            return
+        src = self._port_item(edge.src, edge.src_port, True)
+        dst = self._port_item(edge.dst, edge.dst_port, False)
+        wire = WireItem(edge, src, dst)
+        self.addItem(wire)
+        self.wires[edge] = wire
+        if self.report is not None:
+            self._paint_wire(wire)
+        dst.update()
+
+    def _remove_wire(self, edge: Edge) -> None:
+        wire = self.wires.pop(edge, None)
+        if wire is not None:
+            wire.detach()
+            self.removeItem(wire)
+
+    def _on_change(self, event: GraphChanged) -> None:
+        if event.kind == "node_added":
+            self._add_node(event.node)
+        elif event.kind == "node_removed":
+            self._remove_node(event.node)
+        elif event.kind == "edge_added":
+            self._add_wire(event.edge)
+        elif event.kind == "edge_removed":
+            self._remove_wire(event.edge)
+        elif event.kind == "node_renamed":
+            self._rename(event.name, event.node)
+
+    def _rename(self, old: str, new: str) -> None:
+        item = self.nodes.pop(old)
+        item.set_id(new)
+        self.nodes[new] = item
+        for edge in [e for e in self.wires if old in (e.src, e.dst)]:
+            wire = self.wires.pop(edge)
+            wire.edge = Edge(new if edge.src == old else edge.src, edge.src_port,
+                             new if edge.dst == old else edge.dst, edge.dst_port)
+            self.wires[wire.edge] = wire
+
+    def _on_positions(self, positions: dict) -> None:
+        for node_id, (x, y) in positions.items():
+            item = self.nodes.get(node_id)
+            if item is not None and (item.pos().x(), item.pos().y()) != (x, y):
+                item.setPos(x, y)
+
+    # -- validation results ----------------------------------------------------------------
+
+    def set_report(self, report: Report) -> None:
+        """Paint problems, shapes and parameter counts from a validation report."""
+        self.report = report
+        for item in self.nodes.values():
+            self._paint_node(item)
+        for wire in self.wires.values():
+            self._paint_wire(wire)
+
+    def _paint_node(self, item: NodeItem) -> None:
+        report = self.report
+        item.set_problems(report.for_node(item.node_id))
+        item.set_badge(report.param_counts.get(item.node_id))
+
+    def _paint_wire(self, wire: WireItem) -> None:
+        e, report = wire.edge, self.report
+        known = (e.src, e.src_port) in report.outputs
+        wire.set_label(report.shape_text(e.src, e.src_port) if known else "")
+        wire.set_problems([p for p in report.problems if p.node == e.dst
+                           and p.port == e.dst_port and p.kind != "missing_input"])
+
+    # -- selection helpers -----------------------------------------------------------------
+
+    def selected_node_ids(self) -> list[str]:
+        return [i.node_id for i in self.selectedItems() if isinstance(i, NodeItem)]
+
+    def selected_edges(self) -> list[Edge]:
+        return [i.edge for i in self.selectedItems() if isinstance(i, WireItem)]
+
+    def select_nodes(self, node_ids) -> None:
+        self.clearSelection()
+        for n in node_ids:
+            if n in self.nodes:
+                self.nodes[n].setSelected(True)
+
+    def item_positions(self, node_ids=None) -> dict[str, tuple[float, float]]:
+        ids = self.nodes if node_ids is None else node_ids
+        return {n: (self.nodes[n].pos().x(), self.nodes[n].pos().y()) for n in ids
+                if n in self.nodes}
+
+    # -- wiring by drag --------------------------------------------------------------------
+
+    def begin_wire(self, port: PortItem) -> None:
+        """Start dragging a wire from `port`; from a wired input, pick that wire up."""
+        self._cancel_drag()
+        if not port.output:
+            old = self.doc.graph.source_of(*port.ref)
+            if old is not None and old in self.wires:
+                self._detached = old
+                self.wires[old].hide()
+                port = self.wires[old].source
+        self._drag_from = port
+        self._drag = DragWire(port)
+        self.addItem(self._drag)
+        self._drag.follow(port.anchor())
+
+    def drag_wire_to(self, pos: QPointF) -> str | None:
+        """Move the loose end to `pos`; returns why the port there refuses it, if it does."""
+        target = self._port_at(pos)
+        if target is not self._hover and self._hover is not None:
+            self._hover.set_highlight(None)
+        self._hover = target
+        reason = self._refusal(target) if target is not None else None
+        if target is not None:
+            target.set_highlight("refused" if reason else "ok")
+        self._drag.follow(target.anchor() if target is not None and not reason else pos,
+                          refused=bool(reason))
+        return reason
+
+    def end_wire(self, pos: QPointF) -> None:
+        """Drop the loose end at `pos`: wire, rewire, detach, or offer blocks."""
+        start, detached = self._drag_from, self._detached
+        target = self._port_at(pos)
+        self._cancel_drag()
+        if start is None:
+            return
+        if target is None:
+            if detached is not None:
+                self.wire_detached.emit(detached)
+            elif self.itemAt(pos, QTransform()) is None:
+                self.wire_dropped.emit(start.ref, start.output, pos)
+            return
+        if target is start or self._refusal(target, start) is not None:
+            return
+        source, dest = (start.ref, target.ref) if start.output else (target.ref, start.ref)
+        if detached is not None:
+            if (detached.source, detached.target) != (source, dest):
+                self.wire_rewired.emit(detached, source, dest)
+        else:
+            self.wire_requested.emit(source, dest)
+
+    def _refusal(self, target: PortItem, start: PortItem | None = None) -> str | None:
+        start = start or self._drag_from
+        if target.output == start.output:
+            return "wire an output to an input"
+        source, dest = (start.ref, target.ref) if start.output else (target.ref, start.ref)
+        if self._detached is not None and (self._detached.source, self._detached.target) == (
+                source, dest):
+            return None  # dropping a picked-up wire back where it was
+        return why_refused(self.doc.graph, source, dest)
+
+    def _port_at(self, pos: QPointF) -> PortItem | None:
+        for item in self.items(pos):
+            if isinstance(item, PortItem) and item is not self._drag_from:
+                return item
+        return None
+
+    def _cancel_drag(self) -> None:
+        if self._hover is not None:
+            self._hover.set_highlight(None)
+        if self._drag is not None:
+            self.removeItem(self._drag)
+        if self._detached is not None and self._detached in self.wires:
+            self.wires[self._detached].show()
+        self._drag = self._drag_from = self._detached = self._hover = None
+
+    @property
+    def dragging_wire(self) -> bool:
+        return self._drag is not None
+
+    # -- mouse -----------------------------------------------------------------------------
+
+    def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        item = self.itemAt(event.scenePos(), QTransform())
+        if isinstance(item, PortItem) and event.button().name == "LeftButton":
+            self.begin_wire(item)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+        self._press_positions = self.item_positions(self.selected_node_ids())
+
+    def mouseMoveEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        if self._drag is not None:
+            reason = self.drag_wire_to(event.scenePos())
+            if reason:
+                QToolTip.showText(event.screenPos(), reason)
+            else:
+                QToolTip.hideText()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        if self._drag is not None:
+            QToolTip.hideText()
+            self.end_wire(event.scenePos())
+            return
+        super().mouseReleaseEvent(event)
+        before, self._press_positions = self._press_positions, {}
+        after = self.item_positions(before)
+        if before and after != before:
+            self.nodes_moved.emit(before, after)
+
+
+def _valid_pos(pos) -> bool:
+    return (isinstance(pos, list | tuple) and len(pos) == 2
+            and all(isinstance(v, int | float) for v in pos))

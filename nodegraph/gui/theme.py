@@ -1,0 +1,115 @@
+"""The editor's look: a dark theme with readable contrast, in one place.
+
+Colours are named by role (canvas, node body, text, selection, error) so painting code
+never holds a hex literal. Block families get a header colour each; port and wire colours
+come from the port types in `nodegraph.types`. Sizes are in logical pixels and fonts in
+points, so the look survives high-DPI screens (Qt scales both).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtWidgets import QApplication, QStyleFactory
+
+CANVAS = "#1b1e23"
+GRID = "#262a31"
+GRID_MAJOR = "#2f343c"
+NODE_BODY = "#2a2f37"
+NODE_BORDER = "#414854"
+TEXT = "#e6e9ee"
+TEXT_DIM = "#a3acb8"
+SELECTION = "#f2c14e"
+ERROR = "#ff6b6b"
+WARNING = "#f0a35e"
+OK = "#5cc689"
+HOVER = "#7fb8ff"
+LABEL_BG = "#14161a"
+WINDOW = "#23272e"
+BASE = "#1b1e23"
+ALTERNATE = "#262a31"
+BUTTON = "#2e333b"
+HIGHLIGHT = "#3d6fb4"
+
+CATEGORY_COLORS = {
+    "data": "#3f9e6e", "layers": "#3f7fc0", "activations": "#2f9c98", "losses": "#c5493f",
+    "optimizers": "#c9812e", "metrics": "#8e68c2", "schedules": "#a9609f",
+}
+_SPARE = ("#5f8f3e", "#b0704a", "#4a7fa0", "#9a5a8a", "#6a6fb8", "#3e9a8a")
+
+# plot curves, in the order series appear
+PLOT_COLORS = ("#5aa9ff", "#ff9f43", "#5cc689", "#e86a92", "#b48cf2", "#f2d24e")
+
+NODE_WIDTH = 184.0
+HEADER_HEIGHT = 40.0
+PORT_ROW = 20.0
+PORT_RADIUS = 5.5
+
+
+def category_color(category: str) -> QColor:
+    """The header colour of a block family (a stable spare colour for unknown families)."""
+    hex_ = CATEGORY_COLORS.get(category) or _SPARE[zlib.crc32(category.encode()) % len(_SPARE)]
+    return QColor(hex_)
+
+
+def font(point_size: float = 9.0, bold: bool = False, mono: bool = False) -> QFont:
+    f = QFont("DejaVu Sans Mono" if mono else "DejaVu Sans")
+    f.setPointSizeF(point_size)
+    f.setBold(bold)
+    if mono:
+        f.setStyleHint(QFont.StyleHint.Monospace)
+    return f
+
+
+STYLESHEET = f"""
+QMainWindow::separator {{ background: {NODE_BORDER}; width: 1px; height: 1px; }}
+QDockWidget {{ color: {TEXT}; font-weight: bold; }}
+QDockWidget::title {{ background: {BUTTON}; padding: 4px 8px; }}
+QToolTip {{ color: {TEXT}; background: {LABEL_BG}; border: 1px solid {NODE_BORDER};
+            padding: 4px; }}
+QLineEdit, QSpinBox, QDoubleSpinBox, QComboBox, QPlainTextEdit, QTreeWidget, QListWidget,
+QTableWidget {{ border: 1px solid {NODE_BORDER}; border-radius: 3px; padding: 2px 4px; }}
+QLineEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QComboBox:focus {{
+    border: 1px solid {HOVER}; }}
+QLineEdit[invalid="true"], QDoubleSpinBox[invalid="true"], QSpinBox[invalid="true"] {{
+    border: 1px solid {ERROR}; }}
+QLabel[role="error"] {{ color: {ERROR}; }}
+QLabel[role="dim"] {{ color: {TEXT_DIM}; }}
+QLabel[role="title"] {{ font-size: 11pt; font-weight: bold; }}
+QToolBar {{ spacing: 6px; padding: 3px; border: none; }}
+QToolButton {{ padding: 3px 8px; border-radius: 3px; }}
+QToolButton:hover {{ background: {BUTTON}; }}
+QStatusBar {{ color: {TEXT_DIM}; }}
+QProgressBar {{ border: 1px solid {NODE_BORDER}; border-radius: 3px; text-align: center;
+                max-height: 14px; }}
+QProgressBar::chunk {{ background: {HIGHLIGHT}; }}
+QHeaderView::section {{ background: {BUTTON}; color: {TEXT}; border: none; padding: 3px; }}
+"""
+
+
+def dark_palette() -> QPalette:
+    p = QPalette()
+    roles = {
+        QPalette.ColorRole.Window: WINDOW, QPalette.ColorRole.WindowText: TEXT,
+        QPalette.ColorRole.Base: BASE, QPalette.ColorRole.AlternateBase: ALTERNATE,
+        QPalette.ColorRole.Text: TEXT, QPalette.ColorRole.Button: BUTTON,
+        QPalette.ColorRole.ButtonText: TEXT, QPalette.ColorRole.Highlight: HIGHLIGHT,
+        QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: LABEL_BG,
+        QPalette.ColorRole.ToolTipText: TEXT, QPalette.ColorRole.PlaceholderText: TEXT_DIM,
+        QPalette.ColorRole.Link: HOVER, QPalette.ColorRole.BrightText: ERROR,
+    }
+    for role, color in roles.items():
+        p.setColor(role, QColor(color))
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text,
+                 QPalette.ColorRole.ButtonText):
+        p.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b7380"))
+    return p
+
+
+def apply(app: QApplication) -> None:
+    """Give the whole application the editor's theme."""
+    app.setStyle(QStyleFactory.create("Fusion"))
+    app.setPalette(dark_palette())
+    app.setFont(font(9.5))
+    app.setStyleSheet(STYLESHEET)
