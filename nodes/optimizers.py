@@ -1,36 +1,384 @@
-"""Optimizers: each minimises the loss wired into it over the parameters upstream of it."""
+"""Optimizers: each minimises the loss wired into it over the parameters upstream of it.
+
+Where torch has the method the block builds torch's optimizer, so its numbers are torch's.
+Three are written here because torch has no equivalent: heavy-ball momentum in the
+textbook and moving-average forms, normalised gradient descent, and `LeastSquares`, a
+Newton solver that is exact for a squared loss on a linear model. Every block passes its
+parameters through `nodegraph.optim.param_groups`, so `weight_decay` (or `ridge`) can
+spare biases when ``decay="weights_only"``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
+from nodegraph.errors import NodegraphError, ParamError
 from nodegraph.optim import OPTIMIZER_PARAMS, param_groups
-from nodegraph.spec import LOSS_IN, SCHEDULE_IN, Param, block, bool_param, float_param
+from nodegraph.spec import (
+    LOSS_IN,
+    SCHEDULE_IN,
+    Param,
+    block,
+    bool_param,
+    choice_param,
+    float_param,
+    int_param,
+)
 
 PORTS = {"inputs": [LOSS_IN, SCHEDULE_IN], "outputs": []}
 LR = float_param("lr", 0.01, "learning rate (step size)", min=0)
 WEIGHT_DECAY = float_param("weight_decay", 0.0, "L2 penalty added to the gradient", min=0)
+EPS = float_param("eps", 1e-8, "added to the denominator for stability", min=0)
+BETAS = Param("betas", "floats", [0.9, 0.999],
+              "decay rates of the first and second moment estimates", min=0, max=1)
+AMSGRAD = bool_param("amsgrad", False, "use the AMSGrad variant")
+
+
+def _lr(default: float) -> Param:
+    return float_param("lr", default, "learning rate (step size)", min=0)
+
+
+def _momentum(default: float) -> Param:
+    return float_param("momentum", default, "momentum factor μ: the share of the previous "
+                       "velocity kept at each step", min=0, max=1)
+
+
+def _torch(cls: type[torch.optim.Optimizer], *names: str, **fixed) -> Callable:
+    """A build passing the params `names` (lists as tuples) to torch optimizer `cls`."""
+    def build(p, named):
+        kwargs = {n: tuple(p[n]) if isinstance(p[n], list) else p[n] for n in names}
+        return cls(param_groups(named, p), **kwargs, **fixed)
+
+    return build
+
+
+# -- momentum --------------------------------------------------------------------------
+
+
+class HeavyBall(torch.optim.Optimizer):
+    """Heavy-ball momentum in the textbook forms torch does not implement.
+
+    ``classical``: v ← μv − lr·g, θ ← θ + v (the notes' form, v₀ = 0).
+    ``ema``: v ← μv + (1 − μ)·g, θ ← θ − lr·v (velocity as a moving average of gradients).
+    With a constant lr, classical is iterate-identical to torch's SGD(momentum=μ); the forms
+    differ once a schedule changes lr, because classical has lr baked into the velocity.
+    """
+
+    def __init__(self, params, lr: float, momentum: float, form: str, weight_decay: float = 0):
+        if form not in ("classical", "ema"):
+            raise ValueError(f"unknown momentum form {form!r}")
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
+        self.form = form
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad if not wd else p.grad.add(p, alpha=wd)
+                v = self.state[p].setdefault("velocity", torch.zeros_like(p))
+                if self.form == "classical":
+                    v.mul_(mu).add_(g, alpha=-lr)
+                    p.add_(v)
+                else:
+                    v.mul_(mu).add_(g, alpha=1 - mu)
+                    p.add_(v, alpha=-lr)
+        return loss
+
+
+def _momentum_block(p, named):
+    if p.form == "pytorch":
+        return torch.optim.SGD(param_groups(named, p), lr=p.lr, momentum=p.momentum)
+    return HeavyBall(param_groups(named, p), p.lr, p.momentum, p.form)
+
+
+def _nesterov(p, named):
+    if p.momentum == 0:
+        raise ParamError("Nesterov needs a momentum above 0 (0.9 is usual)")
+    return torch.optim.SGD(param_groups(named, p), lr=p.lr, momentum=p.momentum, nesterov=True)
+
+
+# -- normalised gradient descent ---------------------------------------------------------
+
+
+class NormalizedGD(torch.optim.Optimizer):
+    """θ ← θ − lr·g/(‖g‖ + eps), ‖g‖ the norm of the whole gradient over every parameter.
+
+    The step always has length lr (the steepest-descent direction of a unit step); the
+    norm stays a tensor, so a GPU run never waits for it.
+    """
+
+    def __init__(self, params, lr: float, eps: float = 1e-12):
+        super().__init__(params, {"lr": lr, "eps": eps})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
+        if not grads:
+            return loss
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g)
+                                                     for g in grads]))
+        for group in self.param_groups:
+            scale = -group["lr"] / (norm + group["eps"])
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad * scale)
+        return loss
+
+
+# -- L-BFGS ----------------------------------------------------------------------------
+
+
+class LBFGS(torch.optim.LBFGS):
+    """torch's L-BFGS whose state can be checkpointed.
+
+    torch keeps the curvature history as Python lists of tensors, which a checkpoint cannot
+    store without pickling. The history is a cache: `state_dict` leaves it out and restarts
+    the iteration count, so a resumed run rebuilds it from its next gradients.
+    """
+
+    HISTORY = ("d", "t", "old_dirs", "old_stps", "ro", "al", "H_diag", "prev_flat_grad",
+               "prev_loss")
+
+    def state_dict(self):
+        sd = super().state_dict()
+        for entry in sd["state"].values():
+            for key in self.HISTORY:
+                entry.pop(key, None)
+            entry["n_iter"] = 0
+        return sd
+
+
+def _lbfgs(p, named):
+    return LBFGS(param_groups(named, p), lr=p.lr, max_iter=p.max_iter,
+                 tolerance_grad=p.tolerance_grad, tolerance_change=p.tolerance_change,
+                 history_size=p.history_size,
+                 line_search_fn=None if p.line_search_fn == "none" else p.line_search_fn)
+
+
+# -- least squares by one Newton step ----------------------------------------------------
+
+MAX_SOLVER_PARAMS = 4096  # the Hessian costs one backward pass per parameter
+
+
+class LeastSquares(torch.optim.Optimizer):
+    """Newton's method on the full Hessian: one step solves a quadratic loss exactly.
+
+    Each step asks the trainer's closure for the loss with its autograd graph
+    (``closure(backward=False)``), differentiates it twice — the gradient g and the
+    Hessian H over all parameters — and moves θ ← θ − lr·(H + 2λD)⁻¹(g + 2λDθ): the
+    minimiser of loss + λ·Σ_D θ², where λ is the group's `ridge` and D its parameters.
+    For a squared loss on a linear model that is the normal equations, θ* = (XᵀX)⁻¹Xᵀy
+    (losses.SSE; losses.MSE scales XᵀX and Xᵀy by 1/n alike). With losses.SSE and ridge λ
+    on every parameter, θ* = (XᵀX + λI)⁻¹Xᵀy. For other convex losses each step is one
+    Newton iteration (for BCE: iteratively reweighted least squares).
+    The linear system is solved in float64 by least squares, so a singular Hessian (a
+    parameter the loss does not use) gets the minimum-norm step.
+    """
+
+    def __init__(self, params, lr: float = 1.0, iterations: int = 1):
+        super().__init__(params, {"lr": lr, "ridge": 0.0})
+        self.iterations = iterations
+
+    def step(self, closure=None):
+        if closure is None:
+            raise NodegraphError("LeastSquares needs the loss closure (it is a closure=True "
+                                 "optimizer)")
+        first = None
+        for _ in range(self.iterations):
+            loss = closure(backward=False)
+            first = loss.detach() if first is None else first
+            self._newton_step(loss)
+        return first
+
+    def _newton_step(self, loss: torch.Tensor) -> None:
+        params = [p for g in self.param_groups for p in g["params"]]
+        grads = torch.autograd.grad(loss, params, create_graph=True, allow_unused=True)
+        g = _flat(grads, params)
+        hessian = torch.stack([self._hessian_row(gi, params) for gi in g]).double()
+        theta = _flat([p.detach() for p in params], params).double()
+        ridge = torch.cat([torch.full((p.numel(),), 2.0 * grp["ridge"], dtype=torch.float64,
+                                      device=p.device)
+                           for grp in self.param_groups for p in grp["params"]])
+        hessian = hessian + torch.diag(ridge)
+        rhs = g.detach().double() + ridge * theta
+        delta = torch.linalg.lstsq(hessian.cpu(), rhs.cpu()[:, None], driver="gelsd").solution
+        delta = delta[:, 0].to(theta.device)
+        with torch.no_grad():
+            offset = 0
+            for grp in self.param_groups:
+                for p in grp["params"]:
+                    n = p.numel()
+                    p.sub_((grp["lr"] * delta[offset:offset + n]).reshape(p.shape).to(p.dtype))
+                    offset += n
+
+
+    @staticmethod
+    def _hessian_row(gi: torch.Tensor, params: list) -> torch.Tensor:
+        if not gi.requires_grad:  # a gradient entry that does not depend on θ
+            return torch.zeros(sum(p.numel() for p in params), dtype=gi.dtype,
+                               device=gi.device)
+        return _flat(torch.autograd.grad(gi, params, retain_graph=True, allow_unused=True),
+                     params)
+
+
+def _flat(tensors, params) -> torch.Tensor:
+    """One vector of `tensors` (a missing gradient counts as zeros)."""
+    return torch.cat([(t if t is not None else torch.zeros_like(p)).reshape(-1)
+                      for t, p in zip(tensors, params, strict=True)])
+
+
+def _least_squares(p, named):
+    count = sum(t.numel() for _, t in named)
+    if count > MAX_SOLVER_PARAMS:
+        raise NodegraphError(f"LeastSquares builds the full Hessian and would need {count} "
+                             f"backward passes per step (the limit is {MAX_SOLVER_PARAMS})")
+    groups = param_groups(named, {"weight_decay": p.ridge, "decay": p.decay})
+    for group in groups:
+        group["ridge"] = group.pop("weight_decay")
+    return LeastSquares(groups, lr=p.lr, iterations=p.iterations)
+
 
 BLOCKS = [
+    block("optimizers.GD", "optimizer",
+          "Gradient descent θ ← θ − lr·∇L, without momentum.\n\n"
+          "Full-batch GD when the data block's batch_size is 0 (one step per epoch on the "
+          "whole training split); with a smaller batch size it is mini-batch SGD — the "
+          "batch size belongs to the data block, not to the optimizer.",
+          _torch(torch.optim.SGD, "lr"), params=[LR, WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+          keywords=("gradient descent", "full batch", "steepest descent"), **PORTS),
     block("optimizers.SGD", "optimizer",
           "Stochastic gradient descent, with optional (Nesterov) momentum.",
-          lambda p, named: torch.optim.SGD(param_groups(named, p), lr=p.lr,
-                                           momentum=p.momentum, dampening=p.dampening,
-                                           nesterov=p.nesterov),
+          _torch(torch.optim.SGD, "lr", "momentum", "dampening", "nesterov"),
           params=[LR, float_param("momentum", 0.0, "momentum factor", min=0, max=1),
                   float_param("dampening", 0.0, "dampening for momentum", min=0, max=1),
                   bool_param("nesterov", False, "use Nesterov momentum"),
                   WEIGHT_DECAY, *OPTIMIZER_PARAMS],
           keywords=("gradient descent", "momentum"), **PORTS),
+    block("optimizers.Momentum", "optimizer",
+          "Gradient descent with heavy-ball momentum, in the form you choose.\n\n"
+          "pytorch: v ← μv + g, θ ← θ − lr·v (torch's SGD). classical: v ← μv − lr·g, "
+          "θ ← θ + v (the notes' form). ema: v ← μv + (1 − μ)g, θ ← θ − lr·v. All start "
+          "from v = 0. With a fixed lr, pytorch and classical take the same steps; ema takes "
+          "steps (1 − μ) times smaller. Momentum damps zig-zags across a ravine.",
+          _momentum_block,
+          params=[LR, _momentum(0.9),
+                  choice_param("form", ("pytorch", "classical", "ema"), "pytorch",
+                               "which momentum update (see the block's description)"),
+                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+          keywords=("heavy ball", "velocity", "polyak"), **PORTS),
+    block("optimizers.Nesterov", "optimizer",
+          "Nesterov accelerated gradient (torch's form).\n\n"
+          "v ← μv + g, θ ← θ − lr·(g + μv): the look-ahead gradient of Nesterov's method "
+          "rewritten so it needs one gradient per step (not iterate-identical to the "
+          "textbook look-ahead form, which evaluates g at θ − lr·μ·v).",
+          _nesterov, params=[LR, _momentum(0.9), WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+          keywords=("nag", "accelerated", "momentum", "look-ahead"), **PORTS),
+    block("optimizers.AdaGrad", "optimizer",
+          "AdaGrad: per-parameter steps lr/√(Σg² + eps) from the sum of squared gradients.\n\n"
+          "Parameters with rare, large gradients get larger steps; the sum only grows, so "
+          "steps shrink over training.",
+          _torch(torch.optim.Adagrad, "lr", "lr_decay", "initial_accumulator_value", "eps"),
+          params=[LR, float_param("lr_decay", 0.0, "lr is divided by 1 + (step − 1)·lr_decay",
+                                  min=0),
+                  float_param("initial_accumulator_value", 0.0, "starting value of the sum of "
+                              "squared gradients", min=0),
+                  float_param("eps", 1e-10, "added to the denominator for stability", min=0),
+                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+          keywords=("adaptive", "adagrad"), **PORTS),
+    block("optimizers.RMSProp", "optimizer",
+          "RMSProp: v ← αv + (1 − α)g², θ ← θ − lr·g/(√v + eps).\n\n"
+          "Like AdaGrad with a moving average instead of a sum, so steps do not vanish. The "
+          "notes' β is torch's `alpha` (they suggest 0.9; torch's default is 0.99).",
+          _torch(torch.optim.RMSprop, "lr", "alpha", "eps", "momentum", "centered"),
+          params=[LR, float_param("alpha", 0.99, "decay rate of the moving average of g²",
+                                  min=0, max=1),
+                  EPS, _momentum(0.0),
+                  bool_param("centered", False, "divide by the estimated variance of the "
+                             "gradient instead of its second moment"),
+                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+          keywords=("adaptive", "rmsprop", "moving average"), **PORTS),
+    block("optimizers.Adadelta", "optimizer",
+          "Adadelta: RMSProp whose step size comes from a moving average of past steps.\n\n"
+          "Δθ = −√(u + eps)/√(v + eps)·g with v and u moving averages of g² and Δθ²; lr "
+          "only scales that step (1.0 is the method as published).",
+          _torch(torch.optim.Adadelta, "lr", "rho", "eps"),
+          params=[_lr(1.0), float_param("rho", 0.9, "decay rate of the moving averages",
+                                        min=0, max=1),
+                  float_param("eps", 1e-6, "added inside the square roots", min=0),
+                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+          keywords=("adaptive", "adadelta"), **PORTS),
     block("optimizers.Adam", "optimizer",
           "Adam: adaptive moment estimation (Kingma & Ba, 2015).",
-          lambda p, named: torch.optim.Adam(param_groups(named, p), lr=p.lr,
-                                            betas=tuple(p.betas), eps=p.eps, amsgrad=p.amsgrad),
-          params=[float_param("lr", 0.001, "learning rate (step size)", min=0),
-                  Param("betas", "floats", [0.9, 0.999],
-                        "decay rates of the first and second moment estimates", min=0, max=1),
-                  float_param("eps", 1e-8, "added to the denominator for stability", min=0),
-                  WEIGHT_DECAY, bool_param("amsgrad", False, "use the AMSGrad variant"),
-                  *OPTIMIZER_PARAMS],
+          _torch(torch.optim.Adam, "lr", "betas", "eps", "amsgrad"),
+          params=[_lr(0.001), BETAS, EPS, WEIGHT_DECAY, AMSGRAD, *OPTIMIZER_PARAMS],
           keywords=("adaptive",), **PORTS),
+    block("optimizers.AdamW", "optimizer",
+          "AdamW: Adam with decoupled weight decay (Loshchilov & Hutter, 2019).\n\n"
+          "Weight decay shrinks θ by lr·weight_decay·θ directly instead of being added to "
+          "the gradient, so Adam's scaling does not weaken it.",
+          _torch(torch.optim.AdamW, "lr", "betas", "eps", "amsgrad"),
+          params=[_lr(0.001), BETAS, EPS,
+                  float_param("weight_decay", 0.01, "decoupled weight decay factor", min=0),
+                  AMSGRAD, *OPTIMIZER_PARAMS],
+          keywords=("adaptive", "decoupled", "weight decay"), **PORTS),
+    block("optimizers.LBFGS", "optimizer",
+          "L-BFGS: a quasi-Newton method that re-evaluates the loss during each step.\n\n"
+          "Builds a curvature estimate from the last `history_size` gradients; each "
+          "trainer step runs up to `max_iter` iterations on the batch. Best with full "
+          "batches (batch_size 0) on small smooth problems. Gradient clipping does not "
+          "apply.",
+          _lbfgs,
+          params=[_lr(1.0),
+                  int_param("max_iter", 20, "iterations per trainer step", min=1),
+                  float_param("tolerance_grad", 1e-7, "stop when the largest gradient entry "
+                              "is below this", min=0),
+                  float_param("tolerance_change", 1e-9, "stop when the loss or step changes "
+                              "less than this", min=0),
+                  int_param("history_size", 100, "gradients kept for the curvature estimate",
+                            min=1),
+                  choice_param("line_search_fn", ("none", "strong_wolfe"), "none",
+                               "none: fixed step lr; strong_wolfe: a line search (safer on "
+                               "well-scaled inputs)"),
+                  *OPTIMIZER_PARAMS],
+          keywords=("quasi-newton", "bfgs", "second order", "closure"), closure=True,
+          **PORTS),
+    block("optimizers.NormalizedGD", "optimizer",
+          "Normalised gradient descent: a step of length lr along −g/‖g‖.\n\n"
+          "The steepest-descent direction with a fixed step length, ‖g‖ taken over all "
+          "parameters together; it does not slow down where the loss is flat, nor blow up "
+          "where it is steep.",
+          lambda p, named: NormalizedGD(param_groups(named, p), p.lr, p.eps),
+          params=[LR, float_param("eps", 1e-12, "added to ‖g‖ so a zero gradient gives no "
+                                  "step", min=0), *OPTIMIZER_PARAMS],
+          keywords=("ngd", "steepest descent", "unit step"), **PORTS),
+    block("optimizers.LeastSquares", "optimizer",
+          "Closed-form least squares (ridge): one Newton step lands on the minimiser.\n\n"
+          "For a squared loss on a linear model the step solves the normal equations "
+          "θ* = (XᵀX)⁻¹Xᵀy exactly: use losses.SSE or losses.MSE, batch_size 0 and one "
+          "epoch. `ridge` λ adds λ·‖θ‖² to the loss (biases included unless decay is "
+          "weights_only); with losses.SSE that is θ* = (XᵀX + λI)⁻¹Xᵀy, with losses.MSE "
+          "the same with λ·n. For other smooth losses each step is a Newton iteration. It "
+          "builds the full Hessian: small models only.",
+          _least_squares,
+          params=[float_param("ridge", 0.0, "λ of the ridge penalty λ·‖θ‖²", min=0),
+                  float_param("lr", 1.0, "fraction of the Newton step taken; 1 is the exact "
+                              "solve", min=0),
+                  int_param("iterations", 1, "Newton steps per trainer step (more refine a "
+                            "solve float32 rounding left slightly off)", min=1),
+                  *OPTIMIZER_PARAMS],
+          keywords=("normal equations", "ridge", "ols", "newton", "solver", "closed form"),
+          closure=True, **PORTS),
 ]

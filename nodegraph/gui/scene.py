@@ -9,7 +9,7 @@ whether it would accept it; a refused port turns red and a tooltip says why.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QTransform
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 
@@ -301,7 +301,7 @@ class GraphScene(QGraphicsScene):
 
     def mousePressEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         item = self.itemAt(event.scenePos(), QTransform())
-        if isinstance(item, PortItem) and event.button().name == "LeftButton":
+        if isinstance(item, PortItem) and event.button() == Qt.MouseButton.LeftButton:
             self.begin_wire(item)
             event.accept()
             return

@@ -1,0 +1,189 @@
+"""The canvas view: zoom and pan, a grid, block drops from the palette, search at the cursor.
+
+Wheel zooms about the cursor; the middle or right button, or Space with the left, pans;
+the left button on empty canvas draws a selection band. Tab, or a double-click on empty
+canvas, asks for the block search at the cursor. A block dragged from the palette is
+announced with the scene position it was dropped at; the window adds it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPainter, QPen, QWheelEvent
+from PySide6.QtWidgets import QGraphicsView
+
+from nodegraph.gui import theme
+from nodegraph.gui.scene import GraphScene
+
+BLOCK_MIME = "application/x-nodegraph-block"
+MIN_ZOOM, MAX_ZOOM = 0.1, 3.0
+GRID = 24.0
+
+
+class GraphView(QGraphicsView):
+    """The visible part of the canvas."""
+
+    search_requested = Signal(QPointF, QPoint)  # scene position, global screen position
+    block_dropped = Signal(str, QPointF)  # block id, scene position
+    zoom_changed = Signal(float)
+
+    def __init__(self, scene: GraphScene, parent=None):
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.RenderHint.Antialiasing
+                            | QPainter.RenderHint.TextAntialiasing)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setOptimizationFlags(QGraphicsView.OptimizationFlag.DontSavePainterState)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setAcceptDrops(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setBackgroundBrush(QColor(theme.CANVAS))
+        self._pan_from: QPoint | None = None
+        self._space = False
+
+    # -- zoom and pan ----------------------------------------------------------------------
+
+    @property
+    def zoom(self) -> float:
+        return self.transform().m11()
+
+    def set_zoom(self, zoom: float) -> None:
+        zoom = min(MAX_ZOOM, max(MIN_ZOOM, zoom))
+        factor = zoom / self.zoom
+        if abs(factor - 1) > 1e-9:
+            self.scale(factor, factor)
+            self.zoom_changed.emit(self.zoom)
+
+    def zoom_by(self, factor: float) -> None:
+        self.set_zoom(self.zoom * factor)
+
+    def pan_by(self, dx: float, dy: float) -> None:
+        """Move the view by (dx, dy) screen pixels."""
+        centre = self.mapToScene(self.viewport().rect().center())
+        self.centerOn(centre + QPointF(dx, dy) / self.zoom)
+
+    def fit(self, rect: QRectF | None = None) -> None:
+        """Show every node (or `rect`), zoomed no further in than 1:1."""
+        items = [i for i in self.scene().nodes.values()]
+        if rect is None:
+            if not items:
+                self.resetTransform()
+                self.centerOn(0, 0)
+                return
+            rect = items[0].sceneBoundingRect()
+            for i in items[1:]:
+                rect = rect.united(i.sceneBoundingRect())
+        self.fitInView(rect.adjusted(-60, -60, 60, 60), Qt.AspectRatioMode.KeepAspectRatio)
+        if self.zoom > 1.0:
+            self.set_zoom(1.0)
+        elif self.zoom < MIN_ZOOM:
+            self.set_zoom(MIN_ZOOM)
+        self.centerOn(rect.center())
+        self.zoom_changed.emit(self.zoom)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        steps = event.angleDelta().y() / 120.0
+        if steps:
+            self.zoom_by(math.pow(1.15, steps))
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        pan = event.button() in (Qt.MouseButton.MiddleButton, Qt.MouseButton.RightButton) or (
+            event.button() == Qt.MouseButton.LeftButton and self._space)
+        if pan:
+            self._pan_from = event.position().toPoint()
+            self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._pan_from is not None:
+            now = event.position().toPoint()
+            delta = now - self._pan_from
+            self._pan_from = now
+            self.pan_by(-delta.x(), -delta.y())
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if self._pan_from is not None:
+            self._pan_from = None
+            self.viewport().unsetCursor()
+            return
+        super().mouseReleaseEvent(event)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        pos = self.mapToScene(event.position().toPoint())
+        if event.button() == Qt.MouseButton.LeftButton and self.itemAt(
+                event.position().toPoint()) is None:
+            self.search_requested.emit(pos, event.globalPosition().toPoint())
+            return
+        super().mouseDoubleClickEvent(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = True
+        super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space = False
+        super().keyReleaseEvent(event)
+
+    def focusNextPrevChild(self, next: bool) -> bool:
+        # Tab belongs to the canvas: it opens the block search at the cursor
+        self.request_search_at_cursor()
+        return True
+
+    def request_search_at_cursor(self) -> None:
+        local = self.mapFromGlobal(self.cursor().pos())
+        if not self.viewport().rect().contains(local):
+            local = self.viewport().rect().center()
+        self.search_requested.emit(self.mapToScene(local), self.viewport().mapToGlobal(local))
+
+    # -- drops from the palette ------------------------------------------------------------
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasFormat(BLOCK_MIME):
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
+
+    def dragMoveEvent(self, event) -> None:
+        if event.mimeData().hasFormat(BLOCK_MIME):
+            event.acceptProposedAction()
+        else:
+            super().dragMoveEvent(event)
+
+    def dropEvent(self, event) -> None:
+        if event.mimeData().hasFormat(BLOCK_MIME):
+            block_id = bytes(event.mimeData().data(BLOCK_MIME).data()).decode()
+            self.block_dropped.emit(block_id, self.mapToScene(event.position().toPoint()))
+            event.acceptProposedAction()
+        else:
+            super().dropEvent(event)
+
+    # -- background ------------------------------------------------------------------------
+
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+        painter.fillRect(rect, QColor(theme.CANVAS))
+        step = GRID if self.zoom >= 0.5 else GRID * 5
+        left = math.floor(rect.left() / step) * step
+        top = math.floor(rect.top() / step) * step
+        minor = QPen(QColor(theme.GRID), 0)
+        major = QPen(QColor(theme.GRID_MAJOR), 0)
+        x = left
+        while x < rect.right():
+            painter.setPen(major if round(x / step) % 5 == 0 else minor)
+            painter.drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()))
+            x += step
+        y = top
+        while y < rect.bottom():
+            painter.setPen(major if round(y / step) % 5 == 0 else minor)
+            painter.drawLine(QPointF(rect.left(), y), QPointF(rect.right(), y))
+            y += step
