@@ -29,7 +29,7 @@ BATCH_REDUCTION = choice_param("reduction", ("batchmean", "sum"), "batchmean",
 PAIR = ["input", "target"]
 
 
-def _elementwise(make: Callable[[dict], nn.Module]) -> Callable:
+def elementwise(make: Callable[[dict], nn.Module]) -> Callable:
     """A build for losses of real `input` and `target` that match element for element."""
     def build(p, x):
         need_float(x, "input")
@@ -77,10 +77,8 @@ def _gaussian_nll(p, x):
 # -- classification --------------------------------------------------------------------
 
 
-def _bce_logits(p, x):
-    need_float(x, "input")
-    need_float(x, "target")
-    need_same_shape(x)
+@elementwise
+def _bce_logits(p):
     pos_weight = None if p.pos_weight is None else torch.tensor(p.pos_weight)
     return nn.BCEWithLogitsLoss(reduction=p.reduction, pos_weight=pos_weight)
 
@@ -222,24 +220,24 @@ def _weighted_sum(p, x):
 
 BLOCKS = [
     block("losses.MSE", "op", "Mean squared error between prediction and target.",
-          _elementwise(lambda p: nn.MSELoss(reduction=p.reduction)), inputs=PAIR,
+          elementwise(lambda p: nn.MSELoss(reduction=p.reduction)), inputs=PAIR,
           outputs=[LOSS_OUT], params=[REDUCTION], keywords=("l2", "regression", "squared")),
     block("losses.SSE", "op",
           "Sum of squared errors ‖y − ŷ‖² (MSE without the 1/n).\n\n"
           "The least-squares objective as the notes write it; it grows with the batch size, "
           "so a gradient step needs a smaller learning rate than with MSE.",
-          _elementwise(lambda p: nn.MSELoss(reduction="sum")), inputs=PAIR,
+          elementwise(lambda p: nn.MSELoss(reduction="sum")), inputs=PAIR,
           outputs=[LOSS_OUT], keywords=("least squares", "regression", "squared")),
     block("losses.MAE", "op",
           "Mean absolute error |y − ŷ| (L1 loss).\n\n"
           "Less sensitive to outliers than MSE; its minimiser is the median, not the mean.",
-          _elementwise(lambda p: nn.L1Loss(reduction=p.reduction)), inputs=PAIR,
+          elementwise(lambda p: nn.L1Loss(reduction=p.reduction)), inputs=PAIR,
           outputs=[LOSS_OUT], params=[REDUCTION], keywords=("l1", "regression", "absolute")),
     block("losses.Huber", "op",
           "Huber loss: squared for errors below `delta`, linear above.\n\n"
           "0.5·e² when |e| < delta, else delta·(|e| − 0.5·delta): MSE's smooth minimum "
           "with MAE's robustness to outliers.",
-          _elementwise(lambda p: nn.HuberLoss(reduction=p.reduction, delta=p.delta)),
+          elementwise(lambda p: nn.HuberLoss(reduction=p.reduction, delta=p.delta)),
           inputs=PAIR, outputs=[LOSS_OUT],
           params=[REDUCTION, float_param("delta", 1.0, "error size where the loss turns from "
                                          "quadratic to linear", min=1e-12)],
@@ -267,7 +265,7 @@ BLOCKS = [
           "Binary cross-entropy on probabilities: −[y log p + (1 − y) log(1 − p)].\n\n"
           "Feed probabilities (after a Sigmoid); for raw scores use BCEWithLogits, which "
           "is the same loss computed stably.",
-          _elementwise(lambda p: nn.BCELoss(reduction=p.reduction)), inputs=PAIR,
+          elementwise(lambda p: nn.BCELoss(reduction=p.reduction)), inputs=PAIR,
           outputs=[LOSS_OUT], params=[REDUCTION],
           keywords=("binary", "logistic", "classification", "log loss")),
     block("losses.BCEWithLogits", "op",

@@ -15,7 +15,8 @@ import torch
 from nodegraph.errors import PortError
 from nodegraph.metric import Metric
 from nodegraph.spec import Port, block, choice_param, float_param, int_param
-from nodes._shapes import fmt, need_float, need_same_shape
+from nodes._shapes import fmt, need_float
+from nodes.losses import elementwise  # the same check: real input and target, same shape
 
 PAIR = [Port("input", doc="the model's output (scores or predictions)"),
         Port("target", doc="the true values or classes")]
@@ -232,16 +233,6 @@ class RSquared(Metric):
         return explained / sst
 
 
-def _regression(make):
-    def build(p, x):
-        need_float(x, "input")
-        need_float(x, "target")
-        need_same_shape(x)
-        return make(p)
-
-    return build
-
-
 BLOCKS = [
     block("metrics.Accuracy", "metric",
           "Share of correctly classified samples.\n\nOne score per sample: binary, "
@@ -259,7 +250,7 @@ BLOCKS = [
           "Mean squared error over the whole split.\n\n"
           "The same number as losses.MSE, as a metric: for reporting a model trained with "
           "another loss, or the test MSE of the notes.",
-          _regression(lambda p: MeanSquaredError()), inputs=PAIR,
+          elementwise(lambda p: MeanSquaredError()), inputs=PAIR,
           keywords=("regression", "squared error")),
     block("metrics.R2", "metric",
           "Coefficient of determination R², in the definition you choose.\n\n"
@@ -268,7 +259,7 @@ BLOCKS = [
           "definition. corr_squared: the squared correlation of prediction and target. They "
           "agree on the training data of a least-squares fit, not on test data. Several "
           "outputs: the mean of the per-column values.",
-          _regression(lambda p: RSquared(p.definition)), inputs=PAIR,
+          elementwise(lambda p: RSquared(p.definition)), inputs=PAIR,
           params=[choice_param("definition", ("sse_sst", "var_ratio", "corr_squared"),
                                "sse_sst", "which R² (see the block's description)")],
           keywords=("regression", "goodness of fit", "coefficient of determination",
