@@ -1,0 +1,190 @@
+"""How much does the graph cost over hand-written PyTorch? Both in one process, alternating.
+
+(a) one training step of an MLP 784-256-256-10 (batch 128, synthetic data, Adam) as a
+    compiled graph — the trainer's own step code — against the same model written as an
+    `nn.Sequential` with the usual zero_grad / backward / step;
+(b) a whole `nodegraph.train` run of a digits MLP 64-32-10 (batch 32, 20 epochs, validation
+    every epoch, final evaluation) against the equivalent hand-written loop, where the
+    trainer's per-step work (batching, metrics, events) shows.
+
+Runs alternate graph/hand so drift and noise hit both alike; the ratio is of the medians.
+Prints `step_ratio: X` and `train_ratio: Y` last. Targets: X <= 1.02, Y <= 1.10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.datasets import load_digits
+from torch import nn
+
+import nodegraph
+from nodegraph.dataset import split_indices
+from nodegraph.settings import resolve
+from nodegraph.train import RunControl, Trainer
+from nodegraph.events import Emitter
+
+
+def mlp_graph(data_type: str, data_params: dict, widths: list[int], lr: float) -> nodegraph.Graph:
+    g = nodegraph.Graph("bench")
+    g.add(data_type, id="data", **data_params)
+    prev = ("data", "x")
+    for i, width in enumerate(widths):
+        g.add("layers.Linear", id=f"fc{i}", out_features=width)
+        g.connect(prev, (f"fc{i}", "input"))
+        prev = (f"fc{i}", "output")
+        if i < len(widths) - 1:
+            g.add("activations.ReLU", id=f"relu{i}")
+            g.connect(prev, (f"relu{i}", "input"))
+            prev = (f"relu{i}", "output")
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.Adam", id="opt", lr=lr)
+    g.add("metrics.Accuracy", id="accuracy")
+    g.connect(prev, ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    g.connect(prev, ("accuracy", "input"))
+    g.connect(("data", "y"), ("accuracy", "target"))
+    return g
+
+
+def hand_mlp(sizes: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+# -- (a) one step --------------------------------------------------------------------------
+
+def bench_step(rounds: int, steps: int) -> float:
+    rng = np.random.default_rng(0)
+    n = 128 * 8
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "synthetic.npz"
+        np.savez(path, x=rng.normal(size=(n, 784)).astype(np.float32),
+                 y=rng.integers(0, 10, size=n))
+        g = mlp_graph("data.NumPy", {"path": str(path), "batch_size": 128, "val_fraction": 0.0,
+                                     "target_kind": "class"},
+                      [256, 256, 10], 1e-3)
+        g.training["device"] = "cpu"
+        compiled = nodegraph.compile(g)
+    opts, _ = resolve(g.training)
+    trainer = Trainer(compiled, opts, Emitter(), RunControl(), None)
+    batch = next(trainer._batches("train", shuffle=False))
+    run = compiled.optimizers[0]
+
+    torch.manual_seed(0)
+    model = hand_mlp([784, 256, 256, 10])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = batch[("data", "x")], batch[("data", "y")]
+
+    def graph_steps():
+        for _ in range(steps):
+            trainer._step(run, dict(batch))
+
+    def hand_steps():
+        for _ in range(steps):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+    return compare("step", graph_steps, hand_steps, rounds, per=steps)
+
+
+# -- (b) a whole run ---------------------------------------------------------------------
+
+EPOCHS, BATCH = 20, 32
+
+
+def graph_run() -> None:
+    g = mlp_graph("data.Digits", {"batch_size": BATCH, "val_fraction": 0.2, "split": "random"},
+                  [32, 10], 1e-2)
+    g.training.update({"epochs": EPOCHS, "seed": 0, "device": "cpu"})
+    nodegraph.train(g)
+
+
+def hand_run() -> None:
+    digits = load_digits()
+    x = torch.as_tensor(digits.data, dtype=torch.float32)
+    y = torch.as_tensor(digits.target, dtype=torch.long)
+    idx = split_indices(len(x), 0.2, 0.0, "random", 0)
+    xt, yt = x[idx["train"]], y[idx["train"]]
+    xv, yv = x[idx["val"]], y[idx["val"]]
+    torch.manual_seed(0)
+    model = hand_mlp([64, 32, 10])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    gen = torch.Generator().manual_seed(0)
+
+    def evaluate(xs, ys):
+        model.eval()
+        with torch.no_grad():
+            out = model(xs)
+            stats = (F.cross_entropy(out, ys).item(), (out.argmax(1) == ys).float().mean().item())
+        model.train()
+        return stats
+
+    history = []
+    for _ in range(EPOCHS):
+        model.train()
+        total, correct, n = 0.0, 0, 0
+        order = torch.randperm(len(xt), generator=gen)
+        for i in range(0, len(xt), BATCH):
+            b = order[i:i + BATCH]
+            xb, yb = xt[b], yt[b]
+            out = model(xb)
+            loss = F.cross_entropy(out, yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(b)
+            with torch.no_grad():
+                correct = correct + (out.argmax(1) == yb).sum()
+            n += len(b)
+        history.append((total / n, float(correct) / n, *evaluate(xv, yv)))
+    evaluate(xt, yt), evaluate(xv, yv)
+
+
+def compare(name: str, graph_fn, hand_fn, rounds: int, per: int = 1) -> float:
+    graph_fn(), hand_fn()  # warm-up: allocator, kernels, first-use imports
+    graph_t, hand_t = [], []
+    for r in range(rounds):
+        for fn, times in ((graph_fn, graph_t), (hand_fn, hand_t)) if r % 2 == 0 else \
+                ((hand_fn, hand_t), (graph_fn, graph_t)):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) / per)
+    g, h = statistics.median(graph_t), statistics.median(hand_t)
+    unit, scale = ("ms", 1e3) if h > 1e-3 else ("us", 1e6)
+    print(f"{name}: graph {g * scale:.1f} {unit}, hand-written {h * scale:.1f} {unit} "
+          f"(medians of {rounds} alternating rounds)")
+    return g / h
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=50, help="steps per round in (a)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    step_ratio = bench_step(args.rounds, args.steps)
+    train_ratio = compare("train", graph_run, hand_run, max(5, args.rounds // 2))
+    print(f"step_ratio: {step_ratio:.3f}")
+    print(f"train_ratio: {train_ratio:.3f}")
+
+
+if __name__ == "__main__":
+    main()
