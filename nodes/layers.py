@@ -91,6 +91,14 @@ def per_dim(value: Sequence[int] | str, dims: int) -> tuple[int, ...] | str:
     return tuple(value) * dims if len(value) == 1 else tuple(value)
 
 
+def init_values(w: torch.Tensor, init: Callable[[torch.Tensor], Any]) -> None:
+    """Fill `w` in place, except on the meta device: shape inference needs no values, and
+    torch's meta random normal costs seconds the first time."""
+    if not w.is_meta:
+        with torch.no_grad():
+            init(w)
+
+
 LAYOUT = {1: "(N, C, L)", 2: "(N, C, H, W)"}
 
 
@@ -171,7 +179,8 @@ class RBF(nn.Module):
 
     def __init__(self, in_features: int, num_centers: int, width: float):
         super().__init__()
-        self.centers = nn.Parameter(torch.randn(num_centers, in_features))
+        self.centers = nn.Parameter(torch.empty(num_centers, in_features))
+        init_values(self.centers, lambda w: nn.init.normal_(w))
         # log σ keeps every width positive whatever step the optimizer takes
         self.log_widths = nn.Parameter(torch.full((num_centers,), math.log(width)))
 
@@ -497,8 +506,7 @@ class LearnedTensor(nn.Module):
     def __init__(self, shape: list[int], init: str, scale: float):
         super().__init__()
         self.value = nn.Parameter(torch.empty(shape))
-        with torch.no_grad():
-            INITS[init](self.value, scale)
+        init_values(self.value, lambda w: INITS[init](w, scale))
 
     def forward(self) -> torch.Tensor:
         return self.value
