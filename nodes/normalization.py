@@ -140,14 +140,14 @@ BLOCKS = [
           keywords=("instancenorm", "style", "contrast", "normalize")),
     block("norm.L1Penalty", "op",
           "L1 (lasso) weight penalty λ·Σ|w| over other blocks' weights, biases excluded.\n\n"
-          "Add its loss to the data loss (wire both into one sum): it pushes weights to exactly "
-          "zero, selecting features.",
+          "Add its loss to the data loss (losses.WeightedSum): it pushes weights to "
+          "exactly zero, selecting features.",
           _penalty(1), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
           keywords=("lasso", "l1", "regularization", "sparsity")),
     block("norm.L2Penalty", "op",
           "L2 (ridge) weight penalty λ·Σw² over other blocks' weights, biases excluded.\n\n"
-          "Add its loss to the data loss: it shrinks all weights towards zero (weight decay "
-          "in loss form).",
+          "Add its loss to the data loss (losses.WeightedSum): it shrinks all weights "
+          "towards zero (weight decay in loss form).",
           _penalty(2), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
           keywords=("ridge", "l2", "regularization", "weight decay", "tikhonov")),
 ]
