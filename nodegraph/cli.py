@@ -8,6 +8,7 @@ reported as an internal error, with the traceback only under ``NODEGRAPH_DEBUG=1
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -19,6 +20,10 @@ from nodegraph.errors import NodegraphError, ValidationError
 
 EXIT_PROBLEMS = 1
 EXIT_INTERRUPTED = 130
+
+# Commands that live in their own modules: each exposes `register(subparsers)`, adding its
+# parser with `set_defaults(func=...)`; the function takes the parsed args, returns the exit code.
+COMMAND_MODULES: list[str] = []
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     edit = sub.add_parser("edit", help="open the graph editor")
     edit.add_argument("graph", nargs="?")
     edit.set_defaults(func=cmd_edit)
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return p
 
 
