@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nodegraph.graph import Graph
 
-COLUMN = 270.0  # node width plus room for a wire and its shape label
+COLUMN = 300.0  # node width plus room for a wire and its shape label
 ROW = 150.0
 
 
@@ -37,18 +37,19 @@ def auto_layout(graph: Graph, heights: dict[str, float] | None = None) -> dict[s
     positions: dict[str, tuple[float, float]] = {}
     for c in sorted(by_column):
         nodes = by_column[c]
-
-        def barycentre(n: str) -> float:
-            rows = [row[e.src] for e in graph.edges_into(n) if e.src in row]
-            return sum(rows) / len(rows) if rows else float(nodes.index(n))
-
-        nodes.sort(key=barycentre)
+        first = {n: float(i) for i, n in enumerate(nodes)}  # file order for nodes without inputs
+        nodes.sort(key=lambda n: _barycentre(graph, n, row, first[n]))
         y = 0.0
         for i, n in enumerate(nodes):
             row[n] = float(i)
             positions[n] = (c * COLUMN, y)
             y += max(ROW, (heights or {}).get(n, 0.0) + 40.0)
     return _centre_columns(positions, by_column)
+
+
+def _barycentre(graph: Graph, node: str, row: dict[str, float], default: float) -> float:
+    rows = [row[e.src] for e in graph.edges_into(node) if e.src in row]
+    return sum(rows) / len(rows) if rows else default
 
 
 def _centre_columns(positions: dict[str, tuple], by_column: dict[int, list[str]]) -> dict:

@@ -193,8 +193,7 @@ class GraphScene(QGraphicsScene):
 
     def _paint_wire(self, wire: WireItem) -> None:
         e, report = wire.edge, self.report
-        known = (e.src, e.src_port) in report.outputs
-        wire.set_label(report.shape_text(e.src, e.src_port) if known else "")
+        wire.set_label(shape_label(report, e.src, e.src_port))
         wire.set_problems([p for p in report.problems if p.node == e.dst
                            and p.port == e.dst_port and p.kind != "missing_input"])
 
@@ -328,6 +327,14 @@ class GraphScene(QGraphicsScene):
         after = self.item_positions(before)
         if before and after != before:
             self.nodes_moved.emit(before, after)
+
+
+def shape_label(report: Report, node: str, port: str) -> str:
+    """The wire label: the inferred shape, 'scalar' for a loss, empty when unknown."""
+    if (node, port) not in report.outputs:
+        return ""
+    text = report.shape_text(node, port)
+    return "scalar" if text == "()" else text
 
 
 def _valid_pos(pos) -> bool:

@@ -1,0 +1,160 @@
+"""Edit menu actions on the canvas selection: add, delete, copy, paste, duplicate, layout.
+
+These are the gestures of the canvas turned into document edits: a block dropped from the
+palette or chosen in the search popup, a wire dropped loose (add a compatible block and
+wire it in one step), delete, the clipboard (JSON, so it works between windows), select
+all and auto-layout. Refused edits are shown in the status bar, never raised at the user.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QMimeData, QPointF
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import QApplication
+
+from nodegraph.gui import clipboard
+from nodegraph.gui import commands as cmd
+from nodegraph.gui.document import Document, EditRefused
+from nodegraph.gui.layout import auto_layout
+from nodegraph.gui.scene import GraphScene
+from nodegraph.gui.search_popup import SearchPopup
+from nodegraph.gui.view import GraphView
+from nodegraph.gui.wiring import (
+    blocks_for_source,
+    blocks_for_target,
+    compatible_input,
+    compatible_output,
+)
+
+CARD_OFFSET = QPointF(90, 30)  # a new card is centred on the cursor, not hung from it
+
+
+class EditActions:
+    """What the Edit menu and the canvas gestures do."""
+
+    def __init__(self, doc: Document, scene: GraphScene, view: GraphView, notify):
+        self.doc, self.scene, self.view = doc, scene, view
+        self.notify = notify  # shows a one-line message (the status bar)
+        self.popup = SearchPopup(view)
+        self.popup.chosen.connect(self._popup_chosen)
+        self._pending: dict | None = None  # what the open popup's choice will do
+        scene.wire_requested.connect(self.connect)
+        scene.wire_rewired.connect(self.rewire)
+        scene.wire_detached.connect(self.doc.disconnect)
+        scene.wire_dropped.connect(self.offer_for_loose_wire)
+        scene.nodes_moved.connect(self.doc.move)
+        view.block_dropped.connect(self.add_block)
+        view.search_requested.connect(self.offer_any_block)
+
+    # -- adding ----------------------------------------------------------------------------
+
+    def add_block(self, block_id: str, pos: QPointF | None = None, **wire) -> str | None:
+        """Add `block_id` with its card centred at `pos` (default: the middle of the view)."""
+        if pos is None:
+            pos = self.view.mapToScene(self.view.viewport().rect().center())
+        corner = pos - CARD_OFFSET
+        node = self.doc.add_block(block_id, (corner.x(), corner.y()), **wire)
+        if node is not None:
+            self.scene.select_nodes([node])
+        return node
+
+    def offer_any_block(self, pos: QPointF, screen=None) -> None:
+        self._pending = {"pos": pos}
+        self.popup.open_at(screen or QCursor.pos(), list(self.doc.graph.registry))
+
+    def offer_for_loose_wire(self, ref: tuple, output: bool, pos: QPointF) -> None:
+        """A wire dropped on empty canvas: offer only blocks it fits, and wire the choice."""
+        g = self.doc.graph
+        specs = blocks_for_source(g, ref) if output else blocks_for_target(g, ref)
+        self._pending = {"pos": pos, "ref": tuple(ref), "output": output}
+        where = f"{ref[0]}.{ref[1]}"
+        title = f"Blocks that take {where}" if output else f"Blocks that can feed {where}"
+        screen = self.view.viewport().mapToGlobal(self.view.mapFromScene(pos))
+        self.popup.open_at(screen, specs, title)
+
+    def _popup_chosen(self, block_id: str) -> None:
+        pending, self._pending = self._pending or {}, None
+        self.add_for(block_id, pending)
+
+    def add_for(self, block_id: str, pending: dict) -> str | None:
+        """Add `block_id` as the popup was asked (at a point, maybe wired to a loose end)."""
+        pos = pending.get("pos")
+        ref = pending.get("ref")
+        if ref is None:
+            return self.add_block(block_id, pos)
+        spec = self.doc.graph.registry.get(block_id)
+        if pending["output"]:
+            port = compatible_input(self.doc.graph, ref, spec)
+            wire = {"connect_from": ref, "port": port.name if port else None}
+            return self.add_block(block_id, pos + CARD_OFFSET, **wire)
+        port = compatible_output(self.doc.graph, ref, spec)
+        wire = {"connect_to": ref, "port": port.name if port else None}
+        # a card feeding an input sits to the left of the point, its output at the point
+        return self.add_block(block_id, pos + CARD_OFFSET - QPointF(200, 0), **wire)
+
+    # -- wiring ----------------------------------------------------------------------------
+
+    def connect(self, source: tuple, target: tuple) -> bool:
+        try:
+            return self.doc.connect(tuple(source), tuple(target))
+        except EditRefused as e:
+            self.notify(f"Cannot wire: {e}")
+            return False
+
+    def rewire(self, old, source: tuple, target: tuple) -> None:
+        """A picked-up wire dropped on another input: one undo step for both changes."""
+        self.doc.push_macro("Move wire", [cmd.Disconnect(self.doc, old),
+                                          cmd.Connect(self.doc, tuple(source), tuple(target))])
+
+    # -- selection edits -------------------------------------------------------------------
+
+    def delete_selection(self) -> None:
+        self.doc.delete(self.scene.selected_node_ids(), self.scene.selected_edges())
+
+    def select_all(self) -> None:
+        for item in self.scene.nodes.values():
+            item.setSelected(True)
+
+    def copy(self) -> bool:
+        nodes = self.scene.selected_node_ids()
+        if not nodes:
+            return False
+        text = clipboard.copy_nodes(self.doc.graph, nodes)
+        data = QMimeData()
+        data.setData(clipboard.MIME, text.encode())
+        data.setText(text)  # plain text too, so another window (or process) can paste it
+        QApplication.clipboard().setMimeData(data)
+        return True
+
+    def cut(self) -> None:
+        if self.copy():
+            self.delete_selection()
+
+    def paste(self, at: QPointF | None = None) -> list[str]:
+        data = QApplication.clipboard().mimeData()
+        raw = bytes(data.data(clipboard.MIME).data()).decode() if data.hasFormat(
+            clipboard.MIME) else data.text()
+        doc = clipboard.parse(raw)
+        if doc is None:
+            self.notify("The clipboard holds no nodes to paste.")
+            return []
+        return self._paste(doc, at)
+
+    def duplicate(self) -> list[str]:
+        nodes = self.scene.selected_node_ids()
+        if not nodes:
+            return []
+        return self._paste(clipboard.parse(clipboard.copy_nodes(self.doc.graph, nodes)), None,
+                           "Duplicate")
+
+    def _paste(self, clip: dict, at: QPointF | None, text: str = "Paste") -> list[str]:
+        plan = clipboard.plan_paste(self.doc.graph, clip, (at.x(), at.y()) if at else None)
+        ids = self.doc.paste(plan, text)
+        self.scene.select_nodes(ids)
+        return ids
+
+    def auto_layout(self) -> None:
+        heights = {n: item.height for n, item in self.scene.nodes.items()}
+        after = auto_layout(self.doc.graph, heights)
+        self.doc.move(self.scene.item_positions(), after, "Auto-layout")
+        self.view.fit()

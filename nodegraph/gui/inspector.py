@@ -1,0 +1,272 @@
+"""The inspector: the selected node's id, ports with their shapes, and a form of its params.
+
+The form is generated from the block's declared params (see `param_widgets`); a value the
+declaration refuses is not applied, and the reason appears under the field. Every accepted
+change is an undoable edit. With no node selected the inspector shows the graph's training
+settings, declared the same way. It follows the graph: undo, redo and renames update the
+fields in place, so tabbing through the form keeps its focus.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nodegraph import settings
+from nodegraph.gui import param_widgets as pw
+from nodegraph.gui.document import Document, EditRefused
+from nodegraph.spec import BlockSpec, Param
+from nodegraph.validate import Report
+
+
+class _Field:
+    """One param row: its editor, reset button and error line."""
+
+    def __init__(self, param: Param, editor, reset: QToolButton, error: QLabel):
+        self.param, self.editor, self.reset, self.error = param, editor, reset, error
+
+    def show(self, value: Any, explicit: bool) -> None:
+        self.editor.show_value(value)
+        self.reset.setEnabled(explicit)
+        self.set_error("")
+
+    def set_error(self, message: str) -> None:
+        self.error.setText(message)
+        self.error.setVisible(bool(message))
+        self.editor.setProperty("invalid", bool(message))
+        self.editor.style().unpolish(self.editor)
+        self.editor.style().polish(self.editor)
+
+
+class Inspector(QScrollArea):
+    """Params of the selected node, or training settings when none is selected."""
+
+    def __init__(self, doc: Document, parent=None):
+        super().__init__(parent)
+        self.doc = doc
+        self.node_id: str | None = None
+        self.fields: dict[str, _Field] = {}
+        self.report: Report | None = None
+        self.id_edit: QLineEdit | None = None
+        self.id_error: QLabel | None = None
+        self.ports_label: QLabel | None = None
+        self.setWidgetResizable(True)
+        self.setMinimumWidth(280)
+        doc.changed.connect(self._on_change)
+        doc.graph_replaced.connect(lambda: self.show_node(None))
+        self.show_node(None)
+
+    # -- what is shown ---------------------------------------------------------------------
+
+    def show_selection(self, node_ids: list[str]) -> None:
+        self.show_node(node_ids[0] if len(node_ids) == 1 else None, len(node_ids))
+
+    def show_node(self, node_id: str | None, count: int = 0) -> None:
+        self.node_id = node_id if node_id in self.doc.graph.nodes else None
+        self.fields = {}
+        self.id_edit = self.id_error = self.ports_label = None
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setAlignment(Qt.AlignmentFlag.AlignTop)
+        if self.node_id is None:
+            self._build_training(layout, count)
+        else:
+            self._build_node(layout)
+        self.setWidget(body)
+
+    def _build_training(self, layout: QVBoxLayout, count: int) -> None:
+        title = QLabel("Training settings" if count < 2 else f"{count} nodes selected")
+        title.setProperty("role", "title")
+        layout.addWidget(title)
+        hint = QLabel("Select a node to edit its params." if count < 2 else
+                      "Select one node to edit its params. Training settings:")
+        hint.setProperty("role", "dim")
+        hint.setWordWrap(True)
+        layout.addWidget(hint)
+        values = settings.resolve(self.doc.graph.training)[0]
+        form = self._form(layout)
+        for param in settings.TRAINING_PARAMS:
+            self._add_field(form, param, lambda v, p=param: self._commit_training(p, v))
+            self.fields[param.name].show(values[param.name], param.name in self.doc.graph.training)
+
+    def _build_node(self, layout: QVBoxLayout) -> None:
+        node = self.doc.graph.node(self.node_id)
+        spec = self.doc.graph.registry.get(node.type) if node.type in self.doc.graph.registry \
+            else None
+        self.id_edit = QLineEdit(self.node_id)
+        self.id_edit.setToolTip("the node's id: letters, digits and _; press Enter to rename")
+        self.id_edit.editingFinished.connect(self._commit_rename)
+        self.id_error = _error_label()
+        kind = QLabel(f"<b>{html.escape(node.type)}</b>" + (
+            f" — {html.escape(spec.summary)}" if spec else " — unknown block type"))
+        kind.setWordWrap(True)
+        kind.setToolTip(spec.doc if spec else "")
+        self.ports_label = QLabel()
+        self.ports_label.setProperty("role", "dim")
+        self.ports_label.setWordWrap(True)
+        self.ports_label.setTextFormat(Qt.TextFormat.RichText)
+        for w in (self.id_edit, self.id_error, kind, self.ports_label):
+            layout.addWidget(w)
+        if spec is None:
+            raw = QLabel("params: " + html.escape(str(node.params)))
+            raw.setWordWrap(True)
+            layout.addWidget(raw)
+            return
+        form = self._form(layout)
+        for param in spec.params:
+            self._add_field(form, param, lambda v, p=param: self._commit_param(p, v),
+                            lambda p=param: self._reset_param(p))
+        self._show_params(spec)
+        self._show_ports(spec)
+
+    def _form(self, layout: QVBoxLayout) -> QFormLayout:
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        layout.addLayout(form)
+        return form
+
+    def _add_field(self, form: QFormLayout, param: Param, commit, reset=None) -> None:
+        editor = pw.make_editor(param, commit)
+        button = QToolButton(text="↺")
+        button.setToolTip(f"reset {param.name} to its default")
+        button.clicked.connect(reset or (lambda: commit(None)))
+        if param.required and reset is not None:
+            button.setToolTip(f"clear {param.name}")
+        row = QHBoxLayout()
+        row.addWidget(editor, 1)
+        row.addWidget(button)
+        label = QLabel(param.name)
+        label.setToolTip(pw.tooltip(param))
+        error = _error_label()
+        form.addRow(label, row)
+        form.addRow("", error)
+        self.fields[param.name] = _Field(param, editor, button, error)
+
+    def _show_params(self, spec: BlockSpec) -> None:
+        node = self.doc.graph.node(self.node_id)
+        for name, f in self.fields.items():
+            explicit = name in node.params
+            value = node.params[name] if explicit else (
+                pw.UNSET if f.param.required else f.param.default)
+            f.show(value, explicit)
+        self._show_param_problems()
+
+    def _show_ports(self, spec: BlockSpec) -> None:
+        if self.ports_label is None:
+            return
+        r = self.report
+
+        def shape(port: str, output: bool) -> str:
+            if r is None:
+                return ""
+            if output:
+                return r.shape_text(self.node_id, port)
+            e = self.doc.graph.source_of(self.node_id, port)
+            return r.shape_text(*e.source) if e else "not connected"
+
+        ins = ", ".join(f"{p.name} {shape(p.name, False)}" for p in spec.inputs) or "none"
+        outs = ", ".join(f"{p.name} {shape(p.name, True)}" for p in spec.outputs) or "none"
+        count = r.param_counts.get(self.node_id) if r else None
+        text = f"in: {html.escape(ins)}<br>out: {html.escape(outs)}"
+        if count:
+            text += f"<br>{count:,} trainable parameters"
+        self.ports_label.setText(text)
+
+    def _show_param_problems(self) -> None:
+        if self.report is None or self.node_id is None:
+            return
+        for p in self.report.for_node(self.node_id):
+            if p.port in self.fields and p.kind in ("bad_param", "missing_param"):
+                self.fields[p.port].set_error(p.message)
+
+    # -- follow the graph and validation ---------------------------------------------------
+
+    def set_report(self, report: Report) -> None:
+        self.report = report
+        if self.node_id is not None and self.node_id in self.doc.graph.nodes:
+            node = self.doc.graph.node(self.node_id)
+            if node.type in self.doc.graph.registry:
+                self._show_ports(self.doc.graph.registry.get(node.type))
+                self._show_param_problems()
+
+    def _on_change(self, event) -> None:
+        if event.kind == "node_renamed" and event.name == self.node_id:
+            self.node_id = event.node
+            if self.id_edit is not None:
+                self.id_edit.setText(event.node)
+        elif event.kind == "node_removed" and event.node == self.node_id:
+            self.show_node(None)
+        elif event.kind == "param_changed" and event.node == self.node_id:
+            node = self.doc.graph.node(self.node_id)
+            self._show_params(self.doc.graph.registry.get(node.type))
+        elif event.kind == "training_changed" and self.node_id is None:
+            values = settings.resolve(self.doc.graph.training)[0]
+            f = self.fields.get(event.name)
+            if f is not None:
+                f.show(values[event.name], event.name in self.doc.graph.training)
+
+    # -- commits ---------------------------------------------------------------------------
+
+    def _commit_param(self, param: Param, value: Any) -> None:
+        f = self.fields[param.name]
+        if pw.is_parse_error(value):
+            f.set_error(str(value))
+            return
+        try:
+            if value is pw.UNSET:
+                self.doc.reset_param(self.node_id, param.name)
+            else:
+                self.doc.set_param(self.node_id, param.name, value)
+        except EditRefused as e:
+            f.set_error(str(e))
+            return
+        f.set_error("")
+
+    def _reset_param(self, param: Param) -> None:
+        self.doc.reset_param(self.node_id, param.name)
+        node = self.doc.graph.node(self.node_id)
+        self._show_params(self.doc.graph.registry.get(node.type))
+
+    def _commit_training(self, param: Param, value: Any) -> None:
+        f = self.fields[param.name]
+        if pw.is_parse_error(value):
+            f.set_error(str(value))
+            return
+        try:
+            value = None if value is None else param.check(value)
+        except Exception as e:
+            f.set_error(str(e))
+            return
+        self.doc.set_training(param.name, value)
+        f.set_error("")
+
+    def _commit_rename(self) -> None:
+        if self.id_edit is None or self.node_id is None:
+            return
+        try:
+            self.doc.rename(self.node_id, self.id_edit.text())
+            self.id_error.setVisible(False)
+        except EditRefused as e:
+            self.id_error.setText(str(e))
+            self.id_error.setVisible(True)
+
+
+def _error_label() -> QLabel:
+    label = QLabel()
+    label.setProperty("role", "error")
+    label.setWordWrap(True)
+    label.setVisible(False)
+    return label

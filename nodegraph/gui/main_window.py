@@ -1,0 +1,371 @@
+"""The main window: the canvas in the middle, docks around it, toolbar and menus on top.
+
+It creates the parts and connects them; each part does its own job. Graph changes flow
+document -> scene/inspector/validator; validation reports flow validator -> scene (errors
+painted on nodes and wires), problems list and inspector; training events flow runner ->
+plots, status bar and log. Edits made while a run is going ask first whether to stop it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QSpinBox,
+    QToolBar,
+    QWidget,
+)
+
+from nodegraph import settings as training_settings
+from nodegraph.compile import compile
+from nodegraph.events import EpochEnded, Message, NodeFailed, RunFinished, RunStarted
+from nodegraph.graph import Graph
+from nodegraph.gui import files, menus
+from nodegraph.gui.document import Document
+from nodegraph.gui.edit_actions import EditActions
+from nodegraph.gui.file_actions import AUTOSAVE_MS, FileActions
+from nodegraph.gui.inspector import Inspector
+from nodegraph.gui.log_view import LogView
+from nodegraph.gui.palette import Palette
+from nodegraph.gui.plots import TrainingPlots
+from nodegraph.gui.preview import PreviewPanel, node_outputs, preview_error
+from nodegraph.gui.problems import ProblemsView
+from nodegraph.gui.prompts import Prompts
+from nodegraph.gui.run_status import RunStatus
+from nodegraph.gui.runner import TrainingRunner
+from nodegraph.gui.scene import GraphScene
+from nodegraph.gui.validator import Validator
+from nodegraph.gui.view import GraphView
+from nodegraph.spec import Registry
+
+SLOW_PREVIEW_S = 0.5
+
+
+class MainWindow(QMainWindow):
+    """One editor window over one document."""
+
+    def __init__(self, path: str | None = None, *, registry: Registry | None = None,
+                 settings: QSettings | None = None, prompts: Prompts | None = None,
+                 recovery_dir: str | Path | None = None, autosave_ms: int = AUTOSAVE_MS):
+        super().__init__()
+        self.settings = settings or QSettings("nodegraph", "editor")
+        self.prompts = prompts or Prompts(self)
+        self.recent = files.RecentFiles(self.settings)
+        self.doc = Document(Graph(registry=registry) if registry else None, parent=self)
+        self.doc.edit_guard = self._may_edit
+        self.scene = GraphScene(self.doc, self)
+        self.view = GraphView(self.scene)
+        self.setCentralWidget(self.view)
+        self.validator = Validator(self.doc, self)
+        self.runner = TrainingRunner(self)
+        self.edit_actions = EditActions(self.doc, self.scene, self.view, self.notify)
+        recovery = Path(recovery_dir) if recovery_dir else Path(QStandardPaths.writableLocation(
+            QStandardPaths.StandardLocation.AppDataLocation)) / "recovery"
+        self.file_actions = FileActions(self.doc, self.prompts, self.recent, recovery,
+                                        self.notify, self._after_open)
+        self._build_docks()
+        self.actions_by_name = menus.build(self)
+        self._build_toolbar()
+        self._build_status_bar()
+        self._connect()
+        self._windows: list[MainWindow] = []
+        self._preview_cache: tuple[int, object] | None = None
+        self.autosave_timer = QTimer(self, interval=autosave_ms)
+        self.autosave_timer.timeout.connect(self.file_actions.autosave)
+        self.autosave_timer.start()
+        self.resize(1500, 920)
+        self._update_title()
+        if path:
+            self.file_actions.open(path)
+        else:
+            self.file_actions.recover_untitled()
+
+    # -- construction ----------------------------------------------------------------------
+
+    def _dock(self, title: str, widget: QWidget, name: str) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        return dock
+
+    def _build_docks(self) -> None:
+        self.palette = Palette(self.doc.graph.registry)
+        self.inspector = Inspector(self.doc)
+        self.problems = ProblemsView()
+        self.plots = TrainingPlots()
+        self.log = LogView()
+        self.preview = PreviewPanel()
+        self.docks = {
+            "palette": self._dock("Blocks", self.palette, "palette"),
+            "inspector": self._dock("Inspector", self.inspector, "inspector"),
+            "preview": self._dock("Preview", self.preview, "preview"),
+            "problems": self._dock("Problems", self.problems, "problems"),
+            "log": self._dock("Log", self.log, "log"),
+            "plots": self._dock("Training", self.plots, "plots"),
+        }
+        # One tab group only: Qt 6.12 leaves a stale tab bar painted when there are two.
+        area = Qt.DockWidgetArea
+        self.addDockWidget(area.LeftDockWidgetArea, self.docks["palette"])
+        self.addDockWidget(area.RightDockWidgetArea, self.docks["inspector"])
+        self.addDockWidget(area.RightDockWidgetArea, self.docks["preview"],
+                           Qt.Orientation.Vertical)
+        self.addDockWidget(area.BottomDockWidgetArea, self.docks["problems"])
+        self.tabifyDockWidget(self.docks["problems"], self.docks["log"])
+        self.addDockWidget(area.BottomDockWidgetArea, self.docks["plots"],
+                           Qt.Orientation.Horizontal)
+        self.docks["problems"].raise_()
+        self.resizeDocks([self.docks["palette"]], [190], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["inspector"]], [360], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["inspector"], self.docks["preview"]], [420, 260],
+                         Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["problems"], self.docks["plots"]], [560, 940],
+                         Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["problems"]], [250], Qt.Orientation.Vertical)
+
+    def _build_toolbar(self) -> None:
+        a = self.actions_by_name
+        bar = QToolBar("Main", self)
+        bar.setObjectName("main_toolbar")
+        bar.setMovable(False)
+        self.addToolBar(bar)
+        bar.addActions([a["new"], a["open"], a["save"]])
+        bar.addSeparator()
+        bar.addActions([a["undo"], a["redo"]])
+        bar.addSeparator()
+        bar.addActions([a["fit"], a["layout"]])
+        bar.addSeparator()
+        bar.addActions([a["train"], a["pause"], a["stop"]])
+        bar.addWidget(QLabel(" Epochs "))
+        self.epochs = QSpinBox()
+        self.epochs.setRange(0, 1_000_000)
+        self.epochs.setKeyboardTracking(False)
+        self.epochs.setToolTip(training_settings._BY_NAME["epochs"].doc)
+        bar.addWidget(self.epochs)
+        bar.addWidget(QLabel(" Device "))
+        self.device = QComboBox()
+        self.device.setEditable(True)
+        self.device.addItems(_devices())
+        self.device.setToolTip(training_settings._BY_NAME["device"].doc)
+        bar.addWidget(self.device)
+        for panel in self.docks.values():
+            self.docks_menu.addAction(panel.toggleViewAction())
+        self._show_training_settings()
+
+    def _build_status_bar(self) -> None:
+        self.run_status = RunStatus()
+        self.zoom_label = QLabel("100%")
+        self.statusBar().addPermanentWidget(self.run_status)
+        self.statusBar().addPermanentWidget(self.zoom_label)
+
+    def _connect(self) -> None:
+        d = self.doc
+        d.undo_stack.cleanChanged.connect(self._update_title)
+        d.path_changed.connect(self._update_title)
+        d.changed.connect(self._on_graph_changed)
+        d.graph_replaced.connect(self._show_training_settings)
+        d.undo_stack.canUndoChanged.connect(self.actions_by_name["undo"].setEnabled)
+        d.undo_stack.canRedoChanged.connect(self.actions_by_name["redo"].setEnabled)
+        self.actions_by_name["undo"].setEnabled(False)
+        self.actions_by_name["redo"].setEnabled(False)
+        self.validator.finished.connect(self._on_report)
+        self.scene.selectionChanged.connect(self._on_selection)
+        self.palette.block_activated.connect(lambda b: self.edit_actions.add_block(b))
+        self.problems.node_clicked.connect(self.focus_node)
+        self.view.zoom_changed.connect(lambda z: self.zoom_label.setText(f"{z:.0%}"))
+        self.epochs.valueChanged.connect(lambda v: self.doc.set_training("epochs", v))
+        self.device.currentTextChanged.connect(self._set_device)
+        self.runner.event.connect(self._on_run_event)
+        self.runner.failed.connect(self._on_run_failed)
+        self.runner.state_changed.connect(self._on_run_state)
+        self.preview.refresh_button.clicked.connect(self.preview_selected)
+
+    # -- reactions -------------------------------------------------------------------------
+
+    def notify(self, text: str) -> None:
+        self.statusBar().showMessage(text, 6000)
+
+    def _update_title(self, *_) -> None:
+        self.setWindowTitle(f"{self.doc.title}[*] — nodegraph")
+        self.setWindowModified(self.doc.dirty)
+
+    def _after_open(self) -> None:
+        self.view.fit()
+        self.validator.schedule()
+
+    def _on_graph_changed(self, event) -> None:
+        if event.kind == "training_changed":
+            self._show_training_settings()
+
+    def _show_training_settings(self) -> None:
+        values = training_settings.resolve(self.doc.graph.training)[0]
+        for widget, value in ((self.epochs, values["epochs"]), (self.device, values["device"])):
+            widget.blockSignals(True)
+            if isinstance(widget, QSpinBox):
+                widget.setValue(int(value))
+            else:
+                widget.setCurrentText(str(value))
+            widget.blockSignals(False)
+
+    def _set_device(self, text: str) -> None:
+        if text.strip():
+            self.doc.set_training("device", text.strip())
+
+    def _on_report(self, report) -> None:
+        self.scene.set_report(report)
+        self.problems.set_problems(report.problems, f"· checked in {report.seconds * 1000:.0f} ms")
+        self.inspector.set_report(report)
+
+    def _on_selection(self) -> None:
+        nodes = self.scene.selected_node_ids()
+        self.inspector.show_selection(nodes)
+        if len(nodes) == 1 and self.docks["preview"].isVisible() and self.preview.auto.isChecked():
+            self.preview_selected()
+
+    def focus_node(self, node_id: str) -> None:
+        item = self.scene.nodes.get(node_id)
+        if item is not None:
+            self.scene.select_nodes([node_id])
+            self.view.centerOn(item)
+
+    # -- edits while training --------------------------------------------------------------
+
+    def _may_edit(self) -> bool:
+        if not self.runner.running:
+            return True
+        answer = self.prompts.stop_run_to_edit()
+        if answer == "stop":
+            self.runner.stop()
+            self.runner.wait(10)
+        return answer != "cancel"
+
+    def undo(self) -> None:
+        if self.doc.undo_stack.canUndo() and self._may_edit():
+            self.doc.undo_stack.undo()
+
+    def redo(self) -> None:
+        if self.doc.undo_stack.canRedo() and self._may_edit():
+            self.doc.undo_stack.redo()
+
+    # -- training --------------------------------------------------------------------------
+
+    def start_training(self) -> bool:
+        if self.runner.running:
+            return False
+        report = self.validator.validate_now()
+        if not report.ok:
+            self.docks["problems"].raise_()
+            self.notify(f"Fix {len(report.errors)} problem(s) before training "
+                        "(see the Problems panel).")
+            return False
+        metric_nodes = {n for n, s in report.specs.items() if s.kind == "metric"}
+        self.plots.reset(metric_nodes)
+        self.log.log(f"Training {self.doc.title}: {self.epochs.value()} epochs on "
+                     f"{self.device.currentText()}")
+        self.runner.start(self.doc.graph, self.doc.revision, epochs=self.epochs.value(),
+                          device=self.device.currentText())
+        return True
+
+    def _on_run_state(self, state: str) -> None:
+        a = self.actions_by_name
+        a["train"].setEnabled(state == "idle")
+        a["pause"].setEnabled(state != "idle")
+        a["stop"].setEnabled(state != "idle")
+        a["pause"].setChecked(state == "paused")
+        if state == "paused":
+            self.notify("Training paused")
+
+    def _on_run_event(self, event) -> None:
+        self.plots.on_event(event)
+        self.run_status.on_event(event)
+        if isinstance(event, RunStarted):
+            self.log.log(f"{event.parameters:,} trainable parameters, {event.steps_per_epoch} "
+                         f"step(s) per epoch, device {event.device}")
+        elif isinstance(event, EpochEnded):
+            every = max(1, event.epochs // 20)
+            if event.epoch % every == 0 or event.epoch == event.epochs or event.epoch == 1:
+                self.log.log(f"epoch {event.epoch}/{event.epochs}: " + _numbers(event.train)
+                             + (f" | val {_numbers(event.val)}" if event.val else ""))
+        elif isinstance(event, Message):
+            self.log.log(event.text, event.level)
+        elif isinstance(event, NodeFailed):
+            self.log.log(event.message, "error")
+            if event.node:
+                self.focus_node(event.node)
+        elif isinstance(event, RunFinished):
+            final = " | ".join(f"{split} {_numbers(v)}" for split, v in event.final.items())
+            self.log.log(self.run_status.text + (f" — {final}" if final else ""))
+            self.notify(self.run_status.text)
+
+    def _on_run_failed(self, message: str, node) -> None:
+        self.log.log(message, "error")
+        self.docks["log"].raise_()
+        self.notify(message.splitlines()[0])
+        if node:
+            self.focus_node(node)
+
+    # -- preview ---------------------------------------------------------------------------
+
+    def preview_selected(self) -> None:
+        nodes = self.scene.selected_node_ids()
+        if len(nodes) != 1:
+            self.preview.show_message("Select one node to preview its output.")
+            return
+        node = nodes[0]
+        trained = self.runner.result is not None and self.runner.revision == self.doc.revision
+        try:
+            if trained:
+                compiled, note = self.runner.result.compiled, "(trained weights)"
+            else:
+                compiled, note = self._untrained_compiled(), "(initial weights)"
+            outputs = node_outputs(self.doc.graph, node, compiled)
+        except Exception as e:  # a graph that cannot run yet: say why, in the panel
+            self.preview.show_message(preview_error(e))
+            return
+        self.preview.show_outputs(node, outputs, note)
+
+    def _untrained_compiled(self):
+        if self._preview_cache is None or self._preview_cache[0] != self.doc.revision:
+            began = time.perf_counter()
+            self._preview_cache = (self.doc.revision, compile(self.doc.graph, for_training=False))
+            if time.perf_counter() - began > SLOW_PREVIEW_S and self.preview.auto.isChecked():
+                self.preview.auto.setChecked(False)  # keep selecting snappy on big graphs
+                self.notify("Preview on select turned off: compiling this graph is slow.")
+        return self._preview_cache[1]
+
+    # -- windows ---------------------------------------------------------------------------
+
+    def new_window(self) -> MainWindow:
+        window = MainWindow(registry=self.doc.graph.registry, settings=self.settings,
+                            prompts=None, recovery_dir=self.file_actions.recovery_dir)
+        self._windows.append(window)
+        window.show()
+        return window
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if not self.file_actions.maybe_save():
+            event.ignore()
+            return
+        if self.runner.running:
+            self.runner.stop()
+            self.runner.wait(10)
+        self.file_actions.discard_autosave()
+        event.accept()
+
+
+def _numbers(values: dict) -> str:
+    return ", ".join(f"{k} {v:.4g}" for k, v in values.items() if isinstance(v, int | float))
+
+
+def _devices() -> list[str]:
+    import torch
+    names = ["auto", "cpu"]
+    if torch.cuda.is_available():
+        names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    return names

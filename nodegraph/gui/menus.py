@@ -1,0 +1,126 @@
+"""The window's menus and toolbars: every action with its shortcut, in one table.
+
+Shortcuts appear in the menus next to their actions. Single-key shortcuts (Delete, F) act
+on the canvas only, so typing in the inspector never triggers them; Tab is handled by the
+canvas itself, so it still moves between fields elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu
+
+from nodegraph.gui import files
+
+if TYPE_CHECKING:
+    from nodegraph.gui.main_window import MainWindow
+
+Key = QKeySequence.StandardKey
+
+
+def _action(w: MainWindow, text: str, slot, shortcut=None, tip: str = "",
+            canvas_only: bool = False) -> QAction:
+    action = QAction(text, w)
+    if shortcut is not None:
+        keys = shortcut if isinstance(shortcut, list) else [shortcut]
+        action.setShortcuts([QKeySequence(k) for k in keys])
+    if canvas_only:
+        action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        w.view.addAction(action)
+    if tip:
+        action.setStatusTip(tip)
+        action.setToolTip(f"{tip} ({action.shortcut().toString()})" if shortcut else tip)
+    action.triggered.connect(lambda *_: slot())
+    return action
+
+
+def build(w: MainWindow) -> dict[str, QAction]:
+    """Create the actions, the menu bar and the toolbar of `w`; returns actions by name."""
+    f, e, r = w.file_actions, w.edit_actions, w
+    a = {
+        "new": _action(w, "&New", f.new, Key.New, "start an empty graph"),
+        "new_window": _action(w, "New &Window", w.new_window, "Ctrl+Shift+N"),
+        "open": _action(w, "&Open…", f.open, Key.Open, "open a graph file"),
+        "save": _action(w, "&Save", f.save, Key.Save, "save the graph"),
+        "save_as": _action(w, "Save &As…", f.save_as, "Ctrl+Shift+S"),
+        "close": _action(w, "&Quit", w.close, Key.Quit),
+        "undo": _action(w, "&Undo", w.undo, Key.Undo, "undo the last edit"),
+        "redo": _action(w, "&Redo", w.redo, [QKeySequence(Key.Redo).toString(), "Ctrl+Y"],
+                        "redo"),
+        "cut": _action(w, "Cu&t", e.cut, Key.Cut),
+        "copy": _action(w, "&Copy", e.copy, Key.Copy),
+        "paste": _action(w, "&Paste", e.paste, Key.Paste),
+        "duplicate": _action(w, "D&uplicate", e.duplicate, "Ctrl+D"),
+        "delete": _action(w, "&Delete", e.delete_selection, ["Delete", "Backspace"],
+                          canvas_only=True),
+        "select_all": _action(w, "Select &All", e.select_all, Key.SelectAll),
+        # Tab is the canvas's own key (the view handles it), so the inspector keeps Tab
+        "add_block": _action(w, "Add &Block…\tTab", w.view.request_search_at_cursor, None,
+                             "search blocks to add at the cursor (or double-click the canvas)"),
+        "zoom_in": _action(w, "Zoom &In", lambda: w.view.zoom_by(1.25),
+                           [QKeySequence(Key.ZoomIn).toString(), "Ctrl+="]),
+        "zoom_out": _action(w, "Zoom &Out", lambda: w.view.zoom_by(0.8), Key.ZoomOut),
+        "zoom_reset": _action(w, "&Actual Size", lambda: w.view.set_zoom(1.0), "Ctrl+0"),
+        "fit": _action(w, "&Fit to View", w.view.fit, "F", "show the whole graph",
+                       canvas_only=True),
+        "layout": _action(w, "Auto-&layout", e.auto_layout, "Ctrl+L",
+                          "arrange the nodes in columns, inputs to outputs"),
+        "train": _action(w, "&Train", r.start_training, "F5", "train the graph"),
+        "pause": _action(w, "&Pause", r.runner.toggle_pause, "F6", "pause or resume training"),
+        "stop": _action(w, "&Stop", r.runner.stop, "Shift+F5", "stop training"),
+        "preview": _action(w, "Pre&view Node", r.preview_selected, "Ctrl+P",
+                           "show the selected node's output for one batch"),
+    }
+    a["pause"].setCheckable(True)
+    for name in ("pause", "stop"):
+        a[name].setEnabled(False)
+    bar = w.menuBar()
+    file_menu = bar.addMenu("&File")
+    file_menu.addActions([a["new"], a["new_window"], a["open"]])
+    w.recent_menu = file_menu.addMenu("Open &Recent")
+    w.examples_menu = file_menu.addMenu("Open &Example")
+    file_menu.addSeparator()
+    file_menu.addActions([a["save"], a["save_as"]])
+    file_menu.addSeparator()
+    file_menu.addAction(a["close"])
+    w.recent_menu.aboutToShow.connect(lambda: fill_recent(w))
+    fill_examples(w)
+    edit = bar.addMenu("&Edit")
+    edit.addActions([a["undo"], a["redo"]])
+    edit.addSeparator()
+    edit.addActions([a[n] for n in ("cut", "copy", "paste", "duplicate", "delete",
+                                    "select_all")])
+    edit.addSeparator()
+    edit.addAction(a["add_block"])
+    view = bar.addMenu("&View")
+    view.addActions([a[n] for n in ("zoom_in", "zoom_out", "zoom_reset", "fit", "layout")])
+    view.addSeparator()
+    w.docks_menu = view.addMenu("&Panels")
+    run = bar.addMenu("&Run")
+    run.addActions([a[n] for n in ("train", "pause", "stop")])
+    run.addSeparator()
+    run.addAction(a["preview"])
+    return a
+
+
+def fill_recent(w: MainWindow) -> None:
+    menu: QMenu = w.recent_menu
+    menu.clear()
+    paths = w.recent.list()
+    for path in paths:
+        menu.addAction(path, lambda p=path: w.file_actions.open(p))
+    if not paths:
+        menu.addAction("(none yet)").setEnabled(False)
+
+
+def fill_examples(w: MainWindow) -> None:
+    menu: QMenu = w.examples_menu
+    menu.clear()
+    examples = files.example_files()
+    for path in examples:
+        menu.addAction(path.stem, lambda p=str(path): w.file_actions.open(p))
+    if not examples:
+        menu.addAction("(no examples found)").setEnabled(False)

@@ -1,0 +1,210 @@
+"""One editing widget per param kind, generated from the param's declaration.
+
+Integers get a spin box and numbers a spin box that reads and writes 1e-8 as such, both
+limited to the declared range; choices a combo box, booleans a check box, text a line
+edit, lists and JSON a line edit holding JSON. A param the user must set shows
+"required" until set; a nullable one shows its empty meaning ("auto"). Each widget calls
+`commit(value)` when the user finishes an edit and shows values with `show(value)`
+without calling back. Checking the value against the declaration is the caller's job.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtGui import QValidator
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
+
+from nodegraph.spec import Param
+
+Commit = Callable[[Any], None]
+INT_LIMIT = 2**31 - 1
+UNSET = object()  # the value shown for a required param nobody set
+
+
+class IntEditor(QSpinBox):
+    def __init__(self, param: Param, commit: Commit):
+        super().__init__()
+        self.param, self._commit = param, commit
+        low = int(param.min) if param.min is not None else -INT_LIMIT + 1
+        high = int(param.max) if param.max is not None else INT_LIMIT
+        # one step below the range means "not set" for a required param
+        self.setRange(low - 1 if param.required else low, high)
+        if param.required:
+            self.setSpecialValueText("required")
+        self.setKeyboardTracking(False)
+        self.valueChanged.connect(self._changed)
+
+    def show_value(self, value: Any) -> None:
+        self.blockSignals(True)
+        self.setValue(self.minimum() if value is UNSET or value is None else int(value))
+        self.blockSignals(False)
+
+    def _changed(self, value: int) -> None:
+        self._commit(UNSET if self.param.required and value == self.minimum() else value)
+
+
+class FloatEditor(QDoubleSpinBox):
+    """A spin box that shows numbers compactly (0.05, 1e-08) instead of fixed decimals."""
+
+    def __init__(self, param: Param, commit: Commit):
+        super().__init__()
+        self.param, self._commit = param, commit
+        self.setDecimals(12)
+        low = param.min if param.min is not None else -1e12
+        high = param.max if param.max is not None else 1e12
+        self.setRange(low, high)
+        span = (param.max - param.min) if None not in (param.min, param.max) else math.inf
+        self.setSingleStep(0.01 if span <= 1 else 0.1)
+        self.setKeyboardTracking(False)
+        self.valueChanged.connect(lambda v: self._commit(float(v)))
+
+    def textFromValue(self, value: float) -> str:
+        return f"{value:.6g}"
+
+    def valueFromText(self, text: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, pos: int):
+        stripped = text.strip()
+        try:
+            value = float(stripped)
+        except ValueError:
+            ok = stripped in ("", "-", "+", ".") or stripped.lower().endswith(("e", "e-", "e+"))
+            return (QValidator.State.Intermediate if ok else QValidator.State.Invalid), text, pos
+        inside = self.minimum() <= value <= self.maximum()
+        return (QValidator.State.Acceptable if inside else QValidator.State.Intermediate), text, pos
+
+    def show_value(self, value: Any) -> None:
+        self.blockSignals(True)
+        self.setValue(float(value) if isinstance(value, int | float) else self.minimum())
+        self.blockSignals(False)
+
+
+class NullableNumberEditor(QLineEdit):
+    """A number that may be left empty (meaning the param's 'auto' or 'off')."""
+
+    def __init__(self, param: Param, commit: Commit):
+        super().__init__()
+        self.param, self._commit = param, commit
+        self.setPlaceholderText("empty: " + _empty_meaning(param))
+        self.editingFinished.connect(self._finished)
+
+    def show_value(self, value: Any) -> None:
+        self.setText("" if value is None or value is UNSET else f"{value:g}")
+
+    def _finished(self) -> None:
+        text = self.text().strip()
+        if not text:
+            self._commit(None)
+            return
+        try:
+            value = float(text)
+        except ValueError:
+            self._commit(text)  # the param check names what was expected
+            return
+        self._commit(int(value) if self.param.kind == "int" and value.is_integer() else value)
+
+
+class BoolEditor(QCheckBox):
+    def __init__(self, param: Param, commit: Commit):
+        super().__init__()
+        self.toggled.connect(commit)
+
+    def show_value(self, value: Any) -> None:
+        self.blockSignals(True)
+        self.setChecked(bool(value) if value is not UNSET else False)
+        self.blockSignals(False)
+
+
+class ChoiceEditor(QComboBox):
+    def __init__(self, param: Param, commit: Commit):
+        super().__init__()
+        self.choices = list(param.choices)
+        for c in self.choices:
+            self.addItem(str(c))
+        self.activated.connect(lambda i: commit(self.choices[i]))
+
+    def show_value(self, value: Any) -> None:
+        self.blockSignals(True)
+        self.setCurrentIndex(self.choices.index(value) if value in self.choices else -1)
+        self.blockSignals(False)
+
+
+class TextEditor(QLineEdit):
+    def __init__(self, param: Param, commit: Commit):
+        super().__init__()
+        self.editingFinished.connect(lambda: commit(self.text()))
+        if param.required:
+            self.setPlaceholderText("required")
+
+    def show_value(self, value: Any) -> None:
+        self.setText("" if value is UNSET or value is None else str(value))
+
+
+class JsonEditor(QLineEdit):
+    """Lists and JSON values as JSON text; a list of texts may also be typed as a, b, c."""
+
+    def __init__(self, param: Param, commit: Commit):
+        super().__init__()
+        self.param, self._commit = param, commit
+        self.setPlaceholderText("required" if param.required else "JSON, e.g. [1, 2]")
+        self.editingFinished.connect(self._finished)
+
+    def show_value(self, value: Any) -> None:
+        self.setText("" if value is UNSET else json.dumps(value))
+
+    def _finished(self) -> None:
+        text = self.text().strip()
+        if self.param.kind == "strs" and not text.startswith("["):
+            self._commit([s.strip() for s in text.split(",") if s.strip()])
+            return
+        try:
+            value = json.loads(text) if text else None
+        except json.JSONDecodeError as e:
+            self._commit(_NotJson(f"'{self.param.name}' is not valid JSON: {e.msg} "
+                                  f"at character {e.pos + 1}"))
+            return
+        self._commit(value)
+
+
+class _NotJson(str):
+    """Text that failed to parse; the inspector shows it as the reason."""
+
+
+def is_parse_error(value: Any) -> bool:
+    return isinstance(value, _NotJson)
+
+
+def make_editor(param: Param, commit: Commit) -> QWidget:
+    """The widget for `param`; it calls `commit(value)` when the user finishes an edit."""
+    if param.nullable and param.kind in ("int", "float"):
+        editor = NullableNumberEditor(param, commit)
+    else:
+        cls = {"int": IntEditor, "float": FloatEditor, "bool": BoolEditor,
+               "choice": ChoiceEditor, "str": TextEditor}.get(param.kind, JsonEditor)
+        editor = cls(param, commit)
+    editor.setToolTip(tooltip(param))
+    return editor
+
+
+def tooltip(param: Param) -> str:
+    text = f"<b>{param.name}</b>: {param.doc}" if param.doc else f"<b>{param.name}</b>"
+    text += f"<br><i>{param.describe()}</i>"
+    if not param.required:
+        text += f"<br>default: {json.dumps(param.default)}"
+    return text
+
+
+def _empty_meaning(param: Param) -> str:
+    doc = param.doc.lower()
+    for word in ("inferred", "infer", "auto", "no clipping", "never", "off"):
+        if word in doc:
+            return "infer" if word.startswith("infer") else word
+    return "none"

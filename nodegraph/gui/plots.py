@@ -1,0 +1,115 @@
+"""Live training plots: loss and metrics per epoch (train vs val) and loss per step.
+
+Points arrive with the run's events and are kept in plain lists (`series`), so a test can
+read what the plot received; the curves are redrawn at most ten times a second however
+fast the events come. Which numbers are metrics and which are losses comes from the graph
+(metric blocks' node ids), never from guessing at names.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from nodegraph.events import EpochEnded, RunStarted, StepEnded
+from nodegraph.gui import theme
+
+REDRAW_MS = 100
+
+
+class TrainingPlots(QWidget):
+    """Three plots side by side: loss per epoch, metrics per epoch, loss per step."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        pg.setConfigOptions(antialias=True, background=theme.BASE, foreground=theme.TEXT_DIM)
+        self.canvas = pg.GraphicsLayoutWidget()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.canvas)
+        self.loss_plot = self._plot("Loss per epoch", "epoch", col=0)
+        self.metric_plot = self._plot("Metrics per epoch", "epoch", col=1)
+        self.step_plot = self._plot("Loss per step", "step", col=2)
+        self.series: dict[str, tuple[list, list]] = {}
+        self._curves: dict[str, pg.PlotDataItem] = {}
+        self.metric_nodes: set[str] = set()
+        self.steps_per_epoch = 1
+        self._dirty = False
+        self._timer = QTimer(self, interval=REDRAW_MS)
+        self._timer.timeout.connect(self.redraw)
+        self._timer.start()
+
+    def _plot(self, title: str, x_label: str, col: int) -> pg.PlotItem:
+        plot = self.canvas.addPlot(row=0, col=col, title=title)
+        plot.showGrid(x=True, y=True, alpha=0.15)
+        plot.setLabel("bottom", x_label)
+        plot.addLegend(offset=(-10, 10), labelTextColor=theme.TEXT, brush=theme.LABEL_BG)
+        plot.setMenuEnabled(True)
+        return plot
+
+    # -- data ------------------------------------------------------------------------------
+
+    def reset(self, metric_nodes: set[str] = frozenset()) -> None:
+        """Forget the last run's curves (a new run starts)."""
+        self.metric_nodes = set(metric_nodes)
+        for plot in (self.loss_plot, self.metric_plot, self.step_plot):
+            plot.clear()
+            if plot.legend is not None:
+                plot.legend.clear()
+        self.series.clear()
+        self._curves.clear()
+        self._dirty = True
+
+    def on_event(self, event) -> None:
+        if isinstance(event, RunStarted):
+            self.steps_per_epoch = max(1, event.steps_per_epoch)
+        elif isinstance(event, EpochEnded):
+            self.add_epoch(event)
+        elif isinstance(event, StepEnded) and event.loss is not None:
+            x = (event.epoch - 1) * self.steps_per_epoch + event.step
+            self._add(self.step_plot, "train loss (step)", x, event.loss, dashed=False)
+
+    def add_epoch(self, event: EpochEnded) -> None:
+        for split, values in (("train", event.train), ("val", event.val)):
+            for key, value in values.items():
+                if not isinstance(value, int | float):
+                    continue
+                metric = key in self.metric_nodes or key.split(".")[0] in self.metric_nodes
+                if not metric and key != "loss" and len(self._loss_keys(values)) < 2:
+                    continue  # a single loss node repeats the total: plot it once
+                plot = self.metric_plot if metric else self.loss_plot
+                self._add(plot, f"{split} {key}", event.epoch, float(value),
+                          dashed=split == "val")
+
+    def _loss_keys(self, values: dict) -> list[str]:
+        return [k for k in values if k != "loss" and k not in self.metric_nodes
+                and k.split(".")[0] not in self.metric_nodes]
+
+    def _add(self, plot: pg.PlotItem, name: str, x: float, y: float, dashed: bool) -> None:
+        xs, ys = self.series.setdefault(name, ([], []))
+        xs.append(x)
+        ys.append(y)
+        if name not in self._curves:
+            color = theme.PLOT_COLORS[self._color_index(name) % len(theme.PLOT_COLORS)]
+            pen = pg.mkPen(color, width=2, style=pg.QtCore.Qt.PenStyle.DashLine if dashed
+                           else pg.QtCore.Qt.PenStyle.SolidLine)
+            self._curves[name] = plot.plot([], [], pen=pen, name=name)
+        self._dirty = True
+
+    def _color_index(self, name: str) -> int:
+        # train and val of one quantity share a colour; the line style tells them apart
+        quantity = name.split(" ", 1)[1]
+        seen = list(dict.fromkeys(n.split(" ", 1)[1] for n in self.series))
+        return seen.index(quantity)
+
+    def redraw(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        for name, curve in self._curves.items():
+            xs, ys = self.series[name]
+            curve.setData(xs, ys)
+
+    def points(self, name: str) -> int:
+        return len(self.series.get(name, ([], []))[0])

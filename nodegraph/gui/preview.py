@@ -1,0 +1,180 @@
+"""Preview: what one node outputs for one sample batch, without training.
+
+The graph is compiled for inference (`for_training=False`) and its forward plan run on the
+first training batch of its data blocks, in eval mode, without gradients; the selected
+node's outputs are shown as a shape, summary numbers, a table of values and, for outputs
+shaped like images ((N, C, H, W) with 1 or 3 channels, or (N, H, W)), the first sample as
+an image. After a run the trained weights are used, as long as the graph has not changed
+since the run started.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+import torch
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nodegraph.compile import Compiled, compile
+from nodegraph.errors import NodegraphError
+from nodegraph.graph import Graph
+
+MAX_ROWS, MAX_COLS = 64, 32
+
+
+def first_batch(compiled: Compiled) -> dict[tuple[str, str], torch.Tensor]:
+    """One training batch of every data block, keyed (node, port)."""
+    batch: dict[tuple[str, str], torch.Tensor] = {}
+    for node, ds in compiled.datasets.items():
+        split = "train" if ds.has("train") else next(s for s in ("val", "test") if ds.has(s))
+        part = next(iter(ds.batches(split)))
+        batch.update({(node, k): v for k, v in part.items()})
+    return batch
+
+
+def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
+                 ) -> dict[str, torch.Tensor]:
+    """The outputs of `node` for one batch, by port name (compiling `graph` if needed)."""
+    compiled = compiled or compile(graph, for_training=False)
+    module = compiled.module
+    values = first_batch(compiled)
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            module.run(compiled.eval_plan if _in_plan(compiled.eval_plan, node)
+                       else module.full_plan, values)
+    finally:
+        module.train(was_training)
+    spec = compiled.report.specs[node]
+    return {p.name: values[(node, p.name)] for p in spec.outputs
+            if isinstance(values.get((node, p.name)), torch.Tensor)}
+
+
+def _in_plan(plan, node: str) -> bool:
+    return any(step[0] == node for step in plan)
+
+
+def image_of(t: torch.Tensor) -> torch.Tensor | None:
+    """The first sample as an (H, W) or (H, W, 3) image, when `t` is shaped like images."""
+    if t.ndim == 4 and t.shape[1] in (1, 3) and min(t.shape[2:]) >= 4:
+        img = t[0].float()
+        return img[0] if img.shape[0] == 1 else img.permute(1, 2, 0)
+    if t.ndim == 3 and min(t.shape[1:]) >= 4:
+        return t[0].float()
+    return None
+
+
+def table_of(t: torch.Tensor) -> torch.Tensor:
+    """A 2-D view for the values table: samples by features (trailing dims flattened)."""
+    t = t.detach().cpu()
+    if t.ndim == 0:
+        return t.reshape(1, 1)
+    if t.ndim == 1:
+        return t.reshape(-1, 1)
+    return t.reshape(t.shape[0], -1)
+
+
+class PreviewPanel(QWidget):
+    """Shape, values and image of the selected node's output for one batch."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.title = QLabel("Select a node and press Preview.")
+        self.title.setWordWrap(True)
+        self.port = QComboBox()
+        self.refresh_button = QPushButton("Preview")
+        self.refresh_button.setToolTip("run one batch through the graph up to this node")
+        self.auto = QCheckBox("on select")
+        self.auto.setChecked(True)
+        self.auto.setToolTip("preview whenever one node is selected (turned off by itself "
+                             "when compiling the graph is slow)")
+        self.shape = QLabel()
+        self.shape.setProperty("role", "dim")
+        self.shape.setWordWrap(True)
+        self.table = QTableWidget()
+        self.image = pg.ImageView()
+        self.image.ui.roiBtn.hide()
+        self.image.ui.menuBtn.hide()
+        self.image.setMinimumHeight(180)
+        self.image.hide()
+        top = QHBoxLayout()
+        top.addWidget(self.port, 1)
+        top.addWidget(self.auto)
+        top.addWidget(self.refresh_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.title)
+        layout.addLayout(top)
+        layout.addWidget(self.shape)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.image, 1)
+        self.outputs: dict[str, torch.Tensor] = {}
+        self.port.currentTextChanged.connect(self._show_port)
+
+    def show_outputs(self, node: str, outputs: dict[str, torch.Tensor], note: str = "") -> None:
+        self.outputs = outputs
+        self.title.setText(f"<b>{node}</b> on one training batch {note}")
+        self.port.blockSignals(True)
+        self.port.clear()
+        self.port.addItems(list(outputs))
+        self.port.blockSignals(False)
+        if outputs:
+            self._show_port(next(iter(outputs)))
+        else:
+            self.show_message(f"'{node}' has no tensor output to preview (metrics and "
+                              "optimizers report numbers during training).")
+
+    def show_message(self, text: str) -> None:
+        self.shape.setText(text)
+        self.table.clear()
+        self.table.setRowCount(0)
+        self.table.setColumnCount(0)
+        self.image.hide()
+
+    def _show_port(self, port: str) -> None:
+        t = self.outputs.get(port)
+        if t is None:
+            return
+        t = t.detach().cpu()
+        stats = ""
+        if t.numel() and (t.is_floating_point() or t.dtype in (torch.int64, torch.int32)):
+            f = t.float()
+            stats = (f"  mean {f.mean():.4g} · std {f.std(unbiased=False):.4g} · "
+                     f"min {f.min():.4g} · max {f.max():.4g}")
+        self.shape.setText(f"shape {tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
+                           + stats)
+        self._fill_table(table_of(t))
+        img = image_of(t)
+        if img is not None:
+            self.image.setImage(img.numpy().T if img.ndim == 2 else img.numpy().swapaxes(0, 1))
+            self.image.show()
+        else:
+            self.image.hide()
+
+    def _fill_table(self, values: torch.Tensor) -> None:
+        rows, cols = min(values.shape[0], MAX_ROWS), min(values.shape[1], MAX_COLS)
+        self.table.clear()
+        self.table.setRowCount(rows)
+        self.table.setColumnCount(cols)
+        for r in range(rows):
+            for c in range(cols):
+                v = values[r, c].item()
+                text = f"{v:.4g}" if isinstance(v, float) else str(v)
+                self.table.setItem(r, c, QTableWidgetItem(text))
+        self.table.resizeColumnsToContents()
+
+
+def preview_error(e: Exception) -> str:
+    if isinstance(e, NodegraphError):
+        return str(e)
+    return f"{type(e).__name__}: {e}"

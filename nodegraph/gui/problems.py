@@ -1,0 +1,65 @@
+"""The problems list: every validation problem with where it is and what to do.
+
+One row per problem, errors first, with its location (node.port), message and hint.
+Clicking a row selects the node on the canvas. The summary line above says whether the
+graph is ready to train.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from nodegraph.errors import Problem
+from nodegraph.gui import theme
+
+NODE_ROLE = Qt.ItemDataRole.UserRole
+
+
+class ProblemsView(QWidget):
+    """A summary line over a table of problems."""
+
+    node_clicked = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.summary = QLabel()
+        self.table = QTreeWidget()
+        self.table.setColumnCount(3)
+        self.table.setHeaderLabels(["Where", "Problem", "Hint"])
+        self.table.setRootIsDecorated(False)
+        self.table.setWordWrap(True)
+        self.table.setColumnWidth(0, 150)
+        self.table.setColumnWidth(1, 460)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.table)
+        self.table.itemClicked.connect(self._on_click)
+        self.problems: list[Problem] = []
+        self.set_problems([])
+
+    def set_problems(self, problems: list[Problem], extra_note: str = "") -> None:
+        self.problems = sorted(problems, key=lambda p: (p.severity != "error", p.location()))
+        self.table.clear()
+        for p in self.problems:
+            item = QTreeWidgetItem(self.table, [p.location(), p.message, p.hint])
+            color = QColor(theme.ERROR if p.severity == "error" else theme.WARNING)
+            item.setForeground(0, QBrush(color))
+            item.setToolTip(1, p.message)
+            item.setToolTip(2, p.hint)
+            item.setData(0, NODE_ROLE, p.node)
+        errors = sum(p.severity == "error" for p in problems)
+        warnings = len(problems) - errors
+        if not problems:
+            text, color = "No problems found.", theme.OK
+        else:
+            text = f"{errors} error(s), {warnings} warning(s)"
+            color = theme.ERROR if errors else theme.WARNING
+        self.summary.setText(f"<span style='color:{color}'>{text}</span> {extra_note}")
+
+    def _on_click(self, item: QTreeWidgetItem) -> None:
+        node = item.data(0, NODE_ROLE)
+        if node:
+            self.node_clicked.emit(node)

@@ -1,0 +1,76 @@
+"""The questions the editor asks the user, in one replaceable object.
+
+Every modal dialog goes through a `Prompts` method, so tests (and scripted use) swap in an
+object that answers without a dialog, and the wording of every question lives in one place.
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+
+from nodegraph.errors import Problem
+
+FILE_FILTER = "Graph files (*.json);;All files (*)"
+
+
+class Prompts:
+    """Dialogs shown over `parent`."""
+
+    def __init__(self, parent: QWidget | None = None):
+        self.parent = parent
+
+    def unsaved_changes(self, name: str) -> str:
+        """'save', 'discard' or 'cancel'."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "Unsaved changes",
+                          f"{name} has unsaved changes. Save them first?",
+                          QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                          | QMessageBox.StandardButton.Cancel, self.parent)
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save",
+                QMessageBox.StandardButton.Discard: "discard"}.get(
+            QMessageBox.StandardButton(answer), "cancel")
+
+    def stop_run_to_edit(self) -> str:
+        """'stop' (stop the run, then edit), 'keep' (edit; the run goes on) or 'cancel'."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Training is running",
+                          "The graph is training. Stop the run before changing it?\n\n"
+                          "If training goes on, it keeps using the graph as it was when it "
+                          "started.", parent=self.parent)
+        stop = box.addButton("Stop training", QMessageBox.ButtonRole.AcceptRole)
+        keep = box.addButton("Edit, keep training", QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.exec()
+        clicked = box.clickedButton()
+        return "stop" if clicked is stop else "keep" if clicked is keep else "cancel"
+
+    def restore_autosave(self, path: str, when: str) -> bool:
+        answer = QMessageBox.question(
+            self.parent, "Recover unsaved work",
+            f"An autosaved copy from {when} was found, newer than the last save:\n{path}\n\n"
+            "The editor may have closed without saving. Restore it?")
+        return answer == QMessageBox.StandardButton.Yes
+
+    def load_report(self, path: str, problems: list[Problem]) -> None:
+        """What the loader could not place, shown once when a damaged file opens."""
+        lines = "".join(f"<li>{html.escape(str(p))}</li>" for p in problems[:30])
+        more = f"<p>… and {len(problems) - 30} more</p>" if len(problems) > 30 else ""
+        QMessageBox.warning(self.parent, "Opened with problems",
+                            f"<p>{html.escape(path)} opened, but not everything in it could "
+                            f"be used:</p><ul>{lines}</ul>{more}<p>What could be read is on the "
+                            "canvas; the problems list shows what needs fixing.</p>")
+
+    def error(self, title: str, text: str) -> None:
+        QMessageBox.critical(self.parent, title, text)
+
+    def open_path(self, directory: str) -> str | None:
+        path, _ = QFileDialog.getOpenFileName(self.parent, "Open graph", directory, FILE_FILTER)
+        return path or None
+
+    def save_path(self, suggested: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self.parent, "Save graph as", suggested,
+                                              FILE_FILTER)
+        if path and not path.endswith(".json"):
+            path += ".json"
+        return path or None

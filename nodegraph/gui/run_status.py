@@ -1,0 +1,81 @@
+"""The status bar's view of a run: progress, speed, time left and the latest loss."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
+
+from nodegraph.events import EpochEnded, RunFinished, RunStarted, StepEnded
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class RunStatus(QWidget):
+    """A progress bar and one line of numbers, fed with training events."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.bar = QProgressBar()
+        self.bar.setFixedWidth(180)
+        self.label = QLabel()
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 6, 0)
+        layout.addWidget(self.label)
+        layout.addWidget(self.bar)
+        self.total_steps = 0
+        self.start_step = 0
+        self.started = 0.0
+        self.done_steps = 0
+        self.loss: float | None = None
+        self.text = ""
+        self.setVisible(False)
+
+    def on_event(self, event) -> None:
+        if isinstance(event, RunStarted):
+            self.total_steps = max(1, (event.epochs - event.start_epoch + 1)
+                                   * event.steps_per_epoch)
+            self.steps_per_epoch = max(1, event.steps_per_epoch)
+            self.start_epoch = event.start_epoch
+            self.started, self.done_steps, self.loss = time.monotonic(), 0, None
+            self.epochs = event.epochs
+            self.bar.setRange(0, self.total_steps)
+            self.bar.setValue(0)
+            self.setVisible(True)
+            self._show(event.start_epoch, f"starting on {event.device}, "
+                       f"{event.parameters:,} parameters")
+        elif isinstance(event, StepEnded):
+            self.done_steps = (event.epoch - self.start_epoch) * self.steps_per_epoch + event.step
+            if event.loss is not None:
+                self.loss = event.loss
+            self._show(event.epoch)
+        elif isinstance(event, EpochEnded):
+            self.done_steps = (event.epoch - self.start_epoch + 1) * self.steps_per_epoch
+            self.loss = event.train.get("loss", self.loss)
+            self._show(event.epoch)
+        elif isinstance(event, RunFinished):
+            word = "stopped" if event.cancelled else "early stop" if event.stopped_early \
+                else "finished"
+            self.label.setText(f"Training {word} after {len(event.history)} epoch(s) in "
+                               f"{format_duration(time.monotonic() - self.started)}")
+            self.text = self.label.text()
+
+    def _show(self, epoch: int, note: str = "") -> None:
+        self.bar.setValue(min(self.done_steps, self.total_steps))
+        elapsed = time.monotonic() - self.started
+        parts = [f"epoch {epoch}/{self.epochs}"]
+        if self.done_steps and elapsed > 0:
+            rate = self.done_steps / elapsed
+            left = (self.total_steps - self.done_steps) / rate if rate else 0
+            parts += [f"{rate:,.0f} steps/s", f"ETA {format_duration(left)}"]
+        if self.loss is not None:
+            parts.append(f"loss {self.loss:.4g}")
+        if note:
+            parts.append(note)
+        self.text = " · ".join(parts)
+        self.label.setText(self.text)

@@ -1,0 +1,124 @@
+"""Training off the GUI thread: `nodegraph.train` in a QThread, its events as Qt signals.
+
+The run trains a copy of the graph taken when Train is pressed, so edits made while it
+runs cannot race with it. Events reach the GUI thread through a queued signal; per-step
+events are thinned to what a person can see (those carrying a loss, plus one every 50 ms),
+so a fast model does not flood the event queue. Stop and Pause go through `RunControl`,
+which the trainer checks every step, so Stop takes effect within one step.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal
+
+from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError
+from nodegraph.events import Emitter, StepEnded
+from nodegraph.graph import Graph
+from nodegraph.train import RunControl, RunResult, train
+
+STEP_INTERVAL_S = 0.05
+
+
+class _Worker(QThread):
+    """Runs one training; lives (as a QObject) on the GUI thread, runs on its own."""
+
+    event = Signal(object)
+    failed = Signal(str, object)  # message, node id or None
+    done = Signal(object)  # RunResult or None
+
+    def __init__(self, graph: Graph, control: RunControl, **options):
+        super().__init__()
+        self.graph, self.control, self.options = graph, control, options
+        self._last_step = 0.0
+
+    def run(self) -> None:
+        emitter = Emitter()
+        emitter.subscribe(self._forward)
+        result = None
+        try:
+            result = train(self.graph, events=emitter, control=self.control, **self.options)
+        except ValidationError as e:
+            self.failed.emit(str(e), e.problems[0].node if e.problems else None)
+        except NodeRuntimeError as e:
+            self.failed.emit(str(e), e.node)
+        except NodegraphError as e:
+            self.failed.emit(str(e), None)
+        except Exception as e:  # a block's bug: show it, name its type, keep the editor alive
+            self.failed.emit(f"{type(e).__name__}: {e}", None)
+        self.done.emit(result)
+
+    def _forward(self, event) -> None:
+        if isinstance(event, StepEnded) and event.loss is None and event.step != event.steps:
+            now = time.monotonic()
+            if now - self._last_step < STEP_INTERVAL_S:
+                return
+            self._last_step = now
+        self.event.emit(event)
+
+
+class TrainingRunner(QObject):
+    """Starts, pauses and stops runs; re-emits their events on the GUI thread."""
+
+    event = Signal(object)  # RunStarted, StepEnded, EpochEnded, Message, RunFinished, NodeFailed
+    failed = Signal(str, object)
+    state_changed = Signal(str)  # "running", "paused", "idle"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.control: RunControl | None = None
+        self.result: RunResult | None = None
+        self.revision: int | None = None  # document revision the last run trained
+        self._worker: _Worker | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None
+
+    @property
+    def paused(self) -> bool:
+        return self.control is not None and self.control.paused
+
+    def start(self, graph: Graph, revision: int, **options) -> None:
+        """Train a copy of `graph`; options go to `nodegraph.train` (epochs, device)."""
+        if self.running:
+            return
+        self.control = RunControl()
+        self.result, self.revision = None, revision
+        self._worker = _Worker(graph.copy(), self.control, **options)
+        self._worker.event.connect(self.event)
+        self._worker.failed.connect(self.failed)
+        self._worker.done.connect(self._finished)
+        self._worker.start()
+        self.state_changed.emit("running")
+
+    def stop(self) -> None:
+        if self.control is not None:
+            self.control.stop()
+
+    def toggle_pause(self) -> None:
+        if self.control is None or not self.running:
+            return
+        if self.control.paused:
+            self.control.resume()
+            self.state_changed.emit("running")
+        else:
+            self.control.pause()
+            self.state_changed.emit("paused")
+
+    def wait(self, timeout_s: float = 30.0) -> bool:
+        """Block until the run ended and its last events were delivered; False on timeout."""
+        end = time.monotonic() + timeout_s
+        while self.running and time.monotonic() < end:
+            QCoreApplication.processEvents()
+            time.sleep(0.005)
+        return not self.running
+
+    def _finished(self, result: RunResult | None) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.wait()
+            worker.deleteLater()
+        self.result = result
+        self.state_changed.emit("idle")
