@@ -23,7 +23,7 @@ from nodegraph.errors import NodegraphError
 def resolve(path: str, what: str) -> Path:
     """`path` as an existing file (``~`` expanded), or an error naming it."""
     if not path:
-        raise NodegraphError(f"no {what} given: set the path param")
+        raise NodegraphError(f"no {what} given")
     p = Path(path).expanduser()
     if not p.is_file():
         state = "is not a file" if p.exists() else "does not exist"
@@ -47,13 +47,13 @@ def read_bytes(path: str, what: str) -> bytes:
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
-def read_idx(path: str) -> np.ndarray:
+def read_idx(path: str, what: str = "IDX file") -> np.ndarray:
     """An IDX file (MNIST's idx3-ubyte images, idx1-ubyte labels; gzipped or not).
 
     Layout: two zero bytes, a type code, the number of dimensions d, then d big-endian
     uint32 sizes, then the values in C order, big-endian.
     """
-    raw = read_bytes(path, "IDX file")
+    raw = read_bytes(path, what)
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_TYPES:
         raise NodegraphError(f"'{path}' is not an IDX file (its first bytes are "
                              f"{raw[:4].hex(' ') or 'missing'})")
@@ -68,17 +68,6 @@ def read_idx(path: str) -> np.ndarray:
                              f"{'x'.join(map(str, dims))} values")
     data = np.frombuffer(raw, dtype, count, start)
     return data.astype(dtype.newbyteorder("=")).reshape(dims)
-
-
-def write_idx(path: str | Path, array: np.ndarray, compress: bool = False) -> None:
-    """Write `array` as an IDX file (the inverse of `read_idx`, for tests and exports)."""
-    code = {np.dtype(v).newbyteorder("="): k for k, v in _IDX_TYPES.items()}
-    dtype = np.asarray(array).dtype
-    if dtype not in code:
-        raise NodegraphError(f"IDX cannot store {dtype}")
-    header = bytes([0, 0, code[dtype], array.ndim]) + np.asarray(array.shape, ">u4").tobytes()
-    raw = header + np.ascontiguousarray(array, np.dtype(_IDX_TYPES[code[dtype]])).tobytes()
-    Path(path).write_bytes(gzip.compress(raw) if compress else raw)
 
 
 # -- CSV ---------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ and seeded synthetic generators (formulas in `_data_synthetic`).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from sklearn import datasets as skd
@@ -126,28 +127,29 @@ def _numpy(p):
     return from_arrays({"x": _inputs(x, where), "y": _targets(y, p.target_kind, where)}, p)
 
 
-def _idx_pair(images_path: str, labels_path: str) -> tuple[np.ndarray, np.ndarray]:
-    images, labels = files.read_idx(images_path), files.read_idx(labels_path)
+def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray, np.ndarray]:
+    """Images (N, 1, H, W) in [0, 1] and int64 labels from one pair of IDX files."""
+    images = files.read_idx(images_path, f"{part} images IDX file")
+    labels = files.read_idx(labels_path, f"{part} labels IDX file")
     if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
         raise NodegraphError(f"'{images_path}' must hold images (N, height, width) and "
                              f"'{labels_path}' N labels; got {images.shape} and {labels.shape}")
     if images.dtype == np.uint8:
         images = images.astype(np.float32) / 255.0
-    return images.astype(np.float32)[:, None], labels.astype(np.int64)
+    return images.astype(np.float32)[:, None], _targets(labels, "class", labels_path)
 
 
 def _mnist(p):
-    images, labels = _idx_pair(p.images, p.labels)
+    images, labels = _idx_pair(p.images, p.labels, "training")
     test_rows = None
     if p.test_images or p.test_labels:
-        test_x, test_y = _idx_pair(p.test_images, p.test_labels)
+        test_x, test_y = _idx_pair(p.test_images, p.test_labels, "test")
         if test_x.shape[1:] != images.shape[1:]:
             raise NodegraphError(f"test images {test_x.shape[2:]} and training images "
                                  f"{images.shape[2:]} differ in size")
         test_rows = np.arange(len(images), len(images) + len(test_x))
         images, labels = np.concatenate([images, test_x]), np.concatenate([labels, test_y])
-    return from_arrays({"x": to_layout(images, p.layout), "y": _targets(labels, "class", "")},
-                       p, test_rows=test_rows)
+    return from_arrays({"x": to_layout(images, p.layout), "y": labels}, p, test_rows=test_rows)
 
 
 def _image_folder(p):
@@ -347,7 +349,7 @@ _files = [
                   bool_param("grayscale", False, "convert colour images to grey (1 channel)"),
                   int_param("size", None, "resize every image to size x size; empty keeps "
                             "the images' own size", min=1, nullable=True),
-                  choice_param("layout", ("flat", "image"), "image", LAYOUT.doc),
+                  replace(LAYOUT, default="image"),
                   *data_params(val_fraction=0.2, split="stratified")],
           keywords=("images", "png", "pgm", "folder", "file")),
 ]
