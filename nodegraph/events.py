@@ -85,6 +85,9 @@ class RunFinished:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# Probe frames (nodegraph.probes.ProbeFrame) travel on the same stream as these events.
+
+
 @dataclass(frozen=True)
 class NodeFailed:
     """A run stopped because of a node (NaN loss, a block's runtime error)."""

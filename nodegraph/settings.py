@@ -40,6 +40,11 @@ TRAINING_PARAMS: tuple[Param, ...] = (
               min=1),
     int_param("loss_every", 10, "steps between loss values in step events (reading the loss "
               "waits for the device)", min=1),
+    int_param("probe_every", 10, "probe activations and gradients at most every N steps "
+              "(only while someone watches: the editor, --probe-out)", min=1),
+    float_param("probe_budget", 0.05, "the share of training time probing may cost (1: as "
+                "long as training itself); the interval grows to keep within it",
+                min=0.001, max=1000),
     int_param("eval_batch_size", 1024, "batch size for evaluation passes", min=1),
 )
 

@@ -38,6 +38,7 @@ from nodegraph.events import (
     StepEnded,
 )
 from nodegraph.graph import Graph
+from nodegraph.probes import ProbeFrame, Prober
 
 
 class RunControl:
@@ -154,6 +155,12 @@ class Trainer:
         self.monitor = _Monitor(key, settings.monitor_rises(key, opts["mode"]),
                                 opts["min_delta"], opts["patience"])
         self.on_cpu = compiled.device.type == "cpu"
+        self.objective = [o.loss_key[0] for o in compiled.optimizers]
+        self.global_step = 0
+        self.prober = (Prober(opts["probe_every"], opts["probe_budget"])
+                       if events.wants(ProbeFrame) else None)
+        self.probe_ports = {node: [k[1] for k in out_keys]
+                            for node, _, _, out_keys in compiled.module.full_plan}
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -226,7 +233,7 @@ class Trainer:
     def _train_epoch(self, epoch: int, steps: int) -> dict[str, Any] | None:
         c, control, events = self.c, self.control, self.events
         c.module.train()
-        sums = _Sums(c.loss_keys, self.on_cpu)
+        sums = _Sums(c.loss_keys, self.on_cpu, self.objective)
         for m in c.metrics:
             m.metric.reset()
         want_steps = events.wants(StepEnded)
@@ -237,8 +244,12 @@ class Trainer:
                 return None
             if control.paused:
                 control.wait_while_paused()
-            for o in c.optimizers:
-                self._step(o, values)
+            self.global_step += 1
+            if self.prober is None:
+                for o in c.optimizers:
+                    self._step(o, values)
+            else:
+                self._probed_step(values, epoch)
             n = next(iter(values.values())).shape[0]
             bad = sums.add(values, n)
             if bad is not None:
@@ -256,6 +267,24 @@ class Trainer:
             self._fail_nonfinite(bad, values, epoch)
         stats.update(_metric_values(c))
         return stats
+
+    def _probed_step(self, values: dict, epoch: int) -> None:
+        """A step the prober may watch; every step is timed to keep probing on budget."""
+        prober, optimizers = self.prober, self.c.optimizers
+        start = time.perf_counter()
+        if not prober.wants(self.global_step):
+            for o in optimizers:
+                self._step(o, values)
+            prober.note_step_time(time.perf_counter() - start)
+            return
+        with prober.watch(self.c.module, self.probe_ports) as watch:
+            for o in optimizers:
+                self._step(o, values)
+        prober.note_step_time(time.perf_counter() - start - watch.cost)
+        frame = watch.frame(epoch, self.global_step)
+        self.events.emit(frame)
+        if frame.nonfinite is not None:
+            self._fail_nonfinite(frame.nonfinite, values, epoch)
 
     def _step(self, o, values: dict) -> None:
         run, plan, optimizer = self.c.module.run, o.plan, o.optimizer
@@ -285,7 +314,7 @@ class Trainer:
         c = self.c
         was_training = c.module.training
         c.module.eval()
-        sums = _Sums(c.loss_keys, self.on_cpu)
+        sums = _Sums(c.loss_keys, self.on_cpu, self.objective)
         for m in c.metrics:
             m.metric.reset()
         size = self.opts["eval_batch_size"]
@@ -328,7 +357,7 @@ class Trainer:
         tensors = {"rng/torch": torch.get_rng_state(), "rng/shuffle": self.shuffle_rng.get_state()}
         if torch.cuda.is_available():
             tensors["rng/cuda"] = torch.cuda.get_rng_state()
-        info = {"epoch": epoch, "history": self.history,
+        info = {"epoch": epoch, "history": self.history, "global_step": self.global_step,
                 "monitor": {"best": self.monitor.best, "best_epoch": self.monitor.best_epoch,
                             "since_best": self.monitor.since_best},
                 "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
@@ -360,6 +389,7 @@ class Trainer:
         if "rng/cuda" in tensors and torch.cuda.is_available():
             torch.cuda.set_rng_state(tensors["rng/cuda"])
         self.history = info["history"]
+        self.global_step = info.get("global_step", 0)
         mon = info.get("monitor", {})
         self.monitor.best, self.monitor.best_epoch = mon.get("best"), mon.get("best_epoch")
         self.monitor.since_best = mon.get("since_best", 0)
@@ -371,11 +401,13 @@ class Trainer:
 
 
 class _Sums:
-    """Sample-weighted sums of each loss over an epoch; `loss` is their total."""
+    """Sample-weighted sums of each loss over an epoch; `loss` is the total of the losses
+    optimizers minimise (a loss feeding a weighted sum is a part, not counted again)."""
 
-    def __init__(self, loss_keys: dict[str, Key], on_cpu: bool):
+    def __init__(self, loss_keys: dict[str, Key], on_cpu: bool, objective: list[str]):
         self.keys = loss_keys
         self.on_cpu = on_cpu
+        self.objective = objective or list(loss_keys)
         self.sums: dict[str, Any] = {node: 0.0 for node in loss_keys}
         self.count = 0
         self.last: dict[str, Any] = {}
@@ -402,7 +434,7 @@ class _Sums:
             return {}
         out = {node: float(s) / self.count for node, s in self.sums.items()}
         if "loss" not in out:
-            out = {"loss": sum(out.values()), **out}
+            out = {"loss": sum(out[n] for n in self.objective if n in out), **out}
         return out
 
 

@@ -7,7 +7,7 @@ import torch
 from nodegraph.spec import default_registry
 
 
-def build(block_id: str, inputs: dict[str, torch.Tensor] | None = None, **params):
+def build(block_id: str, inputs: dict[str, torch.Tensor] | None = None, /, **params):
     """Build block `block_id` with `params` for real `inputs` (as compile would); returns
     (spec, resolved params, built object). Raises ParamError-like messages on bad params."""
     spec = default_registry().get(block_id)
@@ -21,7 +21,7 @@ def build(block_id: str, inputs: dict[str, torch.Tensor] | None = None, **params
     return spec, values, spec.build(values, meta)
 
 
-def run_op(block_id: str, inputs: dict[str, torch.Tensor], **params):
+def run_op(block_id: str, inputs: dict[str, torch.Tensor], /, **params):
     """Build an op block and call it on `inputs` (ports by name); returns its output(s)."""
     spec, _, module = build(block_id, inputs, **params)
     args = [inputs.get(p.name) for p in spec.inputs]

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Tests run two workers on two cores; a second torch thread per worker only adds contention
+# (spinning OpenMP threads made small models ten times slower under load).
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
