@@ -66,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--metrics-out", metavar="FILE.json", help="write history and final metrics")
     run.add_argument("--checkpoint-dir", metavar="DIR", help="write checkpoints here each epoch")
     run.add_argument("--resume", action="store_true", help="continue from the checkpoint in DIR")
+    run.add_argument("--probe-out", metavar="FILE.jsonl", help="record activation and gradient "
+                     "probe frames for replay in the editor")
     run.add_argument("--quiet", action="store_true", help="print only the final result")
     run.set_defaults(func=cmd_run)
 
@@ -104,6 +106,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     events = Emitter()
     renderer = ConsoleRenderer(graph.name, quiet=args.quiet)
     renderer.attach(events)
+    writer = None
+    if args.probe_out:
+        from nodegraph.probes import ProbeFrame, ProbeWriter
+
+        writer = ProbeWriter(args.probe_out)
+        events.subscribe(writer, ProbeFrame)
     try:
         result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
                        events=events, checkpoint_dir=args.checkpoint_dir, resume=args.resume)
@@ -115,6 +123,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     finally:
         renderer.close()
+        if writer is not None:
+            writer.close()
     if args.metrics_out:
         from nodegraph.fileformat import atomic_write_text
 

@@ -151,3 +151,13 @@ def test_internal_errors_are_reported_without_traceback(monkeypatch, capsys):
     assert main(["info", "examples/xor.json"]) == 1
     err = capsys.readouterr().err
     assert "internal error: ZeroDivisionError" in err and "Traceback" not in err
+
+
+def test_probe_out_records_frames(tmp_path, capsys):
+    from nodegraph.probes import read_frames
+
+    path = tmp_path / "frames.jsonl"
+    assert main(["run", "examples/xor.json", "--epochs", "30", "--quiet", "--probe-out",
+                 str(path)]) == 0
+    frames = list(read_frames(path))
+    assert frames and frames[0].order == ["hidden", "act", "out", "loss"]
