@@ -134,7 +134,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     opts, problems = settings.resolve({**graph.training, **overrides})
     if problems:
         raise ValidationError(problems)
-    compiled = compile(graph, device=opts.device, seed=opts.seed)
+    # with no epochs to run the graph is only evaluated, so it needs no optimizer
+    compiled = compile(graph, device=opts.device, seed=opts.seed, for_training=opts.epochs > 0)
     return Trainer(compiled, opts, events or Emitter(), control or RunControl(),
                    Path(checkpoint_dir) if checkpoint_dir else None).run(resume)
 
@@ -149,8 +150,8 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self.shuffle_rng = torch.Generator().manual_seed(opts["seed"])
         datasets = compiled.datasets
-        self.primary = next(iter(datasets.values()))
-        self.has_val = self.primary.has("val")
+        self.primary = next(iter(datasets.values()), None)  # None: a graph without data
+        self.has_val = self.primary is not None and self.primary.has("val")
         key = opts["monitor"] or ("val.loss" if self.has_val else "train.loss")
         self.monitor = _Monitor(key, settings.monitor_rises(key, opts["mode"]),
                                 opts["min_delta"], opts["patience"])
@@ -167,7 +168,7 @@ class Trainer:
     def run(self, resume: bool = False) -> RunResult:
         c, opts = self.c, self.opts
         start = self._resume() if resume else 1
-        steps = self.primary.num_batches("train")
+        steps = self.primary.num_batches("train") if self.primary is not None else 0
         self.events.emit(RunStarted(opts["epochs"], steps, start, str(c.device),
                                     c.parameter_count()))
         stopped_early = cancelled = False
@@ -208,7 +209,7 @@ class Trainer:
             self.events.emit(Message(f"restored the weights of epoch {self.monitor.best_epoch}"
                                      f" (best {self.monitor.key} = {self.monitor.best:.6g})"))
         final = {} if cancelled else {s: self.evaluate(s) for s in ("train", "val", "test")
-                                      if self.primary.has(s)}
+                                      if self.primary is not None and self.primary.has(s)}
         result = RunResult(self.history, final, c, stopped_early, cancelled,
                            self.monitor.best_epoch if self._tracks_best() else None)
         self.events.emit(RunFinished(self.history, final, stopped_early, cancelled))

@@ -210,3 +210,12 @@ def test_closure_optimizers_get_a_closure():
     fc = result.module.blocks["line"]
     assert fc.weight.item() == pytest.approx(2.0, abs=1e-4)
     assert fc.bias.item() == pytest.approx(-1.0, abs=1e-4)
+
+
+def test_zero_epochs_evaluates_a_graph_without_optimizer():
+    g = nodegraph.load("examples/xor.json")
+    g.remove("opt")
+    result = nodegraph.train(g, epochs=0)
+    assert result.history == [] and set(result.final["train"]) == {"loss", "accuracy"}
+    with pytest.raises(nodegraph.ValidationError, match="no optimizer"):
+        nodegraph.train(g, epochs=1)
