@@ -99,24 +99,24 @@ class Dataset:
         b = self.step_batch(split)
         return 0 if b == 0 else -(-self.size(split) // b)
 
-    def batches(self, split: str, shuffle: bool = False,
-                generator: torch.Generator | None = None) -> Iterator[dict[str, torch.Tensor]]:
-        """Yield batches of `split` as dicts port -> tensor."""
+    def batches(self, split: str, shuffle: bool = False, generator: torch.Generator | None = None,
+                node: str | None = None) -> Iterator[dict]:
+        """Yield batches of `split` as dicts port -> tensor, or (node, port) -> tensor when
+        `node` is given (the trainer's keys, so no step re-keys a batch)."""
         part = self._split.get(split)
         if part is None:
             return
+        items = [((node, k) if node is not None else k, t) for k, t in part.items()]
         n, b = self.size(split), self.step_batch(split)
         if shuffle and n > 1:
-            device = next(iter(part.values())).device
+            device = items[0][1].device
             order = torch.randperm(n, generator=generator).to(device)
             for i in range(0, n, b):
                 idx = order[i:i + b]
-                yield {k: t[idx] for k, t in part.items()}
-        elif b >= n:
-            yield part
+                yield {k: t[idx] for k, t in items}
         else:
             for i in range(0, n, b):
-                yield {k: t[i:i + b] for k, t in part.items()}
+                yield {k: t[i:i + b] for k, t in items}
 
 
 def split_indices(n: int, val_fraction: float, test_fraction: float, mode: str = "random",

@@ -220,16 +220,13 @@ class Trainer:
 
     def _batches(self, split: str, shuffle: bool) -> Iterator[dict[Key, torch.Tensor]]:
         """Batches of every data block, zipped, keyed (node, port)."""
-        streams = [(nid, ds.batches(split, shuffle, self.shuffle_rng))
+        streams = [ds.batches(split, shuffle, self.shuffle_rng, node=nid)
                    for nid, ds in self.c.datasets.items()]
         if len(streams) == 1:
-            nid, stream = streams[0]
-            for batch in stream:
-                yield {(nid, k): v for k, v in batch.items()}
+            yield from streams[0]
             return
-        for parts in zip(*(s for _, s in streams), strict=False):
-            yield {(nid, k): v for (nid, _), part in zip(streams, parts, strict=True)
-                   for k, v in part.items()}
+        for parts in zip(*streams, strict=False):
+            yield {k: v for part in parts for k, v in part.items()}
 
     def _train_epoch(self, epoch: int, steps: int) -> dict[str, Any] | None:
         c, control, events = self.c, self.control, self.events
