@@ -51,11 +51,16 @@ class _GaussianNLL(nn.Module):
         self.log_var, self.full, self.eps, self.reduction = log_var, full, eps, reduction
 
     def forward(self, input, target, var):
-        if not self.log_var:
-            return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
-                                       reduction=self.reduction)
-        # log σ² needs no clamping: exp(-log σ²) is finite for every finite input
-        loss = 0.5 * (var + (input - target) ** 2 * torch.exp(-var))
+        if self.log_var:  # log σ² needs no clamping: exp(-log σ²) is finite
+            log_var, inv_var = var, torch.exp(-var)
+        else:
+            # torch's F.gaussian_nll_loss checks var < 0 with a host sync (and fails on the
+            # meta tensors of validation); clamp the value like it, letting the gradient through
+            var = var.clone()
+            with torch.no_grad():
+                var.clamp_(min=self.eps)
+            log_var, inv_var = torch.log(var), 1.0 / var
+        loss = 0.5 * (log_var + (input - target) ** 2 * inv_var)
         if self.full:
             loss = loss + 0.5 * math.log(2 * math.pi)
         return loss.mean() if self.reduction == "mean" else loss.sum()
@@ -245,7 +250,8 @@ BLOCKS = [
     block("losses.GaussianNLL", "op",
           "Negative log-likelihood of the target under N(input, var).\n\n"
           "0.5·(log σ² + (y − μ)²/σ²) per element: regression that also learns its own "
-          "uncertainty. `var` carries σ² (torch's GaussianNLLLoss, clamped at eps) or, with "
+          "uncertainty. `var` carries σ² (raised to eps where smaller, as torch's "
+          "GaussianNLLLoss does) or, with "
           "var_input = log_variance, log σ² — an unconstrained network output needs no "
           "softplus then. With a fixed σ² = 1 it is MSE/2 plus a constant.",
           _gaussian_nll,

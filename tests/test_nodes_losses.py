@@ -75,6 +75,17 @@ def test_gaussian_nll_with_log_variance_equals_variance_form():
           1e-5)
 
 
+def test_gaussian_nll_clamps_small_variances_like_torch():
+    var = torch.tensor([[1e-9], [0.5], [2.0]], requires_grad=True)
+    pred, y = PRED[:3, :1], TARGET[:3, :1]
+    got = run_op("losses.GaussianNLL", {"input": pred, "target": y, "var": var}, eps=1e-3)
+    (grad,) = torch.autograd.grad(got, var)
+    reference = F.gaussian_nll_loss(pred, y, var, eps=1e-3)
+    (expected,) = torch.autograd.grad(reference, var)
+    close(got, reference, 1e-5)
+    close(grad, expected, 1e-5)
+
+
 def test_gaussian_nll_refuses_a_variance_of_the_wrong_shape():
     with pytest.raises(PortError) as e:
         build("losses.GaussianNLL", {"input": PRED, "target": TARGET,
@@ -195,3 +206,32 @@ def test_weighted_sum_trains_in_a_graph():
     g.training.update(epochs=3, device="cpu")
     final = train(g).final["train"]
     close(final["total"], final["mse"] + 0.5 * final["mae"], 1e-5)
+    close(final["loss"], final["total"])  # the parts are not counted twice
+
+
+WIRING = {"input": ("lin", "output"), "target": ("data", "y"), "var": ("spread", "output"),
+          "mu": ("lin", "output"), "logvar": ("spread", "output")}
+
+
+@pytest.mark.parametrize("loss", ["losses.SSE", "losses.MAE", "losses.Huber", "losses.BCE",
+                                  "losses.GaussianNLL", "losses.BCEWithLogits", "losses.Hinge",
+                                  "losses.GaussianKL", "losses.KLDivergence"])
+def test_losses_pass_validation_on_meta_tensors(loss):
+    """Shape inference runs each loss on meta tensors: no value may be read there."""
+    from nodegraph.graph import Graph
+    from nodegraph.validate import validate
+
+    g = Graph("meta")
+    g.add("data.NoisyLine", id="data", n=16, batch_size=4)
+    g.add("layers.Linear", id="lin", out_features=1)
+    g.add("layers.Linear", id="spread", out_features=1)
+    g.add(loss, id="loss", **({"pos_weight": 2.0} if loss == "losses.BCEWithLogits" else {}))
+    g.add("optimizers.Adam", id="opt")
+    g.connect(("data", "x"), ("lin", "input"))
+    g.connect(("data", "x"), ("spread", "input"))
+    for port in g.registry.get(loss).inputs:
+        g.connect(WIRING[port.name], ("loss", port.name))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    report = validate(g, for_training=True)
+    assert report.ok, [str(p) for p in report.errors]
+    assert report.shape("loss", "loss") == ()
