@@ -135,7 +135,8 @@ class SetParam(QUndoCommand):
         text = f"Reset {node_id}.{name}" if value is _UNSET else f"Set {node_id}.{name}"
         super().__init__(text)
         self.doc, self.node_id, self.name, self.value = doc, node_id, name, value
-        self.old = copy.deepcopy(doc.graph.node(node_id).params.get(name, _UNSET))
+        old = doc.graph.node(node_id).params.get(name, _UNSET)
+        self.old = old if old is _UNSET else copy.deepcopy(old)  # deepcopy would clone _UNSET
 
     def _apply(self, value: Any) -> None:
         if value is _UNSET:

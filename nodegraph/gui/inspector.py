@@ -127,7 +127,7 @@ class Inspector(QScrollArea):
         form = self._form(layout)
         for param in spec.params:
             self._add_field(form, param, lambda v, p=param: self._commit_param(p, v),
-                            lambda p=param: self._reset_param(p))
+                            lambda *_, p=param: self._reset_param(p))
         self._show_params(spec)
         self._show_ports(spec)
 
@@ -142,7 +142,7 @@ class Inspector(QScrollArea):
         editor = pw.make_editor(param, commit)
         button = QToolButton(text="↺")
         button.setToolTip(f"reset {param.name} to its default")
-        button.clicked.connect(reset or (lambda: commit(None)))
+        button.clicked.connect(lambda *_: (reset or (lambda: commit(None)))())
         if param.required and reset is not None:
             button.setToolTip(f"clear {param.name}")
         row = QHBoxLayout()

@@ -108,7 +108,10 @@ def dark_palette() -> QPalette:
 
 
 def apply(app: QApplication) -> None:
-    """Give the whole application the editor's theme."""
+    """Give the whole application the editor's theme (once: re-applying repolishes all)."""
+    if app.property("nodegraph_theme"):
+        return
+    app.setProperty("nodegraph_theme", True)
     app.setStyle(QStyleFactory.create("Fusion"))
     app.setPalette(dark_palette())
     app.setFont(font(9.5))

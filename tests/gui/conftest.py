@@ -1,0 +1,107 @@
+"""Editor fixtures: a themed main window with its own settings, recovery folder and answers.
+
+Dialogs are answered by `ScriptedPrompts` (set an attribute to choose the answer; every
+question asked is recorded), so no test ever blocks on a modal dialog.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+
+class ScriptedPrompts:
+    """Answers the editor's questions without dialogs and records what was asked."""
+
+    def __init__(self):
+        self.asked: list[tuple] = []
+        self.unsaved = "discard"
+        self.stop_run = "stop"
+        self.restore = True
+        self.save_to: str | None = None
+        self.open_from: str | None = None
+
+    def unsaved_changes(self, name):
+        self.asked.append(("unsaved", name))
+        return self.unsaved
+
+    def stop_run_to_edit(self):
+        self.asked.append(("stop_run",))
+        return self.stop_run
+
+    def restore_autosave(self, path, when):
+        self.asked.append(("restore", path))
+        return self.restore
+
+    def load_report(self, path, problems):
+        self.asked.append(("load_report", path, list(problems)))
+
+    def error(self, title, text):
+        self.asked.append(("error", title, text))
+
+    def open_path(self, directory):
+        return self.open_from
+
+    def save_path(self, suggested):
+        return self.save_to
+
+    def kinds(self) -> list[str]:
+        return [a[0] for a in self.asked]
+
+
+@pytest.fixture
+def prompts():
+    return ScriptedPrompts()
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path, prompts, registry):
+    """A factory of shown main windows sharing one settings file and recovery folder."""
+    from PySide6.QtCore import QSettings
+
+    from nodegraph.gui import theme
+    from nodegraph.gui.app import application
+    from nodegraph.gui.main_window import MainWindow
+
+    theme.apply(application())
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    windows = []
+
+    def make(path=None, prompts_=None):
+        w = MainWindow(path, registry=registry, settings=settings, prompts=prompts_ or prompts,
+                       recovery_dir=tmp_path / "recovery", autosave_ms=3_600_000)
+        qtbot.addWidget(w)
+        w.resize(1400, 900)
+        w.show()
+        qtbot.waitExposed(w)
+        windows.append(w)
+        return w
+
+    yield make
+    for w in windows:
+        if w.runner.running:
+            w.runner.stop()
+            w.runner.wait(10)
+
+
+@pytest.fixture
+def window(make_window):
+    return make_window()
+
+
+@pytest.fixture
+def xor_file(tmp_path):
+    """The XOR model saved by the Python API (no positions: the editor lays it out)."""
+    from nodegraph.fileformat import save
+    from tests.gui.driver import xor_graph
+
+    path = tmp_path / "xor.json"
+    save(xor_graph("xor"), path)
+    return path
+
+
+@pytest.fixture
+def xor_window(make_window, xor_file):
+    return make_window(str(xor_file))
