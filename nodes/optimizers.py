@@ -54,6 +54,14 @@ def _torch(cls: type[torch.optim.Optimizer], *names: str, **fixed) -> Callable:
     return build
 
 
+def _evaluate(closure: Callable | None) -> torch.Tensor | None:
+    """The loss from an optional closure, with gradients on (inside a no_grad step)."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
 # -- momentum --------------------------------------------------------------------------
 
 
@@ -74,10 +82,7 @@ class HeavyBall(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _evaluate(closure)
         for group in self.param_groups:
             lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
             for p in group["params"]:
@@ -121,10 +126,7 @@ class NormalizedGD(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _evaluate(closure)
         grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
         if not grads:
             return loss
