@@ -1,22 +1,26 @@
 """Layers and tensor operations: the blocks that carry weights or reshape values.
 
-Dense and basis-expansion layers, convolution and pooling, tensor plumbing (reshape,
-concat, split, arithmetic), embeddings, dropout and fixed tensors. Every block infers its
-input sizes from the wire (`in_features`, `in_channels`, `num_features`) and checks the
+Dense and basis-expansion layers, tensor plumbing (reshape, concat, split, arithmetic),
+embeddings, dropout and fixed tensors; convolution and pooling live in `nodes.conv`. Every
+block infers its input sizes from the wire (`in_features`, `num_features`) and checks the
 incoming shape in `build`, so a wrong wire is reported before anything runs, by port, with
-what to insert. Tensors are batch-first; image blocks use PyTorch's (N, C, H, W) layout.
+what to insert. Tensors are batch-first.
+
+Layers with a weight matrix or kernel (Linear here, the convolutions in `nodes.conv`) share
+how they start: `init` picks a random initialisation (torch's default, Xavier, He, a
+normal of a given std, zeros), `weight` and `bias_init` set values by hand (the worked
+examples of the notes, threshold units), and `trainable` false freezes them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from nodegraph.errors import ParamError, PortError
 from nodegraph.spec import (
@@ -48,49 +52,6 @@ class Fn(nn.Module):
         return self.name
 
 
-@dataclass(frozen=True)
-class Sizes(Param):
-    """One size per spatial dim (kernel, stride, padding...), written as one integer for all
-    dims or a list with one per dim; padding may also be one of `words` ('same', 'valid')."""
-
-    dims: int = 2
-    words: tuple[str, ...] = ()
-
-    def check(self, value: Any) -> Any:
-        if value is None or (isinstance(value, str) and value in self.words):
-            return super().check(value) if value is None else value
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = [value]
-        try:
-            values = Param(self.name, "ints", min=self.min, max=self.max).check(value)
-        except ParamError:
-            raise ParamError(f"'{self.name}' must be {self.describe()}, got {value!r}") from None
-        if len(values) not in (1, self.dims):
-            raise ParamError(f"'{self.name}' needs one value or {self.dims}, got {values}")
-        return values
-
-    def describe(self) -> str:
-        text = "an integer" + (f" >= {self.min:g}" if self.min is not None else "")
-        if self.dims > 1:
-            text += f", or a list of {self.dims} (one per dim)"
-        if self.words:
-            text += ", or " + " / ".join(repr(w) for w in self.words)
-        return text + (" or null" if self.nullable else "")
-
-
-def sizes(name: str, default: Any, doc: str, dims: int, min: int = 1,
-          words: tuple[str, ...] = (), nullable: bool = False) -> Sizes:
-    return Sizes(name, "json" if words else "ints", default, doc, min=min, dims=dims,
-                 words=words, nullable=nullable)
-
-
-def per_dim(value: Sequence[int] | str, dims: int) -> tuple[int, ...] | str:
-    """A Sizes value as torch takes it: one entry per dim (strings pass through)."""
-    if isinstance(value, str):
-        return value
-    return tuple(value) * dims if len(value) == 1 else tuple(value)
-
-
 def init_values(w: torch.Tensor, init: Callable[[torch.Tensor], Any]) -> None:
     """Fill `w` in place, except on the meta device: shape inference needs no values, and
     torch's meta random normal costs seconds the first time."""
@@ -99,28 +60,79 @@ def init_values(w: torch.Tensor, init: Callable[[torch.Tensor], Any]) -> None:
             init(w)
 
 
-LAYOUT = {1: "(N, C, L)", 2: "(N, C, H, W)"}
+# -- the weights a layer starts from ------------------------------------------------------
+
+# Random starts by name. Xavier (Glorot) keeps Var(w) = 2/(fan_in + fan_out), the notes'
+# (7.19); He (Kaiming, for ReLU) keeps Var(w) = 2/fan_in; both as torch computes the fans.
+WEIGHT_INITS: dict[str, Callable[[torch.Tensor, float], Any]] = {
+    "xavier_uniform": lambda w, std: nn.init.xavier_uniform_(w),
+    "xavier_normal": lambda w, std: nn.init.xavier_normal_(w),
+    "kaiming_uniform": lambda w, std: nn.init.kaiming_uniform_(w, nonlinearity="relu"),
+    "kaiming_normal": lambda w, std: nn.init.kaiming_normal_(w, nonlinearity="relu"),
+    "normal": lambda w, std: nn.init.normal_(w, 0.0, std),
+    "zeros": lambda w, std: nn.init.zeros_(w),
+}
 
 
-def _signal(x: dict, dims: int, port: str = "input") -> torch.Tensor:
-    """The input of a conv or pool: batch, channels and `dims` spatial dims, real numbers."""
-    t = need_ndim(x, port, (dims + 2,), LAYOUT[dims])
-    need_float(x, port)
-    return t
+def weight_params(layout: str) -> list[Param]:
+    """The params of how a layer's weights start; `layout` names the weight's dims."""
+    return [
+        choice_param("init", ("default", *WEIGHT_INITS), "default",
+                     "how the weights start: default is torch's (uniform, ±1/√fan_in); "
+                     "xavier_* keep Var = 2/(fan_in + fan_out) (tanh, sigmoid); kaiming_* "
+                     "keep Var = 2/fan_in (He, for ReLU); normal draws N(0, init_std²); "
+                     "zeros. Any choice but default starts the biases at 0"),
+        float_param("init_std", 1.0, "standard deviation of the normal init", min=0),
+        Param("weight", "json", None, f"initial weights set by hand: a nested list shaped "
+              f"{layout} (leading sizes of 1 may be left out); empty means from init",
+              nullable=True),
+        Param("bias_init", "floats", None, "initial biases set by hand, one per output; "
+              "empty means from init", nullable=True),
+        bool_param("trainable", True, "false freezes the weights and biases: no optimizer "
+                   "changes them and they do not count as trainable parameters"),
+    ]
 
 
-def _need_fits(t: torch.Tensor, window: tuple, dilation: tuple, padding: tuple | str,
-               what: str) -> None:
-    """A window must fit inside the (padded) input, else the output would be empty."""
-    if padding == "same":
-        return
-    pads = (0,) * len(window) if padding == "valid" else padding
-    for size, k, d, pad in zip(t.shape[2:], window, dilation, pads, strict=True):
-        span = d * (k - 1) + 1
-        if span > size + 2 * pad:
-            raise PortError("input", f"receives {fmt(t.shape)}: a spatial size of {size} is "
-                            f"smaller than the {what} ({span}) even with padding {pad}",
-                            "use a smaller kernel, add padding, or downsample less before it")
+def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
+    """Apply `init`, the hand-set `weight` and `bias_init`, and `trainable` to a new layer
+    with `weight` and `bias` attributes (checked on meta tensors too, filled only on real
+    ones)."""
+    weight, bias = module.weight, module.bias
+    if p.init != "default":
+        init_values(weight, lambda w: WEIGHT_INITS[p.init](w, p.init_std))
+        if bias is not None:
+            init_values(bias, nn.init.zeros_)
+    if p.weight is not None:
+        given = _given_values(p.weight, tuple(weight.shape), layout)
+        init_values(weight, lambda w: w.copy_(torch.from_numpy(given)))
+    if p.bias_init is not None:
+        if bias is None:
+            raise ParamError("'bias_init' sets biases, but bias is off; turn bias on or "
+                             "clear bias_init")
+        if len(p.bias_init) != bias.shape[0]:
+            raise ParamError(f"'bias_init' needs {bias.shape[0]} values (one per output), "
+                             f"got {len(p.bias_init)}")
+        values = torch.tensor(p.bias_init, dtype=torch.float32, device="cpu")
+        init_values(bias, lambda b: b.copy_(values))
+    if not p.trainable:
+        module.requires_grad_(False)
+    return module
+
+
+def _given_values(value: Any, shape: tuple[int, ...], layout: str) -> np.ndarray:
+    """Hand-set `weight` values as an array of `shape`; leading sizes of 1 may be omitted,
+    so one output's weights are a flat list and one 2-D filter is a list of rows."""
+    try:
+        array = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ParamError("'weight' must be a rectangular nested list of numbers") from None
+    ones = 0
+    while ones < len(shape) and shape[ones] == 1 and array.shape != shape[ones:]:
+        ones += 1
+    if array.shape != shape[ones:]:
+        raise ParamError(f"'weight' must be shaped {layout} = {shape} for this wire, got "
+                         f"{array.shape}")
+    return np.ascontiguousarray(array.reshape(shape))
 
 
 # -- dense layers and basis expansions ----------------------------------------------------
@@ -137,7 +149,8 @@ def _linear(p, x):
     if not x["input"].dtype.is_floating_point:
         raise PortError("input", f"Linear needs real numbers, got {x['input'].dtype}",
                         "class indices go through Embedding, not Linear", kind="dtype_mismatch")
-    return nn.Linear(shape[-1], p.out_features, bias=p.bias)
+    return start_weights(nn.Linear(shape[-1], p.out_features, bias=p.bias), p,
+                         "(out_features, in_features)")
 
 
 def _features(x: dict) -> int:
@@ -201,174 +214,6 @@ def _fourier(p, x):
 
 def _rbf(p, x):
     return RBF(_features(x), p.num_centers, p.width)
-
-
-# -- convolution and pooling ---------------------------------------------------------------
-
-
-def _conv_params(dims: int) -> list[Param]:
-    return [int_param("out_channels", doc="number of filters (output channels)", min=1),
-            sizes("kernel_size", [3], "filter size", dims),
-            sizes("stride", [1], "step between filter positions", dims),
-            sizes("padding", [0], "zeros added on each side; 'same' keeps the size "
-                  "(stride 1), 'valid' adds none", dims, min=0, words=("same", "valid")),
-            sizes("dilation", [1], "spacing between filter taps", dims),
-            int_param("groups", 1, "split channels into this many independent groups "
-                      "(in_channels for a depthwise conv)", min=1),
-            bool_param("bias", True, "learn one additive bias per filter"),
-            choice_param("padding_mode", ("zeros", "reflect", "replicate", "circular"),
-                         "zeros", "what the padding is filled with")]
-
-
-def _need_groups(c: int, out: int, groups: int) -> None:
-    if c % groups or out % groups:
-        raise PortError("input", f"has {c} channels: groups={groups} must divide both "
-                        f"in_channels ({c}) and out_channels ({out})",
-                        "choose groups that divides both (1 = ordinary convolution)")
-
-
-def _conv(dims: int, cls: type[nn.Module]):
-    def build(p, x):
-        t = _signal(x, dims)
-        _need_groups(t.shape[1], p.out_channels, p.groups)
-        kernel, stride, dilation = (per_dim(v, dims) for v in (p.kernel_size, p.stride,
-                                                                 p.dilation))
-        padding = per_dim(p.padding, dims)
-        if padding == "same" and set(stride) != {1}:
-            raise ParamError("padding 'same' needs stride 1; give the padding as a number")
-        _need_fits(t, kernel, dilation, padding, "dilated kernel")
-        return cls(t.shape[1], p.out_channels, kernel, stride, padding, dilation, p.groups,
-                   p.bias, p.padding_mode)
-    return build
-
-
-def _conv_transpose(p, x):
-    t = _signal(x, 2)
-    _need_groups(t.shape[1], p.out_channels, p.groups)
-    kernel, stride, padding, output_padding, dilation = (
-        per_dim(v, 2) for v in (p.kernel_size, p.stride, p.padding, p.output_padding,
-                                p.dilation))
-    if any(o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation, strict=True)):
-        raise ParamError("output_padding must be smaller than the stride or the dilation")
-    return nn.ConvTranspose2d(t.shape[1], p.out_channels, kernel, stride, padding,
-                              output_padding, p.groups, p.bias, dilation)
-
-
-class MinPool1d(nn.MaxPool1d):
-    """Min pooling as -maxpool(-x): the darkest value in each window."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return -super().forward(-x)
-
-
-class MinPool2d(nn.MaxPool2d):
-    """Min pooling as -maxpool(-x): the darkest value in each window."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return -super().forward(-x)
-
-
-POOLS = {("Max", 1): nn.MaxPool1d, ("Avg", 1): nn.AvgPool1d, ("Min", 1): MinPool1d,
-         ("Max", 2): nn.MaxPool2d, ("Avg", 2): nn.AvgPool2d, ("Min", 2): MinPool2d}
-
-
-def _pool(kind: str, dims: int):
-    def build(p, x):
-        t = _signal(x, dims)
-        kernel, padding = per_dim(p.kernel_size, dims), per_dim(p.padding, dims)
-        stride = kernel if p.stride is None else per_dim(p.stride, dims)
-        if any(2 * pad > k for pad, k in zip(padding, kernel, strict=True)):
-            raise ParamError(f"padding {list(padding)} must be at most half the kernel size "
-                             f"{list(kernel)}")
-        dilation = per_dim(p.dilation, dims) if "dilation" in p else (1,) * dims
-        _need_fits(t, kernel, dilation, padding, "pooling window")
-        extra = ({"count_include_pad": p.count_include_pad} if kind == "Avg"
-                 else {"dilation": dilation})
-        return POOLS[kind, dims](kernel, stride, padding, ceil_mode=p.ceil_mode, **extra)
-    return build
-
-
-def _pool_params(kind: str, dims: int) -> list[Param]:
-    params = [sizes("kernel_size", [2], "window size", dims),
-              sizes("stride", None, "step between windows; empty means the window size",
-                    dims, nullable=True),
-              sizes("padding", [0], "implicit padding on each side (at most half the window)",
-                    dims, min=0),
-              bool_param("ceil_mode", False, "round the output size up, keeping a partial "
-                         "window at the edge")]
-    if kind == "Avg":
-        return [*params, bool_param("count_include_pad", True,
-                                    "count padded zeros in the average")]
-    return [*params, sizes("dilation", [1], "spacing between window taps", dims)]
-
-
-def _global_pool(reduce: Callable[[torch.Tensor], torch.Tensor], name: str):
-    def build(p, x):
-        need_ndim(x, "input", range(3, 6), "(N, C, ...spatial)",
-                  "global pooling reduces the spatial dims of a conv output; this input has "
-                  "none")
-        return Fn(lambda t: reduce(t.flatten(2)), name)
-    return build
-
-
-UPSAMPLE_DIMS = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "bicubic": (4,),
-                 "trilinear": (5,)}
-
-
-def _upsample(p, x):
-    layouts = {3: "(N, C, L)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
-    ndims = UPSAMPLE_DIMS[p.mode]
-    need_ndim(x, "input", ndims, " or ".join(layouts[n] for n in ndims),
-              "choose a mode that matches the input: linear for (N, C, L), bilinear or "
-              "bicubic for images, trilinear for volumes")
-    need_float(x, "input")
-    corners = None if p.mode == "nearest" else p.align_corners
-    return nn.Upsample(scale_factor=p.scale_factor, mode=p.mode, align_corners=corners)
-
-
-FILTERS = {
-    "vertical_edge": [[1, 0, -1], [1, 0, -1], [1, 0, -1]],
-    "sobel_x": [[1, 0, -1], [2, 0, -2], [1, 0, -1]],
-    "scharr_x": [[3, 0, -3], [10, 0, -10], [3, 0, -3]],
-    "difference_x": [[1, -1]],
-    "laplacian": [[0, 1, 0], [1, -4, 1], [0, 1, 0]],
-}
-
-
-def _transposed(kernel: list[list[int]]) -> list[list[int]]:
-    return [list(col) for col in zip(*kernel, strict=True)]
-
-
-# the horizontal-edge (_y) filters are the transposes of the vertical-edge (_x) ones
-FILTERS.update({"horizontal_edge": _transposed(FILTERS["vertical_edge"]),
-                **{k.replace("_x", "_y"): _transposed(v) for k, v in list(FILTERS.items())
-                   if k.endswith("_x")}})
-
-
-class FixedConv2d(nn.Module):
-    """One fixed filter applied to every channel separately (a depthwise convolution)."""
-
-    def __init__(self, kernel: list[list[float]], channels: int, stride: tuple, padding):
-        super().__init__()
-        k = torch.tensor(kernel, dtype=torch.float32)
-        # a buffer, not a Parameter: no optimizer moves it and it is not a weight to count
-        self.register_buffer("weight", k.expand(channels, 1, *k.shape).clone(),
-                             persistent=False)
-        self.stride, self.padding, self.groups = stride, padding, channels
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.conv2d(x, self.weight.to(x.dtype), None, self.stride, self.padding,
-                        groups=self.groups)
-
-
-def _fixed_conv(p, x):
-    t = _signal(x, 2)
-    kernel = FILTERS[p.filter]
-    padding = per_dim(p.padding, 2)
-    _need_fits(t, (len(kernel), len(kernel[0])), (1, 1), padding, "filter")
-    if padding == "same" and per_dim(p.stride, 2) != (1, 1):
-        raise ParamError("padding 'same' needs stride 1; give the padding as a number")
-    return FixedConv2d(kernel, t.shape[1], per_dim(p.stride, 2), padding)
 
 
 # -- tensor plumbing -----------------------------------------------------------------------
@@ -546,28 +391,11 @@ def _constant(p, x):
 # -- declarations --------------------------------------------------------------------------
 
 
-def _op(name: str, doc: str, build: Callable, params: Sequence[Param] = (),
+def layer_op(name: str, doc: str, build: Callable, params: Sequence[Param] = (),
         inputs: Sequence[Port | str] = ("input",), outputs: Sequence[Port | str] = ("output",),
         keywords: tuple[str, ...] = ()):
     return block(f"layers.{name}", "op", doc, build, inputs=inputs, outputs=outputs,
                  params=params, keywords=keywords)
-
-
-def _conv_doc(dims: int) -> str:
-    return (f"{dims}-D convolution (cross-correlation) with learnable filters.\n\n"
-            f"Input {LAYOUT[dims]}; in_channels is inferred from C. Each of out_channels "
-            "filters slides over the input and sums products with it, plus a bias: "
-            "parameters out_channels x (in_channels/groups x kernel + 1).")
-
-
-def _pool_block(kind: str, dims: int):
-    what = {"Max": "largest", "Avg": "mean", "Min": "smallest"}[kind]
-    return _op(f"{kind}Pool{dims}d",
-               f"{dims}-D {kind.lower()} pooling: the {what} value in each window.\n\n"
-               f"Input {LAYOUT[dims]}, pooled per channel; shrinks the spatial size "
-               "(by the stride, which defaults to the window) and adds no weights.",
-               _pool(kind, dims), _pool_params(kind, dims),
-               keywords=("pool", "downsample", "subsample"))
 
 
 TENSOR_AB = [Port("a", doc="first operand"), Port("b", doc="second operand")]
@@ -575,14 +403,17 @@ TENSOR_AB = [Port("a", doc="first operand"), Port("b", doc="second operand")]
 BLOCKS = [
     block("layers.Linear", "op",
           "Fully connected layer y = x Wᵀ + b.\n\nApplies to the last dimension; "
-          "`in_features` is inferred from the incoming wire.",
+          "`in_features` is inferred from the incoming wire. The weights start as `init` "
+          "says, or as set by hand in `weight` (one row of in_features per output) and "
+          "`bias_init`; trainable false freezes them, as in a threshold unit of the notes.",
           _linear, inputs=["input"], outputs=["output"],
           params=[int_param("out_features", doc="size of each output sample", min=1),
                   bool_param("bias", True, "learn an additive bias"),
                   int_param("in_features", None, "size of each input sample; empty means "
-                            "inferred from the wire", min=1, nullable=True)],
+                            "inferred from the wire", min=1, nullable=True),
+                  *weight_params("(out_features, in_features)")],
           keywords=("dense", "fully connected", "affine", "mlp")),
-    _op("PolynomialFeatures",
+    layer_op("PolynomialFeatures",
         "Polynomial basis expansion x -> [x, x², ..., x^degree].\n\nEach feature is raised "
         "to every power, concatenated power by power (no cross terms); a Linear after it "
         "is polynomial regression. The constant column is off by default because the "
@@ -591,7 +422,7 @@ BLOCKS = [
         [int_param("degree", 2, "highest power", min=1, max=20),
          bool_param("include_bias", False, "prepend a column of ones (x⁰)")],
         keywords=("basis", "polynomial regression", "feature map")),
-    _op("FourierFeatures",
+    layer_op("FourierFeatures",
         "Fourier basis expansion: sin(k·ω·x) and cos(k·ω·x) for k = 1..num_frequencies.\n\n"
         "All sines come first (feature-major, frequency inner), then the cosines in the "
         "same order, so (N, F) becomes (N, 2·F·num_frequencies). Fits periodic or wiggly "
@@ -601,113 +432,66 @@ BLOCKS = [
          float_param("frequency", 1.0, "base angular frequency ω (radians per unit of x)",
                      min=1e-9)],
         keywords=("basis", "sinusoid", "periodic", "feature map")),
-    _op("RBF",
+    layer_op("RBF",
         "Gaussian radial basis functions exp(-‖x - c_j‖² / (2σ_j²)) with learnable centres "
         "and widths.\n\n(N, F) becomes (N, num_centers): one bump per centre. Centres start "
         "from N(0, 1) (normalise the inputs), widths at `width`; both are trained.",
         _rbf, [int_param("num_centers", 10, "number of basis functions", min=1),
                float_param("width", 1.0, "initial width σ of every bump", min=1e-6)],
         keywords=("radial basis", "gaussian", "kernel", "rbf network")),
-    _op("Conv1d", _conv_doc(1), _conv(1, nn.Conv1d), _conv_params(1),
-        keywords=("convolution", "filter", "sequence", "temporal")),
-    _op("Conv2d", _conv_doc(2), _conv(2, nn.Conv2d), _conv_params(2),
-        keywords=("convolution", "filter", "cnn", "image", "feature map")),
-    _op("ConvTranspose2d",
-        "Transposed 2-D convolution: a learnable upsampling (a deconvolution).\n\n"
-        "Input (N, C, H, W); each input pixel stamps a weighted copy of the filters onto a "
-        "larger output (size (H-1)·stride - 2·padding + dilation·(k-1) + output_padding + 1). "
-        "The generator side of DCGANs and U-Nets.",
-        _conv_transpose,
-        [*[q for q in _conv_params(2) if q.name in ("out_channels", "kernel_size", "stride")],
-         sizes("padding", [0], "removed from each side of the output", 2, min=0),
-         sizes("output_padding", [0], "extra size on one side of the output, to reach an "
-               "exact size when stride > 1", 2, min=0),
-         *[q for q in _conv_params(2) if q.name in ("groups", "bias", "dilation")]],
-        keywords=("deconvolution", "upsample", "transposed", "generator")),
-    _op("Upsample",
-        "Upsampling by a scale factor, without weights.\n\nnearest copies pixels; linear, "
-        "bilinear, bicubic and trilinear interpolate (for (N, C, L), images and volumes).",
-        _upsample,
-        [float_param("scale_factor", 2.0, "multiplier of every spatial size", min=1e-3),
-         choice_param("mode", tuple(UPSAMPLE_DIMS), "nearest", "how new values are made"),
-         bool_param("align_corners", False, "interpolating modes: align the corner pixels "
-                    "of input and output")],
-        keywords=("resize", "interpolate", "zoom")),
-    *[_pool_block(kind, dims) for dims in (1, 2) for kind in ("Max", "Avg", "Min")],
-    _op("GlobalAvgPool",
-        "Mean over all spatial dims: (N, C, ...) -> (N, C).\n\nReplaces Flatten + a big "
-        "Linear at the end of a CNN, and works for any input size.",
-        _global_pool(lambda t: t.mean(-1), "global mean"),
-        keywords=("global average pooling", "gap", "pool")),
-    _op("GlobalMaxPool",
-        "Maximum over all spatial dims: (N, C, ...) -> (N, C).\n\nAsks of each channel "
-        "whether its feature occurs anywhere in the input.",
-        _global_pool(lambda t: t.amax(-1), "global max"), keywords=("pool", "global")),
-    _op("FixedConv2d",
-        "Convolution with a fixed, hand-made filter, applied to each channel separately.\n\n"
-        "Edge detectors from the notes: vertical_edge [[1,0,-1]]x3, Sobel and Scharr "
-        "(positive where brightness falls from left to right, or top to bottom for _y), the "
-        "difference (1, -1) and the Laplacian. Nothing is learned; output channels = input "
-        "channels.",
-        _fixed_conv,
-        [choice_param("filter", tuple(sorted(FILTERS)), "sobel_x", "which filter"),
-         sizes("stride", [1], "step between filter positions", 2),
-         sizes("padding", [0], "zeros added on each side; 'same' keeps the size", 2, min=0,
-               words=("same", "valid"))],
-        keywords=("sobel", "scharr", "edge detection", "laplacian", "filter", "kernel")),
-    _op("Flatten",
+    layer_op("Flatten",
         "Flattens dims start_dim..end_dim into one: (N, C, H, W) -> (N, C·H·W).\n\n"
         "Order is channel, then row, then column (PyTorch's NCHW order), as in the notes. "
         "Goes between a conv stack and Linear layers.",
         _flatten, [int_param("start_dim", 1, "first dim to flatten (0 is the batch)"),
                    int_param("end_dim", -1, "last dim to flatten (-1 = the last)")],
         keywords=("unroll", "vectorize", "reshape")),
-    _op("Reshape",
+    layer_op("Reshape",
         "Gives each sample a new shape, keeping the batch dim.\n\n`shape` excludes the batch: "
         "[1, 28, 28] turns (N, 784) into (N, 1, 28, 28). One size may be -1 (inferred).",
         _reshape, [Param("shape", "ints", doc="new shape of one sample, without the batch dim",
                          min=-1)],
         keywords=("view", "unflatten")),
-    _op("Permute",
+    layer_op("Permute",
         "Reorders the dims of each sample; the batch dim stays first.\n\n`dims` lists the "
         "non-batch dims in their new order, numbered as PyTorch numbers them (batch = 0), so "
         "[3, 1, 2] turns (N, H, W, C) into (N, C, H, W).",
         _permute, [Param("dims", "ints", doc="new order of dims 1..ndim-1", min=1)],
         keywords=("transpose", "swap axes", "channels last")),
-    _op("Concat",
+    layer_op("Concat",
         "Joins `a` and `b` along a dim.\n\nAll other dims must match; along `dim` the sizes "
         "add up. dim 1 joins features or channels.",
         _concat, [int_param("dim", 1, "dim to join along (-1 = last)")],
         inputs=TENSOR_AB, keywords=("cat", "join", "stack", "merge")),
-    _op("Split",
+    layer_op("Split",
         "Cuts the input in two along a dim: the first split_size entries to `a`, the rest "
         "to `b`.\n\nThe inverse of Concat; e.g. a head that outputs μ and log σ² together.",
         _split, [int_param("split_size", doc="size of the first part, `a`", min=1),
                  int_param("dim", 1, "dim to cut (-1 = last)")],
         outputs=[Port("a", doc="the first split_size entries"), Port("b", doc="the rest")],
         keywords=("chunk", "slice", "separate")),
-    _op("Add", "Element-wise sum a + b.\n\nShapes must match or broadcast (a (N, F) plus a "
+    layer_op("Add", "Element-wise sum a + b.\n\nShapes must match or broadcast (a (N, F) plus a "
         "learned (F,) bias works).", _arith(torch.add, "add"), inputs=TENSOR_AB,
         keywords=("sum", "plus")),
-    _op("Multiply", "Element-wise product a · b.\n\nShapes must match or broadcast; gates "
+    layer_op("Multiply", "Element-wise product a · b.\n\nShapes must match or broadcast; gates "
         "and masks multiply.", _arith(torch.mul, "multiply"), inputs=TENSOR_AB,
         keywords=("product", "hadamard", "gate", "mask")),
-    _op("MatMul", "Matrix product a @ b, batched over leading dims.\n\nThe last dim of `a` "
+    layer_op("MatMul", "Matrix product a @ b, batched over leading dims.\n\nThe last dim of `a` "
         "meets the second-to-last of `b` (as torch.matmul).", _matmul, inputs=TENSOR_AB,
         keywords=("matrix multiply", "dot", "bmm")),
-    _op("Scale", "Multiplies the input by one scalar, learnable or fixed.\n\nA learnable "
+    layer_op("Scale", "Multiplies the input by one scalar, learnable or fixed.\n\nA learnable "
         "gain, or a fixed factor such as 1/√d.",
         lambda p, x: Scale(p.scale, p.learnable),
         [float_param("scale", 1.0, "the factor (its initial value when learnable)"),
          bool_param("learnable", True, "train the factor")],
         keywords=("gain", "multiply", "factor")),
-    _op("ResidualAdd",
+    layer_op("ResidualAdd",
         "Adds a skip connection: output = input + skip, shapes checked.\n\nThe ResNet "
         "shortcut: wire the block's output to `input` and its input to `skip`.",
         _residual, inputs=[Port("input", doc="the branch output"),
                            Port("skip", doc="the shortcut, same shape")],
         keywords=("skip connection", "shortcut", "resnet")),
-    _op("Embedding",
+    layer_op("Embedding",
         "Looks up a learnable vector for each integer index (token, class, node id).\n\n"
         "Input of integers, any shape; output adds a last dim of embedding_dim.",
         _embedding,
@@ -717,22 +501,22 @@ BLOCKS = [
          int_param("padding_idx", None, "an index whose vector stays zero and untrained",
                    min=0, nullable=True)],
         keywords=("lookup", "token", "word vector", "one-hot")),
-    _op("Dropout",
+    layer_op("Dropout",
         "Zeroes each value with probability p while training, scaling the rest by 1/(1-p)."
         "\n\nAt evaluation it passes values through unchanged. A regulariser against "
         "co-adapted units.",
         lambda p, x: nn.Dropout(p.p), [float_param("p", 0.5, "probability of zeroing",
                                                    min=0, max=1)],
         keywords=("regularization", "noise", "mask")),
-    _op("StopGradient",
+    layer_op("StopGradient",
         "Passes values forward but no gradient back (detach).\n\nFreezes what lies before "
         "it for the loss after it, e.g. the generator when training a GAN discriminator.",
         lambda p, x: Fn(torch.Tensor.detach, "detach"),
         keywords=("detach", "no grad", "freeze")),
-    _op("Identity", "Passes the input through unchanged.\n\nA named tap point or a "
+    layer_op("Identity", "Passes the input through unchanged.\n\nA named tap point or a "
         "placeholder while editing.", lambda p, x: nn.Identity(),
         keywords=("passthrough", "noop")),
-    _op("Parameter",
+    layer_op("Parameter",
         "A learnable tensor of a given shape, with no inputs.\n\nThe output is exactly "
         "`shape` (no batch dim); broadcasting adds it to batches, e.g. a learned "
         "positional table or a CLS token. `scale` is the constant's value, the normal's "
@@ -742,7 +526,7 @@ BLOCKS = [
          choice_param("init", tuple(INITS), "normal", "how the values start"),
          float_param("scale", 1.0, "size of the initial values (see the doc)")],
         inputs=(), keywords=("weight", "learned", "token", "bias")),
-    _op("Constant",
+    layer_op("Constant",
         "A fixed tensor from a JSON value, with no inputs.\n\nA number or nested lists, "
         "e.g. [[1, 0], [0, 1]]; the output has exactly that shape (no batch dim).",
         _constant,

@@ -1,5 +1,6 @@
 """Layer and tensor-op blocks: numbers against formulas, the notes' worked examples, and
-PyTorch; shape errors that name the port and say what to insert."""
+PyTorch; initialisations by their variance, hand-set and frozen weights; shape errors that
+name the port and say what to insert. Convolution and pooling are in test_nodes_conv."""
 
 from __future__ import annotations
 
@@ -8,14 +9,9 @@ import math
 import pytest
 import torch
 from blockcheck import build, run_op
-from torch.nn import functional as F
 
 import nodegraph
 from nodegraph.errors import ParamError, PortError
-
-# seed 004 eq 7: the 4x4 input of the convolution-arithmetic example
-X4 = torch.tensor([[2, 5, 4, 1], [3, 1, 2, 0], [4, 5, 7, 1], [1, 2, 3, 4]],
-                  dtype=torch.float32).view(1, 1, 4, 4)
 
 
 def close(a, b, tol=1e-6):
@@ -51,6 +47,96 @@ def test_linear_is_x_w_transposed_plus_b():
                                       in_features=4))
 
 
+def linear(n_in: int, n_out: int, **params):
+    """A built Linear for a (4, n_in) input."""
+    return build("layers.Linear", {"input": torch.zeros(4, n_in)}, out_features=n_out,
+                 **params)[2]
+
+
+def test_linear_default_init_is_torchs():
+    torch.manual_seed(5)
+    m = linear(3, 2)
+    torch.manual_seed(5)
+    ref = torch.nn.Linear(3, 2)
+    assert torch.equal(m.weight, ref.weight) and torch.equal(m.bias, ref.bias)
+
+
+@pytest.mark.parametrize("init, variance", [
+    ("xavier_normal", 2 / (200 + 300)),  # seed 002 (7.19): Var = 2/(n_in + n_out)
+    ("xavier_uniform", 2 / (200 + 300)),
+    ("kaiming_normal", 2 / 200),  # He: Var = 2/fan_in
+    ("kaiming_uniform", 2 / 200),
+    ("normal", 0.3**2),
+])
+def test_linear_random_inits_have_their_variance(init, variance):
+    torch.manual_seed(0)
+    m = linear(200, 300, init=init, init_std=0.3)
+    assert abs(m.weight.var().item() / variance - 1) < 0.03  # 60,000 draws
+    assert abs(m.weight.mean().item()) < 0.02 * math.sqrt(variance)  # 5 std errors
+    assert torch.equal(m.bias, torch.zeros(300))  # any init but default starts biases at 0
+    assert torch.equal(linear(3, 2, init="zeros").weight, torch.zeros(2, 3))
+
+
+def test_linear_hand_set_weights_are_used_exactly():
+    m = linear(3, 2, weight=[[0.2, -1.2, 0.5], [-0.7, -0.7, 1.0]], bias_init=[0.4, 0.7])
+    x = torch.tensor([[1.0, 0.0, -2.0]])
+    assert torch.equal(m.weight, torch.tensor([[0.2, -1.2, 0.5], [-0.7, -0.7, 1.0]]))
+    assert close(m(x), [[0.4 + 0.2 - 1.0, 0.7 - 0.7 - 2.0]])
+    # one output: its row may be written flat, as a TLU's weights
+    tlu = linear(2, 1, weight=[-1, -1], bias_init=[1.5], init="xavier_normal")
+    assert torch.equal(tlu.weight, torch.tensor([[-1.0, -1.0]]))
+    assert torch.equal(tlu.bias, torch.tensor([1.5]))
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"weight": [[1, 2], [3, 4], [5, 6]]}, ["'weight'", "(out_features, in_features)",
+                                            "(2, 3)", "(3, 2)"]),
+    ({"weight": [[1, 2, 3], [4, 5]]}, ["'weight'", "rectangular"]),
+    ({"bias_init": [1.0]}, ["'bias_init'", "2 values"]),
+    ({"bias_init": [1.0, 2.0], "bias": False}, ["'bias_init'", "bias is off"]),
+])
+def test_linear_hand_set_values_of_the_wrong_shape_are_named(params, words):
+    with pytest.raises(ParamError) as e:
+        linear(3, 2, **params)
+    assert all(w in str(e.value) for w in words), str(e.value)
+
+
+def test_hand_set_weight_problem_reaches_validation():
+    g = nodegraph.Graph()
+    g.add("data.XOR", id="data")
+    g.add("layers.Linear", id="hidden", out_features=2, weight=[[1, 1]])
+    g.connect(("data", "x"), ("hidden", "input"))
+    problems = nodegraph.validate(g).for_node("hidden")
+    assert problems and "'weight'" in problems[0].message and "(2, 2)" in problems[0].message
+
+
+def xor_net(frozen: dict) -> nodegraph.Graph:
+    g = nodegraph.Graph()
+    g.add("data.XOR", id="data")
+    g.add("layers.Linear", id="hidden", out_features=4, **frozen)
+    g.add("activations.Tanh", id="act")
+    g.add("layers.Linear", id="out", out_features=1)
+    g.add("losses.BCEWithLogits", id="loss")
+    g.add("optimizers.Adam", id="opt", lr=0.1)
+    for a, b in [(("data", "x"), ("hidden", "input")), (("hidden", "output"), ("act", "input")),
+                 (("act", "output"), ("out", "input")), (("out", "output"), ("loss", "input")),
+                 (("data", "y"), ("loss", "target")), (("loss", "loss"), ("opt", "loss"))]:
+        g.connect(a, b)
+    return g
+
+
+def test_frozen_linear_is_not_trained_nor_counted():
+    g = xor_net({"trainable": False, "init": "xavier_normal"})
+    assert nodegraph.validate(g).param_counts == {"hidden": 0, "act": 0, "out": 5, "loss": 0}
+    before = nodegraph.compile(g).module.blocks
+    hidden0, out0 = before["hidden"].weight.clone(), before["out"].weight.clone()
+    after = nodegraph.train(g, epochs=5).module.blocks  # same seed: same start
+    assert torch.equal(after["hidden"].weight, hidden0)
+    assert torch.equal(after["hidden"].bias, torch.zeros(4))
+    assert not torch.equal(after["out"].weight, out0)
+    assert nodegraph.validate(xor_net({})).param_counts["hidden"] == 12
+
+
 def test_polynomial_features_power_by_power():
     x = torch.tensor([[2.0, 3.0]])
     assert close(run_op("layers.PolynomialFeatures", {"input": x}, degree=3),
@@ -76,177 +162,6 @@ def test_rbf_gaussian_bumps_with_learnable_centres_and_widths():
     assert close(m(c[:1])[0, 0], 1.0)  # a bump peaks at its centre
     out.sum().backward()
     assert m.centers.grad.abs().sum() > 0 and m.log_widths.grad.abs().sum() > 0
-
-
-# -- convolution ------------------------------------------------------------------------------
-
-def test_conv2d_reproduces_seed004_eq7():
-    _, _, m = build("layers.Conv2d", {"input": X4}, out_channels=1, kernel_size=2, stride=2,
-                    bias=False)
-    with torch.no_grad():
-        m.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0]]).view(1, 1, 2, 2))
-    assert close(m(X4), [[[[3, 4], [6, 11]]]])
-
-
-def test_conv2d_params_reach_torch():
-    x = torch.randn(2, 4, 9, 8)
-    _, _, m = build("layers.Conv2d", {"input": x}, out_channels=6, kernel_size=[3, 2],
-                    stride=2, padding=[1, 0], dilation=[2, 1], groups=2)
-    ref = F.conv2d(x, m.weight, m.bias, stride=2, padding=(1, 0), dilation=(2, 1), groups=2)
-    assert m.weight.shape == (6, 2, 3, 2) and close(m(x), ref, 1e-5)
-    assert run_op("layers.Conv2d", {"input": x}, out_channels=3, kernel_size=5,
-                  padding="same").shape == (2, 3, 9, 8)
-    _, _, r = build("layers.Conv2d", {"input": x}, out_channels=3, padding=1,
-                    padding_mode="reflect")
-    assert close(r(x), F.conv2d(F.pad(x, (1, 1, 1, 1), mode="reflect"), r.weight, r.bias),
-                 1e-5)
-
-
-def test_conv2d_parameter_count_seed002():
-    # 10 filters of 3x3x3 plus one bias each: 10 * (27 + 1) = 280 (seed 002, 8.18)
-    report = graph_counts([("img", "layers.Parameter", {"shape": [1, 3, 8, 8]}),
-                           ("conv", "layers.Conv2d", {"out_channels": 10, "kernel_size": 3})],
-                          [("img", "conv")])
-    assert report.param_counts["conv"] == 280
-    assert report.shape("conv", "output") == (1, 10, 6, 6)
-
-
-def test_keras_mnist_convnet_has_34826_parameters():
-    # seed 004 E8: conv32 - pool - conv64 - pool - flatten - dropout - dense10
-    chain = [("img", "layers.Parameter", {"shape": [2, 1, 28, 28]}),
-             ("c1", "layers.Conv2d", {"out_channels": 32, "kernel_size": 3}),
-             ("r1", "activations.ReLU", {}),
-             ("p1", "layers.MaxPool2d", {"kernel_size": 2}),
-             ("c2", "layers.Conv2d", {"out_channels": 64, "kernel_size": 3}),
-             ("r2", "activations.ReLU", {}),
-             ("p2", "layers.MaxPool2d", {"kernel_size": 2}),
-             ("flat", "layers.Flatten", {}),
-             ("drop", "layers.Dropout", {"p": 0.5}),
-             ("out", "layers.Linear", {"out_features": 10})]
-    ids = [n[0] for n in chain]
-    report = graph_counts(chain, list(zip(ids[:-1], ids[1:], strict=True)))
-    assert report.shape("flat", "output") == (2, 1600)
-    assert sum(v for k, v in report.param_counts.items() if k != "img") == 34826
-
-
-def test_conv2d_on_flat_input_says_reshape():
-    e = port_error("layers.Conv2d", {"input": torch.zeros(4, 784)}, out_channels=8)
-    assert e.port == "input" and "(N, C, H, W)" in str(e) and "(N, 784)" in str(e)
-    assert "Reshape" in e.hint and "[1, 28, 28]" in e.hint
-
-
-def test_conv2d_shape_and_param_errors():
-    x = torch.zeros(1, 3, 4, 4)
-    assert "smaller than" in str(port_error("layers.Conv2d", {"input": x}, out_channels=2,
-                                            kernel_size=5))
-    assert "groups" in str(port_error("layers.Conv2d", {"input": x}, out_channels=4,
-                                      groups=2))
-    with pytest.raises(ParamError):
-        build("layers.Conv2d", {"input": x}, out_channels=2, padding="same", stride=2)
-    with pytest.raises(ValueError, match="kernel_size"):
-        build("layers.Conv2d", {"input": x}, out_channels=2, kernel_size=[3, 3, 3])
-
-
-def test_conv1d_hand_example_and_reference():
-    x = torch.tensor([[[1.0, 2.0, 4.0, 7.0]]])
-    _, _, m = build("layers.Conv1d", {"input": x}, out_channels=1, kernel_size=2, bias=False)
-    with torch.no_grad():
-        m.weight.copy_(torch.tensor([[[1.0, -1.0]]]))
-    assert close(m(x), [[[-1, -2, -3]]])
-    y = torch.randn(3, 2, 10)
-    _, _, m = build("layers.Conv1d", {"input": y}, out_channels=4, kernel_size=3, stride=2,
-                    padding=1)
-    assert close(m(y), F.conv1d(y, m.weight, m.bias, stride=2, padding=1), 1e-5)
-
-
-def test_conv_transpose2d_stamps_the_kernel():
-    x = torch.tensor([[[[2.0]]]])
-    _, _, m = build("layers.ConvTranspose2d", {"input": x}, out_channels=1, kernel_size=2,
-                    bias=False)
-    assert close(m(x), 2 * m.weight)
-    y = torch.randn(2, 3, 5, 5)
-    _, _, m = build("layers.ConvTranspose2d", {"input": y}, out_channels=4, kernel_size=3,
-                    stride=2, padding=1, output_padding=1)
-    out = m(y)
-    assert out.shape == (2, 4, 10, 10)  # (5-1)*2 - 2 + 2 + 1 + 1
-    assert close(out, F.conv_transpose2d(y, m.weight, m.bias, 2, 1, 1), 1e-5)
-
-
-def test_upsample_nearest_and_bilinear():
-    x = torch.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
-    assert close(run_op("layers.Upsample", {"input": x}),
-                 [[[[1, 1, 2, 2], [1, 1, 2, 2], [3, 3, 4, 4], [3, 3, 4, 4]]]])
-    out = run_op("layers.Upsample", {"input": x}, mode="bilinear", align_corners=True,
-                 scale_factor=1.5)
-    assert close(out, [[[[1, 1.5, 2], [2, 2.5, 3], [3, 3.5, 4]]]])
-    assert "bilinear" in port_error("layers.Upsample", {"input": torch.zeros(1, 2, 3)},
-                                    mode="bilinear").hint
-
-
-# -- pooling --------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("kind, expected", [("Max", [[5, 4], [5, 7]]),
-                                            ("Avg", [[2.75, 1.75], [3, 3.75]]),
-                                            ("Min", [[1, 0], [1, 1]])])
-def test_pool2d_on_seed004_input(kind, expected):
-    assert close(run_op(f"layers.{kind}Pool2d", {"input": X4}, kernel_size=2),
-                 [[expected]])
-
-
-@pytest.mark.parametrize("kind, expected", [("Max", [3, 2, 5]), ("Avg", [2, 1, 4.5]),
-                                            ("Min", [1, 0, 4])])
-def test_pool1d_stride_defaults_to_window(kind, expected):
-    x = torch.tensor([[[1.0, 3.0, 2.0, 0.0, 5.0, 4.0]]])
-    assert close(run_op(f"layers.{kind}Pool1d", {"input": x}, kernel_size=2), [[expected]])
-
-
-def test_pool_params_reach_torch_and_errors():
-    x = torch.randn(2, 3, 7, 7)
-    out = run_op("layers.MaxPool2d", {"input": x}, kernel_size=3, stride=2, padding=1,
-                 ceil_mode=True)
-    assert close(out, F.max_pool2d(x, 3, 2, 1, ceil_mode=True))
-    out = run_op("layers.AvgPool2d", {"input": x}, kernel_size=3, stride=1, padding=1,
-                 count_include_pad=False)
-    assert close(out, F.avg_pool2d(x, 3, 1, 1, count_include_pad=False), 1e-6)
-    assert "smaller than" in str(port_error("layers.MaxPool2d",
-                                            {"input": torch.zeros(1, 1, 1, 1)}))
-    with pytest.raises(ParamError, match="half"):
-        build("layers.AvgPool2d", {"input": x}, kernel_size=2, padding=2)
-
-
-@pytest.mark.parametrize("kind, reduce", [("Avg", torch.mean), ("Max", torch.amax)])
-def test_global_pools_reduce_every_spatial_dim(kind, reduce):
-    x = torch.randn(2, 3, 4, 5)
-    assert close(run_op(f"layers.Global{kind}Pool", {"input": x}), reduce(x, dim=(2, 3)),
-                 1e-6)
-    assert "no" in port_error(f"layers.Global{kind}Pool", {"input": torch.zeros(2, 3)}).hint
-
-
-# -- fixed filters (seed 002, section 8) ---------------------------------------------------
-
-EDGE = torch.zeros(1, 1, 6, 6)
-EDGE[..., :3] = 10.0  # (8.1): bright left half
-
-
-@pytest.mark.parametrize("name, row", [("vertical_edge", [0, 30, 30, 0]),  # corrected 10->30
-                                       ("sobel_x", [0, 40, 40, 0]),
-                                       ("scharr_x", [0, 160, 160, 0]),
-                                       ("difference_x", [0, 0, 10, 0, 0])])
-def test_fixed_edge_filters_seed002(name, row):
-    out = run_op("layers.FixedConv2d", {"input": EDGE}, filter=name)
-    assert close(out[0, 0], torch.tensor(row, dtype=torch.float32).expand(out.shape[2], -1))
-
-
-def test_fixed_filters_transpose_per_channel_and_learn_nothing():
-    x = torch.cat([EDGE, EDGE.transpose(2, 3)], 1)  # channel 2: bright top half
-    _, _, m = build("layers.FixedConv2d", {"input": x}, filter="sobel_y")
-    out = m(x)
-    assert close(out[0, 1, :, 1], [0, 40, 40, 0]) and close(out[0, 0], torch.zeros(4, 4))
-    assert list(m.parameters()) == []
-    i, j = torch.meshgrid(torch.arange(5.0), torch.arange(5.0), indexing="ij")
-    lap = run_op("layers.FixedConv2d", {"input": (i**2 + j**2)[None, None]}, filter="laplacian")
-    assert close(lap, torch.full((1, 1, 3, 3), 4.0))  # the discrete ∇² of i² + j²
-    assert run_op("layers.FixedConv2d", {"input": EDGE}, padding="same").shape == EDGE.shape
 
 
 # -- tensor plumbing ------------------------------------------------------------------------
@@ -369,13 +284,3 @@ def test_constant_from_json():
     assert build("layers.Constant", value=[3, 4], dtype="int64")[2]().dtype == torch.int64
     with pytest.raises(ParamError, match="rectangular"):
         build("layers.Constant", value=[[1, 2], [3]])
-
-
-def test_sizes_param_takes_an_int_or_one_per_dim(registry):
-    p = registry.get("layers.Conv2d").param("kernel_size")
-    assert p.check(3) == [3] and p.check([3, 5]) == [3, 5]
-    for bad in ([1, 2, 3], 0, "3", True):
-        with pytest.raises(ParamError):
-            p.check(bad)
-    padding = registry.get("layers.Conv2d").param("padding")
-    assert padding.check("same") == "same" and padding.check(0) == [0]
