@@ -33,11 +33,26 @@ def _act(name: str, doc: str, make: Callable, params: Sequence[Param] = (),
                  outputs=["output"], params=params, keywords=keywords)
 
 
+class _Heaviside(torch.autograd.Function):
+    """Θ(x) whose backward passes its true derivative, zero, like torch.sign does.
+
+    A bare comparison would cut the autograd graph, and a loss behind a threshold unit
+    would fail to backpropagate at all; with a zero gradient it trains and nothing moves,
+    which is the lesson (step units are set by hand, not learned).
+    """
+
+    @staticmethod
+    def forward(ctx, t: torch.Tensor, value: float) -> torch.Tensor:
+        return (t > 0).to(t.dtype) + value * (t == 0).to(t.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return torch.zeros_like(grad), None
+
+
 def _step(p, x):
     value = p.value_at_zero
-    # comparisons carry no gradient: the step is flat everywhere it is defined
-    return Fn(lambda t: (t > 0).to(t.dtype) + value * (t == 0).to(t.dtype),
-              f"heaviside(x, {value})")
+    return Fn(lambda t: _Heaviside.apply(t, value), f"heaviside(x, {value})")
 
 
 def _sigmoid(p, x):

@@ -54,6 +54,13 @@ def test_step_is_heaviside_with_chosen_value_at_zero(value):
     assert close(act("Step", value_at_zero=value), [0, 0, 0, value, 1, 1, 1])
 
 
+@pytest.mark.parametrize("name", ["Step", "Sign"])
+def test_step_and_sign_backpropagate_a_zero_gradient(name):
+    x = X.clone().requires_grad_(True)
+    act(name, x).sum().backward()  # no error: the graph reaches x, with slope 0
+    assert torch.equal(x.grad, torch.zeros_like(X))
+
+
 def test_prelu_learns_its_slope_shared_or_per_channel():
     _, _, m = build("activations.PReLU", {"input": X}, init=0.1)
     y = m(X)
