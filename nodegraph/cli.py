@@ -29,6 +29,7 @@ COMMAND_MODULES: list[str] = []
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
@@ -69,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--probe-out", metavar="FILE.jsonl", help="record activation and gradient "
                      "probe frames for replay in the editor")
     run.add_argument("--quiet", action="store_true", help="print only the final result")
+    run.add_argument("--nproc", type=int, metavar="N", help="train data-parallel on N processes "
+                     "(starts torchrun; DistributedDataParallel, gloo on CPU, nccl on GPUs)")
     run.set_defaults(func=cmd_run)
 
     val = sub.add_parser("validate", help="check a graph file; exit 1 when it has problems")
@@ -97,17 +100,20 @@ def _parser() -> argparse.ArgumentParser:
 # -- commands ----------------------------------------------------------------------------
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from nodegraph import fileformat
+    from nodegraph import distributed, fileformat
     from nodegraph.events import Emitter
     from nodegraph.render import ConsoleRenderer
     from nodegraph.train import train
 
+    if args.nproc:
+        return distributed.launch(args.nproc, _without_option(args.argv, "--nproc"))
+    main_rank = distributed.is_main()  # under torchrun only rank 0 talks and writes
     graph = with_assignments(fileformat.load(args.graph), parse_assignments(args.set))
     events = Emitter()
-    renderer = ConsoleRenderer(graph.name, quiet=args.quiet)
+    renderer = ConsoleRenderer(graph.name, quiet=args.quiet or not main_rank)
     renderer.attach(events)
     writer = None
-    if args.probe_out:
+    if args.probe_out and main_rank:
         from nodegraph.probes import ProbeFrame, ProbeWriter
 
         writer = ProbeWriter(args.probe_out)
@@ -125,6 +131,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         renderer.close()
         if writer is not None:
             writer.close()
+        distributed.teardown()
+    if not main_rank:
+        return 0
     if args.metrics_out:
         from nodegraph.fileformat import atomic_write_text
 
@@ -229,6 +238,19 @@ def with_assignments(graph, assignments: dict[str, Any]):
         else:
             g.set_param(node, name, value)
     return g
+
+
+def _without_option(argv: list[str], option: str) -> list[str]:
+    """`argv` less `option VALUE` / `option=VALUE`."""
+    out, skip = [], False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item == option:
+            skip = True
+        elif not item.startswith(option + "="):
+            out.append(item)
+    return out
 
 
 def _trains(graph) -> bool:

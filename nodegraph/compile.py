@@ -60,9 +60,13 @@ class GraphModule(nn.Module):
             raise NodeRuntimeError(node, f"{type(e).__name__}: {message}") from e
         return values
 
-    def forward(self, values: dict[Key, Any]) -> dict[Key, Any]:
-        """Every block on the given inputs, keyed (data node, port); returns all values."""
-        return self.run(self.full_plan, dict(values))
+    def forward(self, values: dict[Key, Any], plan: tuple[Step, ...] | None = None
+                ) -> dict[Key, Any]:
+        """Every block (or those of `plan`, then in place) on the given inputs, keyed
+        (data node, port); returns all values. DDP calls the trainer's plans through here."""
+        if plan is None:
+            return self.run(self.full_plan, dict(values))
+        return self.run(plan, values)
 
     def block_state(self) -> dict[str, torch.Tensor]:
         """Weights keyed `node.param` (node ids, not module paths), for safetensors."""

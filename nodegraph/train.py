@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from nodegraph import checkpoint, settings
+from nodegraph import checkpoint, distributed, settings
 from nodegraph.compile import Compiled, Key, compile
 from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError
 from nodegraph.events import (
@@ -134,19 +134,29 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     opts, problems = settings.resolve({**graph.training, **overrides})
     if problems:
         raise ValidationError(problems)
+    group = distributed.current()
+    device = distributed.setup(group, opts.device) if group else opts.device
     # with no epochs to run the graph is only evaluated, so it needs no optimizer
-    compiled = compile(graph, device=opts.device, seed=opts.seed, for_training=opts.epochs > 0)
+    compiled = compile(graph, device=device, seed=opts.seed, for_training=opts.epochs > 0)
+    if group:
+        torch.manual_seed(opts.seed + group.rank)  # same weights everywhere, own dropout masks
     return Trainer(compiled, opts, events or Emitter(), control or RunControl(),
-                   Path(checkpoint_dir) if checkpoint_dir else None).run(resume)
+                   Path(checkpoint_dir) if checkpoint_dir else None, group).run(resume)
 
 
 class Trainer:
     """Runs the epochs of one compiled graph."""
 
     def __init__(self, compiled: Compiled, opts: dict, events: Emitter, control: RunControl,
-                 checkpoint_dir: Path | None):
+                 checkpoint_dir: Path | None, group: distributed.Group | None = None):
         self.c, self.opts, self.events, self.control = compiled, opts, events, control
         self.checkpoint_dir = checkpoint_dir
+        self.group = group
+        self.run_plan = compiled.module.run  # (plan, values) -> values
+        self.scale = 1.0  # this rank's share of the batch, under DDP
+        if group is not None and compiled.optimizers:
+            ddp = distributed.wrap(compiled.module, compiled.device, _partial_plans(compiled))
+            self.run_plan = lambda plan, values: ddp(values, plan)
         self.history: list[dict[str, Any]] = []
         self.shuffle_rng = torch.Generator().manual_seed(opts["seed"])
         datasets = compiled.datasets
@@ -194,7 +204,7 @@ class Trainer:
             self.history.append(entry)
             self.events.emit(EpochEnded(epoch, opts["epochs"], train_stats, val_stats,
                                         entry["lr"], entry["seconds"], improved))
-            if self.checkpoint_dir and (epoch % opts["checkpoint_every"] == 0
+            if self.checkpoint_dir and self._main and (epoch % opts["checkpoint_every"] == 0
                                         or epoch == opts["epochs"]):
                 self._save_checkpoint(epoch, improved)
             if self.monitor.exhausted:
@@ -214,6 +224,10 @@ class Trainer:
                            self.monitor.best_epoch if self._tracks_best() else None)
         self.events.emit(RunFinished(self.history, final, stopped_early, cancelled))
         return result
+
+    @property
+    def _main(self) -> bool:
+        return self.group is None or self.group.main
 
     def _tracks_best(self) -> bool:
         return self.opts["patience"] is not None or bool(self.opts["monitor"])
@@ -238,6 +252,8 @@ class Trainer:
         loss_every = self.opts["loss_every"]
         step = 0
         for step, values in enumerate(self._batches("train", self.primary.shuffle), 1):
+            if self.group is not None:
+                values, self.scale = self.group.shard(values)
             if control.stopped:
                 return None
             if control.paused:
@@ -259,11 +275,28 @@ class Trainer:
             if want_steps:
                 loss = sums.last_total() if step % loss_every == 0 or step == steps else None
                 events.emit(StepEnded(epoch, step, steps, loss))
+        if self.group is not None:
+            return self._reduced(sums)
         stats = sums.means()
         bad = next((k for k, v in stats.items() if not math.isfinite(v)), None)
         if bad is not None and step:
             self._fail_nonfinite(bad, values, epoch)
         stats.update(_metric_values(c))
+        return stats
+
+    def _reduced(self, sums: _Sums) -> dict[str, Any]:
+        """The epoch's numbers over all ranks: losses exactly, metrics weighted by samples
+        (exact for shares like accuracy, a close average for the rest)."""
+        totals = self.group.sum([float(v) for v in sums.sums.values()] + [sums.count])
+        sums.sums, sums.count = dict(zip(sums.sums, totals[:-1], strict=True)), int(totals[-1])
+        stats = sums.means()
+        parts = self.group.gather((sums.count, _metric_values(self.c)))
+        total = sum(n for n, _ in parts) or 1
+        for key, value in parts[0][1].items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                stats[key] = sum(n * p[key] for n, p in parts) / total
+            else:
+                stats[key] = value
         return stats
 
     def _probed_step(self, values: dict, epoch: int) -> None:
@@ -285,7 +318,7 @@ class Trainer:
             self._fail_nonfinite(frame.nonfinite, values, epoch)
 
     def _step(self, o, values: dict) -> None:
-        run, plan, optimizer = self.c.module.run, o.plan, o.optimizer
+        run, plan, optimizer, scale = self.run_plan, o.plan, o.optimizer, self.scale
         if o.closure:
             def closure(backward: bool = True):
                 # backward=False hands a solver the loss with its graph, to differentiate itself
@@ -293,13 +326,13 @@ class Trainer:
                 with torch.enable_grad():
                     loss = run(plan, values)[o.loss_key]
                     if backward:
-                        loss.backward()
+                        (loss * scale if scale != 1.0 else loss).backward()
                 return loss
             optimizer.step(closure)
         else:
             loss = run(plan, values)[o.loss_key]
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            (loss * scale if scale != 1.0 else loss).backward()
             if o.clip is not None:
                 torch.nn.utils.clip_grad_norm_(o.params, o.clip)
             optimizer.step()
@@ -434,6 +467,16 @@ class _Sums:
         if "loss" not in out:
             out = {"loss": sum(out[n] for n in self.objective if n in out), **out}
         return out
+
+
+def _partial_plans(c: Compiled) -> bool:
+    """True when some optimizer's forward leaves parameters unused (DDP must look for them)."""
+    all_params = {id(p) for p in c.module.parameters() if p.requires_grad}
+    for o in c.optimizers:
+        used = {id(p) for _, block, _, _ in o.plan for p in block.parameters()}
+        if all_params - used:
+            return True
+    return False
 
 
 def _detach(v):

@@ -1,0 +1,43 @@
+"""Data-parallel training: two gloo processes under torchrun follow the single-process run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nodegraph.cli import _without_option
+
+
+def run(tmp_path, name, *args):
+    out = tmp_path / f"{name}.json"
+    proc = subprocess.run([sys.executable, "-m", "nodegraph", "run", *args, "--quiet",
+                           "--metrics-out", str(out)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("graph, extra", [
+    ("examples/line_fit.json", ["--epochs", "4", "--set", "data.batch_size=25"]),  # uneven shards
+    ("examples/xor.json", ["--epochs", "150"]),
+])
+def test_two_processes_match_one(tmp_path, graph, extra):
+    single = run(tmp_path, "single", graph, *extra)
+    double = run(tmp_path, "double", graph, *extra, "--nproc", "2")
+    assert len(single["history"]) == len(double["history"])
+    for a, b in zip(single["history"], double["history"], strict=True):
+        for split in ("train", "val"):
+            for key, value in a[split].items():
+                assert b[split][key] == pytest.approx(value, rel=1e-4, abs=1e-6), (split, key)
+    for split, stats in single["final"].items():
+        for key, value in stats.items():
+            assert double["final"][split][key] == pytest.approx(value, rel=1e-4, abs=1e-6)
+
+
+def test_nproc_is_removed_before_torchrun_starts_the_workers():
+    assert _without_option(["run", "g.json", "--nproc", "2", "--quiet"], "--nproc") == [
+        "run", "g.json", "--quiet"]
+    assert _without_option(["run", "--nproc=4", "g.json"], "--nproc") == ["run", "g.json"]
