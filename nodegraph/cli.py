@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--probe-out", metavar="FILE.jsonl", help="record activation and gradient "
                      "probe frames for replay in the editor")
     run.add_argument("--quiet", action="store_true", help="print only the final result")
+    run.add_argument("--compile", action="store_true", help="run the training forward through "
+                     "torch.compile (inductor); falls back to eager where it cannot")
     run.add_argument("--nproc", type=int, metavar="N", help="train data-parallel on N processes "
                      "(starts torchrun; DistributedDataParallel, gloo on CPU, nccl on GPUs)")
     run.set_defaults(func=cmd_run)
@@ -109,6 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return distributed.launch(args.nproc, _without_option(args.argv, "--nproc"))
     main_rank = distributed.is_main()  # under torchrun only rank 0 talks and writes
     graph = with_assignments(fileformat.load(args.graph), parse_assignments(args.set))
+    if args.compile:
+        graph.set_training("compile", "inductor")
     events = Emitter()
     renderer = ConsoleRenderer(graph.name, quiet=args.quiet or not main_rank)
     renderer.attach(events)

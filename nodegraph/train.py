@@ -157,6 +157,8 @@ class Trainer:
         if group is not None and compiled.optimizers:
             ddp = distributed.wrap(compiled.module, compiled.device, _partial_plans(compiled))
             self.run_plan = lambda plan, values: ddp(values, plan)
+        if opts["compile"] != "off":
+            self.run_plan = self._compiled(self.run_plan, opts["compile"])
         self.history: list[dict[str, Any]] = []
         self.shuffle_rng = torch.Generator().manual_seed(opts["seed"])
         datasets = compiled.datasets
@@ -224,6 +226,31 @@ class Trainer:
                            self.monitor.best_epoch if self._tracks_best() else None)
         self.events.emit(RunFinished(self.history, final, stopped_early, cancelled))
         return result
+
+    def _compiled(self, run, backend: str):
+        """`run` through torch.compile; on the first failure, a message and eager from then on."""
+        try:
+            fast = torch.compile(run, backend=backend)
+        except Exception as e:  # torch.compile unavailable on this platform
+            self.events.emit(Message(f"torch.compile unavailable ({_first_line(e)}); running "
+                                     "eager", "warning"))
+            return run
+        state = {"run": fast}
+
+        def call(plan, values):
+            try:
+                return state["run"](plan, values)
+            except NodegraphError:
+                raise
+            except Exception as e:
+                if state["run"] is run:
+                    raise
+                state["run"] = run
+                self.events.emit(Message(f"torch.compile failed ({_first_line(e)}); running "
+                                         "eager", "warning"))
+                return run(plan, values)
+
+        return call
 
     @property
     def _main(self) -> bool:
@@ -467,6 +494,10 @@ class _Sums:
         if "loss" not in out:
             out = {"loss": sum(out[n] for n in self.objective if n in out), **out}
         return out
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _partial_plans(c: Compiled) -> bool:

@@ -219,3 +219,25 @@ def test_zero_epochs_evaluates_a_graph_without_optimizer():
     assert result.history == [] and set(result.final["train"]) == {"loss", "accuracy"}
     with pytest.raises(nodegraph.ValidationError, match="no optimizer"):
         nodegraph.train(g, epochs=1)
+
+
+def test_torch_compile_trains_the_same_and_falls_back_cleanly(monkeypatch):
+    eager = nodegraph.train(line(), epochs=2)
+    g = line()
+    g.training["compile"] = "aot_eager"  # dynamo traces our plan; no C compiler needed
+    compiled = nodegraph.train(g, epochs=2)
+    for a, b in zip(eager.history, compiled.history, strict=True):
+        assert b["train"]["loss"] == pytest.approx(a["train"]["loss"], rel=1e-5)
+
+    def broken(fn, **kwargs):
+        def fail(*a, **k):
+            raise RuntimeError("no compiler here")
+        return fail
+
+    monkeypatch.setattr(torch, "compile", broken)
+    events, messages = Emitter(), []
+    events.subscribe(messages.append, nodegraph.events.Message)
+    again = nodegraph.train(g, epochs=2, events=events)
+    assert again.history[-1]["train"]["loss"] == pytest.approx(
+        eager.history[-1]["train"]["loss"], rel=1e-5)
+    assert any("torch.compile failed (no compiler here)" in m.text for m in messages)
