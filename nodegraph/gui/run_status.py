@@ -1,9 +1,14 @@
-"""The status bar's view of a run: progress, speed, time left and the latest loss."""
+"""The status bar's view of a run: progress, speed, time left and the latest loss.
+
+The numbers are kept current with every event, but the widgets are repainted at most
+four times a second: repainting per step would keep the GUI thread busy for nothing.
+"""
 
 from __future__ import annotations
 
 import time
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
 from nodegraph.events import EpochEnded, RunFinished, RunStarted, StepEnded
@@ -34,7 +39,10 @@ class RunStatus(QWidget):
         self.done_steps = 0
         self.loss: float | None = None
         self.text = ""
+        self.epoch = 0
         self.setVisible(False)
+        self._timer = QTimer(self, singleShot=True, interval=250)
+        self._timer.timeout.connect(self._paint)
 
     def on_event(self, event) -> None:
         if isinstance(event, RunStarted):
@@ -47,28 +55,32 @@ class RunStatus(QWidget):
             self.bar.setRange(0, self.total_steps)
             self.bar.setValue(0)
             self.setVisible(True)
-            self._show(event.start_epoch, f"starting on {event.device}, "
-                       f"{event.parameters:,} parameters")
+            self.epoch = event.start_epoch
+            self._show(f"starting on {event.device}, {event.parameters:,} parameters")
+            self._paint()
         elif isinstance(event, StepEnded):
             self.done_steps = (event.epoch - self.start_epoch) * self.steps_per_epoch + event.step
+            self.epoch = event.epoch
             if event.loss is not None:
                 self.loss = event.loss
-            self._show(event.epoch)
+            self._show()
         elif isinstance(event, EpochEnded):
             self.done_steps = (event.epoch - self.start_epoch + 1) * self.steps_per_epoch
+            self.epoch = event.epoch
             self.loss = event.train.get("loss", self.loss)
-            self._show(event.epoch)
+            self._show()
         elif isinstance(event, RunFinished):
+            self._timer.stop()
+            self.bar.setValue(min(self.done_steps, self.total_steps))
             word = "stopped" if event.cancelled else "early stop" if event.stopped_early \
                 else "finished"
             self.label.setText(f"Training {word} after {len(event.history)} epoch(s) in "
                                f"{format_duration(time.monotonic() - self.started)}")
             self.text = self.label.text()
 
-    def _show(self, epoch: int, note: str = "") -> None:
-        self.bar.setValue(min(self.done_steps, self.total_steps))
+    def _show(self, note: str = "") -> None:
         elapsed = time.monotonic() - self.started
-        parts = [f"epoch {epoch}/{self.epochs}"]
+        parts = [f"epoch {self.epoch}/{self.epochs}"]
         if self.done_steps and elapsed > 0:
             rate = self.done_steps / elapsed
             left = (self.total_steps - self.done_steps) / rate if rate else 0
@@ -78,4 +90,9 @@ class RunStatus(QWidget):
         if note:
             parts.append(note)
         self.text = " · ".join(parts)
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _paint(self) -> None:
+        self.bar.setValue(min(self.done_steps, self.total_steps))
         self.label.setText(self.text)

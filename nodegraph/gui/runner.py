@@ -2,8 +2,9 @@
 
 The run trains a copy of the graph taken when Train is pressed, so edits made while it
 runs cannot race with it. Events reach the GUI thread through a queued signal; per-step
-events are thinned to what a person can see (those carrying a loss, plus one every 50 ms),
-so a fast model does not flood the event queue. Stop and Pause go through `RunControl`,
+events travel in batches, at most one batch every 50 ms (those carrying a loss, plus the
+latest), because every queued signal makes the GUI thread wait for the interpreter lock: a
+signal per step would starve the canvas of a fast model. Stop and Pause go through `RunControl`,
 which the trainer checks every step, so Stop takes effect within one step.
 """
 
@@ -24,14 +25,15 @@ STEP_INTERVAL_S = 0.05
 class _Worker(QThread):
     """Runs one training; lives (as a QObject) on the GUI thread, runs on its own."""
 
-    event = Signal(object)
+    events = Signal(list)  # a batch of training events, in order
     failed = Signal(str, object)  # message, node id or None
     done = Signal(object)  # RunResult or None
 
     def __init__(self, graph: Graph, control: RunControl, **options):
         super().__init__()
         self.graph, self.control, self.options = graph, control, options
-        self._last_step = 0.0
+        self._steps: list[StepEnded] = []
+        self._sent = 0.0
 
     def run(self) -> None:
         emitter = Emitter()
@@ -47,15 +49,23 @@ class _Worker(QThread):
             self.failed.emit(str(e), None)
         except Exception as e:  # a block's bug: show it, name its type, keep the editor alive
             self.failed.emit(f"{type(e).__name__}: {e}", None)
+        self._flush()
         self.done.emit(result)
 
     def _forward(self, event) -> None:
-        if isinstance(event, StepEnded) and event.loss is None and event.step != event.steps:
-            now = time.monotonic()
-            if now - self._last_step < STEP_INTERVAL_S:
+        if isinstance(event, StepEnded):
+            if self._steps and self._steps[-1].loss is None:
+                self._steps.pop()  # only the latest step without a loss is worth showing
+            self._steps.append(event)
+            if time.monotonic() - self._sent < STEP_INTERVAL_S:
                 return
-            self._last_step = now
-        self.event.emit(event)
+        self._flush([event] if not isinstance(event, StepEnded) else [])
+
+    def _flush(self, then: list | None = None) -> None:
+        batch, self._steps = [*self._steps, *(then or [])], []
+        if batch:
+            self._sent = time.monotonic()
+            self.events.emit(batch)
 
 
 class TrainingRunner(QObject):
@@ -87,7 +97,7 @@ class TrainingRunner(QObject):
         self.control = RunControl()
         self.result, self.revision = None, revision
         self._worker = _Worker(graph.copy(), self.control, **options)
-        self._worker.event.connect(self.event)
+        self._worker.events.connect(self._deliver)
         self._worker.failed.connect(self.failed)
         self._worker.done.connect(self._finished)
         self._worker.start()
@@ -114,6 +124,10 @@ class TrainingRunner(QObject):
             QCoreApplication.processEvents()
             time.sleep(0.005)
         return not self.running
+
+    def _deliver(self, batch: list) -> None:
+        for event in batch:
+            self.event.emit(event)
 
     def _finished(self, result: RunResult | None) -> None:
         worker, self._worker = self._worker, None

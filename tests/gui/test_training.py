@@ -1,0 +1,104 @@
+"""Training from the editor: live plots, Stop mid-epoch, pause, edits during a run."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QCoreApplication, QPointF, QTimer
+
+from nodegraph.events import RunFinished
+from nodegraph.fileformat import save
+from nodegraph.graph import Graph
+
+
+def wait_until(predicate, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        QCoreApplication.processEvents()
+        time.sleep(0.002)
+    return False
+
+
+def slow_graph(path) -> str:
+    """A regression with 20,000 one-sample steps per epoch: a run worth stopping."""
+    g = Graph("slow")
+    g.add("data.NoisyLine", "data", n=25_000, batch_size=1, val_fraction=0.2)
+    g.add("layers.Linear", "line", out_features=1)
+    g.add("losses.MSE", "loss")
+    g.add("optimizers.SGD", "opt", lr=0.01)
+    g.connect(("data", "x"), ("line", "input"))
+    g.connect(("line", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    g.training["epochs"] = 50
+    save(g, path)
+    return str(path)
+
+
+def test_training_fills_the_plots_status_and_log(xor_window):
+    w = xor_window
+    finished = []
+    w.runner.event.connect(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
+    w.epochs.setValue(40)
+    w.actions_by_name["train"].trigger()
+    assert not w.actions_by_name["train"].isEnabled() and w.actions_by_name["stop"].isEnabled()
+    assert w.runner.wait(60)
+    w.plots.redraw()
+    assert w.plots.points("train loss") == 40
+    assert w.plots.points("train accuracy") == 40  # the metric goes to the metrics plot
+    assert w.plots.points("train loss (step)") >= 4
+    xs, ys = w.plots.series["train loss"]
+    assert xs == list(range(1, 41)) and ys[-1] < ys[0]
+    assert "finished after 40 epoch(s)" in w.run_status.text
+    assert finished and not finished[0].cancelled
+    assert any("epoch 40/40" in line for line in w.log.lines)
+    assert w.actions_by_name["train"].isEnabled() and not w.actions_by_name["stop"].isEnabled()
+
+
+def test_stop_works_mid_epoch_within_a_second_and_the_canvas_stays_live(make_window, tmp_path):
+    w = make_window(slow_graph(tmp_path / "slow.json"))
+    finished = []
+    w.runner.event.connect(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
+    assert w.start_training()
+    assert wait_until(lambda: w.run_status.done_steps > 200)
+    ticks = []
+    timer = QTimer(interval=20)
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start()
+    wait_until(lambda: False, timeout=0.6)  # the GUI thread keeps serving events
+    timer.stop()
+    assert len(ticks) >= 8  # of 30: generous, the interpreter lock is shared with training
+    w.actions_by_name["pause"].trigger()
+    assert w.runner.paused
+    paused_at = w.run_status.done_steps
+    wait_until(lambda: False, timeout=0.3)
+    assert w.run_status.done_steps - paused_at <= 60  # at most the steps already queued
+    w.actions_by_name["pause"].trigger()
+    assert not w.runner.paused
+    began = time.monotonic()
+    w.actions_by_name["stop"].trigger()
+    assert w.runner.wait(5)
+    assert time.monotonic() - began < 1.0
+    assert finished and finished[0].cancelled and finished[0].history == []  # mid-epoch
+    assert w.plots.points("train loss (step)") > 0
+
+
+def test_editing_during_a_run_asks_whether_to_stop(make_window, tmp_path, prompts):
+    w = make_window(slow_graph(tmp_path / "slow.json"))
+    w.start_training()
+    assert wait_until(lambda: w.run_status.done_steps > 0)
+    prompts.stop_run = "cancel"
+    assert w.edit_actions.add_block("activations.ReLU", QPointF(0, 300)) is None
+    assert "relu" not in w.doc.graph.nodes and w.runner.running
+    prompts.stop_run = "stop"
+    assert w.edit_actions.add_block("activations.ReLU", QPointF(0, 300)) == "relu"
+    assert not w.runner.running and prompts.kinds() == ["stop_run", "stop_run"]
+
+
+def test_a_graph_with_errors_is_not_trained(window):
+    window.edit_actions.add_block("layers.Linear", QPointF(0, 0))
+    assert not window.start_training()
+    assert not window.runner.running
+    assert window.problems.problems  # the reasons are listed
