@@ -80,7 +80,7 @@ def bench_step(rounds: int, steps: int) -> float:
         compiled = nodegraph.compile(g)
     opts, _ = resolve(g.training)
     trainer = Trainer(compiled, opts, Emitter(), RunControl(), None)
-    batch = next(trainer._batches("train", shuffle=False))
+    batch = next(trainer.batches("train", shuffle=False))
     run = compiled.optimizers[0]
 
     torch.manual_seed(0)
@@ -90,7 +90,7 @@ def bench_step(rounds: int, steps: int) -> float:
 
     def graph_steps():
         for _ in range(steps):
-            trainer._step(run, dict(batch))
+            trainer.step(run, dict(batch))
 
     def hand_steps():
         for _ in range(steps):

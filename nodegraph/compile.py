@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from nodegraph.dataset import Dataset
-from nodegraph.errors import NodegraphError, NodeRuntimeError
+from nodegraph.errors import NodegraphError, NodeRuntimeError, Problem, ValidationError
 from nodegraph.graph import Graph
 from nodegraph.metric import Metric
 from nodegraph.types import LOSS
@@ -170,9 +170,11 @@ def compile(graph: Graph, device: str | torch.device | None = None, seed: int | 
         spec = report.specs[nid]
         if spec.kind == "metric":
             inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(nid)}
-            compiled.metrics.append(MetricRun(nid, spec.build(report.params[nid], inputs),
-                                              tuple(_source(graph, nid, p.name)
-                                                    for p in spec.inputs)))
+            metric = spec.build(report.params[nid], inputs)
+            if spec.binds:
+                _bind_one(nid, metric, spec, report.params[nid], dict(module.blocks))
+            compiled.metrics.append(MetricRun(nid, metric, tuple(_source(graph, nid, p.name)
+                                                                 for p in spec.inputs)))
     sinks = [*compiled.loss_keys, *(e.src for m in compiled.metrics
                                     for e in graph.edges_into(m.node))]
     compiled.eval_plan = module.plan(graph.upstream(sinks))
@@ -185,15 +187,18 @@ def _bind(blocks: dict[str, nn.Module], report: Report) -> None:
     """Hand blocks that act on other blocks' weights (penalties) the modules they name."""
     for node_id, module in blocks.items():
         spec = report.specs[node_id]
-        if not spec.binds:
-            continue
-        names = report.params[node_id].get(spec.binds) or [
-            n for n, m in blocks.items() if n != node_id and any(True for _ in m.parameters())]
-        missing = [n for n in names if n not in blocks]
-        if missing:
-            raise NodegraphError(f"node '{node_id}': {spec.binds} names {missing}, which are "
-                                 "not blocks with weights")
-        module.bind({n: blocks[n] for n in names})
+        if spec.binds:
+            _bind_one(node_id, module, spec, report.params[node_id], blocks)
+
+
+def _bind_one(node_id: str, target: Any, spec, params: dict, blocks: dict[str, nn.Module]):
+    names = params.get(spec.binds) or [
+        n for n, m in blocks.items() if n != node_id and any(True for _ in m.parameters())]
+    missing = [n for n in names if n not in blocks]
+    if missing:
+        raise NodegraphError(f"node '{node_id}': {spec.binds} names {missing}, which are "
+                             "not blocks with weights")
+    target.bind({n: blocks[n] for n in names})
 
 
 def _source(graph: Graph, node: str, port: str) -> Key | None:
@@ -216,16 +221,29 @@ def _build_optimizers(compiled: Compiled, sinks: list[str]) -> None:
         # the last optimizer's forward also computes every loss and metric, so the epoch's
         # training numbers come for free
         plan = module.plan(upstream | graph.upstream(sinks) if last else upstream)
-        run = OptimizerRun(nid, spec.build(params, named), loss_edge.source, plan,
+        optimizer = _built(nid, spec, params, named)
+        run = OptimizerRun(nid, optimizer, loss_edge.source, plan,
                            trainable, params.get("clip_grad_norm"), spec.closure)
         sched_edge = graph.source_of(nid, "schedule")
         if sched_edge is not None:
             sspec = report.specs[sched_edge.src]
             sparams = report.params[sched_edge.src]
-            run.scheduler = sspec.build(sparams, run.optimizer)
+            run.scheduler = _built(sched_edge.src, sspec, sparams, run.optimizer)
             run.schedule_node = sched_edge.src
             run.per_step = sparams.get("interval") == "step"
         compiled.optimizers.append(run)
+
+
+def _built(node: str, spec, params: dict, target: Any):
+    """`spec.build(params, target)`, a refusal reported on its node, not as a bare exception."""
+    try:
+        return spec.build(params, target)
+    except NodegraphError:
+        raise
+    except Exception as e:
+        message = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ValidationError([Problem(node, None, "bad_config",
+                                       f"{spec.id} '{node}': {message}")]) from None
 
 
 def _named(module: GraphModule) -> list[tuple[str, nn.Parameter]]:

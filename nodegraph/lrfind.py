@@ -89,7 +89,7 @@ def lr_range_test(graph: Graph, optimizer_node: str | None = None, start: float 
         lr = start * factor ** i
         for group in run.optimizer.param_groups:
             group["lr"] = lr
-        trainer._step(run, values)
+        trainer.step(run, values)
         loss = float(values[run.loss_key].detach())
         if not math.isfinite(loss):
             result.diverged, result.divergence_lr = True, lr
@@ -140,7 +140,7 @@ def _endless(trainer: Trainer) -> Iterator[dict]:
     """Training batches, starting over (reshuffled) whenever the split runs out."""
     while True:
         empty = True
-        for values in trainer._batches("train", trainer.primary.shuffle):
+        for values in trainer.batches("train", trainer.primary.shuffle):
             empty = False
             yield values
         if empty:

@@ -21,7 +21,8 @@ What `build` receives and returns depends on the block's kind:
   it themselves (a one-step Newton solve is exact least squares).
 - ``schedule``: ``build(p, optimizer) -> torch.optim.lr_scheduler.LRScheduler``.
 
-A block that acts on *other blocks' weights* (an L1/L2 penalty) declares ``binds="nodes"``:
+A block that acts on *other blocks' weights* (an L1/L2 penalty, a parameter count) declares
+``binds="nodes"``:
 the name of its ``strs`` param listing node ids (empty: every block with weights). After
 building, compile calls ``module.bind(modules)`` with those nodes' modules by id; the block
 must keep them without registering them as submodules (so weights are not duplicated).
@@ -221,7 +222,7 @@ class BlockSpec:
     keywords: tuple[str, ...] = ()
     replaces: tuple[str, ...] = ()  # old ids that files may still use
     closure: bool = False  # optimizers only: step() needs a closure that re-evaluates the loss
-    binds: str = ""  # ops only: the strs param naming nodes whose modules `bind` receives
+    binds: str = ""  # ops and metrics: the strs param naming nodes whose modules `bind` gets
     category: str = field(default="")
 
     def __post_init__(self) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from nodegraph import checkpoint, distributed, settings
-from nodegraph.compile import Compiled, Key, compile
+from nodegraph.compile import Compiled, Key, OptimizerRun, compile
 from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError
 from nodegraph.events import (
     Emitter,
@@ -259,7 +259,7 @@ class Trainer:
     def _tracks_best(self) -> bool:
         return self.opts["patience"] is not None or bool(self.opts["monitor"])
 
-    def _batches(self, split: str, shuffle: bool) -> Iterator[dict[Key, torch.Tensor]]:
+    def batches(self, split: str, shuffle: bool) -> Iterator[dict[Key, torch.Tensor]]:
         """Batches of every data block, zipped, keyed (node, port)."""
         streams = [ds.batches(split, shuffle, self.shuffle_rng, node=nid)
                    for nid, ds in self.c.datasets.items()]
@@ -278,7 +278,7 @@ class Trainer:
         want_steps = events.wants(StepEnded)
         loss_every = self.opts["loss_every"]
         step = 0
-        for step, values in enumerate(self._batches("train", self.primary.shuffle), 1):
+        for step, values in enumerate(self.batches("train", self.primary.shuffle), 1):
             if self.group is not None:
                 values, self.scale = self.group.shard(values)
             if control.stopped:
@@ -288,7 +288,7 @@ class Trainer:
             self.global_step += 1
             if self.prober is None:
                 for o in c.optimizers:
-                    self._step(o, values)
+                    self.step(o, values)
             else:
                 self._probed_step(values, epoch)
             n = next(iter(values.values())).shape[0]
@@ -332,19 +332,20 @@ class Trainer:
         start = time.perf_counter()
         if not prober.wants(self.global_step):
             for o in optimizers:
-                self._step(o, values)
+                self.step(o, values)
             prober.note_step_time(time.perf_counter() - start)
             return
         with prober.watch(self.c.module, self.probe_ports) as watch:
             for o in optimizers:
-                self._step(o, values)
+                self.step(o, values)
         prober.note_step_time(time.perf_counter() - start - watch.cost)
         frame = watch.frame(epoch, self.global_step)
         self.events.emit(frame)
         if frame.nonfinite is not None:
             self._fail_nonfinite(frame.nonfinite, values, epoch)
 
-    def _step(self, o, values: dict) -> None:
+    def step(self, o: OptimizerRun, values: dict) -> None:
+        """One optimizer's step on a batch (`values` gains every output computed)."""
         run, plan, optimizer, scale = self.run_plan, o.plan, o.optimizer, self.scale
         if o.closure:
             def closure(backward: bool = True):
@@ -354,6 +355,8 @@ class Trainer:
                     loss = run(plan, values)[o.loss_key]
                     if backward:
                         (loss * scale if scale != 1.0 else loss).backward()
+                        if o.clip is not None:
+                            torch.nn.utils.clip_grad_norm_(o.params, o.clip)
                 return loss
             optimizer.step(closure)
         else:

@@ -93,6 +93,7 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
     else:
         report.order = graph.topological_order()
         _infer(graph, report)
+        _check_optimizers(graph, report)
         if for_training:
             _check_trainable(graph, report)
     report.seconds = time.perf_counter() - start
@@ -251,6 +252,33 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int
         _op_cache.move_to_end(key)
     shapes, count = hit
     return tuple(torch.empty(s, dtype=d, device="meta") for s, d in shapes), count
+
+
+def _check_optimizers(graph: Graph, report: Report) -> None:
+    """Build each optimizer on a stand-in parameter, and each schedule on the optimizer it
+    feeds, so settings they refuse (momentum a schedule needs, mismatched lists) are
+    reported on their node before a run."""
+    for node_id in report.order:
+        spec, params = report.specs.get(node_id), report.params.get(node_id)
+        if spec is None or params is None or spec.kind != "optimizer":
+            continue
+        try:
+            optimizer = spec.build(params, [("stand_in.weight",
+                                             torch.nn.Parameter(torch.zeros(2, 2)))])
+        except Exception as e:
+            report.problems.append(Problem(node_id, None, "bad_config",
+                                           f"{spec.id} '{node_id}': {_first_line(e)}"))
+            continue
+        edge = graph.source_of(node_id, "schedule")
+        sched = report.specs.get(edge.src) if edge else None
+        if sched is None or edge.src not in report.params:
+            continue
+        try:
+            sched.build(report.params[edge.src], optimizer)
+        except Exception as e:
+            report.problems.append(Problem(edge.src, None, "bad_config",
+                                           f"{sched.id} '{edge.src}' on optimizer "
+                                           f"'{node_id}': {_first_line(e)}"))
 
 
 def _check_trainable(graph: Graph, report: Report) -> None:

@@ -14,7 +14,7 @@ import torch
 
 from nodegraph.errors import PortError
 from nodegraph.metric import Metric
-from nodegraph.spec import Port, block, choice_param, float_param, int_param
+from nodegraph.spec import Param, Port, block, choice_param, float_param, int_param
 from nodes._shapes import fmt, need_float
 from nodes.losses import elementwise  # the same check: real input and target, same shape
 
@@ -233,7 +233,36 @@ class RSquared(Metric):
         return explained / sst
 
 
+class ParameterCount(Metric):
+    """Trainable parameters of the bound blocks; a shared weight counts once."""
+
+    def __init__(self) -> None:
+        self.modules: tuple = ()
+
+    def bind(self, modules: dict) -> None:
+        self.modules = tuple(modules.values())
+
+    def reset(self) -> None:
+        pass
+
+    def update(self) -> None:
+        pass
+
+    def compute(self) -> float:
+        seen = {id(p): p.numel() for m in self.modules for p in m.parameters()
+                if p.requires_grad}
+        return float(sum(seen.values()))
+
+
 BLOCKS = [
+    block("metrics.ParameterCount", "metric",
+          "The number of trainable parameters, reported with the other metrics.\n\n"
+          "Counts the blocks named in `nodes` (empty: every block with weights); a weight "
+          "shared by two blocks counts once, a frozen one not at all.",
+          lambda p, x: ParameterCount(),
+          params=[Param("nodes", "strs", [], "node ids to count; empty means every block "
+                        "with weights")],
+          binds="nodes", keywords=("size", "weights", "capacity")),
     block("metrics.Accuracy", "metric",
           "Share of correctly classified samples.\n\nOne score per sample: binary, "
           "thresholded; several: argmax over classes.",

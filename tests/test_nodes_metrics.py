@@ -142,3 +142,14 @@ def test_ece_binary_probabilities_and_reliability_bins():
     logits = torch.logit(p)
     assert evaluate("metrics.ECE", logits, y, sizes=(8,), n_bins=5)["ece"] == pytest.approx(
         got["ece"], rel=1e-5)
+
+
+def test_parameter_count_counts_bound_blocks_once():
+    import nodegraph
+
+    g = nodegraph.load("examples/xor.json")
+    g.add("metrics.ParameterCount", id="size")
+    g.add("metrics.ParameterCount", id="hidden_size", nodes=["hidden"])
+    result = nodegraph.train(g, epochs=1)
+    assert result.final["train"]["size"] == 2 * 4 + 4 + 4 + 1
+    assert result.final["train"]["hidden_size"] == 12

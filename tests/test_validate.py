@@ -169,3 +169,12 @@ def test_a_thousand_nodes_validate_load_and_save_within_budget(tmp_path):
     again = nodegraph.load(tmp_path / "big.json")
     elapsed = time.perf_counter() - start
     assert len(again) == 1000 and elapsed < 0.5 * 3, f"save+load took {elapsed:.3f}s"
+
+
+def test_optimizer_and_schedule_refusals_are_reported_on_their_nodes():
+    g = nodegraph.load("examples/line_fit.json")
+    g.set_param("opt", "nesterov", True)  # torch refuses Nesterov without momentum
+    (p,) = nodegraph.validate(g).problems
+    assert (p.kind, p.node) == ("bad_config", "opt") and "Nesterov" in p.message
+    g.set_param("opt", "momentum", 0.9)
+    assert nodegraph.validate(g).ok
