@@ -125,3 +125,22 @@ def test_imports_nothing_from_qt():
     assert "nodegraph.train" in modules and "torch" in modules
     qt = {"PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6"}
     assert not [m for m in modules if m.split(".")[0] in qt or m.startswith("nodegraph.gui")]
+
+
+def test_lr_find_command_prints_a_chart_and_writes_csv_and_graph(tmp_path, capsys):
+    import csv as csv_module
+
+    from nodegraph import fileformat
+    from nodegraph.cli import main
+
+    out_csv, out_graph = tmp_path / "lr.csv", tmp_path / "tuned.json"
+    assert main(["lr-find", "examples/line_fit.json", "--steps", "60", "--csv", str(out_csv),
+                 "--write", str(out_graph)]) == 0
+    printed = capsys.readouterr().out
+    assert "suggested lr:" in printed and "#" in printed
+    rows = list(csv_module.reader(out_csv.open()))
+    assert rows[0] == ["lr", "loss", "smoothed"] and len(rows) > 10
+    suggested = float(printed.split("suggested lr:")[1].split()[0])
+    assert fileformat.load(out_graph).node("opt").params["lr"] == suggested
+    assert main(["lr-find", "examples/line_fit.json", "--start", "1", "--end", "0.1"]) == 1
+    assert "0 < start < end" in capsys.readouterr().err
