@@ -77,6 +77,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self._windows: list[MainWindow] = []
         self._preview_cache: tuple[int, object] | None = None
+        self._slow_previews = 0
         self.autosave_timer = QTimer(self, interval=autosave_ms)
         self.autosave_timer.timeout.connect(self.file_actions.autosave)
         self.autosave_timer.start()
@@ -334,8 +335,12 @@ class MainWindow(QMainWindow):
         if self._preview_cache is None or self._preview_cache[0] != self.doc.revision:
             began = time.perf_counter()
             self._preview_cache = (self.doc.revision, compile(self.doc.graph, for_training=False))
-            if time.perf_counter() - began > SLOW_PREVIEW_S and self.preview.auto.isChecked():
-                self.preview.auto.setChecked(False)  # keep selecting snappy on big graphs
+            # twice slow in a row (the first compile also pays one-time imports): keep
+            # selecting snappy on a big graph by previewing only on request
+            slow = time.perf_counter() - began > SLOW_PREVIEW_S
+            self._slow_previews = self._slow_previews + 1 if slow else 0
+            if self._slow_previews >= 2 and self.preview.auto.isChecked():
+                self.preview.auto.setChecked(False)
                 self.notify("Preview on select turned off: compiling this graph is slow.")
         return self._preview_cache[1]
 

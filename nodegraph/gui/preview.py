@@ -102,11 +102,7 @@ class PreviewPanel(QWidget):
         self.shape.setProperty("role", "dim")
         self.shape.setWordWrap(True)
         self.table = QTableWidget()
-        self.image = pg.ImageView()
-        self.image.ui.roiBtn.hide()
-        self.image.ui.menuBtn.hide()
-        self.image.setMinimumHeight(180)
-        self.image.hide()
+        self._image: pg.ImageView | None = None  # made on first use: it is slow to build
         top = QHBoxLayout()
         top.addWidget(self.port, 1)
         top.addWidget(self.auto)
@@ -117,9 +113,24 @@ class PreviewPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.shape)
         layout.addWidget(self.table, 1)
-        layout.addWidget(self.image, 1)
+        self._layout = layout
         self.outputs: dict[str, torch.Tensor] = {}
         self.port.currentTextChanged.connect(self._show_port)
+
+    @property
+    def image(self) -> pg.ImageView:
+        if self._image is None:
+            self._image = pg.ImageView()
+            self._image.ui.roiBtn.hide()
+            self._image.ui.menuBtn.hide()
+            self._image.setMinimumHeight(180)
+            self._image.hide()
+            self._layout.addWidget(self._image, 1)
+        return self._image
+
+    @property
+    def showing_image(self) -> bool:
+        return self._image is not None and not self._image.isHidden()
 
     def show_outputs(self, node: str, outputs: dict[str, torch.Tensor], note: str = "") -> None:
         self.outputs = outputs
@@ -139,7 +150,8 @@ class PreviewPanel(QWidget):
         self.table.clear()
         self.table.setRowCount(0)
         self.table.setColumnCount(0)
-        self.image.hide()
+        if self._image is not None:
+            self._image.hide()
 
     def _show_port(self, port: str) -> None:
         t = self.outputs.get(port)
@@ -158,8 +170,8 @@ class PreviewPanel(QWidget):
         if img is not None:
             self.image.setImage(img.numpy().T if img.ndim == 2 else img.numpy().swapaxes(0, 1))
             self.image.show()
-        else:
-            self.image.hide()
+        elif self._image is not None:
+            self._image.hide()
 
     def _fill_table(self, values: torch.Tensor) -> None:
         rows, cols = min(values.shape[0], MAX_ROWS), min(values.shape[1], MAX_COLS)

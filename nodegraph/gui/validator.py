@@ -54,7 +54,10 @@ class _Job(QRunnable):
             from nodegraph.errors import Problem
             report = Report(problems=[Problem(None, None, "internal_error",
                                               f"validation failed: {type(e).__name__}: {e}")])
-        self.result.done.emit(report, self.revision)
+        try:
+            self.result.done.emit(report, self.revision)
+        except RuntimeError:
+            pass  # the window closed while this ran; nobody is waiting for the report
 
 
 class Validator(QObject):

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from PySide6.QtCore import QPointF
 
+from nodegraph.gui import main_window
 from nodegraph.gui.preview import image_of, table_of
+
+
+@pytest.fixture(autouse=True)
+def never_slow(monkeypatch):
+    """A loaded test machine must not turn preview-on-select off."""
+    monkeypatch.setattr(main_window, "SLOW_PREVIEW_S", 60.0)
 
 
 def test_preview_shows_the_selected_nodes_output(xor_window):
@@ -14,7 +22,7 @@ def test_preview_shows_the_selected_nodes_output(xor_window):
     assert w.preview.port.currentText() == "output"
     assert w.preview.shape.text().startswith("shape (4, 4) float32")
     assert (w.preview.table.rowCount(), w.preview.table.columnCount()) == (4, 4)
-    assert "initial weights" in w.preview.title.text() and w.preview.image.isHidden()
+    assert "initial weights" in w.preview.title.text() and not w.preview.showing_image
     w.scene.select_nodes(["data"])
     assert [w.preview.port.itemText(i) for i in range(2)] == ["x", "y"]
     assert float(w.preview.table.item(3, 0).text()) == 1.0  # the XOR inputs, in order
@@ -38,7 +46,7 @@ def test_image_shaped_outputs_are_drawn(window):
     window.doc.set_param(node, "layout", "image")
     window.preview_selected()
     assert window.preview.shape.text().startswith("shape (64, 1, 8, 8)")
-    assert not window.preview.image.isHidden()
+    assert window.preview.showing_image
     assert window.preview.table.columnCount() == 32  # 64 pixels, the first 32 shown
 
 
