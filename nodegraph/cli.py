@@ -23,7 +23,7 @@ EXIT_INTERRUPTED = 130
 
 # Commands that live in their own modules: each exposes `register(subparsers)`, adding its
 # parser with `set_defaults(func=...)`; the function takes the parsed args, returns the exit code.
-COMMAND_MODULES: list[str] = ["nodegraph.lrfind_cli"]
+COMMAND_MODULES: list[str] = ["nodegraph.lrfind_cli", "nodegraph.export.command"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,9 +189,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     report = validate(graph)
     print(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
     width = max((len(n) for n in graph.nodes), default=4)
-    for node_id in report.order or list(graph.nodes):
+    try:
+        order = graph.topological_order()
+    except NodegraphError:
+        order = list(graph.nodes)
+    for node_id in order:
         node = graph.nodes[node_id]
-        spec = report.specs.get(node_id)
+        spec = graph.registry.get(node.type) if node.type in graph.registry else None
         outs = ", ".join(f"{p.name} {report.shape_text(node_id, p.name)}"
                          for p in (spec.outputs if spec else ())
                          if (node_id, p.name) in report.outputs)

@@ -68,12 +68,31 @@ class GraphModule(nn.Module):
             return self.run(self.full_plan, dict(values))
         return self.run(plan, values)
 
+    def module_of(self, node: str) -> nn.Module | None:
+        """The module a node runs (its owner's, for a node sharing weights)."""
+        step = self._steps.get(node)
+        return None if step is None else step[1]
+
     def block_state(self) -> dict[str, torch.Tensor]:
-        """Weights keyed `node.param` (node ids, not module paths), for safetensors."""
-        return {k.removeprefix("blocks."): v for k, v in self.state_dict().items()}
+        """Weights keyed `node.param` (node ids, not module paths), for safetensors; a tied
+        tensor appears once, under its first name."""
+        out, seen = {}, set()
+        for k, v in self.state_dict().items():
+            ident = (v.untyped_storage().data_ptr(), v.storage_offset(), tuple(v.shape))
+            if v.numel() and ident in seen:
+                continue
+            seen.add(ident)
+            out[k.removeprefix("blocks.")] = v
+        return out
 
     def load_block_state(self, state: dict[str, torch.Tensor], strict: bool = True) -> None:
-        self.load_state_dict({f"blocks.{k}": v for k, v in state.items()}, strict=strict)
+        expected = set(self.block_state())
+        missing = expected - set(state)
+        unexpected = set(state) - {k.removeprefix("blocks.") for k in self.state_dict()}
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"weights do not fit: missing {sorted(missing)[:5]}, "
+                               f"unexpected {sorted(unexpected)[:5]}")
+        self.load_state_dict({f"blocks.{k}": v for k, v in state.items()}, strict=False)
 
 
 @dataclass
@@ -112,6 +131,7 @@ class Compiled:
     metrics: list[MetricRun] = field(default_factory=list)
     loss_keys: dict[str, Key] = field(default_factory=dict)  # loss node -> its output
     eval_plan: tuple[Step, ...] = ()
+    exec_graph: Graph | None = None  # what runs: the graph with its groups expanded
 
     def parameter_count(self) -> int:
         seen = {id(p): p.numel() for p in self.module.parameters() if p.requires_grad}
@@ -143,26 +163,31 @@ def compile(graph: Graph, device: str | torch.device | None = None, seed: int | 
     Raises ValidationError listing every problem when the graph cannot run.
     """
     report = check(graph, for_training=for_training)
-    training = {**graph.training}
+    user_graph, graph = graph, report.flat.graph if report.flat else graph
+    shared = report.flat.shared if report.flat else {}
+    training = {**user_graph.training}
     dev = device if isinstance(device, torch.device) else resolve_device(
         device or training.get("device", "auto"))
     torch.manual_seed(training.get("seed", 0) if seed is None else seed)
 
-    blocks, steps = {}, {}
-    for node_id in report.order:
+    ops = [n for n in report.order if report.specs[n].kind == "op"]
+    blocks = {}
+    for node_id in ops:  # a node sharing another's weights gets no module of its own
+        if node_id not in shared:
+            inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(node_id)}
+            blocks[node_id] = report.specs[node_id].build(report.params[node_id], inputs)
+    steps = {}
+    for node_id in ops:
         spec = report.specs[node_id]
-        if spec.kind != "op":
-            continue
-        inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(node_id)}
-        blocks[node_id] = spec.build(report.params[node_id], inputs)
         in_keys = tuple(_source(graph, node_id, p.name) for p in spec.inputs)
-        steps[node_id] = (node_id, blocks[node_id], in_keys,
+        steps[node_id] = (node_id, blocks[shared.get(node_id, node_id)], in_keys,
                           tuple((node_id, p.name) for p in spec.outputs))
     _bind(blocks, report)
+    _tie(user_graph, steps)
     module = GraphModule(blocks, steps).to(dev)  # moves the blocks in place
 
     datasets = {nid: ds.to(dev) for nid, ds in report.datasets.items()}
-    compiled = Compiled(graph, report, module, dev, datasets)
+    compiled = Compiled(user_graph, report, module, dev, datasets, exec_graph=graph)
     compiled.loss_keys = {nid: (nid, p.name) for nid in report.order
                           for p in report.specs[nid].outputs if p.type == LOSS
                           if report.specs[nid].kind == "op"}
@@ -207,13 +232,13 @@ def _source(graph: Graph, node: str, port: str) -> Key | None:
 
 
 def _build_optimizers(compiled: Compiled, sinks: list[str]) -> None:
-    graph, report, module = compiled.graph, compiled.report, compiled.module
+    graph, report, module = compiled.exec_graph, compiled.report, compiled.module
     opt_nodes = [nid for nid in report.order if report.specs[nid].kind == "optimizer"]
     for i, nid in enumerate(opt_nodes):
         params = report.params[nid]
         loss_edge = graph.source_of(nid, "loss")
         upstream = graph.upstream([loss_edge.src])
-        scope = params.get("scope") or sorted(upstream)
+        scope = _members(report, params.get("scope")) or sorted(upstream)
         trainable = _parameters(module, scope)
         named = [(name, p) for name, p in _named(module) if any(p is t for t in trainable)]
         spec = report.specs[nid]
@@ -232,6 +257,38 @@ def _build_optimizers(compiled: Compiled, sinks: list[str]) -> None:
             run.schedule_node = sched_edge.src
             run.per_step = sparams.get("interval") == "step"
         compiled.optimizers.append(run)
+
+
+def _members(report: Report, nodes: list[str] | None) -> list[str]:
+    """Node ids as the flat graph knows them: a group instance stands for its inner nodes."""
+    if not nodes or report.flat is None:
+        return list(nodes or [])
+    return [m for n in nodes for m in (report.flat.members(n) or [n])]
+
+
+def _tie(graph: Graph, steps: dict[str, Step]) -> None:
+    """Make each tied parameter one Parameter object used by both blocks."""
+    for tie in graph.ties:
+        ends = [steps.get(tie.src), steps.get(tie.dst)]
+        if None in ends:
+            raise ValidationError([Problem(tie.dst, tie.dst_param, "bad_tie",
+                                           "ties join parameters of blocks with weights")])
+        src, dst = ends[0][1], ends[1][1]
+        source = dict(src.named_parameters()).get(tie.src_param)
+        target = dict(dst.named_parameters()).get(tie.dst_param)
+        if source is None or target is None:
+            missing = tie.src if source is None else tie.dst
+            name = tie.src_param if source is None else tie.dst_param
+            raise ValidationError([Problem(missing, name, "bad_tie", f"'{missing}' has no "
+                                           f"parameter '{name}'")])
+        if source.shape != target.shape:
+            raise ValidationError([Problem(tie.dst, tie.dst_param, "bad_tie", f"cannot tie "
+                                           f"{tie.dst}.{tie.dst_param} {tuple(target.shape)} "
+                                           f"to {tie.src}.{tie.src_param} "
+                                           f"{tuple(source.shape)}: shapes differ")])
+        owner, _, leaf = tie.dst_param.rpartition(".")
+        holder = dst.get_submodule(owner) if owner else dst
+        holder._parameters[leaf] = source
 
 
 def _built(node: str, spec, params: dict, target: Any):
@@ -254,7 +311,7 @@ def _parameters(module: GraphModule, nodes: Iterable[str]) -> list[nn.Parameter]
     """Trainable parameters of `nodes`, each once (shared weights are not stepped twice)."""
     seen, out = set(), []
     for nid in nodes:
-        block = module.blocks[nid] if nid in module.blocks else None
+        block = module.module_of(nid)
         for p in block.parameters() if block is not None else ():
             if p.requires_grad and id(p) not in seen:
                 seen.add(id(p))

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from nodegraph.errors import GraphFileError, Problem
-from nodegraph.graph import NODE_ID, Graph, Node
+from nodegraph.graph import NODE_ID, Graph, Node, Tie
+from nodegraph.groups import GroupDef
 from nodegraph.spec import Registry
 
 FORMAT = "nodegraph"
@@ -30,7 +31,7 @@ VERSION = 1
 # the format changes; old files then load through the chain.
 MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
 
-KNOWN_TOP = {"format", "version", "name", "nodes", "edges", "training", "ui"}
+KNOWN_TOP = {"format", "version", "name", "groups", "nodes", "edges", "ties", "training", "ui"}
 KNOWN_NODE = {"type", "params"}
 
 
@@ -66,8 +67,10 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
     graph = Graph(str(doc.get("name", Path(source).stem)), registry)
     problems = [Problem(None, None, "duplicate_key", f"key '{k}' appears twice; the last one "
                         "was kept", severity="warning") for k in duplicates]
+    _read_groups(graph, doc.get("groups", {}), problems)
     _read_nodes(graph, doc.get("nodes", {}), problems)
     _read_edges(graph, doc.get("edges", []), problems)
+    _read_ties(graph, doc.get("ties", []), problems)
     for key in ("training", "ui"):
         value = doc.get(key, {})
         if isinstance(value, dict):
@@ -158,6 +161,62 @@ def _read_edges(graph: Graph, edges: list, problems: list[Problem]) -> None:
             problems.append(Problem(dst, dst_port, "bad_entry", f"{e}; it was skipped"))
 
 
+def _read_groups(graph: Graph, groups: Any, problems: list[Problem]) -> None:
+    """Group definitions: a body of nodes and edges, and the ports that reach into it."""
+    if not isinstance(groups, dict):
+        problems.append(Problem(None, None, "bad_entry", "'groups' must be an object; ignored"))
+        return
+    for name in groups:  # declare all first: bodies may use each other
+        graph.groups[name] = GroupDef(name, Graph(name, graph.base_registry))
+    for name, entry in groups.items():
+        defn = graph.groups[name]
+        defn.body.groups = graph.groups
+        if not isinstance(entry, dict):
+            problems.append(Problem(None, None, "bad_entry", f"group '{name}' must be an object"))
+            continue
+        inner: list[Problem] = []
+        _read_nodes(defn.body, entry.get("nodes", {}), inner)
+        _read_edges(defn.body, entry.get("edges", []), inner)
+        problems += [Problem(p.node and f"{name}:{p.node}", p.port, p.kind,
+                             f"in group '{name}': {p.message}", p.hint, p.severity)
+                     for p in inner]
+        ports = entry.get("inputs", {}), entry.get("outputs", {})
+        if not all(isinstance(x, dict) for x in ports):
+            problems.append(Problem(None, None, "bad_entry", f"group '{name}': 'inputs' and "
+                                    "'outputs' must be objects"))
+            continue
+        for port, targets in ports[0].items():
+            refs = [targets] if targets and isinstance(targets[0], str) else targets
+            defn.inputs[port] = [tuple(r) for r in refs if _is_ref(r, defn.body)]
+            if len(defn.inputs[port]) != len(refs):
+                problems.append(Problem(None, None, "bad_entry", f"group '{name}': input "
+                                        f"'{port}' names a missing inner node"))
+        for port, ref in ports[1].items():
+            if _is_ref(ref, defn.body):
+                defn.outputs[port] = tuple(ref)
+            else:
+                problems.append(Problem(None, None, "bad_entry", f"group '{name}': output "
+                                        f"'{port}' names a missing inner node"))
+        defn.ui = entry.get("ui", {}) if isinstance(entry.get("ui", {}), dict) else {}
+
+
+def _is_ref(ref: Any, body: Graph) -> bool:
+    return (isinstance(ref, list | tuple) and len(ref) == 2 and all(isinstance(s, str)
+                                                                     for s in ref)
+            and ref[0] in body.nodes)
+
+
+def _read_ties(graph: Graph, ties: Any, problems: list[Problem]) -> None:
+    for entry in ties if isinstance(ties, list) else []:
+        ends = _edge_ends(entry)
+        if ends is None:
+            problems.append(Problem(None, None, "bad_entry", "a tie must look like "
+                                    '{"from": [node, param], "to": [node, param]}'))
+            continue
+        (src, src_param), (dst, dst_param) = ends
+        graph.ties.append(Tie(src, src_param, dst, dst_param))
+
+
 def _edge_ends(entry: Any) -> tuple[tuple[str, str], tuple[str, str]] | None:
     if not isinstance(entry, dict):
         return None
@@ -171,21 +230,36 @@ def _edge_ends(entry: Any) -> tuple[tuple[str, str], tuple[str, str]] | None:
 def to_document(graph: Graph) -> dict:
     """The graph as a JSON-ready dict (version 1)."""
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": graph.name}
-    doc["nodes"] = {n.id: {"type": n.type, "params": n.params, **n.extra}
-                    for n in graph.nodes.values()}
-    doc["edges"] = [{"from": [e.src, e.src_port], "to": [e.dst, e.dst_port]}
-                    for e in graph.edges]
+    if graph.groups:
+        doc["groups"] = {name: {**_body(d.body), "inputs": {p: [list(t) for t in ts]
+                                                             for p, ts in d.inputs.items()},
+                                "outputs": {p: list(r) for p, r in d.outputs.items()},
+                                **({"ui": d.ui} if d.ui else {})}
+                         for name, d in graph.groups.items()}
+    doc.update(_body(graph))
+    if graph.ties:
+        doc["ties"] = [{"from": [t.src, t.src_param], "to": [t.dst, t.dst_param]}
+                       for t in graph.ties]
     doc["training"] = graph.training
     doc["ui"] = graph.ui
     doc.update(graph.extra)
     return doc
 
 
+def _body(graph: Graph) -> dict[str, Any]:
+    return {"nodes": {n.id: {"type": n.type, "params": n.params, **n.extra}
+                      for n in graph.nodes.values()},
+            "edges": [{"from": [e.src, e.src_port], "to": [e.dst, e.dst_port]}
+                      for e in graph.edges]}
+
+
 def dumps(graph: Graph) -> str:
     """The file text: one line per node, per edge and per short list, so diffs read well."""
     doc = to_document(graph)
     lines = {"nodes": lambda v: _pretty(v, 1, inline_depth=1),
-             "edges": lambda v: _pretty(v, 1, inline_depth=1)}
+             "edges": lambda v: _pretty(v, 1, inline_depth=1),
+             "ties": lambda v: _pretty(v, 1, inline_depth=1),
+             "groups": lambda v: _pretty(v, 1, inline_depth=3)}
     parts = [f"  {_one(k)}: {lines.get(k, lambda v: _pretty(v, 1))(v)}" for k, v in doc.items()]
     return "{\n" + ",\n".join(parts) + "\n}\n"
 

@@ -21,6 +21,7 @@ import networkx as nx
 
 from nodegraph.errors import GraphError, ParamError, Problem
 from nodegraph.events import Emitter
+from nodegraph.groups import GroupDef, GroupRegistry
 from nodegraph.spec import Registry, default_registry
 from nodegraph.types import why_incompatible
 
@@ -61,6 +62,17 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class Tie:
+    """One parameter used by two blocks: `dst`'s `dst_param` is `src`'s `src_param`
+    (an LM head reusing the embedding matrix)."""
+
+    src: str
+    src_param: str
+    dst: str
+    dst_param: str
+
+
+@dataclass(frozen=True)
 class GraphChanged:
     """What changed: kind is node_added, node_removed, node_renamed, edge_added,
     edge_removed, param_changed, training_changed or name_changed."""
@@ -77,7 +89,9 @@ class Graph:
 
     def __init__(self, name: str = "untitled", registry: Registry | None = None):
         self.name = name
-        self.registry = registry if registry is not None else default_registry()
+        self.base_registry = registry if registry is not None else default_registry()
+        self.groups: dict[str, GroupDef] = {}  # subgraphs by name, used as `group.NAME`
+        self.ties: list[Tie] = []  # parameters shared between two different blocks
         self.nodes: dict[str, Node] = {}
         self.edges: list[Edge] = []
         self.training: dict[str, Any] = {}
@@ -85,6 +99,13 @@ class Graph:
         self.extra: dict[str, Any] = {}  # unknown top-level file keys, round-tripped
         self.load_problems: list[Problem] = []  # what the file loader could not place
         self.events = Emitter()
+
+    @property
+    def registry(self) -> Registry | GroupRegistry:
+        """The block types this graph may use: the registry plus its own groups."""
+        if not self.groups:
+            return self.base_registry
+        return GroupRegistry(self.base_registry, self.groups)
 
     # -- queries -------------------------------------------------------------------------
 
@@ -242,6 +263,10 @@ class Graph:
             scope = n.params.get("scope")
             if isinstance(scope, list) and old in scope:
                 n.params["scope"] = [new if s == old else s for s in scope]
+            if n.params.get("share") == old:
+                n.params["share"] = new
+        self.ties = [Tie(new if t.src == old else t.src, t.src_param,
+                         new if t.dst == old else t.dst, t.dst_param) for t in self.ties]
         positions = self.ui.get("positions")
         if isinstance(positions, dict) and old in positions:
             positions[new] = positions.pop(old)
@@ -268,7 +293,13 @@ class Graph:
 
     def copy(self) -> Graph:
         """An independent copy with no listeners."""
-        g = Graph(self.name, self.registry)
+        g = Graph(self.name, self.base_registry)
+        g.groups = {k: GroupDef(v.name, v.body.copy(), copy.deepcopy(v.inputs),
+                                copy.deepcopy(v.outputs), copy.deepcopy(v.ui))
+                    for k, v in self.groups.items()}
+        for defn in g.groups.values():
+            defn.body.groups = g.groups  # nested groups resolve against the same set
+        g.ties = list(self.ties)
         g.nodes = {k: copy.deepcopy(v) for k, v in self.nodes.items()}
         g.edges = list(self.edges)
         g.training = copy.deepcopy(self.training)

@@ -43,7 +43,7 @@ from typing import Any
 from nodegraph.errors import NodegraphError, ParamError
 from nodegraph.types import LOSS, SCHEDULE, TENSOR, PortType
 
-KINDS = ("op", "data", "metric", "optimizer", "schedule")
+KINDS = ("op", "data", "metric", "optimizer", "schedule", "group")
 BLOCK_ID = re.compile(r"^[a-z][a-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 

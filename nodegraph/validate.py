@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from nodegraph import settings
+from nodegraph import groups, settings
 from nodegraph.dataset import Dataset
-from nodegraph.errors import NodegraphError, PortError, Problem, ValidationError
+from nodegraph.errors import GraphError, NodegraphError, PortError, Problem, ValidationError
 from nodegraph.graph import Graph
 from nodegraph.spec import BlockSpec, Params
 from nodegraph.types import why_incompatible
@@ -45,6 +45,7 @@ class Report:
     datasets: dict[str, Dataset] = field(default_factory=dict)
     batch_size: int | None = None
     seconds: float = 0.0
+    flat: groups.Flat | None = None  # the expanded graph, when the graph has groups
 
     @property
     def ok(self) -> bool:
@@ -77,10 +78,29 @@ class Report:
 
 
 def validate(graph: Graph, for_training: bool = False) -> Report:
-    """Check `graph` and infer its shapes; `for_training` also demands data and an optimizer."""
+    """Check `graph` and infer its shapes; `for_training` also demands data and an optimizer.
+
+    A graph with groups is checked in its flattened form (`report.flat`), and the problems,
+    shapes and parameter counts are reported back on the group instances.
+    """
     start = time.perf_counter()
+    if groups.has_groups(graph):
+        try:
+            flat = groups.flatten(graph)
+        except GraphError as e:
+            return Report([Problem(None, None, "bad_group", str(e))])
+        report = _validate(flat.graph, for_training, graph.load_problems)
+        _report_on_instances(report, flat)
+    else:
+        report = _validate(graph, for_training, graph.load_problems)
+    _check_ties(graph, report)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _validate(graph: Graph, for_training: bool, load_problems: list[Problem]) -> Report:
     report = Report()
-    report.problems += [p for p in graph.load_problems if p.kind in _LOAD_ONLY]
+    report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
     report.problems += settings.resolve(graph.training)[1]
     _check_nodes(graph, report)
     _check_edges(graph, report)
@@ -96,8 +116,40 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
         _check_optimizers(graph, report)
         if for_training:
             _check_trainable(graph, report)
-    report.seconds = time.perf_counter() - start
     return report
+
+
+def _report_on_instances(report: Report, flat: groups.Flat) -> None:
+    """Problems, output shapes and parameter counts of inner nodes, told on their instance."""
+    report.flat = flat
+    problems = []
+    for p in report.problems:
+        origin = flat.origin.get(p.node, p.node)
+        if origin != p.node:
+            inner = p.node[len(origin) + len(groups.SEP):].replace(groups.SEP, "/")
+            p = Problem(origin, p.port, p.kind, f"inside, at '{inner}': {p.message}", p.hint,
+                        p.severity)
+        problems.append(p)
+    report.problems = problems
+    for ref in flat.outputs:
+        source = groups._resolve_out(flat, ref)
+        if source in report.outputs and ref[0] in flat.origin.values():
+            report.outputs[ref] = report.outputs[source]
+    counts: dict[str, int] = {}
+    for fid, count in report.param_counts.items():
+        if fid not in flat.shared:  # a shared weight is counted at its owner only
+            origin = flat.origin.get(fid, fid)
+            counts[origin] = counts.get(origin, 0) + count
+    report.param_counts = counts
+
+
+def _check_ties(graph: Graph, report: Report) -> None:
+    known = set(report.specs) | set(graph.nodes)
+    for tie in graph.ties:
+        for node in (tie.src, tie.dst):
+            if node not in known:
+                report.problems.append(Problem(node, None, "bad_tie", f"a tie names node "
+                                               f"'{node}', which does not exist"))
 
 
 def check(graph: Graph, for_training: bool = False) -> Report:

@@ -1,0 +1,268 @@
+"""Groups: a set of nodes saved under a name, used as one block — and sharing weights.
+
+A group definition holds a body (nodes and wires, itself a `Graph`) and names its ports:
+each group input feeds one or more inner inputs, each group output is one inner output. A
+node of type ``group.NAME`` is an instance; its `share` param names another instance of the
+same group whose weights it uses (a GAN discriminator applied to real and to fake images, a
+Siamese pair); without it every instance has weights of its own (stacked transformer
+blocks). Groups nest.
+
+Execution flattens: each instance's inner nodes become nodes ``INSTANCE__INNER`` of one flat
+graph, wires rerouted through the ports, and a sharing instance's nodes point at the owner's
+nodes so compile gives them the same module. Validation runs on the flat graph and reports
+problems and shapes back on the instance. The editor opens a group's body like a graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodegraph.errors import GraphError
+from nodegraph.spec import BlockSpec, Param, Port, Registry, UnknownBlockError
+from nodegraph.types import TENSOR
+
+PREFIX = "group."
+SEP = "__"
+MAX_DEPTH = 16
+
+
+@dataclass
+class GroupDef:
+    """A named subgraph with ports."""
+
+    name: str
+    body: Any  # a Graph (not imported here: graph.py imports this module)
+    inputs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    outputs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    ui: dict[str, Any] = field(default_factory=dict)
+
+
+def is_group(block_type: str) -> bool:
+    return block_type.startswith(PREFIX)
+
+
+def group_spec(defn: GroupDef, registry: Registry) -> BlockSpec:
+    """The block declaration of a group: its ports typed as the inner ports they stand for."""
+    def inner_type(node: str, port: str, outputs: bool):
+        inner = defn.body.nodes.get(node)
+        if inner is None or inner.type not in registry:
+            return TENSOR
+        spec = registry.get(inner.type)
+        p = spec.output(port) if outputs else spec.input(port)
+        return p.type if p is not None else TENSOR
+
+    inputs = tuple(Port(name, inner_type(*targets[0], False) if targets else TENSOR,
+                        f"feeds {', '.join(f'{n}.{p}' for n, p in targets)}")
+                   for name, targets in defn.inputs.items())
+    outputs = tuple(Port(name, inner_type(*src, True), f"is {src[0]}.{src[1]}")
+                    for name, src in defn.outputs.items())
+    return BlockSpec(id=PREFIX + defn.name, kind="group", doc=f"The group '{defn.name}': "
+                     f"{len(defn.body.nodes)} nodes used as one block.", build=_not_built,
+                     inputs=inputs, outputs=outputs,
+                     params=(Param("share", "str", "", "another instance of this group whose "
+                                   "weights this one uses; empty: weights of its own"),),
+                     category="groups")
+
+
+def _not_built(*_: Any) -> Any:
+    raise GraphError("groups are flattened before they are built")
+
+
+class GroupRegistry:
+    """The base registry plus the group definitions of one graph, read-only."""
+
+    def __init__(self, base: Registry, groups: dict[str, GroupDef]):
+        self.base, self.groups = base, groups
+
+    def canonical(self, block_id: str) -> str:
+        return block_id if is_group(block_id) else self.base.canonical(block_id)
+
+    def __contains__(self, block_id: str) -> bool:
+        if is_group(block_id):
+            return block_id[len(PREFIX):] in self.groups
+        return block_id in self.base
+
+    def get(self, block_id: str) -> BlockSpec:
+        if is_group(block_id):
+            defn = self.groups.get(block_id[len(PREFIX):])
+            if defn is None:
+                raise UnknownBlockError(f"unknown group '{block_id}' (groups: "
+                                        f"{', '.join(self.groups) or 'none'})")
+            return group_spec(defn, self)
+        return self.base.get(block_id)
+
+    def __iter__(self) -> Iterator[BlockSpec]:
+        yield from self.base
+        for defn in self.groups.values():
+            yield group_spec(defn, self)
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.groups)
+
+    def categories(self) -> dict[str, list[BlockSpec]]:
+        out: dict[str, list[BlockSpec]] = {}
+        for spec in self:
+            out.setdefault(spec.category, []).append(spec)
+        return out
+
+
+@dataclass
+class Flat:
+    """A graph with its groups expanded, and how to map back."""
+
+    graph: Any
+    origin: dict[str, str] = field(default_factory=dict)  # flat id -> top-level node id
+    shared: dict[str, str] = field(default_factory=dict)  # flat id -> flat id of the owner
+    inputs: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    outputs: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+
+    def members(self, instance: str) -> list[str]:
+        """The flat node ids that make up a top-level node (itself, when not a group)."""
+        return [f for f, o in self.origin.items() if o == instance]
+
+
+def has_groups(graph) -> bool:
+    return any(is_group(n.type) for n in graph)
+
+
+def flatten(graph) -> Flat:
+    """Expand every group instance, recursively; wires go through the group's ports."""
+    from nodegraph.graph import Edge, Graph, Node
+
+    flat = Flat(Graph(graph.name, graph.base_registry))
+    flat.graph.training = graph.training
+    instances: dict[str, str] = {}  # instance flat id -> group name
+
+    def expand(g, prefix: str, top: str | None, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise GraphError(f"groups nest deeper than {MAX_DEPTH} levels (a group inside "
+                             "itself?)")
+        for node in g:
+            fid = prefix + node.id
+            origin = top or node.id
+            if is_group(node.type):
+                name = node.type[len(PREFIX):]
+                defn = graph.groups.get(name)
+                if defn is None:  # left for validation to report as an unknown block
+                    flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
+                    flat.origin[fid] = origin
+                    continue
+                instances[fid] = name
+                expand(defn.body, fid + SEP, origin, depth + 1)
+                flat.inputs[(fid, "")] = []
+                for port, targets in defn.inputs.items():
+                    flat.inputs[(fid, port)] = [(fid + SEP + n, p) for n, p in targets]
+                for port, (n, p) in defn.outputs.items():
+                    flat.outputs[(fid, port)] = (fid + SEP + n, p)
+                share = node.params.get("share")
+                if share:
+                    _share(flat, fid, prefix + share, name, instances, defn.body)
+            else:
+                flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
+                flat.origin[fid] = origin
+        for e in g.edges:
+            sources = [_resolve_out(flat, (prefix + e.src, e.src_port))]
+            for dst in _resolve_in(flat, (prefix + e.dst, e.dst_port)):
+                for src in sources:
+                    edge = Edge(src[0], src[1], dst[0], dst[1])
+                    if edge not in flat.graph.edges:
+                        flat.graph.edges.append(edge)
+
+    expand(graph, "", None, 0)
+    for sharer, owner in list(flat.shared.items()):
+        while owner in flat.shared:  # a chain of shares ends at the real owner
+            owner = flat.shared[owner]
+        flat.shared[sharer] = owner
+    return flat
+
+
+def _share(flat: Flat, fid: str, owner: str, name: str, instances: dict[str, str],
+           body) -> None:
+    if instances.get(owner) != name:
+        raise GraphError(f"'{fid.split(SEP)[-1]}' shares weights with '{owner.split(SEP)[-1]}'"
+                         f", which is not an instance of group '{name}' defined before it")
+    for inner in body.nodes:
+        flat.shared[fid + SEP + inner] = owner + SEP + inner
+
+
+def _resolve_out(flat: Flat, ref: tuple[str, str]) -> tuple[str, str]:
+    while ref in flat.outputs:
+        ref = flat.outputs[ref]
+    return ref
+
+
+def _resolve_in(flat: Flat, ref: tuple[str, str]) -> list[tuple[str, str]]:
+    if ref not in flat.inputs:
+        return [ref]
+    return [r for target in flat.inputs[ref] for r in _resolve_in(flat, target)]
+
+
+def make_group(graph, node_ids: list[str], name: str, instance: str | None = None) -> str:
+    """Move `node_ids` into a new group `name` and put one instance in their place.
+
+    Wires crossing the selection become the group's ports (named after the inner port,
+    made unique), and so do the outputs of selected nodes that feed nothing yet; returns the
+    instance's id. Positions of the moved nodes go with them.
+    """
+    from nodegraph.graph import Graph
+
+    if name in graph.groups:
+        raise GraphError(f"a group named '{name}' already exists")
+    chosen = set(node_ids)
+    missing = chosen - set(graph.nodes)
+    if missing:
+        raise GraphError(f"no nodes {sorted(missing)} to group")
+    body = Graph(name, graph.base_registry)
+    for nid in node_ids:
+        body.add_node(graph.nodes[nid], strict=False)
+    inputs: dict[str, list[tuple[str, str]]] = {}
+    outputs: dict[str, tuple[str, str]] = {}
+    incoming, outgoing = [], []
+    for e in graph.edges:
+        if e.src in chosen and e.dst in chosen:
+            body.edges.append(e)
+        elif e.dst in chosen:
+            incoming.append(e)
+        elif e.src in chosen:
+            outgoing.append(e)
+    by_source: dict[tuple[str, str], str] = {}
+    for e in incoming:  # one group input per outside source, feeding every inner target
+        port = by_source.get(e.source)
+        if port is None:
+            port = _unique(e.dst_port, inputs)
+            by_source[e.source] = port
+            inputs[port] = []
+        inputs[port].append(e.target)
+    out_port: dict[tuple[str, str], str] = {}
+    sinks = [(nid, p.name) for nid in node_ids if not graph.edges_from(nid)
+             and graph.nodes[nid].type in graph.registry
+             for p in graph.registry.get(graph.nodes[nid].type).outputs]
+    for source in [e.source for e in outgoing] + sinks:  # wired outputs, then loose ends
+        if source not in out_port:
+            out_port[source] = _unique(source[1], outputs)
+            outputs[out_port[source]] = source
+    positions = graph.ui.get("positions", {})
+    body.ui = {"positions": {n: positions[n] for n in node_ids if n in positions}}
+    graph.groups[name] = GroupDef(name, body, inputs, outputs)
+    instance = instance or graph.new_id(name)
+    centre = [sum(positions[n][i] for n in node_ids if n in positions) /
+              max(1, sum(1 for n in node_ids if n in positions)) for i in (0, 1)]
+    for nid in node_ids:
+        graph.remove(nid)
+    graph.add(PREFIX + name, id=instance)
+    if positions:
+        graph.ui.setdefault("positions", {})[instance] = centre
+    for source, port in by_source.items():
+        graph.connect(source, (instance, port))
+    for e in outgoing:
+        graph.connect((instance, out_port[e.source]), e.target)
+    return instance
+
+
+def _unique(base: str, taken: dict) -> str:
+    name, i = base, 2
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    return name

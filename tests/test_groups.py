@@ -1,0 +1,172 @@
+"""Groups: subgraphs used as blocks, nested, instanced with own or shared weights; ties."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import nodegraph
+from nodegraph import fileformat
+from nodegraph.errors import GraphError
+from nodegraph.graph import Graph, Tie
+from nodegraph.groups import flatten, make_group
+
+
+def history(result):
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in result.history]
+
+
+def test_grouping_nodes_keeps_the_model_and_its_training():
+    plain = nodegraph.load("examples/xor.json")
+    grouped = plain.copy()
+    instance = make_group(grouped, ["hidden", "act", "out"], "mlp")
+    assert grouped.node(instance).type == "group.mlp"
+    assert set(grouped.groups["mlp"].inputs) == {"input"}
+    assert set(grouped.groups["mlp"].outputs) == {"output"}
+    report = nodegraph.validate(grouped, for_training=True)
+    assert report.ok, report.problems
+    assert report.param_counts[instance] == 17
+    assert report.shape_text(instance, "output") == "(N, 1)"
+    a, b = nodegraph.train(plain, epochs=30), nodegraph.train(grouped, epochs=30)
+    assert history(a) == history(b)
+
+
+def test_groups_save_load_and_train_identically(tmp_path):
+    g = nodegraph.load("examples/xor.json")
+    make_group(g, ["hidden", "act"], "layer")
+    path = tmp_path / "grouped.json"
+    fileformat.save(g, path)
+    again = fileformat.load(path)
+    assert again.load_problems == []
+    assert fileformat.dumps(again) == fileformat.dumps(g)
+    assert history(nodegraph.train(g, epochs=10)) == history(nodegraph.train(again, epochs=10))
+
+
+def siamese(share: bool) -> Graph:
+    """Two encoders on x and 2x, summed: with `share` they are one set of weights."""
+    g = Graph("siamese")
+    g.add("data.Moons", id="data", n=64)
+    g.add("layers.Scale", id="twice", scale=2.0, learnable=False)
+    g.add("layers.Linear", id="fc", out_features=8)
+    g.add("activations.Tanh", id="act")
+    g.connect(("data", "x"), ("fc", "input"))
+    g.connect(("fc", "output"), ("act", "input"))
+    make_group(g, ["fc", "act"], "enc", instance="enc_a")  # its ports: input, output
+    g.add("group.enc", id="enc_b", **({"share": "enc_a"} if share else {}))
+    g.add("layers.Add", id="sum")
+    g.add("layers.Linear", id="head", out_features=2)
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.Adam", id="opt", lr=0.01)
+    g.connect(("data", "x"), ("twice", "input"))
+    g.connect(("twice", "output"), ("enc_b", "input"))
+    g.connect(("enc_a", "output"), ("sum", "a"))
+    g.connect(("enc_b", "output"), ("sum", "b"))
+    g.connect(("sum", "output"), ("head", "input"))
+    g.connect(("head", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    return g
+
+
+def test_shared_instances_use_one_set_of_weights():
+    g = siamese(share=True)
+    report = nodegraph.validate(g, for_training=True)
+    assert report.ok, report.problems
+    assert report.param_counts["enc_a"] == 2 * 8 + 8 and report.param_counts.get("enc_b", 0) == 0
+    result = nodegraph.train(g, epochs=3)
+    module = result.module
+    assert module.module_of("enc_a__fc") is module.module_of("enc_b__fc")
+    assert result.compiled.parameter_count() == 24 + 8 * 2 + 2
+    assert "enc_b__fc.weight" not in module.block_state()
+    # the shared weight learns from both uses: its gradient is the sum of both paths
+    x = torch.randn(5, 2)
+    fc = module.module_of("enc_a__fc")
+    fc.zero_grad()
+    out = torch.tanh(fc(x)) + torch.tanh(fc(2 * x))
+    out.sum().backward()
+    both = fc.weight.grad.clone()
+    fc.zero_grad()
+    torch.tanh(fc(x)).sum().backward()
+    assert not torch.allclose(both, fc.weight.grad)
+
+
+def test_unshared_instances_have_their_own_weights():
+    g = siamese(share=False)
+    report = nodegraph.validate(g)
+    assert report.param_counts["enc_a"] == report.param_counts["enc_b"] == 24
+    module = nodegraph.compile(g).module
+    a, b = module.module_of("enc_a__fc"), module.module_of("enc_b__fc")
+    assert a is not b and not torch.equal(a.weight, b.weight)
+
+
+def test_sharing_with_a_non_instance_is_refused():
+    g = siamese(share=True)
+    g.node("enc_b").params["share"] = "head"
+    (p,) = nodegraph.validate(g).problems
+    assert p.kind == "bad_group" and "not an instance of group 'enc'" in p.message
+
+
+def test_groups_nest_and_problems_point_into_them():
+    g = nodegraph.load("examples/xor.json")
+    make_group(g, ["hidden", "act"], "inner")
+    make_group(g, ["inner", "out"], "outer", instance="net")
+    flat = flatten(g)
+    assert {"net__inner__hidden", "net__inner__act", "net__out"} <= set(flat.graph.nodes)
+    assert nodegraph.validate(g, for_training=True).ok
+    g.groups["inner"].body.node("hidden").params["out_features"] = "four"
+    (p,) = nodegraph.validate(g).problems
+    assert p.node == "net" and "inside, at 'inner/hidden'" in p.message
+    assert p.kind == "bad_param"
+
+
+def test_a_group_inside_itself_is_an_error():
+    g = nodegraph.load("examples/xor.json")
+    make_group(g, ["act"], "loop")
+    g.groups["loop"].body.add_node(nodegraph.Node("again", "group.loop"), strict=False)
+    (p,) = nodegraph.validate(g).problems
+    assert p.kind == "bad_group" and "nest deeper" in p.message
+
+
+def tied() -> Graph:
+    g = Graph("tied")
+    g.add("data.NoisyLine", id="data")
+    g.add("layers.Linear", id="up", out_features=1, bias=False)
+    g.add("layers.Linear", id="again", out_features=1, bias=False)
+    g.add("losses.MSE", id="loss")
+    g.add("optimizers.SGD", id="opt", lr=0.05)
+    g.connect(("data", "x"), ("up", "input"))
+    g.connect(("up", "output"), ("again", "input"))
+    g.connect(("again", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    g.ties.append(Tie("up", "weight", "again", "weight"))
+    return g
+
+
+def test_tied_parameters_are_one_parameter_and_survive_save_and_resume(tmp_path):
+    g = tied()
+    again = fileformat.loads(fileformat.dumps(g))
+    assert again.ties == g.ties
+    result = nodegraph.train(g, epochs=3, checkpoint_dir=tmp_path)
+    m = result.module
+    assert m.blocks["up"].weight is m.blocks["again"].weight
+    assert list(m.block_state()) == ["up.weight"]
+    assert result.compiled.parameter_count() == 1
+    resumed = nodegraph.train(tied(), epochs=4, checkpoint_dir=tmp_path, resume=True)
+    assert len(resumed.history) == 4
+
+
+def test_bad_ties_are_reported():
+    g = tied()
+    g.ties[0] = Tie("up", "weight", "ghost", "weight")
+    assert [p.kind for p in nodegraph.validate(g).problems] == ["bad_tie"]
+    g.ties[0] = Tie("up", "bias", "again", "weight")
+    with pytest.raises(nodegraph.ValidationError, match="'up' has no parameter 'bias'"):
+        nodegraph.compile(g)
+
+
+def test_make_group_refuses_a_taken_name():
+    g = nodegraph.load("examples/xor.json")
+    make_group(g, ["act"], "g1")
+    with pytest.raises(GraphError, match="already exists"):
+        make_group(g, ["hidden"], "g1")
