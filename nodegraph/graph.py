@@ -293,19 +293,24 @@ class Graph:
 
     def copy(self) -> Graph:
         """An independent copy with no listeners."""
-        g = Graph(self.name, self.base_registry)
-        g.groups = {k: GroupDef(v.name, v.body.copy(), copy.deepcopy(v.inputs),
+        g = self._copy_body()
+        g.groups = {k: GroupDef(v.name, v.body._copy_body(), copy.deepcopy(v.inputs),
                                 copy.deepcopy(v.outputs), copy.deepcopy(v.ui))
                     for k, v in self.groups.items()}
         for defn in g.groups.values():
             defn.body.groups = g.groups  # nested groups resolve against the same set
+        g.load_problems = list(self.load_problems)
+        return g
+
+    def _copy_body(self) -> Graph:
+        """Nodes, wires, settings and UI data, without the group definitions."""
+        g = Graph(self.name, self.base_registry)
         g.ties = list(self.ties)
         g.nodes = {k: copy.deepcopy(v) for k, v in self.nodes.items()}
         g.edges = list(self.edges)
         g.training = copy.deepcopy(self.training)
         g.ui = copy.deepcopy(self.ui)
         g.extra = copy.deepcopy(self.extra)
-        g.load_problems = list(self.load_problems)
         return g
 
     # -- checks used by strict edits -----------------------------------------------------

@@ -170,3 +170,12 @@ def test_make_group_refuses_a_taken_name():
     make_group(g, ["act"], "g1")
     with pytest.raises(GraphError, match="already exists"):
         make_group(g, ["hidden"], "g1")
+
+
+def test_a_copy_of_a_grouped_graph_is_independent():
+    g = nodegraph.load("examples/xor.json")
+    make_group(g, ["hidden", "act"], "layer")
+    h = g.copy()
+    h.groups["layer"].body.set_param("hidden", "out_features", 9)
+    assert g.groups["layer"].body.node("hidden").params["out_features"] == 4
+    assert h.groups["layer"].body.groups is h.groups
