@@ -33,6 +33,7 @@ from torch import nn
 from nodegraph.errors import PortError
 from nodegraph.spec import Port, block, bool_param, choice_param, float_param, int_param
 from nodes._shapes import fmt, need_ndim
+from nodes.generative import sinusoidal
 from nodes.layers import init_values
 
 # -- the attention computation -----------------------------------------------------------
@@ -244,23 +245,17 @@ class DecoderLayer(_FeedForward):
 # -- positions and tokens ----------------------------------------------------------------
 
 
-def sinusoidal_table(length: int, dim: int, base: float = 10000.0,
-                     device: torch.device | None = None) -> torch.Tensor:
-    """p[t, 2i] = sin(t / base^(2i/D)), p[t, 2i+1] = cos(t / base^(2i/D)) (notes 17.5)."""
-    t = torch.arange(length, dtype=torch.float32, device=device)[:, None]
-    two_i = torch.arange(0, dim, 2, dtype=torch.float32, device=device)
-    angles = t / base ** (two_i / dim)
-    table = torch.stack([angles.sin(), angles.cos()], -1).flatten(-2)  # sin, cos interleaved
-    return table[:, :dim]
-
-
 class SinusoidalPositions(nn.Module):
+    """x + p[:L] with p[t, 2i] = sin(t / base^(2i/D)), p[t, 2i+1] = cos(t / base^(2i/D)), the
+    notes' 17.5 (the same code as a diffusion model's timestep embedding)."""
+
     def __init__(self, base: float):
         super().__init__()
         self.base = base
 
     def forward(self, x):
-        return x + sinusoidal_table(x.shape[1], x.shape[2], self.base, x.device).to(x.dtype)
+        t = torch.arange(x.shape[1], device=x.device)
+        return x + sinusoidal(t, x.shape[2], self.base).to(x.dtype)
 
 
 class LearnedPositions(nn.Module):
@@ -406,7 +401,10 @@ def _decoder(p, x):
 
 
 def _sinusoidal(p, x):
-    need_tokens(x, "input")
+    width = need_tokens(x, "input").shape[-1]
+    if width % 2:
+        raise PortError("input", f"has {width} features, but the code comes in (sin, cos) "
+                        "pairs and needs an even width", "make the embedding width even")
     return SinusoidalPositions(p.base)
 
 

@@ -225,8 +225,8 @@ def test_sinusoidal_encoding_follows_the_formula_and_shifts_by_rotation():
     assert close(p[t + k, 1::2], cos_t * c - sin_t * s, 1e-4)
     y = torch.randn(2, 50, 6)
     assert close(run_op("attention.SinusoidalPositionalEncoding", {"input": y}), y + p)
-    odd = run_op("attention.SinusoidalPositionalEncoding", {"input": torch.zeros(1, 4, 5)})
-    assert odd.shape == (1, 4, 5)
+    e = port_error("attention.SinusoidalPositionalEncoding", {"input": torch.zeros(1, 4, 5)})
+    assert "even" in str(e)
 
 
 def test_learned_positions_add_a_row_per_position():
@@ -293,6 +293,11 @@ def test_shape_errors_name_the_port_and_the_fix():
     e = port_error("attention.TransformerDecoderBlock",
                    {"input": Q, "memory": torch.zeros(N, S, D + 2)}, nhead=2)
     assert e.port == "memory"
+    e = port_error("attention.MultiHeadCrossAttention",
+                   {"query": Q, "memory": torch.zeros(N + 1, S, D)}, num_heads=2)
+    assert e.port == "memory" and "batch" in str(e)
+    assert port_error("attention.LMHead", {"input": torch.zeros(N, D)}, vocab_size=5).port \
+        == "input"
 
 
 def test_a_small_vision_transformer_validates_and_learns_digits():

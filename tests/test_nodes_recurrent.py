@@ -233,6 +233,14 @@ def test_a_flat_input_asks_for_a_reshape_and_token_ids_for_an_embedding():
         build("recurrent.Highway", {"input": torch.zeros(N, dtype=torch.long)})
 
 
+@pytest.mark.parametrize("name, params", [("RNN", {}), ("RNN", {"residual": True}),
+                                          ("LSTM", {"convention": "notes"}), ("GRU", {})])
+def test_meta_inputs_get_the_real_shapes_without_running_the_loop(name, params):
+    m = block(f"recurrent.{name}", bidirectional=True, **params)
+    real, meta = m(X), m(X.to("meta"))
+    assert [t.shape for t in meta] == [t.shape for t in real] and meta[0].is_meta
+
+
 def test_validation_infers_output_and_last_widths():
     import nodegraph
 
