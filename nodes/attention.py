@@ -109,7 +109,7 @@ class MultiHeadAttention(nn.Module):
 
     Q = query W_Qᵀ + b_Q (likewise K, V), split into `num_heads` heads of embed_dim /
     num_heads, softmax(Q_h K_hᵀ / √d_h) V_h per head, the heads concatenated and projected by
-    `out_proj` (the notes' 17.3). Keys of another width than the queries (kdim) get their
+    `out_proj` (the notes' 17.4). Keys of another width than the queries (kdim) get their
     own projection matrices, as in torch.
     """
 
@@ -117,8 +117,8 @@ class MultiHeadAttention(nn.Module):
                  bias: bool = True, dropout: float = 0.0, causal: bool = False):
         super().__init__()
         kdim = kdim or embed_dim
-        self.embed_dim, self.num_heads, self.dropout, self.causal = (embed_dim, num_heads,
-                                                                     dropout, causal)
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.dropout, self.causal = dropout, causal
         self.same_dim = kdim == embed_dim
         if self.same_dim:
             self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
@@ -247,7 +247,7 @@ class DecoderLayer(_FeedForward):
 
 class SinusoidalPositions(nn.Module):
     """x + p[:L] with p[t, 2i] = sin(t / base^(2i/D)), p[t, 2i+1] = cos(t / base^(2i/D)), the
-    notes' 17.5 (the same code as a diffusion model's timestep embedding)."""
+    notes' 17.6 (the same code as a diffusion model's timestep embedding)."""
 
     def __init__(self, base: float):
         super().__init__()
@@ -493,14 +493,14 @@ def attention_op(name: str, doc: str, score: str, keywords: tuple[str, ...]):
 BLOCKS = [
     attention_op("DotProduct",
         "Dot-product attention softmax(q·k / temperature) v, with no weights.\n\n"
-        "The notes' first attention (17.1): each query takes a weighted average of the "
+        "The notes' first attention (17.2): each query takes a weighted average of the "
         "values, weighted by how well it matches each key. Wire the same tensor into all "
         "three ports for plain self-attention.", "dot",
         ("attention", "softmax", "alignment", "luong")),
     attention_op("ScaledDotProduct",
         "Scaled dot-product attention softmax(q·k / (√d · temperature)) v.\n\n"
         "Dividing by √d keeps the scores' spread independent of the width d, so the "
-        "softmax does not saturate (notes 17.2); the core of every Transformer.", "scaled",
+        "softmax does not saturate (notes 17.3); the core of every Transformer.", "scaled",
         ("attention", "transformer", "sdpa", "qkv")),
     attention_op("Cosine",
         "Cosine attention softmax(cos(q, k) / temperature) v.\n\n"
@@ -511,14 +511,14 @@ BLOCKS = [
           "Multi-head self-attention: every position attends to every other.\n\n"
           "Q, K and V are learned projections of the input, split into heads that attend "
           "separately; the heads' outputs are concatenated and projected back (notes "
-          "17.3). embed_dim is inferred; `causal` hides the future.",
+          "17.4). embed_dim is inferred; `causal` hides the future.",
           _self_attention, inputs=[Port("input", doc="a sequence (N, L, embed_dim)"), PADDING],
           outputs=[Port("output", doc="(N, L, embed_dim)"), HEAD_WEIGHTS],
           params=[*MHA_PARAMS, CAUSAL],
           keywords=("attention", "transformer", "mhsa", "heads", "self-attention")),
     block("attention.MultiHeadCrossAttention", "op",
           "Multi-head cross-attention: queries from one sequence, keys and values from "
-          "another.\n\nThe decoder's look at the encoder (notes 17.6): `query` comes from "
+          "another.\n\nThe decoder's look at the encoder (notes 17.10): `query` comes from "
           "the decoder, `memory` (the encoder's output, any width) gives keys and values.",
           _cross_attention,
           inputs=[Port("query", doc="the attending sequence (N, L, embed_dim)"),
@@ -556,7 +556,7 @@ BLOCKS = [
           "Adds the fixed sinusoidal position code: sin / cos of t / base^(2i/D).\n\n"
           "Attention ignores order; adding p[t, 2i] = sin(t / 10000^(2i/D)), p[t, 2i+1] = "
           "cos(...) lets it tell positions apart, and shifting t rotates each (sin, cos) "
-          "pair, so relative offsets are easy to read (notes 17.5).",
+          "pair, so relative offsets are easy to read (notes 17.6).",
           _sinusoidal, inputs=["input"], outputs=["output"],
           params=[float_param("base", 10000.0, "wavelength scale; 10000 as in the paper",
                               min=1.0)],
