@@ -45,6 +45,9 @@ TRAINING_PARAMS: tuple[Param, ...] = (
     float_param("probe_budget", 0.05, "the share of training time probing may cost (1: as "
                 "long as training itself); the interval grows to keep within it",
                 min=0.001, max=1000),
+    Param("stages", "json", [], "training in phases, in order: a list of {\"name\", "
+          "\"epochs\", \"optimizers\": [ids] (default all), \"frozen\": [node ids]}; "
+          "empty: one phase of `epochs` with every optimizer"),
     choice_param("compile", ("off", "inductor", "aot_eager", "eager"), "off",
                  "run the training forward through torch.compile with this backend; falls back "
                  "to eager when compilation fails"),

@@ -19,7 +19,7 @@ import math
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,16 @@ class RunResult:
         return {"history": self.history, "final": self.final,
                 "stopped_early": self.stopped_early, "cancelled": self.cancelled,
                 "best_epoch": self.best_epoch}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A phase of training: which optimizers step, which nodes stay fixed, how long."""
+
+    name: str
+    epochs: int
+    optimizers: list[str]
+    frozen: list[str]
 
 
 @dataclass
@@ -169,6 +179,9 @@ class Trainer:
                                 opts["min_delta"], opts["patience"])
         self.on_cpu = compiled.device.type == "cpu"
         self.objective = [o.loss_key[0] for o in compiled.optimizers]
+        self.active: list[OptimizerRun] = list(compiled.optimizers)
+        self._frozen: list[torch.nn.Parameter] = []
+        self._frozen_modules: list[torch.nn.Module] = []
         self.global_step = 0
         self.prober = (Prober(opts["probe_every"], opts["probe_budget"])
                        if events.wants(ProbeFrame) else None)
@@ -179,12 +192,20 @@ class Trainer:
 
     def run(self, resume: bool = False) -> RunResult:
         c, opts = self.c, self.opts
-        start = self._resume() if resume else 1
+        stages = self.stages
+        schedule = [(si, k) for si, st in enumerate(stages) for k in range(st.epochs)]
+        index, epoch = self._resume() if resume else (0, 0)
+        total = len(schedule)
         steps = self.primary.num_batches("train") if self.primary is not None else 0
-        self.events.emit(RunStarted(opts["epochs"], steps, start, str(c.device),
+        self.events.emit(RunStarted(total, steps, epoch + 1, str(c.device),
                                     c.parameter_count()))
         stopped_early = cancelled = False
-        for epoch in range(start, opts["epochs"] + 1):
+        current = None
+        while index < total:
+            si, k = schedule[index]
+            if si != current:
+                current = self._enter_stage(si, fresh=k == 0)
+            epoch += 1
             began = time.perf_counter()
             train_stats = self._train_epoch(epoch, steps)
             if train_stats is None:
@@ -192,7 +213,7 @@ class Trainer:
                 self.events.emit(Message(f"stopped by request during epoch {epoch}"))
                 break
             val_stats = self.evaluate("val") if self.has_val else {}
-            for o in c.optimizers:
+            for o in self.active:
                 if o.scheduler is not None and not o.per_step:
                     o.scheduler.step()
             improved = self.monitor.update(_lookup(self.monitor.key, train_stats, val_stats),
@@ -201,21 +222,28 @@ class Trainer:
                 self.monitor.best_state = {k: v.detach().clone()
                                            for k, v in c.module.block_state().items()}
             entry = {"epoch": epoch, "train": train_stats, "val": val_stats,
-                     "lr": {o.node: o.optimizer.param_groups[0]["lr"] for o in c.optimizers},
+                     "lr": {o.node: o.optimizer.param_groups[0]["lr"] for o in self.active},
                      "seconds": round(time.perf_counter() - began, 4)}
+            if len(stages) > 1:
+                entry["stage"] = stages[si].name
             self.history.append(entry)
-            self.events.emit(EpochEnded(epoch, opts["epochs"], train_stats, val_stats,
+            self.events.emit(EpochEnded(epoch, total, train_stats, val_stats,
                                         entry["lr"], entry["seconds"], improved))
-            if self.checkpoint_dir and self._main and (epoch % opts["checkpoint_every"] == 0
-                                        or epoch == opts["epochs"]):
-                self._save_checkpoint(epoch, improved)
+            index += 1
             if self.monitor.exhausted:
-                stopped_early = True
                 self.events.emit(Message(f"early stop after epoch {epoch}: {self.monitor.key} "
                                          f"has not improved for {self.monitor.patience} "
                                          f"epochs (best {self.monitor.best:.6g} at epoch "
                                          f"{self.monitor.best_epoch})"))
-                break
+                if si == len(stages) - 1:
+                    stopped_early = True
+                    index = total
+                else:  # the stage ends early; the next one starts
+                    index = next(i for i, (s, _) in enumerate(schedule) if s == si + 1)
+            if self.checkpoint_dir and self._main and (
+                    epoch % opts["checkpoint_every"] == 0 or index >= total):
+                self._save_checkpoint(epoch, index, improved)
+        self._enter_stage(None)
         if self.monitor.best_state is not None and opts["restore_best"] and not cancelled:
             c.module.load_block_state(self.monitor.best_state)
             self.events.emit(Message(f"restored the weights of epoch {self.monitor.best_epoch}"
@@ -226,6 +254,46 @@ class Trainer:
                            self.monitor.best_epoch if self._tracks_best() else None)
         self.events.emit(RunFinished(self.history, final, stopped_early, cancelled))
         return result
+
+    @property
+    def stages(self) -> list[Stage]:
+        """The training stages; one stage of every optimizer when none are declared."""
+        declared = self.opts["stages"]
+        if not declared:
+            return [Stage("train", self.opts["epochs"], [o.node for o in self.c.optimizers],
+                          [])]
+        return [Stage(d.get("name", f"stage {i + 1}"), d["epochs"],
+                      d.get("optimizers") or [o.node for o in self.c.optimizers],
+                      d.get("frozen", [])) for i, d in enumerate(declared)]
+
+    def _enter_stage(self, index: int | None, fresh: bool = True) -> int | None:
+        """Activate a stage's optimizers and freeze its frozen nodes (None: unfreeze all)."""
+        for p in self._frozen:
+            p.requires_grad_(True)
+        self._frozen = []
+        if index is None:
+            return None
+        stage = self.stages[index]
+        runs = [o for o in self.c.optimizers if o.node in stage.optimizers]
+        if runs:  # the last active optimizer's forward also feeds every loss and metric
+            needed = {s[0] for s in runs[-1].plan} | {s[0] for s in self.c.eval_plan}
+            runs[-1] = replace(runs[-1], plan=self.c.module.plan(needed))
+        self.active = runs
+        members = _stage_members(self.c, stage.frozen)
+        self._frozen = [p for m in members for p in m.parameters() if p.requires_grad]
+        for p in self._frozen:
+            p.requires_grad_(False)
+        self._frozen_modules = members
+        if len(self.stages) > 1:
+            if fresh:
+                self.monitor = replace(self.monitor, best=None, best_epoch=None,
+                                       since_best=0, best_state=None)
+            self.events.emit(Message(f"stage {index + 1}/{len(self.stages)} '{stage.name}': "
+                                     f"{stage.epochs} epochs, optimizers "
+                                     f"{', '.join(stage.optimizers)}"
+                                     + (f", frozen {', '.join(stage.frozen)}"
+                                        if stage.frozen else "")))
+        return index
 
     def _compiled(self, run, backend: str):
         """`run` through torch.compile; on the first failure, a message and eager from then on."""
@@ -272,6 +340,8 @@ class Trainer:
     def _train_epoch(self, epoch: int, steps: int) -> dict[str, Any] | None:
         c, control, events = self.c, self.control, self.events
         c.module.train()
+        for m in self._frozen_modules:  # frozen blocks keep their statistics too
+            m.eval()
         sums = _Sums(c.loss_keys, self.on_cpu, self.objective)
         for m in c.metrics:
             m.metric.reset()
@@ -287,7 +357,7 @@ class Trainer:
                 control.wait_while_paused()
             self.global_step += 1
             if self.prober is None:
-                for o in c.optimizers:
+                for o in self.active:
                     self.step(o, values)
             else:
                 self._probed_step(values, epoch)
@@ -328,7 +398,7 @@ class Trainer:
 
     def _probed_step(self, values: dict, epoch: int) -> None:
         """A step the prober may watch; every step is timed to keep probing on budget."""
-        prober, optimizers = self.prober, self.c.optimizers
+        prober, optimizers = self.prober, self.active
         start = time.perf_counter()
         if not prober.wants(self.global_step):
             for o in optimizers:
@@ -413,12 +483,13 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------
 
-    def _save_checkpoint(self, epoch: int, improved: bool) -> None:
+    def _save_checkpoint(self, epoch: int, index: int, improved: bool) -> None:
         c = self.c
         tensors = {"rng/torch": torch.get_rng_state(), "rng/shuffle": self.shuffle_rng.get_state()}
         if torch.cuda.is_available():
             tensors["rng/cuda"] = torch.cuda.get_rng_state()
-        info = {"epoch": epoch, "history": self.history, "global_step": self.global_step,
+        info = {"epoch": epoch, "next": index, "history": self.history,
+                "global_step": self.global_step,
                 "monitor": {"best": self.monitor.best, "best_epoch": self.monitor.best_epoch,
                             "since_best": self.monitor.since_best},
                 "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
@@ -430,7 +501,8 @@ class Trainer:
                                     c.module.block_state())
         self.events.emit(Message(f"checkpoint written: epoch {epoch}", "debug"))
 
-    def _resume(self) -> int:
+    def _resume(self) -> tuple[int, int]:
+        """Load the last checkpoint; (index into the epoch schedule, epochs done)."""
         c = self.c
         if self.checkpoint_dir is None:
             raise NodegraphError("resuming needs a checkpoint directory")
@@ -458,7 +530,7 @@ class Trainer:
         if self._tracks_best() and best.exists():
             self.monitor.best_state = checkpoint.load_file(str(best))
         self.events.emit(Message(f"resumed from the checkpoint of epoch {info['epoch']}"))
-        return info["epoch"] + 1
+        return info.get("next", info["epoch"]), info["epoch"]
 
 
 class _Sums:
@@ -497,6 +569,13 @@ class _Sums:
         if "loss" not in out:
             out = {"loss": sum(out[n] for n in self.objective if n in out), **out}
         return out
+
+
+def _stage_members(c: Compiled, nodes: list[str]) -> list[torch.nn.Module]:
+    """The modules of `nodes` (a group instance stands for its inner nodes)."""
+    flat = c.report.flat
+    ids = [m for n in nodes for m in ((flat.members(n) if flat else None) or [n])]
+    return [m for m in (c.module.module_of(n) for n in ids) if m is not None]
 
 
 def _first_line(e: BaseException) -> str:

@@ -94,6 +94,7 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
     else:
         report = _validate(graph, for_training, graph.load_problems)
     _check_ties(graph, report)
+    _check_stages(graph, report)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -141,6 +142,38 @@ def _report_on_instances(report: Report, flat: groups.Flat) -> None:
             origin = flat.origin.get(fid, fid)
             counts[origin] = counts.get(origin, 0) + count
     report.param_counts = counts
+
+
+def _check_stages(graph: Graph, report: Report) -> None:
+    """Each stage names real optimizers and nodes and a number of epochs."""
+    stages = graph.training.get("stages") or []
+    optimizers = {n.id for n in graph if n.type in graph.registry
+                  and graph.registry.get(n.type).kind == "optimizer"}
+
+    def bad(i: int, message: str) -> None:
+        report.problems.append(Problem(None, "training.stages", "bad_param",
+                                       f"stage {i + 1}: {message}"))
+
+    if not isinstance(stages, list):
+        bad(-1, "stages must be a list of objects")
+        return
+    for i, stage in enumerate(stages):
+        if not isinstance(stage, dict):
+            bad(i, "must be an object with epochs, optimizers and frozen")
+            continue
+        unknown = set(stage) - {"name", "epochs", "optimizers", "frozen"}
+        if unknown:
+            bad(i, f"unknown keys {sorted(unknown)} (known: name, epochs, optimizers, frozen)")
+        epochs = stage.get("epochs")
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+            bad(i, f"'epochs' must be a whole number >= 0, got {epochs!r}")
+        for node in stage.get("optimizers", []) or []:
+            if node not in optimizers:
+                bad(i, f"'{node}' is not an optimizer (optimizers: "
+                       f"{', '.join(sorted(optimizers)) or 'none'})")
+        for node in stage.get("frozen", []) or []:
+            if node not in graph.nodes:
+                bad(i, f"cannot freeze '{node}': no such node")
 
 
 def _check_ties(graph: Graph, report: Report) -> None:
