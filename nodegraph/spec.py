@@ -20,6 +20,8 @@ What `build` receives and returns depends on the block's kind:
   returns the loss with its autograd graph and no backward, for solvers that differentiate
   it themselves (a one-step Newton solve is exact least squares).
 - ``schedule``: ``build(p, optimizer) -> torch.optim.lr_scheduler.LRScheduler``.
+- ``procedure``: ``build(p) -> nodegraph.procedure.Procedure``: a loop around a trained
+  node or group (named by its `model` param) that yields a trajectory; not part of training.
 
 A block that acts on *other blocks' weights* (an L1/L2 penalty, a parameter count) declares
 ``binds="nodes"``:
@@ -43,7 +45,7 @@ from typing import Any
 from nodegraph.errors import NodegraphError, ParamError
 from nodegraph.types import LOSS, SCHEDULE, TENSOR, PortType
 
-KINDS = ("op", "data", "metric", "optimizer", "schedule", "group")
+KINDS = ("op", "data", "metric", "optimizer", "schedule", "group", "procedure")
 BLOCK_ID = re.compile(r"^[a-z][a-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -95,6 +95,7 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
         report = _validate(graph, for_training, graph.load_problems)
     _check_ties(graph, report)
     _check_stages(graph, report)
+    _check_procedures(graph, report)
     report.seconds = time.perf_counter() - start
     return report
 
@@ -174,6 +175,16 @@ def _check_stages(graph: Graph, report: Report) -> None:
         for node in stage.get("frozen", []) or []:
             if node not in graph.nodes:
                 bad(i, f"cannot freeze '{node}': no such node")
+
+
+def _check_procedures(graph: Graph, report: Report) -> None:
+    """A procedure's `model` names a node or group instance of the graph."""
+    for node_id, spec in report.specs.items():
+        model = report.params.get(node_id, {}).get("model")
+        if spec.kind == "procedure" and model not in graph.nodes and model not in report.specs:
+            report.problems.append(Problem(node_id, "model", "bad_param",
+                                           f"'model' names '{model}', which is not a node of "
+                                           "this graph"))
 
 
 def _check_ties(graph: Graph, report: Report) -> None:

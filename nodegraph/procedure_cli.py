@@ -1,0 +1,61 @@
+"""`nodegraph sample GRAPH NODE`: run a procedure block and save its trajectory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sample", help="run a procedure block (sampling, recall, decoding, "
+                       "forecasting) and write its trajectory")
+    p.add_argument("graph")
+    p.add_argument("node", help="the procedure block to run")
+    p.add_argument("--weights", metavar="FILE.safetensors",
+                   help="trained weights, e.g. CHECKPOINT_DIR/last/model.safetensors")
+    p.add_argument("--train", action="store_true", help="train the graph first")
+    p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
+                   help="change a param of the procedure for this run; repeatable")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", metavar="FILE.json", help="write the frames as JSON")
+    p.set_defaults(func=cmd_sample)
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    from nodegraph import fileformat
+    from nodegraph.cli import parse_assignments
+    from nodegraph.compile import compile
+    from nodegraph.procedure import run_procedure
+    from nodegraph.train import train
+
+    graph = fileformat.load(args.graph)
+    overrides = {k.split(".", 1)[-1]: v
+                 for k, v in parse_assignments([f"x.{s}" for s in args.set]).items()}
+    target = train(graph).compiled if args.train else compile(graph, for_training=False)
+    frames = run_procedure(target, args.node, weights=args.weights, seed=args.seed,
+                           **overrides)
+    if args.out:
+        from nodegraph.fileformat import atomic_write_text
+
+        atomic_write_text(Path(args.out), json.dumps(_plain(frames)))
+    print(f"{args.node}: {len(frames)} frame(s)" + (f", written to {args.out}" if args.out
+                                                     else ""))
+    if frames:
+        last = {k: v for k, v in _plain(frames[-1]).items()
+                if not isinstance(v, list) or len(v) <= 8}
+        print(f"  last frame: {json.dumps(last)}")
+    return 0
+
+
+def _plain(value):
+    """Frames as JSON values: tensors become (nested) lists."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().tolist()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
