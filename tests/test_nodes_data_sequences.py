@@ -12,6 +12,7 @@ from scipy.integrate import solve_ivp
 
 import nodegraph
 from nodegraph.errors import NodegraphError
+from nodegraph.graph import Tie
 from nodes.data_sequences import (
     BUNDLED_TEXT,
     chaotic_series,
@@ -165,6 +166,10 @@ def test_a_character_model_validates_from_tokens_to_logits():
     report = nodegraph.validate(g)
     assert report.ok, report.problems
     assert report.shape_text("head", "output") == f"(N, 32, {len(ds.vocab)})"
+    # the head's (vocab, d) weight tied to the embedding's (notes 17.8): one tensor
+    g.ties.append(Tie("emb", "weight", "head", "weight"))
+    blocks = nodegraph.compile(g, device="cpu", for_training=False).module.blocks
+    assert blocks["head"].weight is blocks["emb"].weight
 
 
 # -- end to end ----------------------------------------------------------------------------------
