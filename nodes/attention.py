@@ -594,7 +594,9 @@ BLOCKS = [
     block("attention.LMHead", "op",
           "Language-model head: a score for every vocabulary token at every position.\n\n"
           "A Linear from d_model to vocab_size on (N, L, d_model), giving logits (N, L, "
-          "vocab_size) for next-token cross-entropy and sampling.",
+          "vocab_size) for next-token cross-entropy and sampling. Its weight is laid out "
+          "(vocab_size, d_model) like layers.Embedding's, so a tie can share one matrix "
+          "between them (weight tying, notes 17.8).",
           _lm_head, inputs=[Port("input", doc="the final states (N, L, d_model)")],
           outputs=[Port("output", doc="logits (N, L, vocab_size)")],
           params=[int_param("vocab_size", doc="number of tokens (the data block's vocabulary "
