@@ -13,7 +13,9 @@ import torch.nn.functional as F
 from torch.autograd.functional import jacobian
 from torch.distributions import Normal, kl_divergence
 
+import nodegraph
 from nodegraph.errors import ParamError, PortError
+from nodegraph.graph import Graph
 from tests.blockcheck import build, run_op
 from tests.test_nodes_samplers import on_meta
 
@@ -73,6 +75,32 @@ def test_elbo_checks_its_wires():
     with pytest.raises(PortError) as e:
         build("generative.ELBO", {**elbo_inputs(), "mu": MU[:4], "logvar": LOGVAR[:4]})
     assert e.value.port == "mu"
+
+
+def test_vae_graph_trains_on_the_elbo():
+    """Encoder heads μ and log σ², Reparameterize, decoder, ELBO: the trainer minimises the
+    loss output while the nll and kl outputs ride along."""
+    g = Graph("vae")
+    g.add("data.Digits", id="data", batch_size=32)
+    for node, width in (("enc", 32), ("mu", 4), ("logvar", 4), ("dec", 64)):
+        g.add("layers.Linear", id=node, out_features=width)
+    g.add("activations.ReLU", id="relu")
+    g.add("activations.Sigmoid", id="sigmoid")
+    g.add("samplers.Reparameterize", id="z")
+    g.add("generative.ELBO", id="elbo")
+    g.add("optimizers.Adam", id="opt", lr=0.01)
+    for src, dst in [("data.x", "enc.input"), ("enc.output", "relu.input"),
+                     ("relu.output", "mu.input"), ("relu.output", "logvar.input"),
+                     ("mu.output", "z.mu"), ("logvar.output", "z.logvar"),
+                     ("z.z", "dec.input"), ("dec.output", "sigmoid.input"),
+                     ("sigmoid.output", "elbo.recon"), ("data.x", "elbo.target"),
+                     ("mu.output", "elbo.mu"), ("logvar.output", "elbo.logvar"),
+                     ("elbo.loss", "opt.loss")]:
+        g.connect(tuple(src.split(".")), tuple(dst.split(".")))
+    g.training.update({"epochs": 3, "seed": 0})
+    losses = [h["train"]["elbo"] for h in nodegraph.train(g).history]
+    assert losses[0] > losses[1] > losses[2], losses
+    assert losses[-1] < 0.75 * 64 * math.log(2)  # well below p = ½ for every pixel
 
 
 # -- GAN -------------------------------------------------------------------------------------
