@@ -1,0 +1,46 @@
+"""Polynomial regression of rising degree: seed 002 §3.2, Table 1 (L211-229).
+
+The notes fit polynomials of degree 1, 3, 5 and 300 by least squares to noisy samples of
+the cubic t = 0.5x³ + 0.3x² − 0.25x + 1 + w, w ~ N(0, 1) (3.12), and report that the
+training loss keeps falling with the degree while the test loss is best near the true
+degree and explodes at 300. N, the x range and the split are not given, so the graph picks
+them: 30 points uniform on [−2, 2] (seed 1), half for training, half for testing, noise
+76.8 % of the cubic's spread there (a standard deviation of about 1, as in the notes).
+
+The graph is Polynomial data -> PolynomialFeatures(degree) -> Linear -> MSE, solved exactly
+by the LeastSquares block. Inputs are z-scored so the powers stay of moderate size; the
+solver works in float32, which keeps monomial fits exact up to about degree 8 on these 15
+training points, so the comparison uses degrees 1, 3, 5 and 8 in place of 300:
+
+    nodegraph run examples/poly_bias_variance.json --set poly.degree=8
+
+    python examples/builders/poly_bias_variance.py
+"""
+
+from __future__ import annotations
+
+from _classic import save_example, wire
+
+from nodegraph.graph import Graph
+
+CUBIC = [1.0, -0.25, 0.3, 0.5]  # seed 002 (3.12), lowest order first
+
+
+def build() -> dict[str, Graph]:
+    g = Graph("poly-bias-variance")
+    g.add("data.Polynomial", id="data", coefficients=CUBIC, x_min=-2.0, x_max=2.0, n=30,
+          noise=76.8, seed=1, val_fraction=0.0, test_fraction=0.5, batch_size=0,
+          normalize="zscore")
+    g.add("layers.PolynomialFeatures", id="poly", degree=3)
+    g.add("layers.Linear", id="linear", out_features=1)
+    g.add("losses.MSE", id="mse")
+    g.add("optimizers.LeastSquares", id="opt", iterations=3)
+    wire(g, "data.x -> poly.input", "poly.output -> linear.input", "linear.output -> mse.input",
+         "data.y -> mse.target", "mse.loss -> opt.loss")
+    g.training.update(epochs=1, seed=0, device="auto")
+    return {"poly_bias_variance": g}
+
+
+if __name__ == "__main__":
+    for file_name, graph in build().items():
+        save_example(graph, file_name)
