@@ -89,18 +89,24 @@ def _bce_logits(p):
 
 
 class _CrossEntropy(nn.CrossEntropyLoss):
-    """Cross-entropy that also takes class indices shaped (N, 1), as tables produce them."""
+    """Cross-entropy with the classes on the last dimension: scores (N, C) or (N, L, C) for
+    a sequence, targets one index per row ((N,), (N, 1), (N, L)) or probabilities shaped
+    like the scores. Index targets of -100 are ignored (unlabelled nodes, padding)."""
 
     def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        if target.ndim == input.ndim and target.shape[-1] == 1 and input.shape[-1] != 1:
-            target = target.squeeze(-1)
-        return super().forward(input, target)
+        classes = input.shape[-1]
+        rows = input.reshape(-1, classes)
+        if target.dtype.is_floating_point:
+            return super().forward(rows, target.reshape(-1, classes))
+        return super().forward(rows, target.reshape(-1))
 
 
 def _need_class_indices(scores: torch.Tensor, target: torch.Tensor) -> None:
-    if target.shape[0] != scores.shape[0] or target.numel() != scores.shape[0]:
+    rows = scores.numel() // max(scores.shape[-1], 1)
+    if target.shape[0] != scores.shape[0] or target.numel() != rows:
         raise PortError("target", f"class indices {fmt(target.shape)} do not fit scores "
-                        f"{fmt(scores.shape)}", "targets must be one class index per sample")
+                        f"{fmt(scores.shape)}", "targets must be one class index per row of "
+                        "scores (classes on the last dimension)")
 
 
 def _cross_entropy(p, x):
@@ -284,7 +290,9 @@ BLOCKS = [
           keywords=("binary", "logistic", "classification")),
     block("losses.CrossEntropy", "op",
           "Cross-entropy of class scores (logits) against class indices or probabilities.\n\n"
-          "Softmax is built in: feed raw scores, not probabilities.",
+          "Softmax is built in: feed raw scores, not probabilities. Classes are the last "
+          "dimension, so (N, L, C) scores of a sequence model take (N, L) targets; index "
+          "targets of -100 are ignored.",
           _cross_entropy, inputs=PAIR, outputs=[LOSS_OUT],
           params=[REDUCTION, float_param("label_smoothing", 0.0,
                                          "move this much probability mass to the other "

@@ -18,6 +18,7 @@ from nodegraph.spec import Param, Port, block, choice_param, float_param, int_pa
 from nodes._shapes import fmt, need_float
 from nodes.losses import elementwise  # the same check: real input and target, same shape
 
+IGNORE = -100  # the target index cross-entropy skips
 PAIR = [Port("input", doc="the model's output (scores or predictions)"),
         Port("target", doc="the true values or classes")]
 THRESHOLD = float_param("threshold", 0.0, "decision threshold for one score per sample: 0 "
@@ -68,11 +69,13 @@ class Accuracy(Metric):
 
     def update(self, input: torch.Tensor, target: torch.Tensor) -> None:
         target = _true(target)
+        # a prediction is never -100, so unlabelled samples (cross-entropy's ignore_index)
+        # are never correct; they only have to leave the count, without a host sync
         self.correct = self.correct + (_predicted(input, self.threshold) == target).sum()
-        self.total += target.numel()
+        self.total = self.total + (target != IGNORE).sum()
 
     def compute(self) -> float:
-        return float(self.correct) / max(self.total, 1)
+        return float(self.correct) / max(float(self.total), 1.0)
 
 
 class ConfusionMatrix(Metric):

@@ -235,3 +235,12 @@ def test_losses_pass_validation_on_meta_tensors(loss):
     report = validate(g, for_training=True)
     assert report.ok, [str(p) for p in report.errors]
     assert report.shape("loss", "loss") == ()
+
+
+def test_cross_entropy_takes_sequences_and_ignores_minus_100():
+    logits = torch.randn(3, 5, 7)
+    target = torch.randint(0, 7, (3, 5))
+    target[0, 0] = -100
+    got = run_op("losses.CrossEntropy", {"input": logits, "target": target})
+    want = F.cross_entropy(logits.permute(0, 2, 1), target, ignore_index=-100)
+    assert got.item() == pytest.approx(want.item(), rel=1e-6)

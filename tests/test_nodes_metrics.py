@@ -153,3 +153,11 @@ def test_parameter_count_counts_bound_blocks_once():
     result = nodegraph.train(g, epochs=1)
     assert result.final["train"]["size"] == 2 * 4 + 4 + 4 + 1
     assert result.final["train"]["hidden_size"] == 12
+
+
+def test_accuracy_skips_unlabelled_samples():
+    from nodes.metrics import Accuracy
+
+    m = Accuracy(0.0)
+    m.update(torch.tensor([[2.0, 1.0], [0.0, 3.0], [5.0, 0.0]]), torch.tensor([0, -100, 1]))
+    assert m.compute() == 0.5
