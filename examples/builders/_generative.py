@@ -10,6 +10,8 @@ from _classic import wire
 from _networks import chain
 
 from nodegraph.graph import Graph
+from nodegraph.groups import GroupDef
+from nodegraph.gui.layout import auto_layout
 
 
 def layers(g: Graph, source: str, *steps: tuple[str, str, dict]) -> str:
@@ -39,3 +41,26 @@ def mlp(prefix: str, sizes: list[int], activation: str = "activations.ReLU",
 def training(g: Graph, epochs: int, **extra) -> None:
     """The training section every generative example uses: seed 0, any device."""
     g.training.update(epochs=epochs, seed=0, device="auto", **extra)
+
+
+def define_group(g: Graph, name: str, body: Graph, inputs: dict[str, list[str]],
+                 outputs: dict[str, str]) -> None:
+    """Add group `name` to `g` with `body` as its inside; ports map to "node.port" refs
+    (an input may feed several inner ports). The body is laid out for the editor."""
+    def ref(text: str) -> tuple[str, str]:
+        node, port = text.split(".")
+        return node, port
+
+    body.ui = {"positions": {n: [round(x), round(y)] for n, (x, y) in auto_layout(body).items()}}
+    g.groups[name] = GroupDef(name, body, {port: [ref(t) for t in targets]
+                                           for port, targets in inputs.items()},
+                              {port: ref(src) for port, src in outputs.items()})
+
+
+def body(name: str, *steps: tuple[str, str, dict]) -> Graph:
+    """A group body holding `steps` (id, type, params) chained output → input."""
+    inside = Graph(name)
+    for node, block, params in steps:
+        inside.add(block, id=node, **params)
+    chain(inside, *(node for node, _, _ in steps))
+    return inside
