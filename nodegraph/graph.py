@@ -98,6 +98,9 @@ class Graph:
         self.ui: dict[str, Any] = {}
         self.extra: dict[str, Any] = {}  # unknown top-level file keys, round-tripped
         self.load_problems: list[Problem] = []  # what the file loader could not place
+        self._edits = 0  # counts wire edits, so the wire index knows when to rebuild
+        self._index_key: tuple | None = None
+        self._edge_index: tuple[dict, dict] = ({}, {})
         self.events = Emitter()
 
     @property
@@ -125,14 +128,27 @@ class Graph:
             raise GraphError(f"no node '{node_id}' in the graph") from None
 
     def edges_into(self, node_id: str) -> list[Edge]:
-        return [e for e in self.edges if e.dst == node_id]
+        return self._index()[0].get(node_id, [])
 
     def edges_from(self, node_id: str) -> list[Edge]:
-        return [e for e in self.edges if e.src == node_id]
+        return self._index()[1].get(node_id, [])
 
     def source_of(self, node_id: str, port: str) -> Edge | None:
         """The wire feeding input `port` of `node_id`, if any."""
-        return next((e for e in self.edges if e.dst == node_id and e.dst_port == port), None)
+        return next((e for e in self.edges_into(node_id) if e.dst_port == port), None)
+
+    def _index(self) -> tuple[dict[str, list[Edge]], dict[str, list[Edge]]]:
+        """Wires by target and by source, rebuilt when the edge list has changed (so large
+        graphs validate in linear time)."""
+        key = (id(self.edges), len(self.edges), self._edits)
+        if self._index_key != key:
+            into: dict[str, list[Edge]] = {}
+            out: dict[str, list[Edge]] = {}
+            for e in self.edges:
+                into.setdefault(e.dst, []).append(e)
+                out.setdefault(e.src, []).append(e)
+            self._edge_index, self._index_key = (into, out), key
+        return self._edge_index
 
     def upstream(self, node_ids: Iterable[str]) -> set[str]:
         """The given nodes and every node that feeds them, directly or not."""
@@ -224,6 +240,7 @@ class Graph:
             if self._reaches(edge.dst, edge.src):
                 raise GraphError(f"wiring {edge} would make a cycle")
         self.edges.append(edge)
+        self._edits += 1
         self.events.emit(GraphChanged("edge_added", edge=edge))
         return edge
 
@@ -232,6 +249,7 @@ class Graph:
             self.edges.remove(edge)
         except ValueError:
             raise GraphError(f"no wire {edge}") from None
+        self._edits += 1
         self.events.emit(GraphChanged("edge_removed", edge=edge))
 
     def set_param(self, node_id: str, name: str, value: Any) -> None:

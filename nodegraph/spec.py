@@ -201,13 +201,19 @@ _CHECKERS: dict[str, Callable[[Param, Any], Any]] = {
 
 
 class Params(dict):
-    """A block's params by name, readable as attributes (``p.out_features``)."""
+    """A block's params by name, readable as attributes (``p.out_features``).
+
+    A param wins over a dict method of the same name: ``p.update`` is the `update` param
+    when the block has one.
+    """
+
+    def __getattribute__(self, name: str) -> Any:
+        if not name.startswith("__") and dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        return super().__getattribute__(name)
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+        raise AttributeError(name)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ reported again.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
@@ -326,7 +325,7 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int
     params and input shapes: the editor revalidates on every edit, and only nodes whose
     inputs or params changed are inferred again.
     """
-    key = (spec.id, id(spec.build), json.dumps(params, sort_keys=True, default=str),
+    key = (spec.id, id(spec.build), repr(sorted(params.items())),
            tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())))
     hit = _op_cache.get(key)
     if hit is None:

@@ -236,6 +236,26 @@ class RSquared(Metric):
         return explained / sst
 
 
+def _fresh(metric: Metric) -> Metric:
+    metric.reset()
+    return metric
+
+
+class Mean(Metric):
+    """The mean of every value fed in over a split (a loss's parts, a gate's activity)."""
+
+    def reset(self) -> None:
+        self.total: torch.Tensor | float = 0.0
+        self.count = 0
+
+    def update(self, input: torch.Tensor) -> None:
+        self.total = self.total + input.detach().float().sum()
+        self.count += input.numel()
+
+    def compute(self) -> float:
+        return float(self.total) / max(self.count, 1)
+
+
 class ParameterCount(Metric):
     """Trainable parameters of the bound blocks; a shared weight counts once."""
 
@@ -258,6 +278,12 @@ class ParameterCount(Metric):
 
 
 BLOCKS = [
+    block("metrics.Mean", "metric",
+          "The mean of a tensor over a whole split, reported with the other metrics.\n\n"
+          "For watching a number that is not a loss: the reconstruction and KL parts of an "
+          "ELBO, an attention entropy, the fraction of active units.",
+          lambda p, x: _fresh(Mean()), inputs=[Port("input", doc="any tensor")],
+          keywords=("average", "monitor", "report")),
     block("metrics.ParameterCount", "metric",
           "The number of trainable parameters, reported with the other metrics.\n\n"
           "Counts the blocks named in `nodes` (empty: every block with weights); a weight "

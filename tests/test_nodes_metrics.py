@@ -161,3 +161,20 @@ def test_accuracy_skips_unlabelled_samples():
     m = Accuracy(0.0)
     m.update(torch.tensor([[2.0, 1.0], [0.0, 3.0], [5.0, 0.0]]), torch.tensor([0, -100, 1]))
     assert m.compute() == 0.5
+
+
+def test_mean_averages_every_value_of_the_split():
+    from nodes.metrics import Mean
+
+    m = Mean()
+    m.reset()
+    m.update(torch.tensor([1.0, 2.0, 3.0]))
+    m.update(torch.tensor([[10.0]]))
+    assert m.compute() == pytest.approx(16 / 4)
+
+
+def test_a_param_named_like_a_dict_method_reads_as_the_param():
+    from nodegraph.spec import Params
+
+    p = Params(update="sync", out_features=3)
+    assert p.update == "sync" and p.out_features == 3 and p.get("missing", 1) == 1

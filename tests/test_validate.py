@@ -159,16 +159,16 @@ def test_a_thousand_nodes_validate_load_and_save_within_budget(tmp_path):
     nodegraph.validate(big_graph(3))  # torch loads its meta kernels on first use, once
     validate_module._op_cache.clear()  # nothing of the big graph is known yet
     g = big_graph(1000)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other processes on a busy machine do not count
     report = nodegraph.validate(g)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert report.ok and len(report.outputs) > 1000
-    assert elapsed < 0.5 * 3, f"validate took {elapsed:.3f}s"  # budget 0.5 s; slack for CI noise
-    start = time.perf_counter()
+    assert elapsed < 0.5, f"validate took {elapsed:.3f}s of CPU"
+    start = time.process_time()
     nodegraph.save(g, tmp_path / "big.json")
     again = nodegraph.load(tmp_path / "big.json")
-    elapsed = time.perf_counter() - start
-    assert len(again) == 1000 and elapsed < 0.5 * 3, f"save+load took {elapsed:.3f}s"
+    elapsed = time.process_time() - start
+    assert len(again) == 1000 and elapsed < 0.5, f"save+load took {elapsed:.3f}s of CPU"
 
 
 def test_optimizer_and_schedule_refusals_are_reported_on_their_nodes():
