@@ -12,4 +12,7 @@ undoable command that calls the Graph API. Modules, one job each:
 - `runner`, `plots`, `log_view`, `run_status`: training off the GUI thread and watching it
 - `preview`: one node's output for one batch; `clipboard`, `layout`: paste and auto-layout
 - `files`, `prompts`, `main_window`, `menus`: files, autosave, questions, the window
+- `_compat`: a guard against a reference-counting bug of PySide6 6.12 on Python 3.11
 """
+
+from nodegraph.gui import _compat  # noqa: F401,E402  (first: guards against a PySide6 bug)

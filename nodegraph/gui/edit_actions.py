@@ -112,8 +112,7 @@ class EditActions:
         self.doc.delete(self.scene.selected_node_ids(), self.scene.selected_edges())
 
     def select_all(self) -> None:
-        for item in self.scene.nodes.values():
-            item.setSelected(True)
+        self.scene.select_nodes(list(self.scene.nodes))
 
     def copy(self) -> bool:
         nodes = self.scene.selected_node_ids()

@@ -1,8 +1,9 @@
 """Fuzzy matching of block specs against what the user types, for the palette and popup.
 
 A query matches when its characters appear in order in the block id ("lin" finds
-`layers.Linear`, "bcel" finds `losses.BCEWithLogits`). Matches score higher when they are
-contiguous, start a word, or hit the block's name rather than its family; a query that
+`layers.Linear`, "bcel" finds `losses.BCEWithLogits`). The exact name wins, then names it
+begins; matches score higher when they are contiguous, start a word, or hit the block's
+name rather than its family; a query that
 does not match the id may still match a keyword or the summary as a whole word.
 """
 
@@ -38,13 +39,16 @@ def block_score(query: str, spec: BlockSpec) -> float | None:
     if not query:
         return 0.0
     name = spec.id.split(".", 1)[1]
+    compact = query.replace(" ", "").lower()
+    if name.lower() == compact or spec.id.lower() == compact:
+        return 1000.0  # the exact name: "mse" is losses.MSE, whatever else it spells
     best = None
     for text, bonus in ((name, 4.0), (spec.id, 0.0)):
         s = subsequence_score(query.replace(" ", ""), text)
         if s is not None:
             best = max(best if best is not None else s + bonus, s + bonus)
     if best is not None:
-        return best
+        return best + (20.0 if name.lower().startswith(compact) else 0.0)
     words = " ".join([*spec.keywords, spec.summary, spec.category]).lower()
     if all(w in words for w in query.lower().split()):
         return 0.5

@@ -4,12 +4,14 @@ The form is generated from the block's declared params (see `param_widgets`); a 
 declaration refuses is not applied, and the reason appears under the field. Every accepted
 change is an undoable edit. With no node selected the inspector shows the graph's training
 settings, declared the same way. It follows the graph: undo, redo and renames update the
-fields in place, so tabbing through the form keeps its focus.
+fields in place, so tabbing through the form keeps its focus. A form is built once per
+block type and refilled for each node shown in it, so clicking through a big graph is quick.
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -50,6 +52,18 @@ class _Field:
         self.editor.style().polish(self.editor)
 
 
+@dataclass
+class _NodePage:
+    """The form of one block type: built once, refilled for each node shown in it."""
+
+    widget: QWidget
+    fields: dict[str, _Field]
+    id_edit: QLineEdit
+    id_error: QLabel
+    ports_label: QLabel
+    raw: QLabel  # unknown blocks: their params as text
+
+
 class Inspector(QScrollArea):
     """Params of the selected node, or training settings when none is selected."""
 
@@ -64,9 +78,20 @@ class Inspector(QScrollArea):
         self.ports_label: QLabel | None = None
         self.setWidgetResizable(True)
         self.setMinimumWidth(280)
+        # the training page is built once per graph and kept: clicking empty canvas is common
+        self._training_page: QWidget | None = None
+        self._training_fields: dict[str, _Field] = {}
+        self._pages: dict[str, _NodePage] = {}  # node forms by block type
         doc.changed.connect(self._on_change)
-        doc.graph_replaced.connect(lambda: self.show_node(None))
+        doc.graph_replaced.connect(self._new_graph)
+        self._new_graph()
+
+    def _new_graph(self) -> None:
+        old = self._training_page
+        self._training_page = self._build_training()
         self.show_node(None)
+        if old is not None:
+            old.deleteLater()
 
     # -- what is shown ---------------------------------------------------------------------
 
@@ -75,61 +100,90 @@ class Inspector(QScrollArea):
 
     def show_node(self, node_id: str | None, count: int = 0) -> None:
         self.node_id = node_id if node_id in self.doc.graph.nodes else None
-        self.fields = {}
         self.id_edit = self.id_error = self.ports_label = None
-        body = QWidget()
-        layout = QVBoxLayout(body)
-        layout.setAlignment(Qt.AlignmentFlag.AlignTop)
         if self.node_id is None:
-            self._build_training(layout, count)
+            self.fields = self._training_fields
+            self._training_title.setText("Training settings" if count < 2
+                                         else f"{count} nodes selected")
+            self._training_hint.setText("Select a node to edit its params." if count < 2 else
+                                        "Select one node to edit its params. Training settings:")
+            self._show_page(self._training_page)
+            return
+        node = self.doc.graph.node(self.node_id)
+        known = node.type in self.doc.graph.registry
+        page = self._pages.get(node.type) if known else None
+        if page is None:
+            page = self._build_node(node.type)
+            if known:  # one form per block type, refilled for each node of that type
+                self._pages[node.type] = page
+        self.fields, self.id_edit, self.id_error, self.ports_label = (
+            page.fields, page.id_edit, page.id_error, page.ports_label)
+        self.id_edit.setText(self.node_id)
+        self.id_error.setVisible(False)
+        if known:
+            spec = self.doc.graph.registry.get(node.type)
+            self._show_params(spec)
+            self._show_ports(spec)
         else:
-            self._build_node(layout)
-        self.setWidget(body)
+            page.raw.setText("params: " + html.escape(str(node.params)))
+        self._show_page(page.widget)
 
-    def _build_training(self, layout: QVBoxLayout, count: int) -> None:
-        title = QLabel("Training settings" if count < 2 else f"{count} nodes selected")
-        title.setProperty("role", "title")
-        layout.addWidget(title)
-        hint = QLabel("Select a node to edit its params." if count < 2 else
-                      "Select one node to edit its params. Training settings:")
-        hint.setProperty("role", "dim")
-        hint.setWordWrap(True)
-        layout.addWidget(hint)
+    def _show_page(self, page: QWidget) -> None:
+        if self.widget() is page:
+            return
+        old = self.takeWidget()  # setWidget would delete it; kept pages are reused
+        self.setWidget(page)
+        kept = [self._training_page, *(p.widget for p in self._pages.values())]
+        if old is not None and not any(old is k for k in kept):
+            old.deleteLater()
+
+    def _build_training(self) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        layout.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self._training_title = QLabel()
+        self._training_title.setProperty("role", "title")
+        self._training_hint = QLabel()
+        self._training_hint.setProperty("role", "dim")
+        self._training_hint.setWordWrap(True)
+        layout.addWidget(self._training_title)
+        layout.addWidget(self._training_hint)
         values = settings.resolve(self.doc.graph.training)[0]
         form = self._form(layout)
+        self.fields = self._training_fields = {}
         for param in settings.TRAINING_PARAMS:
             self._add_field(form, param, lambda v, p=param: self._commit_training(p, v))
             self.fields[param.name].show(values[param.name], param.name in self.doc.graph.training)
+        return page
 
-    def _build_node(self, layout: QVBoxLayout) -> None:
-        node = self.doc.graph.node(self.node_id)
-        spec = self.doc.graph.registry.get(node.type) if node.type in self.doc.graph.registry \
-            else None
-        self.id_edit = QLineEdit(self.node_id)
-        self.id_edit.setToolTip("the node's id: letters, digits and _; press Enter to rename")
-        self.id_edit.editingFinished.connect(self._commit_rename)
-        self.id_error = _error_label()
-        kind = QLabel(f"<b>{html.escape(node.type)}</b>" + (
+    def _build_node(self, block_type: str) -> _NodePage:
+        registry = self.doc.graph.registry
+        spec = registry.get(block_type) if block_type in registry else None
+        widget = QWidget()
+        layout = QVBoxLayout(widget)
+        layout.setAlignment(Qt.AlignmentFlag.AlignTop)
+        page = _NodePage(widget, {}, QLineEdit(), _error_label(), QLabel(), QLabel())
+        page.id_edit.setToolTip("the node's id: letters, digits and _; press Enter to rename")
+        page.id_edit.editingFinished.connect(self._commit_rename)
+        kind = QLabel(f"<b>{html.escape(block_type)}</b>" + (
             f" — {html.escape(spec.summary)}" if spec else " — unknown block type"))
         kind.setWordWrap(True)
         kind.setToolTip(spec.doc if spec else "")
-        self.ports_label = QLabel()
-        self.ports_label.setProperty("role", "dim")
-        self.ports_label.setWordWrap(True)
-        self.ports_label.setTextFormat(Qt.TextFormat.RichText)
-        for w in (self.id_edit, self.id_error, kind, self.ports_label):
+        page.ports_label.setProperty("role", "dim")
+        page.ports_label.setWordWrap(True)
+        page.ports_label.setTextFormat(Qt.TextFormat.RichText)
+        for w in (page.id_edit, page.id_error, kind, page.ports_label):
             layout.addWidget(w)
         if spec is None:
-            raw = QLabel("params: " + html.escape(str(node.params)))
-            raw.setWordWrap(True)
-            layout.addWidget(raw)
-            return
+            page.raw.setWordWrap(True)
+            layout.addWidget(page.raw)
+            return page
         form = self._form(layout)
+        self.fields = page.fields
         for param in spec.params:
             self._add_field(form, param, lambda v, p=param: self._commit_param(p, v),
                             lambda *_, p=param: self._reset_param(p))
-        self._show_params(spec)
-        self._show_ports(spec)
+        return page
 
     def _form(self, layout: QVBoxLayout) -> QFormLayout:
         form = QFormLayout()
@@ -138,7 +192,7 @@ class Inspector(QScrollArea):
         layout.addLayout(form)
         return form
 
-    def _add_field(self, form: QFormLayout, param: Param, commit, reset=None) -> None:
+    def _add_field(self, form: QFormLayout, param: Param, commit, reset=None) -> _Field:
         editor = pw.make_editor(param, commit)
         button = QToolButton(text="↺")
         button.setToolTip(f"reset {param.name} to its default")
@@ -154,6 +208,7 @@ class Inspector(QScrollArea):
         form.addRow(label, row)
         form.addRow("", error)
         self.fields[param.name] = _Field(param, editor, button, error)
+        return self.fields[param.name]
 
     def _show_params(self, spec: BlockSpec) -> None:
         node = self.doc.graph.node(self.node_id)
@@ -212,9 +267,9 @@ class Inspector(QScrollArea):
         elif event.kind == "param_changed" and event.node == self.node_id:
             node = self.doc.graph.node(self.node_id)
             self._show_params(self.doc.graph.registry.get(node.type))
-        elif event.kind == "training_changed" and self.node_id is None:
+        elif event.kind == "training_changed":
             values = settings.resolve(self.doc.graph.training)[0]
-            f = self.fields.get(event.name)
+            f = self._training_fields.get(event.name)
             if f is not None:
                 f.show(values[event.name], event.name in self.doc.graph.training)
 

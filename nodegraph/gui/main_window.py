@@ -180,6 +180,7 @@ class MainWindow(QMainWindow):
         self.palette.block_activated.connect(lambda b: self.edit_actions.add_block(b))
         self.problems.node_clicked.connect(self.focus_node)
         self.view.zoom_changed.connect(lambda z: self.zoom_label.setText(f"{z:.0%}"))
+        self.view.zoom_changed.connect(self.scene.set_zoom)
         self.epochs.valueChanged.connect(lambda v: self.doc.set_training("epochs", v))
         self.device.currentTextChanged.connect(self._set_device)
         self.runner.event.connect(self._on_run_event)
@@ -334,7 +335,9 @@ class MainWindow(QMainWindow):
     def _untrained_compiled(self):
         if self._preview_cache is None or self._preview_cache[0] != self.doc.revision:
             began = time.perf_counter()
-            self._preview_cache = (self.doc.revision, compile(self.doc.graph, for_training=False))
+            compiled = compile(self.doc.graph, for_training=False)
+            compiled.module.eval()  # this copy only ever previews
+            self._preview_cache = (self.doc.revision, compiled)
             # twice slow in a row (the first compile also pays one-time imports): keep
             # selecting snappy on a big graph by previewing only on request
             slow = time.perf_counter() - began > SLOW_PREVIEW_S

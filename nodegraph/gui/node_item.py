@@ -53,8 +53,10 @@ class PortItem(QGraphicsItem):
     def anchor(self) -> QPointF:
         return self.scenePos()
 
+    BOUNDS = QRectF(-HIT, -HIT, 2 * HIT, 2 * HIT)
+
     def boundingRect(self) -> QRectF:
-        return QRectF(-self.HIT, -self.HIT, 2 * self.HIT, 2 * self.HIT)
+        return self.BOUNDS
 
     def shape(self) -> QPainterPath:
         path = QPainterPath()
@@ -102,6 +104,7 @@ class NodeItem(QGraphicsItem):
         rows = max(len(inputs), len(outputs), 1)
         self.height = theme.HEADER_HEIGHT + rows * theme.PORT_ROW + 8
         self.rect = QRectF(0, 0, theme.NODE_WIDTH, self.height)
+        self._bounds = self.rect.adjusted(-3, -3, 3, 3)
         self.inputs = {p.name: self._port(p, False, i) for i, p in enumerate(inputs)}
         self.outputs = {p.name: self._port(p, True, i) for i, p in enumerate(outputs)}
         self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsMovable
@@ -168,7 +171,7 @@ class NodeItem(QGraphicsItem):
     # -- painting --------------------------------------------------------------------------
 
     def boundingRect(self) -> QRectF:
-        return self.rect.adjusted(-3, -3, 3, 3)
+        return self._bounds
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
@@ -261,13 +264,20 @@ class NodeItem(QGraphicsItem):
         painter.drawText(QRectF(centre.x() - 8, centre.y() - 8, 16, 16),
                          Qt.AlignmentFlag.AlignCenter, "!")
 
+    def mousePressEvent(self, event) -> None:
+        # the card the user grabs comes to the front (not every selected card: select-all
+        # of 500 cards must not reorder them all)
+        top = max((i.zValue() for i in self.collidingItems() if isinstance(i, NodeItem)),
+                  default=self.zValue())
+        if top >= self.zValue():
+            self.setZValue(top + 0.001)
+        super().mousePressEvent(event)
+
     def itemChange(self, change, value):
         if change == QGraphicsItem.GraphicsItemChange.ItemScenePositionHasChanged:
             for port in self.ports():
                 for wire in port.wires:
                     wire.update_path()
-        elif change == QGraphicsItem.GraphicsItemChange.ItemSelectedHasChanged:
-            self.setZValue(3 if value else 1)
         return super().itemChange(change, value)
 
 

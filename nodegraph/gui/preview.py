@@ -1,7 +1,8 @@
 """Preview: what one node outputs for one sample batch, without training.
 
-The graph is compiled for inference (`for_training=False`) and its forward plan run on the
-first training batch of its data blocks, in eval mode, without gradients; the selected
+The graph is compiled for inference (`for_training=False`) and the part of its forward plan
+the node depends on is run on the first training batch of its data blocks, in eval mode,
+without gradients; the selected
 node's outputs are shown as a shape, summary numbers, a table of values and, for outputs
 shaped like images ((N, C, H, W) with 1 or 3 channels, or (N, H, W)), the first sample as
 an image. After a run the trained weights are used, as long as the graph has not changed
@@ -31,10 +32,13 @@ from nodegraph.graph import Graph
 MAX_ROWS, MAX_COLS = 64, 32
 
 
-def first_batch(compiled: Compiled) -> dict[tuple[str, str], torch.Tensor]:
-    """One training batch of every data block, keyed (node, port)."""
+def first_batch(compiled: Compiled, nodes: set[str] | None = None
+                ) -> dict[tuple[str, str], torch.Tensor]:
+    """One training batch of every data block (among `nodes`), keyed (node, port)."""
     batch: dict[tuple[str, str], torch.Tensor] = {}
     for node, ds in compiled.datasets.items():
+        if nodes is not None and node not in nodes:
+            continue
         split = "train" if ds.has("train") else next(s for s in ("val", "test") if ds.has(s))
         part = next(iter(ds.batches(split)))
         batch.update({(node, k): v for k, v in part.items()})
@@ -46,22 +50,20 @@ def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
     """The outputs of `node` for one batch, by port name (compiling `graph` if needed)."""
     compiled = compiled or compile(graph, for_training=False)
     module = compiled.module
-    values = first_batch(compiled)
+    needed = graph.upstream([node])
+    values = first_batch(compiled, needed)
     was_training = module.training
-    module.eval()
+    if was_training:
+        module.eval()
     try:
-        with torch.no_grad():
-            module.run(compiled.eval_plan if _in_plan(compiled.eval_plan, node)
-                       else module.full_plan, values)
+        with torch.no_grad():  # only what the node needs: on a big graph that is little
+            module.run(module.plan(needed), values)
     finally:
-        module.train(was_training)
+        if was_training:
+            module.train()
     spec = compiled.report.specs[node]
     return {p.name: values[(node, p.name)] for p in spec.outputs
             if isinstance(values.get((node, p.name)), torch.Tensor)}
-
-
-def _in_plan(plan, node: str) -> bool:
-    return any(step[0] == node for step in plan)
 
 
 def image_of(t: torch.Tensor) -> torch.Tensor | None:

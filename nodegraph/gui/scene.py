@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 from nodegraph.graph import Edge, GraphChanged
 from nodegraph.gui.document import Document
 from nodegraph.gui.layout import auto_layout
-from nodegraph.gui.node_item import NodeItem, PortItem
+from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem
 from nodegraph.gui.wire_item import DragWire, WireItem
 from nodegraph.gui.wiring import why_refused
 from nodegraph.spec import Port
@@ -47,6 +47,7 @@ class GraphScene(QGraphicsScene):
         self._detached: Edge | None = None
         self._hover: PortItem | None = None
         self._press_positions: dict[str, tuple] = {}
+        self._ports_shown = True
         doc.graph_replaced.connect(self.rebuild)
         doc.changed.connect(self._on_change)
         doc.positions_changed.connect(self._on_positions)
@@ -99,6 +100,9 @@ class GraphScene(QGraphicsScene):
             item.setPos(free.right() + 60 if self.nodes else 0.0, free.top() if self.nodes else 0)
         self.addItem(item)
         self.nodes[node_id] = item
+        if not self._ports_shown:
+            for port in item.ports():
+                port.setVisible(False)
         if self.report is not None:
             self._paint_node(item)
         return item
@@ -197,6 +201,18 @@ class GraphScene(QGraphicsScene):
         wire.set_problems([p for p in report.problems if p.node == e.dst
                            and p.port == e.dst_port and p.kind != "missing_input"])
 
+    # -- level of detail -------------------------------------------------------------------
+
+    def set_zoom(self, zoom: float) -> None:
+        """Hide the port dots when cards are too small to wire (500 nodes stay fast)."""
+        show = zoom >= SIMPLE_LOD
+        if show == self._ports_shown:
+            return
+        self._ports_shown = show
+        for item in self.nodes.values():
+            for port in item.ports():
+                port.setVisible(show)
+
     # -- selection helpers -----------------------------------------------------------------
 
     def selected_node_ids(self) -> list[str]:
@@ -206,10 +222,16 @@ class GraphScene(QGraphicsScene):
         return [i.edge for i in self.selectedItems() if isinstance(i, WireItem)]
 
     def select_nodes(self, node_ids) -> None:
-        self.clearSelection()
-        for n in node_ids:
-            if n in self.nodes:
-                self.nodes[n].setSelected(True)
+        """Select exactly `node_ids`, announcing the change once (as one click does)."""
+        self.blockSignals(True)
+        try:
+            self.clearSelection()
+            for n in node_ids:
+                if n in self.nodes:
+                    self.nodes[n].setSelected(True)
+        finally:
+            self.blockSignals(False)
+        self.selectionChanged.emit()
 
     def item_positions(self, node_ids=None) -> dict[str, tuple[float, float]]:
         ids = self.nodes if node_ids is None else node_ids

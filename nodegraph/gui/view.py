@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QLineF, QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPainter, QPen, QWheelEvent
 from PySide6.QtWidgets import QGraphicsView
 
@@ -43,6 +43,7 @@ class GraphView(QGraphicsView):
         self.setAcceptDrops(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setBackgroundBrush(QColor(theme.CANVAS))
+        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheBackground)  # panning reuses it
         self._pan_from: QPoint | None = None
         self._space = False
 
@@ -172,18 +173,23 @@ class GraphView(QGraphicsView):
 
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
         painter.fillRect(rect, QColor(theme.CANVAS))
-        step = GRID if self.zoom >= 0.5 else GRID * 5
-        left = math.floor(rect.left() / step) * step
-        top = math.floor(rect.top() / step) * step
-        minor = QPen(QColor(theme.GRID), 0)
-        major = QPen(QColor(theme.GRID_MAJOR), 0)
-        x = left
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)  # straight lines
+        step = GRID
+        while step * self.zoom < 10:  # keep minor lines at least 10 pixels apart
+            step *= 5
+        minor, major = [], []
+        x = math.floor(rect.left() / step) * step
         while x < rect.right():
-            painter.setPen(major if round(x / step) % 5 == 0 else minor)
-            painter.drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()))
+            line = QLineF(x, rect.top(), x, rect.bottom())
+            (major if round(x / step) % 5 == 0 else minor).append(line)
             x += step
-        y = top
+        y = math.floor(rect.top() / step) * step
         while y < rect.bottom():
-            painter.setPen(major if round(y / step) % 5 == 0 else minor)
-            painter.drawLine(QPointF(rect.left(), y), QPointF(rect.right(), y))
+            line = QLineF(rect.left(), y, rect.right(), y)
+            (major if round(y / step) % 5 == 0 else minor).append(line)
             y += step
+        # one call per pen: a call per line is slow (and strains the bindings)
+        painter.setPen(QPen(QColor(theme.GRID), 0))
+        painter.drawLines(minor)
+        painter.setPen(QPen(QColor(theme.GRID_MAJOR), 0))
+        painter.drawLines(major)

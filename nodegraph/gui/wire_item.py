@@ -40,7 +40,9 @@ class WireItem(QGraphicsPathItem):
         self.color = QColor(source.port.type.color)
         self.label = ""
         self.problems: list[Problem] = []
+        self.has_error = False
         self._label_rect = QRectF()
+        self._bounds = QRectF()  # kept, not computed per call: Qt asks for it very often
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
         self.setAcceptHoverEvents(True)
         self.setZValue(0)
@@ -73,20 +75,19 @@ class WireItem(QGraphicsPathItem):
     def set_problems(self, problems: list[Problem]) -> None:
         if problems != self.problems:
             self.problems = problems
+            self.has_error = any(p.severity == "error" for p in problems)
             self._update_tooltip()
             self.update()
 
-    @property
-    def has_error(self) -> bool:
-        return any(p.severity == "error" for p in self.problems)
-
     def _place_label(self) -> None:
-        if not self.label:
+        if self.label:
+            mid = self.path().pointAtPercent(0.5)
+            w = QFontMetricsF(LABEL_FONT).horizontalAdvance(self.label) + 10
+            self._label_rect = QRectF(mid.x() - w / 2, mid.y() - 8, w, 16)
+        else:
             self._label_rect = QRectF()
-            return
-        mid = self.path().pointAtPercent(0.5)
-        w = QFontMetricsF(LABEL_FONT).horizontalAdvance(self.label) + 10
-        self._label_rect = QRectF(mid.x() - w / 2, mid.y() - 8, w, 16)
+        self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
+            self._label_rect)
 
     def _update_tooltip(self) -> None:
         lines = [html.escape(str(self.edge))]
@@ -98,7 +99,7 @@ class WireItem(QGraphicsPathItem):
         self.setToolTip("<br>".join(lines))
 
     def boundingRect(self) -> QRectF:
-        return super().boundingRect().adjusted(-4, -4, 4, 4).united(self._label_rect)
+        return self._bounds
 
     def shape(self) -> QPainterPath:
         stroker = QPainterPathStroker()
@@ -106,8 +107,14 @@ class WireItem(QGraphicsPathItem):
         return stroker.createStroke(self.path())
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
         color = QColor(theme.ERROR) if self.has_error else self.color
+        if lod < LABEL_LOD:  # zoomed far out: a plain curve is all one can see
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+            painter.setPen(QPen(QColor(theme.SELECTION) if self.isSelected() else color, 0))
+            painter.drawPath(self.path())
+            return
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         width = 3.2 if self.isSelected() else 2.0
         if self.isSelected():
             painter.setPen(QPen(QColor(theme.SELECTION), width + 3))
@@ -118,8 +125,7 @@ class WireItem(QGraphicsPathItem):
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self.path())
-        lod = option.levelOfDetailFromTransform(painter.worldTransform())
-        if self.label and lod >= LABEL_LOD:
+        if self.label:
             self._paint_label(painter, color)
 
     def _paint_label(self, painter: QPainter, color: QColor) -> None:
