@@ -101,8 +101,7 @@ class NodeItem(QGraphicsItem):
         self.header = theme.category_color(category) if known else QColor("#5a5f68")
         self.badge = ""
         self.problems: list[Problem] = []
-        rows = max(len(inputs), len(outputs), 1)
-        self.height = theme.HEADER_HEIGHT + rows * theme.PORT_ROW + 8
+        self.height = card_height(len(inputs), len(outputs))
         self.rect = QRectF(0, 0, theme.NODE_WIDTH, self.height)
         self._bounds = self.rect.adjusted(-3, -3, 3, 3)
         self.inputs = {p.name: self._port(p, False, i) for i, p in enumerate(inputs)}
@@ -279,6 +278,11 @@ class NodeItem(QGraphicsItem):
                 for wire in port.wires:
                     wire.update_path()
         return super().itemChange(change, value)
+
+
+def card_height(inputs: int, outputs: int) -> float:
+    """The height of a card with this many input and output ports."""
+    return theme.HEADER_HEIGHT + max(inputs, outputs, 1) * theme.PORT_ROW + 8
 
 
 def _count_text(count: int) -> str:

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 from nodegraph.graph import Edge, GraphChanged
 from nodegraph.gui.document import Document
 from nodegraph.gui.layout import auto_layout
-from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem
+from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem, card_height
 from nodegraph.gui.wire_item import DragWire, WireItem
 from nodegraph.gui.wiring import why_refused
 from nodegraph.spec import Port
@@ -62,36 +62,48 @@ class GraphScene(QGraphicsScene):
         self.nodes.clear()
         self.wires.clear()
         graph = self.doc.graph
+        touching: dict[str, list[Edge]] = {}
+        for e in graph.edges:
+            touching.setdefault(e.src, []).append(e)
+            touching.setdefault(e.dst, []).append(e)
+        ports = {n: self._ports(n, touching.get(n, [])) for n in graph.nodes}
         positions = self.doc.positions()
         missing = [n for n in graph.nodes if not _valid_pos(positions.get(n))]
         if missing:  # a file written by a script: lay it out, keep positions that exist
-            heights = {n: self._make_node(n).height for n in graph.nodes}
+            heights = {n: card_height(len(i), len(o)) for n, (i, o) in ports.items()}
             laid = auto_layout(graph, heights)
             self.doc.set_positions({n: laid[n] for n in missing})
         for node_id in graph.nodes:
-            self._add_node(node_id)
+            self._add_node(node_id, ports[node_id])
         for edge in graph.edges:
             self._add_wire(edge)
 
-    def _make_node(self, node_id: str) -> NodeItem:
+    def _ports(self, node_id: str, edges: list[Edge]) -> tuple[list[Port], list[Port]]:
+        """The node's inputs and outputs: its block's, plus any a wire names (so it shows)."""
         graph = self.doc.graph
         node = graph.nodes[node_id]
-        known = node.type in graph.registry
-        spec = graph.registry.get(node.type) if known else None
+        spec = graph.registry.get(node.type) if node.type in graph.registry else None
         inputs = list(spec.inputs) if spec else []
         outputs = list(spec.outputs) if spec else []
-        # ports that wires name but the block lacks still get a dot, so the wire shows
-        for e in graph.edges:
+        for e in edges:
             if e.dst == node_id and all(p.name != e.dst_port for p in inputs):
                 inputs.append(Port(e.dst_port, doc="not a port of this block"))
             if e.src == node_id and all(p.name != e.src_port for p in outputs):
                 outputs.append(Port(e.src_port, doc="not a port of this block"))
-        category = spec.category if spec else node.type.split(".")[0]
-        return NodeItem(node_id, node.type, category, inputs, outputs,
-                        spec.summary if spec else "", known)
+        return inputs, outputs
 
-    def _add_node(self, node_id: str) -> NodeItem:
-        item = self._make_node(node_id)
+    def _make_node(self, node_id: str, ports: tuple | None = None) -> NodeItem:
+        graph = self.doc.graph
+        node = graph.nodes[node_id]
+        spec = graph.registry.get(node.type) if node.type in graph.registry else None
+        if ports is None:
+            ports = self._ports(node_id, [*graph.edges_into(node_id), *graph.edges_from(node_id)])
+        category = spec.category if spec else node.type.split(".")[0]
+        return NodeItem(node_id, node.type, category, *ports, spec.summary if spec else "",
+                        spec is not None)
+
+    def _add_node(self, node_id: str, ports: tuple | None = None) -> NodeItem:
+        item = self._make_node(node_id, ports)
         pos = self.doc.positions().get(node_id)
         if _valid_pos(pos):
             item.setPos(QPointF(*pos))
