@@ -44,3 +44,15 @@ def save_example(g: Graph, name: str) -> Path:
     nodegraph.save(with_layout(g), path)
     print(f"wrote {path.relative_to(EXAMPLES.parent)}")
     return path
+
+
+def save_all(graphs: dict[str, Graph]) -> None:
+    """Save every graph of a builder's `build()` under its file name."""
+    for name, graph in graphs.items():
+        save_example(graph, name)
+
+
+def classifier_metrics(g: Graph, model: str, n_bins: int = 10) -> None:
+    """Accuracy and ECE (with its reliability-diagram bins) of the model's scores."""
+    score(g, model, accuracy="metrics.Accuracy", ece="metrics.ECE")
+    g.set_param("ece", "n_bins", n_bins)

@@ -12,7 +12,7 @@ column reproduces the notes' split: rows 1, 3, 5, 7, 9 train, rows 2, 4, 6, 8, 1
 
 from __future__ import annotations
 
-from _classic import save_example, score, wire
+from _classic import save_all, score, wire
 
 from nodegraph.graph import Graph
 
@@ -54,5 +54,4 @@ def build() -> dict[str, Graph]:
 
 
 if __name__ == "__main__":
-    for file_name, graph in build().items():
-        save_example(graph, file_name)
+    save_all(build())

@@ -13,7 +13,7 @@ linearly separable, so the line misclassifies about one point in eight.
 
 from __future__ import annotations
 
-from _classic import save_example, score, wire
+from _classic import classifier_metrics, save_all, wire
 
 from nodegraph.graph import Graph
 
@@ -27,12 +27,10 @@ def build() -> dict[str, Graph]:
     g.add("optimizers.GD", id="opt", lr=1.0)
     wire(g, "data.x -> linear.input", "linear.output -> bce.input", "data.y -> bce.target",
          "bce.loss -> opt.loss")
-    score(g, "linear", accuracy="metrics.Accuracy", ece="metrics.ECE")
-    g.set_param("ece", "n_bins", 10)
+    classifier_metrics(g, "linear")
     g.training.update(epochs=200, seed=0, device="auto")
     return {"logistic_binary": g}
 
 
 if __name__ == "__main__":
-    for file_name, graph in build().items():
-        save_example(graph, file_name)
+    save_all(build())

@@ -25,7 +25,7 @@ signal's, so 100 % is a signal-to-noise ratio of 1 (the notes' 100 % is pure noi
 
 from __future__ import annotations
 
-from _classic import save_example, wire
+from _classic import save_all, wire
 
 from nodegraph.graph import Graph
 
@@ -60,5 +60,4 @@ def build() -> dict[str, Graph]:
 
 
 if __name__ == "__main__":
-    for file_name, graph in build().items():
-        save_example(graph, file_name)
+    save_all(build())

@@ -19,7 +19,7 @@ training points, so the comparison uses degrees 1, 3, 5 and 8 in place of 300:
 
 from __future__ import annotations
 
-from _classic import save_example, wire
+from _classic import save_all, wire
 
 from nodegraph.graph import Graph
 
@@ -42,5 +42,4 @@ def build() -> dict[str, Graph]:
 
 
 if __name__ == "__main__":
-    for file_name, graph in build().items():
-        save_example(graph, file_name)
+    save_all(build())

@@ -13,7 +13,7 @@ finds with C = 1/(2λn). Accuracy takes the argmax; ECE bins the top-class proba
 
 from __future__ import annotations
 
-from _classic import save_example, score, wire
+from _classic import classifier_metrics, save_all, wire
 
 from nodegraph.graph import Graph
 
@@ -30,12 +30,10 @@ def build() -> dict[str, Graph]:
     g.add("optimizers.LBFGS", id="opt", line_search_fn="strong_wolfe")
     wire(g, "data.x -> linear.input", "linear.output -> ce.input", "data.y -> ce.target",
          "ce.loss -> objective.a", "ridge.loss -> objective.b", "objective.loss -> opt.loss")
-    score(g, "linear", accuracy="metrics.Accuracy", ece="metrics.ECE")
-    g.set_param("ece", "n_bins", 10)
+    classifier_metrics(g, "linear")
     g.training.update(epochs=20, seed=0, device="auto")
     return {"softmax_regression": g}
 
 
 if __name__ == "__main__":
-    for file_name, graph in build().items():
-        save_example(graph, file_name)
+    save_all(build())

@@ -15,7 +15,7 @@ L378-384 state the direction of their λ' the wrong way round).
 
 from __future__ import annotations
 
-from _classic import save_example, score, wire
+from _classic import save_all, score, wire
 
 from nodegraph.graph import Graph
 
@@ -38,5 +38,4 @@ def build() -> dict[str, Graph]:
 
 
 if __name__ == "__main__":
-    for file_name, graph in build().items():
-        save_example(graph, file_name)
+    save_all(build())

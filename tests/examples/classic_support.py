@@ -2,12 +2,13 @@
 
 `example` loads a graph file from examples/, `run` trains it with `--set`-style changes
 (the same path as `nodegraph run --set`), and `assert_builder_writes_files` checks that a
-builder script still produces exactly the JSON files kept in the repository.
+builder script still produces the graphs kept in the repository's JSON files.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,15 +51,15 @@ def builder(name: str):
 
 
 def assert_builder_writes_files(name: str) -> None:
-    """Every graph the builder makes equals, as file text, the example file it writes."""
-    module = builder(name)
-    import _classic  # on sys.path now, beside the builder
-
-    graphs = module.build()
+    """Every graph the builder makes equals the example file it writes, but for the editor
+    positions (they follow the auto-layout's spacing, which may change on its own)."""
+    graphs = builder(name).build()
     assert graphs, f"builder {name} builds nothing"
     for file_name, graph in graphs.items():
-        expected = dumps(_classic.with_layout(graph))
-        actual = (EXAMPLES / f"{file_name}.json").read_text()
+        expected = json.loads(dumps(graph))
+        actual = json.loads((EXAMPLES / f"{file_name}.json").read_text())
+        assert set(actual["ui"]["positions"]) == set(graph.nodes), f"{file_name}: positions"
+        expected.pop("ui"), actual.pop("ui")
         assert actual == expected, (f"examples/{file_name}.json is stale: run "
                                     f"python examples/builders/{name}.py")
 
