@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nodegraph.graph import Graph
 
-COLUMN = 300.0  # node width plus room for a wire and its shape label
+COLUMN = 276.0  # node width plus room for a wire and its shape label
 ROW = 150.0
 
 

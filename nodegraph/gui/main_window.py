@@ -303,7 +303,6 @@ class MainWindow(QMainWindow):
         elif isinstance(event, RunFinished):
             final = " | ".join(f"{split} {_numbers(v)}" for split, v in event.final.items())
             self.log.log(self.run_status.text + (f" — {final}" if final else ""))
-            self.notify(self.run_status.text)
 
     def _on_run_failed(self, message: str, node) -> None:
         self.log.log(message, "error")

@@ -154,11 +154,13 @@ class JsonEditor(QLineEdit):
     def __init__(self, param: Param, commit: Commit):
         super().__init__()
         self.param, self._commit = param, commit
-        self.setPlaceholderText("required" if param.required else "JSON, e.g. [1, 2]")
+        self.setPlaceholderText("required" if param.required else
+                                "empty: " + _empty_meaning(param) if param.nullable else
+                                "JSON, e.g. [1, 2]")
         self.editingFinished.connect(self._finished)
 
     def show_value(self, value: Any) -> None:
-        self.setText("" if value is UNSET else json.dumps(value))
+        self.setText("" if value is UNSET or value is None else json.dumps(value))
 
     def _finished(self) -> None:
         text = self.text().strip()

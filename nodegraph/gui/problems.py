@@ -30,8 +30,11 @@ class ProblemsView(QWidget):
         self.table.setHeaderLabels(["Where", "Problem", "Hint"])
         self.table.setRootIsDecorated(False)
         self.table.setWordWrap(True)
-        self.table.setColumnWidth(0, 150)
-        self.table.setColumnWidth(1, 460)
+        header = self.table.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(1, header.ResizeMode.Stretch)  # the message gets the room
+        self.table.setColumnWidth(0, 130)
+        self.table.setColumnWidth(2, 220)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.summary)

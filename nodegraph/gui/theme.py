@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import zlib
 
-from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPalette, QPen
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory
 
 CANVAS = "#1b1e23"
 GRID = "#262a31"
@@ -41,7 +42,7 @@ _SPARE = ("#5f8f3e", "#b0704a", "#4a7fa0", "#9a5a8a", "#6a6fb8", "#3e9a8a")
 # plot curves, in the order series appear
 PLOT_COLORS = ("#5aa9ff", "#ff9f43", "#5cc689", "#e86a92", "#b48cf2", "#f2d24e")
 
-NODE_WIDTH = 184.0
+NODE_WIDTH = 176.0
 HEADER_HEIGHT = 40.0
 PORT_ROW = 20.0
 PORT_RADIUS = 5.5
@@ -107,12 +108,40 @@ def dark_palette() -> QPalette:
     return p
 
 
+class EditorStyle(QProxyStyle):
+    """Fusion with check boxes that read on a dark background (Fusion's border vanishes)."""
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        if element != QStyle.PrimitiveElement.PE_IndicatorCheckBox:
+            super().drawPrimitive(element, option, painter, widget)
+            return
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        r = QRectF(option.rect).adjusted(1.5, 1.5, -1.5, -1.5)
+        checked = bool(option.state & QStyle.StateFlag.State_On)
+        enabled = bool(option.state & QStyle.StateFlag.State_Enabled)
+        painter.setPen(QPen(QColor(HOVER if option.state & QStyle.StateFlag.State_MouseOver
+                                   else "#6b7482"), 1.2))
+        painter.setBrush(QColor(HIGHLIGHT if checked and enabled else BASE))
+        painter.drawRoundedRect(r, 3, 3)
+        if checked:
+            tick = QPainterPath(QPointF(r.left() + r.width() * 0.22, r.center().y()))
+            tick.lineTo(QPointF(r.left() + r.width() * 0.42, r.bottom() - r.height() * 0.24))
+            tick.lineTo(QPointF(r.right() - r.width() * 0.2, r.top() + r.height() * 0.26))
+            painter.setPen(QPen(QColor("#ffffff"), max(1.6, r.width() / 7),
+                                Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap,
+                                Qt.PenJoinStyle.RoundJoin))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawPath(tick)
+        painter.restore()
+
+
 def apply(app: QApplication) -> None:
     """Give the whole application the editor's theme (once: re-applying repolishes all)."""
     if app.property("nodegraph_theme"):
         return
     app.setProperty("nodegraph_theme", True)
-    app.setStyle(QStyleFactory.create("Fusion"))
+    app.setStyle(EditorStyle(QStyleFactory.create("Fusion")))
     app.setPalette(dark_palette())
     app.setFont(font(9.5))
     app.setStyleSheet(STYLESHEET)

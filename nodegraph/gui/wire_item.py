@@ -19,7 +19,7 @@ from nodegraph.graph import Edge
 from nodegraph.gui import theme
 from nodegraph.gui.node_item import PortItem
 
-LABEL_FONT = theme.font(7.5, mono=True)
+LABEL_FONT = theme.font(7.0, mono=True)
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
 
 
@@ -82,8 +82,8 @@ class WireItem(QGraphicsPathItem):
     def _place_label(self) -> None:
         if self.label:
             mid = self.path().pointAtPercent(0.5)
-            w = QFontMetricsF(LABEL_FONT).horizontalAdvance(self.label) + 10
-            self._label_rect = QRectF(mid.x() - w / 2, mid.y() - 8, w, 16)
+            w = QFontMetricsF(LABEL_FONT).horizontalAdvance(self.label) + 8
+            self._label_rect = QRectF(mid.x() - w / 2, mid.y() - 7, w, 14)
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
