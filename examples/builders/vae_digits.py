@@ -48,6 +48,8 @@ def vae() -> Graph:
     g.add("samplers.Reparameterize", id="sample")
     g.add("group.decoder", id="decoder")
     g.add("generative.ELBO", id="elbo", reconstruction="bce")
+    g.add("metrics.Mean", id="nll")  # the two parts of −ELBO, reported every epoch
+    g.add("metrics.Mean", id="kl")
     g.add("optimizers.Adam", id="opt", lr=0.002)
     g.add("procedures.SamplePrior", id="prior", model="decoder", count=16,
           image_shape=[8, 8])
@@ -56,7 +58,8 @@ def vae() -> Graph:
     wire(g, "data.x -> encoder.x", "encoder.mu -> sample.mu",
          "encoder.logvar -> sample.logvar", "sample.z -> decoder.z",
          "decoder.recon -> elbo.recon", "data.x -> elbo.target", "encoder.mu -> elbo.mu",
-         "encoder.logvar -> elbo.logvar", "elbo.loss -> opt.loss")
+         "encoder.logvar -> elbo.logvar", "elbo.loss -> opt.loss", "elbo.nll -> nll.input",
+         "elbo.kl -> kl.input")
     training(g, 60)
     return g
 

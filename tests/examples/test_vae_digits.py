@@ -43,7 +43,10 @@ def test_the_negative_elbo_falls_and_is_what_its_formula_gives(result):
         mu, logvar = encode(result, x)
         nll = F.binary_cross_entropy(decode(result, mu), x, reduction="none").sum(1)
         kl = 0.5 * (logvar.exp() + mu**2 - 1 - logvar).sum(1)
-    assert result.final["test"]["elbo"] == pytest.approx((nll + kl).mean().item(), rel=1e-4)
+    final = result.final["test"]
+    assert final["elbo"] == pytest.approx((nll + kl).mean().item(), rel=1e-4)
+    assert final["nll"] == pytest.approx(nll.mean().item(), rel=1e-4)
+    assert final["kl"] == pytest.approx(kl.mean().item(), rel=1e-4)
     assert kl.mean() > 1.0  # the codes carry information: the posterior is not the prior
 
 
