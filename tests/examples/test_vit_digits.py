@@ -1,8 +1,8 @@
 """examples/vit_digits.json: a small Vision Transformer on the 8x8 digits, trained briefly.
 
-The full run (40 epochs) is reported in examples/README.md; a few epochs already classify
-most held-out digits, well above the 10 % of chance, and the [CLS] token the head reads is
-the first of the 17 tokens (16 patches of 2x2 after it).
+The full run (up to 60 epochs, early stopping) is reported in examples/README.md; a few
+epochs already classify most held-out digits, well above the 10 % of chance, and the [CLS]
+token the head reads is the first of the 17 tokens (16 patches of 2x2 after it).
 """
 
 from __future__ import annotations
