@@ -14,8 +14,12 @@ sign(start), the spurious [−1, 1] included; y is that corner (a start on an ax
 it: [0, 0], [1, 0], [0, 1] are fixed points). 3-D: y is the nearest target, which every
 uniform start reaches (none ends at a spurious point: they are unstable).
 
+hopfield_digits (E13, L207–222): the newhop design stores the first 8x8 digit of each class
+(binarised at half ink, ±1) — written into the file as the node's targets — and recalls
+noisy probes (the digit plus Gaussian noise of sd 0.2 to 2.0); y is the clean digit.
+
     python examples/builders/hopfield.py
-    nodegraph run examples/hopfield_2d.json
+    nodegraph run examples/hopfield_2d.json    # also hopfield_3d, hopfield_digits
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from nodegraph.graph import Graph
 TARGETS_2D = [[1, 1], [-1, -1], [1, -1]]  # seed 004 eq 3 (L161)
 TARGETS_3D = [[-1, -1, 1], [1, -1, -1], [1, 1, 1]]  # seed 004 L176
 STARTS = 1000
+LEVELS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0)  # hopfield_digits: the noise sd
+DRAWS = 2  # hopfield_digits: probes per digit and level
 NAMED_2D = [[0.5, -0.75], [-0.5, 0.75],  # eq 5: to the target [1, −1], to the spurious [−1, 1]
             [0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]  # unstable fixed points (digest E11)
 NAMED_3D = [[-0.0605, -1, -0.0605], [-0.0605, 0.0605, 1], [1, 0.0605, -0.0605],
@@ -72,8 +78,35 @@ def hopfield_3d() -> Graph:
     return recall_graph("hopfield-3d", starts, nearest(starts, TARGETS_3D), TARGETS_3D)
 
 
+def digit_patterns() -> np.ndarray:
+    """The first 8x8 digit of each class 0–9, a pixel +1 where its ink is above half."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    first = [int(np.flatnonzero(digits.target == k)[0]) for k in range(10)]
+    return np.where(digits.data[first] / 16 > 0.5, 1.0, -1.0)
+
+
+def noisy_probes(patterns: np.ndarray, seed: int = 0) -> np.ndarray:
+    """For each noise level, DRAWS probes of every digit: pattern + level·N(0, 1) (E13's
+    additive Gaussian noise, sd = level·max|x|), rounded to 3 decimals; rows ordered by
+    level, then digit, then draw."""
+    rng = np.random.default_rng(seed)
+    clean = np.repeat(patterns, DRAWS, 0)
+    return np.concatenate([np.round(clean + level * rng.standard_normal(clean.shape), 3)
+                           for level in LEVELS])
+
+
+def hopfield_digits() -> Graph:
+    patterns = digit_patterns()
+    probes = noisy_probes(patterns)
+    clean = np.tile(np.repeat(patterns, DRAWS, 0), (len(LEVELS), 1))
+    return recall_graph("hopfield-digits", probes, clean, patterns.astype(int).tolist())
+
+
 def build() -> dict[str, Graph]:
-    return {"hopfield_2d": hopfield_2d(), "hopfield_3d": hopfield_3d()}
+    return {"hopfield_2d": hopfield_2d(), "hopfield_3d": hopfield_3d(),
+            "hopfield_digits": hopfield_digits()}
 
 
 if __name__ == "__main__":

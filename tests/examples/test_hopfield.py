@@ -81,4 +81,18 @@ def test_3d_graph_reports_its_settling_time():
 
 
 def test_builder_writes_the_files():
-    assert_builder_writes_files("hopfield")
+    assert_builder_writes_files("hopfield")  # all three files
+
+
+def test_digits_noisy_probes_recall_their_digit():
+    """E13 with the 8x8 digits: every probe up to noise sd 1.0 (as strong as the signal)
+    settles exactly on its digit within 10 iterations; at sd 1.5 and 2.0 most still do
+    (measured 85 % and 75 %), the others end elsewhere, as the notes' 50 % noise does."""
+    levels, draws = (0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0), 2
+    probes, clean, out, _, iterations = recall("hopfield_digits")
+    recalled = (out - clean).abs().amax(1) < 1e-3
+    per_level = recalled.reshape(len(levels), 10 * draws).float().mean(1)
+    assert per_level[:5].tolist() == [1.0] * 5
+    assert 0.6 <= per_level[-1] < 1.0
+    assert recalled.float().mean() >= 0.9  # most noisy probes recall their digit
+    assert iterations.reshape(len(levels), -1)[:5].max() <= 10
