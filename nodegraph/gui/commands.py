@@ -33,7 +33,11 @@ def _move_last_node_to(graph: Graph, index: int) -> None:
 
 
 def _move_last_edge_to(graph: Graph, index: int) -> None:
-    graph.edges.insert(index, graph.edges.pop())
+    """Put the most recently added wire back at `index`; a new list, so the graph's wire
+    index (keyed on the list) rebuilds."""
+    edges = list(graph.edges)
+    edges.insert(index, edges.pop())
+    graph.edges = edges
 
 
 class AddNode(QUndoCommand):

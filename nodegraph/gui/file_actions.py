@@ -37,7 +37,7 @@ class FileActions:
         if not self.maybe_save():
             return False
         self.discard_autosave()
-        self.doc.set_graph(Graph(registry=self.doc.graph.registry))
+        self.doc.set_graph(Graph(registry=self.doc.graph.base_registry))
         self.after_open()
         return True
 
@@ -50,7 +50,7 @@ class FileActions:
         if not self.maybe_save():
             return False
         try:
-            graph = load(path, self.doc.graph.registry)
+            graph = load(path, self.doc.graph.base_registry)
         except GraphFileError as e:
             self.prompts.error("Cannot open the file", str(e))
             self.recent.remove(str(Path(path).resolve()))
@@ -75,7 +75,7 @@ class FileActions:
             auto.unlink(missing_ok=True)
             return None
         try:
-            graph = load(auto, self.doc.graph.registry)
+            graph = load(auto, self.doc.graph.base_registry)
         except GraphFileError as e:
             self.prompts.error("Cannot restore the autosave", str(e))
             return None
@@ -92,7 +92,7 @@ class FileActions:
             newest.unlink(missing_ok=True)
             return False
         try:
-            graph = load(newest, self.doc.graph.registry)
+            graph = load(newest, self.doc.graph.base_registry)
         except GraphFileError as e:
             self.prompts.error("Cannot restore the autosave", str(e))
             return False

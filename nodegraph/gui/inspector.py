@@ -87,6 +87,11 @@ class Inspector(QScrollArea):
         self._new_graph()
 
     def _new_graph(self) -> None:
+        # group blocks are the graph's own: forms built for the last graph may not fit
+        for page in self._pages.values():
+            if page.widget is not self.widget():
+                page.widget.deleteLater()
+        self._pages = {}
         old = self._training_page
         self._training_page = self._build_training()
         self.show_node(None)

@@ -171,6 +171,8 @@ class MainWindow(QMainWindow):
         d.path_changed.connect(self._update_title)
         d.changed.connect(self._on_graph_changed)
         d.graph_replaced.connect(self._show_training_settings)
+        # the palette offers the graph's own groups too (group.NAME blocks)
+        d.graph_replaced.connect(lambda: self.palette.set_registry(self.doc.graph.registry))
         d.undo_stack.canUndoChanged.connect(self.actions_by_name["undo"].setEnabled)
         d.undo_stack.canRedoChanged.connect(self.actions_by_name["redo"].setEnabled)
         self.actions_by_name["undo"].setEnabled(False)
@@ -299,6 +301,7 @@ class MainWindow(QMainWindow):
         elif isinstance(event, NodeFailed):
             self.log.log(event.message, "error")
             if event.node:
+                self.scene.mark_failed(event.node, event.message)
                 self.focus_node(event.node)
         elif isinstance(event, RunFinished):
             final = " | ".join(f"{split} {_numbers(v)}" for split, v in event.final.items())
@@ -309,6 +312,8 @@ class MainWindow(QMainWindow):
         self.docks["log"].raise_()
         self.notify(message.splitlines()[0])
         if node:
+            if not any(p.kind == "runtime_error" for p in self.scene.nodes[node].problems):
+                self.scene.mark_failed(node, message)
             self.focus_node(node)
 
     # -- preview ---------------------------------------------------------------------------
@@ -349,7 +354,7 @@ class MainWindow(QMainWindow):
     # -- windows ---------------------------------------------------------------------------
 
     def new_window(self) -> MainWindow:
-        window = MainWindow(registry=self.doc.graph.registry, settings=self.settings,
+        window = MainWindow(registry=self.doc.graph.base_registry, settings=self.settings,
                             prompts=None, recovery_dir=self.file_actions.recovery_dir)
         self._windows.append(window)
         window.show()

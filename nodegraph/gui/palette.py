@@ -60,6 +60,10 @@ class Palette(QWidget):
         self.tree.itemDoubleClicked.connect(self._on_double_click)
         self.refresh()
 
+    def set_registry(self, registry: Registry) -> None:
+        self.registry = registry
+        self.refresh()
+
     def refresh(self) -> None:
         """Show the blocks matching the search text, by family (all when it is empty)."""
         query = self.search.text().strip()

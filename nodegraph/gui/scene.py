@@ -13,6 +13,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QTransform
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 
+from nodegraph.errors import Problem
 from nodegraph.graph import Edge, GraphChanged
 from nodegraph.gui.document import Document
 from nodegraph.gui.layout import auto_layout
@@ -201,6 +202,14 @@ class GraphScene(QGraphicsScene):
             self._paint_node(item)
         for wire in self.wires.values():
             self._paint_wire(wire)
+
+    def mark_failed(self, node: str, message: str, hint: str = "") -> None:
+        """Paint a run-time failure (NaN, a block's error) on its node until the next
+        validation report."""
+        item = self.nodes.get(node)
+        if item is not None:
+            item.set_problems([*item.problems, Problem(node, None, "runtime_error", message,
+                                                       hint)])
 
     def _paint_node(self, item: NodeItem) -> None:
         report = self.report

@@ -128,3 +128,39 @@ def test_zoom_and_fit(xor_window):
     assert all(visible.contains(i.sceneBoundingRect()) for i in w.scene.nodes.values())
     assert w.actions_by_name["fit"].shortcut().toString() == "F"
     assert "Ctrl+L" in w.actions_by_name["layout"].shortcut().toString()
+
+
+def test_keyboard_shortcuts_delete_undo_redo_and_duplicate(xor_window, qtbot):
+    w = xor_window
+    w.activateWindow()
+    w.view.setFocus()
+    qtbot.waitUntil(lambda: w.view.hasFocus())
+    w.scene.select_nodes(["act"])
+    qtbot.keyClick(w.view, Qt.Key.Key_Delete)
+    assert "act" not in w.doc.graph.nodes
+    qtbot.keyClick(w.view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert "act" in w.doc.graph.nodes
+    qtbot.keyClick(w.view, Qt.Key.Key_Z,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert "act" not in w.doc.graph.nodes
+    w.undo()
+    w.scene.select_nodes(["act"])
+    qtbot.keyClick(w.view, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    assert "act_2" in w.doc.graph.nodes
+    edit_menu = w.menuBar().actions()[1].menu()
+    menu_text = {a.text(): a.shortcut().toString() for a in edit_menu.actions()}
+    assert menu_text["&Delete"] == "Del" and menu_text["D&uplicate"] == "Ctrl+D"
+
+
+def test_a_graph_with_groups_opens_and_offers_its_groups(make_window):
+    from nodegraph.gui.files import examples_dir
+
+    path = examples_dir() / "gan_digits.json"
+    if not path.exists():
+        import pytest
+        pytest.skip("the GAN example is not in this checkout")
+    w = make_window(str(path))
+    groups = [n for n in w.doc.graph.nodes.values() if n.type.startswith("group.")]
+    assert groups and all(w.scene.nodes[n.id].known for n in groups)
+    assert any(b.startswith("group.") for b in w.palette.visible_ids())
+    assert w.validator.wait(60) and w.validator.report.ok

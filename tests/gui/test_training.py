@@ -102,3 +102,26 @@ def test_a_graph_with_errors_is_not_trained(window):
     assert not window.start_training()
     assert not window.runner.running
     assert window.problems.problems  # the reasons are listed
+
+
+def test_a_run_that_fails_paints_the_node_and_logs_why(make_window, tmp_path):
+    g = Graph("diverges")
+    g.add("data.NoisyLine", "data", n=64, batch_size=8)
+    g.add("layers.Linear", "line", out_features=1)
+    g.add("losses.MSE", "loss")
+    g.add("optimizers.SGD", "opt", lr=1e6)  # explodes to inf, then NaN
+    g.connect(("data", "x"), ("line", "input"))
+    g.connect(("line", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    g.training["epochs"] = 50
+    save(g, tmp_path / "diverges.json")
+    w = make_window(str(tmp_path / "diverges.json"))
+    assert w.start_training()
+    assert w.runner.wait(60)
+    failed = [n for n, item in w.scene.nodes.items()
+              if any(p.kind == "runtime_error" for p in item.problems)]
+    assert len(failed) == 1 and w.scene.nodes[failed[0]].has_error
+    assert "NaN or infinite" in w.scene.nodes[failed[0]].toolTip()
+    assert any("NaN or infinite" in line for line in w.log.lines)
+    assert w.scene.selected_node_ids() == failed
