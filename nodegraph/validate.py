@@ -88,7 +88,7 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
             flat = groups.flatten(graph)
         except GraphError as e:
             return Report([Problem(None, None, "bad_group", str(e))])
-        report = _validate(flat.graph, for_training, graph.load_problems)
+        report = _validate(flat.graph, for_training, graph.load_problems, flat)
         _report_on_instances(report, flat)
     else:
         report = _validate(graph, for_training, graph.load_problems)
@@ -99,8 +99,9 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
     return report
 
 
-def _validate(graph: Graph, for_training: bool, load_problems: list[Problem]) -> Report:
-    report = Report()
+def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
+              flat: groups.Flat | None = None) -> Report:
+    report = Report(flat=flat)
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
     report.problems += settings.resolve(graph.training)[1]
     _check_nodes(graph, report)
@@ -391,8 +392,11 @@ def _check_trainable(graph: Graph, report: Report) -> None:
         if edge is None:
             continue
         upstream = graph.upstream([edge.src])
-        scope = report.params.get(opt, {}).get("scope") or []
-        unknown = [s for s in scope if s not in graph.nodes]
+        named = report.params.get(opt, {}).get("scope") or []
+        unknown = [s for s in named if s not in graph.nodes
+                   and not (report.flat and report.flat.members(s))]
+        scope = [m for s in named for m in (report.flat.members(s) if report.flat else None)
+                 or [s]]
         if unknown:
             report.problems.append(Problem(opt, "scope", "bad_param",
                                            f"scope names unknown node(s) {unknown}"))

@@ -179,3 +179,13 @@ def test_a_copy_of_a_grouped_graph_is_independent():
     h.groups["layer"].body.set_param("hidden", "out_features", 9)
     assert g.groups["layer"].body.node("hidden").params["out_features"] == 4
     assert h.groups["layer"].body.groups is h.groups
+
+
+def test_an_optimizer_scope_may_name_a_group_instance():
+    g = siamese(share=False)
+    g.set_param("opt", "scope", ["enc_a", "head"])
+    assert nodegraph.validate(g, for_training=True).ok
+    before = nodegraph.compile(g).module.block_state()
+    after = nodegraph.train(g, epochs=1).module.block_state()
+    assert not torch.equal(before["enc_a__fc.weight"], after["enc_a__fc.weight"])
+    assert torch.equal(before["enc_b__fc.weight"], after["enc_b__fc.weight"])
