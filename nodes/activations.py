@@ -144,6 +144,9 @@ BLOCKS = [
          [choice_param("approximate", ("none", "tanh"), "none", "exact (none) or the tanh "
                        "approximation")],
          ("gaussian", "transformer")),
+    _act("SiLU", "Sigmoid-weighted linear unit x·σ(x) (swish).\n\nSmooth and non-monotonic "
+         "near zero; the usual activation of diffusion U-Nets and timestep MLPs.",
+         lambda p, x: nn.SiLU(), keywords=("swish",)),
     _act("Softplus", "Softplus log(1 + exp(beta·x)) / beta: a smooth ReLU.\n\nAbove "
          "beta·x > threshold it returns x, for numerical stability. Gives positive outputs "
          "(variances, rates).",

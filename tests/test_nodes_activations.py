@@ -40,6 +40,7 @@ FORMULAS = [
     ("Softplus", {"beta": 1.0, "threshold": 0.75}, lambda x: torch.where(
         x > 0.75, x, torch.log1p(torch.exp(x)))),
     ("Satlins", {}, lambda x: torch.tensor([-1.0, -1, -0.5, 0, 0.5, 1, 1])),
+    ("SiLU", {}, lambda x: x / (1 + torch.exp(-x))),
 ]
 
 
