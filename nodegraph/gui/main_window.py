@@ -182,7 +182,8 @@ class MainWindow(QMainWindow):
         self.palette.block_activated.connect(lambda b: self.edit_actions.add_block(b))
         self.problems.node_clicked.connect(self.focus_node)
         self.view.zoom_changed.connect(lambda z: self.zoom_label.setText(f"{z:.0%}"))
-        self.view.zoom_changed.connect(self.scene.set_zoom)
+        self.view.zoom_changed.connect(
+            lambda z: self.scene.set_zoom(z * self.view.devicePixelRatioF()))
         self.epochs.valueChanged.connect(lambda v: self.doc.set_training("epochs", v))
         self.device.currentTextChanged.connect(self._set_device)
         self.runner.event.connect(self._on_run_event)

@@ -173,7 +173,7 @@ class NodeItem(QGraphicsItem):
         return self._bounds
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
-        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        lod = detail(option, painter)
         outline = self._outline_color()
         if lod < SIMPLE_LOD:
             painter.setPen(QPen(outline, 2.0) if outline else Qt.PenStyle.NoPen)
@@ -278,6 +278,14 @@ class NodeItem(QGraphicsItem):
                 for wire in port.wires:
                     wire.update_path()
         return super().itemChange(change, value)
+
+
+def detail(option: QStyleOptionGraphicsItem, painter: QPainter) -> float:
+    """Device pixels per scene unit: how much detail is readable (high-DPI screens show
+    labels that the same zoom on a plain screen would blur)."""
+    device = painter.device()
+    ratio = device.devicePixelRatioF() if device is not None else 1.0
+    return option.levelOfDetailFromTransform(painter.worldTransform()) * ratio
 
 
 def card_height(inputs: int, outputs: int) -> float:

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGrap
 from nodegraph.errors import Problem
 from nodegraph.graph import Edge
 from nodegraph.gui import theme
-from nodegraph.gui.node_item import PortItem
+from nodegraph.gui.node_item import PortItem, detail
 
 LABEL_FONT = theme.font(7.0, mono=True)
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
@@ -107,7 +107,7 @@ class WireItem(QGraphicsPathItem):
         return stroker.createStroke(self.path())
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
-        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        lod = detail(option, painter)
         color = QColor(theme.ERROR) if self.has_error else self.color
         if lod < LABEL_LOD:  # zoomed far out: a plain curve is all one can see
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
