@@ -34,7 +34,7 @@ class FileActions:
     # -- new and open ----------------------------------------------------------------------
 
     def new(self) -> bool:
-        if not self.maybe_save():
+        if not self.doc.edit_guard() or not self.maybe_save():
             return False
         self.discard_autosave()
         self.doc.set_graph(Graph(registry=self.doc.graph.base_registry))
@@ -47,7 +47,7 @@ class FileActions:
             path = self.prompts.open_path(start)
             if not path:
                 return False
-        if not self.maybe_save():
+        if not self.doc.edit_guard() or not self.maybe_save():
             return False
         try:
             graph = load(path, self.doc.graph.base_registry)

@@ -301,9 +301,10 @@ class MainWindow(QMainWindow):
             self.log.log(event.text, event.level)
         elif isinstance(event, NodeFailed):
             self.log.log(event.message, "error")
-            if event.node:
-                self.scene.mark_failed(event.node, event.message)
-                self.focus_node(event.node)
+            node = self._canvas_node(event.node)
+            if node:
+                self.scene.mark_failed(node, event.message)
+                self.focus_node(node)
         elif isinstance(event, RunFinished):
             final = " | ".join(f"{split} {_numbers(v)}" for split, v in event.final.items())
             self.log.log(self.run_status.text + (f" — {final}" if final else ""))
@@ -312,10 +313,18 @@ class MainWindow(QMainWindow):
         self.log.log(message, "error")
         self.docks["log"].raise_()
         self.notify(message.splitlines()[0])
+        node = self._canvas_node(node)
         if node:
             if not any(p.kind == "runtime_error" for p in self.scene.nodes[node].problems):
                 self.scene.mark_failed(node, message)
             self.focus_node(node)
+
+    def _canvas_node(self, node: str | None) -> str | None:
+        """The card a run-time node id belongs to (a group's inner node: its instance)."""
+        if node in self.scene.nodes:
+            return node
+        instance = (node or "").split("__", 1)[0]
+        return instance if instance in self.scene.nodes else None
 
     # -- preview ---------------------------------------------------------------------------
 

@@ -47,10 +47,18 @@ def first_batch(compiled: Compiled, nodes: set[str] | None = None
 
 def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
                  ) -> dict[str, torch.Tensor]:
-    """The outputs of `node` for one batch, by port name (compiling `graph` if needed)."""
+    """The outputs of `node` for one batch, by port name (compiling `graph` if needed).
+
+    A graph with groups runs expanded (a group instance is its inner nodes, named
+    INSTANCE__INNER); a group instance's outputs are read where its inner nodes put them.
+    """
     compiled = compiled or compile(graph, for_training=False)
-    module = compiled.module
-    needed = graph.upstream([node])
+    module, flat = compiled.module, compiled.report.flat
+    run_graph = compiled.exec_graph or compiled.graph
+    spec = graph.registry.get(graph.nodes[node].type)
+    keys = {p.name: _flat_key(flat, node, p.name) for p in spec.outputs}
+    members = (flat.members(node) if flat is not None else []) or [node]
+    needed = run_graph.upstream(members)
     values = first_batch(compiled, needed)
     was_training = module.training
     if was_training:
@@ -61,9 +69,15 @@ def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
     finally:
         if was_training:
             module.train()
-    spec = compiled.report.specs[node]
-    return {p.name: values[(node, p.name)] for p in spec.outputs
-            if isinstance(values.get((node, p.name)), torch.Tensor)}
+    return {name: values[key] for name, key in keys.items()
+            if isinstance(values.get(key), torch.Tensor)}
+
+
+def _flat_key(flat, node: str, port: str) -> tuple[str, str]:
+    """Where the expanded graph holds output `port` of `node`."""
+    if flat is None:
+        return (node, port)
+    return flat.outputs.get((node, port), (node, port))
 
 
 def image_of(t: torch.Tensor) -> torch.Tensor | None:

@@ -152,7 +152,7 @@ def test_keyboard_shortcuts_delete_undo_redo_and_duplicate(xor_window, qtbot):
     assert menu_text["&Delete"] == "Del" and menu_text["D&uplicate"] == "Ctrl+D"
 
 
-def test_a_graph_with_groups_opens_and_offers_its_groups(make_window):
+def test_a_graph_with_groups_opens_offers_its_groups_and_previews(make_window):
     from nodegraph.gui.files import examples_dir
 
     path = examples_dir() / "gan_digits.json"
@@ -164,3 +164,5 @@ def test_a_graph_with_groups_opens_and_offers_its_groups(make_window):
     assert groups and all(w.scene.nodes[n.id].known for n in groups)
     assert any(b.startswith("group.") for b in w.palette.visible_ids())
     assert w.validator.wait(60) and w.validator.report.ok
+    w.scene.select_nodes([groups[0].id])  # a group instance previews through its insides
+    assert w.preview.shape.text().startswith("shape (")
