@@ -25,6 +25,8 @@ class LogView(QPlainTextEdit):
     def log(self, text: str, level: str = "info") -> None:
         stamp = time.strftime("%H:%M:%S")
         self.lines.append(text)
+        if len(self.lines) > MAX_LINES:
+            del self.lines[:-MAX_LINES]
         color = LEVEL_COLORS.get(level, theme.TEXT)
         self.appendHtml(f"<span style='color:{theme.TEXT_DIM}'>{stamp}</span> "
                         f"<span style='color:{color}'>{html.escape(text)}</span>")

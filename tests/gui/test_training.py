@@ -125,3 +125,22 @@ def test_a_run_that_fails_paints_the_node_and_logs_why(make_window, tmp_path):
     assert "NaN or infinite" in w.scene.nodes[failed[0]].toolTip()
     assert any("NaN or infinite" in line for line in w.log.lines)
     assert w.scene.selected_node_ids() == failed
+
+
+def test_train_and_val_curves_are_plotted_side_by_side(make_window, tmp_path):
+    g = Graph("line")
+    g.add("data.NoisyLine", "data", n=80, batch_size=16, val_fraction=0.25)
+    g.add("layers.Linear", "line", out_features=1)
+    g.add("losses.MSE", "loss")
+    g.add("optimizers.SGD", "opt", lr=0.1)
+    g.connect(("data", "x"), ("line", "input"))
+    g.connect(("line", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    save(g, tmp_path / "line.json")
+    w = make_window(str(tmp_path / "line.json"))
+    w.epochs.setValue(3)
+    assert w.start_training() and w.runner.wait(60)
+    assert w.plots.points("train loss") == w.plots.points("val loss") == 3
+    assert w.plots.points("train accuracy") == 0  # no metric block, no metric curve
+    assert any("| val loss" in line for line in w.log.lines)
