@@ -1,0 +1,71 @@
+"""`nodegraph export --to weights`: trained weights as one safetensors file, keyed `node.param`.
+
+The keys are the node ids of the graph (see `GraphModule.block_state`; a tied tensor is
+written under each of its names), which are also the attribute names of the class `--to
+python` writes, so the file loads into it with
+``model.load_state_dict(safetensors.torch.load_file(path))``. The weights come from a file
+(a checkpoint's ``last/model.safetensors`` or ``best.safetensors`` from ``nodegraph run
+--checkpoint-dir``), checked against the graph, or from training the graph first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from nodegraph import checkpoint
+from nodegraph.compile import Compiled, compile
+from nodegraph.errors import NodegraphError
+from nodegraph.graph import Graph
+
+
+def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """A safetensors file of weights, or an error naming it."""
+    try:
+        return load_file(str(path))
+    except FileNotFoundError:
+        raise NodegraphError(f"weights file '{path}' does not exist") from None
+    except (SafetensorError, OSError) as e:
+        raise NodegraphError(f"cannot read weights file '{path}': {e}") from None
+
+
+def load_weights(compiled: Compiled, weights: dict[str, torch.Tensor]) -> None:
+    """Load `node.param` weights into a compiled graph, or say which do not fit."""
+    expected = compiled.module.block_state()  # a tied tensor may come under any of its names
+    every = {k.removeprefix("blocks."): v for k, v in compiled.module.state_dict().items()}
+    missing = sorted(set(expected) - set(weights))
+    unknown = sorted(set(weights) - set(every))
+    shapes = sorted(k for k in set(weights) & set(every) if weights[k].shape != every[k].shape)
+    problems = ([f"missing {', '.join(missing)}"] if missing else []) + \
+        ([f"not in the graph: {', '.join(unknown)}"] if unknown else []) + \
+        [f"{k} is {tuple(weights[k].shape)} but the graph's is {tuple(every[k].shape)}"
+         for k in shapes]
+    if problems:
+        raise NodegraphError("the weights do not fit this graph: " + "; ".join(problems))
+    compiled.module.load_block_state(weights)
+
+
+def to_weights(graph: Graph, path: str | Path, weights: str | Path | None = None,
+               train: bool = False) -> int:
+    """Write the weights of `graph` to `path`: those of the file `weights` (checked to fit
+    the graph), or, with `train`, those training the graph gives. Returns the tensor count."""
+    if weights is not None:
+        compiled = compile(graph, device="cpu", for_training=False)
+        load_weights(compiled, read_weights(weights))
+        module = compiled.module
+    elif train:
+        from nodegraph.train import train as run
+
+        module = run(graph).module
+    else:
+        raise NodegraphError("exporting weights needs trained ones: pass --weights FILE (a "
+                             "checkpoint's last/model.safetensors from nodegraph run "
+                             "--checkpoint-dir) or --train")
+    # every name of a tied tensor, as the exported class's strict load_state_dict wants
+    state = {k.removeprefix("blocks."): v.detach().clone() for k, v in
+             module.state_dict().items()}
+    checkpoint.save_weights(Path(path), state)
+    return len(state)
