@@ -1,0 +1,172 @@
+"""Opaque blocks: what `nodegraph import` cannot say with the library's blocks, still running.
+
+A module traced from PyTorch code maps to blocks where the library has them (a Linear, a
+ReLU, an addition); the rest lands here, clearly marked. `opaque.Module` builds a module
+class named by its import path (``torch.nn:TransformerEncoderLayer``) with JSON keyword
+arguments — or builds a root class and takes one of its submodules by path — so the graph
+file holds no pickle, only a name; `opaque.Function` calls a torch function or tensor
+method (``torch:Tensor.mean``) with fixed extra arguments; `opaque.Arrays` is a data block
+of arrays from an .npz, dtypes kept, that gives an imported graph its example inputs so its
+shapes can be inferred. Naming a module to import runs that module's code, as installing a
+block package does: open graph files from people you trust.
+
+Arguments are JSON. A few values JSON has no word for are written as one-key objects:
+``{"input": k}`` is the block's input k, ``{"size": [k, d]}`` that input's size in dim d
+(the batch size, for d = 0), ``{"tuple": [...]}``, ``{"slice": [start, stop, step]}``,
+``{"ellipsis": true}``, ``{"dtype": "float32"}`` and ``{"function": "module:qualname"}``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from nodegraph.dataset import data_params, from_arrays
+from nodegraph.errors import NodegraphError, ParamError
+from nodegraph.spec import Param, Port, block, int_param, str_param
+from nodes._data_files import read_npz
+
+INPUTS = [Port("input", doc="the first argument"),
+          *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in (2, 3, 4))]
+FUNCTION_MODULES = ("torch", "operator", "math")  # what opaque.Function may call
+
+
+def resolve(path: str, what: str) -> Any:
+    """The object named ``module:qualname`` (``torch.nn:Linear``, ``torch:Tensor.mean``)."""
+    module_name, sep, qualname = path.partition(":")
+    if not sep or not module_name or not qualname:
+        raise ParamError(f"{what} must look like module:qualname, e.g. torch.nn:Linear; got "
+                         f"{path!r}")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ParamError(f"{what} {path!r}: cannot import {module_name} ({e})") from None
+    for part in qualname.split("."):
+        if not hasattr(obj, part):
+            raise ParamError(f"{what} {path!r}: {module_name} has no {qualname}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def decode(value: Any, inputs: tuple = ()) -> Any:
+    """A JSON argument as the Python value it stands for (see the module doc)."""
+    if isinstance(value, list):
+        return [decode(v, inputs) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        (key, arg), = value.items()
+        if key == "input":
+            return inputs[arg]
+        if key == "size":
+            return inputs[arg[0]].shape[arg[1]]
+        if key == "tuple":
+            return tuple(decode(v, inputs) for v in arg)
+        if key == "slice":
+            return slice(*arg)
+        if key == "ellipsis":
+            return Ellipsis
+        if key == "dtype":
+            return getattr(torch, arg)
+        if key == "function":
+            return resolve(arg, "function")
+    return {k: decode(v, inputs) for k, v in value.items()}
+
+
+def _present(inputs: tuple) -> tuple:
+    """The inputs up to the last connected one (optional ports left open are dropped)."""
+    count = max((i + 1 for i, x in enumerate(inputs) if x is not None), default=0)
+    return inputs[:count]
+
+
+class OpaqueModule(nn.Module):
+    """A module built from an import path and keyword arguments (or a submodule of one)."""
+
+    def __init__(self, target: str, kwargs: dict, path: str = "", index: int | None = None):
+        super().__init__()
+        cls = resolve(target, "target")
+        if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+            raise ParamError(f"target {target!r} is not an nn.Module class")
+        try:
+            root = cls(**decode(kwargs))
+        except TypeError as e:
+            raise ParamError(f"{target} cannot be built with {kwargs}: {e}") from None
+        try:
+            self.module = root.get_submodule(path) if path else root
+        except AttributeError:
+            raise ParamError(f"{target} has no submodule {path!r}") from None
+        self.index = index
+
+    def forward(self, *inputs):
+        out = self.module(*_present(inputs))
+        return out if self.index is None else out[self.index]
+
+
+class OpaqueFunction(nn.Module):
+    """A call of a torch function (or tensor method) with fixed extra arguments."""
+
+    def __init__(self, function: str, args: list, kwargs: dict):
+        super().__init__()
+        if function.partition(":")[0].split(".")[0] not in FUNCTION_MODULES:
+            raise ParamError(f"function {function!r}: only functions of "
+                             f"{', '.join(FUNCTION_MODULES)} may be called")
+        self.function = resolve(function, "function")
+        self.args, self.kwargs = args, kwargs
+
+    def forward(self, *inputs):
+        return self.function(*decode(self.args, inputs), **decode(self.kwargs, inputs))
+
+
+def _arrays(p):
+    x, y = read_npz(p.path, (p.x_key, p.y_key))
+    if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
+        raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
+                             f"of samples, got shapes {x.shape} and {y.shape}")
+    return from_arrays({"x": np.asarray(x), "y": np.asarray(y)}, p, normalize_ports=())
+
+
+BLOCKS = [
+    block("opaque.Module", "op",
+          "A PyTorch module named by its import path, run as it is (imported code).\n\n"
+          "Builds `target` (module:Class) with the JSON `kwargs`; with `path`, builds it and "
+          "takes that submodule. Its weights are saved like any block's, under "
+          "node.module.*. `nodegraph import` puts here what no block of the library "
+          "expresses; the file names code to import, so open graphs you trust.",
+          lambda p, x: OpaqueModule(p.target, p.kwargs, p.path, p.index),
+          inputs=INPUTS, outputs=["output"],
+          params=[str_param("target", doc="the class, as module:QualName "
+                            "(torch.nn:TransformerEncoderLayer)"),
+                  Param("kwargs", "json", {}, "keyword arguments of its constructor"),
+                  str_param("path", "", "a submodule of the built object, dotted "
+                            "(encoder.layers.0); empty means the object itself"),
+                  int_param("index", None, "when the module returns a tuple: the element that "
+                            "is the output; empty means all of it", min=0, nullable=True)],
+          keywords=("imported", "custom", "fx", "module")),
+    block("opaque.Function", "op",
+          "A call of a torch function or tensor method with fixed extra arguments.\n\n"
+          "`function` is module:qualname (torch:mean, torch:Tensor.transpose, operator:add); "
+          "`args` and `kwargs` are JSON, with {\"input\": k} for input k and "
+          "{\"size\": [k, d]} for its size in dim d. Made by `nodegraph import` for "
+          "operations no block expresses.",
+          lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs),
+          inputs=INPUTS, outputs=["output"],
+          params=[str_param("function", doc="what to call, as module:qualname"),
+                  Param("args", "json", [{"input": 0}], "positional arguments"),
+                  Param("kwargs", "json", {}, "keyword arguments")],
+          keywords=("imported", "function", "fx", "call")),
+    block("opaque.Arrays", "data",
+          "Arrays from an .npz archive with their dtypes: the example inputs of an imported "
+          "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "
+          "the module's own output there); integer arrays stay integers, others become "
+          "float32, and no normalisation is applied.",
+          _arrays, outputs=[Port("x", doc="the inputs"), Port("y", doc="the reference outputs")],
+          params=[str_param("path", doc="the .npz archive"),
+                  str_param("x_key", "x", "name of the input array"),
+                  str_param("y_key", "y", "name of the output array"),
+                  *data_params(batch_size=0, shuffle=False)],
+          keywords=("npz", "example inputs", "imported")),
+]
