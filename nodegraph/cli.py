@@ -24,7 +24,8 @@ EXIT_INTERRUPTED = 130
 # Commands that live in their own modules: each exposes `register(subparsers)`, adding its
 # parser with `set_defaults(func=...)`; the function takes the parsed args, returns the exit code.
 COMMAND_MODULES: list[str] = ["nodegraph.lrfind_cli", "nodegraph.export.command",
-                              "nodegraph.procedure_cli"]
+                              "nodegraph.procedure_cli", "nodegraph.fx_import",
+                              "nodegraph.sweep"]
 
 
 def main(argv: list[str] | None = None) -> int:
