@@ -335,7 +335,7 @@ def trace_batch(compiled, batch: dict | None = None, optimizer: int = 0) -> list
         batch = {(data[0], k): v for k, v in next(data[1].batches("train")).items()}
     values = dict(batch)
     records: dict[str, TraceRecord] = {}
-    plan = compiled.optimizers[optimizer].plan if compiled.optimizers else compiled.eval_plan
+    plan = module.full_plan  # every block, also those that feed no loss yet
     for node, block, in_keys, out_keys in plan:
         args = [values.get(k) for k in in_keys]
         out = block(*args)
@@ -344,9 +344,9 @@ def trace_batch(compiled, batch: dict | None = None, optimizer: int = 0) -> list
             values[key] = t
             if isinstance(t, torch.Tensor) and t.requires_grad:
                 t.retain_grad()
+        ports = [p.name for p in compiled.report.specs[node].inputs]  # the block's own names
         records[node] = TraceRecord(
-            node, {k[1] if k else "": v.detach().clone() for k, v in zip(in_keys, args,
-                                                                        strict=True)
+            node, {port: v.detach().clone() for port, v in zip(ports, args, strict=True)
                    if isinstance(v, torch.Tensor)},
             {k[1]: t.detach().clone() for k, t in zip(out_keys, outs, strict=True)})
     if compiled.optimizers:

@@ -176,3 +176,14 @@ def test_nan_stops_the_run_at_the_first_nonfinite_node():
     assert err.value.node == first_bad
     assert all(s.finite for f in frames[:-1] for ports in f.outputs.values()
                for s in ports.values())
+
+
+def test_trace_inputs_are_keyed_by_the_blocks_own_ports():
+    g = xor()
+    g.add("layers.Add", id="sum")
+    g.connect(("hidden", "output"), ("sum", "a"))
+    g.connect(("act", "output"), ("sum", "b"))
+    records = {r.node: r for r in trace_batch(nodegraph.compile(g))}
+    assert set(records["sum"].inputs) == {"a", "b"}
+    assert torch.equal(records["sum"].inputs["a"], records["hidden"].outputs["output"])
+    assert set(records["hidden"].inputs) == {"input"}
