@@ -27,9 +27,9 @@ from torch import nn
 
 import nodegraph
 from nodegraph.dataset import split_indices
+from nodegraph.events import Emitter
 from nodegraph.settings import resolve
 from nodegraph.train import RunControl, Trainer
-from nodegraph.events import Emitter
 
 
 def mlp_graph(data_type: str, data_params: dict, widths: list[int], lr: float) -> nodegraph.Graph:
