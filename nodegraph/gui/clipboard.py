@@ -17,8 +17,7 @@ from typing import Any
 from nodegraph.graph import Graph, Node
 from nodegraph.gui.wiring import edges_among
 
-MIME = "application/x-nodegraph-clip+json"
-FORMAT = "nodegraph-clip"
+FORMAT = "nodegraph-clip"  # the clip travels as text; this marks it as ours
 
 
 def copy_nodes(graph: Graph, node_ids: Iterable[str]) -> str:

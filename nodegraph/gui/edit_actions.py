@@ -8,7 +8,7 @@ all and auto-layout. Refused edits are shown in the status bar, never raised at 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QPointF
+from PySide6.QtCore import QPointF
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication
 
@@ -118,11 +118,9 @@ class EditActions:
         nodes = self.scene.selected_node_ids()
         if not nodes:
             return False
-        text = clipboard.copy_nodes(self.doc.graph, nodes)
-        data = QMimeData()
-        data.setData(clipboard.MIME, text.encode())
-        data.setText(text)  # plain text too, so another window (or process) can paste it
-        QApplication.clipboard().setMimeData(data)
+        # plain text, marked as a clip inside: any window or process can paste it, and a
+        # QMimeData handed to the clipboard crashes some platforms (offscreen) at exit
+        QApplication.clipboard().setText(clipboard.copy_nodes(self.doc.graph, nodes))
         return True
 
     def cut(self) -> None:
@@ -130,10 +128,7 @@ class EditActions:
             self.delete_selection()
 
     def paste(self, at: QPointF | None = None) -> list[str]:
-        data = QApplication.clipboard().mimeData()
-        raw = bytes(data.data(clipboard.MIME).data()).decode() if data.hasFormat(
-            clipboard.MIME) else data.text()
-        doc = clipboard.parse(raw)
+        doc = clipboard.parse(QApplication.clipboard().text())
         if doc is None:
             self.notify("The clipboard holds no nodes to paste.")
             return []

@@ -377,6 +377,8 @@ class MainWindow(QMainWindow):
         if self.runner.running:
             self.runner.stop()
             self.runner.wait(10)
+        self.validator.shutdown()
+        self.autosave_timer.stop()
         self.file_actions.discard_autosave()
         event.accept()
 

@@ -75,26 +75,37 @@ class Validator(QObject):
         self._result = _Result()
         self._result.done.connect(self._on_done)
         self._running = False
+        self._closed = False
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         doc.changed.connect(self.schedule)
         doc.graph_replaced.connect(self.schedule)
 
     def schedule(self, *_) -> None:
-        self._timer.start()
+        if not self._closed:
+            self._timer.start()
+
+    def shutdown(self) -> None:
+        """Start no more rounds and wait for the running one (its window is closing: a
+        thread still in torch when the interpreter exits would abort the process)."""
+        self._closed = True
+        self._timer.stop()
+        self._pool.waitForDone()
 
     @property
     def fresh(self) -> bool:
         return self.report is not None and self.report_revision == self.doc.revision
 
     def _start(self) -> None:
-        if self._running:
+        if self._running or self._closed:
             return  # the running job's result will be stale; _on_done starts another
         self._running = True
         self._pool.start(_Job(snapshot(self.doc.graph), self.doc.revision, self._result))
 
     def _on_done(self, report: Report, revision: int) -> None:
         self._running = False
+        if self._closed:
+            return
         if revision != self.doc.revision:
             self._start()
             return
