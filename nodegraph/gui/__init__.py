@@ -12,7 +12,9 @@ undoable command that calls the Graph API. Modules, one job each:
 - `runner`, `plots`, `log_view`, `run_status`: training off the GUI thread and watching it
 - `preview`: one node's output for one batch; `clipboard`, `layout`: paste and auto-layout
 - `files`, `prompts`, `main_window`, `menus`: files, autosave, questions, the window
-- `_compat`: a guard against a reference-counting bug of PySide6 6.12 on Python 3.11
-"""
+- `_compat`: a guard against a reference-counting bug of PySide6 6.12 on Python 3.11,
+  installed by `theme` and `document`, which every window imports before using Qt
 
-from nodegraph.gui import _compat  # noqa: F401,E402  (first: guards against a PySide6 bug)
+Importing this package imports no Qt: `layout`, `fuzzy`, `wiring` and `clipboard` are
+Qt-free and scripts use them (the example builders lay their graphs out with `layout`).
+"""

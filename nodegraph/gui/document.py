@@ -18,6 +18,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from nodegraph.errors import ParamError
 from nodegraph.graph import NODE_ID, Edge, Graph, Node
+from nodegraph.gui import _compat  # noqa: F401  (before any Qt call: a PySide6 bug guard)
 from nodegraph.gui import commands as cmd
 from nodegraph.gui.clipboard import Paste
 from nodegraph.gui.wiring import why_refused

@@ -14,6 +14,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory
 
+from nodegraph.gui import _compat  # noqa: F401  (before any Qt call: a PySide6 bug guard)
+
 CANVAS = "#1b1e23"
 GRID = "#262a31"
 GRID_MAJOR = "#2f343c"
