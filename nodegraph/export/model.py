@@ -29,6 +29,7 @@ from nodegraph.errors import NodeRuntimeError, Problem, ValidationError
 from nodegraph.export.record import Recorder
 from nodegraph.export.source import MAX_TENSOR_LITERAL, Source
 from nodegraph.export.syntax import (
+    LINE,
     Unexportable,
     attribute_path,
     call_lines,
@@ -300,18 +301,34 @@ class ModelWriter:
     def _losses(self, has_predict: bool) -> list[str]:
         args = ", ".join(["self", *(self.names[k] for k in self.parts.inputs)])
         body = []
-        if has_predict:
+        if self._interleaved():  # the blocks in nodegraph's order, so random draws agree
+            body += self._statements(self.parts.order)
+        elif has_predict:
             heads = [self.names[k] for k in self.parts.heads]
             call = "self(" + ", ".join(self.names[k] for k in self.parts.predict_inputs) + ")"
             body.append(f"{', '.join(heads)} = {call}")
-        body += self._statements(self.parts.scoring)
-        losses = ", ".join(f'"{n}": {self.names[k]}' for n, k in self.parts.losses.items())
-        outputs = ", ".join(f'"{self.head_name(k)}": {self.names[k]}'
-                            for k in [*self.parts.heads, *self.parts.read])
-        body.append("return {" + losses + "}, {" + outputs + "}")
+        if not self._interleaved():
+            body += self._statements(self.parts.scoring)
+        losses = [f'"{n}": {self.names[k]}' for n, k in self.parts.losses.items()]
+        outputs = [f'"{self.head_name(k)}": {self.names[k]}'
+                   for k in [*self.parts.heads, *self.parts.read]]
+        one = "return {" + ", ".join(losses) + "}, {" + ", ".join(outputs) + "}"
+        if len(one) + 8 <= LINE:
+            body.append(one)
+        else:  # one entry a line
+            body += ["losses = {", *(f"    {x}," for x in losses), "}",
+                     "outputs = {", *(f"    {x}," for x in outputs), "}",
+                     "return losses, outputs"]
         return [f"    def losses({args}):",
                 '        """Each loss by node, and the outputs they score (metrics read them)."""',
                 *("        " + b for b in body)]
+
+    def _interleaved(self) -> bool:
+        """True when nodegraph runs some scoring block before a predicting one: `losses`
+        then repeats the whole order instead of calling `forward` first."""
+        position = {n: i for i, n in enumerate(self.parts.order)}
+        first_scoring = min((position[n] for n in self.parts.scoring), default=len(position))
+        return any(position[n] > first_scoring for n in self.parts.predict)
 
     def _single(self, nid: str) -> bool:
         return len(self.c.report.specs[nid].outputs) == 1

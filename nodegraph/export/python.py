@@ -15,6 +15,7 @@ saved (see `ModelWriter.check`); the caller's random state is left as it was.
 from __future__ import annotations
 
 import builtins
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from nodegraph.export.model import ModelWriter, partition, unexportable
 from nodegraph.export.record import recording
 from nodegraph.export.script import ScriptWriter
 from nodegraph.export.source import Source
-from nodegraph.export.syntax import class_name, identifier
+from nodegraph.export.syntax import LINE, class_name, identifier
 from nodegraph.fileformat import atomic_write_text
 from nodegraph.graph import Graph
 from nodegraph.metric import Metric
@@ -139,16 +140,24 @@ def _training(compiled, recorder, source, parts, model, data, opts, source_name)
 def _assemble(graph: Graph, source: Source, sections: list[str], name: str,
               source_name: str | None, path: Path, training: bool) -> str:
     origin = f" from {source_name}" if source_name else ""
-    doc = [f'"""{graph.name} as plain PyTorch, exported by nodegraph{origin}.', "",
-           f"`{name}` holds one attribute per block, named by its node id, so weights saved "
-           "by", "nodegraph (keys `node.param`) load with `model.load_state_dict(...)`, e.g. "
-           "from a", "checkpoint's model.safetensors through `safetensors.torch.load_file`."]
+    paragraphs = [
+        f"{graph.name} as plain PyTorch, exported by nodegraph{origin}.",
+        f"`{name}` holds one attribute per block, named by its node id, so weights saved by "
+        "nodegraph (keys `node.param`) load with `model.load_state_dict(...)`, e.g. from the "
+        "file `nodegraph export --to weights` writes, through `safetensors.torch.load_file`."]
     if training:
-        doc += ["Running this file trains the model as `nodegraph run` does — the same data, "
-                "split,", "seed, batches, optimizers and schedules — so it gives the same "
-                "loss curve up to", "float rounding:", "",
-                f"    python {path.name} [--epochs N] "
-                "[--metrics-out FILE.json]"]
+        paragraphs.append("Running this file trains the model as `nodegraph run` does — the "
+                          "same data, split, seed, batches, optimizers and schedules — so it "
+                          "gives the same loss curve up to float rounding:")
+    doc = []
+    for text in paragraphs:
+        lines = textwrap.wrap(text, LINE - 3)
+        doc += [*lines, ""]
+    doc[0] = '"""' + doc[0]
+    if training:
+        doc.append(f"    python {path.name} [--epochs N] [--metrics-out FILE.json]")
+    else:
+        doc.pop()
     doc.append('"""')
     model_defs = source.definitions("model")
     rest = "\n\n\n".join([*model_defs, *sections])

@@ -19,7 +19,13 @@ from nodegraph.export.data import DataCode
 from nodegraph.export.model import ModelWriter, Parts, bound_nodes
 from nodegraph.export.record import Recorder
 from nodegraph.export.source import Source
-from nodegraph.export.syntax import Unexportable, attribute_path, call_lines, identifier
+from nodegraph.export.syntax import (
+    Unexportable,
+    attribute_path,
+    call_lines,
+    identifier,
+    reflow,
+)
 from nodegraph.render import format_stats
 
 I1, I2, I3, I4 = (" " * n for n in (4, 8, 12, 16))
@@ -363,8 +369,9 @@ class ScriptWriter:
         if staged:
             lr = 'name: optimizers[name].param_groups[0]["lr"] for name in active'
         stage = ', "stage": stage' if staged and len(self.opts["stages"]) > 1 else ""
-        lines += [f'{I2}history.append({{"epoch": epoch, "train": train, "val": val,',
-                  f'{I2}                "lr": {{{lr}}}{stage}}})',
+        lines += [*(f"{I2}{line}" for line in reflow_assignment("lr", "{" + lr + "}", 8)),
+                  f'{I2}history.append({{"epoch": epoch, "train": train, "val": val, "lr": lr'
+                  f"{stage}}})",
                   f"{I2}if epoch in (1, epochs) or epoch % max(1, epochs // 20) == 0:",
                   f'{I3}log(f"epoch {{epoch}}/{{epochs}}  train {{format_stats(train)}}"',
                   f'{I3}    + (f"  | val {{format_stats(val)}}" if val else ""))']
@@ -419,6 +426,11 @@ class ScriptWriter:
             text = text.replace('    parser.add_argument("--epochs", type=int, default=EPOCHS)\n',
                                 "").replace("train(args.epochs)", "train()")
         return text
+
+
+def reflow_assignment(name: str, value: str, indent: int) -> list[str]:
+    """``name = value``, the value spread over lines when too long."""
+    return f"{name} = {reflow(value, indent + len(name) + 3)}".split("\n")
 
 
 def _shift(lines: list[str], by: int) -> list[str]:

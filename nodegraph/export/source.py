@@ -40,6 +40,7 @@ from nodegraph.export.syntax import (
     free_names,
     lambda_node,
     simplify,
+    unparse,
 )
 
 MAX_TENSOR_LITERAL = 1024  # larger tensors are weights, not constructor arguments
@@ -260,7 +261,7 @@ class Source:
                 + "}"
             return body if type(v) is dict else f"{self.ref(type(v))}({body})"
         if getattr(v, "__name__", None) == "<lambda>":
-            return ast.unparse(self.lambda_expr(v))
+            return unparse(self.lambda_expr(v))
         if inspect.isfunction(v) and "<locals>" in v.__qualname__:
             return self._made_by(v)
         if inspect.isclass(v) or inspect.isroutine(v) or isinstance(v, types.ModuleType):
@@ -325,8 +326,8 @@ class Source:
                                                                       strict=True)}).visit(
                 copy(lam.body)))
             if isinstance(body, ast.Tuple):
-                return ", ".join(ast.unparse(e) for e in body.elts)
-            return ast.unparse(body)
+                return ", ".join(unparse(e) for e in body.elts)
+            return unparse(body)
         path = torch_path(fn)
         if path and path.startswith("torch.Tensor."):
             return f"{_atom(args[0])}.{fn.__name__}({', '.join(args[1:])})"

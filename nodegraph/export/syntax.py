@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import keyword
 import linecache
-import pprint
 import textwrap
 import types
 from collections.abc import Iterator
@@ -214,8 +213,13 @@ def call_lines(lhs: str, callee: str, parts: list[str], indent: int) -> list[str
     one = head + ", ".join(parts) + ")"
     if len(one) <= LINE or not parts:
         return [one]
+    if len(head) > LINE // 2 and ", " in lhs:  # many targets: them in parentheses, wrapped
+        tail = f") = {callee}({', '.join(parts)})"
+        width = max(30, LINE - indent - 1 - len(tail))  # the last line keeps room for tail
+        targets = textwrap.wrap(lhs, width, break_on_hyphens=False)
+        return _wrapped_targets(targets, callee, parts, pad)
     align = " " * len(head)
-    parts = [reflow(p, len(head)) if len(head) + len(p) + 2 > LINE else p for p in parts]
+    parts = [reflow(p, len(head), 1) if len(head) + len(p) + 1 > LINE else p for p in parts]
     lines, current = [], head
     for i, part in enumerate(parts):
         piece = part + (", " if i < len(parts) - 1 else ")")
@@ -228,21 +232,91 @@ def call_lines(lhs: str, callee: str, parts: list[str], indent: int) -> list[str
     return "\n".join(lines).split("\n")
 
 
-def reflow(text: str, column: int) -> str:
-    """A call of one literal list (``torch.tensor([[...]])``) spread over lines that fit
-    when it starts at `column`; other text as it is."""
+def _wrapped_targets(targets: list[str], callee: str, parts: list[str], pad: str) -> list[str]:
+    """``(a, b,\n c) = callee(parts)``: unpacking targets too long for one line."""
+    if len(targets) == 1:
+        return [f"{pad}({targets[0]}) = {callee}({', '.join(parts)})"]
+    lines = [f"{pad}({targets[0]}"] + [f"{pad} {t}" for t in targets[1:]]
+    lines[-1] += f") = {callee}({', '.join(parts)})"
+    return lines
+
+
+def reflow(text: str, column: int, reserve: int = 0) -> str:
+    """The expression `text` spread over lines that fit when it starts at `column`: the
+    items of a call, list, tuple or dict aligned after its opening bracket, nested as far
+    as needed (long literals of weights too); text that is not one expression as it is."""
     try:
         node = ast.parse(text, mode="eval").body
     except SyntaxError:
         return text
-    if not (isinstance(node, ast.Call) and len(node.args) == 1
-            and isinstance(node.args[0], ast.List)):
-        return text
-    head = ast.unparse(node.func) + "("
-    tail = "".join(f", {ast.unparse(k)}" for k in node.keywords) + ")"
-    width = max(20, LINE - column - len(head) - len(tail))
-    body = pprint.pformat(ast.literal_eval(node.args[0]), width=width)
-    return head + body.replace("\n", "\n" + " " * (column + len(head))) + tail
+    return _layout(node, column, reserve)
+
+
+def _layout(node: ast.AST, column: int, reserve: int = 0) -> str:
+    """`node` as text starting at `column`, with `reserve` characters to follow it."""
+    flat = unparse(node)
+    if column + len(flat) + reserve <= LINE:
+        return flat
+    if isinstance(node, ast.Call):
+        head = unparse(node.func) + "("
+        return head + _items([*node.args, *node.keywords], column + len(head),
+                             reserve + 1) + ")"
+    brackets = {ast.List: "[]", ast.Tuple: "()", ast.Set: "{}", ast.Dict: "{}"}
+    pair = brackets.get(type(node))
+    if pair is None:
+        return flat
+    items = list(zip(node.keys, node.values, strict=True)) if isinstance(node, ast.Dict) \
+        else node.elts
+    return pair[0] + _items(items, column + 1, reserve + 1) + pair[1]
+
+
+def _items(items: list, column: int, reserve: int) -> str:
+    """Items joined by ", ": as many to a line as fit, the next line at `column`; an item
+    too long for a line of its own is laid out in turn. The last keeps `reserve` free."""
+    lines, current = [], ""
+    for i, item in enumerate(items):
+        last = i == len(items) - 1
+        comma, room = ("", reserve) if last else (",", 0)
+        flat = _item(item, None, 0) + comma
+        if current and column + len(current) + len(flat) + room > LINE:
+            lines.append(current.rstrip())
+            current = ""
+        if column + len(current) + len(flat) + room <= LINE:
+            current += flat + " "
+        else:  # alone on its line and still too long: spread it
+            current += _item(item, column + len(current), room + len(comma)) + comma + " "
+    lines.append(current.rstrip())
+    return ("\n" + " " * column).join(lines)
+
+
+def _item(item, column: int | None, reserve: int) -> str:
+    """One item of a call or display, flat (column None) or laid out at `column`."""
+    if isinstance(item, tuple):  # a dict entry
+        key = unparse(item[0]) + ": "
+        value = item[1]
+    elif isinstance(item, ast.keyword):
+        key, value = (f"{item.arg}=" if item.arg else "**"), item.value
+    else:
+        key, value = "", item
+    if column is None:
+        return key + unparse(value)
+    return key + _layout(value, column + len(key), reserve)
+
+
+class _Unparser(ast._Unparser):
+    """ast.unparse writing strings in double quotes, as the project does."""
+
+    def _write_constant(self, value):
+        text = repr(value)
+        if isinstance(value, str) and text.startswith("'") and '"' not in value:
+            text = '"' + text[1:-1].replace("\\'", "'") + '"'
+            self.write(text)
+        else:
+            super()._write_constant(value)
+
+
+def unparse(node: ast.AST) -> str:
+    return _Unparser().visit(node)
 
 
 def docstring(text: str, indent: int) -> list[str]:

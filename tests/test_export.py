@@ -1,0 +1,324 @@
+"""Export to plain PyTorch, ONNX and weights: the numbers must be the graph's.
+
+The Python file of every example, given the compiled graph's weights, computes the same
+predictions and losses; its training script gives nodegraph's loss curve; it passes ruff.
+ONNX files agree with the graph under onnxruntime, at other batch sizes too. Blocks that
+cannot be exported are named with the reason.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import nodegraph
+from nodegraph.cli import main
+from nodegraph.export import ExportError, to_onnx, to_python, to_weights
+from nodegraph.export.model import partition, sample_inputs
+from nodegraph.export.python import trains
+from nodegraph.export.syntax import class_name
+from nodegraph.spec import Registry, block, default_registry
+
+EXAMPLES = sorted(glob.glob("examples/*.json"))
+
+
+def load_module(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Examples whose blocks cannot be written as code yet, with the reason: a test fails when one
+# of them exports (move it out) or when another example stops exporting.
+UNEXPORTABLE = {"hopfield_digits": ("hopfield", "a tensor of 4096 values")}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Every example exported once: name -> (graph, path of the .py)."""
+    out = tmp_path_factory.mktemp("exported")
+    result = {}
+    for path in EXAMPLES:
+        graph = nodegraph.load(path)
+        name = Path(path).stem
+        try:
+            to_python(graph, out / f"{name}.py", Path(path).name)
+        except ExportError as e:
+            node, reason = UNEXPORTABLE.get(name, (None, None))
+            assert [(p.node, reason in p.message) for p in e.problems] == [(node, True)], \
+                (name, e.problems)
+            continue
+        assert name not in UNEXPORTABLE, f"{name} exports now: take it out of UNEXPORTABLE"
+        result[name] = (graph, out / f"{name}.py")
+    return result
+
+
+def _flat(stats: dict) -> dict:
+    return {k: float(v) for k, v in stats.items() if isinstance(v, int | float)}
+
+
+def test_every_example_exports_and_computes_what_the_graph_computes(exported):
+    assert len(exported) == len(EXAMPLES) - len(UNEXPORTABLE) >= 2
+    for name, (graph, path) in exported.items():
+        module = load_module(path)
+        compiled = nodegraph.compile(graph, device="cpu", for_training=trains(graph))
+        parts = partition(compiled)
+        model = getattr(module, class_name(graph.name))()
+        # the weights of the compiled graph load by name, strictly (as export --to weights
+        # writes them: a tied tensor under each of its names)
+        model.load_state_dict({k.removeprefix("blocks."): v
+                               for k, v in compiled.module.state_dict().items()})
+        model.eval()
+        compiled.module.eval()
+        values = sample_inputs(compiled)
+        with torch.no_grad():  # the same random draws for blocks that sample
+            torch.manual_seed(1)
+            expected = compiled.module.run(compiled.module.full_plan, dict(values))
+            torch.manual_seed(1)
+            losses, outputs = model.losses(*(values[k] for k in parts.inputs))
+        assert set(losses) == set(compiled.loss_keys), name
+        for node, key in compiled.loss_keys.items():
+            assert torch.allclose(losses[node], expected[key], rtol=1e-5, atol=1e-6), (name, node)
+        for key in parts.heads:
+            head = key[0] if len(compiled.report.specs[key[0]].outputs) == 1 else \
+                f"{key[0]}.{key[1]}"
+            assert torch.allclose(outputs[head], expected[key], rtol=1e-5, atol=1e-6), \
+                (name, head)
+
+
+@pytest.mark.parametrize("name, epochs", [("xor", 40), ("line_fit", 50)])
+def test_training_script_gives_nodegraphs_loss_curve(exported, name, epochs):
+    graph, path = exported[name]
+    module = load_module(path)
+    _, mine = module.train(epochs, log=lambda line: None)
+    theirs = nodegraph.train(graph, epochs=epochs, device="cpu")
+    assert len(mine["history"]) == len(theirs.history) == epochs
+    for a, b in zip(mine["history"], theirs.history, strict=True):
+        for split in ("train", "val"):
+            assert _flat(a[split]).keys() == _flat(b[split]).keys()
+            for key, value in _flat(b[split]).items():
+                assert a[split][key] == pytest.approx(value, rel=1e-6, abs=1e-9), \
+                    (name, a["epoch"], split, key)
+        assert a["lr"] == b["lr"]
+    for split, stats in theirs.final.items():
+        assert _flat(mine["final"][split]) == pytest.approx(_flat(stats), rel=1e-6)
+    # the loss fell: the script trains, it does not only agree
+    first, last = theirs.history[0]["train"]["loss"], theirs.history[-1]["train"]["loss"]
+    assert last < 0.5 * first
+
+
+def test_the_script_runs_on_its_own_and_writes_the_metrics(exported, tmp_path):
+    graph, path = exported["line_fit"]
+    out = tmp_path / "metrics.json"
+    proc = subprocess.run([sys.executable, str(path), "--epochs", "3", "--metrics-out",
+                           str(out)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "epoch 3/3" in proc.stdout and "val" in proc.stdout
+    written = json.loads(out.read_text())
+    theirs = nodegraph.train(graph, epochs=3, device="cpu")
+    assert [h["train"]["loss"] for h in written["history"]] == pytest.approx(
+        [h["train"]["loss"] for h in theirs.history], rel=1e-6)
+
+
+def test_exported_files_pass_ruff_and_import_no_nodegraph(exported):
+    ruff = pytest.importorskip("ruff")
+    del ruff
+    paths = [str(p) for _, p in exported.values()]
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select",
+                           "E,F,W,I,B,UP", "--line-length", "100", "--target-version", "py311",
+                           *paths], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+    for path in paths:
+        text = Path(path).read_text()
+        assert "nodegraph import" not in text and "import nodegraph" not in text
+        assert "\nimport torch\n" in text
+
+
+def test_what_the_code_looks_like(exported):
+    text = exported["xor"][1].read_text()
+    assert "class XorMlp(nn.Module):" in text
+    assert "self.hidden = nn.Linear(2, 4)\n" in text
+    assert "def forward(self, x):" in text and "def losses(self, x, y):" in text
+    assert "torch.optim.Adam(model.parameters(), lr=0.05)" in text
+    assert 'if __name__ == "__main__":' in text
+    # the data is made again, not shipped: XOR's truth table
+    assert "np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=np.float32)" in text
+    # hand-set weights are written as values, set after building
+    tlu = exported["nand_tlu"][1].read_text()
+    assert "self.tlu.weight.copy_(torch.tensor([[-1.0, -1.0]]))" in tlu
+
+
+def test_reshape_softmax_and_split_are_written_inline(tmp_path):
+    g = nodegraph.Graph("inline-ops")
+    g.add("data.Blobs", id="data", centers=4)
+    g.add("layers.Linear", id="wide", out_features=6)
+    g.add("layers.Split", id="halves", split_size=4)
+    g.add("activations.Softmax", id="probs")
+    g.add("layers.Reshape", id="grid", shape=[2, 1])
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.SGD", id="opt", lr=0.1)
+    for src, dst in [(("data", "x"), ("wide", "input")), (("wide", "output"), ("halves", "input")),
+                     (("halves", "a"), ("probs", "input")), (("halves", "b"), ("grid", "input")),
+                     (("halves", "a"), ("loss", "input")), (("data", "y"), ("loss", "target")),
+                     (("loss", "loss"), ("opt", "loss"))]:
+        g.connect(src, dst)
+    path = tmp_path / "inline.py"
+    to_python(g, path)
+    text = path.read_text()
+    assert "halves_a, halves_b = wide.narrow(1, 0, 4), wide.narrow(1, 4, wide.shape[1] - 4)" \
+        in text
+    assert "torch.softmax(halves_a, 1)" in text
+    assert "halves_b.reshape(halves_b.shape[0], 2, 1)" in text
+    module = load_module(path)
+    x = torch.randn(5, 2)
+    torch.manual_seed(0)
+    model = module.InlineOps()
+    halves_a, probs, grid = model(x)  # heads in the order of the blocks
+    assert torch.allclose(probs.sum(1), torch.ones(5))
+    assert grid.shape == (5, 2, 1)
+
+
+# -- what cannot be exported ---------------------------------------------------------------
+
+
+def _with_block(spec) -> Registry:
+    registry = Registry(list(default_registry()))
+    registry.register(spec)
+    return registry
+
+
+def _local_module_block():
+    class Doubler(nn.Module):  # defined in a function: no source a file can import
+        def forward(self, x):
+            return 2 * x
+
+    return block("test.Doubler", "op", "Doubles.", lambda p, x: Doubler(), inputs=["input"],
+                 outputs=["output"])
+
+
+def test_a_block_without_source_is_named_with_the_reason(tmp_path):
+    g = nodegraph.Graph("bad", _with_block(_local_module_block()))
+    g.add("data.XOR", id="data")
+    g.add("test.Doubler", id="twice")
+    g.add("layers.Linear", id="out", out_features=1)
+    g.connect(("data", "x"), ("twice", "input"))
+    g.connect(("twice", "output"), ("out", "input"))
+    with pytest.raises(ExportError) as info:
+        to_python(g, tmp_path / "bad.py")
+    [problem] = info.value.problems
+    assert problem.node == "twice" and "defined inside a function" in problem.message
+    assert not (tmp_path / "bad.py").exists()
+
+
+class Spectrum(nn.Module):
+    """|rfft(x)|: an operation ONNX's opset has no operator for."""
+
+    def forward(self, x):
+        return torch.fft.rfft(x).abs()
+
+
+def test_onnx_names_the_block_it_cannot_hold(tmp_path):
+    pytest.importorskip("onnx")
+    spectrum = block("test.Spectrum", "op", "Magnitude spectrum.", lambda p, x: Spectrum(),
+                     inputs=["input"], outputs=["output"])
+    g = nodegraph.Graph("fft", _with_block(spectrum))
+    g.add("data.XOR", id="data")
+    g.add("layers.Linear", id="lin", out_features=4)
+    g.add("test.Spectrum", id="spectrum")
+    g.connect(("data", "x"), ("lin", "input"))
+    g.connect(("lin", "output"), ("spectrum", "input"))
+    with pytest.raises(ExportError) as info:
+        to_onnx(g, tmp_path / "fft.onnx")
+    [problem] = info.value.problems
+    assert problem.node == "spectrum" and "fft_rfft" in problem.message
+    assert "Traceback" not in str(info.value)
+    # the same block is plain torch, so the Python export copies its class
+    to_python(g, tmp_path / "fft.py")
+    assert "class Spectrum(nn.Module):" in (tmp_path / "fft.py").read_text()
+
+
+# -- ONNX ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", ["examples/xor.json", "examples/cnn_digits.json"])
+def test_onnx_agrees_with_the_graph_at_any_batch_size(tmp_path, example):
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    graph = nodegraph.load(example)
+    result = to_onnx(graph, tmp_path / "model.onnx")
+    assert result.max_difference is not None and result.max_difference < 1e-5
+    compiled = nodegraph.compile(graph, device="cpu", for_training=False)
+    compiled.module.eval()
+    parts = partition(compiled)
+    data = next(iter(compiled.datasets))
+    x = compiled.datasets[data].tensors("train")["x"][:13]  # another batch size than exported
+    session = ort.InferenceSession(str(tmp_path / "model.onnx"),
+                                   providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == result.inputs == ["x"]
+    [got] = session.run(None, {"x": x.numpy()})
+    plan = compiled.module.plan(compiled.graph.upstream([parts.heads[0][0]]))
+    with torch.no_grad():
+        values = compiled.module.run(plan, {(data, "x"): x})
+    assert np.allclose(got, values[parts.heads[0]].numpy(), atol=1e-5)
+
+
+def test_onnx_outputs_can_be_chosen_and_are_checked(tmp_path):
+    pytest.importorskip("onnx")
+    graph = nodegraph.load("examples/xor.json")
+    result = to_onnx(graph, tmp_path / "m.onnx", outputs=["act"])
+    assert result.outputs == ["act"]
+    with pytest.raises(nodegraph.NodegraphError, match="no op block 'nope'"):
+        to_onnx(graph, tmp_path / "m.onnx", outputs=["nope"])
+
+
+# -- weights -----------------------------------------------------------------------------------
+
+
+def test_trained_weights_load_into_the_exported_module(tmp_path, exported):
+    from safetensors.torch import load_file
+
+    graph, path = exported["xor"]
+    checkpoints = tmp_path / "run"
+    trained = nodegraph.train(graph, epochs=20, device="cpu", checkpoint_dir=checkpoints)
+    code = main(["export", "examples/xor.json", "--to", "weights", "-o",
+                 str(tmp_path / "w.safetensors"), "--weights",
+                 str(checkpoints / "last" / "model.safetensors")])
+    assert code == 0
+    model = load_module(path).XorMlp()
+    model.load_state_dict(load_file(str(tmp_path / "w.safetensors")))
+    x = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    values = trained.module.run(trained.compiled.module.full_plan, {("data", "x"): x,
+                                                                   ("data", "y"): x[:, :1]})
+    assert torch.allclose(model(x), values[("out", "output")])
+
+
+def test_weights_that_do_not_fit_are_refused_by_name(tmp_path):
+    from safetensors.torch import save_file
+
+    save_file({"hidden.weight": torch.zeros(3, 3)}, str(tmp_path / "w.safetensors"))
+    graph = nodegraph.load("examples/xor.json")
+    with pytest.raises(nodegraph.NodegraphError, match="hidden.weight"):
+        to_weights(graph, tmp_path / "out.safetensors", tmp_path / "w.safetensors")
+    with pytest.raises(nodegraph.NodegraphError, match="--train"):
+        to_weights(graph, tmp_path / "out.safetensors")
+
+
+def test_cli_export_python_and_a_clear_error(tmp_path, capsys):
+    assert main(["export", "examples/line_fit.json", "--to", "python", "-o",
+                 str(tmp_path / "lf.py"), "--set", "opt.lr=0.2"]) == 0
+    assert "class LineFit" in capsys.readouterr().out
+    assert "lr=0.2" in (tmp_path / "lf.py").read_text()
+    assert main(["export", "examples/xor.json", "--to", "weights", "-o",
+                 str(tmp_path / "w.safetensors")]) == 1
+    assert "--weights" in capsys.readouterr().err
