@@ -117,6 +117,23 @@ def test_training_script_gives_nodegraphs_loss_curve(exported, name, epochs):
     assert last < 0.5 * first
 
 
+def test_two_optimizers_and_training_stages_give_the_same_curve(tmp_path):
+    gan = nodegraph.load("examples/gan_digits.json")  # two optimizers, sampled noise
+    stacked = nodegraph.load("examples/stacked_autoencoder.json")  # three stages
+    stacked.set_training("stages", [dict(stage, epochs=1)
+                                    for stage in stacked.training["stages"]])
+    for graph, epochs in ((gan, 1), (stacked, None)):
+        module = load_module(to_python(graph, tmp_path / f"{class_name(graph.name)}.py").path)
+        _, mine = module.train(log=lambda line: None) if epochs is None else \
+            module.train(epochs, log=lambda line: None)
+        theirs = nodegraph.train(graph, epochs=epochs, device="cpu")
+        assert len(mine["history"]) == len(theirs.history) == (epochs or 3)
+        for a, b in zip(mine["history"], theirs.history, strict=True):
+            assert a.get("stage") == b.get("stage") and a["lr"] == b["lr"]
+            assert _flat(a["train"]) == pytest.approx(_flat(b["train"]), rel=1e-6)
+            assert _flat(a["val"]) == pytest.approx(_flat(b["val"]), rel=1e-6)
+
+
 def test_the_script_runs_on_its_own_and_writes_the_metrics(exported, tmp_path):
     graph, path = exported["line_fit"]
     out = tmp_path / "metrics.json"
