@@ -22,11 +22,13 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import linecache
 import math
 import operator
 import os
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +47,6 @@ from nodegraph.export.source import torch_path
 from nodegraph.graph import Graph
 
 TOLERANCE = 1e-5
-FULL = object()  # marks "all dims": x.size() or x.shape
 
 
 # -- what a module maps to -----------------------------------------------------------------
@@ -564,15 +565,27 @@ def trace(module: nn.Module) -> torch.fx.GraphModule:
     try:
         graph = _Tracer().trace(module)
     except torch.fx.proxy.TraceError as e:
-        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced: {e} (fx "
-                             "follows only code whose path does not depend on the values "
-                             "of tensors: an `if` or `for` on a tensor, or a tensor turned "
-                             "into a Python number, stops it)") from None
+        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
+                             f"{e} (fx follows only code whose path does not depend on the "
+                             "values of tensors: an `if` or `for` on a tensor, or a tensor "
+                             "turned into a Python number, stops it)") from None
     except Exception as e:
         text = " ".join(str(e).split())[:300]
-        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced: "
+        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
                              f"{type(e).__name__}: {text}") from None
     return torch.fx.GraphModule(module, graph)
+
+
+def _where(error: BaseException) -> str:
+    """' at file:line (`the code`)': the last frame of the traced code outside torch."""
+    frames = [f for f, _ in traceback.walk_tb(error.__traceback__)
+              if "/torch/" not in f.f_code.co_filename.replace("\\", "/")
+              and f.f_code.co_filename != __file__]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f" at {Path(frame.f_code.co_filename).name}:{frame.f_lineno} (`{line}`)"
 
 
 def _run(traced: torch.fx.GraphModule, inputs: tuple) -> dict:
@@ -633,10 +646,10 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     planned = importer.plan()
     placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
     [output] = [n for n in traced.graph.nodes if n.op == "output"]
-    outs = _output_nodes(output.args[0], importer)
+    outs = _leaves(output.args[0], torch.fx.Node)
     with torch.no_grad():
         reference = root(*inputs)
-    first = reference if isinstance(reference, torch.Tensor) else _first_tensor(reference)
+    first = next(iter(_leaves(reference, torch.Tensor)), None)
     graph_name = name or type(root).__name__
     base = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="nodegraph-import-")) \
         / f"{graph_name}.json"
@@ -645,7 +658,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     graph = Graph(graph_name)
     ids = {p: p.name for p in placeholders}
     for p in placeholders:
-        graph.add("opaque.Arrays", id=ids[p], path=_portable(npz), x_key=p.name, y_key="output")
+        graph.add("opaque.Arrays", id=ids[p], path=_absolute(npz), x_key=p.name, y_key="output")
     weights: dict[str, torch.Tensor] = {}
     for item in planned:
         graph.add(item.type, id=item.id, **item.params)
@@ -655,7 +668,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
         weights.update({f"{item.id}.{k}": v.detach().clone() for k, v in item.weights.items()})
     out_keys = [_source_of(o, ids, importer) for o in outs]
     graph.extra["imported"] = {"source": target or type(root).__qualname__,
-                               "weights": _portable(weights_path),
+                               "weights": _absolute(weights_path),
                                "outputs": [f"{n}.{p}" for n, p in out_keys]}
     arrays = {p.name: x.numpy() for p, x in zip(placeholders, inputs, strict=False)}
     arrays["output"] = first.detach().numpy() if first is not None and first.ndim and \
@@ -696,20 +709,13 @@ def _rebuilds_default(cls: type) -> bool:
                for p in signature.parameters.values())
 
 
-def _first_tensor(value: Any) -> torch.Tensor | None:
-    if isinstance(value, torch.Tensor):
-        return value
-    items = value.values() if isinstance(value, dict) else value if isinstance(
-        value, tuple | list) else ()
-    return next((t for t in map(_first_tensor, items) if t is not None), None)
-
-
-def _output_nodes(value: Any, importer: Importer) -> list:
-    if isinstance(value, torch.fx.Node):
+def _leaves(value: Any, kind: type) -> list:
+    """The `kind` objects in a (nested) tuple, list or dict, in order."""
+    if isinstance(value, kind):
         return [value]
     items = value.values() if isinstance(value, dict) else value if isinstance(
         value, tuple | list) else ()
-    return [n for v in items for n in _output_nodes(v, importer)]
+    return [leaf for v in items for leaf in _leaves(v, kind)]
 
 
 def _source_of(value, ids: dict, importer: Importer) -> tuple[str, str]:
@@ -723,7 +729,7 @@ def _source_of(value, ids: dict, importer: Importer) -> tuple[str, str]:
     raise NodegraphError(f"'{value}' is not a tensor a block can pass on")
 
 
-def _portable(path: Path) -> str:
+def _absolute(path: Path) -> str:
     """A path as the graph file stores it: absolute, since data blocks read their files
     from the working folder of whoever runs the graph."""
     return str(path.resolve())
@@ -740,7 +746,7 @@ def _check(graph, weights, out_keys, placeholders, ids, inputs, reference) -> fl
     values = {(ids[p], "x"): x for p, x in zip(placeholders, inputs, strict=False)}
     with torch.no_grad():
         got = compiled.module.run(compiled.module.full_plan, values)
-    expected = _tensors(reference)
+    expected = _leaves(reference, torch.Tensor)
     if len(expected) != len(out_keys):
         raise NodegraphError(f"the module returns {len(expected)} tensors, the graph "
                              f"{len(out_keys)}")
@@ -756,14 +762,6 @@ def _check(graph, weights, out_keys, placeholders, ids, inputs, reference) -> fl
         raise NodegraphError(f"the imported graph's outputs differ from the module's by "
                              f"{worst:.3g}")
     return worst
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    items = value.values() if isinstance(value, dict) else value if isinstance(
-        value, tuple | list) else ()
-    return [t for v in items for t in _tensors(v)]
 
 
 def load_weights(compiled) -> None:
