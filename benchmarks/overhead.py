@@ -155,15 +155,18 @@ def hand_run() -> None:
     evaluate(xt, yt), evaluate(xv, yv)
 
 
+CLOCK = time.perf_counter
+
+
 def compare(name: str, graph_fn, hand_fn, rounds: int, per: int = 1) -> float:
     graph_fn(), hand_fn()  # warm-up: allocator, kernels, first-use imports
     graph_t, hand_t = [], []
     for r in range(rounds):
         for fn, times in ((graph_fn, graph_t), (hand_fn, hand_t)) if r % 2 == 0 else \
                 ((hand_fn, hand_t), (graph_fn, graph_t)):
-            start = time.perf_counter()
+            start = CLOCK()
             fn()
-            times.append((time.perf_counter() - start) / per)
+            times.append((CLOCK() - start) / per)
     g, h = statistics.median(graph_t), statistics.median(hand_t)
     unit, scale = ("ms", 1e3) if h > 1e-3 else ("us", 1e6)
     print(f"{name}: graph {g * scale:.1f} {unit}, hand-written {h * scale:.1f} {unit} "
@@ -176,10 +179,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--steps", type=int, default=50, help="steps per round in (a)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: this thread's CPU time, immune to other processes on a busy "
+                        "machine (implies --threads 1, so all the work is on this thread)")
     args = parser.parse_args()
+    global CLOCK
+    if args.clock == "cpu":
+        args.threads, CLOCK = 1, time.thread_time
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.clock} clock")
     step_ratio = bench_step(args.rounds, args.steps)
     train_ratio = compare("train", graph_run, hand_run, max(5, args.rounds // 2))
     print(f"step_ratio: {step_ratio:.3f}")
