@@ -45,7 +45,11 @@ class TrainingPlots(QWidget):
         plot = self.canvas.addPlot(row=0, col=col, title=title)
         plot.showGrid(x=True, y=True, alpha=0.15)
         plot.setLabel("bottom", x_label)
-        plot.addLegend(offset=(-10, 10), labelTextColor=theme.TEXT, brush=theme.LABEL_BG)
+        # the legend sits in its own row under the plot: inside, it hid the curves (an
+        # accuracy of 1.0 runs along the top edge, where a corner legend would be)
+        legend = pg.LegendItem(colCount=2, labelTextColor=theme.TEXT, verSpacing=-6)
+        self.canvas.addItem(legend, row=1, col=col)
+        plot.legend = legend  # curves added with a name are listed in it
         plot.setMenuEnabled(True)
         return plot
 
