@@ -51,8 +51,12 @@ class _Heaviside(torch.autograd.Function):
 
 
 def _step(p, x):
-    value = p.value_at_zero
-    return Fn(lambda t: _Heaviside.apply(t, value), f"heaviside(x, {value})")
+    value, threshold = p.value_at_zero, p.threshold
+    if threshold == 0:
+        return Fn(lambda t: _Heaviside.apply(t, value), f"heaviside(x, {value})")
+    # x − θ is exactly 0 only at x = θ (IEEE subtraction of unequal floats never gives 0)
+    return Fn(lambda t: _Heaviside.apply(t - threshold, value),
+              f"heaviside(x − {threshold}, {value})")
 
 
 def _sigmoid(p, x):
@@ -100,10 +104,13 @@ SOFTMAX_PARAMS = [int_param("dim", -1, "dim whose entries are normalised (-1 = l
 BLOCKS = [
     _act("Identity", "Identity activation f(x) = x.\n\nThe linear output of a regression "
          "head.", lambda p, x: nn.Identity(), keywords=("linear", "none")),
-    _act("Step", "Heaviside step: 1 for x > 0, 0 for x < 0, `value_at_zero` at 0.\n\nThe "
-         "threshold logic unit (TLU) of the perceptron; hand-set weights only, as its "
-         "gradient is zero.", _step,
-         [float_param("value_at_zero", 0.0, "the output at exactly 0", min=0, max=1)],
+    _act("Step", "Heaviside step: 1 for x > threshold, 0 below, `value_at_zero` at it.\n\n"
+         "The threshold logic unit (TLU) of the perceptron; hand-set weights only, as its "
+         "gradient is zero. A threshold θ is the same unit as a bias of −θ before the step.",
+         _step,
+         [float_param("threshold", 0.0, "θ: the unit fires (outputs 1) for x > θ"),
+          float_param("value_at_zero", 0.0, "the output at exactly x = θ (0 by default)",
+                      min=0, max=1)],
          ("heaviside", "threshold", "tlu", "perceptron")),
     _act("Sign", "Sign function: -1, 0 or 1.\n\nThe bipolar threshold of perceptrons and "
          "Hopfield units.", lambda p, x: Fn(torch.sign, "sign"), keywords=("bipolar",)),

@@ -55,6 +55,18 @@ def test_step_is_heaviside_with_chosen_value_at_zero(value):
     assert close(act("Step", value_at_zero=value), [0, 0, 0, value, 1, 1, 1])
 
 
+@pytest.mark.parametrize("threshold, value, expected", [
+    (0.5, 0.0, [0, 0, 0, 0, 0, 1, 1]),  # X = −3, −1, −0.5, 0, 0.5, 1, 3: fires above 0.5
+    (0.5, 1.0, [0, 0, 0, 0, 1, 1, 1]),  # value_at_zero is the output at x = θ
+    (-1.0, 0.5, [0, 0.5, 1, 1, 1, 1, 1]),
+    (0.1, 0.5, [0, 0, 0, 0, 1, 1, 1]),  # no X equals θ: no 0.5 anywhere
+])
+def test_step_fires_above_its_threshold(threshold, value, expected):
+    assert close(act("Step", threshold=threshold, value_at_zero=value), expected)
+    # the same unit as a bias of −θ before a step at 0
+    assert close(act("Step", X - threshold, value_at_zero=value), expected)
+
+
 @pytest.mark.parametrize("name", ["Step", "Sign"])
 def test_step_and_sign_backpropagate_a_zero_gradient(name):
     x = X.clone().requires_grad_(True)
