@@ -8,12 +8,20 @@ split too: the samples outside the test split are cut into `folds` parts once (t
 not depend on `fold`), and `fold` picks the one that validates. Batching slices tensors that
 already live on the training device — the same thing a hand-written loop does — so the
 data path adds no per-step overhead.
+
+Data files named by a relative path are found relative to the graph file's folder, not the
+current directory, so a graph and its data move together: whoever loads a graph from a file
+runs its validation and training inside `files_relative_to(folder)`, and the readers turn
+a param into a file with `data_path`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -41,6 +49,28 @@ DATA_PARAMS: tuple[Param, ...] = (
     choice_param("normalize", ("none", "zscore", "minmax"), "none",
                  "scale the inputs with statistics of the training split only"),
 )
+
+
+# the folder relative data paths start from; None: the current directory
+_files_folder: ContextVar[Path | None] = ContextVar("nodegraph_files_folder", default=None)
+
+
+@contextmanager
+def files_relative_to(folder: str | Path | None) -> Iterator[None]:
+    """Within this block, relative data paths start from `folder` (a graph file's folder)."""
+    token = _files_folder.set(None if folder is None else Path(folder).expanduser().absolute())
+    try:
+        yield
+    finally:
+        _files_folder.reset(token)
+
+
+def data_path(path: str) -> Path:
+    """The file a data param names: ``~`` expanded, a relative path taken from the folder
+    set by `files_relative_to` (the current directory outside one)."""
+    p = Path(path).expanduser()
+    folder = _files_folder.get()
+    return p if p.is_absolute() or folder is None else folder / p
 
 
 def data_params(**defaults: object) -> tuple[Param, ...]:

@@ -17,18 +17,25 @@ from pathlib import Path
 
 import numpy as np
 
+from nodegraph.dataset import data_path
 from nodegraph.errors import NodegraphError
 
 
 def resolve(path: str, what: str) -> Path:
-    """`path` as an existing file (``~`` expanded), or an error naming it."""
+    """`path` as an existing file (``~`` expanded, relative to the graph file's folder), or
+    an error naming it."""
     if not path:
         raise NodegraphError(f"no {what} given")
-    p = Path(path).expanduser()
+    p = data_path(path)
     if not p.is_file():
         state = "is not a file" if p.exists() else "does not exist"
-        raise NodegraphError(f"{what} '{path}' {state}")
+        raise NodegraphError(f"{what} '{path}'{looked_at(path, p)} {state}")
     return p
+
+
+def looked_at(given: str, found: Path) -> str:
+    """' (looked for FOUND)' when a relative `given` was resolved elsewhere, else ''."""
+    return "" if str(found) == given else f" (looked for {found})"
 
 
 def read_bytes(path: str, what: str) -> bytes:

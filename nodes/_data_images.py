@@ -16,8 +16,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from nodegraph.dataset import data_path
 from nodegraph.errors import NodegraphError
-from nodes._data_files import read_bytes
+from nodes._data_files import looked_at, read_bytes
 
 IMAGE_SUFFIXES = (".png", ".pgm", ".ppm", ".pbm", ".pnm")
 
@@ -181,9 +182,9 @@ def read_folder(root: str, grayscale: bool, size: int | None
     """Images (N, C, H, W), class indices (N,) and class names of a folder holding one
     subfolder per class (sorted by name). Grey images become RGB when any image is in
     colour, unless `grayscale` turns everything grey; `size` resizes to size × size."""
-    folder = Path(root).expanduser()
+    folder = data_path(root)
     if not folder.is_dir():
-        raise NodegraphError(f"image folder '{root}' "
+        raise NodegraphError(f"image folder '{root}'{looked_at(root, folder)} "
                              f"{'is not a folder' if folder.exists() else 'does not exist'}")
     classes = sorted(d.name for d in folder.iterdir() if d.is_dir()
                      and not d.name.startswith("."))

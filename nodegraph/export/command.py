@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -27,13 +28,17 @@ def register(subparsers) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from nodegraph import fileformat
     from nodegraph.cli import parse_assignments, with_assignments
+    from nodegraph.dataset import files_relative_to
 
     graph = with_assignments(fileformat.load(args.graph), parse_assignments(args.set))
-    out = Path(args.output)
+    with files_relative_to(Path(args.graph).parent):  # the graph's data files, from its folder
+        _export(args, graph, Path(args.output))
+    return 0
+
+
+def _export(args: argparse.Namespace, graph, out: Path) -> None:
     if args.to == "python":
         from nodegraph.export.python import to_python
 
@@ -61,4 +66,3 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         count = to_weights(graph, out, args.weights, args.train)
         print(f"wrote {count} tensors to {out} (keys node.param)")
-    return 0
