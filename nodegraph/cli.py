@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from nodegraph.dataset import files_relative_to
 from nodegraph.errors import NodegraphError, ValidationError
 
 EXIT_PROBLEMS = 1
@@ -74,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="print only the final result")
     run.add_argument("--compile", action="store_true", help="run the training forward through "
                      "torch.compile (inductor); falls back to eager where it cannot")
+    run.add_argument("--init-weights", metavar="FILE.safetensors", help="start from these "
+                     "weights, keyed node.param like `nodegraph export --to weights` and "
+                     "checkpoints write them")
     run.add_argument("--nproc", type=int, metavar="N", help="train data-parallel on N processes "
                      "(starts torchrun; DistributedDataParallel, gloo on CPU, nccl on GPUs)")
     run.set_defaults(func=cmd_run)
@@ -113,6 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return distributed.launch(args.nproc, _without_option(args.argv, "--nproc"))
     main_rank = distributed.is_main()  # under torchrun only rank 0 talks and writes
     graph = with_assignments(fileformat.load(args.graph), parse_assignments(args.set))
+    prepare = _weights_loader(args.init_weights) if args.init_weights else None
     if args.compile:
         graph.set_training("compile", "inductor")
     events = Emitter()
@@ -125,8 +130,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         writer = ProbeWriter(args.probe_out)
         events.subscribe(writer, ProbeFrame)
     try:
-        result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
-                       events=events, checkpoint_dir=args.checkpoint_dir, resume=args.resume)
+        with files_relative_to(Path(args.graph).parent):
+            result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
+                           events=events, checkpoint_dir=args.checkpoint_dir,
+                           resume=args.resume, prepare=prepare)
     except KeyboardInterrupt:
         renderer.close()
         if args.checkpoint_dir:
@@ -154,7 +161,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from nodegraph.validate import validate
 
     graph = fileformat.load(args.graph)
-    report = validate(graph, for_training=_trains(graph))
+    with files_relative_to(Path(args.graph).parent):
+        report = validate(graph, for_training=_trains(graph))
     if args.json:
         print(json.dumps([p.to_dict() for p in report.problems], indent=1))
     elif report.problems:
@@ -188,7 +196,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     from nodegraph.validate import validate
 
     graph = fileformat.load(args.graph)
-    report = validate(graph)
+    with files_relative_to(Path(args.graph).parent):
+        report = validate(graph)
     print(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
     width = max((len(n) for n in graph.nodes), default=4)
     try:
@@ -248,6 +257,15 @@ def with_assignments(graph, assignments: dict[str, Any]):
         else:
             g.set_param(node, name, value)
     return g
+
+
+def _weights_loader(path: str):
+    """What loads the weights of `path` into the compiled graph before training; the file
+    is read now, so a missing or broken one fails before anything is built."""
+    from nodegraph.export.weights import load_weights, read_weights
+
+    weights = read_weights(path)
+    return lambda compiled: load_weights(compiled, weights, path)
 
 
 def _without_option(argv: list[str], option: str) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -137,8 +137,11 @@ class _Monitor:
 def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
           device: str | None = None, events: Emitter | None = None,
           checkpoint_dir: str | Path | None = None, resume: bool = False,
-          control: RunControl | None = None) -> RunResult:
-    """Train `graph` and return its history; arguments override the file's training section."""
+          control: RunControl | None = None,
+          prepare: Callable[[Compiled], None] | None = None) -> RunResult:
+    """Train `graph` and return its history; arguments override the file's training section.
+    `prepare` sees the compiled graph before the first step (`run --init-weights` loads
+    weights there)."""
     overrides = {k: v for k, v in (("epochs", epochs), ("seed", seed), ("device", device))
                  if v is not None}
     opts, problems = settings.resolve({**graph.training, **overrides})
@@ -148,6 +151,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     device = distributed.setup(group, opts.device) if group else opts.device
     # with no epochs to run the graph is only evaluated, so it needs no optimizer
     compiled = compile(graph, device=device, seed=opts.seed, for_training=opts.epochs > 0)
+    if prepare is not None:
+        prepare(compiled)
     if group:
         torch.manual_seed(opts.seed + group.rank)  # same weights everywhere, own dropout masks
     return Trainer(compiled, opts, events or Emitter(), control or RunControl(),

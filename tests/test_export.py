@@ -325,7 +325,8 @@ def test_weights_that_do_not_fit_are_refused_by_name(tmp_path):
 
     save_file({"hidden.weight": torch.zeros(3, 3)}, str(tmp_path / "w.safetensors"))
     graph = nodegraph.load("examples/xor.json")
-    with pytest.raises(nodegraph.NodegraphError, match="hidden.weight"):
+    with pytest.raises(nodegraph.NodegraphError, match=r"node 'hidden': weight is \(3, 3\) "
+                       r"in the file but \(4, 2\) in the graph"):
         to_weights(graph, tmp_path / "out.safetensors", tmp_path / "w.safetensors")
     with pytest.raises(nodegraph.NodegraphError, match="--train"):
         to_weights(graph, tmp_path / "out.safetensors")

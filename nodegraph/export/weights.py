@@ -32,20 +32,35 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
         raise NodegraphError(f"cannot read weights file '{path}': {e}") from None
 
 
-def load_weights(compiled: Compiled, weights: dict[str, torch.Tensor]) -> None:
-    """Load `node.param` weights into a compiled graph, or say which do not fit."""
+def load_weights(compiled: Compiled, weights: dict[str, torch.Tensor],
+                 source: str | Path | None = None) -> None:
+    """Load `node.param` weights into a compiled graph, or say node by node what does not
+    fit (a weight missing from `source`, one of another shape, one the graph lacks)."""
     expected = compiled.module.block_state()  # a tied tensor may come under any of its names
     every = {k.removeprefix("blocks."): v for k, v in compiled.module.state_dict().items()}
-    missing = sorted(set(expected) - set(weights))
-    unknown = sorted(set(weights) - set(every))
-    shapes = sorted(k for k in set(weights) & set(every) if weights[k].shape != every[k].shape)
-    problems = ([f"missing {', '.join(missing)}"] if missing else []) + \
-        ([f"not in the graph: {', '.join(unknown)}"] if unknown else []) + \
-        [f"{k} is {tuple(weights[k].shape)} but the graph's is {tuple(every[k].shape)}"
-         for k in shapes]
+    problems = [_where(k, "is missing from the file") for k in sorted(set(expected) - set(weights))]
+    problems += [_where(k, f"is {_shape(weights[k])} in the file but {_shape(every[k])} in "
+                        "the graph") for k in sorted(set(weights) & set(every))
+                 if weights[k].shape != every[k].shape]
+    nodes = set(compiled.exec_graph.nodes if compiled.exec_graph else compiled.graph.nodes)
+    problems += [_where(k, "is not a weight of this node" if k.partition(".")[0] in nodes
+                        else "names no node of this graph")
+                 for k in sorted(set(weights) - set(every))]
     if problems:
-        raise NodegraphError("the weights do not fit this graph: " + "; ".join(problems))
+        shown = "\n  ".join(problems[:12]) + (f"\n  ... and {len(problems) - 12} more"
+                                              if len(problems) > 12 else "")
+        what = f"the weights in '{source}'" if source else "the weights"
+        raise NodegraphError(f"{what} do not fit this graph (keys are node.param):\n  {shown}")
     compiled.module.load_block_state(weights)
+
+
+def _where(key: str, problem: str) -> str:
+    node, _, param = key.partition(".")
+    return f"node '{node}': {param or key} {problem}"
+
+
+def _shape(t: torch.Tensor) -> str:
+    return "(" + ", ".join(map(str, t.shape)) + ")"
 
 
 def to_weights(graph: Graph, path: str | Path, weights: str | Path | None = None,
@@ -54,7 +69,7 @@ def to_weights(graph: Graph, path: str | Path, weights: str | Path | None = None
     the graph), or, with `train`, those training the graph gives. Returns the tensor count."""
     if weights is not None:
         compiled = compile(graph, device="cpu", for_training=False)
-        load_weights(compiled, read_weights(weights))
+        load_weights(compiled, read_weights(weights), weights)
         module = compiled.module
     elif train:
         from nodegraph.train import train as run
