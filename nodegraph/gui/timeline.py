@@ -1,0 +1,138 @@
+"""The timeline: every probe frame of a run (or of a `--probe-out` recording), scrubbable.
+
+`FrameLog` keeps the frames of the current run. It is bounded: when full it drops every
+other frame, so a long run keeps an evenly thinned history from its start to its end
+instead of only its last minutes. `TimelinePanel` is the animation's dock: a slider over
+the recorded frames (moving it replays that frame's wave on the canvas and stops following
+the run), a Live switch to follow the run again, Pause and a speed slider for the wave,
+and a line saying which step is shown and how many frames the animation skipped.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nodegraph.probes import ProbeFrame
+
+MAX_FRAMES = 2000
+
+
+class FrameLog:
+    """The recorded frames, thinned evenly once there are more than `limit`."""
+
+    def __init__(self, limit: int = MAX_FRAMES):
+        self.limit = limit
+        self.frames: list[ProbeFrame] = []
+
+    def add(self, frame: ProbeFrame) -> None:
+        self.frames.append(frame)
+        if len(self.frames) > self.limit:
+            self.frames = self.frames[::2]
+
+    def replace(self, frames: list[ProbeFrame]) -> None:
+        self.frames = []
+        for f in frames:
+            self.add(f)
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def __getitem__(self, i: int) -> ProbeFrame:
+        return self.frames[i]
+
+
+class TimelinePanel(QWidget):
+    """Slider over the frames plus the wave's controls."""
+
+    frame_chosen = Signal(object)  # ProbeFrame picked by the user
+    live_changed = Signal(bool)
+    paused_changed = Signal(bool)
+    speed_changed = Signal(int)  # ms per node
+    open_requested = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.log = FrameLog()
+        self.source = ""  # "" for the current run, else the recording's file name
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, 0)
+        self.slider.setToolTip("scrub the recorded frames: activations and gradients per step")
+        self.live = QCheckBox("Live")
+        self.live.setChecked(True)
+        self.live.setToolTip("follow the run (moving the slider stops following it)")
+        self.pause = QPushButton("Pause")
+        self.pause.setCheckable(True)
+        self.pause.setToolTip("pause the animation (training goes on)")
+        self.speed = QSlider(Qt.Orientation.Horizontal)
+        self.speed.setRange(20, 600)  # ms per node; the slider reads "slower to the right"
+        self.speed.setValue(160)
+        self.speed.setInvertedAppearance(True)
+        self.speed.setToolTip("animation speed: time per node")
+        self.speed.setMaximumWidth(120)
+        self.open_button = QPushButton("Open recording…")
+        self.open_button.setToolTip("replay a --probe-out file of a run")
+        self.info = QLabel("No frames yet: train, or open a --probe-out recording.")
+        self.info.setWordWrap(True)
+        row = QHBoxLayout()
+        row.addWidget(self.live)
+        row.addWidget(self.slider, 1)
+        controls = QHBoxLayout()
+        controls.addWidget(self.pause)
+        controls.addWidget(QLabel("Speed"))
+        controls.addWidget(self.speed)
+        controls.addStretch(1)
+        controls.addWidget(self.open_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addLayout(controls)
+        layout.addWidget(self.info)
+        layout.addStretch(1)
+        self.slider.valueChanged.connect(self._scrubbed)
+        self.live.toggled.connect(self.live_changed)
+        self.pause.toggled.connect(self.paused_changed)
+        self.speed.valueChanged.connect(self.speed_changed)
+        self.open_button.clicked.connect(self.open_requested)
+
+    def reset(self, frames: list[ProbeFrame] | None = None, source: str = "") -> None:
+        self.log.replace(frames or [])
+        self.source = source
+        self.live.setChecked(not source)
+        self._sync_slider()
+        if frames:
+            self.slider.setValue(0)
+            self._scrubbed(0)
+
+    def add(self, frame: ProbeFrame) -> None:
+        self.log.add(frame)
+        self._sync_slider()
+
+    def show_info(self, frame: ProbeFrame | None, dropped: int = 0) -> None:
+        if frame is None:
+            return
+        where = f"{self.source}: " if self.source else ""
+        skipped = f" · {dropped} frame(s) skipped to keep up" if dropped else ""
+        bad = f" · NaN/Inf first at {frame.nonfinite}" if frame.nonfinite else ""
+        self.info.setText(f"{where}step {frame.step} (epoch {frame.epoch}) · frame "
+                          f"{self.slider.value() + 1}/{len(self.log)}{skipped}{bad}")
+
+    def _sync_slider(self) -> None:
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, max(0, len(self.log) - 1))
+        if self.live.isChecked():
+            self.slider.setValue(len(self.log) - 1)
+        self.slider.blockSignals(False)
+
+    def _scrubbed(self, value: int) -> None:
+        if 0 <= value < len(self.log):
+            if self.live.isChecked() and value != len(self.log) - 1:
+                self.live.setChecked(False)
+            self.frame_chosen.emit(self.log[value])

@@ -1,0 +1,122 @@
+"""The training wave: forward in topological order, backward in reverse, latest frame wins."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtGui import QColor
+
+from nodegraph.graph import Edge
+from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS, MAX_WIDTH, MIN_WIDTH
+from tests.gui.test_training import wait_until
+
+
+def probe_every_step(w) -> None:
+    """Every step probed, whatever it costs: a short run yields many frames."""
+    w.doc.set_training("probe_every", 1)
+    w.doc.set_training("probe_budget", 1000.0)
+
+
+def waves(played) -> dict[int, list[tuple[str, str]]]:
+    """The played steps grouped by frame step, in playing order."""
+    out: dict[int, list[tuple[str, str]]] = {}
+    for step, phase, node in played:
+        out.setdefault(step, []).append((phase, node))
+    return out
+
+
+def test_training_xor_plays_forward_then_backward_in_graph_order(xor_window):
+    w = xor_window
+    animator = w.watch.animator
+    animator.set_speed(1)  # a node per millisecond: several whole waves during the run
+    finished = []
+    animator.wave_finished.connect(finished.append)
+    probe_every_step(w)
+    w.epochs.setValue(12)
+    assert w.start_training()
+    assert w.runner.wait(60)
+    assert wait_until(lambda: finished, timeout=5)
+    frames = {f.step: f for f in w.watch.timeline.log.frames}
+    assert len(frames) >= 2
+    topo = w.doc.graph.topological_order()
+    wave = waves(animator.played)[finished[0]]
+    frame = frames[finished[0]]
+    forward = [n for phase, n in wave if phase == "forward"]
+    backward = [n for phase, n in wave if phase == "backward"]
+    # all forward steps come first: the data, then every probed node in topological order
+    assert wave == [("forward", n) for n in forward] + [("backward", n) for n in backward]
+    assert forward == ["data", "hidden", "act", "out", "loss"]
+    assert sorted(forward, key=topo.index) == forward
+    # backward: the nodes the loss's gradient reaches, from the loss back to the first layer
+    assert backward == ["loss", "out", "act", "hidden"]
+    assert backward == [n for n in reversed(frame.order) if n in frame.grads]
+
+
+def test_wire_width_grows_with_activation_and_gradient_size(xor_window):
+    w = xor_window
+    probe_every_step(w)
+    w.epochs.setValue(5)
+    assert w.start_training() and w.runner.wait(60)
+    frame = w.watch.timeline.log.frames[-1]
+    animator, marks = w.watch.animator, w.watch.marks
+    forward_steps = sum(1 for s in animator.steps if s.phase == "forward") or 5
+    animator.seek(frame, forward_steps)  # the whole forward phase shown, none of the backward
+    edges = {"hidden": Edge("hidden", "output", "act", "input"),
+             "act": Edge("act", "output", "out", "input"),
+             "out": Edge("out", "output", "loss", "input")}
+    rms = {n: math.hypot(frame.outputs[n]["output"].mean, frame.outputs[n]["output"].std)
+           for n in edges}
+    widths = {n: marks.stroke(e).width for n, e in edges.items()}
+    assert sorted(rms, key=rms.get) == sorted(widths, key=widths.get)
+    assert all(MIN_WIDTH <= v <= MAX_WIDTH for v in widths.values())
+    # the largest activation of the frame gets the widest stroke, the smallest the thinnest
+    probed = [math.hypot(s.mean, s.std) for n in frame.order
+              for s in frame.outputs[n].values()]
+    if max(rms.values()) == max(probed):
+        assert max(widths.values()) == MAX_WIDTH
+    assert marks.stroke(edges["act"]).color.blue() > marks.stroke(edges["act"]).color.red()
+
+    animator.seek(frame, len(animator.steps))  # the backward phase done: gradient colours
+    norms = {n: frame.grads[n]["output"].norm for n in edges}
+    widths = {n: marks.stroke(e).width for n, e in edges.items()}
+    assert sorted(norms, key=norms.get) == sorted(widths, key=widths.get)
+    color = marks.stroke(edges["act"]).color
+    assert color.red() > color.blue()  # orange, against the forward blue
+    lo, hi = QColor(BACKWARD_COLORS[0]), QColor(BACKWARD_COLORS[1])
+    assert min(lo.red(), hi.red()) <= color.red() <= max(lo.red(), hi.red())
+    assert QColor(FORWARD_COLORS[0]) != QColor(BACKWARD_COLORS[0])
+
+
+def test_frames_arriving_during_a_wave_are_dropped_not_queued(xor_window):
+    w = xor_window
+    probe_every_step(w)
+    w.epochs.setValue(6)
+    assert w.start_training() and w.runner.wait(60)
+    frames = w.watch.timeline.log.frames
+    assert len(frames) >= 4
+    animator = w.watch.animator
+    animator.stop()
+    animator.set_speed(10_000)  # a wave far longer than the frames' arrival
+    dropped = animator.dropped
+    for f in frames[:4]:
+        animator.push(f)
+    assert animator.frame is frames[0] and animator.playing
+    assert animator.pending is frames[3] and animator.dropped - dropped == 2
+    animator.set_speed(1)
+    assert wait_until(lambda: animator.frame is frames[3] and not animator.playing, 5)
+    played = {step for step, _, _ in animator.played}
+    assert frames[1].step not in played and frames[2].step not in played
+
+
+def test_pause_holds_the_wave_and_training_goes_on(xor_window):
+    w = xor_window
+    w.watch.timeline.pause.setChecked(True)
+    assert w.watch.animator.paused
+    probe_every_step(w)
+    w.epochs.setValue(4)
+    assert w.start_training() and w.runner.wait(60)
+    assert len(w.watch.timeline.log) >= 2  # frames were recorded
+    animator = w.watch.animator
+    assert not animator.playing and animator.pos == 0  # the first frame waits at its start
+    w.watch.timeline.pause.setChecked(False)
+    assert animator.playing
