@@ -153,3 +153,29 @@ def test_old_versions_migrate(monkeypatch):
 def test_never_evaluates_strings():
     g = fileformat.loads(doc(name="__import__('os').system('false')"))
     assert g.name.startswith("__import__")
+
+
+def test_comments_and_backdrops_round_trip_and_do_not_change_a_run(tmp_path):
+    """The editor's notes live in the `ui` section; `nodegraph run` ignores them."""
+    from nodegraph.cli import main
+
+    doc = json.loads(open("examples/xor.json").read())
+    doc["ui"]["comments"] = [
+        {"id": "note_1", "kind": "backdrop", "rect": [-20.5, -60, 420, 200],
+         "text": "Hidden layer", "color": "#3f6f9e"},
+        {"id": "note_2", "kind": "comment", "rect": [0, 300, 200, 80],
+         "text": "XOR needs\na hidden layer ✓", "color": "#c9b458"}]
+    plain, noted = tmp_path / "plain.json", tmp_path / "noted.json"
+    plain.write_text(open("examples/xor.json").read())
+    noted.write_text(json.dumps(doc))
+    g = fileformat.load(noted)
+    assert g.ui["comments"] == doc["ui"]["comments"] and g.load_problems == []
+    again = fileformat.loads(fileformat.dumps(g))
+    assert again.ui == g.ui and fileformat.dumps(again) == fileformat.dumps(g)
+    histories = []
+    for path in (plain, noted):
+        out = tmp_path / f"{path.stem}.metrics.json"
+        assert main(["run", str(path), "--set", "training.epochs=3", "--quiet",
+                     "--metrics-out", str(out)]) == 0
+        histories.append([h["train"] for h in json.loads(out.read_text())["history"]])
+    assert histories[0] == histories[1]

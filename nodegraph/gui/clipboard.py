@@ -15,14 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodegraph.graph import Graph, Node
+from nodegraph.gui import annotations
 from nodegraph.gui.wiring import edges_among
 
 FORMAT = "nodegraph-clip"  # the clip travels as text; this marks it as ours
 
 
-def copy_nodes(graph: Graph, node_ids: Iterable[str]) -> str:
-    """The clip text for `node_ids` (in graph order)."""
+def copy_nodes(graph: Graph, node_ids: Iterable[str], note_ids: Iterable[str] = ()) -> str:
+    """The clip text for `node_ids` (in graph order) and comments / backdrops `note_ids`."""
     ids = [n for n in graph.nodes if n in set(node_ids)]
+    wanted = set(note_ids)
     positions = graph.ui.get("positions", {})
     doc = {"format": FORMAT, "version": 1,
            "nodes": {n: {"type": graph.nodes[n].type,
@@ -30,7 +32,9 @@ def copy_nodes(graph: Graph, node_ids: Iterable[str]) -> str:
                          **copy.deepcopy(graph.nodes[n].extra)} for n in ids},
            "edges": [{"from": [e.src, e.src_port], "to": [e.dst, e.dst_port]}
                      for e in edges_among(graph, ids)],
-           "positions": {n: list(positions[n]) for n in ids if n in positions}}
+           "positions": {n: list(positions[n]) for n in ids if n in positions},
+           annotations.KEY: [copy.deepcopy(n) for n in annotations.notes(graph.ui)
+                             if n["id"] in wanted]}
     return json.dumps(doc, indent=1)
 
 
@@ -41,6 +45,7 @@ class Paste:
     nodes: list[Node] = field(default_factory=list)
     edges: list[tuple[tuple[str, str], tuple[str, str]]] = field(default_factory=list)
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+    notes: list[dict[str, Any]] = field(default_factory=list)  # comments and backdrops
 
 
 def parse(text: str) -> dict[str, Any] | None:
@@ -52,6 +57,8 @@ def parse(text: str) -> dict[str, Any] | None:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         return None
     if not isinstance(doc.get("nodes"), dict):
+        return None
+    if not doc["nodes"] and not annotations.notes(doc):
         return None
     return doc
 
@@ -78,8 +85,29 @@ def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None
             continue
         if s in renamed and d in renamed:
             paste.edges.append(((renamed[s], sp), (renamed[d], dp)))
-    paste.positions = _place(doc.get("positions") or {}, renamed, at, offset)
+    notes = annotations.notes(doc)
+    dx, dy = _shift(doc.get("positions") or {}, renamed, notes, at, offset)
+    paste.positions = _place(doc.get("positions") or {}, renamed, at, (dx, dy))
+    taken_notes = [n["id"] for n in annotations.notes(graph.ui)]
+    for note in notes:
+        new = annotations.moved(note, dx, dy)
+        new["id"] = annotations.fresh_id(taken_notes, note["id"])
+        taken_notes.append(new["id"])
+        paste.notes.append(new)
     return paste
+
+
+def _shift(positions: dict, renamed: dict[str, str], notes: list[dict], at, offset
+           ) -> tuple[float, float]:
+    """How far the clip moves: by `offset`, or so that its top-left corner lands at `at`."""
+    if at is None:
+        return offset
+    corners = [(float(p[0]), float(p[1])) for n, p in positions.items()
+               if n in renamed and isinstance(p, list | tuple) and len(p) == 2]
+    corners += [(n["rect"][0], n["rect"][1]) for n in notes]
+    if not corners:
+        return at
+    return (at[0] - min(x for x, _ in corners), at[1] - min(y for _, y in corners))
 
 
 def _fresh_id(old: str, taken: set[str]) -> str:
@@ -99,10 +127,5 @@ def _place(positions: dict, renamed: dict[str, str], at, offset) -> dict[str, tu
         base = at or (0.0, 0.0)
         return {new: (base[0] + 30.0 * i, base[1] + 30.0 * i)
                 for i, new in enumerate(renamed.values())}
-    if at is not None:
-        left = min(x for x, _ in known.values())
-        top = min(y for _, y in known.values())
-        dx, dy = at[0] - left, at[1] - top
-    else:
-        dx, dy = offset
+    dx, dy = offset  # from _shift: the whole clip (nodes and notes) moves alike
     return {n: (x + dx, y + dy) for n, (x, y) in known.items()}

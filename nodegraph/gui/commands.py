@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtGui import QUndoCommand
 
 from nodegraph.graph import Edge, Graph, Node
+from nodegraph.gui import annotations
 
 if TYPE_CHECKING:
     from nodegraph.gui.document import Document
@@ -205,3 +206,22 @@ class SetTraining(QUndoCommand):
 
     def undo(self) -> None:
         self.doc.graph.set_training(self.key, self.old)
+
+
+class SetNotes(QUndoCommand):
+    """Add, change or remove comments and backdrops (UI data: no graph event, no results
+    change). `after` maps note ids to their new note, or None to remove it; undo puts each
+    note back at its place in the list, so the paint order comes back too."""
+
+    def __init__(self, doc: Document, after: dict[str, dict | None], text: str):
+        super().__init__(text)
+        self.doc, self.after = doc, copy.deepcopy(after)
+        current = annotations.by_id(doc.graph.ui)
+        self.before = {i: copy.deepcopy(current.get(i)) for i in after}
+        self.index = {i: annotations.index_of(doc.graph.ui, i) for i in after}
+
+    def redo(self) -> None:
+        self.doc.put_notes(self.after)
+
+    def undo(self) -> None:
+        self.doc.put_notes(self.before, self.index)

@@ -18,7 +18,10 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from nodegraph.errors import ParamError
 from nodegraph.graph import NODE_ID, Edge, Graph, Node
-from nodegraph.gui import _compat  # noqa: F401  (before any Qt call: a PySide6 bug guard)
+from nodegraph.gui import (
+    _compat,  # noqa: F401  (before any Qt call: a PySide6 bug guard)
+    annotations,
+)
 from nodegraph.gui import commands as cmd
 from nodegraph.gui.clipboard import Paste
 from nodegraph.gui.wiring import why_refused
@@ -34,6 +37,7 @@ class Document(QObject):
     graph_replaced = Signal()  # a different graph is open now (new, open, restore)
     changed = Signal(object)  # a GraphChanged event, after the graph applied it
     positions_changed = Signal(dict)  # node id -> (x, y)
+    notes_changed = Signal(list)  # ids of comments / backdrops added, changed or removed
     path_changed = Signal()
 
     def __init__(self, graph: Graph | None = None, path: str | None = None, parent=None):
@@ -96,6 +100,56 @@ class Document(QObject):
         for n in nodes:
             self.positions().pop(n, None)
 
+    # -- comments and backdrops (UI data, no graph events) ---------------------------------
+
+    def notes(self) -> list[dict]:
+        return annotations.notes(self.graph.ui)
+
+    def put_notes(self, changes: dict[str, dict | None],
+                  index: dict[str, int | None] | None = None) -> None:
+        """Set notes by id (None removes one); tells the canvas. Commands call this."""
+        for note_id, note in changes.items():
+            annotations.put(self.graph.ui, note_id, note, (index or {}).get(note_id))
+        self.notes_changed.emit(list(changes))
+
+    def add_note(self, kind: str, rect: tuple, text: str) -> str:
+        """Add a comment or a backdrop as one undo step; returns its id."""
+        note = annotations.make(kind, rect, text, [n["id"] for n in self.notes()])
+        self.undo_stack.push(cmd.SetNotes(self, {note["id"]: note}, f"Add {kind}"))
+        return note["id"]
+
+    def edit_note(self, note_id: str, text: str | None = None, **fields) -> bool:
+        """Change a note's text, rect or colour as one undo step."""
+        note = annotations.by_id(self.graph.ui).get(note_id)
+        if note is None:
+            return False
+        new = {**note, **fields, **({"text": text} if text is not None else {})}
+        if new == note:
+            return False
+        self.undo_stack.push(cmd.SetNotes(self, {note_id: new}, f"Edit {note['kind']}"))
+        return True
+
+    def move_with_notes(self, before: dict[str, tuple], after: dict[str, tuple],
+                        notes_after: dict[str, dict]) -> bool:
+        """Nodes and notes moved or resized together (a backdrop dragged with its nodes):
+        one undo step."""
+        moved = {n for n in after if tuple(before.get(n, ())) != tuple(after[n])}
+        current = annotations.by_id(self.graph.ui)
+        changed = {i: n for i, n in notes_after.items() if current.get(i) != n}
+        commands: list[QUndoCommand] = []
+        if moved:
+            commands.append(cmd.MoveNodes(self, {n: before[n] for n in moved if n in before},
+                                          {n: after[n] for n in moved}))
+        if changed:
+            commands.append(cmd.SetNotes(self, changed, "Move notes"))
+        if not commands:
+            return False
+        self.undo_stack.beginMacro("Move")  # no edit guard: nothing a run uses changes
+        for c in commands:
+            self.undo_stack.push(c)
+        self.undo_stack.endMacro()
+        return True
+
     # -- edits ---------------------------------------------------------------------------
 
     def push(self, command: QUndoCommand) -> bool:
@@ -142,14 +196,20 @@ class Document(QObject):
     def disconnect(self, edge: Edge) -> bool:
         return self.push(cmd.Disconnect(self, edge))
 
-    def delete(self, nodes: Iterable[str], edges: Iterable[Edge] = ()) -> bool:
-        """Delete nodes (with their wires) and further wires, as one undo step."""
+    def delete(self, nodes: Iterable[str], edges: Iterable[Edge] = (),
+               notes: Iterable[str] = ()) -> bool:
+        """Delete nodes (with their wires), further wires and notes, as one undo step."""
         nodes = [n for n in nodes if n in self.graph.nodes]
         gone = set(nodes)
         commands: list[QUndoCommand] = [cmd.Disconnect(self, e) for e in dict.fromkeys(edges)
                                         if e in self.graph.edges and not {e.src, e.dst} & gone]
         commands += [cmd.RemoveNode(self, n) for n in nodes]
-        return self.push_macro(f"Delete {len(commands)} item(s)", commands)
+        known = annotations.by_id(self.graph.ui)
+        notes = [n for n in notes if n in known]
+        if notes:
+            commands.append(cmd.SetNotes(self, dict.fromkeys(notes), "Delete notes"))
+        count = len(commands) - (1 if notes else 0) + len(notes)
+        return self.push_macro(f"Delete {count} item(s)", commands)
 
     def set_param(self, node_id: str, name: str, value: Any) -> bool:
         """Set a checked param value; raises EditRefused with the reason when it is invalid."""
@@ -203,6 +263,9 @@ class Document(QObject):
                                         for n in paste.nodes]
         # pasted wires were valid where they were copied; like the loader, keep them as they are
         commands += [cmd.Connect(self, s, t, strict=False) for s, t in paste.edges]
-        if not self.push_macro(f"{text} {len(paste.nodes)} node(s)", commands):
+        if paste.notes:
+            commands.append(cmd.SetNotes(self, {n["id"]: n for n in paste.notes}, "Paste notes"))
+        if not self.push_macro(f"{text} {len(paste.nodes) + len(paste.notes)} item(s)",
+                               commands):
             return []
         return [n.id for n in paste.nodes]

@@ -1,4 +1,5 @@
-"""Edit menu actions on the canvas selection: add, delete, copy, paste, duplicate, layout.
+"""Edit menu actions on the canvas selection: add, delete, copy, paste, duplicate, layout,
+comments and backdrops.
 
 These are the gestures of the canvas turned into document edits: a block dropped from the
 palette or chosen in the search popup, a wire dropped loose (add a compatible block and
@@ -12,7 +13,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication
 
-from nodegraph.gui import clipboard
+from nodegraph.gui import annotations, clipboard
 from nodegraph.gui import commands as cmd
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.layout import auto_layout
@@ -43,6 +44,8 @@ class EditActions:
         scene.wire_detached.connect(self.doc.disconnect)
         scene.wire_dropped.connect(self.offer_for_loose_wire)
         scene.nodes_moved.connect(self.doc.move)
+        scene.notes_moved.connect(self.doc.move_with_notes)
+        scene.note_text_edited.connect(lambda note, text: self.doc.edit_note(note, text))
         view.block_dropped.connect(self.add_block)
         view.search_requested.connect(self.offer_any_block)
 
@@ -109,18 +112,19 @@ class EditActions:
     # -- selection edits -------------------------------------------------------------------
 
     def delete_selection(self) -> None:
-        self.doc.delete(self.scene.selected_node_ids(), self.scene.selected_edges())
+        self.doc.delete(self.scene.selected_node_ids(), self.scene.selected_edges(),
+                        self.scene.selected_note_ids())
 
     def select_all(self) -> None:
         self.scene.select_nodes(list(self.scene.nodes))
 
     def copy(self) -> bool:
-        nodes = self.scene.selected_node_ids()
-        if not nodes:
+        nodes, notes = self.scene.selected_node_ids(), self.scene.selected_note_ids()
+        if not nodes and not notes:
             return False
         # plain text, marked as a clip inside: any window or process can paste it, and a
         # QMimeData handed to the clipboard crashes some platforms (offscreen) at exit
-        QApplication.clipboard().setText(clipboard.copy_nodes(self.doc.graph, nodes))
+        QApplication.clipboard().setText(clipboard.copy_nodes(self.doc.graph, nodes, notes))
         return True
 
     def cut(self) -> None:
@@ -135,17 +139,58 @@ class EditActions:
         return self._paste(doc, at)
 
     def duplicate(self) -> list[str]:
-        nodes = self.scene.selected_node_ids()
-        if not nodes:
+        nodes, notes = self.scene.selected_node_ids(), self.scene.selected_note_ids()
+        if not nodes and not notes:
             return []
-        return self._paste(clipboard.parse(clipboard.copy_nodes(self.doc.graph, nodes)), None,
-                           "Duplicate")
+        clip = clipboard.copy_nodes(self.doc.graph, nodes, notes)
+        return self._paste(clipboard.parse(clip), None, "Duplicate")
 
     def _paste(self, clip: dict, at: QPointF | None, text: str = "Paste") -> list[str]:
         plan = clipboard.plan_paste(self.doc.graph, clip, (at.x(), at.y()) if at else None)
         ids = self.doc.paste(plan, text)
         self.scene.select_nodes(ids)
+        for note in plan.notes:  # pasted notes are selected with the pasted nodes
+            if note["id"] in self.scene.notes:
+                self.scene.notes[note["id"]].setSelected(True)
         return ids
+
+    # -- comments and backdrops ------------------------------------------------------------
+
+    def add_comment(self, pos: QPointF | None = None, text: str = "Comment") -> str:
+        """A comment at `pos` (default: the middle of the view), its text ready to type."""
+        if pos is None:
+            pos = self.view.mapToScene(self.view.viewport().rect().center())
+        note = self.doc.add_note("comment", (pos.x() - 100, pos.y() - 40, 200, 80), text)
+        self._select_note(note)
+        return note
+
+    def add_backdrop(self, text: str = "Backdrop") -> str:
+        """A backdrop around the selected nodes (or in the middle of the view)."""
+        items = [self.scene.nodes[n] for n in self.scene.selected_node_ids()]
+        rect = annotations.around((r.x(), r.y(), r.width(), r.height())
+                                  for r in (i.sceneBoundingRect() for i in items))
+        if rect is None:
+            c = self.view.mapToScene(self.view.viewport().rect().center())
+            rect = (c.x() - 200, c.y() - 120, 400, 240)
+        note = self.doc.add_note("backdrop", rect, text)
+        self._select_note(note)
+        return note
+
+    def recolour_backdrops(self) -> None:
+        """Give the selected backdrops the next colour of the backdrop palette."""
+        colours = annotations.BACKDROP_COLORS
+        current = annotations.by_id(self.doc.graph.ui)
+        for note_id in self.scene.selected_note_ids():
+            note = current[note_id]
+            if note["kind"] == "backdrop":
+                at = colours.index(note["color"]) if note.get("color") in colours else -1
+                self.doc.edit_note(note_id, color=colours[(at + 1) % len(colours)])
+
+    def _select_note(self, note_id: str) -> None:
+        self.scene.select_nodes([])
+        item = self.scene.notes.get(note_id)
+        if item is not None:
+            item.setSelected(True)
 
     def auto_layout(self) -> None:
         heights = {n: item.height for n, item in self.scene.nodes.items()}

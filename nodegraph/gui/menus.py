@@ -60,6 +60,12 @@ def build(w: MainWindow) -> dict[str, QAction]:
         # Tab is the canvas's own key (the view handles it), so the inspector keeps Tab
         "add_block": _action(w, "Add &Block…\tTab", w.view.request_search_at_cursor, None,
                              "search blocks to add at the cursor (or double-click the canvas)"),
+        "comment": _action(w, "Add &Comment", e.add_comment, "Ctrl+Shift+C",
+                           "a text note on the canvas (double-click it to edit)"),
+        "backdrop": _action(w, "Add Bac&kdrop", e.add_backdrop, "Ctrl+B",
+                            "a titled frame around the selected nodes; moving it moves them"),
+        "recolour": _action(w, "Backdrop C&olour", e.recolour_backdrops, "Ctrl+Shift+B",
+                            "give the selected backdrops the next colour"),
         "zoom_in": _action(w, "Zoom &In", lambda: w.view.zoom_by(1.25), ["Ctrl++", "Ctrl+="]),
         "zoom_out": _action(w, "Zoom &Out", lambda: w.view.zoom_by(0.8), Key.ZoomOut),
         "zoom_reset": _action(w, "&Actual Size", lambda: w.view.set_zoom(1.0), "Ctrl+0"),
@@ -94,6 +100,8 @@ def build(w: MainWindow) -> dict[str, QAction]:
                                     "select_all")])
     edit.addSeparator()
     edit.addAction(a["add_block"])
+    edit.addSeparator()
+    edit.addActions([a["comment"], a["backdrop"], a["recolour"]])
     view = bar.addMenu("&View")
     view.addActions([a[n] for n in ("zoom_in", "zoom_out", "zoom_reset", "fit", "layout")])
     view.addSeparator()

@@ -15,6 +15,8 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 
 from nodegraph.errors import Problem
 from nodegraph.graph import Edge, GraphChanged
+from nodegraph.gui import annotations
+from nodegraph.gui.annotation_item import AnnotationItem
 from nodegraph.gui.document import Document
 from nodegraph.gui.layout import auto_layout
 from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem, card_height
@@ -34,12 +36,15 @@ class GraphScene(QGraphicsScene):
     wire_detached = Signal(object)  # an Edge pulled off its input and dropped on nothing
     wire_dropped = Signal(tuple, bool, QPointF)  # loose end: port ref, is output, scene pos
     nodes_moved = Signal(dict, dict)  # positions before, after
+    notes_moved = Signal(dict, dict, dict)  # node positions before, after; changed notes
+    note_text_edited = Signal(str, str)  # note id, new text
 
     def __init__(self, doc: Document, parent=None):
         super().__init__(parent)
         self.doc = doc
         self.nodes: dict[str, NodeItem] = {}
         self.wires: dict[Edge, WireItem] = {}
+        self.notes: dict[str, AnnotationItem] = {}  # comments and backdrops by id
         self.report: Report | None = None
         self.setSceneRect(QRectF(-EXTENT, -EXTENT, 2 * EXTENT, 2 * EXTENT))
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
@@ -48,10 +53,12 @@ class GraphScene(QGraphicsScene):
         self._detached: Edge | None = None
         self._hover: PortItem | None = None
         self._press_positions: dict[str, tuple] = {}
+        self._press_notes: dict[str, list] = {}
         self._ports_shown = True
         doc.graph_replaced.connect(self.rebuild)
         doc.changed.connect(self._on_change)
         doc.positions_changed.connect(self._on_positions)
+        doc.notes_changed.connect(self._on_notes)
         self.rebuild()
 
     # -- mirroring the graph ---------------------------------------------------------------
@@ -62,6 +69,7 @@ class GraphScene(QGraphicsScene):
         self.clear()
         self.nodes.clear()
         self.wires.clear()
+        self.notes.clear()
         graph = self.doc.graph
         touching: dict[str, list[Edge]] = {}
         for e in graph.edges:
@@ -78,6 +86,8 @@ class GraphScene(QGraphicsScene):
             self._add_node(node_id, ports[node_id])
         for edge in graph.edges:
             self._add_wire(edge)
+        for note in self.doc.notes():
+            self._add_note(note)
 
     def _ports(self, node_id: str, edges: list[Edge]) -> tuple[list[Port], list[Port]]:
         """The node's inputs and outputs: its block's, plus any a wire names (so it shows)."""
@@ -192,6 +202,47 @@ class GraphScene(QGraphicsScene):
             item = self.nodes.get(node_id)
             if item is not None and (item.pos().x(), item.pos().y()) != (x, y):
                 item.setPos(x, y)
+
+    # -- comments and backdrops -----------------------------------------------------------
+
+    def _add_note(self, note: dict) -> AnnotationItem:
+        item = AnnotationItem(note)
+        item.on_text_edited = self.note_text_edited.emit
+        self.addItem(item)
+        self.notes[note["id"]] = item
+        return item
+
+    def _on_notes(self, ids: list[str]) -> None:
+        current = annotations.by_id(self.doc.graph.ui)
+        for note_id in ids:
+            note, item = current.get(note_id), self.notes.get(note_id)
+            if note is None and item is not None:
+                item.finish_edit()
+                self.removeItem(self.notes.pop(note_id))
+            elif note is not None and item is None:
+                self._add_note(note)
+            elif note is not None:
+                item.set_note(note)
+
+    def selected_note_ids(self) -> list[str]:
+        return [i.note_id for i in self.selectedItems() if isinstance(i, AnnotationItem)]
+
+    def _carry(self) -> list[str]:
+        """Give each selected backdrop the unselected cards and comments inside it to carry
+        while it is dragged; returns the ids of the carried nodes."""
+        carried_nodes = []
+        for backdrop in self.notes.values():
+            backdrop.carried = []
+            if backdrop.kind != "backdrop" or not backdrop.isSelected():
+                continue
+            frame = backdrop.scene_rect()
+            for node_id, item in self.nodes.items():
+                if not item.isSelected() and frame.contains(item.sceneBoundingRect()):
+                    backdrop.carried.append(item)
+                    carried_nodes.append(node_id)
+            backdrop.carried += [n for n in self.notes.values() if n.kind == "comment"
+                                 and not n.isSelected() and frame.contains(n.scene_rect())]
+        return carried_nodes
 
     # -- validation results ----------------------------------------------------------------
 
@@ -348,7 +399,9 @@ class GraphScene(QGraphicsScene):
             event.accept()
             return
         super().mousePressEvent(event)
-        self._press_positions = self.item_positions(self.selected_node_ids())
+        carried = self._carry()
+        self._press_positions = self.item_positions([*self.selected_node_ids(), *carried])
+        self._press_notes = {i: item.rect() for i, item in self.notes.items()}
 
     def mouseMoveEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         if self._drag is not None:
@@ -366,9 +419,17 @@ class GraphScene(QGraphicsScene):
             self.end_wire(event.scenePos())
             return
         super().mouseReleaseEvent(event)
+        for item in self.notes.values():
+            item.carried = []
         before, self._press_positions = self._press_positions, {}
         after = self.item_positions(before)
-        if before and after != before:
+        notes_before, self._press_notes = self._press_notes, {}
+        current = annotations.by_id(self.doc.graph.ui)
+        notes_after = {i: {**current[i], "rect": item.rect()} for i, item in self.notes.items()
+                       if i in current and item.rect() != notes_before.get(i, item.rect())}
+        if notes_after:
+            self.notes_moved.emit(before, after, notes_after)
+        elif before and after != before:
             self.nodes_moved.emit(before, after)
 
 
