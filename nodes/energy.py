@@ -201,8 +201,17 @@ class BernoulliRBM(nn.Module):
         self.hidden_bias = nn.Parameter(torch.zeros(hidden))
         self.visible_bias = nn.Parameter(torch.zeros(visible))
         self.k, self.persistent, self.exact_pl = k, persistent, exact_pl
-        # the persistent chain's hidden states; sized by the first training batch
-        self.register_buffer("chain", torch.zeros(0, hidden), persistent=False)
+        # the persistent chain's hidden states, sized by the first training batch; saved
+        # with the weights under PCD, so a resumed run continues the same chains
+        self.register_buffer("chain", torch.zeros(0, hidden), persistent=persistent)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # the saved chain has the batch size of the run that saved it; an unsized chain
+        # (0 rows) takes that size before torch copies the values in
+        saved = state_dict.get(prefix + "chain")
+        if saved is not None and saved.shape != self.chain.shape:
+            self.chain = torch.zeros_like(saved, device=self.chain.device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     # the conditionals and the free energy
     def hidden_probs(self, v: torch.Tensor) -> torch.Tensor:

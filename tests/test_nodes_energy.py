@@ -413,6 +413,37 @@ def test_rbm_trains_in_a_graph_like_scikit_learns():
     assert -27 < ours < -23 and abs(ours - theirs) < 1.0, (ours, theirs)
 
 
+def pcd_graph() -> Graph:
+    g = Graph("pcd")
+    g.add("data.Digits", id="data", batch_size=50)
+    g.add("energy.BernoulliRBM", id="rbm", n_components=8, method="pcd")
+    g.add("optimizers.SGD", id="opt", lr=0.05)
+    g.connect(("data", "x"), ("rbm", "input"))
+    g.connect(("rbm", "loss"), ("opt", "loss"))
+    g.training.update({"epochs": 4, "seed": 0, "restore_best": False})
+    return g
+
+
+def test_pcd_chain_is_saved_in_checkpoints_and_a_resumed_run_continues_it(tmp_path):
+    """The persistent chain is block state: saved in the safetensors checkpoint, loaded
+    back on resume, so 2 + 2 epochs end exactly where 4 epochs do (chain and weights)."""
+    from safetensors.torch import load_file
+
+    full = nodegraph.train(pcd_graph(), device="cpu")
+    nodegraph.train(pcd_graph(), epochs=2, device="cpu", checkpoint_dir=tmp_path)
+    saved = load_file(str(tmp_path / "last" / "model.safetensors"))
+    assert saved["rbm.chain"].shape == (50, 8)  # the chains of the first batch's size
+    assert set(saved["rbm.chain"].unique().tolist()) <= {0.0, 1.0}
+    resumed = nodegraph.train(pcd_graph(), device="cpu", checkpoint_dir=tmp_path,
+                              resume=True)
+    ours, theirs = full.module.module_of("rbm"), resumed.module.module_of("rbm")
+    assert torch.equal(ours.chain, theirs.chain)
+    assert torch.equal(ours.weight, theirs.weight)
+    # CD keeps no chain, so its checkpoints hold the weights only
+    cd = build("energy.BernoulliRBM", {"input": torch.zeros(2, V)}, n_components=H)[2]
+    assert "chain" not in cd.state_dict()
+
+
 def test_rbm_checks_its_input():
     with pytest.raises(PortError) as e:
         build("energy.BernoulliRBM", {"input": torch.zeros(2, 1, 8, 8)})
