@@ -47,8 +47,9 @@ class ProcedureFrame:
 class ProcedureContext:
     """What a procedure may use: the trained model's parts, the data, a seeded generator."""
 
-    def __init__(self, compiled: Compiled, seed: int = 0):
+    def __init__(self, compiled: Compiled, seed: int = 0, node: str = "procedure"):
         self.compiled = compiled
+        self.node = node  # the procedure block, named in errors
         self.device = compiled.device
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
 
@@ -96,15 +97,25 @@ class ProcedureContext:
     def batch(self, split: str = "train") -> dict[str, torch.Tensor]:
         """The first batch of a split, by port name (from the first data block)."""
         for ds in self.compiled.datasets.values():
-            for batch in ds.batches(split if ds.has(split) else "train"):
+            for batch in ds.batches(self.checked(ds, split)):
                 return batch
         raise NodegraphError("the graph has no data block to take a batch from")
 
     def split(self, split: str = "train") -> dict[str, torch.Tensor]:
         """A whole split, by port name, in order."""
         for ds in self.compiled.datasets.values():
-            return ds.tensors(split if ds.has(split) else "train")
+            return ds.tensors(self.checked(ds, split))
         raise NodegraphError("the graph has no data block")
+
+    def checked(self, dataset, split: str) -> str:
+        """`split`, or an error naming this procedure when `dataset` has no such split
+        (falling back to another split would quietly sample the wrong data)."""
+        if not dataset.has(split):
+            have = [s for s in ("train", "val", "test") if dataset.has(s)]
+            raise NodegraphError(f"procedure '{self.node}' asks for the '{split}' split, but "
+                                 f"the data has only {', '.join(have)}: set its split to "
+                                 "one of those")
+        return split
 
 
 def _resolve(flat, ref):
@@ -143,7 +154,7 @@ def run_procedure(graph: Graph | Compiled, node: str, events: Emitter | None = N
             raise NodegraphError(f"{spec.id} has no param '{key}'")
         params[key] = param.check(value)
     procedure = spec.build(type(compiled.report.params[node])(params))
-    ctx = ProcedureContext(compiled, seed)
+    ctx = ProcedureContext(compiled, seed, node)
     frames = []
     try:
         for i, frame in enumerate(procedure.run(ctx)):

@@ -73,3 +73,12 @@ def test_sample_command(tmp_path, capsys):
     assert len(frames) == 3 and isinstance(frames[0]["prediction"], list)
     assert "forecast: 3 frame(s)" in capsys.readouterr().out
     assert torch.isfinite(torch.tensor(frames[-1]["prediction"])).all()
+
+
+def test_an_unknown_split_is_an_error_naming_the_procedure_and_the_split():
+    """line_fit has train and val only: asking for test must not quietly use train."""
+    g, _ = forecaster()
+    with pytest.raises(NodegraphError, match="procedure 'forecast' asks for the 'test' split, "
+                       "but the data has only train, val"):
+        run_procedure(g, "forecast", split="test")
+    assert len(run_procedure(g, "forecast", split="train")) == 4
