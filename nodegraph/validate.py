@@ -93,6 +93,7 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
     else:
         report = _validate(graph, for_training, graph.load_problems)
     _check_ties(graph, report)
+    _count_ties_once(graph, report)
     _check_stages(graph, report)
     _check_procedures(graph, report)
     report.seconds = time.perf_counter() - start
@@ -194,6 +195,27 @@ def _check_ties(graph: Graph, report: Report) -> None:
             if node not in known:
                 report.problems.append(Problem(node, None, "bad_tie", f"a tie names node "
                                                f"'{node}', which does not exist"))
+
+
+def _count_ties_once(graph: Graph, report: Report) -> None:
+    """A tied parameter is one tensor: count it at the tie's source, not again at its
+    destination (an LM head tied to its embedding adds no weights)."""
+    flat = report.flat
+    run_graph = flat.graph if flat else graph
+    for dst, name in dict.fromkeys((t.dst, t.dst_param) for t in graph.ties):
+        spec = report.specs.get(dst)
+        if spec is None or spec.kind != "op" or (flat and dst in flat.shared):
+            continue  # a bad tie (reported above) or a sharer, counted at its owner
+        inputs = {e.dst_port: report.outputs[e.source] for e in run_graph.edges_into(dst)
+                  if e.source in report.outputs}
+        try:
+            with torch.device("meta"):
+                param = dict(spec.build(report.params[dst], inputs).named_parameters()).get(name)
+        except Exception:  # noqa: BLE001 (the node's own problem is reported elsewhere)
+            continue
+        owner = flat.origin.get(dst, dst) if flat else dst
+        if param is not None and param.requires_grad and owner in report.param_counts:
+            report.param_counts[owner] -= param.numel()
 
 
 def check(graph: Graph, for_training: bool = False) -> Report:
