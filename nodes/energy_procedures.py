@@ -10,20 +10,26 @@ believes goes with the rows it sees.
 The chain starts from what the training graph feeds the RBM (the data run through the
 blocks before it, e.g. the binarising Step, or the RBM below in a stack), never from
 the raw data, so the procedure and the training agree on what a visible unit means.
+
+`procedures.Langevin` samples a continuous density known only through its score
+∇log p (a score network) or its energy E = −log p + const (minus the energy's gradient),
+by repeating `samplers.LangevinStep`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 
 from nodegraph.errors import NodegraphError
 from nodegraph.procedure import Procedure, ProcedureContext
-from nodegraph.spec import Param, block, choice_param, int_param, str_param
+from nodegraph.spec import Param, block, choice_param, float_param, int_param, str_param
 from nodes.energy import BernoulliRBM, bernoulli
 from nodes.generative_procedures import SHAPE, as_image
+from nodes.samplers import LangevinStep
 
 
 def rbm_of(ctx: ProcedureContext, node: str) -> BernoulliRBM:
@@ -34,10 +40,16 @@ def rbm_of(ctx: ProcedureContext, node: str) -> BernoulliRBM:
     return module
 
 
-@torch.no_grad()
 def model_input(ctx: ProcedureContext, node: str, split: str, count: int) -> torch.Tensor:
-    """The first `count` samples of a split as the training graph feeds them into `node`:
-    the data run through every block upstream of it."""
+    """`fed_input` with one flat row of units per sample."""
+    fed = fed_input(ctx, node, split, count)
+    return fed.reshape(len(fed), -1)
+
+
+@torch.no_grad()
+def fed_input(ctx: ProcedureContext, node: str, split: str, count: int) -> torch.Tensor:
+    """The first `count` samples of a split as the training graph feeds them into `node`'s
+    first input: the data run through every block upstream of it."""
     c = ctx.compiled
     steps = {step[0]: step for step in c.module.full_plan}
     needed, todo = set(), [node]
@@ -48,12 +60,21 @@ def model_input(ctx: ProcedureContext, node: str, split: str, count: int) -> tor
                 todo.append(key[0])
     values: dict = {}
     for name, ds in c.datasets.items():
-        tensors = ds.tensors(split if ds.has(split) else "train")
+        tensors = ds.tensors(ctx.checked(ds, split))
         values.update({(name, port): t[:count].to(c.device) for port, t in tensors.items()})
     c.module.eval()
     values = c.module.run(c.module.plan(needed), values)
-    fed = values[steps[node][2][0]]
-    return fed.reshape(len(fed), -1)
+    return values[steps[node][2][0]]
+
+
+@contextmanager
+def seeded(ctx: ProcedureContext):
+    """torch's global generator seeded from the procedure's, restored afterwards: blocks
+    draw from the global one, and a procedure must neither disturb it nor depend on it."""
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=ctx.generator))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def clamp_mask(rows: list[int], shape: list[int], units: int) -> torch.Tensor:
@@ -84,9 +105,7 @@ class GibbsChain(Procedure):
         data = model_input(ctx, p.model, p.split, p.count)
         known = clamp_mask(list(p.clamp_rows), list(p.image_shape), data.shape[1])
         known = known.to(data.device)
-        seed = int(torch.randint(0, 2**31 - 1, (1,), generator=ctx.generator))
-        with torch.random.fork_rng(devices=[]):  # seeded draws, the global RNG untouched
-            torch.manual_seed(seed)
+        with seeded(ctx):
             v = data
             if p.start == "noise":  # fair coins, except where the rows are clamped
                 v = torch.where(known, data, bernoulli(torch.full_like(data, 0.5)))
@@ -98,6 +117,92 @@ class GibbsChain(Procedure):
                 if step < p.steps:
                     for _ in range(p.k):
                         v, shown = rbm.gibbs_step(v, known)
+
+
+def _first_node(ctx: ProcedureContext, node: str) -> str:
+    """The flat node that receives a group instance's first input (the node itself for a
+    plain block): where the training graph's data enters the model."""
+    flat = ctx.compiled.report.flat
+    if flat is not None and (node, "") in flat.inputs:
+        ports = [port for (inst, port) in flat.inputs if inst == node and port]
+        return flat.inputs[(node, ports[0])][0][0]
+    return node
+
+
+def score_function(ctx: ProcedureContext, node: str, kind: str, output: str
+                   ) -> Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]:
+    """x -> (∇log p(x), energy per sample or None) for the model `node`.
+
+    kind "score": the model's output is the score. kind "energy": the score is −∇E, by
+    autograd through the block (an energy.BernoulliRBM contributes its free energy F(v));
+    samples are independent, so the gradient of the batch's summed energy is each
+    sample's own gradient.
+    """
+    if kind == "score":
+        call = ctx.model(node)
+        port = output or call.outputs[0]
+        if port not in call.outputs:
+            raise NodegraphError(f"'{node}' has no output '{port}' (outputs: "
+                                 f"{', '.join(call.outputs)})")
+        return lambda x: (call(**{call.inputs[0]: x})[port], None)
+    module = ctx.compiled.module.module_of(node)
+    if module is None:
+        raise NodegraphError(f"'{node}' is a group instance; an energy's gradient needs a "
+                             "single block (wire the group's output into a score model, or "
+                             "use kind score)")
+    spec = ctx.compiled.report.specs[node]
+    ports = [p.name for p in spec.outputs]
+    index = ports.index(output) if output in ports else 0
+    if output and output not in ports:
+        raise NodegraphError(f"'{node}' has no output '{output}' (outputs: {', '.join(ports)})")
+
+    def energy(x: torch.Tensor) -> torch.Tensor:
+        if isinstance(module, BernoulliRBM):
+            return module.free_energy(x)
+        out = module(x, *[None] * (len(spec.inputs) - 1))
+        out = out[index] if isinstance(out, tuple) else out
+        return out.reshape(len(x), -1).sum(-1) if out.ndim else out.expand(len(x)) / len(x)
+
+    def score(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        module.eval()
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            e = energy(x)
+            (grad,) = torch.autograd.grad(e.sum(), x)
+        return -grad, e.detach()
+
+    return score
+
+
+class Langevin(Procedure):
+    """x ← x + (ε/2)·∇log p(x) + √ε·z, from noise or data, a frame every `every` steps."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
+        p = self.p
+        score = score_function(ctx, p.model, p.kind, p.output)
+        data = fed_input(ctx, _first_node(ctx, p.model), p.split, p.count).float()
+        step = LangevinStep(p.step_size, p.noise_scale)
+        with seeded(ctx):
+            x = data
+            if p.start == "noise":
+                x = p.init_std * torch.randn(p.count, *data.shape[1:], device=data.device)
+            for t in range(p.steps + 1):
+                grad, energy = score(x)
+                if t % p.every == 0 or t == p.steps:
+                    yield self.frame(t, x, energy)
+                if t < p.steps:
+                    x = step(x, grad)
+
+    def frame(self, t: int, x: torch.Tensor, energy: torch.Tensor | None) -> dict[str, Any]:
+        flat = x.reshape(len(x), -1)
+        frame = {"step": t, "samples": x.tolist(), "mean": flat.mean(0).tolist(),
+                 "var": flat.var(0).tolist()}
+        if energy is not None:
+            frame["energy"] = energy.mean().item()
+        return frame
 
 
 BLOCKS = [
@@ -124,5 +229,36 @@ BLOCKS = [
                         "image; needs image_shape"),
                   SHAPE],
           binds="model", keywords=("rbm", "sampling", "inpainting", "mcmc", "boltzmann",
+                                   "generate")),
+    block("procedures.Langevin", "procedure",
+          "Sample a density from its score or energy by Langevin dynamics."
+          "\n\nRepeats x ← x + (ε/2)·∇log p(x) + √ε·z (samplers.LangevinStep) on `count` "
+          "chains started from N(0, init_std²) noise or from samples of a split, with "
+          "∇log p the output of a score model (kind score) or −∇E of an energy model "
+          "(kind energy: a block whose output is the energy, or an energy.BernoulliRBM's "
+          "free energy). Every `every` steps a frame holds the samples, their mean and "
+          "variance (and mean energy). As ε → 0 and steps → ∞ the samples follow p; a "
+          "finite ε adds a bias: on a Gaussian with precision P the chains settle at "
+          "covariance (P − (ε/4)·P²)⁻¹ instead of P⁻¹.",
+          lambda p: Langevin(p),
+          params=[str_param("model", doc="the score or energy model: a node, or (kind "
+                            "score) a group instance"),
+                  choice_param("kind", ("score", "energy"), "score",
+                               "score: the output is ∇ₓ log p(x); energy: the output is "
+                               "E(x) = −log p(x) + const"),
+                  str_param("output", "", "the output port to use; empty: the first"),
+                  int_param("steps", 500, "Langevin steps", min=1),
+                  float_param("step_size", 0.01, "step ε", min=0),
+                  float_param("noise_scale", 1.0, "multiplies the noise; 0 turns the chain "
+                              "into gradient ascent on log p", min=0),
+                  int_param("every", 50, "steps between frames", min=1),
+                  choice_param("start", ("noise", "data"), "noise",
+                               "noise: N(0, init_std²) shaped like the model's input; data: "
+                               "samples of the split as the graph feeds them to the model"),
+                  float_param("init_std", 1.0, "std of the starting noise", min=0),
+                  int_param("count", 256, "number of chains", min=1),
+                  choice_param("split", ("train", "val", "test"), "train",
+                               "the split that gives the starting samples (and their shape)")],
+          binds="model", keywords=("langevin", "score", "energy", "mcmc", "sgld", "sampling",
                                    "generate")),
 ]

@@ -93,3 +93,89 @@ def test_clamp_rows_need_an_image_shape_and_the_model_an_rbm(trained):
         run_procedure(trained, "chain", clamp_rows=[8])
     with pytest.raises((NodegraphError, NodeRuntimeError), match="BernoulliRBM"):
         run_procedure(trained, "chain", model="binary")
+
+
+# -- Langevin ------------------------------------------------------------------------------
+
+MU = torch.tensor([1.0, -2.0])
+PRECISION = torch.tensor([[2.0, 0.6], [0.6, 1.0]])  # P = Σ⁻¹ of the target Gaussian
+
+
+def gaussian_score_graph() -> Graph:
+    """2-D points → a Linear whose weights make it the score of N(μ, P⁻¹):
+    ∇log p(x) = −P(x − μ) = −Px + Pμ."""
+    g = Graph("langevin")
+    g.add("data.Moons", id="data")
+    g.add("layers.Linear", id="score", out_features=2)
+    g.add("procedures.Langevin", id="langevin", model="score", count=4000, steps=300,
+          every=100, step_size=0.4)
+    g.connect(("data", "x"), ("score", "input"))
+    return g
+
+
+@pytest.fixture(scope="module")
+def gaussian():
+    c = nodegraph.compile(gaussian_score_graph(), device="cpu", for_training=False)
+    fc = c.module.module_of("score")
+    with torch.no_grad():
+        fc.weight.copy_(-PRECISION)
+        fc.bias.copy_(PRECISION @ MU)
+    return c
+
+
+def test_langevin_samples_a_gaussian_with_the_discretised_chains_covariance(gaussian):
+    """Unadjusted Langevin on N(μ, P⁻¹) with step ε is x' = Mx + (ε/2)Pμ + √ε z, with
+    M = I − (ε/2)P: its stationary law has mean μ and covariance C = ε(I − M²)⁻¹
+    = (P − (ε/4)P²)⁻¹, which at ε = 0.4 is 0.17 (Frobenius) away from Σ = P⁻¹."""
+    frames = run_procedure(gaussian, "langevin")
+    assert [f["step"] for f in frames] == [0, 100, 200, 300]
+    x = torch.tensor(frames[-1]["samples"])
+    assert x.shape == (4000, 2)
+    assert torch.tensor(frames[-1]["mean"]) == pytest.approx(MU, abs=0.06)  # SE ≈ 0.015
+    eps = 0.4
+    want = torch.linalg.inv(PRECISION - eps / 4 * PRECISION @ PRECISION)
+    cov = torch.cov(x.T)
+    assert (cov - want).norm() < 0.06  # sampling error of 4000 draws ≈ 0.03
+    assert (cov - torch.linalg.inv(PRECISION)).norm() > 0.1  # the step's bias is seen
+    assert torch.tensor(frames[0]["var"]) == pytest.approx(torch.ones(2), abs=0.1)  # N(0, I)
+
+
+def test_langevin_is_seeded_and_gradient_ascent_without_noise(gaussian):
+    a = run_procedure(gaussian, "langevin", steps=5, every=5, count=10)
+    b = run_procedure(gaussian, "langevin", steps=5, every=5, count=10)
+    assert a[-1]["samples"] == b[-1]["samples"]
+    assert run_procedure(gaussian, "langevin", steps=5, every=5, count=10,
+                         seed=1)[-1]["samples"] != a[-1]["samples"]
+    # noise_scale 0: x ← x − (ε/2)P(x − μ), so x − μ shrinks by M = I − (ε/2)P per step
+    frames = run_procedure(gaussian, "langevin", steps=3, every=3, count=5, noise_scale=0.0,
+                           start="data")
+    x0, x3 = torch.tensor(frames[0]["samples"]), torch.tensor(frames[-1]["samples"])
+    m = torch.eye(2) - 0.2 * PRECISION
+    assert x3 - MU == pytest.approx((x0 - MU) @ torch.linalg.matrix_power(m, 3).T, abs=1e-5)
+    data = gaussian.datasets["data"].tensors("train")["x"][:5]
+    assert torch.equal(x0, data)
+
+
+def test_langevin_on_an_rbms_free_energy_follows_minus_its_gradient(trained):
+    """kind energy: the score is −∇F(v) = b + Wᵀσ(c + Wv) for the RBM's free energy F."""
+    g = rbm_graph(0)
+    g.add("procedures.Langevin", id="lv", model="rbm", kind="energy", steps=1, every=1,
+          count=6, start="data", split="val", noise_scale=0.0, step_size=0.5)
+    c = nodegraph.compile(g, device="cpu", for_training=False)
+    c.module.load_block_state(trained.module.block_state())
+    frames = run_procedure(c, "lv")
+    rbm = c.module.module_of("rbm")
+    v = torch.tensor(frames[0]["samples"])
+    with torch.no_grad():
+        score = rbm.visible_bias + rbm.hidden_probs(v) @ rbm.weight
+        want = v + 0.25 * score
+    assert torch.tensor(frames[1]["samples"]) == pytest.approx(want, abs=1e-5)
+    assert frames[0]["energy"] == pytest.approx(rbm.free_energy(v).mean().item(), rel=1e-5)
+    assert frames[1]["energy"] < frames[0]["energy"]  # downhill in energy
+
+
+def test_langevin_refuses_what_it_cannot_differentiate_or_call(gaussian):
+    with pytest.raises((NodegraphError, NodeRuntimeError), match="no output 'logits'"):
+        run_procedure(gaussian, "langevin", output="logits")
+    with pytest.raises((NodegraphError, NodeRuntimeError), match="only train"):
+        run_procedure(gaussian, "langevin", split="test")
