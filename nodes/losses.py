@@ -94,6 +94,8 @@ class _CrossEntropy(nn.CrossEntropyLoss):
     like the scores. Index targets of -100 are ignored (unlabelled nodes, padding)."""
 
     def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        if input.ndim == 2 and target.ndim == 1:  # the common case needs no reshaping
+            return super().forward(input, target)
         classes = input.shape[-1]
         rows = input.reshape(-1, classes)
         if target.dtype.is_floating_point:
