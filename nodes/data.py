@@ -85,6 +85,11 @@ def _sklearn_classes(loader):
     return build
 
 
+def _breast_cancer(p):
+    x, y = skd.load_breast_cancer(return_X_y=True)
+    return from_arrays({"x": x.astype(np.float32), "y": _binary_or_class(y, p.target)}, p)
+
+
 def _diabetes(p):
     x, y = skd.load_diabetes(return_X_y=True, scaled=p.scaled)
     return from_arrays({"x": x.astype(np.float32), "y": y.astype(np.float32)[:, None]}, p)
@@ -287,8 +292,10 @@ _bundled = [
           keywords=("classification", "tabular", "sklearn")),
     block("data.BreastCancer", "data",
           "Wisconsin breast cancer: 569 tumours, 30 features, malignant (0) or benign (1).\n\n"
-          "A real binary classification set, for logistic regression and calibration.",
-          _sklearn_classes(skd.load_breast_cancer), **XY, params=list(TABULAR),
+          "A real binary classification set, for logistic regression and calibration: "
+          "`target` binary gives the float (N, 1) column losses.BCEWithLogits takes, class "
+          "the class indices of cross-entropy over two scores.",
+          _breast_cancer, **XY, params=[target_param("class"), *TABULAR],
           keywords=("binary", "classification", "tabular", "medical", "sklearn")),
     block("data.Diabetes", "data",
           "Diabetes progression: 442 patients, 10 features, a disease measure a year later.\n\n"

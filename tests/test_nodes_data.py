@@ -52,6 +52,39 @@ def test_classification_sets_equal_sklearn(block_id, loader):
     np.testing.assert_array_equal(y, want_y)
 
 
+def test_breast_cancer_binary_target_is_a_float_column_on_the_same_splits():
+    want = skd.load_breast_cancer().target
+    _, y, t = arrays("data.BreastCancer", target="binary")
+    assert t["y"].dtype == torch.float32 and y.shape == (569, 1)
+    np.testing.assert_array_equal(y[:, 0], want)  # 0 malignant, 1 benign, as scikit-learn
+    binary, classes = build("data.BreastCancer", target="binary"), build("data.BreastCancer")
+    for split in ("train", "val"):  # the stratified split does not depend on the target form
+        np.testing.assert_array_equal(binary.tensors(split)["x"], classes.tensors(split)["x"])
+        np.testing.assert_array_equal(binary.tensors(split)["y"][:, 0],
+                                      classes.tensors(split)["y"])
+
+
+def test_breast_cancer_binary_target_trains_a_logistic_regression(one_thread):
+    g = nodegraph.Graph("cancer")
+    g.add("data.BreastCancer", id="data", target="binary", batch_size=0)
+    g.add("layers.Linear", id="logit", out_features=1)
+    g.add("losses.BCEWithLogits", id="loss")
+    g.add("optimizers.Adam", id="opt", lr=0.05)
+    for edge in (("data", "x", "logit", "input"), ("logit", "output", "loss", "input"),
+                 ("data", "y", "loss", "target"), ("loss", "loss", "opt", "loss")):
+        g.connect(edge[:2], edge[2:])
+    result = nodegraph.train(g, epochs=40, seed=0, device="cpu")
+    x, y = result.compiled.datasets["data"].tensors("val").values()
+    layer = result.module.blocks["logit"]
+    with torch.no_grad():
+        z = (x.double() @ layer.weight.double().T + layer.bias.double()).numpy()
+    y = y.double().numpy()
+    p = 1 / (1 + np.exp(-z))  # the loss is the mean of −y·log σ(z) − (1 − y)·log(1 − σ(z))
+    bce = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+    assert result.final["val"]["loss"] == pytest.approx(bce, rel=1e-4)
+    assert np.mean((z > 0) == (y > 0.5)) > 0.95  # the usual ~97 % of a linear model
+
+
 def test_tabular_defaults_split_stratified_and_normalise_on_train():
     ds = build("data.Wine")
     assert ds.size("train") + ds.size("val") == 178
