@@ -5,8 +5,9 @@
 - **NaN/Inf**: the node's output (or the gradient arriving at it) holds a non-finite value;
   the trainer stops the run at the first such node, and the editor names it.
 - **vanishing / exploding ∇**: the gradient reaching a layer's parameters is a hundred times
-  smaller / larger than the typical layer's (the median over the layers, on a log scale),
-  the picture of a deep sigmoid stack where the first layers stop learning.
+  smaller / larger than the last layer's, the one nearest the loss where backpropagation
+  starts: the picture of a deep sigmoid stack whose first layers stop learning (or of
+  weights so large that the gradient grows at every layer on its way back).
 - **dead**: a share of the units (features or channels) are zero for every sample of the
   batch: ReLUs that no longer pass anything, and so get no gradient either.
 - **saturated**: most values of a bounded activation sit at the edge of its range (sigmoid
@@ -19,12 +20,11 @@ tensors; the Qt side only paints them (`overlays.NodeMark`).
 from __future__ import annotations
 
 import math
-import statistics
 
 from nodegraph.gui.overlays import Badge
 from nodegraph.probes import OutputSummary, ProbeFrame
 
-RELATIVE = 100.0  # a layer's gradient this many times off the median layer's is flagged
+RELATIVE = 100.0  # a layer's gradient this many times off the last layer's is flagged
 DEAD_SHARE = 0.25  # of the units
 SATURATED_SHARE = 0.5  # of the values
 
@@ -77,21 +77,22 @@ def layer_grad_norms(frame: ProbeFrame) -> dict[str, float]:
 
 def _gradient_scale(frame: ProbeFrame):
     norms = {n: v for n, v in layer_grad_norms(frame).items() if math.isfinite(v)}
-    if len(norms) < 3:  # "relative to the other layers" needs others to compare with
+    if len(norms) < 3:  # too short a chain for the gradient to shrink or grow along it
         return
-    logs = {n: math.log10(v) if v > 0 else -math.inf for n, v in norms.items()}
-    median = statistics.median(logs.values())
-    limit = math.log10(RELATIVE)
-    for node, lg in logs.items():
-        if lg < median - limit:
-            times = "∞" if lg == -math.inf else f"{10 ** (median - lg):.3g}×"
+    last = list(norms)[-1]
+    ref = norms[last]
+    if ref <= 0:
+        return
+    for node, v in norms.items():
+        if v * RELATIVE < ref:
+            times = "∞" if v == 0 else f"{ref / v:.3g}×"
             yield node, Badge("vanishing", "vanishing ∇",
-                              f"gradient norm {norms[node]:.3g}, {times} smaller than the "
-                              "median layer's")
-        elif lg > median + limit:
+                              f"gradient norm {v:.3g}, {times} smaller than at {last}, "
+                              "the layer nearest the loss")
+        elif v > ref * RELATIVE:
             yield node, Badge("exploding", "exploding ∇",
-                              f"gradient norm {norms[node]:.3g}, {10 ** (lg - median):.3g}× "
-                              "larger than the median layer's")
+                              f"gradient norm {v:.3g}, {v / ref:.3g}× larger than at {last}, "
+                              "the layer nearest the loss")
 
 
 def _dead(s: OutputSummary) -> Badge | None:
