@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtGui import QUndoCommand
 
+from nodegraph import groups
 from nodegraph.graph import Edge, Graph, Node
 from nodegraph.gui import annotations
 
@@ -225,3 +226,47 @@ class SetNotes(QUndoCommand):
 
     def undo(self) -> None:
         self.doc.put_notes(self.before, self.index)
+
+
+class MakeGroup(QUndoCommand):
+    """Move nodes into a new group and put one instance in their place (`make_group`);
+    undo removes the instance and the definition and puts the nodes and wires back where
+    they were, in the graph's order."""
+
+    def __init__(self, doc: Document, node_ids: list[str], name: str, instance: str):
+        super().__init__(f"Group {len(node_ids)} node(s) as {name}")
+        self.doc, self.node_ids, self.name, self.instance = doc, list(node_ids), name, instance
+        self.saved: tuple | None = None
+        self.defn = None  # the definition made first: a redo brings back this very one
+
+    def redo(self) -> None:
+        g = self.doc.graph
+        chosen = set(self.node_ids)
+        order = list(g.nodes)
+        positions = g.ui.get("positions", {})
+        self.saved = ([(order.index(n), copy.deepcopy(g.nodes[n])) for n in sorted(
+                          chosen, key=order.index)],
+                      [(i, e) for i, e in enumerate(g.edges) if {e.src, e.dst} & chosen],
+                      {n: list(positions[n]) for n in chosen if n in positions})
+        groups.make_group(g, self.node_ids, self.name, self.instance)
+        if self.defn is not None:  # an open tab and later commands edit this body object
+            g.groups[self.name] = self.defn
+        self.defn = defn = g.groups[self.name]
+        defn.body.groups = g.groups  # nested groups resolve inside the body too
+        defn.ui = defn.body.ui  # one dict: positions set while editing the body are saved
+        self.doc.forget_positions(self.node_ids)
+        self.doc.set_positions({self.instance: tuple(positions.get(self.instance, (0, 0)))})
+
+    def undo(self) -> None:
+        g = self.doc.graph
+        nodes, edges, positions = self.saved
+        g.remove(self.instance)
+        self.doc.forget_positions([self.instance])
+        del g.groups[self.name]
+        for index, node in nodes:  # ascending: each lands where it was
+            g.add_node(copy.deepcopy(node), strict=False)
+            _move_last_node_to(g, index)
+        for i, e in edges:
+            g.connect(e.source, e.target, strict=False)
+            _move_last_edge_to(g, i)
+        self.doc.set_positions({n: tuple(p) for n, p in positions.items()})

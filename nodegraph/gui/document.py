@@ -257,6 +257,21 @@ class Document(QObject):
             return False
         return self.push(cmd.SetTraining(self, key, value))
 
+    def group(self, node_ids: Iterable[str], name: str) -> str | None:
+        """Put nodes into a new group `name` with one instance in their place (one undo
+        step); returns the instance's id. Raises EditRefused saying why it cannot."""
+        nodes = [n for n in self.graph.nodes if n in set(node_ids)]
+        name = name.strip()
+        if not nodes:
+            raise EditRefused("select the nodes to group first")
+        if not NODE_ID.match(name):
+            raise EditRefused(f"'{name}' is not a valid group name: start with a letter or _, "
+                              "then use letters, digits and _")
+        if name in self.graph.groups or f"group.{name}" in self.graph.registry:
+            raise EditRefused(f"a group named '{name}' already exists")
+        instance = self.graph.new_id(name)
+        return instance if self.push(cmd.MakeGroup(self, nodes, name, instance)) else None
+
     def paste(self, paste: Paste, text: str = "Paste") -> list[str]:
         """Add pasted nodes and their wires as one step; returns the new ids."""
         commands: list[QUndoCommand] = [cmd.AddNode(self, n, paste.positions.get(n.id))

@@ -86,6 +86,17 @@ class Inspector(QScrollArea):
         doc.graph_replaced.connect(self._new_graph)
         self._new_graph()
 
+    def set_document(self, doc: Document) -> None:
+        """Show `doc` (a group's body opened in its tab, or the graph again)."""
+        if doc is self.doc:
+            return
+        self.doc.changed.disconnect(self._on_change)
+        self.doc.graph_replaced.disconnect(self._new_graph)
+        self.doc = doc
+        doc.changed.connect(self._on_change)
+        doc.graph_replaced.connect(self._new_graph)
+        self._new_graph()
+
     def _new_graph(self) -> None:
         # group blocks are the graph's own: forms built for the last graph may not fit
         for page in self._pages.values():

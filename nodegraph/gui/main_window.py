@@ -31,6 +31,7 @@ from nodegraph.gui import files, menus
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.file_actions import AUTOSAVE_MS, FileActions
+from nodegraph.gui.group_tabs import GroupTabs
 from nodegraph.gui.inspector import Inspector
 from nodegraph.gui.log_view import LogView
 from nodegraph.gui.palette import Palette
@@ -76,6 +77,7 @@ class MainWindow(QMainWindow):
         self._build_toolbar()
         self._build_status_bar()
         self._connect()
+        self.group_tabs = GroupTabs(self)  # the canvas in a tab; groups open beside it
         self.watch = install_watch(self)  # animation, badges, timeline, step-through
         self._windows: list[MainWindow] = []
         self._preview_cache: tuple[int, object] | None = None

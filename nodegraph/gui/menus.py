@@ -37,9 +37,28 @@ def _action(w: MainWindow, text: str, slot, shortcut=None, tip: str = "",
     return action
 
 
+class _Current:
+    """The edit actions (or view) of the canvas in front — the graph's, or an open group's
+    — looked up when an action fires."""
+
+    def __init__(self, w: MainWindow, part: str):
+        self.w, self.part = w, part
+
+    def __getattr__(self, name: str):
+        def call(*args):
+            tabs = getattr(self.w, "group_tabs", None)
+            if tabs is None:
+                target = getattr(self.w, self.part)
+            else:
+                target = getattr(tabs, f"current_{self.part}")()
+            return getattr(target, name)(*args)
+        return call
+
+
 def build(w: MainWindow) -> dict[str, QAction]:
     """Create the actions, the menu bar and the toolbar of `w`; returns actions by name."""
-    f, e, r = w.file_actions, w.edit_actions, w
+    f, e, r = w.file_actions, _Current(w, "edit_actions"), w
+    v = _Current(w, "view")
     a = {
         "new": _action(w, "&New", f.new, Key.New, "start an empty graph"),
         "new_window": _action(w, "New &Window", w.new_window, "Ctrl+Shift+N"),
@@ -58,7 +77,7 @@ def build(w: MainWindow) -> dict[str, QAction]:
                           canvas_only=True),
         "select_all": _action(w, "Select &All", e.select_all, Key.SelectAll),
         # Tab is the canvas's own key (the view handles it), so the inspector keeps Tab
-        "add_block": _action(w, "Add &Block…\tTab", w.view.request_search_at_cursor, None,
+        "add_block": _action(w, "Add &Block…\tTab", v.request_search_at_cursor, None,
                              "search blocks to add at the cursor (or double-click the canvas)"),
         "comment": _action(w, "Add &Comment", e.add_comment, "Ctrl+Shift+C",
                            "a text note on the canvas (double-click it to edit)"),
@@ -66,10 +85,17 @@ def build(w: MainWindow) -> dict[str, QAction]:
                             "a titled frame around the selected nodes; moving it moves them"),
         "recolour": _action(w, "Backdrop C&olour", e.recolour_backdrops, "Ctrl+Shift+B",
                             "give the selected backdrops the next colour"),
-        "zoom_in": _action(w, "Zoom &In", lambda: w.view.zoom_by(1.25), ["Ctrl++", "Ctrl+="]),
-        "zoom_out": _action(w, "Zoom &Out", lambda: w.view.zoom_by(0.8), Key.ZoomOut),
-        "zoom_reset": _action(w, "&Actual Size", lambda: w.view.set_zoom(1.0), "Ctrl+0"),
-        "fit": _action(w, "&Fit to View", w.view.fit, "F", "show the whole graph",
+        "group": _action(w, "&Group Selection…", lambda: w.group_tabs.group_selection(),
+                         "Ctrl+G", "put the selected nodes into a new group block"),
+        "open_group": _action(w, "&Open Group", lambda: w.group_tabs.open_selected(),
+                              "Ctrl+E", "edit the selected group's body in a tab "
+                              "(or double-click the group)"),
+        "back": _action(w, "&Back to Parent", lambda: w.group_tabs.back(), "Ctrl+Shift+E",
+                        "close this group's tab and return to the graph around it"),
+        "zoom_in": _action(w, "Zoom &In", lambda: v.zoom_by(1.25), ["Ctrl++", "Ctrl+="]),
+        "zoom_out": _action(w, "Zoom &Out", lambda: v.zoom_by(0.8), Key.ZoomOut),
+        "zoom_reset": _action(w, "&Actual Size", lambda: v.set_zoom(1.0), "Ctrl+0"),
+        "fit": _action(w, "&Fit to View", v.fit, "F", "show the whole graph",
                        canvas_only=True),
         "layout": _action(w, "Auto-&layout", e.auto_layout, "Ctrl+L",
                           "arrange the nodes in columns, inputs to outputs"),
@@ -102,6 +128,8 @@ def build(w: MainWindow) -> dict[str, QAction]:
     edit.addAction(a["add_block"])
     edit.addSeparator()
     edit.addActions([a["comment"], a["backdrop"], a["recolour"]])
+    edit.addSeparator()
+    edit.addActions([a["group"], a["open_group"], a["back"]])
     view = bar.addMenu("&View")
     view.addActions([a[n] for n in ("zoom_in", "zoom_out", "zoom_reset", "fit", "layout")])
     view.addSeparator()

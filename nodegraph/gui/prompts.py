@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from nodegraph.errors import Problem
 
@@ -60,6 +60,13 @@ class Prompts:
                             f"<p>{html.escape(path)} opened, but not everything in it could "
                             f"be used:</p><ul>{lines}</ul>{more}<p>What could be read is on the "
                             "canvas; the problems list shows what needs fixing.</p>")
+
+    def group_name(self, suggested: str) -> str | None:
+        """The name of a new group (its block type is group.NAME); None cancels."""
+        name, ok = QInputDialog.getText(self.parent, "Group selection",
+                                        "Name of the new group (letters, digits and _):",
+                                        text=suggested)
+        return name.strip() if ok and name.strip() else None
 
     def error(self, title: str, text: str) -> None:
         QMessageBox.critical(self.parent, title, text)

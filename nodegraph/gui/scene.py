@@ -38,6 +38,7 @@ class GraphScene(QGraphicsScene):
     nodes_moved = Signal(dict, dict)  # positions before, after
     notes_moved = Signal(dict, dict, dict)  # node positions before, after; changed notes
     note_text_edited = Signal(str, str)  # note id, new text
+    open_requested = Signal(str)  # a group instance was double-clicked: open its body
 
     def __init__(self, doc: Document, parent=None):
         super().__init__(parent)
@@ -402,6 +403,16 @@ class GraphScene(QGraphicsScene):
         carried = self._carry()
         self._press_positions = self.item_positions([*self.selected_node_ids(), *carried])
         self._press_notes = {i: item.rect() for i, item in self.notes.items()}
+
+    def mouseDoubleClickEvent(self, event: QGraphicsSceneMouseEvent) -> None:
+        item = self.itemAt(event.scenePos(), QTransform())
+        card = item if isinstance(item, NodeItem) else (
+            item.node if isinstance(item, PortItem) else None)
+        if card is not None and card.block_type.startswith("group."):
+            self.open_requested.emit(card.node_id)
+            event.accept()
+            return
+        super().mouseDoubleClickEvent(event)
 
     def mouseMoveEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         if self._drag is not None:

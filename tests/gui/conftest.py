@@ -22,6 +22,7 @@ class ScriptedPrompts:
         self.restore = True
         self.save_to: str | None = None
         self.open_from: str | None = None
+        self.group: str | None = "block"  # the name given to a new group
 
     def unsaved_changes(self, name):
         self.asked.append(("unsaved", name))
@@ -40,6 +41,10 @@ class ScriptedPrompts:
 
     def error(self, title, text):
         self.asked.append(("error", title, text))
+
+    def group_name(self, suggested):
+        self.asked.append(("group_name", suggested))
+        return self.group
 
     def open_path(self, directory):
         return self.open_from
