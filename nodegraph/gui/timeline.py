@@ -1,11 +1,13 @@
 """The timeline: every probe frame of a run (or of a `--probe-out` recording), scrubbable.
 
 `FrameLog` keeps the frames of the current run. It is bounded: when full it drops every
-other frame, so a long run keeps an evenly thinned history from its start to its end
-instead of only its last minutes. `TimelinePanel` is the animation's dock: a slider over
-the recorded frames (moving it replays that frame's wave on the canvas and stops following
-the run), a Live switch to follow the run again, Pause and a speed slider for the wave,
-and a line saying which step is shown and how many frames the animation skipped.
+other frame and from then on keeps every other one arriving, so a long run keeps an evenly
+thinned history from its start to its end instead of only its last minutes.
+
+`TimelinePanel` is the animation's dock: a slider over the recorded frames (moving it
+replays that frame's wave on the canvas and stops following the run), a Live switch to
+follow the run again, Pause and a speed slider for the wave, and a line saying which step
+is shown and how many frames the animation skipped.
 """
 
 from __future__ import annotations
@@ -27,19 +29,35 @@ MAX_FRAMES = 2000
 
 
 class FrameLog:
-    """The recorded frames, thinned evenly once there are more than `limit`."""
+    """The recorded frames, thinned evenly once there are more than `limit`.
+
+    Frames are kept on a regular grid (every `stride`-th); when the log overflows, every
+    other one goes and the stride doubles. The newest frame is always kept (as a "tail"
+    replaced by the next one when it is off the grid), so following the run shows it.
+    """
 
     def __init__(self, limit: int = MAX_FRAMES):
         self.limit = limit
         self.frames: list[ProbeFrame] = []
+        self.stride = 1
+        self._count = 0
+        self._tail = False
 
     def add(self, frame: ProbeFrame) -> None:
+        if self._tail:
+            self.frames.pop()
+        self._tail = self._count % self.stride != 0
+        self._count += 1
         self.frames.append(frame)
         if len(self.frames) > self.limit:
-            self.frames = self.frames[::2]
+            regular = self.frames[:-1] if self._tail else self.frames
+            thinned = regular[::2]
+            self.stride *= 2
+            self._tail = thinned[-1] is not frame
+            self.frames = thinned + [frame] if self._tail else thinned
 
     def replace(self, frames: list[ProbeFrame]) -> None:
-        self.frames = []
+        self.frames, self.stride, self._count, self._tail = [], 1, 0, False
         for f in frames:
             self.add(f)
 
