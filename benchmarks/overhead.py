@@ -8,6 +8,8 @@
     trainer's per-step work (batching, metrics, events) shows.
 
 Runs alternate graph/hand so drift and noise hit both alike; the ratio is of the medians.
+(a) alternates every few steps, many times over, so a burst of load on a shared machine
+lands on both sides; (b) alternates whole runs.
 Prints `step_ratio: X` and `train_ratio: Y` last. Targets: X <= 1.02, Y <= 1.10.
 """
 
@@ -176,8 +178,9 @@ def compare(name: str, graph_fn, hand_fn, rounds: int, per: int = 1) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--steps", type=int, default=50, help="steps per round in (a)")
+    parser.add_argument("--rounds", type=int, default=300, help="alternations in (a)")
+    parser.add_argument("--steps", type=int, default=4, help="steps per round in (a)")
+    parser.add_argument("--runs", type=int, default=9, help="alternating whole runs in (b)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: this thread's CPU time, immune to other processes on a busy "
@@ -190,7 +193,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.clock} clock")
     step_ratio = bench_step(args.rounds, args.steps)
-    train_ratio = compare("train", graph_run, hand_run, max(5, args.rounds // 2))
+    train_ratio = compare("train", graph_run, hand_run, args.runs)
     print(f"step_ratio: {step_ratio:.3f}")
     print(f"train_ratio: {train_ratio:.3f}")
 
