@@ -29,6 +29,11 @@ the name of its ``strs`` param listing node ids (empty: every block with weights
 building, compile calls ``module.bind(modules)`` with those nodes' modules by id; the block
 must keep them without registering them as submodules (so weights are not duplicated).
 
+An op block whose module is built from large tensors computed from its params (a Hopfield
+network's weight matrix from its patterns) declares ``export=fn``: ``fn(p, x)`` returns a
+plain function and keyword arguments that build the same module, and the Python export
+writes that call instead of the recorded constructor call.
+
 The registry is an object: tests make their own, the default one holds the blocks of the
 `nodes` package plus any package that declares the ``nodegraph.blocks`` entry point.
 """
@@ -231,6 +236,10 @@ class BlockSpec:
     replaces: tuple[str, ...] = ()  # old ids that files may still use
     closure: bool = False  # optimizers only: step() needs a closure that re-evaluates the loss
     binds: str = ""  # ops and metrics: the strs param naming nodes whose modules `bind` gets
+    # ops only: how `nodegraph export --to python` writes the block when the constructor call
+    # it recorded cannot be written (a large tensor computed from the params): export(p, x)
+    # -> (function, kwargs), a plain function and the arguments that build the same module
+    export: Callable[..., tuple[Callable[..., Any], dict[str, Any]]] | None = None
     category: str = field(default="")
 
     def __post_init__(self) -> None:

@@ -169,6 +169,36 @@ def _hebbian(p, x):
                           p.activation, p["update"], p.steps, p.tol)
 
 
+def hebbian_recall(patterns: list, normalize: bool, zero_diagonal: bool, activation: str,
+                   update: str, steps: int, tol: float) -> HopfieldRecall:
+    """The Hebbian network of `patterns` (rows), as exported code builds it: from the few
+    pattern values, not from the N×N weight matrix they give."""
+    rows = torch.tensor(patterns, dtype=torch.float64)
+    rows = rows[None] if rows.ndim == 1 else rows
+    return HopfieldRecall(hebbian(rows, normalize, zero_diagonal),
+                          torch.zeros(rows.shape[1], dtype=torch.float64), activation, update,
+                          steps, tol)
+
+
+def _hebbian_export(p, x):
+    return hebbian_recall, {"patterns": p.patterns, "normalize": p.normalize,
+                            "zero_diagonal": p.zero_diagonal, "activation": p.activation,
+                            "update": p["update"], "steps": p.steps, "tol": p.tol}
+
+
+def newhop_recall(targets: list, tau: float, h: float, steps: int,
+                  tol: float) -> HopfieldRecall:
+    """MATLAB's newhop network of `targets` (rows), as exported code builds it: from the
+    targets, not from the N×N weight matrix they give."""
+    weight, bias = newhop(torch.tensor(targets, dtype=torch.float64), tau, h)
+    return HopfieldRecall(weight, bias, "satlins", "sync", steps, tol)
+
+
+def _newhop_export(p, x):
+    return newhop_recall, {"targets": p.targets, "tau": p.tau, "h": p.h, "steps": p.steps,
+                           "tol": p.tol}
+
+
 def _newhop(p, x):
     targets = pattern_matrix(p.targets, "targets", least=2)
     _need_units(x, targets.shape[1])
@@ -376,7 +406,8 @@ BLOCKS = [
                   choice_param("update", ("sync", "async"), "sync",
                                "all units at once, or one at a time in random order"),
                   *RECALL_PARAMS],
-          keywords=("associative memory", "hebb", "attractor", "recall", "energy")),
+          keywords=("associative memory", "hebb", "attractor", "recall", "energy"),
+          export=_hebbian_export),
     block("energy.HopfieldNewhop", "op",
           "A Hopfield network designed as MATLAB's newhop: every target is a stable "
           "attractor.\n\nThe Li–Michel–Porod design: the targets' affine span is made "
@@ -391,7 +422,8 @@ BLOCKS = [
                               min=1e-6),
                   float_param("h", 0.15, "h: the step of the matrix exponential", min=1e-6),
                   *RECALL_PARAMS],
-          keywords=("associative memory", "newhop", "satlins", "attractor", "matlab")),
+          keywords=("associative memory", "newhop", "satlins", "attractor", "matlab"),
+          export=_newhop_export),
     block("energy.BernoulliRBM", "op",
           "A restricted Boltzmann machine with binary units, trained by contrastive "
           "divergence.\n\nIts loss is F(v) − F(v⁻): free energy of the data minus that "

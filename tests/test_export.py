@@ -8,6 +8,7 @@ cannot be exported are named with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import importlib.util
 import json
@@ -38,9 +39,10 @@ def load_module(path: Path):
     return module
 
 
-# Examples whose blocks cannot be written as code yet, with the reason: a test fails when one
-# of them exports (move it out) or when another example stops exporting.
-UNEXPORTABLE = {"hopfield_digits": ("hopfield", "a tensor of 4096 values")}
+# Examples whose blocks cannot be written as code yet, by name: (node, part of the reason).
+# A test fails when one of them exports (take it out) or when another example stops
+# exporting. Empty: every example exports (hopfield_digits through its block's export hook).
+UNEXPORTABLE: dict[str, tuple[str, str]] = {}
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +206,40 @@ def test_reshape_softmax_and_split_are_written_inline(tmp_path):
     halves_a, probs, grid = model(x)  # heads in the order of the blocks
     assert torch.allclose(probs.sum(1), torch.ones(5))
     assert grid.shape == (5, 2, 1)
+
+
+def hebbian_digits() -> nodegraph.Graph:
+    """hopfield_digits with a Hebbian network of its ten 64-unit digits: a 64×64 matrix."""
+    doc = json.loads(Path("examples/hopfield_digits.json").read_text())
+    hopfield = doc["nodes"]["hopfield"]
+    doc["nodes"]["hopfield"] = {"type": "energy.HopfieldHebbian", "params": {
+        "patterns": hopfield["params"]["targets"], "steps": 20}}
+    return nodegraph.loads(json.dumps(doc))
+
+
+def test_a_block_declares_the_call_its_export_writes(tmp_path):
+    """A Hopfield block's weight matrix (4096 values) is computed from its patterns: its
+    spec's export hook has the file build the network from the patterns instead."""
+    graph = hebbian_digits()
+    to_python(graph, tmp_path / "hebbian.py")
+    text = (tmp_path / "hebbian.py").read_text()
+    assert "self.hopfield = hebbian_recall([[-1, -1, -1, 1, 1," in text
+    assert "def hebbian_recall(" in text and "def hebbian(" in text
+    compiled = nodegraph.compile(graph, device="cpu", for_training=False)
+    x = compiled.datasets["data"].tensors("train")["x"]
+    expected = compiled.module.run(compiled.module.full_plan, {("data", "x"): x})
+    output, iterations = load_module(tmp_path / "hebbian.py").HopfieldDigits()(x)
+    assert torch.equal(output, expected[("hopfield", "output")])
+    assert torch.equal(iterations, expected[("hopfield", "iterations")])
+    # without the hook the recorded constructor call holds the matrix, which is refused
+    spec = default_registry().get("energy.HopfieldHebbian")
+    registry = Registry([s for s in default_registry() if s.id != spec.id])
+    registry.register(dataclasses.replace(spec, export=None))
+    graph.base_registry = registry
+    with pytest.raises(ExportError) as info:
+        to_python(graph, tmp_path / "refused.py")
+    [problem] = info.value.problems
+    assert problem.node == "hopfield" and "a tensor of 4096 values" in problem.message
 
 
 # -- what cannot be exported ---------------------------------------------------------------

@@ -26,7 +26,7 @@ from torch import nn
 
 from nodegraph.compile import Compiled, Key
 from nodegraph.errors import NodeRuntimeError, Problem, ValidationError
-from nodegraph.export.record import Recorder
+from nodegraph.export.record import Call, Recorder
 from nodegraph.export.source import MAX_TENSOR_LITERAL, Source
 from nodegraph.export.syntax import (
     LINE,
@@ -182,13 +182,25 @@ class ModelWriter:
         if id(module) in seen:  # one module at two places: shared weights, called twice
             return BlockCode(nid, [], alias=seen[id(module)])
         seen[id(module)] = nid
-        call = self.recorder.get(module)
+        call = self._declared_call(nid, module) or self.recorder.get(module)
         if call is None:
             raise Unexportable(f"its module ({type(module).__name__}) was not made by a "
                                "Python constructor call the exporter could see")
         callee, args = self.source.call(call)
         return BlockCode(nid, [*_body_lines(f"self.{nid}", callee, args),
                                *self._after_building(nid, module)])
+
+    def _declared_call(self, nid: str, module: nn.Module) -> Call | None:
+        """The call the block's spec declares for its export (``BlockSpec.export``), given
+        the block's params and input shapes as its build got them."""
+        spec = self.c.report.specs[nid]
+        if spec.export is None:
+            return None
+        report = self.c.report
+        inputs = {e.dst_port: report.outputs[e.source]
+                  for e in executed(self.c).edges_into(nid)}
+        fn, kwargs = spec.export(report.params[nid], inputs)
+        return Call(module, fn, dict(kwargs))
 
     def _ties(self) -> list[str]:
         """One Parameter used by two blocks (a tie): the later block gets the earlier's."""
