@@ -92,6 +92,9 @@ def build(w: MainWindow) -> dict[str, QAction]:
                               "(or double-click the group)"),
         "back": _action(w, "&Back to Parent", lambda: w.group_tabs.back(), "Ctrl+Shift+E",
                         "close this group's tab and return to the graph around it"),
+        "minimap": _action(w, "&Minimap", v.toggle_minimap, "Ctrl+M",
+                           "an overview of the whole graph in the canvas corner, when it "
+                           "does not fit in view"),
         "zoom_in": _action(w, "Zoom &In", lambda: v.zoom_by(1.25), ["Ctrl++", "Ctrl+="]),
         "zoom_out": _action(w, "Zoom &Out", lambda: v.zoom_by(0.8), Key.ZoomOut),
         "zoom_reset": _action(w, "&Actual Size", lambda: v.set_zoom(1.0), "Ctrl+0"),
@@ -131,7 +134,8 @@ def build(w: MainWindow) -> dict[str, QAction]:
     edit.addSeparator()
     edit.addActions([a["group"], a["open_group"], a["back"]])
     view = bar.addMenu("&View")
-    view.addActions([a[n] for n in ("zoom_in", "zoom_out", "zoom_reset", "fit", "layout")])
+    view.addActions([a[n] for n in ("zoom_in", "zoom_out", "zoom_reset", "fit", "layout",
+                                    "minimap")])
     view.addSeparator()
     w.docks_menu = view.addMenu("&Panels")
     run = bar.addMenu("&Run")

@@ -15,6 +15,7 @@ from PySide6.QtGui import QColor, QKeyEvent, QMouseEvent, QPainter, QPen, QWheel
 from PySide6.QtWidgets import QGraphicsView
 
 from nodegraph.gui import theme
+from nodegraph.gui.minimap import Minimap
 from nodegraph.gui.scene import GraphScene
 
 BLOCK_MIME = "application/x-nodegraph-block"
@@ -46,6 +47,14 @@ class GraphView(QGraphicsView):
         self.setCacheMode(QGraphicsView.CacheModeFlag.CacheBackground)  # panning reuses it
         self._pan_from: QPoint | None = None
         self._space = False
+        self.minimap = Minimap(self)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.minimap.refresh()
+
+    def toggle_minimap(self) -> None:
+        self.minimap.set_enabled(not self.minimap.enabled)
 
     # -- zoom and pan ----------------------------------------------------------------------
 
