@@ -27,7 +27,7 @@ from nodegraph import settings as training_settings
 from nodegraph.compile import compile
 from nodegraph.events import EpochEnded, Message, NodeFailed, RunFinished, RunStarted
 from nodegraph.graph import Graph
-from nodegraph.gui import files, menus
+from nodegraph.gui import files, menus, node_views
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.file_actions import AUTOSAVE_MS, FileActions
@@ -78,6 +78,7 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._connect()
         self.group_tabs = GroupTabs(self)  # the canvas in a tab; groups open beside it
+        self.node_views = node_views.install(self)  # per-node view dock, View menu
         self.watch = install_watch(self)  # animation, badges, timeline, step-through
         self._windows: list[MainWindow] = []
         self._preview_cache: tuple[int, object] | None = None
