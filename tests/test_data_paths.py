@@ -93,6 +93,16 @@ def test_run_validate_info_and_export_read_the_data_beside_the_graph(project, ca
     assert str(project / "nowhere" / "line.csv") in err
 
 
+def test_a_sweep_reads_the_data_beside_the_graph(project):
+    from nodegraph.sweep import sweep
+
+    result = sweep(project / "graph.json", {"opt.lr": [0.1]}, "sweep", epochs=1,
+                   echo=lambda line: None)
+    [run] = result.runs
+    assert run.status == "ok", run.error
+    assert run.value is not None and run.value > 0
+
+
 def test_every_file_reading_block_takes_the_folder(tmp_path):
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(10, 3)).astype(np.float32), np.arange(10) % 2
