@@ -8,11 +8,18 @@ import pytest
 import torch
 
 import nodegraph
+from nodegraph import settings
 from nodegraph.cli import main
 from nodegraph.errors import NodegraphError
 from nodegraph.events import Emitter
 from nodegraph.groups import make_group
 from nodegraph.procedure import ProcedureFrame, run_procedure
+from nodes.procedures import (
+    LotteryTicket,
+    effective,
+    magnitude_masks,
+    trained_state,
+)
 
 
 def forecaster(grouped: bool = False):
@@ -82,3 +89,79 @@ def test_an_unknown_split_is_an_error_naming_the_procedure_and_the_split():
                        "but the data has only train, val"):
         run_procedure(g, "forecast", split="test")
     assert len(run_procedure(g, "forecast", split="train")) == 4
+
+
+# -- lottery tickets -------------------------------------------------------------------------
+
+
+def test_magnitude_pruning_per_layer_and_global():
+    """rate 0.5: each tensor loses its smallest half (layer), or the smallest half of all
+    weights goes wherever it is (global); a second round prunes only the survivors."""
+    w = {"a.weight": torch.tensor([[0.1, -0.5], [0.3, 2.0]]),
+         "b.weight": torch.tensor([[1.0, 0.9, -0.8, 0.7]])}
+    ones = {k: torch.ones_like(v) for k, v in w.items()}
+    layer = magnitude_masks(w, ones, 0.5, "layer")
+    assert layer["a.weight"].tolist() == [[0, 1], [0, 1]]
+    assert layer["b.weight"].tolist() == [[1, 1, 0, 0]]
+    overall = magnitude_masks(w, ones, 0.5, "global")  # 0.1, 0.3, 0.5, 0.7 go
+    assert overall["a.weight"].tolist() == [[0, 0], [0, 1]]
+    assert overall["b.weight"].tolist() == [[1, 1, 1, 0]]
+    again = magnitude_masks(w, layer, 0.5, "layer")
+    assert again["a.weight"].tolist() == [[0, 0], [0, 1]]
+    assert again["b.weight"].tolist() == [[1, 0, 0, 0]]
+
+
+def digits_classifier() -> nodegraph.Graph:
+    g = nodegraph.Graph("pruned")
+    g.add("data.Digits", id="data", val_fraction=0.2, batch_size=64)
+    g.add("layers.Linear", id="fc", out_features=10)
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.Adam", id="opt", lr=0.01, weight_decay=0.1)
+    g.add("metrics.Accuracy", id="accuracy")
+    g.connect(("data", "x"), ("fc", "input"))
+    g.connect(("fc", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    g.connect(("fc", "output"), ("accuracy", "input"))
+    g.connect(("data", "y"), ("accuracy", "target"))
+    g.add("procedures.LotteryTicket", id="lottery", model="fc", rounds=1, epochs=2)
+    g.training.update(epochs=2, seed=0)
+    return g
+
+
+def test_pruned_weights_stay_zero_while_retraining_with_momentum_and_decay():
+    """The ticket starts at θ₀ × mask; Adam's momentum and weight decay move weight_orig
+    everywhere, but the block computes with weight_orig × mask: pruned weights stay 0."""
+    g = digits_classifier()
+    lottery = LotteryTicket(nodegraph.validate(g).params["lottery"])
+    lottery.graph, lottery.device = g, torch.device("cpu")
+    lottery.opts = settings.resolve(g.training)[0]
+    init = nodegraph.compile(g, device="cpu").module.block_state()
+    mask = (torch.rand(10, 64, generator=torch.Generator().manual_seed(0)) < 0.3).float()
+    c = lottery.fresh(0, init, {"fc.weight": mask})
+    fc = c.module.module_of("fc")
+    start = effective(c, "fc.weight")
+    assert torch.equal(start, init["fc.weight"] * mask)  # rewound survivors, zeros
+    lottery.train(c)
+    after = effective(c, "fc.weight")
+    assert torch.equal(after[mask == 0], torch.zeros(int((mask == 0).sum())))
+    assert not torch.allclose(after[mask == 1], start[mask == 1])  # survivors learnt
+    assert (fc.weight_orig[mask == 0] != init["fc.weight"][mask == 0]).any()  # decay acted
+    x = torch.randn(3, 64)
+    assert torch.allclose(fc(x), x @ after.T + fc.bias)  # the forward uses the mask
+    assert trained_state(c)["fc.weight"].equal(after) and "fc.weight_mask" not in \
+        trained_state(c)
+
+
+def test_a_lottery_round_prunes_and_reports_both_tracks():
+    frames = run_procedure(digits_classifier(), "lottery", rate=0.75, control="continue")
+    assert [f["round"] for f in frames] == [0, 1]
+    assert frames[0]["sparsity"] == 0 and frames[1]["sparsity"] == 0.75
+    assert frames[1]["weights_left"] == 640 // 4
+    assert frames[0]["val_rewind"] == frames[0]["val_continue"] > 0.8  # the dense run
+    assert {"val_rewind", "val_continue"} <= set(frames[1])
+    assert frames[1]["layer_sparsity"] == {"fc.weight": 0.75}
+    with pytest.raises(NodegraphError, match="rewind_epoch 5 is after"):
+        run_procedure(digits_classifier(), "lottery", rewind_epoch=5)
+    with pytest.raises(NodegraphError, match="metric 'acc' is not a metric block"):
+        run_procedure(digits_classifier(), "lottery", metric="acc")
