@@ -19,16 +19,17 @@ by repeating `samplers.LangevinStep`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from nodegraph.errors import NodegraphError
 from nodegraph.procedure import Procedure, ProcedureContext
 from nodegraph.spec import Param, block, choice_param, float_param, int_param, str_param
 from nodes.energy import BernoulliRBM, bernoulli
 from nodes.generative_procedures import SHAPE, as_image
+from nodes.procedures import seeded
 from nodes.samplers import LangevinStep
 
 
@@ -65,16 +66,6 @@ def fed_input(ctx: ProcedureContext, node: str, split: str, count: int) -> torch
     c.module.eval()
     values = c.module.run(c.module.plan(needed), values)
     return values[steps[node][2][0]]
-
-
-@contextmanager
-def seeded(ctx: ProcedureContext):
-    """torch's global generator seeded from the procedure's, restored afterwards: blocks
-    draw from the global one, and a procedure must neither disturb it nor depend on it."""
-    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=ctx.generator))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
 
 
 def clamp_mask(rows: list[int], shape: list[int], units: int) -> torch.Tensor:
@@ -117,6 +108,72 @@ class GibbsChain(Procedure):
                 if step < p.steps:
                     for _ in range(p.k):
                         v, shown = rbm.gibbs_step(v, known)
+
+
+class TwoLayerBM:
+    """A two-layer Boltzmann machine (a DBM) made of two stacked, layer-wise trained RBMs.
+
+    Its energy is the sum of theirs, E(v, h1, h2) = E₁(v, h1) + E₂(h1, h2); h1 is the
+    lower RBM's hidden layer and the upper one's visible layer, so it hears both:
+    P(h1 | v, h2) = σ(W₁v + c₁ + W₂ᵀh2 + b₂), while P(v | h1) = σ(W₁ᵀh1 + b₁) and
+    P(h2 | h1) = σ(W₂h1 + c₂). Given h1, v and h2 are independent: Gibbs sampling
+    alternates the two blocks {h1} and {v, h2}, through both layers.
+    """
+
+    def __init__(self, lower: BernoulliRBM, upper: BernoulliRBM):
+        if upper.weight.shape[1] != lower.weight.shape[0]:
+            raise NodegraphError(f"the upper RBM has {upper.weight.shape[1]} visible units "
+                                 f"but the lower one {lower.weight.shape[0]} hidden units; "
+                                 "a DBM stacks them on the same layer")
+        self.lower, self.upper = lower, upper
+
+    def h1_probs(self, v: torch.Tensor, h2: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(F.linear(v, self.lower.weight, self.lower.hidden_bias)
+                             + F.linear(h2, self.upper.weight.T, self.upper.visible_bias))
+
+    def energy(self, v: torch.Tensor, h1: torch.Tensor, h2: torch.Tensor) -> torch.Tensor:
+        def rbm_energy(m: BernoulliRBM, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+            return -x @ m.visible_bias - h @ m.hidden_bias - (F.linear(x, m.weight) * h).sum(-1)
+        return rbm_energy(self.lower, v, h1) + rbm_energy(self.upper, h1, h2)
+
+    @torch.no_grad()
+    def start(self, v: torch.Tensor) -> torch.Tensor:
+        """h2 drawn from a bottom-up pass, h1 = P(h1 | v) as the lower RBM sees it."""
+        return bernoulli(self.upper.hidden_probs(self.lower.hidden_probs(v)))
+
+    @torch.no_grad()
+    def step(self, v: torch.Tensor, h2: torch.Tensor, known: torch.Tensor | None = None):
+        """One sweep: h1 ~ P(h1 | v, h2), then v ~ P(v | h1) and h2 ~ P(h2 | h1).
+        Returns (v, h2, P(v = 1 | h1)); `known` visible units keep their values."""
+        h1 = bernoulli(self.h1_probs(v, h2))
+        probs = self.lower.visible_probs(h1)
+        v_new, h2 = bernoulli(probs), bernoulli(self.upper.hidden_probs(h1))
+        if known is not None:
+            v_new, probs = torch.where(known, v, v_new), torch.where(known, v, probs)
+        return v_new, h2, probs
+
+
+class DBMGibbs(GibbsChain):
+    """GibbsChain through both layers of a two-layer DBM."""
+
+    def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
+        p = self.p
+        dbm = TwoLayerBM(rbm_of(ctx, p.model), rbm_of(ctx, p.top))
+        data = model_input(ctx, p.model, p.split, p.count)
+        known = clamp_mask(list(p.clamp_rows), list(p.image_shape), data.shape[1])
+        known = known.to(data.device)
+        with seeded(ctx):
+            v = data
+            if p.start == "noise":
+                v = torch.where(known, data, bernoulli(torch.full_like(data, 0.5)))
+            h2, shown = dbm.start(v), v
+            for step in range(p.steps + 1):
+                yield {"step": step * p.k, "visible": shown.tolist(),
+                       "image": [as_image(s, list(p.image_shape)) for s in shown],
+                       "top": h2.tolist(), "clamped": known.tolist(), "data": data.tolist()}
+                if step < p.steps:
+                    for _ in range(p.k):
+                        v, h2, shown = dbm.step(v, h2, known)
 
 
 def _first_node(ctx: ProcedureContext, node: str) -> str:
@@ -205,6 +262,20 @@ class Langevin(Procedure):
         return frame
 
 
+GIBBS_PARAMS = [
+    int_param("steps", 20, "frames after the start", min=1),
+    int_param("k", 1, "Gibbs steps between frames", min=1),
+    choice_param("start", ("data", "noise"), "data",
+                 "data: the chains start at samples; noise: at random 0/1 units (clamped "
+                 "rows keep the data's values)"),
+    choice_param("split", ("train", "val", "test"), "test",
+                 "the split the starting (and clamped) samples come from"),
+    int_param("count", 8, "number of chains (samples of the split)", min=1),
+    Param("clamp_rows", "ints", [], "image rows kept fixed at the data's values, e.g. "
+          "[0, 1, 2, 3] to inpaint the lower half of an 8x8 image; needs image_shape"),
+    SHAPE,
+]
+
 BLOCKS = [
     block("procedures.GibbsChain", "procedure",
           "Run a Gibbs chain of a trained RBM: sample, or fill in occluded rows."
@@ -216,20 +287,28 @@ BLOCKS = [
           "untrained one's stay noise.",
           lambda p: GibbsChain(p),
           params=[str_param("model", doc="the energy.BernoulliRBM node to sample"),
-                  int_param("steps", 20, "frames after the start", min=1),
-                  int_param("k", 1, "Gibbs steps between frames", min=1),
-                  choice_param("start", ("data", "noise"), "data",
-                               "data: the chains start at samples; noise: at random 0/1 "
-                               "units (clamped rows keep the data's values)"),
-                  choice_param("split", ("train", "val", "test"), "test",
-                               "the split the starting (and clamped) samples come from"),
-                  int_param("count", 8, "number of chains (samples of the split)", min=1),
-                  Param("clamp_rows", "ints", [], "image rows kept fixed at the data's "
-                        "values, e.g. [0, 1, 2, 3] to inpaint the lower half of an 8x8 "
-                        "image; needs image_shape"),
-                  SHAPE],
+                  *GIBBS_PARAMS],
           binds="model", keywords=("rbm", "sampling", "inpainting", "mcmc", "boltzmann",
                                    "generate")),
+    block("procedures.DBMGibbs", "procedure",
+          "Gibbs sampling through both layers of a two-layer deep Boltzmann machine."
+          "\n\nThe DBM is two stacked, layer-wise trained RBMs (`model` on the pixels, "
+          "`top` on its hidden units) joined into one model whose energy is the sum of "
+          "theirs: the middle layer h1 hears the pixels and the top layer at once, "
+          "P(h1 | v, h2) = σ(W₁v + c₁ + W₂ᵀh2 + b₂), and a sweep draws h1, then v and h2 "
+          "given h1. Chains start at data or noise (h2 from a bottom-up pass); every k "
+          "sweeps a frame shows P(v = 1 | h1) and the top units. Clamped rows inpaint as "
+          "in GibbsChain. No joint fine-tuning: the layers are as pre-training left them "
+          "(Salakhutdinov & Hinton halve pre-trained weights to avoid counting h1's "
+          "evidence twice; here both RBMs keep their own).",
+          lambda p: DBMGibbs(p),
+          params=[str_param("model", doc="the lower energy.BernoulliRBM (on the pixels)"),
+                  str_param("top", doc="the upper energy.BernoulliRBM, fed the lower "
+                            "one's hidden units"),
+                  *GIBBS_PARAMS],
+          binds="model", keywords=("dbm", "deep boltzmann", "sampling", "inpainting",
+                                   "mcmc", "generate")),
+
     block("procedures.Langevin", "procedure",
           "Sample a density from its score or energy by Langevin dynamics."
           "\n\nRepeats x ← x + (ε/2)·∇log p(x) + √ε·z (samplers.LangevinStep) on `count` "

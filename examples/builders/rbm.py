@@ -9,9 +9,15 @@ comparable with the 64 pixels here). Two procedures run Gibbs chains of the trai
     nodegraph sample examples/rbm_digits.json sample --train    # chains from noise
     nodegraph sample examples/rbm_digits.json inpaint --train   # the top half clamped
 
-dbm_digits: the layer-wise pre-training of a deep Boltzmann machine (E23; D.10: "the
-layers are trained one at a time"): RBM 1 on the pixels, then RBM 2 on RBM 1's hidden
-probabilities, as two training stages, RBM 1 frozen in the second.
+dbm_digits: a two-layer deep Boltzmann machine (E23; D.10: "the layers are trained one
+at a time"): RBM 1 on the pixels, then RBM 2 on RBM 1's hidden probabilities, as two
+training stages, RBM 1 frozen in the second. What makes the stack a DBM rather than two
+RBMs is how it samples: procedures.DBMGibbs draws the middle layer from both the pixels
+and the top layer, then the pixels and the top layer from the middle one, so samples and
+inpainting go through both layers:
+
+    nodegraph sample examples/dbm_digits.json sample --train
+    nodegraph sample examples/dbm_digits.json inpaint --train
 
     python examples/builders/rbm.py
 """
@@ -40,14 +46,19 @@ def rbm(g: Graph, node: str, source: str, hidden: int, opt: str) -> None:
          f"{node}.pseudo_likelihood -> pl_{node}.input")
 
 
+def samplers(g: Graph, block: str, **models: str) -> None:
+    """Two chains of `block` from noise: free samples, and the bottom half inpainted."""
+    g.add(block, id="sample", **models, start="noise", steps=50, count=16, split="val",
+          image_shape=[8, 8])
+    g.add(block, id="inpaint", **models, start="noise", steps=50, count=16, split="val",
+          clamp_rows=[0, 1, 2, 3], image_shape=[8, 8])
+
+
 def rbm_digits() -> Graph:
     g = Graph("rbm-digits")
     binarised_digits(g)
     rbm(g, "rbm", "binary.output", 64, "opt")
-    g.add("procedures.GibbsChain", id="sample", model="rbm", start="noise", steps=50,
-          count=16, split="val", image_shape=[8, 8])
-    g.add("procedures.GibbsChain", id="inpaint", model="rbm", start="noise", steps=50,
-          count=16, split="val", clamp_rows=[0, 1, 2, 3], image_shape=[8, 8])
+    samplers(g, "procedures.GibbsChain", model="rbm")
     g.training.update(epochs=EPOCHS, seed=0, device="auto")
     return g
 
@@ -57,6 +68,7 @@ def dbm_digits() -> Graph:
     binarised_digits(g)
     rbm(g, "rbm1", "binary.output", 64, "opt1")
     rbm(g, "rbm2", "rbm1.hidden", 32, "opt2")
+    samplers(g, "procedures.DBMGibbs", model="rbm1", top="rbm2")
     g.training.update(epochs=2 * EPOCHS, seed=0, device="auto", stages=[
         {"name": "rbm1", "epochs": EPOCHS, "optimizers": ["opt1"]},
         {"name": "rbm2", "epochs": EPOCHS, "optimizers": ["opt2"], "frozen": ["rbm1"]}])
