@@ -177,6 +177,7 @@ def _read_groups(graph: Graph, groups: Any, problems: list[Problem]) -> None:
         inner: list[Problem] = []
         _read_nodes(defn.body, entry.get("nodes", {}), inner)
         _read_edges(defn.body, entry.get("edges", []), inner)
+        _read_ties(defn.body, entry.get("ties", []), inner)  # applied in every instance
         problems += [Problem(p.node and f"{name}:{p.node}", p.port, p.kind,
                              f"in group '{name}': {p.message}", p.hint, p.severity)
                      for p in inner]
@@ -237,9 +238,6 @@ def to_document(graph: Graph) -> dict:
                                 **({"ui": d.ui} if d.ui else {})}
                          for name, d in graph.groups.items()}
     doc.update(_body(graph))
-    if graph.ties:
-        doc["ties"] = [{"from": [t.src, t.src_param], "to": [t.dst, t.dst_param]}
-                       for t in graph.ties]
     doc["training"] = graph.training
     doc["ui"] = graph.ui
     doc.update(graph.extra)
@@ -247,10 +245,15 @@ def to_document(graph: Graph) -> dict:
 
 
 def _body(graph: Graph) -> dict[str, Any]:
-    return {"nodes": {n.id: {"type": n.type, "params": n.params, **n.extra}
-                      for n in graph.nodes.values()},
+    """Nodes, edges and ties: what the top level and a group's body both hold."""
+    body = {"nodes": {n.id: {"type": n.type, "params": n.params, **n.extra}
+                     for n in graph.nodes.values()},
             "edges": [{"from": [e.src, e.src_port], "to": [e.dst, e.dst_port]}
                       for e in graph.edges]}
+    if graph.ties:
+        body["ties"] = [{"from": [t.src, t.src_param], "to": [t.dst, t.dst_param]}
+                        for t in graph.ties]
+    return body
 
 
 def dumps(graph: Graph) -> str:

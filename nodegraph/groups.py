@@ -5,7 +5,13 @@ each group input feeds one or more inner inputs, each group output is one inner 
 node of type ``group.NAME`` is an instance; its `share` param names another instance of the
 same group whose weights it uses (a GAN discriminator applied to real and to fake images, a
 Siamese pair); without it every instance has weights of its own (stacked transformer
-blocks). Groups nest.
+blocks). Groups nest. A body may declare ties (one parameter of two inner blocks); every
+instance applies them to its own inner nodes.
+
+A block library can ship groups: a registry block of kind ``group`` whose `build` is a
+`Shipped` carrying the definition (see `nodes.shipped_groups`). A graph uses one by type,
+like any block, without a copy in its file; a group of the graph's own with the same name
+takes precedence, and `import_group` makes that copy, to edit it.
 
 Execution flattens: each instance's inner nodes become nodes ``INSTANCE__INNER`` of one flat
 graph, wires rerouted through the ports, and a sharing instance's nodes point at the owner's
@@ -15,8 +21,9 @@ problems and shapes back on the instance. The editor opens a group's body like a
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodegraph.errors import GraphError
@@ -70,6 +77,48 @@ def _not_built(*_: Any) -> Any:
     raise GraphError("groups are flattened before they are built")
 
 
+class Shipped:
+    """The `build` of a group a block library ships: never called, it carries the body."""
+
+    def __init__(self, definition: GroupDef):
+        self.definition = definition
+
+    def __call__(self, *_: Any) -> Any:
+        return _not_built()
+
+
+def shipped_spec(defn: GroupDef, doc: str, registry: Registry) -> BlockSpec:
+    """The registry block of a shipped group: its ports, `doc`, and `Shipped(defn)`."""
+    spec = group_spec(defn, registry)
+    return replace(spec, doc=doc or spec.doc, build=Shipped(defn))
+
+
+def definition(graph, name: str) -> GroupDef | None:
+    """Group `name` as `graph` sees it: its own definition, else one its registry ships."""
+    defn = graph.groups.get(name)
+    if defn is None and PREFIX + name in graph.base_registry:
+        defn = getattr(graph.base_registry.get(PREFIX + name).build, "definition", None)
+    return defn
+
+
+def import_group(graph, name: str) -> GroupDef:
+    """Copy shipped group `name` (and the shipped groups inside it) into `graph.groups`,
+    where it can be edited and is saved with the file; returns the graph's definition."""
+    if name in graph.groups:
+        return graph.groups[name]
+    shipped = definition(graph, name)
+    if shipped is None:
+        raise GraphError(f"no group '{name}' in this graph or the block library")
+    body = shipped.body._copy_body()
+    body.base_registry, body.groups = graph.base_registry, graph.groups
+    graph.groups[name] = GroupDef(name, body, copy.deepcopy(shipped.inputs),
+                                  dict(shipped.outputs), copy.deepcopy(shipped.ui))
+    for node in body:
+        if is_group(node.type):
+            import_group(graph, node.type[len(PREFIX):])
+    return graph.groups[name]
+
+
 class GroupRegistry:
     """The base registry plus the group definitions of one graph, read-only."""
 
@@ -80,26 +129,28 @@ class GroupRegistry:
         return block_id if is_group(block_id) else self.base.canonical(block_id)
 
     def __contains__(self, block_id: str) -> bool:
-        if is_group(block_id):
-            return block_id[len(PREFIX):] in self.groups
+        if is_group(block_id) and block_id[len(PREFIX):] in self.groups:
+            return True
         return block_id in self.base
 
     def get(self, block_id: str) -> BlockSpec:
         if is_group(block_id):
             defn = self.groups.get(block_id[len(PREFIX):])
-            if defn is None:
+            if defn is not None:
+                return group_spec(defn, self)
+            if block_id not in self.base:  # shipped groups are in the base registry
                 raise UnknownBlockError(f"unknown group '{block_id}' (groups: "
                                         f"{', '.join(self.groups) or 'none'})")
-            return group_spec(defn, self)
         return self.base.get(block_id)
 
     def __iter__(self) -> Iterator[BlockSpec]:
-        yield from self.base
+        own = {PREFIX + name for name in self.groups}
+        yield from (spec for spec in self.base if spec.id not in own)  # own groups win
         for defn in self.groups.values():
             yield group_spec(defn, self)
 
     def __len__(self) -> int:
-        return len(self.base) + len(self.groups)
+        return sum(1 for _ in self)
 
     def categories(self) -> dict[str, list[BlockSpec]]:
         out: dict[str, list[BlockSpec]] = {}
@@ -129,10 +180,11 @@ def has_groups(graph) -> bool:
 
 def flatten(graph) -> Flat:
     """Expand every group instance, recursively; wires go through the group's ports."""
-    from nodegraph.graph import Edge, Graph, Node
+    from nodegraph.graph import Edge, Graph, Node, Tie
 
     flat = Flat(Graph(graph.name, graph.base_registry))
     flat.graph.training = graph.training
+    flat.graph.ties = list(graph.ties)
     instances: dict[str, str] = {}  # instance flat id -> group name
 
     def expand(g, prefix: str, top: str | None, depth: int) -> None:
@@ -144,13 +196,16 @@ def flatten(graph) -> Flat:
             origin = top or node.id
             if is_group(node.type):
                 name = node.type[len(PREFIX):]
-                defn = graph.groups.get(name)
+                defn = definition(graph, name)
                 if defn is None:  # left for validation to report as an unknown block
                     flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
                     flat.origin[fid] = origin
                     continue
                 instances[fid] = name
                 expand(defn.body, fid + SEP, origin, depth + 1)
+                inner = fid + SEP  # the body's ties, between this instance's inner nodes
+                flat.graph.ties += [Tie(inner + t.src, t.src_param, inner + t.dst, t.dst_param)
+                                    for t in defn.body.ties]
                 flat.inputs[(fid, "")] = []
                 for port, targets in defn.inputs.items():
                     flat.inputs[(fid, port)] = [(fid + SEP + n, p) for n, p in targets]
@@ -171,6 +226,11 @@ def flatten(graph) -> Flat:
                         flat.graph.edges.append(edge)
 
     expand(graph, "", None, 0)
+    # a port of a nested instance leads on to inner nodes: list those, so a caller
+    # (a procedure, the preview) finds the blocks that run in one look-up
+    flat.inputs = {ref: [r for t in targets for r in _resolve_in(flat, t)]
+                   for ref, targets in flat.inputs.items()}
+    flat.outputs = {ref: _resolve_out(flat, ref) for ref in flat.outputs}
     for sharer, owner in list(flat.shared.items()):
         while owner in flat.shared:  # a chain of shares ends at the real owner
             owner = flat.shared[owner]

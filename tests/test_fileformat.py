@@ -179,3 +179,24 @@ def test_comments_and_backdrops_round_trip_and_do_not_change_a_run(tmp_path):
                      "--metrics-out", str(out)]) == 0
         histories.append([h["train"] for h in json.loads(out.read_text())["history"]])
     assert histories[0] == histories[1]
+
+
+def test_ties_inside_a_group_body_round_trip():
+    from nodegraph.graph import Tie
+    from nodegraph.groups import GroupDef
+
+    body = Graph("pair")
+    body.add("layers.Linear", id="a", out_features=3)
+    body.add("layers.Linear", id="b", out_features=3)
+    body.connect(("a", "output"), ("b", "input"))
+    body.ties.append(Tie("a", "weight", "b", "weight"))
+    g = Graph("g")
+    g.groups["pair"] = GroupDef("pair", body, {"input": [("a", "input")]},
+                                {"output": ("b", "output")})
+    g.add("group.pair", id="p")
+    doc = json.loads(fileformat.dumps(g))
+    assert doc["groups"]["pair"]["ties"] == [{"from": ["a", "weight"], "to": ["b", "weight"]}]
+    assert "ties" not in doc  # the top level has none of its own
+    again = fileformat.loads(fileformat.dumps(g))
+    assert again.groups["pair"].body.ties == body.ties and again.ties == []
+    assert fileformat.dumps(again) == fileformat.dumps(g)
