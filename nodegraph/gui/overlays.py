@@ -50,8 +50,23 @@ class WireOverlay(QGraphicsItem):
         self.refresh()
 
     def set_pulse(self, pulse: float | None) -> None:
+        """Move the dot, repainting only where it was and where it is (not the whole wire:
+        this runs on every animation tick)."""
+        before = self._dot_rect()
         self.pulse = pulse
-        self.update()
+        for rect in (before, self._dot_rect()):
+            if not rect.isEmpty():
+                self.update(rect)
+
+    def _dot_radius(self) -> float:
+        return self.width / 2 + 4
+
+    def _dot_rect(self) -> QRectF:
+        if self.pulse is None or self.color is None:
+            return QRectF()
+        point = self.wire.path().pointAtPercent(min(1.0, max(0.0, self.pulse)))
+        r = self._dot_radius() + 2  # the outline and antialiasing
+        return QRectF(point.x() - r, point.y() - r, 2 * r, 2 * r)
 
     def refresh(self) -> None:
         """Re-read the wire's path (the cards may have moved) and repaint."""
@@ -77,8 +92,7 @@ class WireOverlay(QGraphicsItem):
             point = path.pointAtPercent(min(1.0, max(0.0, self.pulse)))
             painter.setPen(QPen(QColor(theme.CANVAS), 1.5))
             painter.setBrush(self.color.lighter(150))
-            radius = self.width / 2 + 4
-            painter.drawEllipse(point, radius, radius)
+            painter.drawEllipse(point, self._dot_radius(), self._dot_radius())
 
 
 class WireLabel(QGraphicsItem):

@@ -130,6 +130,7 @@ class Watch(QObject):
 
     def _reset(self) -> None:
         self.animator.stop()
+        self.animator.dropped = 0
         self.timeline.reset()
         self.frame_badges, self.failed = {}, {}
         self.marks.set_badges({})

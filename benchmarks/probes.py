@@ -1,0 +1,183 @@
+"""What do probes and the editor's animation cost a training run? Measured in one process.
+
+(a) probe overhead: `nodegraph.train` of the digits MLP 64-32-10 (batch 32, 20 epochs, the
+    run of benchmarks/overhead.py) with a listener for probe frames, so the trainer probes
+    at the default rate (`probe_every` 10, `probe_budget` 5 %), against the same run nobody
+    watches. Prints `probe_overhead_ratio: X` (time with / time without; target <= 1.15).
+(b) the editor: the same run started with the editor's Train button (offscreen main window,
+    training thread, live plots, every probe frame recorded, played as the wave on the
+    canvas and turned into badges) against the headless run, and the editor with the
+    animation paused to show the animation's own share. Prints `editor_animation_ratio: Y`,
+    the editor's training throughput over the headless one (headless time / editor time;
+    target >= 0.9).
+
+Runs take turns so drift and noise hit all alike; ratios are of the medians. Three clocks
+are read: the training thread's CPU time (`--clock cpu`: immune to other processes on a
+busy machine; it leaves out the GUI thread's work, which runs beside training on another
+core), the whole process's CPU time (the GUI thread's painting counted as if it ran on the
+trainer's core) and wall time (what a user waits for, on a quiet machine).
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/probes.py [--rounds 7] [--clock cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import torch  # noqa: E402
+
+import nodegraph  # noqa: E402
+from nodegraph.events import Emitter  # noqa: E402
+from nodegraph.probes import ProbeFrame  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from overhead import BATCH, EPOCHS, mlp_graph  # noqa: E402
+
+
+def digits_graph() -> nodegraph.Graph:
+    g = mlp_graph("data.Digits", {"batch_size": BATCH, "val_fraction": 0.2, "split": "random"},
+                  [32, 10], 1e-2)
+    g.training.update({"epochs": EPOCHS, "seed": 0, "device": "cpu"})
+    return g
+
+
+def headless(probed: bool) -> Callable[[], float]:
+    """A run without listeners, or with one for probe frames; returns its thread's CPU s."""
+    def run() -> float:
+        events = Emitter()
+        if probed:
+            events.subscribe(lambda frame: None, ProbeFrame)
+        start = time.thread_time()
+        nodegraph.train(digits_graph(), events=events)
+        return time.thread_time() - start
+    return run
+
+
+def editor_run(window, app, animate: bool = True) -> Callable[[], float]:
+    """The run from the editor's Train button; returns the training thread's CPU s."""
+    from PySide6.QtCore import QEventLoop
+
+    from nodegraph.gui import runner
+
+    cpu: list[float] = []
+    train = runner.train
+
+    def timed_train(*args, **kwargs):  # on the training thread: its own CPU time
+        start = time.thread_time()
+        try:
+            return train(*args, **kwargs)
+        finally:
+            cpu.append(time.thread_time() - start)
+
+    def run() -> float:
+        window.watch.timeline.pause.setChecked(not animate)
+        loop = QEventLoop()
+        quit_when_idle = window.runner.state_changed.connect(
+            lambda state: loop.quit() if state == "idle" else None)
+        runner.train = timed_train
+        try:
+            assert window.start_training()
+            loop.exec()  # waiting in the event loop costs no CPU, unlike polling
+        finally:
+            runner.train = train
+            window.runner.state_changed.disconnect(quit_when_idle)
+        app.processEvents()
+        return cpu[-1]
+    return run
+
+
+def open_editor(tmp: Path):
+    from PySide6.QtCore import QSettings
+
+    from nodegraph.fileformat import save
+    from nodegraph.gui import theme
+    from nodegraph.gui.app import application
+    from nodegraph.gui.main_window import MainWindow
+
+    app = application()
+    theme.apply(app)
+    path = tmp / "digits_mlp.json"
+    save(digits_graph(), path)
+    settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(str(path), settings=settings, recovery_dir=tmp / "recovery")
+    window.resize(1400, 900)
+    window.show()
+    window.validator.wait()
+    window.view.fit()
+    return app, window
+
+
+CLOCKS = ("thread", "process", "wall")
+
+
+def alternate(runs: dict[str, Callable[[], float]], rounds: int) -> dict[str, dict[str, float]]:
+    """Median seconds of each run on each clock, the runs taking turns in rotating order:
+    the training thread's CPU time (what the run returns), the whole process's CPU time,
+    wall time."""
+    names = list(runs)
+    for fn in runs.values():
+        fn()  # warm-up: allocator, first-use imports, the dataset cache
+    times = {n: {c: [] for c in CLOCKS} for n in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            process, wall = time.process_time(), time.perf_counter()
+            thread = runs[name]()
+            times[name]["thread"].append(thread)
+            times[name]["process"].append(time.process_time() - process)
+            times[name]["wall"].append(time.perf_counter() - wall)
+    return {n: {c: statistics.median(v) for c, v in t.items()} for n, t in times.items()}
+
+
+def show(medians: dict[str, dict[str, float]], rounds: int) -> None:
+    print(f"medians of {rounds} rounds, seconds: " + ", ".join(CLOCKS))
+    for name, m in medians.items():
+        print(f"  {name:<28}" + "  ".join(f"{m[c]:7.3f}" for c in CLOCKS))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: the training thread's CPU time (immune to other processes "
+                        "on a busy machine); the other clocks are printed too")
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # one torch thread: the trainer's work stays on its thread
+    clock = "thread" if args.clock == "cpu" else "wall"
+    print(f"torch {torch.__version__}, 1 thread, {args.clock} clock, load "
+          f"{os.getloadavg()[0]:.2f}")
+
+    probes = alternate({"headless, probed": headless(True),
+                        "headless, not probed": headless(False)}, args.rounds)
+    show(probes, args.rounds)
+    with tempfile.TemporaryDirectory() as tmp:
+        app, window = open_editor(Path(tmp))
+        editor = alternate({"editor, animation on": editor_run(window, app),
+                            "editor, animation paused": editor_run(window, app, False),
+                            "headless": headless(False)}, args.rounds)
+        animator = window.watch.animator
+        print(f"the wave played {len(animator.played)} node steps in the last runs; "
+              f"{animator.dropped} frames dropped in the last run")
+        window.doc.undo_stack.setClean()
+        window.close()
+    show(editor, args.rounds)
+    on, bare = editor["editor, animation on"], editor["headless"]
+    paused = editor["editor, animation paused"]
+    for c in ("process", "wall"):
+        print(f"editor throughput / headless on the {c} clock: {bare[c] / on[c]:.3f} "
+              f"(animation paused: {bare[c] / paused[c]:.3f})")
+    ratio = probes["headless, probed"][clock] / probes["headless, not probed"][clock]
+    print(f"probe_overhead_ratio: {ratio:.3f}")
+    print(f"editor_animation_ratio: {bare[clock] / on[clock]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
