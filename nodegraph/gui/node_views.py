@@ -194,9 +194,9 @@ class GradNormView(View):
                               "", "log₁₀ ‖∂L/∂w‖")
         self.lines = self.plot(1, 0, "over time", "probed step", "‖∂L/∂w‖")
         self.lines.setLogMode(y=True)
+        self.lines.getAxis("left").setStyle(maxTickLevel=0)  # decades only: no crowding
         for p in (self.bars, self.lines):
             p.getAxis("left").enableAutoSIPrefix(False)
-        self.lines.addLegend(offset=(-10, 10), labelTextColor=theme.TEXT, brush=theme.LABEL_BG)
         self.data: dict[str, float] = {}
 
     def show_frames(self, frames: list[ProbeFrame]) -> None:
@@ -210,25 +210,38 @@ class GradNormView(View):
         self.bars.clear()
         heights = [np.log10(max(latest.get(n, np.nan), 1e-30)) for n in layers]
         colors = [self._color(i, len(layers)) for i in range(len(layers))]
-        bottom = min(h for h in heights if np.isfinite(h)) - 1
+        lows = [h for h in heights if np.isfinite(h)]
+        lows += [np.log10(v) for v in vd.layer_grad_norms(frames[0]).values() if v > 0]
+        bottom = np.floor(min(lows)) - 0.5
         self.bars.addItem(pg.BarGraphItem(x=np.arange(len(layers)), y0=bottom,
                                           height=np.array(heights) - bottom, width=0.7,
                                           brushes=colors, pens=[pg.mkPen(None)] * len(layers)))
         self.bars.getAxis("bottom").setTicks([list(enumerate(layers))])
+        start = vd.layer_grad_norms(frames[0])
+        if len(frames) > 1:  # where each layer started, as a tick over its bar
+            at = [(i, np.log10(start[n])) for i, n in enumerate(layers) if start.get(n, 0) > 0]
+            self.bars.addItem(pg.ScatterPlotItem([a for a, _ in at], [b for _, b in at],
+                                                 symbol="_", size=34, pen=pg.mkPen("w", width=2),
+                                                 name=f"step {frames[0].step}"))
         self.lines.clear()
+        named = len(layers) <= 6  # beyond, colour alone tells depth (as in the bars)
+        if named and self.lines.legend is None:
+            self.lines.addLegend(offset=(-10, 10), labelTextColor=theme.TEXT,
+                                 brush=theme.LABEL_BG)
         if self.lines.legend is not None:
             self.lines.legend.clear()
-        named = len(layers) <= 6  # beyond, colour alone tells depth (as in the bars)
         for i, name in enumerate(layers):
             ok = np.isfinite(table[i]) & (table[i] > 0)
             self.lines.plot(np.array(steps)[ok], table[i][ok], name=name if named else None,
                             pen=pg.mkPen(colors[i], width=2))
         first, last = layers[0], layers[-1]
         ratio = latest.get(first, np.nan) / latest.get(last, np.nan)
-        self.status.setText(f"step {frames[-1].step}: {first} gets {ratio:.2g}× the gradient "
-                            f"norm of {last}" + ("  — vanishing gradients" if ratio < 0.01
-                                                 else "  — exploding gradients" if ratio > 100
-                                                 else ""))
+        text = f"step {frames[-1].step}: {first} gets {ratio:.2g}× the gradient norm of {last}"
+        if len(frames) > 1 and start.get(last):
+            text += (f" (white ticks: step {frames[0].step}, "
+                     f"{start.get(first, np.nan) / start[last]:.2g}×)")
+        self.status.setText(text + ("  — vanishing gradients" if ratio < 0.01 else
+                                    "  — exploding gradients" if ratio > 100 else ""))
 
     @staticmethod
     def _color(i: int, n: int) -> str:
@@ -315,17 +328,21 @@ class DecisionView(View):
         grid = vd.decision_grid(compiled, self.node)
         self.data = grid
         self.canvas.clear()
-        plot = self.plot(0, 0, f"{self.node}: P(class) over the input plane",
+        plot = self.plot(0, 0, f"{self.node}: P(class 1) over the input plane"
+                         if grid.scores.shape[2] <= 2 else f"{self.node}: predicted class",
                          f"{grid.input[0]}.{grid.input[1]}[0]", f"{grid.input[1]}[1]")
         dx, dy = grid.xs[1] - grid.xs[0], grid.ys[1] - grid.ys[0]
         rect = QRectF(grid.xs[0] - dx / 2, grid.ys[0] - dy / 2, dx * len(grid.xs),
                       dy * len(grid.ys))
-        binary = grid.scores.shape[2] == 1
-        shown = grid.prob if binary else grid.classes.astype(float)
+        classes = grid.scores.shape[2]
+        binary = classes <= 2  # shown as P(class 1), blue to red
+        shown = (grid.prob if classes == 1 else _softmax(grid.scores)[..., 1] if binary
+                 else grid.classes.astype(float))
         image = self.image(plot, shown, rect, "CET-D1" if binary else "CET-C6s",
                            (0.0, 1.0) if binary else None)
+        self.shown = shown
         if binary:  # the boundary itself, drawn in the image's pixel coordinates
-            pg.IsocurveItem(grid.prob.T, level=0.5, pen=pg.mkPen("w", width=2)
+            pg.IsocurveItem(shown.T, level=0.5, pen=pg.mkPen("w", width=2)
                             ).setParentItem(image)
         labels = grid.labels if grid.labels is not None else np.zeros(len(grid.points), int)
         brushes = [pg.mkBrush(CLASS_COLORS[int(c) % len(CLASS_COLORS)]) for c in labels]
@@ -338,6 +355,11 @@ class DecisionView(View):
             hits = (grid.classes[at[1], at[0]] == labels).mean()
             accuracy = f" · {hits:.0%} of the training points on their class's side"
         self.status.setText(f"{len(grid.points)} training points coloured by label{accuracy}")
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
 
 
 class LatentView(_PortView):

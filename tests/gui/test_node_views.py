@@ -90,7 +90,7 @@ def test_xor_run_feeds_histograms_layers_and_the_decision_boundary(make_window):
     logit = (torch.tanh(point @ blocks["hidden"].weight.T + blocks["hidden"].bias)
              @ blocks["out"].weight.T + blocks["out"].bias).item()
     assert grid.prob[i, j] == pytest.approx(1 / (1 + math.exp(-logit)), abs=1e-5)
-    assert image_of(decision) == pytest.approx(grid.prob)
+    assert image_of(decision) == pytest.approx(grid.prob)  # P(class 1), as drawn
     corners = [grid.classes[np.abs(grid.ys - y).argmin(), np.abs(grid.xs - x).argmin()]
                for x, y in grid.points]
     assert corners == grid.labels.tolist() == [0, 1, 1, 0]  # XOR learnt
