@@ -151,6 +151,11 @@ def test_pruned_weights_stay_zero_while_retraining_with_momentum_and_decay():
     assert torch.allclose(fc(x), x @ after.T + fc.bias)  # the forward uses the mask
     assert trained_state(c)["fc.weight"].equal(after) and "fc.weight_mask" not in \
         trained_state(c)
+    # late rewinding: the weights after epoch 1 of 2, neither θ₀ nor the final ones
+    dense = lottery.fresh(0)
+    early = lottery.train(dense, snapshot_epoch=1)["fc.weight"]
+    final = dense.module.module_of("fc").weight
+    assert not torch.equal(early, init["fc.weight"]) and not torch.equal(early, final)
 
 
 def test_a_lottery_round_prunes_and_reports_both_tracks():
