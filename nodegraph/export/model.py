@@ -136,6 +136,18 @@ def is_function_wrapper(module: nn.Module) -> bool:
                                                                   module.children()))
 
 
+def local_name(node: str, nodes: list[str]) -> str:
+    """A node's id without the group prefixes of its expanded id (``unet__down1__conv`` ->
+    ``conv``), keeping as many as it takes to tell it from the other `nodes`: the local
+    name a person would give the value in `forward`."""
+    parts = node.split("__")
+    for k in range(1, len(parts)):
+        short = "__".join(parts[-k:])
+        if not any(o == short or o.endswith("__" + short) for o in nodes if o != node):
+            return short
+    return node
+
+
 def reserved_attribute(node: str) -> bool:
     """Node ids that cannot be attributes of an nn.Module (its methods and own state)."""
     return keyword.iskeyword(node) or node in dir(nn.Module) or node in vars(nn.Module())
@@ -265,8 +277,9 @@ class ModelWriter:
             names[(data, port)] = port if ports.count(port) == 1 else f"{data}_{port}"
         for nid in self.parts.order:
             outputs = self.c.report.specs[nid].outputs
+            short = local_name(nid, self.parts.order)
             for p in outputs:
-                names[(nid, p.name)] = nid if len(outputs) == 1 else f"{nid}_{p.name}"
+                names[(nid, p.name)] = short if len(outputs) == 1 else f"{short}_{p.name}"
         out, used = {}, set(taken)
         for key, text in names.items():
             name = identifier(text)

@@ -219,7 +219,10 @@ def call_lines(lhs: str, callee: str, parts: list[str], indent: int) -> list[str
         targets = textwrap.wrap(lhs, width, break_on_hyphens=False)
         return _wrapped_targets(targets, callee, parts, pad)
     align = " " * len(head)
-    parts = [reflow(p, len(head), 1) if len(head) + len(p) + 1 > LINE else p for p in parts]
+    laid = [reflow(p, len(head), 1) if len(head) + len(p) + 1 > LINE else p for p in parts]
+    if not _fit(laid, len(head)):  # no room after the parenthesis: the arguments below
+        return _hanging(head, parts, pad + "    ")
+    parts = laid
     lines, current = [], head
     for i, part in enumerate(parts):
         piece = part + (", " if i < len(parts) - 1 else ")")
@@ -227,6 +230,30 @@ def call_lines(lhs: str, callee: str, parts: list[str], indent: int) -> list[str
                 len(current) + len(piece.rstrip().split("\n")[0]) > LINE:
             lines.append(current.rstrip())
             current = align
+        current += piece
+    lines.append(current.rstrip())
+    return "\n".join(lines).split("\n")
+
+
+def _fit(parts: list[str], column: int) -> bool:
+    """Whether laid-out arguments starting at `column` keep within the line length."""
+    for part in parts:
+        first, *rest = part.split("\n")
+        if column + len(first) + 1 > LINE or any(len(line) > LINE for line in rest):
+            return False
+    return True
+
+
+def _hanging(head: str, parts: list[str], indent: str) -> list[str]:
+    """``lhs = callee(`` alone, the arguments on the lines below, one level in."""
+    parts = [reflow(p, len(indent), 1) if len(indent) + len(p) + 1 > LINE else p
+             for p in parts]
+    lines, current = [head], indent
+    for i, part in enumerate(parts):
+        piece = part + (", " if i < len(parts) - 1 else ")")
+        if current != indent and len(current) + len(piece.rstrip()) > LINE:
+            lines.append(current.rstrip())
+            current = indent
         current += piece
     lines.append(current.rstrip())
     return "\n".join(lines).split("\n")
