@@ -199,10 +199,11 @@ def _check_ties(graph: Graph, report: Report) -> None:
 
 def _count_ties_once(graph: Graph, report: Report) -> None:
     """A tied parameter is one tensor: count it at the tie's source, not again at its
-    destination (an LM head tied to its embedding adds no weights)."""
+    destination (an LM head tied to its embedding adds no weights). The flat graph's ties
+    include those declared in group bodies, one set per instance."""
     flat = report.flat
     run_graph = flat.graph if flat else graph
-    for dst, name in dict.fromkeys((t.dst, t.dst_param) for t in graph.ties):
+    for dst, name in dict.fromkeys((t.dst, t.dst_param) for t in run_graph.ties):
         spec = report.specs.get(dst)
         if spec is None or spec.kind != "op" or (flat and dst in flat.shared):
             continue  # a bad tie (reported above) or a sharer, counted at its owner

@@ -82,3 +82,11 @@ def test_the_char_transformer_counts_its_tied_head_once():
     counts = nodegraph.validate(g).param_counts
     total = nodegraph.compile(g, device="cpu", for_training=False).parameter_count()
     assert counts["lm"] == total
+
+
+def test_ties_declared_in_a_group_body_count_once_per_instance():
+    """Two instances of a body tying its two 1×1 Linears: one weight each."""
+    from tests.test_groups import tied_pairs
+
+    counts = nodegraph.validate(tied_pairs()).param_counts
+    assert counts["first"] == counts["second"] == 1
