@@ -402,7 +402,7 @@ def shape_trajectory(frames: list[dict], max_cols: int = 10, max_rows: int = 8) 
         raise NodegraphError("the procedure yielded no frames")
     first = frames[0]
     if "image" in first and first["image"] and isinstance(first["image"][0][0], list):
-        keep = _spread(len(frames), max_cols)
+        keep = spread(len(frames), max_cols)
         imgs = np.array([[np.asarray(frames[j]["image"][r], dtype=float) for j in keep]
                          for r in range(min(max_rows, len(first["image"])))])
         return Trajectory("images", [f"step {frames[j].get('step', j)}" for j in keep], imgs)
@@ -412,7 +412,7 @@ def shape_trajectory(frames: list[dict], max_cols: int = 10, max_rows: int = 8) 
                   enumerate(frames)]
         return Trajectory("images", labels, imgs[None])
     if "x" in first and np.asarray(first["x"]).ndim == 2 and np.asarray(first["x"]).shape[1] == 2:
-        keep = _spread(len(frames), max_cols)
+        keep = spread(len(frames), max_cols)
         return Trajectory("points", [f"t = {frames[j].get('t', j)}" for j in keep],
                           points=[np.asarray(frames[j]["x"], dtype=float) for j in keep])
     if "text" in first:
@@ -427,7 +427,7 @@ def shape_trajectory(frames: list[dict], max_cols: int = 10, max_rows: int = 8) 
     raise NodegraphError(f"no view for frames with {sorted(first)}")
 
 
-def _spread(n: int, k: int) -> list[int]:
+def spread(n: int, k: int) -> list[int]:
     """Up to k indices from 0 to n − 1, evenly spread, first and last included."""
     if n <= k:
         return list(range(n))

@@ -257,5 +257,6 @@ def test_shape_trajectory_arranges_each_kind_of_procedure():
     forecast = [{"t": i, "prediction": [i, i + 2], "target": [i]} for i in range(3)]
     assert vd.shape_trajectory(forecast).series == {"prediction": [1, 2, 3],
                                                     "target": [0, 1, 2]}
+    assert vd.spread(10, 4) == [0, 3, 6, 9] and vd.spread(3, 5) == [0, 1, 2]
     with pytest.raises(NodegraphError, match="no frames"):
         vd.shape_trajectory([])

@@ -8,7 +8,8 @@ View (Ctrl+Shift+V). Which tabs appear depends on the node and its data:
   Recording), one column per frame;
 - Layers: the gradient norm of every layer's weights, latest frame and over time — the
   vanishing-gradient picture (also View > Gradient Norms per Layer);
-- Feature maps for image-shaped outputs, attention heat maps per head for attention
+- Feature maps for image-shaped outputs (every channel of a sample on the current
+  weights, and the probes' thumbnail while training), attention heat maps per head for attention
   weights, the 2-D decision boundary of a classifier of two-feature data, a latent-space
   scatter (PCA) coloured by label for a code narrower than the data, Hopfield recall
   (energy per step, states), and a procedure's trajectory (sample grids, Gibbs chains,
@@ -54,6 +55,7 @@ from nodegraph.probes import ProbeFrame, read_frames
 from nodegraph.types import LOSS
 
 REFRESH_MS = 500
+DRAWN_FRAMES = 200  # a histogram column per frame at most this many, spread over the run
 MAX_FRAMES = 2000  # the oldest frames of a very long run give way
 CLASS_COLORS = ("#5aa9ff", "#ff9f43", "#5cc689", "#e86a92", "#b48cf2", "#f2d24e",
                 "#4ad6d6", "#c0c0c0", "#ff6b6b", "#9acd32")
@@ -67,7 +69,8 @@ class View(QWidget):
     """One tab of a node's dock. Live tabs draw probe frames; model tabs the model."""
 
     title = ""
-    live = False
+    live = False  # draws probe frames (show_frames)
+    model = True  # draws the model (show_model)
 
     def __init__(self, node: str | None):
         super().__init__()
@@ -125,7 +128,7 @@ class HistogramView(View):
     """Activation and gradient histograms of one output over the probed steps."""
 
     title = "Histograms"
-    live = True
+    live, model = True, False
 
     def __init__(self, node: str, targets: dict[str, tuple[str, str]] | None = None):
         super().__init__(node)
@@ -159,6 +162,7 @@ class HistogramView(View):
             return
         node, port = self.targets.get(self.port.currentText(),
                                       (self.node, self.port.currentText()))
+        frames = [frames[i] for i in vd.spread(len(frames), DRAWN_FRAMES)]  # bounded work
         for which, plot in self.plots.items():
             plot.clear()
             h = vd.histogram_history(frames, node, port, which)
@@ -186,15 +190,14 @@ class GradNormView(View):
     """Gradient norm of each layer's weights: the latest frame as bars, and over time."""
 
     title = "Layers"
-    live = True
+    live, model = True, False
 
     def __init__(self, node: str | None = None):
         super().__init__(node)
-        self.bars = self.plot(0, 0, "gradient norm per layer, input → output (latest frame)",
+        self.bars = self.plot(0, 0, "gradient norm per layer, input → output: bars latest, "
+                              "ticks first frame",
                               "", "log₁₀ ‖∂L/∂w‖")
-        self.lines = self.plot(1, 0, "over time", "probed step", "‖∂L/∂w‖")
-        self.lines.setLogMode(y=True)
-        self.lines.getAxis("left").setStyle(maxTickLevel=0)  # decades only: no crowding
+        self.lines = self.plot(1, 0, "over time", "probed step", "log₁₀ ‖∂L/∂w‖")
         for p in (self.bars, self.lines):
             p.getAxis("left").enableAutoSIPrefix(False)
         self.data: dict[str, float] = {}
@@ -221,7 +224,8 @@ class GradNormView(View):
         if len(frames) > 1:  # where each layer started, as a tick over its bar
             at = [(i, np.log10(start[n])) for i, n in enumerate(layers) if start.get(n, 0) > 0]
             self.bars.addItem(pg.ScatterPlotItem([a for a, _ in at], [b for _, b in at],
-                                                 symbol="_", size=34, pen=pg.mkPen("w", width=2),
+                                                 symbol="_", size=34, pen=pg.mkPen("w", width=3),
+                                                 brush=pg.mkBrush("w"),
                                                  name=f"step {frames[0].step}"))
         self.lines.clear()
         named = len(layers) <= 6  # beyond, colour alone tells depth (as in the bars)
@@ -232,7 +236,8 @@ class GradNormView(View):
             self.lines.legend.clear()
         for i, name in enumerate(layers):
             ok = np.isfinite(table[i]) & (table[i] > 0)
-            self.lines.plot(np.array(steps)[ok], table[i][ok], name=name if named else None,
+            self.lines.plot(np.array(steps)[ok], np.log10(table[i][ok]),
+                            name=name if named else None,
                             pen=pg.mkPen(colors[i], width=2))
         first, last = layers[0], layers[-1]
         ratio = latest.get(first, np.nan) / latest.get(last, np.nan)
@@ -294,7 +299,33 @@ class _PortView(View):
 
 
 class FeatureMapView(_PortView):
+    """Every channel of one sample on the current weights and, while training, the probe's
+    thumbnail of the output (first sample, first channel) at the latest probed step."""
+
     title = "Feature maps"
+    live = True
+
+    def __init__(self, node: str, ports: list[str], targets: dict[str, tuple[str, str]]):
+        super().__init__(node, ports)
+        self.targets = targets
+        self.thumb: tuple[int, np.ndarray] | None = None  # (step, image) from the probes
+
+    def show_frames(self, frames: list[ProbeFrame]) -> None:
+        node, port = self.targets.get(self.port.currentText(), (self.node, ""))
+        for f in reversed(frames):
+            s = f.outputs.get(node, {}).get(port)
+            if s is not None and s.thumbnail is not None:
+                self.thumb = (f.step, np.asarray(s.thumbnail, dtype=float))
+                self._draw()
+                return
+
+    def _draw(self) -> None:
+        t = self.outputs.get(self.port.currentText())
+        if t is None and self.thumb is not None:  # frames came before the model was drawn
+            self.canvas.clear()
+            self._draw_thumb(0)
+        else:
+            super()._draw()
 
     def draw(self, t, sample: int) -> None:
         maps = vd.as_images(t, sample)
@@ -306,6 +337,15 @@ class FeatureMapView(_PortView):
         self.image(plot, self.data, cmap="CET-L1" if len(maps) == 1 else "viridis")
         self.status.setText("each map scaled to its own range" if len(maps) > 1 else
                             f"values {np.nanmin(self.data):.3g} … {np.nanmax(self.data):.3g}")
+        if self.thumb is not None:
+            self._draw_thumb(1)
+
+    def _draw_thumb(self, col: int) -> None:
+        step, img = self.thumb
+        plot = self.plot(0, col, f"training, step {step}: sample 0, channel 0")
+        plot.hideAxis("left")
+        plot.hideAxis("bottom")
+        self.image(plot, img, cmap="CET-L1")
 
 
 class AttentionView(_PortView):
@@ -419,7 +459,7 @@ class RecallView(View):
                 phase.plot([path[-1, 0]], [path[-1, 1]], pen=None, symbol="o",
                            symbolBrush=color)
         elif side * side == units:
-            steps = vd._spread(last + 1, 8)
+            steps = vd.spread(last + 1, 8)
             states = r.trajectory[:4][:, steps].reshape(-1, side, side)
             strip = self.plot(1, 0, f"first samples' states at steps {steps}")
             strip.hideAxis("left")
@@ -496,7 +536,7 @@ def views_for(compiled: Compiled, node: str) -> list[View]:
         views.insert(0, AttentionView(node, attention))
     images = [p for p, m in ports.items() if p not in attention and m.ndim == 4]
     if images:
-        views.insert(0, FeatureMapView(node, images))
+        views.insert(0, FeatureMapView(node, images, targets))
     flat = [p for p, m in ports.items() if m.ndim == 2 and m.is_floating_point()]
     key = vd.two_d_input(compiled, node)
     if key is not None and _predicts(compiled, node) and any(ports[p].shape[1] <= 10
@@ -575,7 +615,7 @@ class NodeViews(QObject):
         self.dock.setFloating(True)
         self.dock.resize(860, 600)
         self.dock.hide()
-        self.dock.refresh_button.clicked.connect(self.refresh_model)
+        self.dock.refresh_button.clicked.connect(lambda: self.refresh_model())
         self.source = ""  # "run" or the recording's path
         self._drawn = 0  # frames received when the live tabs were last drawn
         self._received = 0
@@ -644,7 +684,7 @@ class NodeViews(QObject):
         self.dock.header.setText(f"<b>{node}</b> — {self.window.doc.graph.nodes[node].type}"
                                  f" · model views on the {note}" + self._source_note())
         for v in self.dock.views:
-            if v.live or (isinstance(v, TrajectoryView) and not procedures):
+            if not v.model or (isinstance(v, TrajectoryView) and not procedures):
                 continue
             try:
                 v.show_model(compiled)

@@ -156,6 +156,13 @@ def test_feature_maps_are_the_convolution_of_the_sample(make_window):
     assert view.data.shape == (6 * 27 - 1, 6 * 27 - 1)  # 32 maps of 26×26 on a 6×6 grid
     tile = view.data[27:53, 54:80]  # row 1, column 2: channel 8
     assert tile == pytest.approx(vd.normalized(maps[8]), abs=1e-5)
+    out = torch.nn.functional.conv2d(x, conv.weight, conv.bias).detach()
+    from nodegraph.probes import summarize_output
+    w.runner.event.emit(ProbeFrame(1, 7, ["conv1"], {"conv1": {"output": summarize_output(
+        out)}}, {}, {}))
+    w.node_views.refresh_live()
+    step, thumb = view.thumb  # the probe's thumbnail of training, beside the maps
+    assert step == 7 and thumb == pytest.approx(maps[0], abs=1e-4)
     view.sample.setValue(3)
     x3 = vd.data_values(compiled, "train", 4)[("data", "x")][3:4]
     maps3 = torch.nn.functional.conv2d(x3, conv.weight, conv.bias)[0].detach().numpy()
