@@ -59,7 +59,7 @@ class WireOverlay(QGraphicsItem):
                 self.update(rect)
 
     def _dot_radius(self) -> float:
-        return self.width / 2 + 4
+        return self.width / 2 + 3
 
     def _dot_rect(self) -> QRectF:
         if self.pulse is None or self.color is None:
@@ -91,7 +91,7 @@ class WireOverlay(QGraphicsItem):
         if self.pulse is not None:
             point = path.pointAtPercent(min(1.0, max(0.0, self.pulse)))
             painter.setPen(QPen(QColor(theme.CANVAS), 1.5))
-            painter.setBrush(self.color.lighter(150))
+            painter.setBrush(self.color.lighter(125))
             painter.drawEllipse(point, self._dot_radius(), self._dot_radius())
 
 
@@ -119,16 +119,37 @@ class WireLabel(QGraphicsItem):
 
     def refresh(self) -> None:
         self.prepareGeometryChange()
-        if not self.lines:
-            self._rect = QRectF()
-        else:
+        self._rect = QRectF()  # out of the way while looking for a free place
+        if self.lines:
             metrics = QFontMetricsF(LABEL_FONT)
             w = max(metrics.horizontalAdvance(s) for s in self.lines) + 10
             h = metrics.height() * len(self.lines) + 6
-            mid = self.wire.path().pointAtPercent(0.5)
-            top = mid.y() + LABEL_GAP if self.below else mid.y() - LABEL_GAP - h
-            self._rect = QRectF(mid.x() - w / 2, top, w, h)
+            self._rect = self._free_place(w, h)
         self.update()
+
+    def _free_place(self, w: float, h: float) -> QRectF:
+        """Beside the wire's middle, or on its other side or further along it where that
+        place is taken by a card or another label (a long wire passes under cards)."""
+        path = self.wire.path()
+        first = None
+        for t in (0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9):
+            at = path.pointAtPercent(t)
+            for below in (self.below, not self.below):  # its own side first
+                top = at.y() + LABEL_GAP if below else at.y() - LABEL_GAP - h
+                rect = QRectF(at.x() - w / 2, top, w, h)
+                first = first or rect
+                if not self._taken(rect):
+                    return rect
+        return first
+
+    def _taken(self, rect: QRectF) -> bool:
+        scene = self.scene()
+        if scene is None:
+            return False
+        return any(item is not self and (isinstance(item, NodeItem | WireLabel) and
+                                         item.isVisible() and (not isinstance(item, WireLabel)
+                                                               or item.lines))
+                   for item in scene.items(rect.adjusted(-3, -3, 3, 3)))
 
     def boundingRect(self) -> QRectF:
         return self._rect.adjusted(-2, -2, 2, 2)

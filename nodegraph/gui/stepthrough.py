@@ -149,6 +149,15 @@ def _entry(name: str, t: torch.Tensor) -> str:
     return f"{name} {tuple(t.shape)}:\n" + "\n".join("  " + line for line in values)
 
 
+def _short_wires_first(marks: CanvasMarks, labels: dict[Edge, str]) -> list[tuple[Edge, str]]:
+    """Labels in the order they are placed: a short wire has no room to move its label
+    along, a long one does, so the long ones make way."""
+    def length(item: tuple[Edge, str]) -> float:
+        wire = marks.scene.wires.get(item[0])
+        return wire.path().length() if wire is not None else 0.0
+    return sorted(labels.items(), key=length)
+
+
 class StepPanel(QWidget):
     """The dock's contents: Step, Previous / Next, and the current node's values."""
 
@@ -204,12 +213,12 @@ class StepPanel(QWidget):
         marks.clear()
         stop = trace.stop
         forward = stop.phase == "forward"
-        for edge, text in trace.shown_values().items():
+        for edge, text in _short_wires_first(marks, trace.shown_values()):
             item = marks.label(edge)
             if item is not None:
                 item.set_text(text, QColor(FORWARD_COLORS[1]))
             marks.stroke(edge).set_stroke(QColor(FORWARD_COLORS[0]), 3.0)
-        for edge, text in trace.shown_grads().items():
+        for edge, text in _short_wires_first(marks, trace.shown_grads()):
             item = marks.label(edge, below=True)
             if item is not None:
                 item.set_text(text, QColor(BACKWARD_COLORS[1]))

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS
 from nodegraph.probes import ProbeFrame
 
 MAX_FRAMES = 2000
@@ -100,6 +101,11 @@ class TimelinePanel(QWidget):
         self.open_button.setToolTip("replay a --probe-out file of a run")
         self.info = QLabel("No frames yet: train, or open a --probe-out recording.")
         self.info.setWordWrap(True)
+        self.legend = QLabel(
+            f"<span style='color:{FORWARD_COLORS[1]}'>▬ forward</span>: width = size of the "
+            f"activation (RMS) · <span style='color:{BACKWARD_COLORS[1]}'>▬ backward</span>: "
+            "width = norm of the gradient · each relative to the others in the frame")
+        self.legend.setWordWrap(True)
         row = QHBoxLayout()
         row.addWidget(self.live)
         row.addWidget(self.slider, 1)
@@ -113,6 +119,7 @@ class TimelinePanel(QWidget):
         layout.addLayout(row)
         layout.addLayout(controls)
         layout.addWidget(self.info)
+        layout.addWidget(self.legend)
         layout.addStretch(1)
         self.slider.valueChanged.connect(self._scrubbed)
         self.live.toggled.connect(self.live_changed)
