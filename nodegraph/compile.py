@@ -183,7 +183,7 @@ def compile(graph: Graph, device: str | torch.device | None = None, seed: int | 
         steps[node_id] = (node_id, blocks[shared.get(node_id, node_id)], in_keys,
                           tuple((node_id, p.name) for p in spec.outputs))
     _bind(blocks, report)
-    _tie(user_graph, steps)
+    _tie(graph, steps)  # the flat graph's ties include those declared in group bodies
     module = GraphModule(blocks, steps).to(dev)  # moves the blocks in place
 
     datasets = {nid: ds.to(dev) for nid, ds in report.datasets.items()}

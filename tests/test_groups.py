@@ -220,8 +220,6 @@ def test_ties_in_a_group_body_save_load_and_flatten_per_instance(tmp_path):
                                         Tie("second__up", "weight", "second__again", "weight")]
 
 
-@pytest.mark.xfail(strict=True, reason="compile._tie reads the user graph's ties; it must "
-                   "read the flat graph's (report.flat.graph.ties), which list the bodies'")
 def test_ties_in_a_group_body_hold_in_each_instance_while_training():
     result = nodegraph.train(fileformat.loads(fileformat.dumps(tied_pairs())), epochs=3)
     m = result.module
