@@ -244,7 +244,19 @@ class CanvasMarks:
         self._labels: dict[tuple[Edge, bool], WireLabel] = {}
         self._nodes: dict[str, NodeMark] = {}
         scene.doc.graph_replaced.connect(self.forget)
-        scene.doc.changed.connect(lambda *_: self.clear())
+        scene.doc.changed.connect(self._on_change)
+
+    def _on_change(self, *_) -> None:
+        """The graph was edited: what was shown is out of date, and a removed wire's marks
+        go with it."""
+        self.clear()
+        for marks in (self._strokes, self._labels):
+            for key, item in list(marks.items()):
+                edge = key if isinstance(key, Edge) else key[0]
+                if self.scene.wires.get(edge) is not item.wire:
+                    if shiboken6.isValid(item) and item.scene() is self.scene:
+                        self.scene.removeItem(item)
+                    del marks[key]
 
     def forget(self) -> None:
         """The scene was rebuilt and deleted our items with its own: drop the references."""

@@ -120,3 +120,23 @@ def test_pause_holds_the_wave_and_training_goes_on(xor_window):
     assert not animator.playing and animator.pos == 0  # the first frame waits at its start
     w.watch.timeline.pause.setChecked(False)
     assert animator.playing
+
+
+def test_an_edit_clears_the_wave_and_a_removed_wire_takes_its_marks_along(xor_window):
+    w = xor_window
+    probe_every_step(w)
+    w.epochs.setValue(3)
+    assert w.start_training() and w.runner.wait(60)
+    frame = w.watch.timeline.log.frames[-1]
+    animator, marks = w.watch.animator, w.watch.marks
+    animator.seek(frame, 3)
+    gone = Edge("hidden", "output", "act", "input")
+    stroke = marks.stroke(gone)
+    assert stroke.color is not None and stroke.scene() is w.scene
+    w.scene.select_nodes(["act"])
+    w.edit_actions.delete_selection()
+    assert "act" not in w.doc.graph.nodes
+    assert stroke.scene() is None and marks.stroke(gone) is None
+    assert all(marks.stroke(e).color is None for e in w.scene.wires)
+    animator.play(frame)  # the old frame still plays on what is left of the graph
+    assert wait_until(lambda: not animator.playing, 10)
