@@ -1,4 +1,4 @@
-"""Procedures of energy-based models: Gibbs chains of a trained RBM.
+"""Procedures of energy-based models: Gibbs chains of RBMs and DBMs, Langevin dynamics.
 
 An RBM generates by alternating h ~ P(h|v) and v ~ P(v|h), a loop no forward pass of the
 training graph makes, so `procedures.GibbsChain` runs it around the trained
@@ -11,9 +11,10 @@ The chain starts from what the training graph feeds the RBM (the data run throug
 blocks before it, e.g. the binarising Step, or the RBM below in a stack), never from
 the raw data, so the procedure and the training agree on what a visible unit means.
 
-`procedures.Langevin` samples a continuous density known only through its score
-∇log p (a score network) or its energy E = −log p + const (minus the energy's gradient),
-by repeating `samplers.LangevinStep`.
+`procedures.DBMGibbs` runs the chain of a two-layer DBM (two stacked RBMs joined into one
+Boltzmann machine) through both layers. `procedures.Langevin` samples a continuous
+density known only through its score ∇log p (a score network) or its energy
+E = −log p + const (minus the energy's gradient), by repeating `samplers.LangevinStep`.
 """
 
 from __future__ import annotations
