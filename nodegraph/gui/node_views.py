@@ -103,6 +103,13 @@ class View(QWidget):
             p.setLabel("left", y)
         return p
 
+    def picture(self, row: int, col: int, title: str) -> pg.PlotItem:
+        """A plot for an image or a panel whose axes say nothing (pixels, shared scales)."""
+        plot = self.plot(row, col, title)
+        plot.hideAxis("left")
+        plot.hideAxis("bottom")
+        return plot
+
     def image(self, plot: pg.PlotItem, img: np.ndarray, rect: QRectF | None = None,
               cmap: str = "viridis", levels: tuple[float, float] | None = None,
               square: bool = True) -> pg.ImageItem:
@@ -330,10 +337,8 @@ class FeatureMapView(_PortView):
     def draw(self, t, sample: int) -> None:
         maps = vd.as_images(t, sample)
         self.data = vd.image_grid(maps, per_tile=len(maps) > 1)
-        plot = self.plot(0, 0, f"{len(maps)} channel(s) of sample {sample}, {maps.shape[1]}×"
-                         f"{maps.shape[2]}")
-        plot.hideAxis("left")
-        plot.hideAxis("bottom")
+        plot = self.picture(0, 0, f"{len(maps)} channel(s) of sample {sample}, "
+                                  f"{maps.shape[1]}×{maps.shape[2]}")
         self.image(plot, self.data, cmap="CET-L1" if len(maps) == 1 else "viridis")
         self.status.setText("each map scaled to its own range" if len(maps) > 1 else
                             f"values {np.nanmin(self.data):.3g} … {np.nanmax(self.data):.3g}")
@@ -342,9 +347,7 @@ class FeatureMapView(_PortView):
 
     def _draw_thumb(self, col: int) -> None:
         step, img = self.thumb
-        plot = self.plot(0, col, f"training, step {step}: sample 0, channel 0")
-        plot.hideAxis("left")
-        plot.hideAxis("bottom")
+        plot = self.picture(0, col, f"training, step {step}: sample 0, channel 0")
         self.image(plot, img, cmap="CET-L1")
 
 
@@ -461,9 +464,7 @@ class RecallView(View):
         elif side * side == units:
             steps = vd.spread(last + 1, 8)
             states = r.trajectory[:4][:, steps].reshape(-1, side, side)
-            strip = self.plot(1, 0, f"first samples' states at steps {steps}")
-            strip.hideAxis("left")
-            strip.hideAxis("bottom")
+            strip = self.picture(1, 0, f"first samples' states at steps {steps}")
             self.image(strip, vd.image_grid(states, cols=len(steps)), cmap="CET-L1")
         settled = (r.iterations >= 0).sum()
         rose = int((np.diff(r.energy, axis=1) > 1e-5).any(1).sum())
@@ -481,11 +482,9 @@ class TrajectoryView(View):
         self.canvas.clear()
         if t.kind == "images":
             rows, cols = t.images.shape[:2]
-            plot = self.plot(0, 0, " · ".join(t.labels) if rows > 1 else
-                             f"{t.labels[0]} … {t.labels[-1]}" if t.labels[0].startswith("α")
-                             else f"{cols} samples")
-            plot.hideAxis("left")
-            plot.hideAxis("bottom")
+            plot = self.picture(0, 0, " · ".join(t.labels) if rows > 1 else
+                                f"{t.labels[0]} … {t.labels[-1]}" if t.labels[0].startswith("α")
+                                else f"{cols} samples")
             tiles = t.images.reshape(rows * cols, *t.images.shape[2:])
             self.image(plot, vd.image_grid(tiles, cols=cols if rows > 1 else
                                            int(np.ceil(np.sqrt(cols)))), cmap="CET-L1")
@@ -495,13 +494,11 @@ class TrajectoryView(View):
             everything = np.concatenate(t.points)
             lo, hi = everything.min(0), everything.max(0)
             for j, (label, pts) in enumerate(zip(t.labels, t.points, strict=True)):
-                plot = self.plot(j // 5, j % 5, label)
+                plot = self.picture(j // 5, j % 5, label)  # one scale for all: said below
                 plot.addItem(pg.ScatterPlotItem(pts[:, 0], pts[:, 1], size=3, pen=None,
                                                 brush=theme.PLOT_COLORS[0]))
                 plot.setXRange(lo[0], hi[0])
                 plot.setYRange(lo[1], hi[1])
-                plot.hideAxis("left")  # one scale for all: said once, below
-                plot.hideAxis("bottom")
             self.status.setText(f"the reverse chain from noise (first) to samples (last); "
                                 f"every panel x {lo[0]:.3g} … {hi[0]:.3g}, y {lo[1]:.3g} … "
                                 f"{hi[1]:.3g}")
