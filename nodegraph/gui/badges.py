@@ -13,20 +13,29 @@
 - **saturated**: most values of a bounded activation sit at the edge of its range (sigmoid
   near 0 or 1, tanh near ±1), where its slope and so the gradient through it is near zero.
 
-The rules are plain functions of the frame, so they are tested on frames built from real
-tensors; the Qt side only paints them (`overlays.NodeMark`).
+The rules are plain functions of the frame (this module imports no Qt), so they are tested
+on frames built from real tensors; the Qt side only paints them (`overlays.NodeMark`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from nodegraph.gui.overlays import Badge
 from nodegraph.probes import OutputSummary, ProbeFrame
 
 RELATIVE = 100.0  # a layer's gradient this many times off the last layer's is flagged
 DEAD_SHARE = 0.25  # of the units
 SATURATED_SHARE = 0.5  # of the values
+
+
+@dataclass(frozen=True)
+class Badge:
+    """A short tag under a card: what looks wrong with this node's numbers."""
+
+    kind: str  # "nonfinite", "vanishing", "exploding", "dead", "saturated"
+    text: str
+    detail: str
 
 
 def diagnose(frame: ProbeFrame, types: dict[str, str] | None = None) -> dict[str, list[Badge]]:

@@ -13,8 +13,6 @@ the graph changes (the scene deletes every item it holds when it rebuilds).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
@@ -22,6 +20,7 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from nodegraph.graph import Edge
 from nodegraph.gui import theme
+from nodegraph.gui.badges import Badge
 from nodegraph.gui.node_item import NodeItem
 from nodegraph.gui.wire_item import WireItem
 
@@ -163,15 +162,6 @@ class WireLabel(QGraphicsItem):
         painter.drawRoundedRect(self._rect, 5, 5)
         painter.setFont(LABEL_FONT)
         painter.drawText(self._rect, Qt.AlignmentFlag.AlignCenter, self.text)
-
-
-@dataclass(frozen=True)
-class Badge:
-    """A short tag under a card: what looks wrong with this node's numbers."""
-
-    kind: str  # "nonfinite", "vanishing", "exploding", "dead", "saturated"
-    text: str
-    detail: str
 
 
 BADGE_COLORS = {"nonfinite": theme.ERROR, "vanishing": "#7f9cff", "exploding": "#ff8f5a",

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import QFileDialog, QToolBar
 from nodegraph.compile import compile
 from nodegraph.events import NodeFailed, RunStarted
 from nodegraph.gui.animation import WaveAnimator
-from nodegraph.gui.badges import diagnose, nonfinite_badge
-from nodegraph.gui.overlays import Badge, CanvasMarks
+from nodegraph.gui.badges import Badge, diagnose, nonfinite_badge
+from nodegraph.gui.overlays import CanvasMarks
 from nodegraph.gui.preview import preview_error
 from nodegraph.gui.stepthrough import StepPanel, StepTrace
 from nodegraph.gui.timeline import TimelinePanel
