@@ -3,11 +3,16 @@
 Points arrive with the run's events and are kept in plain lists (`series`), so a test can
 read what the plot received; the curves are redrawn at most four times a second however
 fast the events come, and only the curves that changed (redrawing a plot repaints its axes,
-the costliest part of a plot). Which numbers are metrics and which are losses comes from the graph
-(metric blocks' node ids), never from guessing at names.
+the costliest part of a plot). Painting the plots holds the interpreter lock that the
+training thread needs, so the redraw interval stretches (up to four seconds) to keep painting
+under 3% of the time: on a slow or busy machine a paint can take 100 ms, and four a second
+would cost training a third of its speed. Which numbers are metrics and which are losses
+comes from the graph (metric blocks' node ids), never from guessing at names.
 """
 
 from __future__ import annotations
+
+import time
 
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
@@ -17,6 +22,24 @@ from nodegraph.events import EpochEnded, RunStarted, StepEnded
 from nodegraph.gui import theme
 
 REDRAW_MS = 250  # a person sees no difference; the GUI thread keeps its time
+MAX_REDRAW_MS = 4000
+PAINT_SHARE = 0.03  # of the wall time, at most, spent painting plots
+
+
+class _Canvas(pg.GraphicsLayoutWidget):
+    """The plots' canvas, adding up the time its paints take (what redraws really cost: a
+    redraw can paint twice, when the axes' range follows the new points)."""
+
+    paint_seconds = 0.0
+
+    def paintEvent(self, event) -> None:
+        began = time.perf_counter()
+        super().paintEvent(event)
+        self.paint_seconds += time.perf_counter() - began
+
+    def take_paint_seconds(self) -> float:
+        seconds, self.paint_seconds = self.paint_seconds, 0.0
+        return seconds
 
 
 class TrainingPlots(QWidget):
@@ -25,7 +48,7 @@ class TrainingPlots(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         pg.setConfigOptions(antialias=True, background=theme.BASE, foreground=theme.TEXT_DIM)
-        self.canvas = pg.GraphicsLayoutWidget()
+        self.canvas = _Canvas()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.canvas)
@@ -51,6 +74,9 @@ class TrainingPlots(QWidget):
         self.canvas.addItem(legend, row=1, col=col)
         plot.legend = legend  # curves added with a name are listed in it
         plot.setMenuEnabled(True)
+        # a long run has more points than the plot has pixels: draw about one per pixel
+        plot.setDownsampling(auto=True, mode="peak")
+        plot.setClipToView(True)
         return plot
 
     # -- data ------------------------------------------------------------------------------
@@ -113,6 +139,9 @@ class TrainingPlots(QWidget):
         for name in dirty:
             xs, ys = self.series[name]
             self._curves[name].setData(xs, ys)
+        if dirty:  # what painting cost since the last redraw sets the pace of the next
+            share = self.canvas.take_paint_seconds() / PAINT_SHARE * 1000
+            self._timer.setInterval(int(min(MAX_REDRAW_MS, max(REDRAW_MS, share))))
 
     def points(self, name: str) -> int:
         return len(self.series.get(name, ([], []))[0])

@@ -2,10 +2,12 @@
 
 The run trains a copy of the graph taken when Train is pressed, so edits made while it
 runs cannot race with it. Events reach the GUI thread through a queued signal; per-step
-events travel in batches, at most one batch every 50 ms (those carrying a loss, plus the
-latest), because every queued signal makes the GUI thread wait for the interpreter lock: a
-signal per step would starve the canvas of a fast model. Stop and Pause go through `RunControl`,
-which the trainer checks every step, so Stop takes effect within one step.
+and per-epoch events travel in batches, at most one batch every 50 ms (steps: those
+carrying a loss, plus the latest; epochs: all), because every queued signal makes the GUI
+thread wait for the interpreter lock and the worker wait for it back: a signal per step or
+per epoch would starve the canvas of a fast model, and the model of its speed. Stop and
+Pause go through `RunControl`, which the trainer checks every step, so Stop takes effect
+within one step.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal
 
 from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError
-from nodegraph.events import Emitter, StepEnded
+from nodegraph.events import Emitter, EpochEnded, StepEnded
 from nodegraph.graph import Graph
 from nodegraph.train import RunControl, RunResult, train
 
@@ -53,13 +55,14 @@ class _Worker(QThread):
         self.done.emit(result)
 
     def _forward(self, event) -> None:
-        if isinstance(event, StepEnded):
-            if self._steps and self._steps[-1].loss is None:
+        if isinstance(event, StepEnded | EpochEnded):
+            last = self._steps[-1] if self._steps else None
+            if isinstance(last, StepEnded) and last.loss is None:
                 self._steps.pop()  # only the latest step without a loss is worth showing
             self._steps.append(event)
             if time.monotonic() - self._sent < STEP_INTERVAL_S:
                 return
-        self._flush([event] if not isinstance(event, StepEnded) else [])
+        self._flush([event] if not isinstance(event, StepEnded | EpochEnded) else [])
 
     def _flush(self, then: list | None = None) -> None:
         batch, self._steps = [*self._steps, *(then or [])], []

@@ -1,0 +1,119 @@
+"""Does training in the editor keep up with headless training? The same graph, steps and
+device, headless (`nodegraph.train`) and in the editor's worker thread, in one process.
+
+The editor run is what pressing Train does after validation: the real main window with the
+graph open, its runner training a copy in a QThread, the events going to the plots, status
+bar, log and animation on the GUI thread (whose event loop keeps running). The editor's run
+also probes activations and gradients for the animation (within the trainer's probe
+budget); a third run, headless but probing alike, tells that cost from the GUI's. Runs
+alternate, headless first, `--rounds` rounds; each gives a ratio, and the median is printed
+last as
+
+    editor_train_ratio: X    (headless seconds / editor seconds for the same steps;
+                              1.0 = no cost, the target is >= 0.9)
+
+Both use one torch thread, so the worker and the GUI thread do not fight over cores with
+torch's own pool. Wall time counts other processes too: read `uptime` beside the figure.
+`editor_train_cpu_ratio` compares the process's CPU time instead (the GUI thread's work
+counted as cost even where a spare core does it in parallel), which load does not skew.
+
+    .venv/bin/python benchmarks/editor_training.py [examples/xor.json] [--epochs 1500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import torch  # noqa: E402
+from PySide6.QtCore import QEventLoop, QSettings  # noqa: E402
+
+import nodegraph  # noqa: E402
+from nodegraph.events import Emitter  # noqa: E402
+from nodegraph.gui.app import application  # noqa: E402
+from nodegraph.gui.main_window import MainWindow  # noqa: E402
+from nodegraph.probes import ProbeFrame  # noqa: E402
+
+
+def headless(graph: nodegraph.Graph, epochs: int, probes: bool = False
+             ) -> tuple[float, float]:
+    """Wall and process CPU seconds of a headless run; with `probes`, one that probes
+    activations and gradients as the editor's runs do for the animation."""
+    events = Emitter()
+    if probes:
+        events.subscribe(lambda frame: None, ProbeFrame)
+    began, began_cpu = time.perf_counter(), time.process_time()
+    nodegraph.train(graph.copy(), epochs=epochs, device="cpu", events=events)
+    return time.perf_counter() - began, time.process_time() - began_cpu
+
+
+def in_editor(window: MainWindow, epochs: int) -> tuple[float, float]:
+    """Wall and process CPU seconds from Train to the run's end, the GUI thread in its event
+    loop (as in the running editor) serving the run's events, plots and status bar."""
+    window.plots.reset()
+    loop = QEventLoop()
+
+    def on_state(state: str) -> None:
+        if state == "idle":
+            loop.quit()
+
+    window.runner.state_changed.connect(on_state)
+    began, began_cpu = time.perf_counter(), time.process_time()
+    window.runner.start(window.doc.graph, window.doc.revision, epochs=epochs, device="cpu")
+    loop.exec()
+    seconds, cpu = time.perf_counter() - began, time.process_time() - began_cpu
+    window.runner.state_changed.disconnect(on_state)
+    if window.runner.result is None:
+        raise RuntimeError("the editor's run failed: see its log")
+    return seconds, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("graph", nargs="?", default="examples/xor.json")
+    parser.add_argument("--epochs", type=int, default=1500)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    app = application()
+    graph = nodegraph.load(args.graph)
+    headless(graph, 2)  # one-time imports and compiles out of the way
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
+        window = MainWindow(args.graph, settings=settings, recovery_dir=Path(tmp) / "rec")
+        window.resize(1600, 1000)
+        window.show()
+        app.processEvents()
+        in_editor(window, 2)
+        ratios, cpu_ratios, gui_ratios = [], [], []
+        for r in range(args.rounds):
+            h, h_cpu = headless(graph, args.epochs)
+            p, p_cpu = headless(graph, args.epochs, probes=True)
+            e, e_cpu = in_editor(window, args.epochs)
+            ratios.append(h / e)
+            cpu_ratios.append(h_cpu / e_cpu)
+            gui_ratios.append(p_cpu / e_cpu)
+            print(f"round {r + 1}: headless {h:.2f} s ({h_cpu:.2f} s CPU), probed {p:.2f} s "
+                  f"({p_cpu:.2f} s CPU), editor {e:.2f} s ({e_cpu:.2f} s CPU): ratio "
+                  f"{h / e:.3f}, CPU {h_cpu / e_cpu:.3f}, CPU without probing "
+                  f"{p_cpu / e_cpu:.3f}")
+        steps = window.run_status.done_steps
+        window.doc.undo_stack.setClean()
+        window.close()
+    print(f"{args.graph}: {args.epochs} epochs, {steps} steps per run, torch threads 1, "
+          f"load {os.getloadavg()[0]:.1f}")
+    print(f"editor_train_cpu_ratio: {statistics.median(cpu_ratios):.3f}  (all threads' CPU: "
+          "what the editor's GUI work costs, whatever the load)")
+    print(f"editor_gui_cpu_ratio: {statistics.median(gui_ratios):.3f}  (against a headless "
+          "run that probes too: the GUI's share alone)")
+    print(f"editor_train_ratio: {statistics.median(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()
