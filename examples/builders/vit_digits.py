@@ -5,7 +5,14 @@ a learned [CLS] token is prepended and a learned position vector added to each o
 tokens; two pre-LN Transformer encoder blocks mix them; the [CLS] token's final state,
 layer-normalised, goes through a Linear head to the 10 classes. 20 % of the digits are the
 test set, 20 % of the rest validate; the pixels are z-scored with the training statistics.
-Training stops 10 epochs after the best validation loss and returns to those weights.
+Each block's `weights` output holds its attention maps per head (N, 4, 17, 17).
+
+The recipe that gets past 95 % on the test digits, chosen on the validation split only:
+AdamW (weight decay 0.05) under a one-cycle schedule (warm-up over 5 epochs from lr/10 to
+0.003, cosine annealing to lr/1000 by epoch 50) and cross-entropy with label smoothing 0.1,
+50 epochs without early stopping. The earlier recipe (constant lr 0.002, early stopping on
+the validation loss) stopped at 0.947 with the same validation accuracy (0.972) but a
+higher validation loss.
 
     python examples/builders/vit_digits.py
 """
@@ -18,6 +25,8 @@ from _networks import chain
 from nodegraph.graph import Graph
 
 D_MODEL = 64
+EPOCHS = 50
+PEAK_LR = 0.003
 
 
 def build_graph() -> Graph:
@@ -32,13 +41,17 @@ def build_graph() -> Graph:
     g.add("attention.TakeToken", id="take", index=0)
     g.add("norm.LayerNorm", id="norm")
     g.add("layers.Linear", id="out", out_features=10)
-    g.add("losses.CrossEntropy", id="loss")
-    g.add("optimizers.AdamW", id="opt", lr=0.002)
+    # smoothed targets keep the logits from growing without bound on the 1150 training digits
+    g.add("losses.CrossEntropy", id="loss", label_smoothing=0.1)
+    g.add("optimizers.AdamW", id="opt", lr=PEAK_LR, weight_decay=0.05)
+    # warm-up first (fresh attention weights take large steps badly), then a long decay
+    g.add("schedules.OneCycle", id="schedule", max_lr=PEAK_LR, total_steps=EPOCHS,
+          pct_start=0.1, div_factor=10.0, final_div_factor=100.0)
     wire(g, "data.x -> patches.input", "out.output -> loss.input", "data.y -> loss.target",
-         "loss.loss -> opt.loss")
+         "loss.loss -> opt.loss", "schedule.schedule -> opt.schedule")
     chain(g, "patches", "cls", "pos", "block1", "block2", "take", "norm", "out")
     score(g, "out", accuracy="metrics.Accuracy")
-    g.training.update(epochs=60, seed=0, device="auto", patience=10, monitor="val.loss")
+    g.training.update(epochs=EPOCHS, seed=0, device="auto")
     return g
 
 
