@@ -108,7 +108,7 @@ def test_grad_norms_of_a_deep_sigmoid_net_shrink_towards_the_input():
     assert layers == [f"fc{i}" for i in range(1, 11)] + ["out"]
     blocks = compiled.module.blocks
     autograd = [math.hypot(blocks[n].weight.grad.norm().item(), blocks[n].bias.grad.norm().item())
-                for n in layers]
+                for n in layers]  # on whichever device the graph compiled to
     assert table[:, 0] == pytest.approx(autograd, rel=1e-5)
     assert table[0, 0] < table[-1, 0] / 10  # fc1's gradient is tiny next to the output's
 
@@ -129,8 +129,8 @@ def xor():
 def xor_formula(compiled, points: torch.Tensor) -> torch.Tensor:
     """out = W2 tanh(W1 x + b1) + b2, by hand from the blocks' weights."""
     blocks = compiled.module.blocks
-    w1, b1 = blocks["hidden"].weight, blocks["hidden"].bias
-    w2, b2 = blocks["out"].weight, blocks["out"].bias
+    w1, b1 = blocks["hidden"].weight.cpu(), blocks["hidden"].bias.cpu()
+    w2, b2 = blocks["out"].weight.cpu(), blocks["out"].bias.cpu()
     return (torch.tanh(points @ w1.T + b1) @ w2.T + b2).detach()
 
 
@@ -191,7 +191,7 @@ def test_latent_scatter_of_the_autoencoder_code_is_its_pca_on_val_with_labels():
     values = vd.data_values(compiled, scatter.split)
     x = values[("data", "x")]
     blocks = compiled.module.blocks
-    code = torch.relu(x @ blocks["enc"].weight.T + blocks["enc"].bias).detach().numpy()
+    code = torch.relu(x @ blocks["enc"].weight.T + blocks["enc"].bias).detach().cpu().numpy()
     expected, _ = vd.pca_2d(code)
     assert scatter.split == "val" and scatter.dims == 32
     assert scatter.points == pytest.approx(expected, abs=1e-4)
@@ -220,13 +220,13 @@ def test_hopfield_recall_energy_follows_the_energy_formula():
     compiled = compile(load(EXAMPLES / "hopfield_2d.json"), for_training=False)
     recall = vd.hopfield_recall(compiled, "hopfield", limit=5)
     block = compiled.module.blocks["hopfield"]
-    w, b = block.weight.numpy(), block.bias.numpy()
+    w, b = block.weight.cpu().numpy(), block.bias.cpu().numpy()
     x = recall.trajectory
     energy = -0.5 * np.einsum("nsi,ij,nsj->ns", x, w, x) - x @ b
     assert recall.trajectory.shape == (5, 61, 2)
     assert recall.energy == pytest.approx(energy, abs=1e-4)
     start = vd.data_values(compiled, "train", 5)[("data", "x")]
-    assert recall.trajectory[:, 0] == pytest.approx(start.numpy())
+    assert recall.trajectory[:, 0] == pytest.approx(start.cpu().numpy())
     settled = recall.iterations[0]
     assert np.abs(x[0, settled] - x[0, settled - 1]).max() <= block.tol
 

@@ -84,11 +84,11 @@ def test_xor_run_feeds_histograms_layers_and_the_decision_boundary(make_window):
     decision = dock.view(nv.DecisionView)
     grid = decision.data
     compiled = w.runner.result.compiled
-    blocks = compiled.module.blocks
+    w1, b1, w2, b2 = (t.detach().cpu() for n in ("hidden", "out")
+                      for t in (compiled.module.blocks[n].weight, compiled.module.blocks[n].bias))
     j, i = 10, 70  # a grid point: x = xs[j], y = ys[i]
     point = torch.tensor([[grid.xs[j], grid.ys[i]]], dtype=torch.float32)
-    logit = (torch.tanh(point @ blocks["hidden"].weight.T + blocks["hidden"].bias)
-             @ blocks["out"].weight.T + blocks["out"].bias).item()
+    logit = (torch.tanh(point @ w1.T + b1) @ w2.T + b2).item()
     assert grid.prob[i, j] == pytest.approx(1 / (1 + math.exp(-logit)), abs=1e-5)
     assert image_of(decision) == pytest.approx(grid.prob)  # P(class 1), as drawn
     corners = [grid.classes[np.abs(grid.ys - y).argmin(), np.abs(grid.xs - x).argmin()]
@@ -152,7 +152,7 @@ def test_feature_maps_are_the_convolution_of_the_sample(make_window):
     compiled = w.node_views.compiled()[0]
     x = vd.data_values(compiled, "train", 1)[("data", "x")]
     conv = compiled.module.blocks["conv1"]
-    maps = torch.nn.functional.conv2d(x, conv.weight, conv.bias)[0].detach().numpy()
+    maps = torch.nn.functional.conv2d(x, conv.weight, conv.bias)[0].detach().cpu().numpy()
     assert view.data.shape == (6 * 27 - 1, 6 * 27 - 1)  # 32 maps of 26×26 on a 6×6 grid
     tile = view.data[27:53, 54:80]  # row 1, column 2: channel 8
     assert tile == pytest.approx(vd.normalized(maps[8]), abs=1e-5)
@@ -165,7 +165,7 @@ def test_feature_maps_are_the_convolution_of_the_sample(make_window):
     assert step == 7 and thumb == pytest.approx(maps[0], abs=1e-4)
     view.sample.setValue(3)
     x3 = vd.data_values(compiled, "train", 4)[("data", "x")][3:4]
-    maps3 = torch.nn.functional.conv2d(x3, conv.weight, conv.bias)[0].detach().numpy()
+    maps3 = torch.nn.functional.conv2d(x3, conv.weight, conv.bias)[0].detach().cpu().numpy()
     assert view.data[:26, :26] == pytest.approx(vd.normalized(maps3[0]), abs=1e-5)
 
 
@@ -177,7 +177,7 @@ def test_attention_heat_maps_per_head(make_window):
     assert view.data.sum(-1) == pytest.approx(np.ones((4, 17)), abs=1e-5)
     compiled = w.node_views.compiled()[0]
     weights = vd.node_outputs(compiled, "block2", vd.data_values(compiled, "train", 16))
-    assert view.data == pytest.approx(weights["weights"][0].numpy())
+    assert view.data == pytest.approx(weights["weights"][0].cpu().numpy())
     images = [i for i in view.canvas.scene().items() if isinstance(i, nv.pg.ImageItem)]
     assert len(images) == 4
     assert sorted(float(i.image.sum()) for i in images) == pytest.approx([17.0] * 4, abs=1e-3)
@@ -191,7 +191,7 @@ def test_vae_latent_scatter_coloured_by_digit(make_window):
     s = view.data
     compiled = w.node_views.compiled()[0]
     values = vd.data_values(compiled, "val")
-    mu = vd.node_outputs(compiled, "encoder", values)["mu"].numpy()
+    mu = vd.node_outputs(compiled, "encoder", values)["mu"].cpu().numpy()
     assert s.points == pytest.approx(vd.pca_2d(mu)[0], abs=1e-4)
     assert s.labels.tolist() == values[("data", "y")].tolist()
     scatters = [i for i in view.canvas.scene().items() if isinstance(i, nv.pg.ScatterPlotItem)]
@@ -222,8 +222,8 @@ def test_hopfield_recall_energy_per_step(make_window):
     r = view.data
     block = w.node_views.compiled()[0].module.blocks["hopfield"]
     x = r.trajectory
-    energy = (-0.5 * np.einsum("nsi,ij,nsj->ns", x, block.weight.numpy(), x)
-              - x @ block.bias.numpy())
+    weight, bias = block.weight.cpu().numpy(), block.bias.cpu().numpy()
+    energy = -0.5 * np.einsum("nsi,ij,nsj->ns", x, weight, x) - x @ bias
     assert r.energy == pytest.approx(energy, abs=1e-4)
     curves = [i for i in view.canvas.scene().items() if isinstance(i, nv.pg.PlotCurveItem)]
     assert len(curves) >= len(r.energy)
