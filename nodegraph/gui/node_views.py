@@ -48,7 +48,7 @@ from PySide6.QtWidgets import (
 from nodegraph import viewdata as vd
 from nodegraph.compile import Compiled, compile
 from nodegraph.errors import NodegraphError
-from nodegraph.events import RunFinished, RunStarted
+from nodegraph.events import RunStarted
 from nodegraph.gui import theme
 from nodegraph.gui.node_item import NodeItem
 from nodegraph.probes import ProbeFrame, read_frames
@@ -621,6 +621,7 @@ class NodeViews(QObject):
         self.timer.timeout.connect(self.refresh_live)
         self.timer.start()
         window.runner.event.connect(self.on_event)
+        window.runner.state_changed.connect(self._on_run_state)
         window.view.viewport().installEventFilter(self)
 
     # -- frames ----------------------------------------------------------------------------
@@ -635,8 +636,12 @@ class NodeViews(QObject):
         elif isinstance(event, RunStarted):
             self.frames.clear()
             self.source = "run"
-        elif isinstance(event, RunFinished) and self.dock.isVisible():
-            QTimer.singleShot(0, lambda: self.refresh_model(procedures=False))
+
+    def _on_run_state(self, state: str) -> None:
+        """A run ended (its result is in by now): model tabs move to the trained weights;
+        procedures wait for Refresh, a sampling chain can take a while."""
+        if state == "idle" and self.dock.isVisible():
+            self.refresh_model(procedures=False)
 
     def load_recording(self, path: str) -> int:
         """Replace the frames by a `--probe-out` recording; returns how many were read."""

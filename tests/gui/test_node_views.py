@@ -51,18 +51,21 @@ def image_of(view: nv.View) -> np.ndarray:
     return items[0].image
 
 
-def test_xor_run_feeds_histograms_layers_and_the_decision_boundary(make_window):
+def test_xor_run_feeds_histograms_layers_and_the_decision_boundary(make_window, qtbot):
     w = example(make_window, "xor")
+    assert [v.title for v in w.node_views.open("hidden").views] == ["Histograms", "Layers"]
+    dock = w.node_views.open("out")  # open while the run goes: the timer keeps it current
+    assert dock.isVisible() and dock.node == "out"
+    assert [v.title for v in dock.views] == ["Decision boundary", "Histograms", "Layers"]
+    assert "initial weights" in dock.header.text()
     train(w, 120)
     frames = list(w.node_views.frames)
     assert len(frames) >= 3 and all(isinstance(f, ProbeFrame) for f in frames)
-    assert [v.title for v in w.node_views.open("hidden").views] == ["Histograms", "Layers"]
-    dock = w.node_views.open("out")
-    assert dock.isVisible() and dock.node == "out"
-    assert [v.title for v in dock.views] == ["Decision boundary", "Histograms", "Layers"]
-    assert "trained weights" in dock.header.text()
+    assert "trained weights" in dock.header.text()  # redrawn when the run ended
 
     hist = dock.view(nv.HistogramView)
+    qtbot.waitUntil(lambda: hist.data.get("output") is not None
+                    and hist.data["output"].steps[-1] == frames[-1].step, timeout=5000)
     expected = vd.histogram_history(frames, "out", "output")
     assert hist.data["output"].steps == expected.steps == [f.step for f in frames]
     assert hist.data["output"].counts == pytest.approx(expected.counts)
