@@ -32,7 +32,8 @@ def seeded(ctx: ProcedureContext):
     """torch's global generator seeded from the procedure's, restored afterwards: blocks
     draw from the global one, and a procedure must neither disturb it nor depend on it."""
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=ctx.generator))
-    with torch.random.fork_rng(devices=[]):
+    gpus = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=gpus):  # manual_seed seeds the GPU's generator too
         torch.manual_seed(seed)
         yield
 
