@@ -45,6 +45,9 @@ def main() -> None:
         window.validator.wait()
         window.start_training()
         window.runner.wait(600)
+        watch = getattr(window, "watch", None)
+        if watch is not None:  # a wave frozen mid-play covers the wires' shape labels
+            watch.animator.stop()
         window.scene.select_nodes([args.select])
         window.preview_selected()
         window.docks["log"].raise_()  # the run's log reads better than an empty problem list

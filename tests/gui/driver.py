@@ -68,8 +68,9 @@ def drop_block(window, block_id: str, scene_pos: QPointF) -> str:
     local = viewport_point(window, scene_pos)
     action = Qt.DropAction.CopyAction
     point, mods = QPointF(local), Qt.KeyboardModifier.NoModifier
-    QApplication.sendEvent(viewport, QDragEnterEvent(point, action, mime, LEFT, mods))
-    QApplication.sendEvent(viewport, QDragMoveEvent(point, action, mime, LEFT, mods))
+    # enter and move take a QPoint (PySide6 6.11 insists), the drop a QPointF
+    QApplication.sendEvent(viewport, QDragEnterEvent(local, action, mime, LEFT, mods))
+    QApplication.sendEvent(viewport, QDragMoveEvent(local, action, mime, LEFT, mods))
     QApplication.sendEvent(viewport, QDropEvent(point, action, mime, LEFT, mods))
     (new,) = set(window.doc.graph.nodes) - before
     return new
