@@ -53,9 +53,10 @@ class ProcedureContext:
         self.device = compiled.device
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
 
-    def model(self, node: str) -> Callable[..., dict[str, torch.Tensor]]:
+    def model(self, node: str, grad: bool = False) -> Callable[..., dict[str, torch.Tensor]]:
         """`node` (an op block or a group instance) as a function: inputs by port name in,
-        outputs by port name out. Runs without gradients, in eval mode."""
+        outputs by port name out. Runs in eval mode, without gradients unless `grad` (a
+        procedure differentiating through the model, e.g. an energy's gradient)."""
         c = self.compiled
         flat = c.report.flat
         if flat is not None and (node, "") in flat.inputs:  # a group instance
@@ -81,14 +82,14 @@ class ProcedureContext:
             plan.append((step_node, module, keys, out_keys))
         plan = tuple(plan)
 
-        @torch.no_grad()
         def call(**given: torch.Tensor) -> dict[str, torch.Tensor]:
             unknown = set(given) - set(inputs)
             if unknown:
                 raise NodegraphError(f"'{node}' has no input(s) {sorted(unknown)} (inputs: "
                                      f"{', '.join(inputs)})")
             c.module.eval()
-            values = c.module.run(plan, {("", port): v for port, v in given.items()})
+            with torch.set_grad_enabled(grad):
+                values = c.module.run(plan, {("", port): v for port, v in given.items()})
             return {port: values[key] for port, key in outputs.items()}
 
         call.inputs, call.outputs = list(inputs), list(outputs)  # port names, in order

@@ -196,18 +196,20 @@ def score_function(ctx: ProcedureContext, node: str, kind: str, output: str
     samples are independent, so the gradient of the batch's summed energy is each
     sample's own gradient.
     """
-    if kind == "score":
-        call = ctx.model(node)
+    module = ctx.compiled.module.module_of(node)
+    if kind == "score" or module is None:  # a group's energy: its output, with gradients
+        call = ctx.model(node, grad=kind == "energy")
         port = output or call.outputs[0]
         if port not in call.outputs:
             raise NodegraphError(f"'{node}' has no output '{port}' (outputs: "
                                  f"{', '.join(call.outputs)})")
-        return lambda x: (call(**{call.inputs[0]: x})[port], None)
-    module = ctx.compiled.module.module_of(node)
-    if module is None:
-        raise NodegraphError(f"'{node}' is a group instance; an energy's gradient needs a "
-                             "single block (wire the group's output into a score model, or "
-                             "use kind score)")
+
+        def out(x: torch.Tensor) -> torch.Tensor:
+            return call(**{call.inputs[0]: x})[port]
+
+        if kind == "score":
+            return lambda x: (out(x), None)
+        return _score_of(lambda x: _per_sample(out(x), len(x)), lambda: None)
     spec = ctx.compiled.report.specs[node]
     ports = [p.name for p in spec.outputs]
     index = ports.index(output) if output in ports else 0
@@ -218,11 +220,22 @@ def score_function(ctx: ProcedureContext, node: str, kind: str, output: str
         if isinstance(module, BernoulliRBM):
             return module.free_energy(x)
         out = module(x, *[None] * (len(spec.inputs) - 1))
-        out = out[index] if isinstance(out, tuple) else out
-        return out.reshape(len(x), -1).sum(-1) if out.ndim else out.expand(len(x)) / len(x)
+        return _per_sample(out[index] if isinstance(out, tuple) else out, len(x))
+
+    return _score_of(energy, module.eval)
+
+
+def _per_sample(out: torch.Tensor, n: int) -> torch.Tensor:
+    """An energy output as one value per sample (a scalar is shared out evenly)."""
+    return out.reshape(n, -1).sum(-1) if out.ndim else out.expand(n) / n
+
+
+def _score_of(energy: Callable[[torch.Tensor], torch.Tensor], prepare: Callable[[], object]
+              ) -> Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
+    """x -> (−∇E(x), E(x)) by autograd; `prepare` runs first (eval mode)."""
 
     def score(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        module.eval()
+        prepare()
         with torch.enable_grad():
             x = x.detach().requires_grad_()
             e = energy(x)
@@ -315,14 +328,14 @@ BLOCKS = [
           "\n\nRepeats x ← x + (ε/2)·∇log p(x) + √ε·z (samplers.LangevinStep) on `count` "
           "chains started from N(0, init_std²) noise or from samples of a split, with "
           "∇log p the output of a score model (kind score) or −∇E of an energy model "
-          "(kind energy: a block whose output is the energy, or an energy.BernoulliRBM's "
-          "free energy). Every `every` steps a frame holds the samples, their mean and "
-          "variance (and mean energy). As ε → 0 and steps → ∞ the samples follow p; a "
-          "finite ε adds a bias: on a Gaussian with precision P the chains settle at "
-          "covariance (P − (ε/4)·P²)⁻¹ instead of P⁻¹.",
+          "(kind energy: a block or group instance whose output is the energy, or an "
+          "energy.BernoulliRBM's free energy). Every `every` steps a frame holds the "
+          "samples, their mean and variance (and mean energy). As ε → 0 and steps → ∞ "
+          "the samples follow p; a finite ε adds a bias: on a Gaussian with precision P "
+          "the chains settle at covariance (P − (ε/4)·P²)⁻¹ instead of P⁻¹.",
           lambda p: Langevin(p),
-          params=[str_param("model", doc="the score or energy model: a node, or (kind "
-                            "score) a group instance"),
+          params=[str_param("model", doc="the score or energy model: a node or a "
+                            "group instance"),
                   choice_param("kind", ("score", "energy"), "score",
                                "score: the output is ∇ₓ log p(x); energy: the output is "
                                "E(x) = −log p(x) + const"),

@@ -11,6 +11,7 @@ import torch
 import nodegraph
 from nodegraph.errors import NodegraphError, NodeRuntimeError
 from nodegraph.graph import Graph
+from nodegraph.groups import make_group
 from nodegraph.procedure import run_procedure
 from nodes.energy import BernoulliRBM
 from nodes.energy_procedures import TwoLayerBM
@@ -176,6 +177,35 @@ def test_langevin_on_an_rbms_free_energy_follows_minus_its_gradient(trained):
     assert torch.tensor(frames[1]["samples"]) == pytest.approx(want, abs=1e-5)
     assert frames[0]["energy"] == pytest.approx(rbm.free_energy(v).mean().item(), rel=1e-5)
     assert frames[1]["energy"] < frames[0]["energy"]  # downhill in energy
+
+
+def test_langevin_differentiates_the_energy_of_a_group_instance():
+    """A group computing E(x) = ½‖A(x − μ)‖² with AᵀA = P has the Gaussian's score
+    −P(x − μ): noiseless Langevin through the group shrinks x − μ by M = I − (ε/2)P."""
+    g = Graph("group energy")
+    g.add("data.Moons", id="data")
+    g.add("layers.Linear", id="fc", out_features=2)
+    g.add("layers.Multiply", id="square")
+    g.add("layers.Linear", id="half_sum", out_features=1, bias=False)
+    g.connect(("data", "x"), ("fc", "input"))
+    g.connect(("fc", "output"), ("square", "a"))
+    g.connect(("fc", "output"), ("square", "b"))
+    g.connect(("square", "output"), ("half_sum", "input"))
+    make_group(g, ["fc", "square", "half_sum"], "quadratic", instance="energy")
+    g.add("procedures.Langevin", id="lv", model="energy", kind="energy", steps=3, every=3,
+          count=5, start="data", noise_scale=0.0, step_size=0.4)
+    c = nodegraph.compile(g, device="cpu", for_training=False)
+    a = torch.linalg.cholesky(PRECISION).T  # P = LLᵀ, so A = Lᵀ gives AᵀA = P
+    with torch.no_grad():
+        c.module.module_of("energy__fc").weight.copy_(a)
+        c.module.module_of("energy__fc").bias.copy_(-a @ MU)
+        c.module.module_of("energy__half_sum").weight.fill_(0.5)
+    frames = run_procedure(c, "lv")
+    x0, x3 = torch.tensor(frames[0]["samples"]), torch.tensor(frames[-1]["samples"])
+    m = torch.eye(2) - 0.2 * PRECISION
+    assert x3 - MU == pytest.approx((x0 - MU) @ torch.linalg.matrix_power(m, 3).T, abs=1e-5)
+    energy = 0.5 * (((x0 - MU) @ a.T) ** 2).sum(-1)
+    assert frames[0]["energy"] == pytest.approx(energy.mean().item(), rel=1e-5)
 
 
 def test_langevin_refuses_what_it_cannot_differentiate_or_call(gaussian):
