@@ -89,10 +89,10 @@ class Watch(QObject):
             before = next((a for a in file_menu.actions() if a.isSeparator()), None)
             file_menu.insertAction(before, record)
         bar = w.findChild(QToolBar, "main_toolbar")
-        if bar is not None:
-            bar.insertAction(next((a for a in bar.actions() if a.isSeparator() and
-                                   bar.actions().index(a) > bar.actions().index(
-                                       w.actions_by_name["stop"])), None), step)
+        if bar is not None and w.actions_by_name["stop"] in bar.actions():
+            actions = bar.actions()  # Step goes right after Train, Pause, Stop
+            after = actions.index(w.actions_by_name["stop"]) + 1
+            bar.insertAction(actions[after] if after < len(actions) else None, step)
 
     # -- training events -------------------------------------------------------------------
 
