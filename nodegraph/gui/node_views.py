@@ -305,12 +305,13 @@ class _PortView(View):
         raise NotImplementedError
 
 
-class FeatureMapView(_PortView):
-    """Every channel of one sample on the current weights and, while training, the probe's
-    thumbnail of the output (first sample, first channel) at the latest probed step."""
+class _ThumbView(_PortView):
+    """A port view that also shows, while training, the probes' thumbnail of the output
+    (its first sample's first channel or head) at the latest probed step."""
 
-    title = "Feature maps"
     live = True
+    thumb_what = "the batch's first sample, channel 1"
+    thumb_cmap = "CET-L1"
 
     def __init__(self, node: str, ports: list[str], targets: dict[str, tuple[str, str]]):
         super().__init__(node, ports)
@@ -330,9 +331,22 @@ class FeatureMapView(_PortView):
         t = self.outputs.get(self.port.currentText())
         if t is None and self.thumb is not None:  # frames came before the model was drawn
             self.canvas.clear()
-            self._draw_thumb(0)
+            self.draw_thumb(0, 0)
         else:
             super()._draw()
+
+    def draw_thumb(self, row: int, col: int) -> None:
+        if self.thumb is None:
+            return
+        step, img = self.thumb
+        plot = self.picture(row, col, f"training, step {step}: {self.thumb_what}")
+        self.image(plot, img, cmap=self.thumb_cmap)
+
+
+class FeatureMapView(_ThumbView):
+    """Every channel of one sample on the current weights, and the probes' thumbnail."""
+
+    title = "Feature maps"
 
     def draw(self, t, sample: int) -> None:
         maps = vd.as_images(t, sample)
@@ -342,17 +356,16 @@ class FeatureMapView(_PortView):
         self.image(plot, self.data, cmap="CET-L1" if len(maps) == 1 else "viridis")
         self.status.setText("each map scaled to its own range" if len(maps) > 1 else
                             f"values {np.nanmin(self.data):.3g} … {np.nanmax(self.data):.3g}")
-        if self.thumb is not None:
-            self._draw_thumb(1)
-
-    def _draw_thumb(self, col: int) -> None:
-        step, img = self.thumb
-        plot = self.picture(0, col, f"training, step {step}: sample 0, channel 0")
-        self.image(plot, img, cmap="CET-L1")
+        self.draw_thumb(0, 1)
 
 
-class AttentionView(_PortView):
+class AttentionView(_ThumbView):
+    """Each head's weights for one sample on the current weights, and the probes'
+    thumbnail of head 1 while training."""
+
     title = "Attention"
+    thumb_what = "the batch's first sample, head 1"
+    thumb_cmap = "inferno"
 
     def draw(self, t, sample: int) -> None:
         self.data = vd.attention_heads(t, sample)
@@ -360,6 +373,7 @@ class AttentionView(_PortView):
         for h, w in enumerate(self.data):
             plot = self.plot(h // cols, h % cols, f"head {h + 1}", "key", "query")
             self.image(plot, w, cmap="inferno", levels=(0.0, float(self.data.max())))
+        self.draw_thumb(len(self.data) // cols + (len(self.data) % cols > 0), 0)
         self.status.setText(f"attention weights of sample {sample}: rows are queries "
                             "(each sums to 1), columns keys")
 
@@ -530,7 +544,7 @@ def views_for(compiled: Compiled, node: str) -> list[View]:
         return [RecallView(node), *views]  # not trained: no gradients to chart
     attention = [p for p, m in ports.items() if vd.is_attention(m, p)]
     if attention:
-        views.insert(0, AttentionView(node, attention))
+        views.insert(0, AttentionView(node, attention, targets))
     images = [p for p, m in ports.items() if p not in attention and m.ndim == 4]
     if images:
         views.insert(0, FeatureMapView(node, images, targets))

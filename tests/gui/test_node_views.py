@@ -184,6 +184,16 @@ def test_attention_heat_maps_per_head(make_window):
     images = [i for i in view.canvas.scene().items() if isinstance(i, nv.pg.ImageItem)]
     assert len(images) == 4
     assert sorted(float(i.image.sum()) for i in images) == pytest.approx([17.0] * 4, abs=1e-3)
+    from nodegraph.probes import summarize_output
+    probed = weights["weights"] * 0.5
+    w.runner.event.emit(ProbeFrame(1, 3, ["block2"], {"block2": {
+        "weights": summarize_output(probed), "output": summarize_output(weights["output"])}},
+        {}, {}))
+    w.node_views.refresh_live()  # the probes' thumbnail of head 1 joins the heads
+    step, thumb = view.thumb
+    assert step == 3 and thumb == pytest.approx(probed[0, 0].cpu().numpy(), abs=1e-5)
+    images = [i for i in view.canvas.scene().items() if isinstance(i, nv.pg.ImageItem)]
+    assert len(images) == 5
 
 
 def test_vae_latent_scatter_coloured_by_digit(make_window):
