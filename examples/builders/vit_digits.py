@@ -10,9 +10,10 @@ Each block's `weights` output holds its attention maps per head (N, 4, 17, 17).
 The recipe that gets past 95 % on the test digits, chosen on the validation split only:
 AdamW (weight decay 0.05) under a one-cycle schedule (warm-up over 5 epochs from lr/10 to
 0.003, cosine annealing to lr/1000 by epoch 50) and cross-entropy with label smoothing 0.1,
-50 epochs without early stopping. The earlier recipe (constant lr 0.002, early stopping on
-the validation loss) stopped at 0.947 with the same validation accuracy (0.972) but a
-higher validation loss.
+50 epochs without early stopping. Of the three recipes tried at seed 0 it reached the
+best validation accuracy (0.981 at its best epoch, 0.972 at the end); the earlier one
+(constant lr 0.002, early stopping on the validation loss) and that one with label
+smoothing both peaked at 0.972, and tested at 0.947 and 0.944.
 
     python examples/builders/vit_digits.py
 """
