@@ -43,11 +43,36 @@ def cmd_sample(args: argparse.Namespace) -> int:
         atomic_write_text(Path(args.out), json.dumps(_plain(frames)))
     print(f"{args.node}: {len(frames)} frame(s)" + (f", written to {args.out}" if args.out
                                                      else ""))
-    if frames:
+    table = _number_table(frames)
+    if table:
+        print(table)
+    elif frames:
         last = {k: v for k, v in _plain(frames[-1]).items()
                 if not isinstance(v, list) or len(v) <= 8}
         print(f"  last frame: {json.dumps(last)}")
     return 0
+
+
+TABLE_ROWS = 40
+
+
+def _number_table(frames: list[dict]) -> str:
+    """A few frames whose values are mostly plain numbers (a lottery ticket's rounds, a
+    sweep-like trajectory) as an aligned table of those columns; '' when they are not."""
+    if not frames or len(frames) > TABLE_ROWS:
+        return ""
+    columns = [k for k, v in frames[0].items()
+               if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(columns) < 2 or any(set(columns) - set(f) for f in frames):
+        return ""
+
+    def cell(v) -> str:
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    rows = [columns] + [[cell(f[k]) for k in columns] for f in frames]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
+    return "\n".join("  " + "  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True))
+                     for r in rows)
 
 
 def _plain(value):

@@ -42,7 +42,14 @@ def test_the_sample_command_writes_the_table(tmp_path, capsys):
                  "--set", "rounds=1", "--out", str(out)]) == 0
     rows = json.loads(out.read_text())
     assert [r["round"] for r in rows] == [0, 1] and rows[1]["sparsity"] == 0.5
-    assert "lottery: 2 frame(s)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "lottery: 2 frame(s)" in printed
+    header, first, second = printed.splitlines()[1:4]  # the rounds as a table
+    columns = header.split()
+    assert columns[:2] == ["round", "sparsity"] and "test_rewind" in columns
+    assert second.split()[columns.index("sparsity")] == "0.5"
+    assert float(second.split()[columns.index("test_rewind")]) == pytest.approx(
+        rows[1]["test_rewind"], abs=1e-4)
 
 
 def test_builder_writes_the_files():
