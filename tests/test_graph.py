@@ -116,3 +116,26 @@ def test_copy_is_independent():
     h.set_param("fc", "out_features", 9)
     h.remove("loss")
     assert g.node("fc").params["out_features"] == 3 and "loss" in g
+
+
+def test_duplicate_wires_are_refused_however_the_edge_list_changed():
+    """connect checks duplicates through a set that follows the edge list, also when code
+    replaces the list (undo reorders it) or appends to it directly (group bodies)."""
+    g = Graph()
+    g.add("data.XOR", "data")
+    g.add("layers.Linear", "a", out_features=2)
+    g.add("layers.Linear", "b", out_features=2)
+    g.connect(("data", "x"), ("a", "input"))
+    with pytest.raises(GraphError, match="already exists"):
+        g.connect(("data", "x"), ("a", "input"), strict=False)
+    g.disconnect(Edge("data", "x", "a", "input"))
+    g.connect(("data", "x"), ("a", "input"), strict=False)  # gone, so allowed again
+    g.edges = list(reversed(g.edges + [Edge("data", "x", "b", "input")]))  # replaced
+    with pytest.raises(GraphError, match="already exists"):
+        g.connect(("data", "x"), ("b", "input"), strict=False)
+    g.edges.append(Edge("a", "output", "b", "input"))  # appended behind the graph's back
+    with pytest.raises(GraphError, match="already exists"):
+        g.connect(("a", "output"), ("b", "input"), strict=False)
+    g.edges.remove(Edge("a", "output", "b", "input"))
+    g.connect(("a", "output"), ("b", "input"), strict=False)
+    assert g.edges.count(Edge("a", "output", "b", "input")) == 1
