@@ -4,7 +4,8 @@ Quick mode (4 epochs). The ε-prediction error of the trained denoiser, on the v
 digits at steps drawn uniformly, falls far below the same network's before training. The
 reverse chain (procedures.DDPMSample, from x_T ~ N(0, I)) ends near real digits: the mean
 distance of its samples to the nearest training digit, and the distance of their mean
-image to the data's, fall well below those of the noise they start from.
+image to the data's, close most of the way from the noise they start from to what
+held-out real digits give (measured: 67 % and 79 % of it after 4 epochs).
 """
 
 from __future__ import annotations
@@ -61,10 +62,15 @@ def test_reverse_chain_samples_land_near_real_digits(result):
     assert [f["t"] for f in frames] == list(range(STEPS, -1, -10))
     noise, samples = (torch.tensor(frames[i]["x"]).float() for i in (0, -1))
     assert samples.shape == (100, 64)
-    real = digits(result.compiled, "train")
-    assert nearest(samples, real) < 0.5 * nearest(noise, real)
-    mean_gap = [(x.mean(0) - real.mean(0)).norm().item() for x in (samples, noise)]
-    assert mean_gap[0] < 0.35 * mean_gap[1]
+    real, held_out = digits(result.compiled, "train"), digits(result.compiled, "val")
+
+    def closed(measure) -> float:
+        """The share of the way from the noise's value to the held-out digits' covered."""
+        ours, start, goal = (measure(x) for x in (samples, noise, held_out))
+        return (start - ours) / (start - goal)
+
+    assert closed(lambda x: nearest(x, real)) > 0.6
+    assert closed(lambda x: (x.mean(0) - real.mean(0)).norm().item()) > 0.7
 
 
 def test_the_cli_samples_with_trained_weights(result, tmp_path):
