@@ -58,7 +58,7 @@ def test_xor_run_feeds_histograms_layers_and_the_decision_boundary(make_window, 
     assert dock.isVisible() and dock.node == "out"
     assert [v.title for v in dock.views] == ["Decision boundary", "Histograms", "Layers"]
     assert "initial weights" in dock.header.text()
-    train(w, 120)
+    train(w, 80)
     frames = list(w.node_views.frames)
     assert len(frames) >= 3 and all(isinstance(f, ProbeFrame) for f in frames)
     assert "trained weights" in dock.header.text()  # redrawn when the run ended
