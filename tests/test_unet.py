@@ -7,6 +7,7 @@ the same weights, the same outputs.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -163,3 +164,19 @@ def test_importing_it_makes_an_editable_copy_of_the_graphs_own():
     assert report.param_counts["unet"] < sum(p.numel() for p in UNet().parameters()) / 2
     shipped = nodegraph.default_registry().get("group.UNetBlock").build.definition
     assert shipped.body.node("conv2").params["out_channels"] == C  # the library's is intact
+
+
+def test_a_broken_group_file_is_named_when_the_library_loads(tmp_path):
+    from nodes import shipped_groups
+
+    (tmp_path / "bad.json").write_text(json.dumps({
+        "format": "nodegraph", "version": 1,
+        "groups": {"Bad": {"doc": "Broken.", "nodes": {"x": {"type": "layers.Nope"}},
+                           "edges": [], "inputs": {}, "outputs": {}}}}))
+    with pytest.raises(ValueError, match=r"bad\.json: .*unknown block type 'layers\.Nope'"):
+        shipped_groups.load(tmp_path, nodegraph.default_registry())
+    (tmp_path / "bad.json").unlink()
+    (tmp_path / "good.json").write_text((shipped_groups.FOLDER / "unet.json").read_text())
+    specs = shipped_groups.load(tmp_path, nodegraph.default_registry())
+    assert [s.id for s in specs] == ["group.UNetBlock", "group.UNet"]
+    assert specs[1].doc == nodegraph.default_registry().get("group.UNet").doc
