@@ -6,23 +6,28 @@ with the path to it (`xor › block`), and nested groups open further tabs. A bo
 the group's definition itself (`graph.groups[name].body`) through a document of its own
 that shares the window's undo stack, so Undo steps through edits on every level in order
 and Save writes the body into the file's groups section. Each edit in a body revalidates
-the whole graph (problems show on the instances and in the problems list). Closing the tab,
+the whole graph; the body's canvas then shows the shapes and problems of the instance it was
+opened from (a body has no shapes of its own: they come from what feeds the instance), and
+the graph's canvas shows them on the instance. Closing the tab,
 or Edit > Back to Parent, returns to the graph; a group that an undo removes closes its tab.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QTabBar, QTabWidget
 
 from nodegraph import groups
+from nodegraph.errors import Problem
 from nodegraph.graph import GraphChanged
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.scene import GraphScene
 from nodegraph.gui.view import GraphView
+from nodegraph.validate import Report
 
 if TYPE_CHECKING:
     from nodegraph.gui.main_window import MainWindow
@@ -67,11 +72,30 @@ class BodyDocument(Document):
         d.outputs = {p: (new if n == old else n, q) for p, (n, q) in d.outputs.items()}
 
 
+def body_report(report: Report, prefix: str) -> Report:
+    """What a validation report says about one instance's body, keyed by the body's own node
+    ids: `prefix` is the instance's flat id and separator (``block__``)."""
+    out = Report(batch_size=report.batch_size, seconds=report.seconds)
+    for (node, port), tensor in report.outputs.items():
+        inner = node[len(prefix):]
+        if node.startswith(prefix) and groups.SEP not in inner:
+            out.outputs[(inner, port)] = tensor
+    instance = prefix[:-len(groups.SEP)].split(groups.SEP)[-1]
+    inside = re.compile(r"^inside, at '([^'/]+)': (.*)$", re.S)
+    for p in report.problems:
+        found = inside.match(p.message) if p.node == instance else None
+        if found:
+            out.problems.append(Problem(found[1], p.port, p.kind, found[2], p.hint,
+                                        p.severity))
+    return out
+
+
 class GroupCanvas:
     """One open body: its document, scene, view and edit actions."""
 
-    def __init__(self, window: MainWindow, name: str, trail: list[str]):
+    def __init__(self, window: MainWindow, name: str, trail: list[str], prefix: str | None):
         self.name, self.trail = name, trail
+        self.prefix = prefix  # the flat id of the instance it shows shapes of, and "__"
         self.doc = BodyDocument(window.doc.graph.groups[name], window.doc)
         self.scene = GraphScene(self.doc, window)
         self.view = GraphView(self.scene)
@@ -109,6 +133,7 @@ class GroupTabs(QTabWidget):
         window.doc.changed.connect(self._prune)
         window.doc.graph_replaced.connect(self.close_all)
         window.doc.path_changed.connect(lambda: self.setTabText(0, window.doc.title))
+        window.validator.finished.connect(self.show_report)
 
     def _watch(self, scene: GraphScene) -> None:
         scene.open_requested.connect(lambda node: self.open_instance(scene, node))
@@ -184,14 +209,24 @@ class GroupTabs(QTabWidget):
             return None
         parent = self.current_canvas() if scene is not self.window_.scene else None
         trail = [*(parent.trail if parent else [self.window_.doc.title]), name]
-        return self.open_group(name, trail)
+        if parent is None:  # flat ids of an instance: its path of ids, joined by "__"
+            prefix = node_id + groups.SEP
+        else:
+            prefix = parent.prefix + node_id + groups.SEP if parent.prefix else None
+        return self.open_group(name, trail, prefix)
 
-    def open_group(self, name: str, trail: list[str] | None = None) -> GroupCanvas:
+    def open_group(self, name: str, trail: list[str] | None = None,
+                   prefix: str | None = None) -> GroupCanvas:
         for i, c in enumerate(self.canvases):
             if c.name == name:
                 self.setCurrentIndex(i + 1)
                 return c
-        canvas = GroupCanvas(self.window_, name, trail or [self.window_.doc.title, name])
+        if prefix is None:  # shapes from the graph's first instance of the group
+            first = next((n.id for n in self.window_.doc.graph
+                          if n.type == groups.PREFIX + name), None)
+            prefix = first + groups.SEP if first else None
+        canvas = GroupCanvas(self.window_, name, trail or [self.window_.doc.title, name],
+                             prefix)
         canvas.doc.changed.connect(self._body_changed)
         canvas.scene.selectionChanged.connect(self._show_selection)
         self._watch(canvas.scene)
@@ -199,7 +234,20 @@ class GroupTabs(QTabWidget):
         self.addTab(canvas.view, canvas.title)
         self.setCurrentIndex(self.count() - 1)
         canvas.view.fit()
+        report = self.window_.validator.report
+        if report is not None:
+            self._paint(canvas, report)
         return canvas
+
+    def show_report(self, report: Report) -> None:
+        """Paint a fresh report of the graph on every open body."""
+        for canvas in self.canvases:
+            self._paint(canvas, report)
+
+    @staticmethod
+    def _paint(canvas: GroupCanvas, report: Report) -> None:
+        if canvas.prefix is not None:
+            canvas.scene.set_report(body_report(report, canvas.prefix))
 
     def back(self) -> None:
         """Back to the graph (or group) this body was opened from."""

@@ -60,6 +60,8 @@ def test_open_edit_undo_save_and_go_back(xor_window, tmp_path):
     w.validator.wait()
     assert w.validator.report.param_counts["block"] == 18  # Linear(2 -> 6): 12 + 6
     assert w.validator.report.param_counts["out"] == 7  # Linear(6 -> 1)
+    wire = next(wire for e, wire in canvas.scene.wires.items() if e.src == "hidden")
+    assert wire.label == "(N, 6)"  # the body's wires show the instance's shapes
     canvas.edit_actions.add_comment(text="six hidden units")
     w.undo()
     w.undo()
@@ -105,3 +107,18 @@ def test_undoing_the_grouping_closes_its_tab(xor_window):
     w.group_tabs.setCurrentIndex(0)
     w.undo()
     assert w.group_tabs.count() == 1 and "hidden" in w.doc.graph.nodes
+
+
+def test_a_shape_error_inside_is_painted_in_the_body_and_on_the_instance(xor_window):
+    w = xor_window
+    _group_hidden_layer(w)
+    w.scene.select_nodes(["block"])
+    canvas = w.group_tabs.open_selected()
+    canvas.doc.set_param("hidden", "in_features", 3)  # the data has 2 features
+    assert w.validator.wait()
+    assert canvas.scene.nodes["hidden"].has_error and not canvas.scene.nodes["act"].has_error
+    assert w.scene.nodes["block"].has_error
+    assert "inside, at 'hidden'" in w.scene.nodes["block"].problems[0].message
+    w.undo()
+    assert w.validator.wait()
+    assert not canvas.scene.nodes["hidden"].has_error and not w.scene.nodes["block"].has_error
