@@ -6,8 +6,9 @@ ConvTranspose2d 128, k2 → 2x2 → BatchNorm → ReLU → ConvTranspose2d 64, k
 BatchNorm → ReLU → ConvTranspose2d 1, k4 s2 p1 → 8x8 → Tanh. discriminator (group):
 x (1, 8, 8) → Conv2d 32, k4 s2 p1 → 4x4 → LeakyReLU 0.2 → Conv2d 64, k4 s2 p1 → 2x2 →
 BatchNorm → LeakyReLU 0.2 → Flatten → Linear 1, a logit (BatchNorm everywhere but D's
-input layer, as in the paper: without it D did not notice the generator collapsing onto
-one digit, since a batch of identical fakes has statistics no real batch has).
+input layer, as in the paper: without it, at lr 2e-4, the generator collapsed onto one
+digit that D did not tell from real ones; with it a batch of identical fakes has
+statistics no real batch has).
 
 As in gan_digits, the discriminator is instanced three times with one set of weights
 (`share`): d_real on the data, d_fake on the generated batch behind a StopGradient (the D
