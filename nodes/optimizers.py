@@ -10,9 +10,11 @@ spare biases when ``decay="weights_only"``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from nodegraph.errors import NodegraphError, ParamError
 from nodegraph.optim import OPTIMIZER_PARAMS, param_groups
@@ -175,6 +177,67 @@ def _lbfgs(p, named):
 MAX_SOLVER_PARAMS = 4096  # the Hessian costs one backward pass per parameter
 
 
+class _Float64(TorchFunctionMode):
+    """Every torch call made under it computes in float64: its float32 (or half) tensor
+    arguments are widened first, exactly (every float32 is a float64).
+
+    The solver runs the model's forward under it, its parameters turned to float64, so the
+    loss, the gradient and the Hessian carry float64's 16 digits instead of float32's 7 —
+    the normal equations of a raw monomial basis square a condition number of 10⁷ and
+    lose every float32 digit. The target of an in-place call (x.add_(...), ``out=``) keeps
+    its dtype: widening it would update a copy.
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        name = getattr(func, "__name__", "")
+        if name in _ATTRIBUTE_ACCESS:  # x.grad, x.data, x.shape: about x itself, not its value
+            return func(*args, **kwargs)
+        out = kwargs.pop("out", None)
+        in_place = name in ("__setitem__",) or name.startswith("__i") or (
+            name.endswith("_") and not name.endswith("__"))
+        head, rest = (args[:1], args[1:]) if in_place else ((), args)
+        rest, kwargs = _widen((rest, kwargs))
+        if out is not None:
+            kwargs["out"] = out
+        return func(*head, *rest, **kwargs)
+
+
+_ATTRIBUTE_ACCESS = ("__get__", "__set__", "__delete__")
+
+
+def _widen(value):
+    """`value` with every non-float64 floating tensor in it (in lists, tuples and dicts,
+    as torch.cat and keyword arguments hold them) converted to float64."""
+    if isinstance(value, torch.Tensor):
+        return value.double() if value.is_floating_point() and value.dtype != torch.float64 \
+            else value
+    if type(value) in (list, tuple):  # not torch.Size or named tuples: no tensors there
+        return type(value)(_widen(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _widen(v) for k, v in value.items()}
+    return value
+
+
+@contextmanager
+def _in_float64(params: list[torch.nn.Parameter]) -> Iterator[bool]:
+    """Parameters held as float64 and torch calls widened to float64, for the block inside;
+    the parameters return to their dtypes after it. Yields False (nothing changed) on a
+    device without float64 (Apple's MPS)."""
+    if any(p.device.type == "mps" for p in params):
+        yield False
+        return
+    dtypes = [p.dtype for p in params]
+    for p in params:
+        p.data = p.data.double()
+    try:
+        with _Float64():
+            yield True
+    finally:
+        for p, dtype in zip(params, dtypes, strict=True):
+            p.data = p.data.to(dtype)
+
+
 class LeastSquares(torch.optim.Optimizer):
     """Newton's method on the full Hessian: one step solves a quadratic loss exactly.
 
@@ -186,8 +249,14 @@ class LeastSquares(torch.optim.Optimizer):
     (losses.SSE; losses.MSE scales XᵀX and Xᵀy by 1/n alike). With losses.SSE and ridge λ
     on every parameter, θ* = (XᵀX + λI)⁻¹Xᵀy. For other convex losses each step is one
     Newton iteration (for BCE: iteratively reweighted least squares).
-    The linear system is solved in float64 by least squares, so a singular Hessian (a
-    parameter the loss does not use) gets the minimum-norm step.
+
+    The whole step runs in float64 — the forward pass, both derivatives and the solve —
+    because the normal equations square the design's condition number. The system is
+    scaled to a unit diagonal (Jacobi) and solved by SVD least squares, so a singular
+    Hessian (a parameter the loss does not use, more parameters than samples) gets the
+    smallest step in that scaling, and an unused parameter does not move. The forward
+    passes of a solve leave the buffers of layers that update them in place as they were
+    (BatchNorm's running statistics: the update lands on a float64 copy).
     """
 
     def __init__(self, params, lr: float = 1.0, iterations: int = 1):
@@ -198,15 +267,18 @@ class LeastSquares(torch.optim.Optimizer):
         if closure is None:
             raise NodegraphError("LeastSquares needs the loss closure (it is a closure=True "
                                  "optimizer)")
-        first = None
+        params = [p for g in self.param_groups for p in g["params"]]
+        dtype, first = params[0].dtype, None
         for _ in range(self.iterations):
-            loss = closure(backward=False)
-            first = loss.detach() if first is None else first
-            self._newton_step(loss)
+            with _in_float64(params):
+                loss = closure(backward=False)
+                first = loss.detach().to(dtype) if first is None else first
+                delta = self._newton_step(loss, params)
+            self._move(delta)
         return first
 
-    def _newton_step(self, loss: torch.Tensor) -> None:
-        params = [p for g in self.param_groups for p in g["params"]]
+    def _newton_step(self, loss: torch.Tensor, params: list) -> torch.Tensor:
+        """The step (H + 2λD)⁻¹(g + 2λDθ), as one float64 vector over all parameters."""
         grads = torch.autograd.grad(loss, params, create_graph=True, allow_unused=True)
         g = _flat(grads, params)
         hessian = torch.stack([self._hessian_row(gi, params) for gi in g]).double()
@@ -216,16 +288,17 @@ class LeastSquares(torch.optim.Optimizer):
                            for grp in self.param_groups for p in grp["params"]])
         hessian = hessian + torch.diag(ridge)
         rhs = g.detach().double() + ridge * theta
-        delta = torch.linalg.lstsq(hessian.cpu(), rhs.cpu()[:, None], driver="gelsd").solution
-        delta = delta[:, 0].to(theta.device)
+        return _solve(hessian.cpu(), rhs.cpu()).to(theta.device)
+
+    def _move(self, delta: torch.Tensor) -> None:
         with torch.no_grad():
             offset = 0
             for grp in self.param_groups:
                 for p in grp["params"]:
                     n = p.numel()
-                    p.sub_((grp["lr"] * delta[offset:offset + n]).reshape(p.shape).to(p.dtype))
+                    step = (grp["lr"] * delta[offset:offset + n]).reshape(p.shape)
+                    p.copy_((p.double() - step).to(p.dtype))  # θ − step rounded once
                     offset += n
-
 
     @staticmethod
     def _hessian_row(gi: torch.Tensor, params: list) -> torch.Tensor:
@@ -234,6 +307,19 @@ class LeastSquares(torch.optim.Optimizer):
                                device=gi.device)
         return _flat(torch.autograd.grad(gi, params, retain_graph=True, allow_unused=True),
                      params)
+
+
+def _solve(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """x minimising ‖a x − b‖ (minimum norm where a is singular), for a symmetric `a`.
+
+    Scaling rows and columns by 1/√|a_ii| first gives the SVD's cut-off for "singular"
+    the same meaning for every parameter, however different their scales (x and x¹⁵).
+    """
+    diag = a.diagonal().abs()
+    scale = torch.where(diag > 0, diag.rsqrt(), torch.ones_like(diag))
+    scaled = scale[:, None] * a * scale[None, :]
+    y = torch.linalg.lstsq(scaled, (scale * b)[:, None], driver="gelsd").solution[:, 0]
+    return scale * y
 
 
 def _flat(tensors, params) -> torch.Tensor:
@@ -373,13 +459,15 @@ BLOCKS = [
           "epoch. `ridge` λ adds λ·‖θ‖² to the loss (biases included unless decay is "
           "weights_only); with losses.SSE that is θ* = (XᵀX + λI)⁻¹Xᵀy, with losses.MSE "
           "the same with λ·n. For other smooth losses each step is a Newton iteration. It "
-          "builds the full Hessian: small models only.",
+          "builds the full Hessian (small models only) and works in float64, so raw "
+          "polynomial features stay exact to about degree 15.",
           _least_squares,
           params=[float_param("ridge", 0.0, "λ of the ridge penalty λ·‖θ‖²", min=0),
                   float_param("lr", 1.0, "fraction of the Newton step taken; 1 is the exact "
                               "solve", min=0),
-                  int_param("iterations", 1, "Newton steps per trainer step (more refine a "
-                            "solve float32 rounding left slightly off)", min=1),
+                  int_param("iterations", 1, "Newton steps per trainer step: one solves a "
+                            "squared loss; more refine a badly conditioned solve, or iterate "
+                            "Newton's method on other losses", min=1),
                   *OPTIMIZER_PARAMS],
           keywords=("normal equations", "ridge", "ols", "newton", "solver", "closed form"),
           closure=True, **PORTS),

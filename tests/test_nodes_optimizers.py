@@ -199,6 +199,30 @@ def test_least_squares_solves_a_quadratic_in_one_step():
     assert loss.item() > 1  # the loss before the step
 
 
+def test_least_squares_solves_an_ill_conditioned_design_in_float64():
+    """Raw monomials x..x¹⁴ on [−1.7, 1.7]: cond(X) ≈ 5·10⁵, so the normal equations have
+    cond ≈ 2.5·10¹¹ — float32 solves them with no correct digit, float64 with room to spare.
+    The step must equal numpy's float64 lstsq to the float32 rounding of the weights."""
+    x = torch.linspace(-1.7, 1.7, 30, dtype=torch.float64)
+    y = (torch.sin(2 * x) + 0.1 * torch.cos(7 * x))[:, None]
+    design = torch.cat([torch.ones(30, 1, dtype=torch.float64),
+                        torch.stack([x**k for k in range(1, 15)], 1)], 1)
+    features, target = design[:, 1:].float(), y.float()  # what the model sees: float32
+    layer = torch.nn.Linear(14, 1)
+    opt = make("optimizers.LeastSquares", [("l.weight", layer.weight), ("l.bias", layer.bias)])
+    before = ((layer(features) - target) ** 2).mean()
+    loss = opt.step(lambda backward=True: ((layer(features) - target) ** 2).mean())
+    assert loss.dtype == torch.float32 and loss.item() == pytest.approx(before.item())
+    assert layer.weight.dtype == torch.float32  # back to the model's dtype after the solve
+    seen = torch.cat([torch.ones(30, 1, dtype=torch.float64), features.double()], 1)
+    exact = np.linalg.lstsq(seen.numpy(), target.double().numpy()[:, 0], rcond=None)[0]
+    got = torch.cat([layer.bias, layer.weight[0]]).detach().double().numpy()
+    assert np.linalg.norm(got - exact) < 3e-7 * np.linalg.norm(exact)
+    d32 = design.float()  # the same normal equations in float32 are hopeless
+    naive = torch.linalg.solve(d32.T @ d32, d32.T @ target)[:, 0].double().numpy()
+    assert np.linalg.norm(naive - exact) > 0.5 * np.linalg.norm(exact)
+
+
 def test_least_squares_refuses_big_models():
     big = torch.nn.Parameter(torch.zeros(100, 100))
     with pytest.raises(NodegraphError, match="Hessian"):
