@@ -79,6 +79,16 @@ def histogram_history(frames: Sequence[ProbeFrame], node: str, port: str,
                             np.stack([rebin(h, edges) for _, h in found]))
 
 
+def on_step_axis(h: HistogramHistory, columns: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """The history drawn against the step: `columns` even steps from the first frame's to
+    the last's, each showing the latest frame at or before it (the prober's interval
+    grows, so frames are not evenly spaced). Returns (column steps, (columns, bins))."""
+    first, last = h.steps[0], h.steps[-1]
+    xs = np.linspace(first, last, min(columns, last - first + 1))
+    index = np.searchsorted(np.asarray(h.steps), xs, side="right") - 1
+    return xs, h.counts[index]
+
+
 def stat_history(frames: Sequence[ProbeFrame], node: str, port: str, field: str,
                  which: str = "output") -> tuple[list[int], list[float]]:
     """One summary number (mean, std, norm, zero_frac...) of `node.port` per frame."""

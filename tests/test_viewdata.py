@@ -62,6 +62,16 @@ def test_histograms_over_time_equal_the_frames_histograms():
     assert vd.histogram_history(frames, "other", "output") is None
 
 
+def test_histogram_columns_on_the_step_axis_show_the_latest_frame():
+    h = vd.HistogramHistory([1, 3, 10], np.linspace(0, 1, 3),
+                            np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]]))
+    xs, counts = vd.on_step_axis(h)
+    assert xs.tolist() == list(range(1, 11))  # one column per step here
+    assert counts[:, 1].tolist() == [0, 0, 1, 1, 1, 1, 1, 1, 1, 2]
+    xs, counts = vd.on_step_axis(h, columns=4)
+    assert xs.tolist() == [1, 4, 7, 10] and counts[:, 0].tolist() == [1, 0, 0, 2]
+
+
 def test_rebin_onto_the_same_edges_gives_the_counts_back():
     hist = Histogram(-1.0, 3.0, list(range(BINS)))
     assert vd.rebin(hist, np.linspace(-1, 3, BINS + 1)) == pytest.approx(list(range(BINS)))

@@ -176,9 +176,11 @@ class HistogramView(View):
             self.data[which] = h
             if h is None:
                 continue
-            x0, x1 = h.steps[0], max(h.steps[-1], h.steps[0] + 1)
+            xs, counts = vd.on_step_axis(h)
+            half = (xs[1] - xs[0]) / 2 if len(xs) > 1 else 0.5
+            x0, x1 = xs[0] - half, xs[-1] + half
             rect = QRectF(x0, h.edges[0], x1 - x0, h.edges[-1] - h.edges[0])
-            share = h.counts / np.maximum(h.counts.sum(1, keepdims=True), 1)
+            share = counts / np.maximum(counts.sum(1, keepdims=True), 1)
             self.image(plot, np.sqrt(share.T), rect, "inferno", square=False)
             plot.setXRange(x0, x1, padding=0)
             plot.setYRange(h.edges[0], h.edges[-1], padding=0)

@@ -75,8 +75,12 @@ def test_xor_run_feeds_histograms_layers_and_the_decision_boundary(make_window, 
     first = frames[0].outputs["out"]["output"]
     lo, hi = hist.data["output"].edges[[0, -1]]
     assert lo <= first.min and first.max <= hi
-    shown = image_of(hist)  # value bins up, frames across
-    assert shown.shape == (64, len(frames))
+    shown = next(i for i in hist.plots["output"].items  # value bins up, steps across
+                 if isinstance(i, nv.pg.ImageItem)).image
+    xs, counts = vd.on_step_axis(expected)
+    assert shown.shape == (64, len(xs)) and xs[-1] == frames[-1].step
+    share = counts[-1] / counts[-1].sum()
+    assert shown[:, -1] == pytest.approx(np.sqrt(share))  # the last column: the last frame
 
     layers = dock.view(nv.GradNormView)
     last = frames[-1]
