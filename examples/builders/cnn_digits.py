@@ -7,6 +7,13 @@ scikit-learn's 1797 digits upsampled to 28x28 (an MNIST stand-in): 20 % held out
 test, 10 % for validation. Training stops early on the validation loss and
 restores the best weights, as in the notes (footnote 6).
 
+The recipe was chosen on the validation split alone (seed 0; the test split never
+looked at): batches of 32, up to 60 epochs, patience 10. Adam at lr 0.001 reached the
+lowest validation loss (0.012) of the recipes tried: Adam 0.002 with batches of 64 and
+patience 5 (0.023, the first version), with a cosine schedule over 30 epochs (0.030; with
+batches of 32: 0.020; at lr 0.004: 0.021) and with exponential decay 0.9 per epoch
+(0.049). The other two optimizers keep their learning rates and share the recipe.
+
 The notes compare Adam with SGD plus a learning-rate schedule and with Adadelta at a
 tuned rate (Adam ≥ SGD ≥ Adadelta in test accuracy); the graphs differ in the optimizer
 block (and the schedule), so each is its own file:
@@ -24,7 +31,7 @@ from _networks import chain
 from nodegraph.graph import Graph
 
 OPTIMIZERS = {
-    "cnn_digits": ("optimizers.Adam", {"lr": 0.002}),
+    "cnn_digits": ("optimizers.Adam", {"lr": 0.001}),
     "cnn_digits_sgd": ("optimizers.SGD", {"lr": 0.05, "momentum": 0.9}),
     "cnn_digits_adadelta": ("optimizers.Adadelta", {"lr": 1.0}),
 }
@@ -33,7 +40,7 @@ OPTIMIZERS = {
 def cnn(name: str, optimizer: str, opt_params: dict) -> Graph:
     g = Graph(name.replace("_", "-"))
     g.add("data.Digits", id="data", size=28, layout="image", val_fraction=0.1,
-          test_fraction=0.2)
+          test_fraction=0.2, batch_size=32)
     g.add("layers.Conv2d", id="conv1", out_channels=32, kernel_size=3)
     g.add("activations.ReLU", id="relu1")
     g.add("layers.MaxPool2d", id="pool1", kernel_size=2)
@@ -52,7 +59,7 @@ def cnn(name: str, optimizer: str, opt_params: dict) -> Graph:
     if optimizer == "optimizers.SGD":
         g.add("schedules.Exponential", id="schedule")
         wire(g, "schedule.schedule -> opt.schedule")
-    g.training.update(epochs=50, seed=0, device="auto", patience=5, monitor="val.loss")
+    g.training.update(epochs=60, seed=0, device="auto", patience=10, monitor="val.loss")
     return g
 
 
