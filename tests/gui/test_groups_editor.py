@@ -122,3 +122,16 @@ def test_a_shape_error_inside_is_painted_in_the_body_and_on_the_instance(xor_win
     w.undo()
     assert w.validator.wait()
     assert not canvas.scene.nodes["hidden"].has_error and not w.scene.nodes["block"].has_error
+
+
+def test_training_settings_shown_in_a_body_are_the_graphs(xor_window):
+    w = xor_window
+    w.doc.set_training("epochs", 300)
+    _group_hidden_layer(w)
+    w.scene.select_nodes(["block"])
+    canvas = w.group_tabs.open_selected()
+    canvas.scene.select_nodes([])
+    assert w.inspector.fields["epochs"].editor.value() == 300  # the graph's, not a default
+    w.inspector.fields["epochs"].editor.setValue(12)
+    assert w.doc.graph.training["epochs"] == 12 and w.epochs.value() == 12
+    assert fileformat.to_document(w.doc.graph)["groups"]["block"].get("training") is None
