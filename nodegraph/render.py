@@ -46,7 +46,9 @@ class ConsoleRenderer:
         self.epoch_task = self.step_task = None
 
     def attach(self, events: Emitter) -> None:
-        events.subscribe(self.on_event)
+        # only what it draws: a listener for everything would switch on the probes
+        events.subscribe(self.on_event, RunStarted, StepEnded, EpochEnded, Message,
+                         RunFinished, NodeFailed)
 
     def on_event(self, event: Any) -> None:
         if isinstance(event, NodeFailed):
