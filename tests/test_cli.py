@@ -161,3 +161,15 @@ def test_probe_out_records_frames(tmp_path, capsys):
                  str(path)]) == 0
     frames = list(read_frames(path))
     assert frames and frames[0].order == ["hidden", "act", "out", "loss"]
+
+
+def test_the_console_renderer_does_not_switch_on_the_probes():
+    """The trainer probes when someone listens for probe frames; the progress display
+    must not count as such a listener, or every headless run pays for probing."""
+    from nodegraph.events import Emitter, EpochEnded
+    from nodegraph.probes import ProbeFrame
+    from nodegraph.render import ConsoleRenderer
+
+    events = Emitter()
+    ConsoleRenderer("g", quiet=True).attach(events)
+    assert events.wants(EpochEnded) and not events.wants(ProbeFrame)
