@@ -35,7 +35,9 @@ class GraphModule(nn.Module):
 
     def __init__(self, blocks: dict[str, nn.Module], steps: dict[str, Step]):
         super().__init__()
-        self.blocks = nn.ModuleDict(blocks)
+        self.blocks = nn.ModuleDict()
+        for node, block in blocks.items():  # a node id may shadow a ModuleDict attribute
+            self.blocks._modules[node] = block  # ('double', 'train'): blocks are read by key
         self._steps = steps  # node id -> step, in topological order
         self.full_plan: tuple[Step, ...] = tuple(steps.values())
 

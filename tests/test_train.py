@@ -241,3 +241,17 @@ def test_torch_compile_trains_the_same_and_falls_back_cleanly(monkeypatch):
     assert again.history[-1]["train"]["loss"] == pytest.approx(
         eager.history[-1]["train"]["loss"], rel=1e-5)
     assert any("torch.compile failed (no compiler here)" in m.text for m in messages)
+
+
+def test_node_ids_may_be_names_of_module_attributes():
+    """'double', 'train' or 'eval' are fine node ids, though nn.ModuleDict has methods of
+    those names; the blocks are still found, trained and saved under their ids."""
+    g = nodegraph.load("examples/xor.json")
+    for old, new in (("hidden", "double"), ("act", "eval"), ("out", "train")):
+        g.rename(old, new)
+    result = nodegraph.train(g, epochs=3)
+    m = result.compiled.module
+    assert isinstance(m.module_of("double"), torch.nn.Linear)
+    assert {"double.weight", "train.weight"} <= set(m.block_state())
+    m.eval()  # the ModuleDict's own methods still work
+    assert not m.module_of("double").training
