@@ -68,9 +68,14 @@ def drop_block(window, block_id: str, scene_pos: QPointF) -> str:
     local = viewport_point(window, scene_pos)
     action = Qt.DropAction.CopyAction
     point, mods = QPointF(local), Qt.KeyboardModifier.NoModifier
-    # enter and move take a QPoint (PySide6 6.11 insists), the drop a QPointF
-    QApplication.sendEvent(viewport, QDragEnterEvent(local, action, mime, LEFT, mods))
-    QApplication.sendEvent(viewport, QDragMoveEvent(local, action, mime, LEFT, mods))
+    try:
+        enter = QDragEnterEvent(point, action, mime, LEFT, mods)
+        move = QDragMoveEvent(point, action, mime, LEFT, mods)
+    except TypeError:  # PySide6 before 6.12 takes a QPoint (which 6.12 deprecates)
+        enter = QDragEnterEvent(local, action, mime, LEFT, mods)
+        move = QDragMoveEvent(local, action, mime, LEFT, mods)
+    QApplication.sendEvent(viewport, enter)
+    QApplication.sendEvent(viewport, move)
     QApplication.sendEvent(viewport, QDropEvent(point, action, mime, LEFT, mods))
     (new,) = set(window.doc.graph.nodes) - before
     return new
