@@ -16,12 +16,14 @@ alike; the ratios are of the medians. torch.compile's first calls (tracing and c
 generation) are warm-up, timed apart. Where torch.compile is unavailable or fails, the
 compiled variant runs eager as `run --compile` does, and the output says so.
 Prints `eager_ratio: X` (graph eager / hand-written eager) and `compile_vs_eager_ratio: Y`
-(graph + torch.compile / hand-written eager) last.
+(graph + torch.compile / hand-written eager) last. `--dropout 0` and `--fallback-random`
+show how much of the compiled run's time goes to drawing dropout masks.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
 import statistics
@@ -202,6 +204,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--backend", default="inductor", help="torch.compile's backend")
+    parser.add_argument("--fallback-random", action="store_true",
+                        help="inductor draws random numbers (dropout) with ATen's generator "
+                        "instead of its own kernels (torch._inductor.config.fallback_random)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: this process's CPU time, less disturbed by other processes "
@@ -212,9 +217,12 @@ def main() -> None:
         CLOCK = time.process_time
     if a.threads:
         torch.set_num_threads(a.threads)
+    if a.fallback_random:
+        importlib.import_module("torch._inductor.config").fallback_random = True
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else math.nan
     print(f"torch {torch.__version__}, device {a.device}, {torch.get_num_threads()} threads, "
-          f"{a.clock} clock, load average {load:.2f} on {os.cpu_count()} CPUs")
+          f"{a.clock} clock, load average {load:.2f} on {os.cpu_count()} CPUs"
+          + (", inductor's fallback_random" if a.fallback_random else ""))
 
     eager, fast = GraphRun(a), GraphRun(a, a.backend)
     device = eager.compiled.device
