@@ -8,7 +8,7 @@ values) while a dot runs along them; at a backward step the same wires turn oran
 growing with the norm of the gradient arriving at that output, and the dot runs back. Sizes
 are compared on a log scale within the frame, so a tiny gradient reads as a thin line.
 
-A QTimer drives it at 25 frames per second, on the GUI thread, never the trainer's.
+A QTimer drives it at 20 frames per second, on the GUI thread, never the trainer's.
 Frames that arrive while a wave plays are not queued: the newest replaces any waiting one
 (counted in `dropped`), so a fast run skips frames instead of slowing down. `seek` shows a
 frame's wave stopped at a given step, for the timeline and for screenshots.
@@ -31,7 +31,7 @@ from nodegraph.probes import ProbeFrame
 FORWARD_COLORS = ("#2b6cb0", "#8fd3ff")  # small -> large activation
 BACKWARD_COLORS = ("#b4531f", "#ffc27a")  # small -> large gradient
 MIN_WIDTH, MAX_WIDTH = 1.5, 9.0
-TICK_MS = 40  # 25 frames a second: smooth enough, and cheap beside training
+TICK_MS = 50  # 20 frames a second: smooth enough, and cheap beside training
 STEP_MS = 160  # default time per node
 
 

@@ -41,31 +41,27 @@ class WireOverlay(QGraphicsItem):
         self._bounds = QRectF()
         self.setZValue(0.5)  # above the wires (0), below the cards (1)
         self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        # the stroke changes once per node of the wave, the dot on every tick: the stroke is
+        # painted from a cached pixmap and the dot is its own small item, so a tick repaints
+        # two dot-sized spots, not a wide antialiased curve
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.dot = PulseDot(self)
         self.refresh()
 
     def set_stroke(self, color: QColor | None, width: float = 2.0,
                    pulse: float | None = None) -> None:
-        self.color, self.width, self.pulse = color, width, pulse
+        self.color, self.width = color, width
         self.refresh()
+        self.set_pulse(pulse)
 
     def set_pulse(self, pulse: float | None) -> None:
-        """Move the dot, repainting only where it was and where it is (not the whole wire:
-        this runs on every animation tick)."""
-        before = self._dot_rect()
         self.pulse = pulse
-        for rect in (before, self._dot_rect()):
-            if not rect.isEmpty():
-                self.update(rect)
-
-    def _dot_radius(self) -> float:
-        return self.width / 2 + 3
-
-    def _dot_rect(self) -> QRectF:
-        if self.pulse is None or self.color is None:
-            return QRectF()
-        point = self.wire.path().pointAtPercent(min(1.0, max(0.0, self.pulse)))
-        r = self._dot_radius() + 2  # the outline and antialiasing
-        return QRectF(point.x() - r, point.y() - r, 2 * r, 2 * r)
+        if pulse is None or self.color is None:
+            self.dot.hide()
+            return
+        self.dot.set_look(self.color.lighter(125), self.width / 2 + 3)
+        self.dot.setPos(self.wire.path().pointAtPercent(min(1.0, max(0.0, pulse))))
+        self.dot.show()
 
     def refresh(self) -> None:
         """Re-read the wire's path (the cards may have moved) and repaint."""
@@ -81,17 +77,37 @@ class WireOverlay(QGraphicsItem):
         if self.color is None:
             return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        path = self.wire.path()
         pen = QPen(self.color, self.width)
         pen.setCapStyle(Qt.PenCapStyle.RoundCap)
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawPath(path)
-        if self.pulse is not None:
-            point = path.pointAtPercent(min(1.0, max(0.0, self.pulse)))
-            painter.setPen(QPen(QColor(theme.CANVAS), 1.5))
-            painter.setBrush(self.color.lighter(125))
-            painter.drawEllipse(point, self._dot_radius(), self._dot_radius())
+        painter.drawPath(self.wire.path())
+
+
+class PulseDot(QGraphicsItem):
+    """The dot running along a wire during the wave (a child of its `WireOverlay`)."""
+
+    def __init__(self, parent: WireOverlay):
+        super().__init__(parent)
+        self.color = QColor(theme.TEXT)
+        self.radius = 4.0
+        self.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        self.hide()
+
+    def set_look(self, color: QColor, radius: float) -> None:
+        if color != self.color or radius != self.radius:
+            self.prepareGeometryChange()
+            self.color, self.radius = color, radius
+
+    def boundingRect(self) -> QRectF:
+        r = self.radius + 2  # the outline and antialiasing
+        return QRectF(-r, -r, 2 * r, 2 * r)
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(QColor(theme.CANVAS), 1.5))
+        painter.setBrush(self.color)
+        painter.drawEllipse(QPointF(0, 0), self.radius, self.radius)
 
 
 class WireLabel(QGraphicsItem):

@@ -55,6 +55,7 @@ def wave_pictures(out: Path, tmp: Path, size: tuple[int, int], epochs: int) -> N
     frame = watch.timeline.log[len(watch.timeline.log) - 1]
     animator = watch.animator
     window.docks["animation"].raise_()
+    window.plots.redraw()  # the curves up to the last epoch
     settle(window)
     window.view.fit()
     animator.seek(frame, 0)  # loads the frame's steps
