@@ -89,6 +89,16 @@ class RunFinished:
 
 
 @dataclass(frozen=True)
+class WeightsSnapshot:
+    """The weights at the end of an epoch, as CPU copies keyed `node.param`, for views that
+    show the model while it trains (sent only when someone listens, at most twice a
+    second): a copy, because the optimizer keeps changing the originals."""
+
+    epoch: int
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class NodeFailed:
     """A run stopped because of a node (NaN loss, a block's runtime error)."""
 

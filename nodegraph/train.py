@@ -36,9 +36,12 @@ from nodegraph.events import (
     RunFinished,
     RunStarted,
     StepEnded,
+    WeightsSnapshot,
 )
 from nodegraph.graph import Graph
 from nodegraph.probes import ProbeFrame, Prober
+
+SNAPSHOT_INTERVAL_S = 0.5  # weight copies for live model views, at most this often
 
 
 class RunControl:
@@ -190,6 +193,8 @@ class Trainer:
         self.global_step = 0
         self.prober = (Prober(opts["probe_every"], opts["probe_budget"])
                        if events.wants(ProbeFrame) else None)
+        self._snapshots = events.wants(WeightsSnapshot)
+        self._snapshot_sent = -math.inf
         self.probe_ports = {node: [k[1] for k in out_keys]
                             for node, _, _, out_keys in compiled.module.full_plan}
 
@@ -235,6 +240,7 @@ class Trainer:
             self.events.emit(EpochEnded(epoch, total, train_stats, val_stats,
                                         entry["lr"], entry["seconds"], improved))
             index += 1
+            self._snapshot(epoch, last=index >= total)
             if self.monitor.exhausted:
                 self.events.emit(Message(f"early stop after epoch {epoch}: {self.monitor.key} "
                                          f"has not improved for {self.monitor.patience} "
@@ -259,6 +265,15 @@ class Trainer:
                            self.monitor.best_epoch if self._tracks_best() else None)
         self.events.emit(RunFinished(self.history, final, stopped_early, cancelled))
         return result
+
+    def _snapshot(self, epoch: int, last: bool) -> None:
+        """Send a copy of the weights to whoever watches the model train (throttled)."""
+        now = time.monotonic()
+        if not self._snapshots or (now - self._snapshot_sent < SNAPSHOT_INTERVAL_S and not last):
+            return
+        self._snapshot_sent = now
+        state = {k: v.detach().to("cpu", copy=True) for k, v in self.c.module.block_state().items()}
+        self.events.emit(WeightsSnapshot(epoch, state))
 
     @property
     def stages(self) -> list[Stage]:

@@ -255,3 +255,21 @@ def test_node_ids_may_be_names_of_module_attributes():
     assert {"double.weight", "train.weight"} <= set(m.block_state())
     m.eval()  # the ModuleDict's own methods still work
     assert not m.module_of("double").training
+
+
+def test_weight_snapshots_are_copies_of_the_epochs_weights():
+    from nodegraph.events import WeightsSnapshot
+
+    g = nodegraph.load("examples/xor.json")
+    events, snaps = Emitter(), []
+    events.subscribe(snaps.append, WeightsSnapshot)
+    result = nodegraph.train(g, epochs=3, events=events)
+    assert snaps and snaps[-1].epoch == 3  # throttled, but the last epoch always comes
+    final = result.compiled.module.block_state()
+    assert set(snaps[-1].state) == set(final)
+    for k, v in final.items():
+        assert torch.equal(snaps[-1].state[k], v) and snaps[-1].state[k] is not v
+    first = nodegraph.train(g, epochs=1).compiled.module.block_state()
+    assert snaps[0].epoch == 1  # the first epoch always comes: a copy taken then
+    assert torch.equal(snaps[0].state["hidden.weight"], first["hidden.weight"])
+    assert not torch.equal(snaps[0].state["hidden.weight"], final["hidden.weight"])

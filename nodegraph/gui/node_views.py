@@ -25,6 +25,8 @@ and on Refresh. Numbers come from `nodegraph.viewdata`; each tab keeps what it d
 
 from __future__ import annotations
 
+import math
+import time
 from collections import deque
 
 import numpy as np
@@ -48,13 +50,14 @@ from PySide6.QtWidgets import (
 from nodegraph import viewdata as vd
 from nodegraph.compile import Compiled, compile
 from nodegraph.errors import NodegraphError
-from nodegraph.events import RunStarted
+from nodegraph.events import RunStarted, WeightsSnapshot
 from nodegraph.gui import theme
 from nodegraph.gui.node_item import NodeItem
 from nodegraph.probes import ProbeFrame, read_frames
 from nodegraph.types import LOSS
 
 REFRESH_MS = 500
+MODEL_REFRESH_S = 2.0  # model tabs follow a training run's weights at most this often
 DRAWN_FRAMES = 200  # a histogram column per frame at most this many, spread over the run
 MAX_FRAMES = 2000  # the oldest frames of a very long run give way
 CLASS_COLORS = ("#5aa9ff", "#ff9f43", "#5cc689", "#e86a92", "#b48cf2", "#f2d24e",
@@ -633,6 +636,10 @@ class NodeViews(QObject):
         self._drawn = 0  # frames received when the live tabs were last drawn
         self._received = 0
         self.context_menu: QMenu | None = None  # the last node menu shown
+        self.snapshot: WeightsSnapshot | None = None  # the running model's latest weights
+        self._snapshot_drawn: WeightsSnapshot | None = None
+        self._model_drawn_at = -math.inf
+        self._live_model: tuple[int, Compiled] | None = None  # (revision, eval copy)
         self.timer = QTimer(self, interval=REFRESH_MS)
         self.timer.timeout.connect(self.refresh_live)
         self.timer.start()
@@ -649,9 +656,12 @@ class NodeViews(QObject):
                 self.source = "run"
             self.frames.append(event)  # drawn later by the timer: never slows the run
             self._received += 1
+        elif isinstance(event, WeightsSnapshot):
+            self.snapshot = event  # drawn by the timer, at most every MODEL_REFRESH_S
         elif isinstance(event, RunStarted):
             self.frames.clear()
             self.source = "run"
+            self.snapshot = None
 
     def _on_run_state(self, state: str) -> None:
         """A run ended (its result is in by now): model tabs move to the trained weights;
@@ -668,6 +678,7 @@ class NodeViews(QObject):
         return len(self.frames)
 
     def refresh_live(self) -> None:
+        self.refresh_running_model()
         if self._drawn == self._received or not self.dock.isVisible():
             return
         self._drawn = self._received
@@ -690,6 +701,26 @@ class NodeViews(QObject):
             w._preview_cache = (w.doc.revision, compiled)
         return w._preview_cache[1], "initial weights"
 
+    def refresh_running_model(self) -> None:
+        """While a run trains the graph as it is on the canvas, model tabs (boundary, latent
+        scatter, feature maps...) follow its weights: the latest snapshot is loaded into an
+        eval copy of the model, throttled; procedures wait for Refresh."""
+        w, snap = self.window, self.snapshot
+        if (snap is None or snap is self._snapshot_drawn or not self.dock.isVisible()
+                or w.runner.revision != w.doc.revision or w.runner.result is not None
+                or time.monotonic() - self._model_drawn_at < MODEL_REFRESH_S):
+            return
+        self._snapshot_drawn, self._model_drawn_at = snap, time.monotonic()
+        try:
+            if self._live_model is None or self._live_model[0] != w.doc.revision:
+                self._live_model = (w.doc.revision, compile(w.doc.graph, for_training=False))
+            compiled = self._live_model[1]
+            compiled.module.load_block_state(snap.state)
+        except Exception as e:  # the graph changed shape under the run: say so, keep going
+            self.dock.header.setText(f"<b>{self.dock.node}</b>: {str(e).splitlines()[0]}")
+            return
+        self._show_model(compiled, f"weights of epoch {snap.epoch} (training)", False)
+
     def refresh_model(self, procedures: bool = True) -> None:
         node = self.dock.node
         if node is None or node not in self.window.doc.graph.nodes:
@@ -698,6 +729,12 @@ class NodeViews(QObject):
             compiled, note = self.compiled()
         except Exception as e:  # a graph that cannot run: say so in the dock
             self.dock.header.setText(f"<b>{node}</b>: {e}")
+            return
+        self._show_model(compiled, note, procedures)
+
+    def _show_model(self, compiled: Compiled, note: str, procedures: bool) -> None:
+        node = self.dock.node
+        if node is None or node not in self.window.doc.graph.nodes:
             return
         self.dock.header.setText(f"<b>{node}</b> — {self.window.doc.graph.nodes[node].type}"
                                  f" · model views on the {note}" + self._source_note())

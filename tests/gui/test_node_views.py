@@ -272,3 +272,26 @@ def test_opening_from_menu_alt_double_click_and_context_menu(xor_window):
     QApplication.sendEvent(viewport, QContextMenuEvent(QContextMenuEvent.Reason.Mouse, empty,
                                                        viewport.mapToGlobal(QPoint(0, 0))))
     assert w.node_views.context_menu is menu  # not on a node: no node menu
+
+
+def test_model_tabs_follow_the_weights_while_the_run_trains(make_window, qtbot, monkeypatch):
+    """During a run the decision boundary is redrawn on the epoch's weights (a copy the
+    trainer sends), not only when the run ends."""
+    monkeypatch.setattr(nv, "MODEL_REFRESH_S", 0.0)
+    w = example(make_window, "xor")
+    dock = w.node_views.open("out")
+    initial = dock.view(nv.DecisionView).data.scores.copy()
+    w.epochs.setValue(100000)
+    assert w.start_training()
+    try:
+        qtbot.waitUntil(lambda: "(training)" in dock.header.text(), timeout=30000)
+        snap = w.node_views._snapshot_drawn
+        live = w.node_views._live_model[1]
+        for k, v in live.module.block_state().items():
+            assert torch.equal(v, snap.state[k])
+        shown = dock.view(nv.DecisionView).data
+        assert shown.scores == pytest.approx(vd.decision_grid(live, "out").scores)
+        assert not np.allclose(shown.scores, initial)
+    finally:
+        w.runner.stop()
+        assert w.runner.wait(30)
