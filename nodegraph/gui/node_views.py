@@ -18,8 +18,9 @@ View (Ctrl+Shift+V). Which tabs appear depends on the node and its data:
 Probe frames arrive with the run's events and are only stored; a timer redraws the live
 tabs at most every REFRESH_MS, and only when new frames came, so training never waits for
 a view (older frames in between are simply not drawn separately). Model tabs compute on
-the trained weights once a run is over (the initial weights before), when the dock opens,
-and on Refresh. Numbers come from `nodegraph.viewdata`; each tab keeps what it drew in
+the initial weights before a run, on the weights the trainer sends at epoch ends while it
+runs (at most every MODEL_REFRESH_S), on the trained weights once it is over, when the
+dock opens, and on Refresh (procedures only then). Numbers come from `nodegraph.viewdata`; each tab keeps what it drew in
 `data` so tests can read it.
 """
 
