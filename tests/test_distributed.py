@@ -20,10 +20,10 @@ def run(tmp_path, name, *args):
     return json.loads(out.read_text())
 
 
-# The digits CNN in a quick mode: two epochs (its 50 would cost minutes on CI), and no
+# The digits CNN in a quick mode: two epochs (its 60 would cost minutes on CI), and no
 # dropout, because each rank draws its own dropout masks (seed + rank), so with dropout the
-# two runs agree only in distribution, not to float tolerance. 1258 training images in
-# batches of 64 end with an uneven batch of 42, split 21 + 21.
+# two runs agree only in distribution, not to float tolerance. Its 1259 training images in
+# batches of 32 end with an odd batch of 11, split 6 + 5.
 CNN_QUICK = ["--epochs", "2", "--set", "dropout.p=0.0"]
 
 
