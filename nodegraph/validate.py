@@ -195,6 +195,13 @@ def _check_ties(graph: Graph, report: Report) -> None:
             if node not in known:
                 report.problems.append(Problem(node, None, "bad_tie", f"a tie names node "
                                                f"'{node}', which does not exist"))
+    for name, defn in graph.groups.items():  # a body's ties name the body's own nodes
+        for tie in defn.body.ties:
+            for node in (tie.src, tie.dst):
+                if node not in defn.body.nodes:
+                    report.problems.append(Problem(None, None, "bad_tie", f"group '{name}': "
+                                                   f"a tie names node '{node}', which is not "
+                                                   "in the group's body"))
 
 
 def _count_ties_once(graph: Graph, report: Report) -> None:

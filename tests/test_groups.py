@@ -230,6 +230,14 @@ def test_ties_in_a_group_body_hold_in_each_instance_while_training():
     assert sorted(m.block_state()) == ["first__up.weight", "second__up.weight"]
 
 
+def test_a_body_tie_naming_a_missing_node_is_reported_with_the_group():
+    g = tied_pairs()
+    g.groups["square"].body.ties = [Tie("up", "weight", "gone", "weight")]
+    problems = [p for p in nodegraph.validate(g).problems if p.kind == "bad_tie"]
+    assert [p.message for p in problems] == [
+        "group 'square': a tie names node 'gone', which is not in the group's body"]
+
+
 def test_a_nested_instance_port_leads_to_the_inner_blocks():
     g = nodegraph.load("examples/xor.json")
     make_group(g, ["hidden", "act"], "inner")
