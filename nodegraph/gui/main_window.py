@@ -191,7 +191,7 @@ class MainWindow(QMainWindow):
             lambda z: self.scene.set_zoom(z * self.view.devicePixelRatioF()))
         self.epochs.valueChanged.connect(lambda v: self.doc.set_training("epochs", v))
         self.device.currentTextChanged.connect(self._set_device)
-        self.runner.event.connect(self._on_run_event)
+        self.runner.listen(self._on_run_event)
         self.runner.failed.connect(self._on_run_failed)
         self.runner.state_changed.connect(self._on_run_state)
         self.preview.refresh_button.clicked.connect(self.preview_selected)

@@ -20,8 +20,8 @@ tabs at most every REFRESH_MS, and only when new frames came, so training never 
 a view (older frames in between are simply not drawn separately). Model tabs compute on
 the initial weights before a run, on the weights the trainer sends at epoch ends while it
 runs (at most every MODEL_REFRESH_S), on the trained weights once it is over, when the
-dock opens, and on Refresh (procedures only then). Numbers come from `nodegraph.viewdata`; each tab keeps what it drew in
-`data` so tests can read it.
+dock opens, and on Refresh (procedures only then). Numbers come from `nodegraph.viewdata`;
+each tab keeps what it drew in `data` so tests can read it.
 """
 
 from __future__ import annotations
@@ -644,7 +644,7 @@ class NodeViews(QObject):
         self.timer = QTimer(self, interval=REFRESH_MS)
         self.timer.timeout.connect(self.refresh_live)
         self.timer.start()
-        window.runner.event.connect(self.on_event)
+        window.runner.listen(self.on_event)
         window.runner.state_changed.connect(self._on_run_state)
         window.view.viewport().installEventFilter(self)
 

@@ -39,6 +39,7 @@ class RunStatus(QWidget):
         self.done_steps = 0
         self.loss: float | None = None
         self.text = ""
+        self.note = ""
         self.epoch = 0
         self.setVisible(False)
         self._timer = QTimer(self, singleShot=True, interval=250)
@@ -79,6 +80,13 @@ class RunStatus(QWidget):
             self.text = self.label.text()
 
     def _show(self, note: str = "") -> None:
+        """Note that the line changed; the timer writes it (events may come by the thousand
+        per second, the line is read a few times a second)."""
+        self.note = note
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _compose(self) -> str:
         elapsed = time.monotonic() - self.started
         parts = [f"epoch {self.epoch}/{self.epochs}"]
         if self.done_steps and elapsed > 0:
@@ -87,12 +95,11 @@ class RunStatus(QWidget):
             parts += [f"{rate:,.0f} steps/s", f"ETA {format_duration(left)}"]
         if self.loss is not None:
             parts.append(f"loss {self.loss:.4g}")
-        if note:
-            parts.append(note)
-        self.text = " · ".join(parts)
-        if not self._timer.isActive():
-            self._timer.start()
+        if self.note:
+            parts.append(self.note)
+        return " · ".join(parts)
 
     def _paint(self) -> None:
         self.bar.setValue(min(self.done_steps, self.total_steps))
+        self.text = self._compose()
         self.label.setText(self.text)

@@ -102,7 +102,7 @@ def test_a_nan_from_a_huge_learning_rate_badges_the_node_and_stops_the_run(make_
                                                                             tmp_path):
     w = make_window(exploding_graph(tmp_path / "explodes.json"))
     finished, messages = [], []
-    w.runner.event.connect(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
+    w.runner.listen(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
     w.statusBar().messageChanged.connect(messages.append)
     assert w.start_training()
     assert w.runner.wait(60)

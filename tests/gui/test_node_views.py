@@ -127,8 +127,8 @@ def test_live_tabs_redraw_on_the_timer_not_per_frame(make_window):
     x = torch.linspace(-1, 1, 16).reshape(4, 4)
     from nodegraph.probes import summarize_grad, summarize_output
     for step in (1, 11, 21):
-        w.runner.event.emit(ProbeFrame(1, step, ["act"], {"act": {"output": summarize_output(
-            x * step)}}, {"act": {"output": summarize_grad(x)}}, {}))
+        w.runner.deliver([ProbeFrame(1, step, ["act"], {"act": {"output": summarize_output(
+            x * step)}}, {"act": {"output": summarize_grad(x)}}, {})])
     assert len(w.node_views.frames) == 3 and not hist.data  # stored, not drawn yet
     w.node_views.refresh_live()  # what the timer does
     assert hist.data["output"].steps == [1, 11, 21]
@@ -165,8 +165,8 @@ def test_feature_maps_are_the_convolution_of_the_sample(make_window):
     assert tile == pytest.approx(vd.normalized(maps[8]), abs=1e-5)
     out = torch.nn.functional.conv2d(x, conv.weight, conv.bias).detach()
     from nodegraph.probes import summarize_output
-    w.runner.event.emit(ProbeFrame(1, 7, ["conv1"], {"conv1": {"output": summarize_output(
-        out)}}, {}, {}))
+    w.runner.deliver([ProbeFrame(1, 7, ["conv1"], {"conv1": {"output": summarize_output(
+        out)}}, {}, {})])
     w.node_views.refresh_live()
     step, thumb = view.thumb  # the probe's thumbnail of training, beside the maps
     assert step == 7 and thumb == pytest.approx(maps[0], abs=1e-4)
@@ -190,9 +190,9 @@ def test_attention_heat_maps_per_head(make_window):
     assert sorted(float(i.image.sum()) for i in images) == pytest.approx([17.0] * 4, abs=1e-3)
     from nodegraph.probes import summarize_output
     probed = weights["weights"] * 0.5
-    w.runner.event.emit(ProbeFrame(1, 3, ["block2"], {"block2": {
+    w.runner.deliver([ProbeFrame(1, 3, ["block2"], {"block2": {
         "weights": summarize_output(probed), "output": summarize_output(weights["output"])}},
-        {}, {}))
+        {}, {})])
     w.node_views.refresh_live()  # the probes' thumbnail of head 1 joins the heads
     step, thumb = view.thumb
     assert step == 3 and thumb == pytest.approx(probed[0, 0].cpu().numpy(), abs=1e-5)

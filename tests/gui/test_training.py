@@ -40,7 +40,7 @@ def slow_graph(path) -> str:
 def test_training_fills_the_plots_status_and_log(xor_window):
     w = xor_window
     finished = []
-    w.runner.event.connect(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
+    w.runner.listen(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
     w.epochs.setValue(40)
     w.actions_by_name["train"].trigger()
     assert not w.actions_by_name["train"].isEnabled() and w.actions_by_name["stop"].isEnabled()
@@ -60,7 +60,7 @@ def test_training_fills_the_plots_status_and_log(xor_window):
 def test_stop_works_mid_epoch_within_a_second_and_the_canvas_stays_live(make_window, tmp_path):
     w = make_window(slow_graph(tmp_path / "slow.json"))
     finished = []
-    w.runner.event.connect(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
+    w.runner.listen(lambda e: finished.append(e) if isinstance(e, RunFinished) else None)
     assert w.start_training()
     assert wait_until(lambda: w.run_status.done_steps > 200)
     ticks = []
