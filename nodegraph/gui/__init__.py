@@ -12,6 +12,12 @@ undoable command that calls the Graph API. Modules, one job each:
 - `runner`, `plots`, `log_view`, `run_status`: training off the GUI thread and watching it
 - `preview`: one node's output for one batch; `clipboard`, `layout`: paste and auto-layout
 - `files`, `prompts`, `main_window`, `menus`: files, autosave, questions, the window
+- `edit_actions`, `file_actions`: the menus' actions; `group_tabs`: a group's body in a tab
+- `annotations`, `annotation_item`: comments and backdrops; `minimap`: the overview
+- `watch`: the training animation's wiring into the window: `animation` (the wave),
+  `overlays` (strokes, labels, rings), `badges` (gradient and unit trouble), `timeline`,
+  `stepthrough`; `node_views`: per-node docks of probe frames and the model
+- `screenshot`, `watch_screenshots`, `node_views_screenshot`: the README's pictures
 - `_compat`: a guard against a reference-counting bug of PySide6 6.12 on Python 3.11,
   installed by `theme` and `document`, which every window imports before using Qt
 
