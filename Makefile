@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/nodegraph run $(EXAMPLE)
+	$(BIN)/nodegraph edit $(EXAMPLE)
 
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 tests

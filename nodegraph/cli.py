@@ -225,7 +225,18 @@ def cmd_edit(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise NodegraphError(f"the editor needs PySide6 and pyqtgraph ({e}); install them with "
                              "pip install 'nodegraph[gui]'") from None
+    if _no_display():
+        raise NodegraphError("the editor needs a display, and this session has none (no "
+                             "DISPLAY or WAYLAND_DISPLAY): run it under xvfb-run, or train "
+                             f"headless with: nodegraph run {args.graph or 'GRAPH'}")
     return gui_main(args.graph)
+
+
+def _no_display() -> bool:
+    """On Linux, Qt aborts the process when no display can be reached; say so instead.
+    An explicit QT_QPA_PLATFORM (offscreen, vnc, ...) is the user's choice."""
+    return (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"))
 
 
 # -- helpers -----------------------------------------------------------------------------

@@ -173,3 +173,14 @@ def test_the_console_renderer_does_not_switch_on_the_probes():
     events = Emitter()
     ConsoleRenderer("g", quiet=True).attach(events)
     assert events.wants(EpochEnded) and not events.wants(ProbeFrame)
+
+
+def test_edit_without_a_display_says_so_instead_of_aborting(monkeypatch, capsys):
+    """Qt aborts the process when no display can be reached; the command explains instead."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the check is for Linux, where Qt needs X11 or Wayland")
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["edit", "examples/xor.json"]) == 1
+    err = capsys.readouterr().err
+    assert "needs a display" in err and "nodegraph run examples/xor.json" in err
