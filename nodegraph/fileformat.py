@@ -44,7 +44,9 @@ def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
         raise GraphFileError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise GraphFileError(f"{path}: cannot read: {e}") from None
-    return loads(text, registry, source=str(path))
+    graph = loads(text, registry, source=str(path))
+    graph.folder = path.parent.absolute()
+    return graph
 
 
 def loads(text: str, registry: Registry | None = None, source: str = "<string>") -> Graph:

@@ -15,6 +15,7 @@ import copy
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -98,6 +99,7 @@ class Graph:
         self.ui: dict[str, Any] = {}
         self.extra: dict[str, Any] = {}  # unknown top-level file keys, round-tripped
         self.load_problems: list[Problem] = []  # what the file loader could not place
+        self.folder: Path | None = None  # the file's folder: relative data paths start there
         self._edits = 0  # counts wire edits, so the wire index knows when to rebuild
         self._index_key: tuple | None = None
         self._edge_index: tuple[dict, dict] = ({}, {})
@@ -346,6 +348,7 @@ class Graph:
         g.training = copy.deepcopy(self.training)
         g.ui = copy.deepcopy(self.ui)
         g.extra = copy.deepcopy(self.extra)
+        g.folder = self.folder
         return g
 
     # -- checks used by strict edits -----------------------------------------------------

@@ -184,6 +184,7 @@ def flatten(graph) -> Flat:
 
     flat = Flat(Graph(graph.name, graph.base_registry))
     flat.graph.training = graph.training
+    flat.graph.folder = graph.folder
     flat.graph.ties = list(graph.ties)
     instances: dict[str, str] = {}  # instance flat id -> group name
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from nodegraph import groups, settings
-from nodegraph.dataset import Dataset
+from nodegraph.dataset import Dataset, files_relative_to
 from nodegraph.errors import GraphError, NodegraphError, PortError, Problem, ValidationError
 from nodegraph.graph import Graph
 from nodegraph.spec import BlockSpec, Params
@@ -82,6 +82,13 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
     A graph with groups is checked in its flattened form (`report.flat`), and the problems,
     shapes and parameter counts are reported back on the group instances.
     """
+    if graph.folder is not None:  # a graph from a file reads its data beside the file
+        with files_relative_to(graph.folder):
+            return _validated(graph, for_training)
+    return _validated(graph, for_training)
+
+
+def _validated(graph: Graph, for_training: bool) -> Report:
     start = time.perf_counter()
     if groups.has_groups(graph):
         try:

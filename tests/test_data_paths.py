@@ -1,6 +1,7 @@
 """Relative data paths in a graph file are read from the graph file's folder, not from the
-directory the command runs in: run, validate, info and export find the data wherever they
-are started, and a missing file is reported with the path that was looked for."""
+directory the command runs in: run, validate, info, export and a graph loaded in Python (or
+the editor) find the data wherever they are started, and a missing file is reported with
+the path that was looked for."""
 
 from __future__ import annotations
 
@@ -132,8 +133,9 @@ def test_every_file_reading_block_takes_the_folder(tmp_path):
             assert np.allclose(got.numpy(), x)
 
 
-def test_the_python_api_keeps_the_current_directory(project):
+def test_a_graph_without_a_file_reads_from_the_current_directory(project):
     graph = nodegraph.load(project / "graph.json")
+    graph.folder = None  # as if built in code
     with pytest.raises(nodegraph.ValidationError, match="does not exist"):
         nodegraph.compile(graph)
     with files_relative_to(project):

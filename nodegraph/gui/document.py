@@ -66,6 +66,8 @@ class Document(QObject):
 
     def set_path(self, path: str | None) -> None:
         self.path = str(Path(path).resolve()) if path else None
+        if self.path:  # relative data paths start beside the file (a restored autosave too)
+            self.graph.folder = Path(self.path).parent
         self.path_changed.emit()
 
     @property

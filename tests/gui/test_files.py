@@ -8,6 +8,7 @@ import os
 
 from PySide6.QtCore import QPointF
 
+import nodegraph
 from nodegraph.gui import files
 from tests.gui.driver import model_state, xor_graph
 
@@ -115,3 +116,33 @@ def test_a_damaged_file_opens_with_what_could_be_read_and_a_report(window, tmp_p
     assert not window.file_actions.open(str(path))
     assert prompts.asked[-1][0] == "error" and "malformed JSON" in prompts.asked[-1][2]
     assert sorted(window.doc.graph.nodes) == ["data", "hidden", "mystery"]  # nothing lost
+
+
+def test_a_graph_reads_its_data_beside_its_file_in_the_editor(make_window, tmp_path,
+                                                               monkeypatch):
+    """A CSV named by a relative path is found next to the graph file, wherever the editor
+    was started; training in the editor reads it too."""
+    folder = tmp_path / "project"
+    (folder / "data").mkdir(parents=True)
+    rows = "\n".join(f"{x / 10:.2f},{3 * x / 10 - 1:.2f}" for x in range(-10, 11))
+    (folder / "data" / "line.csv").write_text("x,y\n" + rows + "\n")
+    g = nodegraph.Graph("csv")
+    g.add("data.CSV", id="data", path="data/line.csv", val_fraction=0.25)
+    g.add("layers.Linear", id="line", out_features=1)
+    g.add("losses.MSE", id="loss")
+    g.add("optimizers.SGD", id="opt", lr=0.1)
+    g.connect(("data", "x"), ("line", "input"))
+    g.connect(("line", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    nodegraph.save(g, folder / "graph.json")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    w = make_window(str(folder / "graph.json"))
+    w.validator.wait()
+    assert w.validator.report.ok, w.validator.report.problems
+    w.epochs.setValue(2)
+    assert w.start_training()
+    assert w.runner.wait(60)
+    assert w.runner.result is not None and len(w.runner.result.history) == 2
