@@ -148,6 +148,23 @@ def local_name(node: str, nodes: list[str]) -> str:
     return node
 
 
+def partial_optimizers(compiled: Compiled) -> list:
+    """The optimizers whose step runs only the part of the graph their loss needs: all but
+    the last (whose pass also feeds every loss and metric), when no stages are declared
+    and no closure re-runs the graph. The exported model gets a method for each
+    (`partial_method`), so blocks with running statistics (BatchNorm) see exactly the
+    passes they see in nodegraph."""
+    if compiled.graph.training.get("stages") or len(compiled.optimizers) < 2:
+        return []
+    full = {step[0] for step in compiled.module.full_plan}
+    return [o for o in compiled.optimizers[:-1]
+            if not o.closure and {step[0] for step in o.plan} != full]
+
+
+def partial_method(optimizer: str) -> str:
+    return f"loss_for_{optimizer}"
+
+
 def reserved_attribute(node: str) -> bool:
     """Node ids that cannot be attributes of an nn.Module (its methods and own state)."""
     return keyword.iskeyword(node) or node in dir(nn.Module) or node in vars(nn.Module())
@@ -308,7 +325,19 @@ class ModelWriter:
         if has_predict:
             lines += ["", *self._forward()]
         lines += ["", *self._losses(has_predict)]
+        for o in partial_optimizers(self.c):
+            lines += ["", *self._partial_loss(o)]
         return lines
+
+    def _partial_loss(self, o) -> list[str]:
+        """Only what optimizer `o`'s loss needs, in nodegraph's order."""
+        args = ", ".join(["self", *(self.names[k] for k in self.parts.inputs)])
+        body = [*self._statements([step[0] for step in o.plan]),
+                f"return {self.names[o.loss_key]}"]
+        return [f"    def {partial_method(o.node)}({args}):",
+                *docstring(f"The loss '{o.loss_key[0]}' that '{o.node}' minimises, computing "
+                           "only what it needs.", 8),
+                *("        " + b for b in body)]
 
     def _forward(self) -> list[str]:
         args = ", ".join(["self", *(self.names[k] for k in self.parts.predict_inputs)])

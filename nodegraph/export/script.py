@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from nodegraph import settings
 from nodegraph.compile import Compiled, Key, OptimizerRun
 from nodegraph.export.data import DataCode
-from nodegraph.export.model import ModelWriter, Parts, bound_nodes
+from nodegraph.export.model import (
+    ModelWriter,
+    Parts,
+    bound_nodes,
+    partial_method,
+    partial_optimizers,
+)
 from nodegraph.export.record import Recorder
 from nodegraph.export.source import Source
 from nodegraph.export.syntax import (
@@ -344,8 +350,12 @@ class ScriptWriter:
                      f"{I4}return {loss}", "",
                      f"{I3}{opt}.step(closure)"]
         else:
-            lines = [f"{I3}losses, {self._outputs()} = model.losses({self._model_args()})",
-                     f"{I3}{opt}.zero_grad(set_to_none=True)", f"{I3}{loss}.backward()"]
+            if o.node in {p.node for p in partial_optimizers(self.c)}:  # what its loss needs
+                loss = "loss"
+                lines = [f"{I3}loss = model.{partial_method(o.node)}({self._model_args()})"]
+            else:
+                lines = [f"{I3}losses, {self._outputs()} = model.losses({self._model_args()})"]
+            lines += [f"{I3}{opt}.zero_grad(set_to_none=True)", f"{I3}{loss}.backward()"]
             if o.clip is not None:
                 params = self._params(o.params)
                 lines.append(f"{I3}torch.nn.utils.clip_grad_norm_({params}, {o.clip!r})")

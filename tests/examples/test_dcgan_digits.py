@@ -133,9 +133,6 @@ def test_the_exported_script_trains_like_nodegraph(one_epoch_each, key):
     assert mine["train"][key] == pytest.approx(theirs["train"][key], rel=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="the script runs the whole graph for each optimizer, "
-                   "nodegraph only what its loss needs, so the shared discriminator's "
-                   "BatchNorm statistics are updated 6 rather than 5 times per batch")
 def test_the_exported_script_evaluates_like_nodegraph(one_epoch_each):
     mine, theirs = one_epoch_each
     assert mine["val"]["d_loss"] == pytest.approx(theirs["val"]["d_loss"], rel=1e-5)
