@@ -57,6 +57,39 @@ def define_group(g: Graph, name: str, body: Graph, inputs: dict[str, list[str]],
                               {port: ref(src) for port, src in outputs.items()})
 
 
+def adversarial_game(g: Graph, generator: Graph, discriminator: Graph, latent: int,
+                     real: str, first: tuple[str, str], scopes: tuple[list[str], list[str]],
+                     adam: dict) -> list[str]:
+    """The GAN around two group bodies: noise → generator; one discriminator instanced on
+    the real batch (`real`, "node.port"), on the detached fakes and on the fakes again (the
+    latter two share the first's weights); the discriminator and non-saturating generator
+    losses, each with its Adam over its network (`scopes`: the instances' inner nodes,
+    INSTANCE__INNER, as validation sees them on the flattened graph), and prior samples.
+    `first` names the inner node each body's input feeds. Returns the wires to make."""
+    define_group(g, "generator", generator, {"z": [f"{first[0]}.input"]},
+                 {"fake": "pixels.output"})
+    define_group(g, "discriminator", discriminator, {"x": [f"{first[1]}.input"]},
+                 {"logits": "logit.output"})
+    g.add("samplers.PriorSample", id="noise", latent_dim=latent)
+    g.add("group.generator", id="generator")
+    g.add("layers.StopGradient", id="detach")
+    g.add("group.discriminator", id="d_real")
+    g.add("group.discriminator", id="d_fake", share="d_real")
+    g.add("group.discriminator", id="d_gen", share="d_real")
+    g.add("generative.GANDiscriminatorLoss", id="d_loss")
+    g.add("generative.GANGeneratorLoss", id="g_loss", form="non_saturating")
+    g.add("optimizers.Adam", id="opt_d", scope=scopes[0], **adam)
+    g.add("optimizers.Adam", id="opt_g", scope=scopes[1], **adam)
+    g.add("procedures.SamplePrior", id="samples", model="generator", count=16,
+          image_shape=[8, 8])
+    return ["data.x -> noise.like", "noise.output -> generator.z",
+            "generator.fake -> detach.input", f"{real} -> d_real.x",
+            "detach.output -> d_fake.x", "generator.fake -> d_gen.x",
+            "d_real.logits -> d_loss.real_logits", "d_fake.logits -> d_loss.fake_logits",
+            "d_gen.logits -> g_loss.fake_logits", "d_loss.loss -> opt_d.loss",
+            "g_loss.loss -> opt_g.loss"]
+
+
 def body(name: str, *steps: tuple[str, str, dict]) -> Graph:
     """A group body holding `steps` (id, type, params) chained output → input."""
     inside = Graph(name)

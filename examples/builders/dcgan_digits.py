@@ -27,7 +27,7 @@ top probability) than 60 epochs at 2e-4 do (0.78).
 from __future__ import annotations
 
 from _classic import save_example, wire
-from _generative import body, define_group, training
+from _generative import adversarial_game, body, training
 
 from nodegraph.graph import Graph
 
@@ -70,33 +70,13 @@ def dcgan() -> Graph:
     g.add("layers.Scale", id="twice", scale=2.0, learnable=False)
     g.add("layers.Constant", id="minus_one", value=-1.0)
     g.add("layers.Add", id="real")
-    define_group(g, "generator", generator(), {"z": ["code.input"]},
-                 {"fake": "pixels.output"})
-    define_group(g, "discriminator", discriminator(), {"x": ["conv1.input"]},
-                 {"logits": "logit.output"})
-    g.add("samplers.PriorSample", id="noise", latent_dim=LATENT)
-    g.add("group.generator", id="generator")
-    g.add("layers.StopGradient", id="detach")
-    g.add("group.discriminator", id="d_real")
-    g.add("group.discriminator", id="d_fake", share="d_real")
-    g.add("group.discriminator", id="d_gen", share="d_real")
-    g.add("generative.GANDiscriminatorLoss", id="d_loss")
-    g.add("generative.GANGeneratorLoss", id="g_loss", form="non_saturating")
-    # scopes name the instances' inner nodes (INSTANCE__INNER), as validation sees them
-    g.add("optimizers.Adam", id="opt_d", scope=["d_real__conv1", "d_real__conv2",
-                                                "d_real__bn2", "d_real__logit"], **ADAM)
-    g.add("optimizers.Adam", id="opt_g", scope=["generator__up1", "generator__bn1",
-                                                "generator__up2", "generator__bn2",
-                                                "generator__up3"], **ADAM)
-    g.add("procedures.SamplePrior", id="samples", model="generator", count=16,
-          image_shape=[8, 8])
+    game = adversarial_game(
+        g, generator(), discriminator(), LATENT, "real.output", ("code", "conv1"),
+        (["d_real__conv1", "d_real__conv2", "d_real__bn2", "d_real__logit"],
+         ["generator__up1", "generator__bn1", "generator__up2", "generator__bn2",
+          "generator__up3"]), ADAM)
     wire(g, "data.x -> twice.input", "twice.output -> real.a", "minus_one.output -> real.b",
-         "data.x -> noise.like", "noise.output -> generator.z",
-         "generator.fake -> detach.input", "real.output -> d_real.x",
-         "detach.output -> d_fake.x", "generator.fake -> d_gen.x",
-         "d_real.logits -> d_loss.real_logits", "d_fake.logits -> d_loss.fake_logits",
-         "d_gen.logits -> g_loss.fake_logits", "d_loss.loss -> opt_d.loss",
-         "g_loss.loss -> opt_g.loss")
+         *game)
     training(g, EPOCHS)
     return g
 

@@ -17,7 +17,7 @@ opt_d minimises −E log D(x) − E log(1 − D(G(z))), opt_g the non-saturating
 from __future__ import annotations
 
 from _classic import save_example, wire
-from _generative import body, define_group, training
+from _generative import adversarial_game, body, training
 
 from nodegraph.graph import Graph
 
@@ -41,30 +41,10 @@ def discriminator() -> Graph:
 def gan() -> Graph:
     g = Graph("gan-digits")
     g.add("data.Digits", id="data", batch_size=32)
-    define_group(g, "generator", generator(), {"z": ["hidden.input"]},
-                 {"fake": "pixels.output"})
-    define_group(g, "discriminator", discriminator(), {"x": ["hidden.input"]},
-                 {"logits": "logit.output"})
-    g.add("samplers.PriorSample", id="noise", latent_dim=LATENT)
-    g.add("group.generator", id="generator")
-    g.add("layers.StopGradient", id="detach")
-    g.add("group.discriminator", id="d_real")
-    g.add("group.discriminator", id="d_fake", share="d_real")
-    g.add("group.discriminator", id="d_gen", share="d_real")
-    g.add("generative.GANDiscriminatorLoss", id="d_loss")
-    g.add("generative.GANGeneratorLoss", id="g_loss", form="non_saturating")
-    # scopes name the instances' inner nodes (INSTANCE__INNER): validation checks scopes
-    # on the flattened graph, where the instance ids themselves are unknown
-    g.add("optimizers.Adam", id="opt_d", scope=["d_real__hidden", "d_real__logit"], **ADAM)
-    g.add("optimizers.Adam", id="opt_g", scope=["generator__hidden", "generator__out"],
-          **ADAM)
-    g.add("procedures.SamplePrior", id="samples", model="generator", count=16,
-          image_shape=[8, 8])
-    wire(g, "data.x -> noise.like", "noise.output -> generator.z",
-         "generator.fake -> detach.input", "data.x -> d_real.x", "detach.output -> d_fake.x",
-         "generator.fake -> d_gen.x", "d_real.logits -> d_loss.real_logits",
-         "d_fake.logits -> d_loss.fake_logits", "d_gen.logits -> g_loss.fake_logits",
-         "d_loss.loss -> opt_d.loss", "g_loss.loss -> opt_g.loss")
+    wire(g, *adversarial_game(g, generator(), discriminator(), LATENT, "data.x",
+                              ("hidden", "hidden"),
+                              (["d_real__hidden", "d_real__logit"],
+                               ["generator__hidden", "generator__out"]), ADAM))
     training(g, 100)
     return g
 
