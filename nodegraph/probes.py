@@ -12,7 +12,9 @@ no tensor or autograd graph outlives it. Parameters get their gradient norm and 
 the update relative to the weight (the update/weight ratio).
 
 The interval between probed steps grows when probing costs more than `budget` of the
-training time, so the animation drops frames rather than slowing training.
+training time, and frames come at most `rate` times a second, so the animation drops frames
+rather than slowing training: it plays about one wave a second, and a fast model would
+otherwise be probed a hundred times a second for frames nobody sees.
 
 `trace_batch` is the step-through's source: one batch, every node's full input, output and
 gradient values, for small graphs a student checks by hand.
@@ -189,15 +191,18 @@ class Prober:
 
     every: int = 10  # probe every N-th step at most
     budget: float = 0.05  # share of training time probing may cost
+    rate: float = 0.0  # frames per second at most; 0: no limit
     interval: int = field(init=False)
     _step_time: float = field(default=0.0, init=False)  # running mean of unprobed steps
     _next: int = field(default=1, init=False)
+    _not_before: float = field(default=0.0, init=False)  # when `rate` allows the next
 
     def __post_init__(self) -> None:
         self.interval = self.every
 
     def wants(self, global_step: int) -> bool:
-        return global_step >= self._next
+        return global_step >= self._next and (
+            not self.rate or time.perf_counter() >= self._not_before)
 
     def note_step_time(self, seconds: float) -> None:
         """The duration of an ordinary step, to judge what probing costs."""
@@ -213,6 +218,8 @@ class Prober:
             needed = math.ceil(extra / (self.budget * self._step_time))
             self.interval = max(self.every, min(needed, 10_000))
         self._next = global_step + self.interval
+        if self.rate:
+            self._not_before = time.perf_counter() + 1 / self.rate
 
 
 class _Watch:

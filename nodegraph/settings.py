@@ -45,6 +45,9 @@ TRAINING_PARAMS: tuple[Param, ...] = (
     float_param("probe_budget", 0.05, "the share of training time probing may cost (1: as "
                 "long as training itself); the interval grows to keep within it",
                 min=0.001, max=1000),
+    float_param("probe_rate", 5.0, "probe frames per second at most (the editor plays about "
+                "one wave a second); 0: no limit, every `probe_every` steps within the budget",
+                min=0, max=10000),
     Param("stages", "json", [], "training in phases, in order: a list of {\"name\", "
           "\"epochs\", \"optimizers\": [ids] (default all), \"frozen\": [node ids]}; "
           "empty: one phase of `epochs` with every optimizer"),

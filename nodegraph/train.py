@@ -191,7 +191,7 @@ class Trainer:
         self._frozen: list[torch.nn.Parameter] = []
         self._frozen_modules: list[torch.nn.Module] = []
         self.global_step = 0
-        self.prober = (Prober(opts["probe_every"], opts["probe_budget"])
+        self.prober = (Prober(opts["probe_every"], opts["probe_budget"], opts["probe_rate"])
                        if events.wants(ProbeFrame) else None)
         self._snapshots = events.wants(WeightsSnapshot)
         self._snapshot_sent = -math.inf

@@ -4,6 +4,7 @@ memory, replay from a file, and stop a run at the node where NaN first appears."
 from __future__ import annotations
 
 import gc
+import time
 import warnings
 
 import pytest
@@ -60,7 +61,7 @@ def test_nonfinite_values_are_flagged_but_summarised():
 
 
 def probed_run(graph, epochs=1, **training):
-    graph.training.update({"probe_every": 1, "probe_budget": 1000.0, **training})
+    graph.training.update({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 0, **training})
     events, frames = Emitter(), []
     events.subscribe(frames.append, ProbeFrame)
     result = nodegraph.train(graph, epochs=epochs, events=events)
@@ -144,7 +145,7 @@ def test_frames_replay_from_a_file(tmp_path):
     events = Emitter()
     events.subscribe(writer, ProbeFrame)
     g = xor()
-    g.training.update({"probe_every": 5, "probe_budget": 1000.0})
+    g.training.update({"probe_every": 5, "probe_budget": 1000.0, "probe_rate": 0})
     nodegraph.train(g, epochs=20, events=events)
     writer.close()
     frames = list(read_frames(path))
@@ -154,17 +155,29 @@ def test_frames_replay_from_a_file(tmp_path):
 
 def test_budget_stretches_the_interval():
     g = nodegraph.load("examples/line_fit.json")
-    g.training.update({"probe_every": 1, "probe_budget": 0.001})
+    g.training.update({"probe_every": 1, "probe_budget": 0.001, "probe_rate": 0})
     events, frames = Emitter(), []
     events.subscribe(frames.append, ProbeFrame)
     nodegraph.train(g, epochs=10, events=events)  # 80 steps
     assert 1 <= len(frames) < 40
 
 
+def test_rate_caps_frames_per_second():
+    g = xor()
+    g.training.update({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 20})
+    events, frames = Emitter(), []
+    events.subscribe(frames.append, ProbeFrame)
+    began = time.perf_counter()
+    nodegraph.train(g, epochs=400, events=events)  # a step takes about a millisecond
+    seconds = time.perf_counter() - began
+    assert 1 <= len(frames) <= 20 * seconds + 1
+    assert frames[0].step == 1 and len(frames) < 200
+
+
 def test_nan_stops_the_run_at_the_first_nonfinite_node():
     g = nodegraph.load("examples/line_fit.json")
     g.set_param("opt", "lr", 1e12)
-    g.training.update({"probe_every": 1, "probe_budget": 1000.0})
+    g.training.update({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 0})
     events, frames = Emitter(), []
     events.subscribe(frames.append, ProbeFrame)
     with pytest.raises(NodeRuntimeError) as err:

@@ -85,6 +85,7 @@ def main() -> None:
             window.resize(1500, 920)
             window.show()
             window.doc.set_training("probe_budget", 1.0)
+            window.doc.set_training("probe_rate", 0)
             grab(window, node, epochs, out / name)
             window.doc.undo_stack.setClean()
             window.close()

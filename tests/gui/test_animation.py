@@ -15,6 +15,7 @@ def probe_every_step(w) -> None:
     """Every step probed, whatever it costs: a short run yields many frames."""
     w.doc.set_training("probe_every", 1)
     w.doc.set_training("probe_budget", 1000.0)
+    w.doc.set_training("probe_rate", 0)
 
 
 def waves(played) -> dict[int, list[tuple[str, str]]]:

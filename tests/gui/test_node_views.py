@@ -38,6 +38,7 @@ def train(w, epochs: int) -> None:
     frames thin: the prober keeps within its time budget)."""
     w.doc.set_training("probe_every", 4)
     w.doc.set_training("probe_budget", 1.0)
+    w.doc.set_training("probe_rate", 0)
     w.epochs.setValue(epochs)
     assert w.start_training()
     assert w.runner.wait(120)
