@@ -1,10 +1,15 @@
-"""The run log: one timestamped line per message, coloured by level."""
+"""The run log: one timestamped line per message, coloured by level.
+
+Lines reach the widget together, at most five times a second, so it repaints once for them:
+a fast run logs a dozen lines a second, and training waits while the GUI thread paints.
+"""
 
 from __future__ import annotations
 
 import html
 import time
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QPlainTextEdit
 
 from nodegraph.gui import theme
@@ -12,6 +17,7 @@ from nodegraph.gui import theme
 LEVEL_COLORS = {"error": theme.ERROR, "warning": theme.WARNING, "debug": theme.TEXT_DIM,
                 "info": theme.TEXT}
 MAX_LINES = 5000
+FLUSH_MS = 200
 
 
 class LogView(QPlainTextEdit):
@@ -21,6 +27,9 @@ class LogView(QPlainTextEdit):
         self.setMaximumBlockCount(MAX_LINES)
         self.setFont(theme.font(9, mono=True))
         self.lines: list[str] = []
+        self._pending: list[str] = []  # html lines not yet in the widget
+        self._timer = QTimer(self, singleShot=True, interval=FLUSH_MS)
+        self._timer.timeout.connect(self.flush)
 
     def log(self, text: str, level: str = "info") -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -28,5 +37,13 @@ class LogView(QPlainTextEdit):
         if len(self.lines) > MAX_LINES:
             del self.lines[:-MAX_LINES]
         color = LEVEL_COLORS.get(level, theme.TEXT)
-        self.appendHtml(f"<span style='color:{theme.TEXT_DIM}'>{stamp}</span> "
-                        f"<span style='color:{color}'>{html.escape(text)}</span>")
+        self._pending.append(f"<span style='color:{theme.TEXT_DIM}'>{stamp}</span> "
+                             f"<span style='color:{color}'>{html.escape(text)}</span>")
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def flush(self) -> None:
+        """Show the lines logged since the last flush."""
+        pending, self._pending = self._pending[-MAX_LINES:], []
+        for line in pending:
+            self.appendHtml(line)

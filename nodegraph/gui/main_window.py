@@ -25,7 +25,14 @@ from PySide6.QtWidgets import (
 
 from nodegraph import settings as training_settings
 from nodegraph.compile import compile
-from nodegraph.events import EpochEnded, Message, NodeFailed, RunFinished, RunStarted
+from nodegraph.events import (
+    EpochEnded,
+    Message,
+    NodeFailed,
+    RunFinished,
+    RunStarted,
+    StepEnded,
+)
 from nodegraph.graph import Graph
 from nodegraph.gui import files, menus, node_views
 from nodegraph.gui.document import Document
@@ -191,7 +198,11 @@ class MainWindow(QMainWindow):
             lambda z: self.scene.set_zoom(z * self.view.devicePixelRatioF()))
         self.epochs.valueChanged.connect(lambda v: self.doc.set_training("epochs", v))
         self.device.currentTextChanged.connect(self._set_device)
-        self.runner.listen(self._on_run_event)
+        progress = (RunStarted, StepEnded, EpochEnded)
+        self.runner.listen(self.plots.on_event, *progress, RunFinished)
+        self.runner.listen(self.run_status.on_event, *progress, RunFinished)
+        self.runner.listen(self._log_run_event, RunStarted, EpochEnded, Message, NodeFailed,
+                           RunFinished)
         self.runner.failed.connect(self._on_run_failed)
         self.runner.state_changed.connect(self._on_run_state)
         self.preview.refresh_button.clicked.connect(self.preview_selected)
@@ -291,9 +302,7 @@ class MainWindow(QMainWindow):
         if state == "paused":
             self.notify("Training paused")
 
-    def _on_run_event(self, event) -> None:
-        self.plots.on_event(event)
-        self.run_status.on_event(event)
+    def _log_run_event(self, event) -> None:
         if isinstance(event, RunStarted):
             self.log.log(f"{event.parameters:,} trainable parameters, {event.steps_per_epoch} "
                          f"step(s) per epoch, device {event.device}")

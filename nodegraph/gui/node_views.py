@@ -644,7 +644,7 @@ class NodeViews(QObject):
         self.timer = QTimer(self, interval=REFRESH_MS)
         self.timer.timeout.connect(self.refresh_live)
         self.timer.start()
-        window.runner.listen(self.on_event)
+        window.runner.listen(self.on_event, ProbeFrame, WeightsSnapshot, RunStarted)
         window.runner.state_changed.connect(self._on_run_state)
         window.view.viewport().installEventFilter(self)
 

@@ -1,7 +1,8 @@
 """The status bar's view of a run: progress, speed, time left and the latest loss.
 
-The numbers are kept current with every event, but the widgets are repainted at most
-four times a second: repainting per step would keep the GUI thread busy for nothing.
+A step or epoch event is only kept (a fast model sends thousands a second, and the GUI
+thread's every instruction is one the training thread waits for); the numbers are worked out
+from the latest of them, and the widgets repainted, at most four times a second.
 """
 
 from __future__ import annotations
@@ -36,22 +37,34 @@ class RunStatus(QWidget):
         self.total_steps = 0
         self.start_step = 0
         self.started = 0.0
-        self.done_steps = 0
+        self.latest: StepEnded | EpochEnded | None = None  # the run's latest progress
         self.loss: float | None = None
         self.text = ""
         self.note = ""
         self.epoch = 0
         self.setVisible(False)
+        self._paint_due = False  # the timer will paint: events need not ask Qt again
         self._timer = QTimer(self, singleShot=True, interval=250)
         self._timer.timeout.connect(self._paint)
 
     def on_event(self, event) -> None:
-        if isinstance(event, RunStarted):
+        if type(event) is StepEnded:  # the thousands first
+            self.latest = event
+            if event.loss is not None:
+                self.loss = event.loss
+            if not self._paint_due:
+                self._show()
+        elif type(event) is EpochEnded:
+            self.latest = event
+            self.loss = event.train.get("loss", self.loss)
+            if not self._paint_due:
+                self._show()
+        elif isinstance(event, RunStarted):
             self.total_steps = max(1, (event.epochs - event.start_epoch + 1)
                                    * event.steps_per_epoch)
             self.steps_per_epoch = max(1, event.steps_per_epoch)
             self.start_epoch = event.start_epoch
-            self.started, self.done_steps, self.loss = time.monotonic(), 0, None
+            self.started, self.latest, self.loss = time.monotonic(), None, None
             self.epochs = event.epochs
             self.bar.setRange(0, self.total_steps)
             self.bar.setValue(0)
@@ -59,19 +72,9 @@ class RunStatus(QWidget):
             self.epoch = event.start_epoch
             self._show(f"starting on {event.device}, {event.parameters:,} parameters")
             self._paint()
-        elif isinstance(event, StepEnded):
-            self.done_steps = (event.epoch - self.start_epoch) * self.steps_per_epoch + event.step
-            self.epoch = event.epoch
-            if event.loss is not None:
-                self.loss = event.loss
-            self._show()
-        elif isinstance(event, EpochEnded):
-            self.done_steps = (event.epoch - self.start_epoch + 1) * self.steps_per_epoch
-            self.epoch = event.epoch
-            self.loss = event.train.get("loss", self.loss)
-            self._show()
         elif isinstance(event, RunFinished):
             self._timer.stop()
+            self._paint_due = False
             self.bar.setValue(min(self.done_steps, self.total_steps))
             word = "stopped" if event.cancelled else "early stop" if event.stopped_early \
                 else "finished"
@@ -79,16 +82,26 @@ class RunStatus(QWidget):
                                f"{format_duration(time.monotonic() - self.started)}")
             self.text = self.label.text()
 
+    @property
+    def done_steps(self) -> int:
+        event = self.latest
+        if isinstance(event, StepEnded):
+            return (event.epoch - self.start_epoch) * self.steps_per_epoch + event.step
+        if isinstance(event, EpochEnded):
+            return (event.epoch - self.start_epoch + 1) * self.steps_per_epoch
+        return 0
+
     def _show(self, note: str = "") -> None:
-        """Note that the line changed; the timer writes it (events may come by the thousand
-        per second, the line is read a few times a second)."""
+        """Note that the line changed; the timer writes it."""
         self.note = note
-        if not self._timer.isActive():
+        if not self._paint_due:
+            self._paint_due = True
             self._timer.start()
 
     def _compose(self) -> str:
         elapsed = time.monotonic() - self.started
-        parts = [f"epoch {self.epoch}/{self.epochs}"]
+        epoch = self.latest.epoch if self.latest is not None else self.epoch
+        parts = [f"epoch {epoch}/{self.epochs}"]
         if self.done_steps and elapsed > 0:
             rate = self.done_steps / elapsed
             left = (self.total_steps - self.done_steps) / rate if rate else 0
@@ -100,6 +113,7 @@ class RunStatus(QWidget):
         return " · ".join(parts)
 
     def _paint(self) -> None:
+        self._paint_due = False
         self.bar.setValue(min(self.done_steps, self.total_steps))
         self.text = self._compose()
         self.label.setText(self.text)

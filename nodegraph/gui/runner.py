@@ -1,76 +1,122 @@
-"""Training off the GUI thread: `nodegraph.train` in a QThread, its events as Qt signals.
+"""Training off the GUI thread: `nodegraph.train` in a process of its own (or a thread), its
+events as Qt signals.
 
 The run trains a copy of the graph taken when Train is pressed, so edits made while it
-runs cannot race with it. Events reach the GUI thread through a queued signal; per-step
-and per-epoch events travel in batches, at most one batch every 50 ms (steps: those
-carrying a loss, plus the latest; epochs: all), because every queued signal makes the GUI
-thread wait for the interpreter lock and the worker wait for it back: a signal per step or
-per epoch would starve the canvas of a fast model, and the model of its speed. Stop and
-Pause go through `RunControl`, which the trainer checks every step, so Stop takes effect
-within one step. On the GUI thread a batch is handed to the listeners (`listen`) by plain
+runs cannot race with it. It trains in a training process (`nodegraph.train_process`): a
+thread would share the interpreter lock with the GUI thread, and every plot, wave and status
+line the GUI draws would be time a fast model waits. One process is started ahead, when the
+editor opens, and kept between runs. A graph whose blocks come from a registry other than
+the default one (blocks defined in the editor's own process) trains in a thread instead.
+
+Events arrive in batches (`EventBatcher`: per-step and per-epoch events at most one batch
+every 50 ms) through a queued signal, and are handed to the listeners (`listen`) by plain
 Python calls: a Qt signal per event cost more than the handlers themselves on a fast model.
+A listener names the kinds of event it handles, so a fast model's thousands of step and
+epoch events a second reach only the plots and the status bar. Stop and Pause reach the
+trainer, which checks them every step, so Stop takes effect within one step; a process that
+has not stopped a few seconds later is ended.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
-from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError
-from nodegraph.events import Emitter, EpochEnded, StepEnded
+from nodegraph import train_process
+from nodegraph.events import Emitter
 from nodegraph.graph import Graph
+from nodegraph.spec import default_registry
 from nodegraph.train import RunControl, RunResult, train
+from nodegraph.train_process import EventBatcher, TrainingProcess, failure, rebuild
 
-STEP_INTERVAL_S = 0.05
+KILL_AFTER_STOP_S = 5.0
+IN_THREAD = os.environ.get("NODEGRAPH_TRAIN_IN_THREAD") == "1"  # for debugging a block
 
 
 class _Worker(QThread):
-    """Runs one training; lives (as a QObject) on the GUI thread, runs on its own."""
+    """Runs one training in this process; lives (as a QObject) on the GUI thread."""
 
     events = Signal(list)  # a batch of training events, in order
     failed = Signal(str, object)  # message, node id or None
     done = Signal(object)  # RunResult or None
 
-    def __init__(self, graph: Graph, control: RunControl, **options):
+    def __init__(self, graph: Graph, control: RunControl, options: dict):
         super().__init__()
         self.graph, self.control, self.options = graph, control, options
-        self._steps: list[StepEnded] = []
-        self._sent = 0.0
+        self.cpu_seconds: float | None = None  # what training itself took, for benchmarks
 
     def run(self) -> None:
+        batcher = EventBatcher(self.events.emit)
         emitter = Emitter()
-        emitter.subscribe(self._forward)
+        emitter.subscribe(batcher)
         result = None
+        began = time.thread_time()
         try:
             result = train(self.graph, events=emitter, control=self.control, **self.options)
-        except ValidationError as e:
-            self.failed.emit(str(e), e.problems[0].node if e.problems else None)
-        except NodeRuntimeError as e:
-            self.failed.emit(str(e), e.node)
-        except NodegraphError as e:
-            self.failed.emit(str(e), None)
-        except Exception as e:  # a block's bug: show it, name its type, keep the editor alive
-            self.failed.emit(f"{type(e).__name__}: {e}", None)
-        self._flush()
+            self.cpu_seconds = time.thread_time() - began
+        except Exception as e:  # shown in the editor, which stays alive
+            batcher.flush()
+            self.failed.emit(*failure(e))
+        batcher.flush()
         self.done.emit(result)
 
-    def _forward(self, event) -> None:
-        if isinstance(event, StepEnded | EpochEnded):
-            last = self._steps[-1] if self._steps else None
-            if isinstance(last, StepEnded) and last.loss is None:
-                self._steps.pop()  # only the latest step without a loss is worth showing
-            self._steps.append(event)
-            if time.monotonic() - self._sent < STEP_INTERVAL_S:
-                return
-        self._flush([event] if not isinstance(event, StepEnded | EpochEnded) else [])
 
-    def _flush(self, then: list | None = None) -> None:
-        batch, self._steps = [*self._steps, *(then or [])], []
-        if batch:
-            self._sent = time.monotonic()
-            self.events.emit(batch)
+class _ProcessWorker(_Worker):
+    """Relays one run of a training process: its messages in, the trained model rebuilt."""
+
+    def __init__(self, graph: Graph, process: TrainingProcess, options: dict):
+        super().__init__(graph, _ProcessControl(process), options)
+        self.process = process
+        self.lost = False  # the process ended during the run
+        self.killed = False  # ... because it did not stop when asked
+
+    def run(self) -> None:
+        result = None
+        while (message := self.process.receive()) is not None:
+            if message[0] == "events":
+                self.events.emit(message[1])
+            elif message[0] == "failed":
+                self.failed.emit(message[1], message[2])
+            elif message[0] == "done":
+                if message[1] is not None:
+                    self.cpu_seconds = message[1]["cpu_seconds"]
+                    try:
+                        result = rebuild(self.graph, self.options, message[1])
+                    except Exception as e:
+                        self.failed.emit(f"the trained weights could not be loaded back: "
+                                         f"{type(e).__name__}: {e}", None)
+                break
+        else:
+            self.lost = True
+            code = self.process.popen.wait()
+            self.failed.emit(
+                f"the run did not stop within {KILL_AFTER_STOP_S:.0f} s, so its process was "
+                "ended" if self.killed else
+                f"the training process ended unexpectedly (exit code {code})", None)
+        self.done.emit(result)
+
+
+class _ProcessControl:
+    """`RunControl` for a run in a training process: Stop and Pause become messages."""
+
+    def __init__(self, process: TrainingProcess):
+        self.process = process
+        self.paused = self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped, self.paused = True, False
+        self.process.send("stop")
+
+    def pause(self) -> None:
+        self.paused = True
+        self.process.send("pause")
+
+    def resume(self) -> None:
+        self.paused = False
+        self.process.send("resume")
 
 
 class TrainingRunner(QObject):
@@ -79,20 +125,32 @@ class TrainingRunner(QObject):
     failed = Signal(str, object)
     state_changed = Signal(str)  # "running", "paused", "idle"
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, in_process: bool = not IN_THREAD):
         super().__init__(parent)
-        self.control: RunControl | None = None
+        self.in_process = in_process
+        self.control: RunControl | _ProcessControl | None = None
         self.result: RunResult | None = None
         self.revision: int | None = None  # document revision the last run trained
         self._worker: _Worker | None = None
-        self._listeners: list[Callable[[object], None]] = []
+        self.train_cpu_seconds: float | None = None  # the last run's, in its thread or process
+        self._listeners: list[tuple[Callable[[object], None], tuple[type, ...]]] = []
+        self._by_type: dict[type, list[Callable[[object], None]]] = {}
+        if in_process:
+            train_process.prewarm()
 
-    def listen(self, listener: Callable[[object], None]) -> Callable[[], None]:
+    def listen(self, listener: Callable[[object], None], *kinds: type) -> Callable[[], None]:
         """Call `listener(event)` on the GUI thread for every event of every run
-        (RunStarted, StepEnded, EpochEnded, ProbeFrame, Message, RunFinished, ...), in order;
-        returns a function that stops it."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        (RunStarted, StepEnded, EpochEnded, ProbeFrame, Message, RunFinished, ...), or only
+        for events of `kinds`, in order; returns a function that stops it."""
+        entry = (listener, kinds)
+        self._listeners.append(entry)
+        self._by_type.clear()
+
+        def stop() -> None:
+            if entry in self._listeners:
+                self._listeners.remove(entry)
+                self._by_type.clear()
+        return stop
 
     @property
     def running(self) -> bool:
@@ -106,9 +164,17 @@ class TrainingRunner(QObject):
         """Train a copy of `graph`; options go to `nodegraph.train` (epochs, device)."""
         if self.running:
             return
-        self.control = RunControl()
+        copy = graph.copy()
         self.result, self.revision = None, revision
-        self._worker = _Worker(graph.copy(), self.control, **options)
+        if self.in_process and copy.base_registry is default_registry():
+            process = train_process.acquire()
+            if not process.train(copy, options):  # it died waiting: one more try
+                process = train_process.acquire()
+                process.train(copy, options)
+            self._worker = _ProcessWorker(copy, process, options)
+        else:
+            self._worker = _Worker(copy, RunControl(), options)
+        self.control = self._worker.control
         self._worker.events.connect(self.deliver)
         self._worker.failed.connect(self.failed)
         self._worker.done.connect(self._finished)
@@ -116,8 +182,17 @@ class TrainingRunner(QObject):
         self.state_changed.emit("running")
 
     def stop(self) -> None:
-        if self.control is not None:
-            self.control.stop()
+        if self.control is None:
+            return
+        self.control.stop()
+        worker = self._worker
+        if isinstance(worker, _ProcessWorker):
+            QTimer.singleShot(int(KILL_AFTER_STOP_S * 1000), lambda: self._kill(worker))
+
+    def _kill(self, worker: _ProcessWorker) -> None:
+        if worker is self._worker and worker.process.alive:
+            worker.killed = True
+            worker.process.kill()
 
     def toggle_pause(self) -> None:
         if self.control is None or not self.running:
@@ -139,8 +214,13 @@ class TrainingRunner(QObject):
 
     def deliver(self, batch: list) -> None:
         """Hand a batch of a run's events to the listeners (tests feed events here too)."""
-        listeners = list(self._listeners)
+        by_type = self._by_type
         for event in batch:
+            listeners = by_type.get(type(event))
+            if listeners is None:
+                listeners = by_type[type(event)] = [
+                    listener for listener, kinds in self._listeners
+                    if not kinds or isinstance(event, kinds)]
             for listener in listeners:
                 listener(event)
 
@@ -148,6 +228,9 @@ class TrainingRunner(QObject):
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.wait()
+            if isinstance(worker, _ProcessWorker) and not worker.lost:
+                train_process.release(worker.process)
+            self.train_cpu_seconds = worker.cpu_seconds
             worker.deleteLater()
         self.result = result
         self.state_changed.emit("idle")

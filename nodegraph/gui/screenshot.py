@@ -53,6 +53,7 @@ def main() -> None:
         window.docks["log"].raise_()  # the run's log reads better than an empty problem list
         window.view.fit()
         window.plots.redraw()
+        window.log.flush()
         for _ in range(20):
             app.processEvents()
         window.grab().save(args.out)

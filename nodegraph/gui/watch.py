@@ -49,7 +49,7 @@ class Watch(QObject):
         self.failed: dict[str, list[Badge]] = {}  # sticky until the next run
         self._add_docks()
         self._add_actions()
-        window.runner.listen(self.on_event)
+        window.runner.listen(self.on_event, ProbeFrame, RunStarted, NodeFailed)
         self.timeline.frame_chosen.connect(self.show_frame)
         self.timeline.live_changed.connect(self._follow)
         self.timeline.paused_changed.connect(self.animator.set_paused)

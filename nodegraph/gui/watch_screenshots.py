@@ -56,6 +56,7 @@ def wave_pictures(out: Path, tmp: Path, size: tuple[int, int], epochs: int) -> N
     animator = watch.animator
     window.docks["animation"].raise_()
     window.plots.redraw()  # the curves up to the last epoch
+    window.log.flush()
     settle(window)
     window.view.fit()
     animator.seek(frame, 0)  # loads the frame's steps

@@ -1,4 +1,5 @@
-"""Training from the editor: live plots, Stop mid-epoch, pause, edits during a run."""
+"""Training from the editor: in its own process, live plots, Stop mid-epoch, pause, edits
+during a run, a training process that dies."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import time
 
 from PySide6.QtCore import QCoreApplication, QPointF, QTimer
 
-from nodegraph.events import RunFinished
+import nodegraph
+from nodegraph.events import EpochEnded, RunFinished, RunStarted, StepEnded
 from nodegraph.fileformat import save
 from nodegraph.graph import Graph
 
@@ -144,3 +146,58 @@ def test_train_and_val_curves_are_plotted_side_by_side(make_window, tmp_path):
     assert w.plots.points("train loss") == w.plots.points("val loss") == 3
     assert w.plots.points("train accuracy") == 0  # no metric block, no metric curve
     assert any("| val loss" in line for line in w.log.lines)
+
+
+def test_axes_hold_still_during_a_run_and_fit_at_its_end(xor_window):
+    w = xor_window
+    plots = w.plots
+    w.runner.deliver([RunStarted(100, 5, 1, "cpu", 10)])
+    for epoch, loss in ((1, 0.83), (2, 0.61)):
+        w.runner.deliver([StepEnded(epoch, 5, 5, loss), EpochEnded(
+            epoch, 100, {"loss": loss}, {}, {}, 0.01)])
+    plots.redraw()
+    x0, x1 = plots.loss_plot.vb.viewRange()[0]
+    assert x0 < 1 < 100 < x1 < 103  # the whole run's epochs from the start
+    assert plots.step_plot.vb.viewRange()[0][1] > 500
+    y0, y1 = plots.loss_plot.vb.viewRange()[1]
+    assert y0 < 0.6 and 0.9 < y1 < 1.0  # 0.61..0.83 rounded out to 0.6..0.9
+    w.runner.deliver([StepEnded(3, 5, 5, 0.7), EpochEnded(3, 100, {"loss": 0.7}, {}, {}, 0.1)])
+    plots.redraw()
+    assert plots.loss_plot.vb.viewRange()[1] == [y0, y1]  # inside the range: no move
+    w.runner.deliver([EpochEnded(4, 100, {"loss": 1.4}, {}, {}, 0.1)])
+    plots.redraw()
+    assert plots.loss_plot.vb.viewRange()[1][1] > 1.4  # a value outside widens it
+    plots.step_plot.vb.sigRangeChangedManually.emit([True, True])  # a person zooms
+    assert plots.step_plot not in plots._held and plots.loss_plot in plots._held
+    w.runner.deliver([RunFinished([], {})])
+    assert not plots._held and plots.loss_plot.vb.autoRangeEnabled()[0]
+
+
+def test_runs_train_in_a_process_of_their_own_and_survive_its_end(make_window, tmp_path):
+    from nodegraph.gui.runner import _ProcessWorker
+
+    w = make_window(slow_graph(tmp_path / "slow.json"))
+    assert w.start_training()
+    worker = w.runner._worker
+    assert isinstance(worker, _ProcessWorker)
+    assert wait_until(lambda: w.run_status.done_steps > 100)
+    worker.process.kill()  # as if it crashed or ran out of memory
+    assert w.runner.wait(10)
+    assert any("training process ended unexpectedly" in line for line in w.log.lines)
+    assert w.runner.result is None and w.actions_by_name["train"].isEnabled()
+    w.epochs.setValue(1)
+    w.doc.graph.set_param("data", "n", 200)
+    assert w.start_training()  # a new process takes over
+    assert w.runner.wait(60) and w.runner.result is not None
+    assert w.runner.result.module.blocks["line"].weight.shape == (1, 1)
+
+
+def test_blocks_of_another_registry_train_in_a_thread(tmp_path, qtbot):
+    from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+    from nodegraph.spec import load_default_registry
+
+    g = nodegraph.load("examples/xor.json", registry=load_default_registry())
+    runner = TrainingRunner()
+    runner.start(g, 0, epochs=3)
+    assert not isinstance(runner._worker, _ProcessWorker)  # the process would not know them
+    assert runner.wait(30) and len(runner.result.history) == 3
