@@ -5,7 +5,9 @@ declaration refuses is not applied, and the reason appears under the field. Ever
 change is an undoable edit. With no node selected the inspector shows the graph's training
 settings, declared the same way. It follows the graph: undo, redo and renames update the
 fields in place, so tabbing through the form keeps its focus. A form is built once per
-block type and refilled for each node shown in it, so clicking through a big graph is quick.
+block type and refilled for each node shown in it, and the forms stay in one stack (showing
+another is a switch, not a reparenting that restyles every field), so clicking through a big
+graph is quick.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QScrollArea,
+    QStackedWidget,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -45,11 +48,14 @@ class _Field:
         self.set_error("")
 
     def set_error(self, message: str) -> None:
+        if message == self.error.text():
+            return
         self.error.setText(message)
         self.error.setVisible(bool(message))
-        self.editor.setProperty("invalid", bool(message))
-        self.editor.style().unpolish(self.editor)
-        self.editor.style().polish(self.editor)
+        if bool(message) != bool(self.editor.property("invalid")):  # restyling is costly
+            self.editor.setProperty("invalid", bool(message))
+            self.editor.style().unpolish(self.editor)
+            self.editor.style().polish(self.editor)
 
 
 @dataclass
@@ -62,6 +68,18 @@ class _NodePage:
     id_error: QLabel
     ports_label: QLabel
     raw: QLabel  # unknown blocks: their params as text
+
+
+class _Pages(QStackedWidget):
+    """The inspector's forms, one shown, sized to that one (a stack sizes to its largest)."""
+
+    def sizeHint(self):
+        page = self.currentWidget()
+        return page.sizeHint() if page is not None else super().sizeHint()
+
+    def minimumSizeHint(self):
+        page = self.currentWidget()
+        return page.minimumSizeHint() if page is not None else super().minimumSizeHint()
 
 
 class Inspector(QScrollArea):
@@ -78,6 +96,8 @@ class Inspector(QScrollArea):
         self.ports_label: QLabel | None = None
         self.setWidgetResizable(True)
         self.setMinimumWidth(280)
+        self._stack = _Pages()
+        self.setWidget(self._stack)
         # the training page is built once per graph and kept: clicking empty canvas is common
         self._training_page: QWidget | None = None
         self._training_fields: dict[str, _Field] = {}
@@ -99,15 +119,14 @@ class Inspector(QScrollArea):
 
     def _new_graph(self) -> None:
         # group blocks are the graph's own: forms built for the last graph may not fit
-        for page in self._pages.values():
-            if page.widget is not self.widget():
-                page.widget.deleteLater()
+        old = [p.widget for p in self._pages.values()] + [self._training_page]
         self._pages = {}
-        old = self._training_page
         self._training_page = self._build_training()
         self.show_node(None)
-        if old is not None:
-            old.deleteLater()
+        for page in old:
+            if page is not None:
+                self._stack.removeWidget(page)
+                page.deleteLater()
 
     # -- what is shown ---------------------------------------------------------------------
 
@@ -145,12 +164,17 @@ class Inspector(QScrollArea):
         self._show_page(page.widget)
 
     def _show_page(self, page: QWidget) -> None:
-        if self.widget() is page:
+        stack = self._stack
+        if stack.currentWidget() is page:
             return
-        old = self.takeWidget()  # setWidget would delete it; kept pages are reused
-        self.setWidget(page)
+        old = stack.currentWidget()
+        if stack.indexOf(page) < 0:
+            stack.addWidget(page)
+        stack.setCurrentWidget(page)
+        stack.updateGeometry()
         kept = [self._training_page, *(p.widget for p in self._pages.values())]
-        if old is not None and not any(old is k for k in kept):
+        if old is not None and not any(old is k for k in kept):  # an unknown block's form
+            stack.removeWidget(old)
             old.deleteLater()
 
     def _build_training(self) -> QWidget:

@@ -90,6 +90,9 @@ class PortItem(QGraphicsItem):
             self.update()
 
 
+_MOVED = QGraphicsItem.GraphicsItemChange.ItemScenePositionHasChanged
+
+
 class NodeItem(QGraphicsItem):
     """The card of one node."""
 
@@ -273,11 +276,13 @@ class NodeItem(QGraphicsItem):
         super().mousePressEvent(event)
 
     def itemChange(self, change, value):
-        if change == QGraphicsItem.GraphicsItemChange.ItemScenePositionHasChanged:
+        # called for every change of every card (select-all: a thousand calls): the enum
+        # member is looked up once, and other changes return at once
+        if change is _MOVED:
             for port in self.ports():
                 for wire in port.wires:
                     wire.update_path()
-        return super().itemChange(change, value)
+        return value
 
 
 def detail(option: QStyleOptionGraphicsItem, painter: QPainter) -> float:
