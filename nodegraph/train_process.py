@@ -200,13 +200,18 @@ class TrainingProcess:
             return False
 
     def train(self, graph, options: dict) -> bool:
+        """Start a run of `graph`; False when the process is gone or the graph cannot be
+        written as a file (a param no JSON holds)."""
         import torch
 
         from nodegraph.fileformat import to_document
 
+        try:
+            text = json.dumps(to_document(graph))
+        except (TypeError, ValueError):
+            return False
         folder = str(graph.folder) if graph.folder else None
-        return self.send("train", json.dumps(to_document(graph)), folder, options,
-                         torch.get_num_threads())
+        return self.send("train", text, folder, options, torch.get_num_threads())
 
     def receive(self) -> tuple | None:
         """The next message, or None when the process has ended."""

@@ -10,6 +10,7 @@ and seeded synthetic generators (formulas in `_data_synthetic`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -70,28 +71,36 @@ def _inputs(x: np.ndarray, where: str) -> np.ndarray:
 
 # -- bundled with scikit-learn -------------------------------------------------------------
 
+@functools.cache
+def _sklearn_dataset(name: str, **kwargs):
+    """A dataset scikit-learn bundles, read from its file once per process: the editor
+    validates as one types, and digits alone takes 30 ms to parse. Callers copy what they
+    change (astype), so the arrays stay as read."""
+    return getattr(skd, name)(**kwargs)
+
+
 def _digits(p):
-    bunch = skd.load_digits()
+    bunch = _sklearn_dataset("load_digits")
     images = bunch.images[:, None].astype(np.float32) / 16.0  # pixel values are 0..16
     if p.size != 8:
         images = resize(images, p.size)
     return from_arrays({"x": to_layout(images, p.layout), "y": bunch.target.astype(np.int64)}, p)
 
 
-def _sklearn_classes(loader):
+def _sklearn_classes(name: str):
     def build(p):
-        x, y = loader(return_X_y=True)
+        x, y = _sklearn_dataset(name, return_X_y=True)
         return from_arrays({"x": x.astype(np.float32), "y": y.astype(np.int64)}, p)
     return build
 
 
 def _breast_cancer(p):
-    x, y = skd.load_breast_cancer(return_X_y=True)
+    x, y = _sklearn_dataset("load_breast_cancer", return_X_y=True)
     return from_arrays({"x": x.astype(np.float32), "y": _binary_or_class(y, p.target)}, p)
 
 
 def _diabetes(p):
-    x, y = skd.load_diabetes(return_X_y=True, scaled=p.scaled)
+    x, y = _sklearn_dataset("load_diabetes", return_X_y=True, scaled=p.scaled)
     return from_arrays({"x": x.astype(np.float32), "y": y.astype(np.float32)[:, None]}, p)
 
 
@@ -283,12 +292,12 @@ _bundled = [
           "Fisher's iris flowers: 150 samples, 4 measurements, 3 species.\n\n"
           "The smallest real classification set; a linear softmax model separates it almost "
           "perfectly.",
-          _sklearn_classes(skd.load_iris), **XY, params=list(TABULAR),
+          _sklearn_classes("load_iris"), **XY, params=list(TABULAR),
           keywords=("flowers", "classification", "tabular", "sklearn")),
     block("data.Wine", "data",
           "Wine recognition: 178 wines, 13 chemical measurements, 3 cultivars.\n\n"
           "Features on very different scales: a case for z-score normalisation.",
-          _sklearn_classes(skd.load_wine), **XY, params=list(TABULAR),
+          _sklearn_classes("load_wine"), **XY, params=list(TABULAR),
           keywords=("classification", "tabular", "sklearn")),
     block("data.BreastCancer", "data",
           "Wisconsin breast cancer: 569 tumours, 30 features, malignant (0) or benign (1).\n\n"

@@ -279,7 +279,8 @@ class MainWindow(QMainWindow):
     def start_training(self) -> bool:
         if self.runner.running:
             return False
-        report = self.validator.validate_now()
+        # the report of the graph as it is now, if the validator has it (it usually has)
+        report = self.validator.report if self.validator.fresh else self.validator.validate_now()
         if not report.ok:
             self.docks["problems"].raise_()
             self.notify(f"Fix {len(report.errors)} problem(s) before training "

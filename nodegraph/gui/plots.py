@@ -3,15 +3,16 @@
 Points arrive with the run's events and are kept in plain lists (`series`), so a test can
 read what the plot received; the curves are redrawn at most four times a second however
 fast the events come, and only the curves that changed (redrawing a plot repaints its axes,
-the costliest part of a plot). Painting the plots holds the interpreter lock that the
-training thread needs, so the redraw interval stretches (up to four seconds) to keep painting
-under 1.5% of the time: on a slow or busy machine a paint can take 100 ms, and four a second
-would cost training a third of its speed. Axes are the costliest part of a paint, so
-while a run lasts they hold still: x spans the run's epochs (steps) from its start, y the
-values seen so far rounded out to round numbers, and each axis is kept as a pixmap, redrawn
-only when its range moves. A person who pans or zooms a plot takes it over until the next
-run; at the run's end the plots fit their curves. Which numbers are metrics and which are
-losses comes from the graph (metric blocks' node ids), never from guessing at names.
+the costliest part of a plot). Painting takes the GUI thread from the canvas and, on a
+machine with few cores, CPU from the training process (or, for a run in a thread, the
+interpreter lock), so the redraw interval stretches (up to four seconds) to keep painting
+under 1.5% of the time: on a slow or busy machine a paint can take 100 ms. Axes are the
+costliest part of a paint, so while a run lasts they hold still: x spans the run's epochs
+(steps) from its start, y the values seen so far rounded out to round numbers, and each
+axis is kept as a pixmap, redrawn only when its range moves. A person who pans or zooms a
+plot takes it over until the next run; at the run's end the plots fit their curves. Which
+numbers are metrics and which are losses comes from the graph (metric blocks' node ids),
+never from guessing at names.
 """
 
 from __future__ import annotations
@@ -94,14 +95,13 @@ class TrainingPlots(QWidget):
     # -- data ------------------------------------------------------------------------------
 
     def reset(self, metric_nodes: set[str] = frozenset()) -> None:
-        """Forget the last run's curves (a new run starts)."""
+        """Forget the last run's points (a new run starts). Its curves are emptied and kept
+        for the new run's numbers of the same names (making a curve and its legend entry
+        takes milliseconds); those the new run does not plot go when it ends."""
         self.metric_nodes = set(metric_nodes)
-        for plot in (self.loss_plot, self.metric_plot, self.step_plot):
-            plot.clear()
-            if plot.legend is not None:
-                plot.legend.clear()
+        for curve in self._curves.values():
+            curve.setData([], [])
         self.series.clear()
-        self._curves.clear()
         self._dirty.clear()
         self._routes.clear()
         self._y_seen.clear()
@@ -120,6 +120,8 @@ class TrainingPlots(QWidget):
             self._hold(event)
         elif kind is RunFinished:
             self._release()
+            for name in [n for n in self._curves if n not in self.series]:
+                self._drop_curve(name)
 
     def _hold(self, event: RunStarted) -> None:
         """Fix the x axes to the run's length; y follows the values in round steps."""
@@ -165,13 +167,30 @@ class TrainingPlots(QWidget):
         series = self.series.get(name)
         if series is None:
             series = self.series[name] = ([], [])
-            color = theme.PLOT_COLORS[self._color_index(name) % len(theme.PLOT_COLORS)]
-            pen = pg.mkPen(color, width=2, style=pg.QtCore.Qt.PenStyle.DashLine if dashed
-                           else pg.QtCore.Qt.PenStyle.SolidLine)
-            self._curves[name] = plot.plot([], [], pen=pen, name=name)
+            self._curve(plot, name, dashed)
         series[0].append(x)
         series[1].append(y)
         self._dirty.add(name)
+
+    def _curve(self, plot: pg.PlotItem, name: str, dashed: bool) -> None:
+        """The curve `name` on `plot`: the last run's, if it had one there, or a new one."""
+        color = theme.PLOT_COLORS[self._color_index(name) % len(theme.PLOT_COLORS)]
+        pen = pg.mkPen(color, width=2, style=pg.QtCore.Qt.PenStyle.DashLine if dashed
+                       else pg.QtCore.Qt.PenStyle.SolidLine)
+        curve = self._curves.get(name)
+        if curve is not None and curve.getViewBox() is plot.vb:
+            curve.setPen(pen)
+            return
+        if curve is not None:
+            self._drop_curve(name)
+        self._curves[name] = plot.plot([], [], pen=pen, name=name)
+
+    def _drop_curve(self, name: str) -> None:
+        curve = self._curves.pop(name)
+        for plot in (self.loss_plot, self.metric_plot, self.step_plot):
+            if curve.getViewBox() is plot.vb:
+                plot.removeItem(curve)
+                plot.legend.removeItem(curve)
 
     def _color_index(self, name: str) -> int:
         # train and val of one quantity share a colour; the line style tells them apart
@@ -194,7 +213,7 @@ class TrainingPlots(QWidget):
         """Widen a held plot's y range to its values, in round steps, so it rarely moves."""
         lo, hi = math.inf, -math.inf
         for name, curve in self._curves.items():
-            if curve.getViewBox() is not plot.vb:
+            if curve.getViewBox() is not plot.vb or name not in self.series:
                 continue
             ys = self.series[name][1]
             seen_lo, seen_hi, read = self._y_seen.get(name, (math.inf, -math.inf, 0))

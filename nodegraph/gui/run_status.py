@@ -1,8 +1,8 @@
 """The status bar's view of a run: progress, speed, time left and the latest loss.
 
 A step or epoch event is only kept (a fast model sends thousands a second, and the GUI
-thread's every instruction is one the training thread waits for); the numbers are worked out
-from the latest of them, and the widgets repainted, at most four times a second.
+thread has a canvas to serve); the numbers are worked out from the latest of them, and the
+widgets repainted, at most four times a second.
 """
 
 from __future__ import annotations

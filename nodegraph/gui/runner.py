@@ -166,20 +166,29 @@ class TrainingRunner(QObject):
             return
         copy = graph.copy()
         self.result, self.revision = None, revision
+        worker = None
         if self.in_process and copy.base_registry is default_registry():
-            process = train_process.acquire()
-            if not process.train(copy, options):  # it died waiting: one more try
-                process = train_process.acquire()
-                process.train(copy, options)
-            self._worker = _ProcessWorker(copy, process, options)
-        else:
-            self._worker = _Worker(copy, RunControl(), options)
+            worker = self._process_worker(copy, options)
+        self._worker = worker or _Worker(copy, RunControl(), options)
         self.control = self._worker.control
         self._worker.events.connect(self.deliver)
         self._worker.failed.connect(self.failed)
         self._worker.done.connect(self._finished)
         self._worker.start()
         self.state_changed.emit("running")
+
+    @staticmethod
+    def _process_worker(graph: Graph, options: dict) -> _ProcessWorker | None:
+        """A run of `graph` in a training process, or None when the process cannot take it
+        (the graph does not go into a file): then it trains in a thread."""
+        for _ in range(2):  # a process that died while it waited: one more try
+            process = train_process.acquire()
+            if process.train(graph, options):
+                return _ProcessWorker(graph, process, options)
+            if process.alive:
+                train_process.release(process)
+                return None
+        return None
 
     def stop(self) -> None:
         if self.control is None:

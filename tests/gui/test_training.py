@@ -202,3 +202,20 @@ def test_blocks_of_another_registry_train_in_a_thread(tmp_path, qtbot):
     runner.start(g, 0, epochs=3)
     assert not isinstance(runner._worker, _ProcessWorker)  # the process would not know them
     assert runner.wait(30) and len(runner.result.history) == 3
+
+
+def test_curves_serve_the_next_run_and_go_when_it_has_no_numbers_for_them(xor_window):
+    plots, deliver = xor_window.plots, xor_window.runner.deliver
+
+    def run(keys):
+        return [RunStarted(2, 1, 1, "cpu", 1),
+                EpochEnded(1, 2, dict.fromkeys(keys, 0.5), {}, {}, 0.0), RunFinished([], {})]
+
+    plots.reset({"acc"})
+    deliver(run(["loss", "acc"]))
+    curve = plots._curves["train loss"]
+    assert [label.text for _, label in plots.metric_plot.legend.items] == ["train acc"]
+    plots.reset({"acc"})
+    deliver(run(["loss"]))
+    assert plots._curves["train loss"] is curve and plots.points("train loss") == 1
+    assert "train acc" not in plots._curves and not plots.metric_plot.legend.items
