@@ -45,5 +45,9 @@ class LogView(QPlainTextEdit):
     def flush(self) -> None:
         """Show the lines logged since the last flush."""
         pending, self._pending = self._pending[-MAX_LINES:], []
+        bar = self.verticalScrollBar()
+        follow = bar.value() >= bar.maximum() - 2  # a reader scrolled up stays where he is
         for line in pending:
             self.appendHtml(line)
+        if follow and pending:
+            bar.setValue(bar.maximum())

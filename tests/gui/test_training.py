@@ -56,6 +56,10 @@ def test_training_fills_the_plots_status_and_log(xor_window):
     assert "finished after 40 epoch(s)" in w.run_status.text
     assert finished and not finished[0].cancelled
     assert any("epoch 40/40" in line for line in w.log.lines)
+    w.log.flush()  # the widget gets its lines a few times a second, and shows the newest
+    assert "finished after 40 epoch(s)" in w.log.toPlainText().splitlines()[-1]
+    bar = w.log.verticalScrollBar()
+    assert bar.value() == bar.maximum()
     assert w.actions_by_name["train"].isEnabled() and not w.actions_by_name["stop"].isEnabled()
 
 
