@@ -292,6 +292,7 @@ class MainWindow(QMainWindow):
                      f"{self.device.currentText()}")
         self.runner.start(self.doc.graph, self.doc.revision, epochs=self.epochs.value(),
                           device=self.device.currentText())
+        self.run_status.starting()
         return True
 
     def _on_run_state(self, state: str) -> None:
@@ -302,6 +303,8 @@ class MainWindow(QMainWindow):
         a["pause"].setChecked(state == "paused")
         if state == "paused":
             self.notify("Training paused")
+        elif state == "idle":
+            self.run_status.idle()
 
     def _log_run_event(self, event) -> None:
         if isinstance(event, RunStarted):

@@ -82,6 +82,19 @@ class RunStatus(QWidget):
                                f"{format_duration(time.monotonic() - self.started)}")
             self.text = self.label.text()
 
+    def starting(self) -> None:
+        """From Train to the run's first event: the training process may still be starting
+        (importing torch takes seconds when Train is pressed as the editor opens)."""
+        self.setVisible(True)
+        self.bar.setRange(0, 0)  # busy
+        self.text = "starting the run…"
+        self.label.setText(self.text)
+
+    def idle(self) -> None:
+        """The run ended; one that never started leaves no busy bar behind."""
+        if self.bar.maximum() == 0:
+            self.setVisible(False)
+
     @property
     def done_steps(self) -> int:
         event = self.latest

@@ -183,6 +183,7 @@ def test_runs_train_in_a_process_of_their_own_and_survive_its_end(make_window, t
 
     w = make_window(slow_graph(tmp_path / "slow.json"))
     assert w.start_training()
+    assert w.run_status.text == "starting the run…" and w.run_status.bar.maximum() == 0
     worker = w.runner._worker
     assert isinstance(worker, _ProcessWorker)
     assert wait_until(lambda: w.run_status.done_steps > 100)
@@ -223,3 +224,11 @@ def test_curves_serve_the_next_run_and_go_when_it_has_no_numbers_for_them(xor_wi
     deliver(run(["loss"]))
     assert plots._curves["train loss"] is curve and plots.points("train loss") == 1
     assert "train acc" not in plots._curves and not plots.metric_plot.legend.items
+
+
+def test_a_run_that_never_started_leaves_no_busy_bar(window):
+    status = window.run_status
+    status.starting()
+    assert status.isVisible() and status.bar.maximum() == 0
+    window._on_run_state("idle")  # e.g. the process died before the run's first event
+    assert not status.isVisible()
