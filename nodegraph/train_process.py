@@ -167,8 +167,11 @@ def _run(text: str, folder: str | None, options: dict, threads: int, control,
 
 def main() -> None:
     channel = os.fdopen(os.dup(1), "wb")  # the editor's; prints go to stderr from here on
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr (a windowless launcher): prints go nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.stdout = sys.stderr if sys.stderr is not None else open(os.devnull, "w")  # noqa: SIM115
     serve(sys.stdin.buffer, channel)
 
 
@@ -270,9 +273,13 @@ def release(process: TrainingProcess) -> None:
 
 
 def prewarm() -> None:
-    """Start a process now, so the first run does not wait for it to import torch."""
+    """Start a process now, so the first run does not wait for it to import torch (quietly
+    nothing when no process can start: runs then train in a thread)."""
     if not any(p.alive for p in _idle):
-        _idle.append(_start())
+        try:
+            _idle.append(_start())
+        except OSError:
+            pass
 
 
 def _start() -> TrainingProcess:

@@ -179,10 +179,13 @@ class TrainingRunner(QObject):
 
     @staticmethod
     def _process_worker(graph: Graph, options: dict) -> _ProcessWorker | None:
-        """A run of `graph` in a training process, or None when the process cannot take it
-        (the graph does not go into a file): then it trains in a thread."""
+        """A run of `graph` in a training process, or None when no process can take it
+        (the graph does not go into a file, no process starts): then it trains in a thread."""
         for _ in range(2):  # a process that died while it waited: one more try
-            process = train_process.acquire()
+            try:
+                process = train_process.acquire()
+            except OSError:  # no Python to start (an embedded editor): train in a thread
+                return None
             if process.train(graph, options):
                 return _ProcessWorker(graph, process, options)
             if process.alive:

@@ -232,3 +232,18 @@ def test_a_run_that_never_started_leaves_no_busy_bar(window):
     assert status.isVisible() and status.bar.maximum() == 0
     window._on_run_state("idle")  # e.g. the process died before the run's first event
     assert not status.isVisible()
+
+
+def test_where_no_training_process_starts_runs_train_in_a_thread(monkeypatch, qtbot):
+    from nodegraph import train_process
+    from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+
+    def no_python(self):
+        raise OSError("no Python to start")
+
+    monkeypatch.setattr(train_process, "_idle", [])
+    monkeypatch.setattr(train_process.TrainingProcess, "__init__", no_python)
+    runner = TrainingRunner()  # starting one ahead fails quietly
+    runner.start(nodegraph.load("examples/xor.json"), 0, epochs=3)
+    assert not isinstance(runner._worker, _ProcessWorker)
+    assert runner.wait(30) and len(runner.result.history) == 3
