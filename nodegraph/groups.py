@@ -265,9 +265,11 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
 
     Wires crossing the selection become the group's ports (named after the inner port,
     made unique), and so do the outputs of selected nodes that feed nothing yet; returns the
-    instance's id. Positions of the moved nodes go with them.
+    instance's id. Positions of the moved nodes go with them. A tie between two moved nodes
+    goes into the body (each later instance ties its own pair); a tie between a moved node
+    and one outside stays in the graph, naming the node inside the instance.
     """
-    from nodegraph.graph import Graph
+    from nodegraph.graph import Graph, Tie
 
     if name in graph.groups:
         raise GraphError(f"a group named '{name}' already exists")
@@ -308,6 +310,10 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
     body.ui = {"positions": {n: positions[n] for n in node_ids if n in positions}}
     graph.groups[name] = GroupDef(name, body, inputs, outputs)
     instance = instance or graph.new_id(name)
+    body.ties = [t for t in graph.ties if t.src in chosen and t.dst in chosen]
+    inner = {n: instance + SEP + n for n in chosen}
+    graph.ties = [Tie(inner.get(t.src, t.src), t.src_param, inner.get(t.dst, t.dst),
+                      t.dst_param) for t in graph.ties if t not in body.ties]
     centre = [sum(positions[n][i] for n in node_ids if n in positions) /
               max(1, sum(1 for n in node_ids if n in positions)) for i in (0, 1)]
     for nid in node_ids:

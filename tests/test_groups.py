@@ -195,9 +195,7 @@ def tied_pairs() -> Graph:
     """A group whose body ties its two layers (x → Wx → W(Wx)), used twice with weights of
     its own: each instance ties its own pair, and the two pairs stay apart."""
     g = tied()
-    make_group(g, ["up", "again"], "square", instance="first")
-    g.groups["square"].body.ties = g.ties
-    g.ties = []
+    make_group(g, ["up", "again"], "square", instance="first")  # the tie goes into the body
     g.add("group.square", id="second")
     g.disconnect(g.source_of("loss", "input"))
     g.add("layers.Add", id="both")
@@ -245,3 +243,23 @@ def test_a_nested_instance_port_leads_to_the_inner_blocks():
     flat = flatten(g)
     assert flat.inputs[("net", "input")] == [("net__inner__hidden", "input")]
     assert flat.outputs[("net", "output")] == ("net__out", "output")
+
+
+def test_grouping_tied_nodes_moves_their_tie_into_the_body():
+    g = tied()
+    instance = make_group(g, ["up", "again"], "pair")
+    assert g.ties == [] and g.groups["pair"].body.ties == [Tie("up", "weight", "again",
+                                                                "weight")]
+    assert nodegraph.validate(g).ok
+    m = nodegraph.train(g, epochs=2).module
+    assert m.module_of(f"{instance}__up").weight is m.module_of(f"{instance}__again").weight
+
+
+def test_grouping_one_tied_node_keeps_the_tie_naming_it_inside_the_instance():
+    g = tied()
+    instance = make_group(g, ["again"], "tail")
+    assert g.ties == [Tie("up", "weight", f"{instance}__again", "weight")]
+    assert g.groups["tail"].body.ties == []
+    assert nodegraph.validate(g).ok
+    m = nodegraph.train(g, epochs=2).module
+    assert m.module_of("up").weight is m.module_of(f"{instance}__again").weight

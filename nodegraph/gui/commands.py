@@ -230,8 +230,8 @@ class SetNotes(QUndoCommand):
 
 class MakeGroup(QUndoCommand):
     """Move nodes into a new group and put one instance in their place (`make_group`);
-    undo removes the instance and the definition and puts the nodes and wires back where
-    they were, in the graph's order."""
+    undo removes the instance and the definition and puts the nodes, wires and ties back
+    where they were, in the graph's order."""
 
     def __init__(self, doc: Document, node_ids: list[str], name: str, instance: str):
         super().__init__(f"Group {len(node_ids)} node(s) as {name}")
@@ -247,7 +247,8 @@ class MakeGroup(QUndoCommand):
         self.saved = ([(order.index(n), copy.deepcopy(g.nodes[n])) for n in sorted(
                           chosen, key=order.index)],
                       [(i, e) for i, e in enumerate(g.edges) if {e.src, e.dst} & chosen],
-                      {n: list(positions[n]) for n in chosen if n in positions})
+                      {n: list(positions[n]) for n in chosen if n in positions},
+                      list(g.ties))
         groups.make_group(g, self.node_ids, self.name, self.instance)
         if self.defn is not None:  # an open tab and later commands edit this body object
             g.groups[self.name] = self.defn
@@ -259,7 +260,7 @@ class MakeGroup(QUndoCommand):
 
     def undo(self) -> None:
         g = self.doc.graph
-        nodes, edges, positions = self.saved
+        nodes, edges, positions, ties = self.saved
         g.remove(self.instance)
         self.doc.forget_positions([self.instance])
         del g.groups[self.name]
@@ -269,4 +270,5 @@ class MakeGroup(QUndoCommand):
         for i, e in edges:
             g.connect(e.source, e.target, strict=False)
             _move_last_edge_to(g, i)
+        g.ties = list(ties)  # those the grouping moved into the body or renamed
         self.doc.set_positions({n: tuple(p) for n, p in positions.items()})

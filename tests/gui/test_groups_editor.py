@@ -9,6 +9,7 @@ import json
 from PySide6.QtGui import QMouseEvent
 
 from nodegraph import fileformat
+from nodegraph.graph import Tie
 from nodegraph.train import train
 from tests.gui.driver import model_state, mouse
 
@@ -135,3 +136,15 @@ def test_training_settings_shown_in_a_body_are_the_graphs(xor_window):
     w.inspector.fields["epochs"].editor.setValue(12)
     assert w.doc.graph.training["epochs"] == 12 and w.epochs.value() == 12
     assert fileformat.to_document(w.doc.graph)["groups"]["block"].get("training") is None
+
+
+def test_grouping_takes_ties_along_and_undo_puts_them_back(xor_window):
+    w = xor_window
+    g = w.doc.graph
+    g.ties.append(Tie("hidden", "bias", "out", "bias"))  # one end in the selection
+    _group_hidden_layer(w)
+    assert g.ties == [Tie("block__hidden", "bias", "out", "bias")]
+    w.undo()
+    assert g.ties == [Tie("hidden", "bias", "out", "bias")]
+    w.redo()
+    assert g.ties == [Tie("block__hidden", "bias", "out", "bias")]
