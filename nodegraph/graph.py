@@ -226,10 +226,11 @@ class Graph:
         return node.id
 
     def remove(self, node_id: str) -> None:
-        """Remove a node and every wire touching it."""
+        """Remove a node and every wire and tie touching it."""
         self.node(node_id)
         for e in [e for e in self.edges if node_id in (e.src, e.dst)]:
             self.disconnect(e)
+        self.ties = [t for t in self.ties if node_id not in (t.src, t.dst)]
         del self.nodes[node_id]
         self.events.emit(GraphChanged("node_removed", node=node_id))
 

@@ -263,3 +263,9 @@ def test_grouping_one_tied_node_keeps_the_tie_naming_it_inside_the_instance():
     assert nodegraph.validate(g).ok
     m = nodegraph.train(g, epochs=2).module
     assert m.module_of("up").weight is m.module_of(f"{instance}__again").weight
+
+
+def test_removing_a_tied_node_removes_its_tie():
+    g = tied()
+    g.remove("again")
+    assert g.ties == []

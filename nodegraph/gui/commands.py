@@ -61,7 +61,7 @@ class AddNode(QUndoCommand):
 
 
 class RemoveNode(QUndoCommand):
-    """Remove a node with its wires; undo restores both where they were."""
+    """Remove a node with its wires and ties; undo restores them where they were."""
 
     def __init__(self, doc: Document, node_id: str):
         super().__init__(f"Delete {node_id}")
@@ -73,18 +73,19 @@ class RemoveNode(QUndoCommand):
         index = list(g.nodes).index(self.node_id)
         edges = [(i, e) for i, e in enumerate(g.edges) if self.node_id in (e.src, e.dst)]
         pos = g.ui.get("positions", {}).get(self.node_id)
-        self.saved = (copy.deepcopy(g.node(self.node_id)), index, edges, pos)
+        self.saved = (copy.deepcopy(g.node(self.node_id)), index, edges, pos, list(g.ties))
         g.remove(self.node_id)
         self.doc.forget_positions([self.node_id])
 
     def undo(self) -> None:
         g = self.doc.graph
-        node, index, edges, pos = self.saved
+        node, index, edges, pos, ties = self.saved
         g.add_node(copy.deepcopy(node), strict=False)
         _move_last_node_to(g, index)
         for i, e in edges:  # ascending indices: each insert lands where it was
             g.connect(e.source, e.target, strict=False)
             _move_last_edge_to(g, i)
+        g.ties = list(ties)
         if pos is not None:
             self.doc.set_positions({self.node_id: tuple(pos)})
 

@@ -148,3 +148,14 @@ def test_grouping_takes_ties_along_and_undo_puts_them_back(xor_window):
     assert g.ties == [Tie("hidden", "bias", "out", "bias")]
     w.redo()
     assert g.ties == [Tie("block__hidden", "bias", "out", "bias")]
+
+
+def test_deleting_a_tied_node_takes_its_tie_and_undo_brings_it_back(xor_window):
+    w = xor_window
+    g = w.doc.graph
+    g.ties.append(Tie("hidden", "bias", "out", "bias"))
+    w.scene.select_nodes(["out"])
+    w.edit_actions.delete_selection()
+    assert "out" not in g.nodes and g.ties == []
+    w.undo()
+    assert "out" in g.nodes and g.ties == [Tie("hidden", "bias", "out", "bias")]
