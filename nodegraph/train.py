@@ -145,21 +145,33 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     """Train `graph` and return its history; arguments override the file's training section.
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
     weights there)."""
-    overrides = {k: v for k, v in (("epochs", epochs), ("seed", seed), ("device", device))
-                 if v is not None}
-    opts, problems = settings.resolve({**graph.training, **overrides})
-    if problems:
-        raise ValidationError(problems)
+    opts = training_options(graph, epochs=epochs, seed=seed, device=device)
     group = distributed.current()
     device = distributed.setup(group, opts.device) if group else opts.device
-    # with no epochs to run the graph is only evaluated, so it needs no optimizer
-    compiled = compile(graph, device=device, seed=opts.seed, for_training=opts.epochs > 0)
+    compiled = compile_for(graph, opts, device)
     if prepare is not None:
         prepare(compiled)
     if group:
         torch.manual_seed(opts.seed + group.rank)  # same weights everywhere, own dropout masks
     return Trainer(compiled, opts, events or Emitter(), control or RunControl(),
                    Path(checkpoint_dir) if checkpoint_dir else None, group).run(resume)
+
+
+def training_options(graph: Graph, **overrides):
+    """The graph's training section with the non-None `overrides` (epochs, seed, device)."""
+    opts, problems = settings.resolve(
+        {**graph.training, **{k: v for k, v in overrides.items() if v is not None}})
+    if problems:
+        raise ValidationError(problems)
+    return opts
+
+
+def compile_for(graph: Graph, opts, device: str | None = None) -> Compiled:
+    """The graph compiled as `train` compiles it under `opts`: its seed (so its data
+    splits) and device. With no epochs to run the graph is only evaluated, so it needs no
+    optimizer."""
+    return compile(graph, device=device or opts.device, seed=opts.seed,
+                   for_training=opts.epochs > 0)
 
 
 class Trainer:

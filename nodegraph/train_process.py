@@ -241,13 +241,10 @@ class TrainingProcess:
 def rebuild(graph, options: dict, payload: dict):
     """The RunResult of a run in a process: the graph compiled as `train` compiled it, with
     the trained state loaded, for the editor's previews and views of the trained model."""
-    from nodegraph import settings
-    from nodegraph.compile import compile
-    from nodegraph.train import RunResult
+    from nodegraph.train import RunResult, compile_for, training_options
 
-    overrides = {k: options[k] for k in ("epochs", "seed", "device") if options.get(k) is not None}
-    opts, _ = settings.resolve({**graph.training, **overrides})
-    compiled = compile(graph, device=opts.device, seed=opts.seed, for_training=opts.epochs > 0)
+    keys = ("epochs", "seed", "device")
+    compiled = compile_for(graph, training_options(graph, **{k: options.get(k) for k in keys}))
     compiled.module.load_state_dict(payload["state"])
     return RunResult(payload["history"], payload["final"], compiled, payload["stopped_early"],
                      payload["cancelled"], payload["best_epoch"])
