@@ -61,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="train a graph file headless")
-    run.add_argument("graph")
+    add_graph_argument(run)
     run.add_argument("--epochs", type=int, help="override training.epochs")
     run.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                      help="change a param (or training.KEY) for this run; repeatable")
@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     val = sub.add_parser("validate", help="check a graph file; exit 1 when it has problems")
-    val.add_argument("graph")
+    add_graph_argument(val)
     val.add_argument("--json", action="store_true", help="print the problems as JSON")
     val.set_defaults(func=cmd_validate)
 
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     blocks.set_defaults(func=cmd_blocks)
 
     info = sub.add_parser("info", help="nodes, inferred shapes and parameter counts of a graph")
-    info.add_argument("graph")
+    add_graph_argument(info)
     info.set_defaults(func=cmd_info)
 
     edit = sub.add_parser("edit", help="open the graph editor")
@@ -105,10 +105,33 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def add_graph_argument(parser: argparse.ArgumentParser) -> None:
+    """The graph file argument, with --trust: every command that opens a graph has both."""
+    parser.add_argument("graph")
+    parser.add_argument("--trust", action="store_true", help="let this graph run code from "
+                        "the modules it names outside nodegraph's allowlist of tensor "
+                        "functions and torch.nn modules (your own modules, brought in by "
+                        "nodegraph import); without it those nodes are reported and nothing "
+                        "is imported")
+
+
+def open_graph(args: argparse.Namespace):
+    """The graph file `args.graph`, trusted to import its modules when --trust was given."""
+    from nodegraph import allowlist, distributed, fileformat
+
+    graph = fileformat.load(args.graph)
+    if getattr(args, "trust", False):
+        modules = allowlist.trust(graph)
+        if modules and distributed.is_main():  # under torchrun, rank 0 says it once
+            print(f"trusting code from module(s) {', '.join(modules)} for {args.graph}",
+                  file=sys.stderr)
+    return graph
+
+
 # -- commands ----------------------------------------------------------------------------
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from nodegraph import distributed, fileformat
+    from nodegraph import distributed
     from nodegraph.events import Emitter
     from nodegraph.render import ConsoleRenderer
     from nodegraph.train import train
@@ -116,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.nproc:
         return distributed.launch(args.nproc, _without_option(args.argv, "--nproc"))
     main_rank = distributed.is_main()  # under torchrun only rank 0 talks and writes
-    graph = with_assignments(fileformat.load(args.graph), parse_assignments(args.set))
+    graph = with_assignments(open_graph(args), parse_assignments(args.set))
     prepare = _weights_loader(args.init_weights) if args.init_weights else None
     if args.compile:
         graph.set_training("compile", "inductor")
@@ -157,10 +180,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from nodegraph import fileformat
     from nodegraph.validate import validate
 
-    graph = fileformat.load(args.graph)
+    graph = open_graph(args)
     with files_relative_to(Path(args.graph).parent):
         report = validate(graph, for_training=_trains(graph))
     if args.json:
@@ -192,10 +214,9 @@ def cmd_blocks(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from nodegraph import fileformat
     from nodegraph.validate import validate
 
-    graph = fileformat.load(args.graph)
+    graph = open_graph(args)
     with files_relative_to(Path(args.graph).parent):
         report = validate(graph)
     print(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")

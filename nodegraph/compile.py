@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nodegraph import allowlist
 from nodegraph.dataset import Dataset
 from nodegraph.errors import NodegraphError, NodeRuntimeError, Problem, ValidationError
 from nodegraph.graph import Graph
@@ -164,6 +165,12 @@ def compile(graph: Graph, device: str | torch.device | None = None, seed: int | 
 
     Raises ValidationError listing every problem when the graph cannot run.
     """
+    with allowlist.trusting(graph.trusted):  # blocks naming Python resolve as validated
+        return _compile(graph, device, seed, for_training)
+
+
+def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
+             for_training: bool) -> Compiled:
     report = check(graph, for_training=for_training)
     user_graph, graph = graph, report.flat.graph if report.flat else graph
     shared = report.flat.shared if report.flat else {}

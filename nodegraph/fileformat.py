@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nodegraph import allowlist
 from nodegraph.errors import GraphFileError, Problem
 from nodegraph.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.groups import GroupDef
@@ -31,7 +32,8 @@ VERSION = 1
 # the format changes; old files then load through the chain.
 MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
 
-KNOWN_TOP = {"format", "version", "name", "groups", "nodes", "edges", "ties", "training", "ui"}
+KNOWN_TOP = {"format", "version", "name", "groups", "nodes", "edges", "ties", "training", "ui",
+             "imports"}  # imports: written from the nodes on save, never trusted on load
 KNOWN_NODE = {"type", "params"}
 
 
@@ -240,6 +242,9 @@ def to_document(graph: Graph) -> dict:
                                 **({"ui": d.ui} if d.ui else {})}
                          for name, d in graph.groups.items()}
     doc.update(_body(graph))
+    modules = allowlist.modules_needed(graph)
+    if modules:  # the file says, at its top, which code of the user's it runs (if trusted)
+        doc["imports"] = modules
     doc["training"] = graph.training
     doc["ui"] = graph.ui
     doc.update(graph.extra)

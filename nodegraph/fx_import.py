@@ -41,6 +41,7 @@ from safetensors.torch import save_file
 from torch import nn
 from torch.nn import functional as F
 
+from nodegraph import allowlist
 from nodegraph.errors import NodegraphError
 from nodegraph.export.record import Recorder, recording
 from nodegraph.export.source import torch_path
@@ -541,8 +542,9 @@ def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
     """True when the opaque block's recipe builds a module that takes `module`'s weights."""
     from nodes.opaque import OpaqueModule
 
-    try:
-        built = OpaqueModule(target, kwargs, path).module
+    try:  # the class is the live module's own, already imported by the user: trusted
+        with allowlist.trusting(allowlist.trusted_now() | {allowlist.top_module(target)}):
+            built = OpaqueModule(target, kwargs, path).module
         built.load_state_dict(module.state_dict())
     except Exception:
         return False
@@ -667,6 +669,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
             graph.connect(_source_of(source, ids, importer), (item.id, port.name))
         weights.update({f"{item.id}.{k}": v.detach().clone() for k, v in item.weights.items()})
     out_keys = [_source_of(o, ids, importer) for o in outs]
+    allowlist.trust(graph)  # the user's own module, imported at their request
     graph.extra["imported"] = {"source": target or type(root).__qualname__,
                                "weights": _absolute(weights_path),
                                "outputs": [f"{n}.{p}" for n, p in out_keys]}
@@ -689,10 +692,8 @@ def _instantiate(obj: Any, kwargs: dict) -> tuple[nn.Module, Recorder | None, st
     here) and the import path of its class."""
     if isinstance(obj, nn.Module):
         return obj, None, _import_path(type(obj)) if _rebuilds_default(type(obj)) else None
-    if isinstance(obj, str):
-        from nodes.opaque import resolve
-
-        obj = resolve(obj, "module")
+    if isinstance(obj, str):  # named by the user on the command line: imported as asked
+        obj = allowlist.import_path(obj, "module")
     if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
         raise NodegraphError(f"{obj!r} is not an nn.Module class")
     with recording(nn.Module) as recorder:

@@ -100,6 +100,9 @@ class Graph:
         self.extra: dict[str, Any] = {}  # unknown top-level file keys, round-tripped
         self.load_problems: list[Problem] = []  # what the file loader could not place
         self.folder: Path | None = None  # the file's folder: relative data paths start there
+        # modules outside nodegraph.allowlist this graph may import: the user's choice
+        # (--trust, the editor's prompt), never read from the file
+        self.trusted: frozenset[str] = frozenset()
         self._edits = 0  # counts wire edits, so the wire index knows when to rebuild
         self._index_key: tuple | None = None
         self._edge_index: tuple[dict, dict] = ({}, {})
@@ -350,6 +353,7 @@ class Graph:
         g.ui = copy.deepcopy(self.ui)
         g.extra = copy.deepcopy(self.extra)
         g.folder = self.folder
+        g.trusted = self.trusted
         return g
 
     # -- checks used by strict edits -----------------------------------------------------

@@ -11,12 +11,14 @@ import argparse
 import csv
 import math
 
+from nodegraph.cli import add_graph_argument, open_graph
+
 WIDTH = 40
 
 
 def register(sub) -> None:
     p = sub.add_parser("lr-find", help="learning-rate range test: loss against a growing rate")
-    p.add_argument("graph")
+    add_graph_argument(p)
     p.add_argument("--optimizer", help="the optimizer node (needed when there are several)")
     p.add_argument("--start", type=float, default=1e-6)
     p.add_argument("--end", type=float, default=1.0)
@@ -33,7 +35,7 @@ def cmd_lr_find(args: argparse.Namespace) -> int:
     from nodegraph import fileformat
     from nodegraph.lrfind import lr_range_test
 
-    graph = fileformat.load(args.graph)
+    graph = open_graph(args)
     result = lr_range_test(graph, args.optimizer, args.start, args.end, args.steps,
                            suggest=args.suggest)
     print(chart(result.lrs, result.smoothed))

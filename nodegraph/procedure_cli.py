@@ -8,11 +8,13 @@ from pathlib import Path
 
 import torch
 
+from nodegraph.cli import add_graph_argument, open_graph
+
 
 def register(sub) -> None:
     p = sub.add_parser("sample", help="run a procedure block (sampling, recall, decoding, "
                        "forecasting) and write its trajectory")
-    p.add_argument("graph")
+    add_graph_argument(p)
     p.add_argument("node", help="the procedure block to run")
     p.add_argument("--weights", metavar="FILE.safetensors",
                    help="trained weights, e.g. CHECKPOINT_DIR/last/model.safetensors")
@@ -25,13 +27,12 @@ def register(sub) -> None:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from nodegraph import fileformat
     from nodegraph.cli import parse_assignments
     from nodegraph.compile import compile
     from nodegraph.procedure import run_procedure
     from nodegraph.train import train
 
-    graph = fileformat.load(args.graph)
+    graph = open_graph(args)
     overrides = {k.split(".", 1)[-1]: v
                  for k, v in parse_assignments([f"x.{s}" for s in args.set]).items()}
     target = train(graph).compiled if args.train else compile(graph, for_training=False)

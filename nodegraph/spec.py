@@ -240,6 +240,10 @@ class BlockSpec:
     # it recorded cannot be written (a large tensor computed from the params): export(p, x)
     # -> (function, kwargs), a plain function and the arguments that build the same module
     export: Callable[..., tuple[Callable[..., Any], dict[str, Any]]] | None = None
+    # blocks whose params name Python to call (opaque.*): code(params) -> [(param,
+    # "module:qualname", allowlist kind)], checked against `nodegraph.allowlist` before any
+    # node of the graph is built
+    code: Callable[[dict], list[tuple[str, Any, str]]] | None = None
     category: str = field(default="")
 
     def __post_init__(self) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodegraph.cli import add_graph_argument, open_graph
 from nodegraph.errors import NodegraphError
 from nodegraph.settings import monitor_rises
 
@@ -212,7 +213,7 @@ def register(subparsers) -> None:
         "sweep", help="train every combination of a parameter grid, in parallel processes",
         description="Each combination runs as `nodegraph run GRAPH --set ...`; the folder "
         "gets one metrics file and log per run and summary.csv; the best run is marked.")
-    p.add_argument("graph")
+    add_graph_argument(p)
     p.add_argument("--grid", action="append", default=[], metavar="NODE.PARAM=v1,v2",
                    help="values to try for a param (or training.KEY); repeat for more")
     p.add_argument("--jobs", type=int, default=1, metavar="K", help="runs at a time")
@@ -230,12 +231,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid)
     if args.jobs < 1:
         raise NodegraphError("--jobs must be at least 1")
-    fixed = [x for item in args.set for x in ("--set", item)]
+    fixed = [x for item in args.set for x in ("--set", item)] + (["--trust"] if args.trust
+                                                                  else [])
     out = args.output or f"{Path(args.graph).stem}-sweep"
-    from nodegraph import fileformat
     from nodegraph.cli import parse_assignments, with_assignments
 
-    with_assignments(fileformat.load(args.graph), parse_assignments(args.set))
+    with_assignments(open_graph(args), parse_assignments(args.set))
     result = sweep(args.graph, grid, out, args.jobs, args.metric, args.epochs, fixed)
     print(table(result.runs, result.metric))
     best = result.best

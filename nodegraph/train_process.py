@@ -9,7 +9,7 @@ the model trains at headless speed while the editor draws what it sends (the ben
 
 The protocol, one pickled tuple per message:
 
-    editor -> process: ("train", graph text, folder, options, torch threads)
+    editor -> process: ("train", graph text, folder, trusted modules, options, torch threads)
                        ("stop",) ("pause",) ("resume",)
     process -> editor: ("events", [event, ...])   batched as `EventBatcher` does
                        ("failed", message, node id or None)
@@ -132,12 +132,12 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
 
     threading.Thread(target=read_messages, daemon=True, name="nodegraph-jobs").start()
     while (job := jobs.get()) is not None:
-        (_, text, folder, options, threads), run_control = job
-        write(_run(text, folder, options, threads, run_control, write))
+        (_, text, folder, trusted, options, threads), run_control = job
+        write(_run(text, folder, trusted, options, threads, run_control, write))
 
 
-def _run(text: str, folder: str | None, options: dict, threads: int, control,
-         write: Callable[[tuple], None]) -> tuple:
+def _run(text: str, folder: str | None, trusted: list[str], options: dict, threads: int,
+         control, write: Callable[[tuple], None]) -> tuple:
     import torch
 
     from nodegraph.events import Emitter
@@ -152,6 +152,7 @@ def _run(text: str, folder: str | None, options: dict, threads: int, control,
     try:
         graph = loads(text)
         graph.folder = Path(folder) if folder else None
+        graph.trusted = frozenset(trusted)  # the file text carries no trust; the editor's does
         result = train(graph, events=events, control=control, **options)
     except Exception as e:  # the editor shows it; this process stays up for the next run
         batcher.flush()
@@ -214,7 +215,8 @@ class TrainingProcess:
         except (TypeError, ValueError):
             return False
         folder = str(graph.folder) if graph.folder else None
-        return self.send("train", text, folder, options, torch.get_num_threads())
+        return self.send("train", text, folder, sorted(graph.trusted), options,
+                         torch.get_num_threads())
 
     def receive(self) -> tuple | None:
         """The next message, or None when the process has ended."""

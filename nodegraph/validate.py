@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from nodegraph import groups, settings
+from nodegraph import allowlist, groups, settings
 from nodegraph.dataset import Dataset, files_relative_to
 from nodegraph.errors import GraphError, NodegraphError, PortError, Problem, ValidationError
 from nodegraph.graph import Graph
@@ -82,10 +82,11 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
     A graph with groups is checked in its flattened form (`report.flat`), and the problems,
     shapes and parameter counts are reported back on the group instances.
     """
-    if graph.folder is not None:  # a graph from a file reads its data beside the file
-        with files_relative_to(graph.folder):
-            return _validated(graph, for_training)
-    return _validated(graph, for_training)
+    with allowlist.trusting(graph.trusted):
+        if graph.folder is not None:  # a graph from a file reads its data beside the file
+            with files_relative_to(graph.folder):
+                return _validated(graph, for_training)
+        return _validated(graph, for_training)
 
 
 def _validated(graph: Graph, for_training: bool) -> Report:
@@ -113,6 +114,7 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
     report.problems += settings.resolve(graph.training)[1]
     _check_nodes(graph, report)
+    _check_code(graph, report)
     _check_edges(graph, report)
     cycle = graph.find_cycle()
     if cycle:
@@ -261,6 +263,14 @@ def _check_nodes(graph: Graph, report: Report) -> None:
             report.params[node.id] = values
 
 
+def _check_code(graph: Graph, report: Report) -> None:
+    """Names of Python outside the allowlist, unless trusted: reported before anything is
+    built, so the node is skipped by inference and nothing is imported."""
+    for node, param, message, hint in allowlist.refusals(graph, allowlist.trusted_now()):
+        report.problems.append(Problem(node, param, "untrusted_code", message, hint))
+        report.params.pop(node, None)
+
+
 def _check_edges(graph: Graph, report: Report) -> None:
     fed = Counter((e.dst, e.dst_port) for e in graph.edges)
     for e in graph.edges:
@@ -363,7 +373,7 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int
     params and input shapes: the editor revalidates on every edit, and only nodes whose
     inputs or params changed are inferred again.
     """
-    key = (spec.id, id(spec.build), repr(sorted(params.items())),
+    key = (spec.id, id(spec.build), allowlist.trusted_now(), repr(sorted(params.items())),
            tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())))
     hit = _op_cache.get(key)
     if hit is None:

@@ -7,8 +7,8 @@ arguments — or builds a root class and takes one of its submodules by path —
 file holds no pickle, only a name; `opaque.Function` calls a torch function or tensor
 method (``torch:Tensor.mean``) with fixed extra arguments; `opaque.Arrays` is a data block
 of arrays from an .npz, dtypes kept, that gives an imported graph its example inputs so its
-shapes can be inferred. Naming a module to import runs that module's code, as installing a
-block package does: open graph files from people you trust.
+shapes can be inferred. Every name is looked up in `nodegraph.allowlist` (pure tensor
+functions, torch.nn modules); a name outside it runs only in a graph the user trusts.
 
 Arguments are JSON. A few values JSON has no word for are written as one-key objects:
 ``{"input": k}`` is the block's input k, ``{"size": [k, d]}`` that input's size in dim d
@@ -18,13 +18,13 @@ Arguments are JSON. A few values JSON has no word for are written as one-key obj
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from nodegraph import allowlist
 from nodegraph.dataset import data_params, from_arrays
 from nodegraph.errors import NodegraphError, ParamError
 from nodegraph.spec import Param, Port, block, int_param, str_param
@@ -32,24 +32,14 @@ from nodes._data_files import read_npz
 
 INPUTS = [Port("input", doc="the first argument"),
           *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in (2, 3, 4))]
-FUNCTION_MODULES = ("torch", "operator", "math")  # what opaque.Function may call
+DTYPES = {name: value for name in dir(torch) if isinstance(value := getattr(torch, name),
+                                                            torch.dtype)}
 
 
-def resolve(path: str, what: str) -> Any:
-    """The object named ``module:qualname`` (``torch.nn:Linear``, ``torch:Tensor.mean``)."""
-    module_name, sep, qualname = path.partition(":")
-    if not sep or not module_name or not qualname:
-        raise ParamError(f"{what} must look like module:qualname, e.g. torch.nn:Linear; got "
-                         f"{path!r}")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ParamError(f"{what} {path!r}: cannot import {module_name} ({e})") from None
-    for part in qualname.split("."):
-        if not hasattr(obj, part):
-            raise ParamError(f"{what} {path!r}: {module_name} has no {qualname}")
-        obj = getattr(obj, part)
-    return obj
+def resolve(path: str, what: str, kind: str = allowlist.FUNCTIONS) -> Any:
+    """The object named ``module:qualname`` (``torch.nn:Linear``, ``torch:Tensor.mean``),
+    from the allowlist or a module the graph is trusted to import."""
+    return allowlist.resolve(path, what, kind)
 
 
 def decode(value: Any, inputs: tuple = ()) -> Any:
@@ -60,21 +50,64 @@ def decode(value: Any, inputs: tuple = ()) -> Any:
         return value
     if len(value) == 1:
         (key, arg), = value.items()
-        if key == "input":
-            return inputs[arg]
-        if key == "size":
-            return inputs[arg[0]].shape[arg[1]]
-        if key == "tuple":
-            return tuple(decode(v, inputs) for v in arg)
-        if key == "slice":
-            return slice(*arg)
-        if key == "ellipsis":
-            return Ellipsis
-        if key == "dtype":
-            return getattr(torch, arg)
-        if key == "function":
-            return resolve(arg, "function")
+        try:
+            return _special(key, arg, inputs)
+        except (IndexError, TypeError, ValueError, KeyError):
+            raise ParamError(f"argument {value!r} does not fit the block's "
+                             f"{len(inputs)} input(s)") from None
     return {k: decode(v, inputs) for k, v in value.items()}
+
+
+def _special(key: str, arg: Any, inputs: tuple) -> Any:
+    """A one-key object that stands for a value JSON has no word for (or the dict itself)."""
+    if key == "input":
+        return inputs[_index(arg)]
+    if key == "size":
+        return inputs[_index(arg[0])].shape[_index(arg[1], negative=True)]
+    if key == "tuple":
+        return tuple(decode(v, inputs) for v in arg)
+    if key == "slice":
+        return slice(*arg)
+    if key == "ellipsis":
+        return Ellipsis
+    if key == "dtype":
+        if arg not in DTYPES:
+            raise ParamError(f"{{'dtype': {arg!r}}}: not a torch dtype (float32, int64, ...)")
+        return DTYPES[arg]
+    if key == "function":
+        return resolve(arg, "function")
+    return {key: decode(arg, inputs)}
+
+
+def _index(value: Any, negative: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or (value < 0 and not negative):
+        raise TypeError(f"not an index: {value!r}")
+    return value
+
+
+def code_named(params: dict) -> list[tuple[str, str, str]]:
+    """The Python a node's params name, as (param, module:qualname, kind) for the allowlist:
+    its `function` or `target`, and every {"function": ...} inside its arguments."""
+    named = []
+    if "function" in params:
+        named.append(("function", params["function"], allowlist.FUNCTIONS))
+    if "target" in params:
+        named.append(("target", params["target"], allowlist.MODULES))
+    for name in ("args", "kwargs"):
+        named += [(name, path, allowlist.FUNCTIONS) for path in _functions_in(params.get(name))]
+    return named
+
+
+def _functions_in(value: Any, depth: int = 0) -> list[Any]:
+    if depth > 100:  # deeper than any argument a traced module passes: refuse as a name
+        return [value]
+    if isinstance(value, list):
+        return [f for v in value for f in _functions_in(v, depth + 1)]
+    if isinstance(value, dict):
+        if len(value) == 1 and "function" in value:
+            return [value["function"]]
+        return [f for v in value.values() for f in _functions_in(v, depth + 1)]
+    return []
 
 
 def _present(inputs: tuple) -> tuple:
@@ -88,7 +121,7 @@ class OpaqueModule(nn.Module):
 
     def __init__(self, target: str, kwargs: dict, path: str = "", index: int | None = None):
         super().__init__()
-        cls = resolve(target, "target")
+        cls = resolve(target, "target", allowlist.MODULES)
         if not isinstance(cls, type) or not issubclass(cls, nn.Module):
             raise ParamError(f"target {target!r} is not an nn.Module class")
         try:
@@ -111,9 +144,6 @@ class OpaqueFunction(nn.Module):
 
     def __init__(self, function: str, args: list, kwargs: dict):
         super().__init__()
-        if function.partition(":")[0].split(".")[0] not in FUNCTION_MODULES:
-            raise ParamError(f"function {function!r}: only functions of "
-                             f"{', '.join(FUNCTION_MODULES)} may be called")
         self.function = resolve(function, "function")
         self.args, self.kwargs = args, kwargs
 
@@ -131,11 +161,12 @@ def _arrays(p):
 
 BLOCKS = [
     block("opaque.Module", "op",
-          "A PyTorch module named by its import path, run as it is (imported code).\n\n"
+          "A PyTorch module named by its import path, run as it is.\n\n"
           "Builds `target` (module:Class) with the JSON `kwargs`; with `path`, builds it and "
           "takes that submodule. Its weights are saved like any block's, under "
           "node.module.*. `nodegraph import` puts here what no block of the library "
-          "expresses; the file names code to import, so open graphs you trust.",
+          "expresses. torch.nn classes build anywhere; a class of another module only in a "
+          "graph the user trusts (--trust, or the editor's prompt).",
           lambda p, x: OpaqueModule(p.target, p.kwargs, p.path, p.index),
           inputs=INPUTS, outputs=["output"],
           params=[str_param("target", doc="the class, as module:QualName "
@@ -145,7 +176,7 @@ BLOCKS = [
                             "(encoder.layers.0); empty means the object itself"),
                   int_param("index", None, "when the module returns a tuple: the element that "
                             "is the output; empty means all of it", min=0, nullable=True)],
-          keywords=("imported", "custom", "fx", "module")),
+          keywords=("imported", "custom", "fx", "module"), code=code_named),
     block("opaque.Function", "op",
           "A call of a torch function or tensor method with fixed extra arguments.\n\n"
           "`function` is module:qualname (torch:mean, torch:Tensor.transpose, operator:add); "
@@ -157,7 +188,7 @@ BLOCKS = [
           params=[str_param("function", doc="what to call, as module:qualname"),
                   Param("args", "json", [{"input": 0}], "positional arguments"),
                   Param("kwargs", "json", {}, "keyword arguments")],
-          keywords=("imported", "function", "fx", "call")),
+          keywords=("imported", "function", "fx", "call"), code=code_named),
     block("opaque.Arrays", "data",
           "Arrays from an .npz archive with their dtypes: the example inputs of an imported "
           "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "

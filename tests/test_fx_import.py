@@ -4,6 +4,8 @@ themselves, checked against torch."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 import nodegraph
+from nodegraph import allowlist
 from nodegraph.cli import main
 from nodegraph.errors import NodegraphError
 from nodegraph.fx_import import import_graph, import_module, load_weights
@@ -146,6 +149,13 @@ def test_a_transformer_encoder_keeps_its_layer_opaque_and_its_outputs(tmp_path):
     model = TinyEncoder().eval()
     import_graph(model, tokens, tmp_path / "enc2.json")
     graph2 = nodegraph.load(tmp_path / "enc2.json")
+    # its layer is built through this test module's class: the file runs only when trusted
+    [problem] = nodegraph.validate(graph2).errors
+    assert (problem.node, problem.port, problem.kind) == ("encoder", "target", "untrusted_code")
+    assert "test_fx_import" in problem.message
+    assert json.loads((tmp_path / "enc2.json").read_text())["imports"] == ["test_fx_import"]
+    assert "imports" not in json.loads((tmp_path / "enc.json").read_text())
+    assert allowlist.trust(graph2) == ["test_fx_import"]
     [out2] = graph_outputs(graph2, [tokens])
     with torch.no_grad():
         assert torch.allclose(out2, model(tokens), atol=1e-6)
@@ -203,9 +213,12 @@ def test_opaque_module_builds_the_class_or_a_submodule_and_picks_an_output():
     assert isinstance(linear.module, nn.Linear)
     assert torch.equal(linear(x), F.linear(x, linear.module.weight, linear.module.bias))
     assert set(linear.state_dict()) == {"module.weight", "module.bias"}
-    _, _, relu = build("opaque.Module", {"input": x}, target="test_fx_import:MLP",
-                       path="layers.1")
+    with allowlist.trusting({"test_fx_import"}):  # a class of this test module: trusted
+        _, _, relu = build("opaque.Module", {"input": x}, target="test_fx_import:MLP",
+                           path="layers.1")
     assert torch.equal(relu(x), x.clamp(min=0))
+    with pytest.raises(allowlist.UntrustedCodeError, match="test_fx_import"):
+        build("opaque.Module", {"input": x}, target="test_fx_import:MLP", path="layers.1")
     seq = torch.randn(2, 5, 4)
     _, _, gru = build("opaque.Module", {"input": seq}, target="torch.nn:GRU",
                       kwargs={"input_size": 4, "hidden_size": 3, "batch_first": True}, index=0)
@@ -229,7 +242,7 @@ def test_opaque_function_decodes_inputs_sizes_and_slices():
     out = run_op("opaque.Function", {"input": x, "input_2": y}, function="torch:cat",
                  args=[[{"input": 0}, {"input": 1}]], kwargs={"dim": 2})
     assert torch.equal(out, torch.cat([x, y], dim=2))
-    with pytest.raises(Exception, match="only functions of torch"):
+    with pytest.raises(allowlist.UntrustedCodeError, match="no trust opens more of 'os'"):
         run_op("opaque.Function", {"input": x}, function="os:system", args=["true"])
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from nodegraph.cli import add_graph_argument, open_graph
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -12,7 +14,7 @@ def register(subparsers) -> None:
         description="python: one file with the model class and a training script that "
         "reproduces `nodegraph run`; onnx: the forward graph in inference mode; weights: "
         "trained weights keyed node.param (they load into the Python model).")
-    p.add_argument("graph")
+    add_graph_argument(p)
     p.add_argument("--to", required=True, choices=("python", "onnx", "weights"))
     p.add_argument("-o", "--output", required=True, metavar="FILE")
     p.add_argument("--weights", metavar="FILE.safetensors",
@@ -28,11 +30,10 @@ def register(subparsers) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from nodegraph import fileformat
     from nodegraph.cli import parse_assignments, with_assignments
     from nodegraph.dataset import files_relative_to
 
-    graph = with_assignments(fileformat.load(args.graph), parse_assignments(args.set))
+    graph = with_assignments(open_graph(args), parse_assignments(args.set))
     with files_relative_to(Path(args.graph).parent):  # the graph's data files, from its folder
         _export(args, graph, Path(args.output))
     return 0

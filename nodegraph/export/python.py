@@ -31,7 +31,7 @@ from nodegraph.export.model import ModelWriter, partition, unexportable
 from nodegraph.export.record import recording
 from nodegraph.export.script import ScriptWriter
 from nodegraph.export.source import Source
-from nodegraph.export.syntax import LINE, class_name, identifier
+from nodegraph.export.syntax import LINE, class_name, identifier, in_docstring
 from nodegraph.fileformat import atomic_write_text
 from nodegraph.graph import Graph
 from nodegraph.metric import Metric
@@ -151,11 +151,12 @@ def _assemble(graph: Graph, source: Source, sections: list[str], name: str,
                           "gives the same loss curve up to float rounding:")
     doc = []
     for text in paragraphs:
-        lines = textwrap.wrap(text, LINE - 3)
+        lines = textwrap.wrap(in_docstring(text), LINE - 3)
         doc += [*lines, ""]
     doc[0] = '"""' + doc[0]
     if training:
-        doc.append(f"    python {path.name} [--epochs N] [--metrics-out FILE.json]")
+        doc.append(f"    python {in_docstring(path.name)} [--epochs N] [--metrics-out "
+                   "FILE.json]")
     else:
         doc.pop()
     doc.append('"""')

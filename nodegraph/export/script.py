@@ -431,7 +431,8 @@ class ScriptWriter:
     def main_function(self) -> str:
         self.source.add_import("argparse")
         self.source.add_import("json")
-        text = MAIN.format(name=self.c.graph.name)
+        text = MAIN.format(description=repr(f"Train {self.c.graph.name} as nodegraph does "
+                                            "(exported from nodegraph)."))
         if self.opts["stages"]:  # the stages set the epochs
             text = text.replace('    parser.add_argument("--epochs", type=int, default=EPOCHS)\n',
                                 "").replace("train(args.epochs)", "train()")
@@ -492,8 +493,7 @@ def metric_values(metrics):
 
 MAIN = '''\
 def main():
-    parser = argparse.ArgumentParser(
-        description="Train {name} as nodegraph does (exported from nodegraph).")
+    parser = argparse.ArgumentParser(description={description})
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--metrics-out", help="write the history and final numbers as JSON")
     args = parser.parse_args()

@@ -349,11 +349,19 @@ def unparse(node: ast.AST) -> str:
 def docstring(text: str, indent: int) -> list[str]:
     """A docstring of `text`, wrapped to the line length."""
     pad = " " * indent
+    text = in_docstring(text)
     one = f'{pad}"""{text}"""'
     if len(one) <= LINE:
         return [one]
     lines = textwrap.wrap(text, LINE - indent - 3)
     return [f'{pad}"""{lines[0]}', *(pad + line for line in lines[1:]), f'{pad}"""']
+
+
+def in_docstring(text: str) -> str:
+    """`text` (a graph's name, a file's path: anything a file chose) as docstring content that
+    cannot end the docstring: quotes and backslashes escaped, control characters blanked."""
+    text = "".join(c if c.isprintable() else " " for c in text)
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def attribute_path(root: str, path: str) -> str:
