@@ -121,7 +121,7 @@ def fuzz(cases: int, seed: int, jobs: int, time_limit: float, mem_limit_mb: floa
     workers = [Worker(ctx, seed) for _ in range(max(1, jobs))]
     done, began = 0, time.perf_counter()
     while done < cases:
-        for i, w in enumerate(workers):
+        for w in workers:
             if w.ready and w.index is None and todo:
                 w.give(todo.pop())
         for conn in wait([w.conn for w in workers], timeout=0.02):

@@ -94,7 +94,7 @@ def _validated(graph: Graph, for_training: bool) -> Report:
         try:
             flat = groups.flatten(graph)
         except GraphError as e:
-            return Report([Problem(None, None, "bad_group", str(e))])
+            return Report([Problem(getattr(e, "node", None), None, "bad_group", str(e))])
         report = _validate(flat.graph, for_training, graph.load_problems, flat)
         _report_on_instances(report, flat)
     else:
@@ -111,6 +111,7 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
               flat: groups.Flat | None = None) -> Report:
     report = Report(flat=flat)
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
+    report.problems += flat.problems if flat else []  # wires to ports a group lacks
     report.problems += settings.resolve(graph.training)[1]
     _check_nodes(graph, report)
     _check_edges(graph, report)
@@ -160,11 +161,11 @@ def _check_stages(graph: Graph, report: Report) -> None:
                   and graph.registry.get(n.type).kind == "optimizer"}
 
     def bad(i: int, message: str) -> None:
-        report.problems.append(Problem(None, "training.stages", "bad_param",
-                                       f"stage {i + 1}: {message}"))
+        where = f"stage {i + 1}: " if i >= 0 else ""
+        report.problems.append(Problem(None, "training.stages", "bad_param", where + message))
 
     if not isinstance(stages, list):
-        bad(-1, "stages must be a list of objects")
+        bad(-1, f"'stages' must be a list of objects, got {stages!r}"[:200])
         return
     for i, stage in enumerate(stages):
         if not isinstance(stage, dict):
@@ -176,11 +177,16 @@ def _check_stages(graph: Graph, report: Report) -> None:
         epochs = stage.get("epochs")
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
             bad(i, f"'epochs' must be a whole number >= 0, got {epochs!r}")
-        for node in stage.get("optimizers", []) or []:
+        names = {key: stage.get(key) or [] for key in ("optimizers", "frozen")}
+        for key, value in names.items():
+            if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+                bad(i, f"'{key}' must be a list of node ids, got {value!r}"[:200])
+                names[key] = []
+        for node in names["optimizers"]:
             if node not in optimizers:
                 bad(i, f"'{node}' is not an optimizer (optimizers: "
                        f"{', '.join(sorted(optimizers)) or 'none'})")
-        for node in stage.get("frozen", []) or []:
+        for node in names["frozen"]:
             if node not in graph.nodes:
                 bad(i, f"cannot freeze '{node}': no such node")
 
@@ -264,6 +270,12 @@ def _check_nodes(graph: Graph, report: Report) -> None:
 def _check_edges(graph: Graph, report: Report) -> None:
     fed = Counter((e.dst, e.dst_port) for e in graph.edges)
     for e in graph.edges:
+        missing = [n for n in (e.src, e.dst) if n not in graph.nodes]
+        if missing:  # a graph built in code with strict=False (files are checked on load)
+            report.problems.append(Problem(e.dst if e.dst in graph.nodes else e.src, None,
+                                           "dangling_edge", f"wire {e} names missing node(s) "
+                                           f"{', '.join(missing)}", "remove the wire"))
+            continue
         src, dst = report.specs.get(e.src), report.specs.get(e.dst)
         out = src.output(e.src_port) if src else None
         inp = dst.input(e.dst_port) if dst else None

@@ -124,7 +124,8 @@ def test_a_group_inside_itself_is_an_error():
     make_group(g, ["act"], "loop")
     g.groups["loop"].body.add_node(nodegraph.Node("again", "group.loop"), strict=False)
     (p,) = nodegraph.validate(g).problems
-    assert p.kind == "bad_group" and "nest deeper" in p.message
+    assert p.kind == "bad_group" and "uses itself (loop -> loop" in p.message
+    assert p.node == "loop" and "'again'" in p.message
 
 
 def tied() -> Graph:
