@@ -2,7 +2,8 @@
 
 Each case is an example from `examples/*.json` damaged by `tests/mutations.py` (seeded by
 `--seed` and the case number, so any case can be replayed alone with `--case I`). Cases run
-in-process — `nodegraph.loads` and `nodegraph.validate` called as functions — in `--jobs`
+in-process — `nodegraph.loads` and `nodegraph.validate(for_training=True)`, which runs every
+check the CLI and the editor run, called as functions — in `--jobs`
 long-lived worker processes. The parent watches each worker: a case that takes longer than
 `--time-limit` seconds is a *hang*, one whose worker's resident memory passes `--mem-limit`
 MB is a *blowup* (an RSS watchdog, because torch alone reserves gigabytes of address space
@@ -43,7 +44,7 @@ def run_case(seed: int, index: int) -> tuple[str, str]:
     _, text, _ = case(seed, index)
     try:
         graph = nodegraph.loads(text, source=f"case{index}.json")
-        nodegraph.validate(graph)
+        nodegraph.validate(graph, for_training=True)  # every check, as the CLI and editor
     except NodegraphError:
         return "ok", ""
     except BaseException as e:  # noqa: BLE001 (anything else is what we count)
@@ -200,7 +201,8 @@ def replay(seed: int, index: int) -> None:
     print(f"case {index}: {example}: {'; '.join(done)}")
     start = time.perf_counter()
     try:
-        report_ = nodegraph.validate(nodegraph.loads(text, source=f"case{index}.json"))
+        report_ = nodegraph.validate(nodegraph.loads(text, source=f"case{index}.json"),
+                                     for_training=True)
         print("ok" if report_.ok else "problems:\n" + "\n".join(f"  {p.kind}: {p}"
                                                                   for p in report_.problems))
     except nodegraph.NodegraphError as e:
