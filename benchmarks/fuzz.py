@@ -36,19 +36,28 @@ from tests.mutations import case  # noqa: E402 (after the path is set)
 SLOW_S = 1.0
 
 
-def run_case(seed: int, index: int) -> tuple[str, str]:
-    """Load and validate case `index`: ("ok" | "crash", what went wrong where)."""
+def run_case(seed: int, index: int, compile_too: bool = False) -> tuple[str, str]:
+    """Load and validate case `index`: ("ok" | "crash" | "disagree", what went wrong where).
+    With `compile_too`, a graph that validates is compiled on the CPU as well, and a refusal
+    there is a disagreement (validation should have said so)."""
     import nodegraph
     from nodegraph.errors import NodegraphError
 
     _, text, _ = case(seed, index)
     try:
         graph = nodegraph.loads(text, source=f"case{index}.json")
-        nodegraph.validate(graph, for_training=True)  # every check, as the CLI and editor
+        report = nodegraph.validate(graph, for_training=True)  # every check the CLI runs
     except NodegraphError:
         return "ok", ""
     except BaseException as e:  # noqa: BLE001 (anything else is what we count)
         return "crash", _where(e)
+    if compile_too and report.ok:
+        try:
+            nodegraph.compile(graph, device="cpu")
+        except NodegraphError as e:
+            return "disagree", f"{type(e).__name__}: {(str(e).splitlines() or [''])[-1][:150]}"
+        except BaseException as e:  # noqa: BLE001
+            return "crash", "compile: " + _where(e)
     return "ok", ""
 
 
@@ -62,7 +71,7 @@ def _where(e: BaseException) -> str:
     return f"{type(e).__name__} at {at}: {message}"
 
 
-def _worker(conn: Connection, seed: int) -> None:
+def _worker(conn: Connection, seed: int, compile_too: bool) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -76,7 +85,7 @@ def _worker(conn: Connection, seed: int) -> None:
         if index is None:
             return
         start = time.perf_counter()
-        outcome, detail = run_case(seed, index)
+        outcome, detail = run_case(seed, index, compile_too)
         conn.send((outcome, index, detail, time.perf_counter() - start))
 
 
@@ -94,9 +103,10 @@ def _rss_mb(pid: int) -> float:
 class Worker:
     """One worker process, the case it runs and since when."""
 
-    def __init__(self, ctx, seed: int):
+    def __init__(self, ctx, seed: int, compile_too: bool):
+        self.ctx, self.seed, self.compile_too = ctx, seed, compile_too
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, seed), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, seed, compile_too), daemon=True)
         self.proc.start()
         child.close()
         self.index: int | None = None
@@ -114,12 +124,12 @@ class Worker:
 
 
 def fuzz(cases: int, seed: int, jobs: int, time_limit: float, mem_limit_mb: float,
-         start: int = 0) -> dict[str, list[tuple[int, str]]]:
+         start: int = 0, compile_too: bool = False) -> dict[str, list[tuple[int, str]]]:
     """Run cases `start .. start+cases-1`; returns the failing ones by class."""
     ctx = mp.get_context("spawn")
     found: dict[str, list[tuple[int, str]]] = defaultdict(list)
     todo = list(range(start, start + cases))[::-1]
-    workers = [Worker(ctx, seed) for _ in range(max(1, jobs))]
+    workers = [Worker(ctx, seed, compile_too) for _ in range(max(1, jobs))]
     done, began = 0, time.perf_counter()
     while done < cases:
         for w in workers:
@@ -132,15 +142,16 @@ def fuzz(cases: int, seed: int, jobs: int, time_limit: float, mem_limit_mb: floa
             except (EOFError, OSError):  # the worker died on its own (a C-level crash)
                 found["crashes"].append((w.index, "worker died"))
                 done += 1
-                workers[workers.index(w)] = _replace(w, ctx, seed)
+                workers[workers.index(w)] = _replace(w)
                 continue
             if outcome == "ready":
                 w.ready = True
                 continue
             w.index = None
             done += 1
-            if outcome == "crash":
-                found["crashes"].append((index, detail))
+            if outcome in ("crash", "disagree"):
+                found["crashes" if outcome == "crash" else "disagreements"].append((index,
+                                                                                    detail))
             if seconds > SLOW_S:
                 found["slow"].append((index, f"{seconds:.1f} s"))
             if done % 1000 == 0:
@@ -156,7 +167,7 @@ def fuzz(cases: int, seed: int, jobs: int, time_limit: float, mem_limit_mb: floa
             else:
                 continue
             done += 1
-            workers[i] = _replace(w, ctx, seed)
+            workers[i] = _replace(w)
     for w in workers:
         w.conn.send(None)
         w.proc.join(timeout=5)
@@ -165,21 +176,23 @@ def fuzz(cases: int, seed: int, jobs: int, time_limit: float, mem_limit_mb: floa
     return found
 
 
-def _replace(w: Worker, ctx, seed: int) -> Worker:
+def _replace(w: Worker) -> Worker:
     w.kill()
-    return Worker(ctx, seed)
+    return Worker(w.ctx, w.seed, w.compile_too)
 
 
 def report(found: dict[str, list[tuple[int, str]]], seed: int, examples: int) -> None:
     """The counts, then the first case of each kind of crash and the first few of the rest."""
-    for name in ("crashes", "hangs", "blowups", "slow"):
-        print(f"{name}: {len(found.get(name, []))}")
-    for name in ("crashes", "hangs", "blowups", "slow"):
+    names = ("crashes", "hangs", "blowups", "slow", "disagreements")
+    for name in names:
+        if name in found or name != "disagreements":
+            print(f"{name}: {len(found.get(name, []))}")
+    for name in names:
         items = sorted(found.get(name, []))
         if not items:
             continue
         kinds = Counter(detail for _, detail in items)
-        if name == "crashes":
+        if name in ("crashes", "disagreements"):
             firsts = {}
             for index, detail in items:
                 firsts.setdefault(detail, index)
@@ -193,7 +206,7 @@ def report(found: dict[str, list[tuple[int, str]]], seed: int, examples: int) ->
             print(f"  case {index}{count}: {detail}\n    {example}: {'; '.join(done)}")
 
 
-def replay(seed: int, index: int) -> None:
+def replay(seed: int, index: int, compile_too: bool = False) -> None:
     """One case in this process, with the full traceback of anything that escapes."""
     import nodegraph
 
@@ -201,10 +214,13 @@ def replay(seed: int, index: int) -> None:
     print(f"case {index}: {example}: {'; '.join(done)}")
     start = time.perf_counter()
     try:
-        report_ = nodegraph.validate(nodegraph.loads(text, source=f"case{index}.json"),
-                                     for_training=True)
+        graph = nodegraph.loads(text, source=f"case{index}.json")
+        report_ = nodegraph.validate(graph, for_training=True)
         print("ok" if report_.ok else "problems:\n" + "\n".join(f"  {p.kind}: {p}"
                                                                   for p in report_.problems))
+        if report_.ok and compile_too:
+            nodegraph.compile(graph, device="cpu")
+            print("compiled")
     except nodegraph.NodegraphError as e:
         print(f"{type(e).__name__}: {e}")
     print(f"{time.perf_counter() - start:.2f} s")
@@ -219,14 +235,16 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=5.0, help="seconds per case")
     ap.add_argument("--mem-limit", type=float, default=2048, help="MB of RSS per worker")
     ap.add_argument("--examples", type=int, default=5, help="cases shown per class")
+    ap.add_argument("--compile", action="store_true", help="also compile what validates; "
+                    "a refusal there counts as a disagreement")
     ap.add_argument("--case", type=int, help="replay this one case here, with a traceback")
     args = ap.parse_args()
     if args.case is not None:
-        replay(args.seed, args.case)
+        replay(args.seed, args.case, args.compile)
         return
     began = time.perf_counter()
     found = fuzz(args.cases, args.seed, args.jobs, args.time_limit, args.mem_limit,
-                 args.start)
+                 args.start, args.compile)
     print(f"\n{args.cases} cases, seed {args.seed}, {args.jobs} job(s), "
           f"{time.perf_counter() - began:.0f} s")
     report(found, args.seed, args.examples)

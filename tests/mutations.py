@@ -124,6 +124,49 @@ def retype_node(doc, rng, sane):
     return doc, f"retype {_show((*where, node))} to {new}"
 
 
+_PARAM_NAMES = ["out_features", "in_features", "kernel_size", "stride", "padding",
+                "batch_size", "n", "scope", "model", "nodes", "lr", "split", "dropout", "shape",
+                "num_heads", "hidden_size", "steps", "count", "dim", "share", "function"]
+
+
+def set_param(doc, rng, sane):
+    maps = _node_maps(doc)
+    if not maps:
+        return wrong_type(doc, rng, sane)
+    where, nodes = rng.choice(maps)
+    node = rng.choice(list(nodes)) if nodes else None
+    if node is None or not isinstance(nodes[node], dict):
+        return doc, "no node to set a param on"
+    params = nodes[node].setdefault("params", {})
+    if not isinstance(params, dict):
+        return doc, "params not an object"
+    name = rng.choice(list(params) + _PARAM_NAMES if params else _PARAM_NAMES)
+    value = rng.choice(_scalars(sane) + _STRINGS[:8] + list(nodes) + [[node], [3, 3], [-1]])
+    params[name] = value
+    return doc, f"set {_show((*where, node, 'params', name))} = {_short(value)}"
+
+
+def _registered() -> list[str]:
+    from nodegraph.spec import default_registry
+
+    return sorted(spec.id for spec in default_registry())
+
+
+def retype_any(doc, rng, sane):
+    """A node becomes any registered block, its wires and params kept."""
+    maps = _node_maps(doc)
+    if not maps or not maps[0][1]:
+        return wrong_type(doc, rng, sane)
+    where, nodes = rng.choice(maps)
+    if not nodes:
+        return doc, "nothing to retype"
+    node = rng.choice(list(nodes))
+    new = rng.choice(_registered())
+    if isinstance(nodes[node], dict):
+        nodes[node]["type"] = new
+    return doc, f"retype {_show((*where, node))} to {new}"
+
+
 def rename_node(doc, rng, sane):
     maps = _node_maps(doc)
     if not maps:
@@ -273,10 +316,10 @@ def change_list(doc, rng, sane):
     return _set(doc, path, new), f"set {_show(path)} = {_short(new)}"
 
 
-STRUCTURAL: list[Callable] = [drop_key, wrong_type, swap_values, retype_node, rename_node,
-                              bad_share, group_cycle, odd_group_name, rewire, add_edge,
-                              bad_tie, bad_stages]
-VALUES: list[Callable] = [change_number, change_string, change_list]
+STRUCTURAL: list[Callable] = [drop_key, wrong_type, swap_values, retype_node, retype_any,
+                              rename_node, bad_share, group_cycle, odd_group_name, rewire,
+                              add_edge, bad_tie, bad_stages]
+VALUES: list[Callable] = [change_number, change_string, change_list, set_param]
 
 
 # -- text mutations: (text, rng, sane) -> (text, description) -----------------------------
