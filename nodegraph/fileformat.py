@@ -265,7 +265,7 @@ def _read_groups(graph: Graph, groups: Any, problems: list[Problem]) -> None:
                                         "list [inner node, input] pairs of the group's nodes; "
                                         "the input was skipped"))
                 continue
-            defn.inputs[port] = [tuple(r) for r in refs]
+            defn.inputs[port] = list(dict.fromkeys(tuple(r) for r in refs))
         for port, ref in part["outputs"].items():
             if not _port_name(port, f"{where}/outputs", problems):
                 continue

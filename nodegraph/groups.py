@@ -34,6 +34,7 @@ from nodegraph.types import TENSOR
 PREFIX = "group."
 SEP = "__"
 MAX_DEPTH = 16
+MAX_NODES = 100_000  # expanded: ten instances of a group of ten instances of ... is a bomb
 GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # what a block id's `Name` part allows
 
 
@@ -222,12 +223,14 @@ def has_groups(graph) -> bool:
 def flatten(graph) -> Flat:
     """Expand every group instance, recursively; wires go through the group's ports.
 
-    Raises GroupError for a group that uses itself or a `share` that names no earlier
-    instance of the same group; a wire to a port a group does not have is left out and
-    listed in `problems`, on the top-level node it belongs to.
+    Raises GroupError for a group that uses itself, one that would expand to more than
+    MAX_NODES nodes, or a `share` that names no earlier instance of the same group; a wire
+    to a port a group does not have is left out and listed in `problems`, on the top-level
+    node it belongs to.
     """
     from nodegraph.graph import Edge, Graph, Node, Tie
 
+    _check_size(graph)
     flat = Flat(Graph(graph.name, graph.base_registry))
     flat.graph.training = graph.training
     flat.graph.folder = graph.folder
@@ -245,10 +248,7 @@ def flatten(graph) -> Flat:
                     flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
                     flat.origin[fid] = origin
                     continue
-                if name in using or len(using) >= MAX_DEPTH:
-                    chain = " -> ".join([*using, name])
-                    raise GroupError(f"group '{name}' uses itself ({chain}, through node "
-                                     f"'{node.id}'); a group cannot contain itself", origin)
+                _check_nesting(name, using, node.id, origin)
                 instances[fid] = name
                 expand(defn.body, fid + SEP, origin, (*using, name))
                 inner = fid + SEP  # the body's ties, between this instance's inner nodes
@@ -288,6 +288,41 @@ def flatten(graph) -> Flat:
             owner = flat.shared[owner]
         flat.shared[sharer] = owner
     return flat
+
+
+def _check_nesting(name: str, using: tuple[str, ...], node: str, top: str) -> None:
+    """Refuse group `name` met again inside itself, or nested deeper than MAX_DEPTH."""
+    chain = " -> ".join([*using, name])
+    if name in using:
+        raise GroupError(f"group '{name}' uses itself ({chain}, through node '{node}'); a "
+                         "group cannot contain itself", top)
+    if len(using) >= MAX_DEPTH:
+        raise GroupError(f"groups nest deeper than {MAX_DEPTH} levels ({chain})", top)
+
+
+def _check_size(graph) -> None:
+    """Count the nodes expansion would make, before making them (memoised per group, so a
+    file of a few lines cannot ask for 10**16 nodes and hang), and find self-use early."""
+    sizes: dict[str, int] = {}
+
+    def size(name: str, using: tuple[str, ...], node: str, top: str) -> int:
+        _check_nesting(name, using, node, top)
+        if name not in sizes:
+            defn = definition(graph, name)
+            sizes[name] = 1 if defn is None else sum(
+                size(n.type[len(PREFIX):], (*using, name), n.id, top) if is_group(n.type)
+                else 1 for n in defn.body)
+        return sizes[name]
+
+    total = 0
+    for node in graph:
+        count = size(node.type[len(PREFIX):], (), node.id, node.id) if is_group(node.type) \
+            else 1
+        total += count
+        if total > MAX_NODES:
+            raise GroupError(f"expanding the groups would make more than {MAX_NODES:,} nodes "
+                             f"(node '{node.id}' alone: {count:,}); groups nested in groups "
+                             "multiply", node.id)
 
 
 def _wire_ends_exist(flat: Flat, e, prefix: str, top: str | None, src, dsts,
@@ -343,7 +378,8 @@ def _resolve_out(flat: Flat, ref: tuple[str, str]) -> tuple[str, str]:
 def _resolve_in(flat: Flat, ref: tuple[str, str]) -> list[tuple[str, str]]:
     if ref not in flat.inputs:
         return [ref]
-    return [r for target in flat.inputs[ref] for r in _resolve_in(flat, target)]
+    return list(dict.fromkeys(r for target in flat.inputs[ref]  # each inner input once
+                              for r in _resolve_in(flat, target)))
 
 
 def make_group(graph, node_ids: list[str], name: str, instance: str | None = None) -> str:

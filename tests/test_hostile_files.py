@@ -73,6 +73,32 @@ def test_groups_using_each_other_are_bad_group_naming_the_chain():
     assert p.node == "inst" and "a -> b -> a" in p.message
 
 
+def test_groups_of_groups_that_would_expand_to_10_to_the_15_nodes_are_refused_at_once():
+    groups = {f"g{i}": {"nodes": {f"n{j}": {"type": f"group.g{i + 1}"} for j in range(10)},
+                        "edges": [], "inputs": {}, "outputs": {}} for i in range(15)}
+    groups["g15"] = LAYER
+    (p,) = problems(grouped(groups, {"bomb": {"type": "group.g0"}}), "bad_group")
+    assert p.node == "bomb" and "more than 100,000 nodes" in p.message
+    assert "'bomb' alone: 1,000,000,000,000,000" in p.message
+
+
+def test_groups_nested_deeper_than_16_levels_are_bad_group():
+    groups = {f"g{i}": {"nodes": {"n": {"type": f"group.g{i + 1}"}}} for i in range(20)}
+    groups["g20"] = LAYER
+    (p,) = problems(grouped(groups, {"deep": {"type": "group.g0"}}), "bad_group")
+    assert p.node == "deep" and "groups nest deeper than 16 levels (g0 -> g1" in p.message
+
+
+def test_a_group_input_listing_one_target_many_times_feeds_it_once():
+    body = {**LAYER, "inputs": {"input": [["fc", "input"]] * 1000}}
+    doc = grouped({"g": body}, {"inst": {"type": "group.g"}},
+                  [{"from": ["data", "x"], "to": ["inst", "input"]},
+                   {"from": ["inst", "output"], "to": ["out", "input"]}])
+    graph = nodegraph.loads(json.dumps(doc))
+    assert graph.groups["g"].inputs == {"input": [("fc", "input")]}
+    assert nodegraph.validate(graph, for_training=True).ok
+
+
 def test_a_group_instance_sharing_with_itself_is_bad_group_not_a_hang():
     doc = grouped({"g": LAYER}, {"inst": {"type": "group.g", "params": {"share": "inst"}}})
     (p,) = problems(doc, "bad_group")
