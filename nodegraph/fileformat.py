@@ -8,11 +8,17 @@ graph (the validator reports them, the editor shows them), edges that point at m
 nodes or are malformed are listed in the load report. A file that cannot be read at all
 (missing, malformed JSON, not a nodegraph file) raises GraphFileError with one line naming
 the file and the position. Nothing is ever eval'd or unpickled.
+
+A file anyone sends must end in a clear message, quickly and in bounded memory: files over
+`MAX_BYTES` are refused before they are read, JSON nested deeper than `MAX_DEPTH` and the
+NaN / Infinity literals Python's parser would let through are refused naming the JSON path,
+and a UTF-8 BOM is skipped.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -22,7 +28,8 @@ from typing import Any
 from nodegraph import allowlist
 from nodegraph.errors import GraphFileError, Problem
 from nodegraph.graph import NODE_ID, Graph, Node, Tie
-from nodegraph.groups import GroupDef
+from nodegraph.groups import GROUP_NAME, GroupDef
+from nodegraph.spec import NAME as PORT_NAME
 from nodegraph.spec import Registry
 
 FORMAT = "nodegraph"
@@ -35,12 +42,16 @@ MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
 KNOWN_TOP = {"format", "version", "name", "groups", "nodes", "edges", "ties", "training", "ui",
              "imports"}  # imports: written from the nodes on save, never trusted on load
 KNOWN_NODE = {"type", "params"}
+MAX_BYTES = 10 * 2**20  # a graph holds blocks and wires; its data lives in files beside it
+MAX_DEPTH = 64  # the format needs ~8 levels; deeper only overflows recursive code
 
 
 def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
     """Read a graph file. What could not be placed in the graph is in `graph.load_problems`."""
     path = Path(path)
     try:
+        if path.is_file() and path.stat().st_size > MAX_BYTES:
+            raise GraphFileError(_too_big(str(path), path.stat().st_size))
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GraphFileError(f"{path}: no such file") from None
@@ -53,6 +64,9 @@ def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
 
 def loads(text: str, registry: Registry | None = None, source: str = "<string>") -> Graph:
     """Parse a graph document from a string (see `load`)."""
+    if len(text) > MAX_BYTES:
+        raise GraphFileError(_too_big(source, len(text)))
+    text = text.removeprefix("\ufeff")  # a BOM some editors write: not part of the JSON
     duplicates: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict:
@@ -67,6 +81,10 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
         doc = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as e:
         raise GraphFileError(f"{source}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
+    except RecursionError:
+        raise GraphFileError(f"{source}: JSON nested more than {MAX_DEPTH} levels deep; a graph "
+                             "file needs far fewer (is it a graph file?)") from None
+    _check_values(doc, source)
     doc = _check_and_migrate(doc, source)
     graph = Graph(str(doc.get("name", Path(source).stem)), registry)
     problems = [Problem(None, None, "duplicate_key", f"key '{k}' appears twice; the last one "
@@ -85,6 +103,36 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
     graph.extra = {k: v for k, v in doc.items() if k not in KNOWN_TOP}
     graph.load_problems = problems
     return graph
+
+
+def _too_big(source: str, size: int) -> str:
+    return (f"{source}: {size / 2**20:.1f} MB is more than a graph file may hold "
+            f"({MAX_BYTES // 2**20} MB); keep data in files beside the graph and name them "
+            "in a data block's params")
+
+
+def _check_values(doc: Any, source: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and non-finite numbers (NaN, Infinity, 1e999),
+    naming the JSON path; walked without recursion, so the walk itself cannot overflow."""
+    todo: list[tuple[Any, tuple]] = [(doc, ())] if isinstance(doc, dict | list) else []
+    while todo:
+        value, path = todo.pop()
+        if len(path) >= MAX_DEPTH:
+            raise GraphFileError(f"{source}: {_path(path)}: JSON nested more than {MAX_DEPTH} "
+                                 "levels deep; a graph file needs far fewer")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, v in items:
+            if isinstance(v, dict | list):
+                todo.append((v, (*path, key)))
+            elif isinstance(v, float) and not math.isfinite(v):
+                raise GraphFileError(f"{source}: {_path((*path, key))}: {v} is not a number "
+                                     "JSON allows (NaN, Infinity or too large); write a "
+                                     "finite number")
+
+
+def _path(path: tuple) -> str:
+    """A JSON path as the messages show it: nodes/hidden/params/out_features."""
+    return "/".join(str(p) for p in path) or "(the document)"
 
 
 def _check_and_migrate(doc: Any, source: str) -> dict:
@@ -166,49 +214,87 @@ def _read_edges(graph: Graph, edges: list, problems: list[Problem]) -> None:
 
 
 def _read_groups(graph: Graph, groups: Any, problems: list[Problem]) -> None:
-    """Group definitions: a body of nodes and edges, and the ports that reach into it."""
+    """Group definitions: a body of nodes and edges, and the ports that reach into it.
+
+    What does not fit is reported with its JSON path and left out: a group whose name is not
+    an identifier (its instances are then unknown blocks), a body part of the wrong JSON
+    type, a port whose name is not lower_snake or that names a missing inner node.
+    """
     if not isinstance(groups, dict):
-        problems.append(Problem(None, None, "bad_entry", "'groups' must be an object; ignored"))
+        problems.append(Problem(None, None, "bad_entry", "'groups' must be an object mapping "
+                                "group names to definitions; it was ignored"))
         return
     for name in groups:  # declare all first: bodies may use each other
+        if not GROUP_NAME.match(name):
+            problems.append(Problem(None, None, "bad_entry", f"groups/{name}: '{name}' is not "
+                                    "a valid group name (a letter, then letters, digits and _)"
+                                    "; the group was skipped"))
+            continue
         graph.groups[name] = GroupDef(name, Graph(name, graph.base_registry))
     for name, entry in groups.items():
-        defn = graph.groups[name]
-        defn.body.groups = graph.groups
-        if not isinstance(entry, dict):
-            problems.append(Problem(None, None, "bad_entry", f"group '{name}' must be an object"))
+        defn = graph.groups.get(name)
+        if defn is None:
             continue
+        defn.body.groups = graph.groups
+        where = f"groups/{name}"
+        if not isinstance(entry, dict):
+            problems.append(Problem(None, None, "bad_entry", f"{where} must be an object with "
+                                    "nodes, edges, inputs and outputs"))
+            continue
+        part = {key: entry.get(key, kind()) for key, kind in
+                (("nodes", dict), ("edges", list), ("ties", list), ("inputs", dict),
+                 ("outputs", dict))}
+        for key, value in part.items():
+            kind = dict if key in ("nodes", "inputs", "outputs") else list
+            if not isinstance(value, kind):
+                problems.append(Problem(None, None, "bad_entry", f"{where}/{key} must be "
+                                        f"{'an object' if kind is dict else 'a list'}; it was "
+                                        "ignored"))
+                part[key] = kind()
         inner: list[Problem] = []
-        _read_nodes(defn.body, entry.get("nodes", {}), inner)
-        _read_edges(defn.body, entry.get("edges", []), inner)
-        _read_ties(defn.body, entry.get("ties", []), inner)  # applied in every instance
+        _read_nodes(defn.body, part["nodes"], inner)
+        _read_edges(defn.body, part["edges"], inner)
+        _read_ties(defn.body, part["ties"], inner)  # applied in every instance
         problems += [Problem(p.node and f"{name}:{p.node}", p.port, p.kind,
                              f"in group '{name}': {p.message}", p.hint, p.severity)
                      for p in inner]
-        ports = entry.get("inputs", {}), entry.get("outputs", {})
-        if not all(isinstance(x, dict) for x in ports):
-            problems.append(Problem(None, None, "bad_entry", f"group '{name}': 'inputs' and "
-                                    "'outputs' must be objects"))
-            continue
-        for port, targets in ports[0].items():
-            refs = [targets] if targets and isinstance(targets[0], str) else targets
-            defn.inputs[port] = [tuple(r) for r in refs if _is_ref(r, defn.body)]
-            if len(defn.inputs[port]) != len(refs):
-                problems.append(Problem(None, None, "bad_entry", f"group '{name}': input "
-                                        f"'{port}' names a missing inner node"))
-        for port, ref in ports[1].items():
+        for port, targets in part["inputs"].items():
+            refs = [targets] if _is_pair(targets) else targets
+            if not _port_name(port, f"{where}/inputs", problems):
+                continue
+            if not isinstance(refs, list) or not all(_is_ref(r, defn.body) for r in refs):
+                problems.append(Problem(None, None, "bad_entry", f"{where}/inputs/{port} must "
+                                        "list [inner node, input] pairs of the group's nodes; "
+                                        "the input was skipped"))
+                continue
+            defn.inputs[port] = list(dict.fromkeys(tuple(r) for r in refs))
+        for port, ref in part["outputs"].items():
+            if not _port_name(port, f"{where}/outputs", problems):
+                continue
             if _is_ref(ref, defn.body):
                 defn.outputs[port] = tuple(ref)
             else:
-                problems.append(Problem(None, None, "bad_entry", f"group '{name}': output "
-                                        f"'{port}' names a missing inner node"))
+                problems.append(Problem(None, None, "bad_entry", f"{where}/outputs/{port} must "
+                                        "be an [inner node, output] pair of the group's nodes; "
+                                        "the output was skipped"))
         defn.ui = entry.get("ui", {}) if isinstance(entry.get("ui", {}), dict) else {}
 
 
+def _port_name(port: str, where: str, problems: list[Problem]) -> bool:
+    if PORT_NAME.match(port):
+        return True
+    problems.append(Problem(None, None, "bad_entry", f"{where}/{port}: '{port}' is not a valid "
+                            "port name (lower case letters, digits and _); it was skipped"))
+    return False
+
+
+def _is_pair(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) == 2
+            and all(isinstance(s, str) for s in value))
+
+
 def _is_ref(ref: Any, body: Graph) -> bool:
-    return (isinstance(ref, list | tuple) and len(ref) == 2 and all(isinstance(s, str)
-                                                                     for s in ref)
-            and ref[0] in body.nodes)
+    return _is_pair(ref) and ref[0] in body.nodes
 
 
 def _read_ties(graph: Graph, ties: Any, problems: list[Problem]) -> None:

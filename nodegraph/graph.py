@@ -178,11 +178,15 @@ class Graph:
         return seen
 
     def to_networkx(self) -> nx.MultiDiGraph:
-        """A networkx view: one node per block (attribute `type`), one edge per wire."""
+        """A networkx view: one node per block (attribute `type`), one edge per wire between
+        two of them (a wire naming a missing node, left by a lenient edit, is the
+        validator's to report, not a node to invent)."""
         g = nx.MultiDiGraph()
         for n in self.nodes.values():
             g.add_node(n.id, type=n.type)
         for e in self.edges:
+            if e.src not in self.nodes or e.dst not in self.nodes:
+                continue
             g.add_edge(e.src, e.dst, src_port=e.src_port, dst_port=e.dst_port)
         return g
 

@@ -22,17 +22,29 @@ problems and shapes back on the instance. The editor opens a group's body like a
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nodegraph.errors import GraphError
+from nodegraph.errors import GraphError, Problem
 from nodegraph.spec import BlockSpec, Param, Port, Registry, UnknownBlockError
 from nodegraph.types import TENSOR
 
 PREFIX = "group."
 SEP = "__"
 MAX_DEPTH = 16
+MAX_NODES = 100_000  # expanded: ten instances of a group of ten instances of ... is a bomb
+GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # what a block id's `Name` part allows
+
+
+class GroupError(GraphError):
+    """A group that cannot be expanded (it uses itself, a bad `share`); names the top-level
+    node it was found under, when there is one."""
+
+    def __init__(self, message: str, node: str | None = None):
+        self.node = node
+        super().__init__(message)
 
 
 @dataclass
@@ -54,11 +66,8 @@ def group_spec(defn: GroupDef, registry: Registry) -> BlockSpec:
     """The block declaration of a group: its ports typed as the inner ports they stand for."""
     def inner_type(node: str, port: str, outputs: bool):
         inner = defn.body.nodes.get(node)
-        if inner is None or inner.type not in registry:
-            return TENSOR
-        spec = registry.get(inner.type)
-        p = spec.output(port) if outputs else spec.input(port)
-        return p.type if p is not None else TENSOR
+        return TENSOR if inner is None else _port_type(registry, inner.type, port, outputs,
+                                                       {defn.name})
 
     inputs = tuple(Port(name, inner_type(*targets[0], False) if targets else TENSOR,
                         f"feeds {', '.join(f'{n}.{p}' for n, p in targets)}")
@@ -71,6 +80,38 @@ def group_spec(defn: GroupDef, registry: Registry) -> BlockSpec:
                      params=(Param("share", "str", "", "another instance of this group whose "
                                    "weights this one uses; empty: weights of its own"),),
                      category="groups")
+
+
+def _port_type(registry, block_type: str, port: str, outputs: bool, seen: set[str]):
+    """The type of a port of `block_type`, following group ports inward; a group met again
+    (one that uses itself) gives the plain tensor type instead of recursing for ever."""
+    while is_group(block_type):
+        name = block_type[len(PREFIX):]
+        base = registry.base if isinstance(registry, GroupRegistry) else registry
+        defn = (registry.groups.get(name) if isinstance(registry, GroupRegistry) else None) \
+            or getattr(getattr(_spec_or_none(base, block_type), "build", None), "definition",
+                       None)
+        if defn is None:
+            break
+        if name in seen or len(seen) > MAX_DEPTH:
+            return TENSOR
+        seen = seen | {name}
+        ref = defn.outputs.get(port) if outputs else next(iter(defn.inputs.get(port) or []),
+                                                           None)
+        inner = defn.body.nodes.get(ref[0]) if ref else None
+        if inner is None:
+            return TENSOR
+        block_type, port = inner.type, ref[1]
+    spec = _spec_or_none(registry, block_type)
+    p = None if spec is None else spec.output(port) if outputs else spec.input(port)
+    return p.type if p is not None else TENSOR
+
+
+def _spec_or_none(registry, block_type: str) -> BlockSpec | None:
+    try:
+        return registry.get(block_type) if block_type in registry else None
+    except (UnknownBlockError, GraphError, ValueError):
+        return None
 
 
 def _not_built(*_: Any) -> Any:
@@ -168,6 +209,7 @@ class Flat:
     shared: dict[str, str] = field(default_factory=dict)  # flat id -> flat id of the owner
     inputs: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
     outputs: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)  # wires through ports that are not
 
     def members(self, instance: str) -> list[str]:
         """The flat node ids that make up a top-level node (itself, when not a group)."""
@@ -179,19 +221,23 @@ def has_groups(graph) -> bool:
 
 
 def flatten(graph) -> Flat:
-    """Expand every group instance, recursively; wires go through the group's ports."""
+    """Expand every group instance, recursively; wires go through the group's ports.
+
+    Raises GroupError for a group that uses itself, one that would expand to more than
+    MAX_NODES nodes, or a `share` that names no earlier instance of the same group; a wire
+    to a port a group does not have is left out and listed in `problems`, on the top-level
+    node it belongs to.
+    """
     from nodegraph.graph import Edge, Graph, Node, Tie
 
+    _check_size(graph)
     flat = Flat(Graph(graph.name, graph.base_registry))
     flat.graph.training = graph.training
     flat.graph.folder = graph.folder
     flat.graph.ties = list(graph.ties)
     instances: dict[str, str] = {}  # instance flat id -> group name
 
-    def expand(g, prefix: str, top: str | None, depth: int) -> None:
-        if depth > MAX_DEPTH:
-            raise GraphError(f"groups nest deeper than {MAX_DEPTH} levels (a group inside "
-                             "itself?)")
+    def expand(g, prefix: str, top: str | None, using: tuple[str, ...]) -> None:
         for node in g:
             fid = prefix + node.id
             origin = top or node.id
@@ -202,8 +248,9 @@ def flatten(graph) -> Flat:
                     flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
                     flat.origin[fid] = origin
                     continue
+                _check_nesting(name, using, node.id, origin)
                 instances[fid] = name
-                expand(defn.body, fid + SEP, origin, depth + 1)
+                expand(defn.body, fid + SEP, origin, (*using, name))
                 inner = fid + SEP  # the body's ties, between this instance's inner nodes
                 flat.graph.ties += [Tie(inner + t.src, t.src_param, inner + t.dst, t.dst_param)
                                     for t in defn.body.ties]
@@ -214,36 +261,110 @@ def flatten(graph) -> Flat:
                     flat.outputs[(fid, port)] = (fid + SEP + n, p)
                 share = node.params.get("share")
                 if share:
-                    _share(flat, fid, prefix + share, name, instances, defn.body)
+                    _share(flat, node, prefix, name, instances, defn.body, origin)
             else:
                 flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
                 flat.origin[fid] = origin
         for e in g.edges:
-            sources = [_resolve_out(flat, (prefix + e.src, e.src_port))]
-            for dst in _resolve_in(flat, (prefix + e.dst, e.dst_port)):
-                for src in sources:
-                    edge = Edge(src[0], src[1], dst[0], dst[1])
-                    if edge not in flat.graph.edges:
-                        flat.graph.edges.append(edge)
+            src = _resolve_out(flat, (prefix + e.src, e.src_port))
+            dsts = _resolve_in(flat, (prefix + e.dst, e.dst_port))
+            if not _wire_ends_exist(flat, e, prefix, top, src, dsts, instances):
+                continue
+            for dst in dsts:
+                edge = Edge(src[0], src[1], dst[0], dst[1])
+                if edge not in flat.graph.edges:
+                    flat.graph.edges.append(edge)
 
-    expand(graph, "", None, 0)
+    expand(graph, "", None, ())
     # a port of a nested instance leads on to inner nodes: list those, so a caller
     # (a procedure, the preview) finds the blocks that run in one look-up
     flat.inputs = {ref: [r for t in targets for r in _resolve_in(flat, t)]
                    for ref, targets in flat.inputs.items()}
     flat.outputs = {ref: _resolve_out(flat, ref) for ref in flat.outputs}
     for sharer, owner in list(flat.shared.items()):
-        while owner in flat.shared:  # a chain of shares ends at the real owner
+        for _ in range(len(flat.shared)):  # a chain of shares ends at the real owner
+            if owner not in flat.shared:
+                break
             owner = flat.shared[owner]
         flat.shared[sharer] = owner
     return flat
 
 
-def _share(flat: Flat, fid: str, owner: str, name: str, instances: dict[str, str],
-           body) -> None:
+def _check_nesting(name: str, using: tuple[str, ...], node: str, top: str) -> None:
+    """Refuse group `name` met again inside itself, or nested deeper than MAX_DEPTH."""
+    chain = " -> ".join([*using, name])
+    if name in using:
+        raise GroupError(f"group '{name}' uses itself ({chain}, through node '{node}'); a "
+                         "group cannot contain itself", top)
+    if len(using) >= MAX_DEPTH:
+        raise GroupError(f"groups nest deeper than {MAX_DEPTH} levels ({chain})", top)
+
+
+def _check_size(graph) -> None:
+    """Count the nodes expansion would make, before making them (memoised per group, so a
+    file of a few lines cannot ask for 10**16 nodes and hang), and find self-use early."""
+    sizes: dict[str, int] = {}
+
+    def size(name: str, using: tuple[str, ...], node: str, top: str) -> int:
+        _check_nesting(name, using, node, top)
+        if name not in sizes:
+            defn = definition(graph, name)
+            sizes[name] = 1 if defn is None else sum(
+                size(n.type[len(PREFIX):], (*using, name), n.id, top) if is_group(n.type)
+                else 1 for n in defn.body)
+        return sizes[name]
+
+    total = 0
+    for node in graph:
+        count = size(node.type[len(PREFIX):], (), node.id, node.id) if is_group(node.type) \
+            else 1
+        total += count
+        if total > MAX_NODES:
+            raise GroupError(f"expanding the groups would make more than {MAX_NODES:,} nodes "
+                             f"(node '{node.id}' alone: {count:,}); groups nested in groups "
+                             "multiply", node.id)
+
+
+def _wire_ends_exist(flat: Flat, e, prefix: str, top: str | None, src, dsts,
+                     instances: dict[str, str]) -> bool:
+    """Whether a wire of `g` reaches flat nodes at both ends; if not, a problem says which
+    group port is missing (a node retyped to a group whose ports differ keeps old wires)."""
+    nodes = flat.graph.nodes
+    ends = [(src, e.src, e.src_port, "output")] + [(d, e.dst, e.dst_port, "input")
+                                                   for d in dsts]
+    for (flat_id, _), node, port, side in ends:
+        if flat_id in nodes:
+            continue
+        name = instances.get(prefix + node)
+        where = f"inside, at '{prefix[len(top) + len(SEP):].replace(SEP, '/')}{node}': " \
+            if top else ""
+        if name is not None:
+            ports = flat.outputs if side == "output" else flat.inputs
+            names = sorted(p for (i, p) in ports if i == prefix + node and p) or ["none"]
+            message = (f"{where}group.{name} '{node}' has no {side} '{port}' "
+                       f"({side}s: {', '.join(names)})")
+            hint = "wire one of the group's ports instead"
+        else:
+            message, hint = f"{where}wire {e} names a node that does not exist", ""
+        flat.problems.append(Problem(top or node, port, "unknown_port", message, hint))
+        return False
+    return True
+
+
+def _share(flat: Flat, node, prefix: str, name: str, instances: dict[str, str], body,
+           origin: str) -> None:
+    """Point the inner nodes of instance `node` at those of the instance it shares with."""
+    share = node.params.get("share")
+    if not isinstance(share, str):
+        raise GroupError(f"node '{node.id}': 'share' must be the id of another instance of "
+                         f"group '{name}' (text), got {share!r}", origin)
+    fid, owner = prefix + node.id, prefix + share
+    if owner == fid:
+        raise GroupError(f"node '{node.id}' shares weights with itself; name another instance "
+                         f"of group '{name}' in 'share', or leave it empty", origin)
     if instances.get(owner) != name:
-        raise GraphError(f"'{fid.split(SEP)[-1]}' shares weights with '{owner.split(SEP)[-1]}'"
-                         f", which is not an instance of group '{name}' defined before it")
+        raise GroupError(f"'{node.id}' shares weights with '{share}', which is not an instance "
+                         f"of group '{name}' defined before it", origin)
     for inner in body.nodes:
         flat.shared[fid + SEP + inner] = owner + SEP + inner
 
@@ -257,7 +378,8 @@ def _resolve_out(flat: Flat, ref: tuple[str, str]) -> tuple[str, str]:
 def _resolve_in(flat: Flat, ref: tuple[str, str]) -> list[tuple[str, str]]:
     if ref not in flat.inputs:
         return [ref]
-    return [r for target in flat.inputs[ref] for r in _resolve_in(flat, target)]
+    return list(dict.fromkeys(r for target in flat.inputs[ref]  # each inner input once
+                              for r in _resolve_in(flat, target)))
 
 
 def make_group(graph, node_ids: list[str], name: str, instance: str | None = None) -> str:
@@ -273,6 +395,9 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
 
     if name in graph.groups:
         raise GraphError(f"a group named '{name}' already exists")
+    if not GROUP_NAME.match(name):
+        raise GraphError(f"'{name}' is not a valid group name (a letter, then letters, digits "
+                         "and _)")
     chosen = set(node_ids)
     missing = chosen - set(graph.nodes)
     if missing:

@@ -151,7 +151,8 @@ def _wrong(param: Param, value: Any) -> ParamError:
 
 
 def _check_int(p: Param, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v):
+    if (isinstance(v, bool) or not isinstance(v, int | float)
+            or (isinstance(v, float) and not v.is_integer())):  # NaN and inf too
         raise _wrong(p, v)
     return int(v)
 

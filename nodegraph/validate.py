@@ -95,12 +95,14 @@ def _validated(graph: Graph, for_training: bool) -> Report:
         try:
             flat = groups.flatten(graph)
         except GraphError as e:
-            return Report([Problem(None, None, "bad_group", str(e))])
+            return Report([Problem(getattr(e, "node", None), None, "bad_group", str(e))])
         report = _validate(flat.graph, for_training, graph.load_problems, flat)
         _report_on_instances(report, flat)
     else:
         report = _validate(graph, for_training, graph.load_problems)
     _check_ties(graph, report)
+    _check_binds(report)
+    _check_device(graph, report)
     _count_ties_once(graph, report)
     _check_stages(graph, report)
     _check_procedures(graph, report)
@@ -112,6 +114,7 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
               flat: groups.Flat | None = None) -> Report:
     report = Report(flat=flat)
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
+    report.problems += flat.problems if flat else []  # wires to ports a group lacks
     report.problems += settings.resolve(graph.training)[1]
     _check_nodes(graph, report)
     _check_code(graph, report)
@@ -162,11 +165,11 @@ def _check_stages(graph: Graph, report: Report) -> None:
                   and graph.registry.get(n.type).kind == "optimizer"}
 
     def bad(i: int, message: str) -> None:
-        report.problems.append(Problem(None, "training.stages", "bad_param",
-                                       f"stage {i + 1}: {message}"))
+        where = f"stage {i + 1}: " if i >= 0 else ""
+        report.problems.append(Problem(None, "training.stages", "bad_param", where + message))
 
     if not isinstance(stages, list):
-        bad(-1, "stages must be a list of objects")
+        bad(-1, f"'stages' must be a list of objects, got {stages!r}"[:200])
         return
     for i, stage in enumerate(stages):
         if not isinstance(stage, dict):
@@ -178,11 +181,16 @@ def _check_stages(graph: Graph, report: Report) -> None:
         epochs = stage.get("epochs")
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
             bad(i, f"'epochs' must be a whole number >= 0, got {epochs!r}")
-        for node in stage.get("optimizers", []) or []:
+        names = {key: stage.get(key) or [] for key in ("optimizers", "frozen")}
+        for key, value in names.items():
+            if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+                bad(i, f"'{key}' must be a list of node ids, got {value!r}"[:200])
+                names[key] = []
+        for node in names["optimizers"]:
             if node not in optimizers:
                 bad(i, f"'{node}' is not an optimizer (optimizers: "
                        f"{', '.join(sorted(optimizers)) or 'none'})")
-        for node in stage.get("frozen", []) or []:
+        for node in names["frozen"]:
             if node not in graph.nodes:
                 bad(i, f"cannot freeze '{node}': no such node")
 
@@ -198,6 +206,8 @@ def _check_procedures(graph: Graph, report: Report) -> None:
 
 
 def _check_ties(graph: Graph, report: Report) -> None:
+    """Each tie joins two parameters of the same shape of blocks with weights — what
+    `compile` needs to make them one tensor, so a graph validation passes also compiles."""
     known = set(report.specs) | set(graph.nodes)
     for tie in graph.ties:
         for node in (tie.src, tie.dst):
@@ -211,6 +221,101 @@ def _check_ties(graph: Graph, report: Report) -> None:
                     report.problems.append(Problem(None, None, "bad_tie", f"group '{name}': "
                                                    f"a tie names node '{node}', which is not "
                                                    "in the group's body"))
+    flat = report.flat
+    run_graph = flat.graph if flat else graph
+    seen: set[Problem] = set(report.problems)
+    for tie in run_graph.ties:
+        if tie.src not in known or tie.dst not in known:
+            continue  # reported above
+        ends = [(tie.src, tie.src_param), (tie.dst, tie.dst_param)]
+        found = [_tied_parameter(run_graph, report, node, param) for node, param in ends]
+        for (node, param), (_, why) in zip(ends, found, strict=True):
+            if why:
+                _tie_problem(report, seen, node, param, why)
+        if all(t is not None for t, _ in found) and found[0][0].shape != found[1][0].shape:
+            _tie_problem(report, seen, tie.dst, tie.dst_param,
+                         f"cannot tie it {tuple(found[1][0].shape)} to "
+                         f"{_shown(report, tie.src)}.{tie.src_param} "
+                         f"{tuple(found[0][0].shape)}: shapes differ")
+
+
+def _check_binds(report: Report) -> None:
+    """Blocks acting on other blocks' weights (penalties, size metrics) name layers that
+    `compile` builds: op nodes with a module of their own."""
+    shared = report.flat.shared if report.flat else {}
+    for node, spec in report.specs.items():
+        names = report.params.get(node, {}).get(spec.binds) if spec.binds else None
+        if spec.kind not in ("op", "metric") or not isinstance(names, list):
+            continue
+        bad = [n for n in names if not isinstance(n, str) or n in shared
+               or getattr(report.specs.get(n), "kind", None) != "op"]
+        if bad:
+            report.problems.append(Problem(node, spec.binds, "bad_param", f"{spec.id} "
+                                           f"'{node}': {spec.binds} names {bad}, which are "
+                                           "not blocks with weights", "name layers of this "
+                                           "graph (inside a group: instance__node)"))
+
+
+def _check_device(graph: Graph, report: Report) -> None:
+    """A device name torch can parse (whether this machine has it is for `run` to say)."""
+    device = graph.training.get("device", "auto")
+    if not isinstance(device, str) or device == "auto":
+        return  # a non-text device is reported by the settings check
+    try:
+        torch.device(device)
+    except (RuntimeError, ValueError):
+        report.problems.append(Problem(None, "training.device", "bad_param",
+                                       f"unknown device '{device}'",
+                                       "use cpu, cuda, cuda:N or auto"))
+
+
+def _tied_parameter(graph: Graph, report: Report, node: str, name: str
+                    ) -> tuple[torch.Tensor | None, str]:
+    """The meta parameter `name` of `node`'s module, or why a tie cannot use it ("" when
+    it is unknown because of a problem reported elsewhere)."""
+    spec = report.specs.get(node)
+    if node not in graph.nodes:
+        return None, (f"'{node}' is a group instance; tie a node inside it "
+                      f"('{node}{groups.SEP}<inner node>')")
+    if spec is None or node not in report.params:
+        return None, ""
+    if spec.kind != "op":
+        return None, f"{spec.id} '{node}' has no weights; ties join parameters of layers"
+    module = _meta_module(graph, report, node)
+    if module is None:
+        return None, ""
+    params = dict(module.named_parameters())
+    if name not in params:
+        names = ", ".join(params) or "none"
+        return None, f"{spec.id} has no parameter '{name}' (its parameters: {names})"
+    return params[name], ""
+
+
+def _meta_module(graph: Graph, report: Report, node: str) -> torch.nn.Module | None:
+    """`node`'s module built on meta tensors from its inferred inputs (None when they are
+    unknown)."""
+    inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(node)
+              if e.source in report.outputs}
+    try:
+        with torch.device("meta"):
+            return report.specs[node].build(report.params[node], inputs)
+    except Exception:  # noqa: BLE001 (the node's own problem is reported elsewhere)
+        return None
+
+
+def _shown(report: Report, node: str) -> str:
+    """A flat node id as the user wrote it: `inst/inner` for a node inside an instance."""
+    return node.replace(groups.SEP, "/") if report.flat else node
+
+
+def _tie_problem(report: Report, seen: set[Problem], node: str, param: str, why: str) -> None:
+    origin = report.flat.origin.get(node, node) if report.flat else node
+    where = f"inside, at '{_shown(report, node)}': " if origin != node else ""
+    problem = Problem(origin, param, "bad_tie", f"{where}tie of '{param}': {why}",
+                      "tie two parameters of the same shape of layers with weights")
+    if problem not in seen:
+        seen.add(problem)
+        report.problems.append(problem)
 
 
 def _count_ties_once(graph: Graph, report: Report) -> None:
@@ -223,13 +328,8 @@ def _count_ties_once(graph: Graph, report: Report) -> None:
         spec = report.specs.get(dst)
         if spec is None or spec.kind != "op" or (flat and dst in flat.shared):
             continue  # a bad tie (reported above) or a sharer, counted at its owner
-        inputs = {e.dst_port: report.outputs[e.source] for e in run_graph.edges_into(dst)
-                  if e.source in report.outputs}
-        try:
-            with torch.device("meta"):
-                param = dict(spec.build(report.params[dst], inputs).named_parameters()).get(name)
-        except Exception:  # noqa: BLE001 (the node's own problem is reported elsewhere)
-            continue
+        module = _meta_module(run_graph, report, dst)
+        param = None if module is None else dict(module.named_parameters()).get(name)
         owner = flat.origin.get(dst, dst) if flat else dst
         if param is not None and param.requires_grad and owner in report.param_counts:
             report.param_counts[owner] -= param.numel()
@@ -274,6 +374,12 @@ def _check_code(graph: Graph, report: Report) -> None:
 def _check_edges(graph: Graph, report: Report) -> None:
     fed = Counter((e.dst, e.dst_port) for e in graph.edges)
     for e in graph.edges:
+        missing = [n for n in (e.src, e.dst) if n not in graph.nodes]
+        if missing:  # a graph built in code with strict=False (files are checked on load)
+            report.problems.append(Problem(e.dst if e.dst in graph.nodes else e.src, None,
+                                           "dangling_edge", f"wire {e} names missing node(s) "
+                                           f"{', '.join(missing)}", "remove the wire"))
+            continue
         src, dst = report.specs.get(e.src), report.specs.get(e.dst)
         out = src.output(e.src_port) if src else None
         inp = dst.input(e.dst_port) if dst else None

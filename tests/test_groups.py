@@ -124,7 +124,8 @@ def test_a_group_inside_itself_is_an_error():
     make_group(g, ["act"], "loop")
     g.groups["loop"].body.add_node(nodegraph.Node("again", "group.loop"), strict=False)
     (p,) = nodegraph.validate(g).problems
-    assert p.kind == "bad_group" and "nest deeper" in p.message
+    assert p.kind == "bad_group" and "uses itself (loop -> loop" in p.message
+    assert p.node == "loop" and "'again'" in p.message
 
 
 def tied() -> Graph:
@@ -161,7 +162,9 @@ def test_bad_ties_are_reported():
     g.ties[0] = Tie("up", "weight", "ghost", "weight")
     assert [p.kind for p in nodegraph.validate(g).problems] == ["bad_tie"]
     g.ties[0] = Tie("up", "bias", "again", "weight")
-    with pytest.raises(nodegraph.ValidationError, match="'up' has no parameter 'bias'"):
+    (p,) = nodegraph.validate(g).problems  # validation refuses what compile would
+    assert (p.kind, p.node, p.port) == ("bad_tie", "up", "bias")
+    with pytest.raises(nodegraph.ValidationError, match="has no parameter 'bias'"):
         nodegraph.compile(g)
 
 
