@@ -140,6 +140,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return distributed.launch(args.nproc, _without_option(args.argv, "--nproc"))
     main_rank = distributed.is_main()  # under torchrun only rank 0 talks and writes
     graph = with_assignments(open_graph(args), parse_assignments(args.set))
+    if main_rank:  # a path that cannot be written fails now, not after the whole run
+        _check_outputs(args)
     prepare = _weights_loader(args.init_weights) if args.init_weights else None
     if args.compile:
         graph.set_training("compile", "inductor")
@@ -171,10 +173,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not main_rank:
         return 0
     if args.metrics_out:
-        from nodegraph.fileformat import atomic_write_text
+        from nodegraph.outputs import write_text
 
-        atomic_write_text(Path(args.metrics_out), json.dumps(
-            {"history": result.history, "final": result.final}, indent=1, default=float))
+        write_text(args.metrics_out, json.dumps({"history": result.history, "final":
+                                                 result.final}, indent=1, default=float),
+                   "--metrics-out")
     renderer.print_final(result)
     return 0
 
@@ -289,6 +292,15 @@ def with_assignments(graph, assignments: dict[str, Any]):
         else:
             g.set_param(node, name, value)
     return g
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file `run` will write can be written (a device such as /dev/stdout is fine)."""
+    from nodegraph.outputs import check_file
+
+    for flag, path in (("--metrics-out", args.metrics_out), ("--probe-out", args.probe_out)):
+        if path:
+            check_file(path, flag, special_ok=True)
 
 
 def _weights_loader(path: str):

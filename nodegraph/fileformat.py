@@ -55,6 +55,11 @@ def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GraphFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        inside = sorted(p.name for p in path.glob("*.json"))
+        raise GraphFileError(f"{path}: is a folder, not a graph file; give the path of a graph "
+                             "file" + (f" in it, e.g. {path / inside[0]}" if inside else "")
+                             ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise GraphFileError(f"{path}: cannot read: {e}") from None
     graph = loads(text, registry, source=str(path))

@@ -303,13 +303,16 @@ class ProbeWriter:
     """Writes frames to a JSON-lines file for `--probe-out`, one frame per line."""
 
     def __init__(self, path: str | Path):
-        self.file = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
+        from nodegraph.outputs import AtomicFile  # whole or not at all, named on failure
+
+        self.file = AtomicFile(path, "--probe-out")
 
     def __call__(self, frame: ProbeFrame) -> None:
         self.file.write(json.dumps(frame.to_json(), allow_nan=True) + "\n")
 
     def close(self) -> None:
-        self.file.close()
+        """Keep the frames written so far (a run that failed has them too)."""
+        self.file.commit()
 
 
 def read_frames(path: str | Path) -> Iterator[ProbeFrame]:

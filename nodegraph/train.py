@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from nodegraph import checkpoint, distributed, settings
+from nodegraph import checkpoint, distributed, outputs, settings
 from nodegraph.compile import Compiled, Key, OptimizerRun, compile
 from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError
 from nodegraph.events import (
@@ -146,6 +146,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
     weights there)."""
     opts = training_options(graph, epochs=epochs, seed=seed, device=device)
+    if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
+        outputs.check_folder(checkpoint_dir, "checkpoint folder")
     group = distributed.current()
     device = distributed.setup(group, opts.device) if group else opts.device
     compiled = compile_for(graph, opts, device)
@@ -544,11 +546,17 @@ class Trainer:
         except RuntimeError as e:
             raise NodegraphError(f"the checkpoint in {self.checkpoint_dir} does not fit this "
                                  f"graph: {str(e).splitlines()[0]}") from None
-        for o in c.optimizers:
-            if o.node in optimizers:
-                o.optimizer.load_state_dict(optimizers[o.node])
-            if o.scheduler is not None and o.node in info.get("schedules", {}):
-                o.scheduler.load_state_dict(info["schedules"][o.node])
+        try:
+            for o in c.optimizers:
+                if o.node in optimizers:
+                    o.optimizer.load_state_dict(optimizers[o.node])
+                if o.scheduler is not None and o.node in info.get("schedules", {}):
+                    o.scheduler.load_state_dict(info["schedules"][o.node])
+        except (ValueError, KeyError, TypeError) as e:  # torch's words for a foreign state
+            raise NodegraphError(f"the optimizer state in the checkpoint in "
+                                 f"{self.checkpoint_dir} does not fit this graph's optimizers "
+                                 f"({_first_line(e)}); resume with the graph that wrote it, "
+                                 "or start afresh without --resume") from None
         torch.set_rng_state(tensors["rng/torch"])
         self.shuffle_rng.set_state(tensors["rng/shuffle"])
         if "rng/cuda" in tensors and torch.cuda.is_available():

@@ -32,10 +32,15 @@ def register(subparsers) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from nodegraph.cli import parse_assignments, with_assignments
     from nodegraph.dataset import files_relative_to
+    from nodegraph.outputs import cannot_write, check_file
 
     graph = with_assignments(open_graph(args), parse_assignments(args.set))
-    with files_relative_to(Path(args.graph).parent):  # the graph's data files, from its folder
-        _export(args, graph, Path(args.output))
+    out = check_file(args.output, "-o")  # before any training or tracing
+    try:
+        with files_relative_to(Path(args.graph).parent):  # the graph's data files, from its
+            _export(args, graph, out)                     # folder
+    except OSError as e:  # the writes of to_python / torch.onnx.export, e.g. a full disk
+        raise cannot_write("-o", out, e) from None
     return 0
 
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
 
 from nodegraph import checkpoint
 from nodegraph.compile import Compiled, compile
@@ -23,13 +21,10 @@ from nodegraph.graph import Graph
 
 
 def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
-    """A safetensors file of weights, or an error naming it."""
-    try:
-        return load_file(str(path))
-    except FileNotFoundError:
-        raise NodegraphError(f"weights file '{path}' does not exist") from None
-    except (SafetensorError, OSError) as e:
-        raise NodegraphError(f"cannot read weights file '{path}': {e}") from None
+    """A safetensors file of weights, or an error naming it and what is wrong with it."""
+    return checkpoint.read_tensors(Path(path), "weights file", "pass a file written by "
+                                   "`nodegraph export --to weights` or a checkpoint's "
+                                   "last/model.safetensors")
 
 
 def load_weights(compiled: Compiled, weights: dict[str, torch.Tensor],
