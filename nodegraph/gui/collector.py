@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QThread, QTimer
+from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer
 
 CHECK_MS = 100
 
@@ -76,3 +76,21 @@ def hold() -> Callable[[], None]:
             if _state.was_enabled:
                 gc.enable()
     return release
+
+
+class Hold:
+    """One owner's hold (a runner, a validator): taken while its thread runs, let go when
+    the thread is done or, at the latest, when the owner is destroyed."""
+
+    def __init__(self, owner: QObject):
+        self._release: Callable[[], None] | None = None
+        owner.destroyed.connect(lambda *_: self.release())  # holds this, not the owner
+
+    def take(self) -> None:
+        if self._release is None:
+            self._release = hold()
+
+    def release(self) -> None:
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()

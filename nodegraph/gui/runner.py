@@ -154,7 +154,7 @@ class TrainingRunner(QObject):
         self._drain_timer = QTimer(self, interval=DRAIN_MS)
         self._drain_timer.timeout.connect(self._drain)
         self._draining = False
-        self._release_collection: Callable[[], None] | None = None
+        self._collection = collector.Hold(self)
         if in_process:
             train_process.prewarm()
 
@@ -191,7 +191,7 @@ class TrainingRunner(QObject):
             worker = self._process_worker(copy, options)
         self._worker = worker or _Worker(copy, RunControl(), options)
         self.control = self._worker.control
-        self._release_collection = collector.hold()
+        self._collection.take()
         self._drain_timer.start()
         self._worker.start()
         self.state_changed.emit("running")
@@ -293,8 +293,6 @@ class TrainingRunner(QObject):
         if isinstance(worker, _ProcessWorker) and not worker.lost:
             train_process.release(worker.process)
         self.train_cpu_seconds = cpu_seconds
-        if self._release_collection is not None:
-            self._release_collection()
-            self._release_collection = None
+        self._collection.release()
         self.result = result
         self.state_changed.emit("idle")
