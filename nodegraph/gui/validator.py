@@ -45,15 +45,20 @@ def validate_graph(graph: Graph) -> Report:
     return validate(graph, for_training=for_training(graph))
 
 
+def validate_safely(graph: Graph) -> Report:
+    """`validate_graph`, with a failure of ours (a bug in a block, a file the validator did
+    not foresee) reported as a problem instead of raised: the editor stays up."""
+    try:
+        return validate_graph(graph)
+    except Exception as e:
+        from nodegraph.errors import Problem
+        return Report(problems=[Problem(None, None, "internal_error",
+                                        f"validation failed: {type(e).__name__}: {e}")])
+
+
 def _validate_into(graph: Graph, revision: int, outbox: queue.SimpleQueue) -> None:
     """The worker thread: validate `graph`, post (report, revision). No Qt here."""
-    try:
-        report = validate_graph(graph)
-    except Exception as e:  # a bug in a block must not kill the worker silently
-        from nodegraph.errors import Problem
-        report = Report(problems=[Problem(None, None, "internal_error",
-                                          f"validation failed: {type(e).__name__}: {e}")])
-    outbox.put((report, revision))
+    outbox.put((validate_safely(graph), revision))
 
 
 class Validator(QObject):
@@ -135,7 +140,7 @@ class Validator(QObject):
     def validate_now(self) -> Report:
         """Validate on this thread and announce the result (tests, before a preview)."""
         self._timer.stop()
-        self._apply(validate_graph(snapshot(self.doc.graph)))
+        self._apply(validate_safely(snapshot(self.doc.graph)))
         return self.report
 
     def wait(self, timeout: float = 10.0) -> bool:

@@ -122,3 +122,19 @@ def test_a_damaged_layout_is_laid_out_again(window, tmp_path):
     assert window.file_actions.open(str(path))
     assert sorted(window.scene.nodes) == sorted(XOR["nodes"])
     assert set(window.doc.positions()) == set(XOR["nodes"])
+
+
+def test_a_file_the_validator_fails_on_opens_with_the_failure_listed(window, xor_file,
+                                                                    monkeypatch):
+    from nodegraph.gui import validator
+
+    def fails(graph):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(validator, "validate_graph", fails)
+    assert window.file_actions.open(str(xor_file))
+    assert window.validator.wait()
+    (problem,) = window.problems.problems
+    assert problem.kind == "internal_error" and "RecursionError" in problem.message
+    assert not window.start_training()  # validated again on this thread: listed, not raised
+    assert len(window.scene.nodes) == len(window.doc.graph.nodes) > 0
