@@ -16,9 +16,10 @@ would have; when the last holder lets go, automatic collection is restored as it
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer
+from PySide6.QtCore import QObject, QTimer
 
 CHECK_MS = 100
 
@@ -50,8 +51,7 @@ def holding() -> bool:
 def hold() -> Callable[[], None]:
     """Hand collection to the GUI thread until the returned function is called (once; later
     calls do nothing). Call on the GUI thread, before starting a thread that runs Python."""
-    app = QCoreApplication.instance()
-    if app is not None and QThread.currentThread() is not app.thread():
+    if threading.current_thread() is not threading.main_thread():  # the editor's GUI thread
         raise RuntimeError("internal error: collector.hold called off the GUI thread")
     if _state.holds == 0:
         _state.was_enabled = gc.isenabled()

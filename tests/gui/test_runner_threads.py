@@ -132,6 +132,21 @@ def test_collection_on_the_gui_thread_frees_cycles_while_held(qtbot):
     assert gc.isenabled() and not collector.holding()
 
 
+def test_collection_is_handed_over_only_from_the_gui_thread():
+    errors = []
+
+    def off_thread() -> None:
+        try:
+            collector.hold()
+        except RuntimeError as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=off_thread)
+    thread.start()
+    thread.join()
+    assert errors and gc.isenabled()
+
+
 @pytest.fixture(autouse=True)
 def _gc_restored():
     yield
