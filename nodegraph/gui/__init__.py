@@ -10,7 +10,8 @@ undoable command that calls the Graph API. Modules, one job each:
 - `palette`, `search_popup`, `fuzzy`: finding blocks; `inspector`, `param_widgets`: params
 - `validator`, `problems`: debounced validation and the problems list
 - `runner`, `plots`, `log_view`, `run_status`: training in a process of its own
-  (`nodegraph.train_process`) and watching it
+  (`nodegraph.train_process`) and watching it; `collector`: garbage collected on the GUI
+  thread only while the editor's threads run
 - `preview`: one node's output for one batch; `clipboard`, `layout`: paste and auto-layout
 - `files`, `prompts`, `main_window`, `menus`: files, autosave, questions, the window
 - `edit_actions`, `file_actions`: the menus' actions; `group_tabs`: a group's body in a tab

@@ -52,14 +52,18 @@ class Document(QObject):
 
     # -- the graph and its file -------------------------------------------------------------
 
-    def set_graph(self, graph: Graph, path: str | None = None) -> None:
-        """Open `graph` in place of the current one; the undo history starts afresh."""
+    def set_graph(self, graph: Graph, path: str | None = None, *,
+                  keep_history: bool = False) -> None:
+        """Open `graph` in place of the current one; the undo history starts afresh (unless
+        `keep_history`: for putting back a graph whose replacement failed)."""
         if self._unsubscribe:
             self._unsubscribe()
         self.graph = graph
-        self.graph.ui.setdefault("positions", {})
+        if not isinstance(graph.ui.get("positions"), dict):  # a file's layout hints, damaged
+            graph.ui["positions"] = {}
         self._unsubscribe = graph.events.subscribe(self._on_graph_event)
-        self.undo_stack.clear()
+        if not keep_history:
+            self.undo_stack.clear()
         self.revision += 1
         self.graph_replaced.emit()
         self.set_path(path)

@@ -1,23 +1,65 @@
 """File menu actions: new, open, save, recent files, examples, autosave and recovery.
 
-Opening never loses work: unsaved changes are offered for saving first, a newer autosave
-is offered for restoring, and a damaged file opens with what could be read and a report of
-the rest. Saving is atomic (the core writes a temp file and renames it) and clears the
-autosave.
+Opening never loses work: the file is read (and what the canvas needs of it tried) before
+anything else happens, so a file that cannot be opened — malformed, damaged, a folder, or
+one that makes the reader fail in a way we did not foresee — ends in a message, and the
+open graph, its undo history and its file stay as they were; nothing is ever written to
+the file that failed. Unsaved changes are offered for saving before a good file replaces
+them, a newer autosave is offered for restoring, and a damaged file opens with what could
+be read and a report of the rest. Saving is atomic (the core writes a temp file and
+renames it) and clears the autosave.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from nodegraph.errors import GraphFileError
+from nodegraph.errors import NodegraphError
 from nodegraph.fileformat import load, save
 from nodegraph.graph import Graph
 from nodegraph.gui import files
 from nodegraph.gui.document import Document
 from nodegraph.gui.prompts import Prompts
 
-AUTOSAVE_MS = 30_000
+
+class OpenFailed(Exception):
+    """A graph that was read could not be shown; the message says why."""
+
+
+def read_graph(path: str | Path, registry) -> Graph:
+    """Load `path` and try what the canvas needs of it (every node's block, a group's
+    definition included). Raises NodegraphError for what the file gets wrong, anything
+    else for a bug of ours."""
+    graph = load(path, registry)
+    for node in graph:
+        if node.type in graph.registry:
+            graph.registry.get(node.type)
+    return graph
+
+
+def describe_failure(path: str | Path, error: Exception) -> str:
+    """What the user reads when `path` cannot be opened."""
+    if isinstance(error, NodegraphError):
+        text = str(error)
+        return text if str(path) in text else f"{path}: {text}"
+    return (f"{path}: internal error while reading it ({type(error).__name__}: {error}). "
+            "The editor and the open graph are unchanged; please report this with the file.")
+
+
+@contextmanager
+def slot_errors() -> Iterator[list[BaseException]]:
+    """Collect exceptions raised in Qt slots meanwhile (Qt hands them to sys.excepthook and
+    carries on), so a caller can tell a half-done change from a done one."""
+    caught: list[BaseException] = []
+    previous = sys.excepthook
+    sys.excepthook = lambda kind, value, tb: caught.append(value)
+    try:
+        yield caught
+    finally:
+        sys.excepthook = previous
 
 
 class FileActions:
@@ -47,17 +89,16 @@ class FileActions:
             path = self.prompts.open_path(start)
             if not path:
                 return False
+        graph = self._read(path, "Cannot open the file")
+        if graph is None:
+            if not Path(path).exists():
+                self.recent.remove(str(Path(path).resolve()))
+            return False
         if not self.doc.edit_guard() or not self.maybe_save():
             return False
-        try:
-            graph = load(path, self.doc.graph.base_registry)
-        except GraphFileError as e:
-            self.prompts.error("Cannot open the file", str(e))
-            self.recent.remove(str(Path(path).resolve()))
-            return False
         restored = self._offer_autosave(path)
-        self.discard_autosave()
-        self.doc.set_graph(restored or graph, path)
+        if not self._replace(restored or graph, path, "Cannot open the file"):
+            return False
         if restored is not None:
             self.doc.undo_stack.resetClean()  # restored work is unsaved work
             self.notify("Restored the autosaved copy; save to keep it.")
@@ -67,18 +108,45 @@ class FileActions:
         self.after_open()
         return True
 
+    def _read(self, path: str | Path, title: str) -> Graph | None:
+        """The graph in `path`, or None after telling the user why not."""
+        try:
+            return read_graph(path, self.doc.graph.base_registry)
+        except Exception as e:  # whatever a file does to the reader, the editor stays up
+            self.prompts.error(title, describe_failure(path, e))
+            return None
+
+    def _replace(self, graph: Graph, path: str | None, title: str) -> bool:
+        """Show `graph` in place of the open one; when a part of the window fails on it,
+        put the open graph back as it was (undo history and unsaved changes too), say why."""
+        old_graph, old_path = self.doc.graph, self.doc.path
+        old_autosave, self.autosaved = self.autosaved, None
+        with slot_errors() as caught:
+            try:
+                self.doc.set_graph(graph, path, keep_history=True)
+            except Exception as e:
+                caught.append(e)
+        if not caught:
+            self.doc.undo_stack.clear()
+            if old_autosave is not None:
+                old_autosave.unlink(missing_ok=True)
+            return True
+        with slot_errors():
+            self.doc.set_graph(old_graph, old_path, keep_history=True)
+        self.autosaved = old_autosave
+        self.prompts.error(title, describe_failure(path or "the graph", caught[0]))
+        return False
+
     def _offer_autosave(self, path: str) -> Graph | None:
-        auto = files.pending_autosave(path)
+        auto = files.pending_autosave(path, self.recovery_dir)
         if auto is None:
             return None
         if not self.prompts.restore_autosave(str(auto), files.describe_time(auto)):
             auto.unlink(missing_ok=True)
             return None
-        try:
-            graph = load(auto, self.doc.graph.base_registry)
-        except GraphFileError as e:
-            self.prompts.error("Cannot restore the autosave", str(e))
-            return None
+        graph = self._read(auto, "Cannot restore the autosave")
+        if graph is None:
+            return None  # kept: the user may want to look at it
         auto.unlink(missing_ok=True)
         return graph
 
@@ -91,12 +159,9 @@ class FileActions:
         if not self.prompts.restore_autosave(str(newest), files.describe_time(newest)):
             newest.unlink(missing_ok=True)
             return False
-        try:
-            graph = load(newest, self.doc.graph.base_registry)
-        except GraphFileError as e:
-            self.prompts.error("Cannot restore the autosave", str(e))
+        graph = self._read(newest, "Cannot restore the autosave")
+        if graph is None or not self._replace(graph, None, "Cannot restore the autosave"):
             return False
-        self.doc.set_graph(graph)
         self.doc.undo_stack.resetClean()
         newest.unlink(missing_ok=True)
         self.after_open()

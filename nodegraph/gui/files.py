@@ -1,26 +1,53 @@
 """Files around the graph file: recent files, examples, autosave and crash recovery.
 
 Recent files live in QSettings (a test passes its own). Autosave writes the open graph
-beside its file as ``<file>.autosave.json`` (an untitled graph goes to the recovery folder)
-every little while when there are unsaved changes; a clean save or close deletes it. When
-a file is opened and its autosave is newer, the editor offers to restore it — the trace a
-crash leaves behind. Autosave writes atomically, like a save, so a crash while autosaving
-cannot damage the last good copy.
+every little while, when there are unsaved changes, into the user's state folder (never
+beside the file: that may be an install folder, a shared drive, a read-only checkout): one
+file per graph, named by a hash of the graph file's absolute path, ``untitled-<pid>`` for
+an untitled graph. A clean save or close deletes it. When a file is opened and its
+autosave is newer, the editor offers to restore it — the trace a crash leaves behind.
+Autosave writes atomically, like a save, so a crash while autosaving cannot damage the last
+good copy. `NODEGRAPH_STATE_DIR` and `NODEGRAPH_AUTOSAVE_MS` move the folder and change the
+interval (tests, several editor set-ups side by side).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, QStandardPaths
 
 from nodegraph.fileformat import atomic_write_text, dumps
 from nodegraph.graph import Graph
 
 MAX_RECENT = 10
 AUTOSAVE_SUFFIX = ".autosave.json"
+AUTOSAVE_MS = 30_000
+STATE_DIR_ENV = "NODEGRAPH_STATE_DIR"
+AUTOSAVE_MS_ENV = "NODEGRAPH_AUTOSAVE_MS"
+
+
+def state_dir() -> Path:
+    """Where autosaves go: `NODEGRAPH_STATE_DIR`, else the user's application data folder
+    (on Linux ~/.local/share/nodegraph/nodegraph/recovery)."""
+    chosen = os.environ.get(STATE_DIR_ENV)
+    if chosen:
+        return Path(chosen).expanduser()
+    data = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
+    # never a relative path: that would put autosaves wherever the editor was started
+    return (Path(data) if data else Path.home() / ".nodegraph") / "recovery"
+
+
+def autosave_interval_ms() -> int:
+    """`NODEGRAPH_AUTOSAVE_MS` when it is a positive number of milliseconds, else 30 s."""
+    try:
+        value = int(os.environ.get(AUTOSAVE_MS_ENV, ""))
+    except ValueError:
+        return AUTOSAVE_MS
+    return value if value > 0 else AUTOSAVE_MS
 
 
 def examples_dir() -> Path:
@@ -57,10 +84,12 @@ class RecentFiles:
 
 
 def autosave_path(path: str | None, recovery_dir: Path) -> Path:
-    """Where the autosave of `path` goes (untitled graphs: the recovery folder)."""
+    """Where the autosave of the graph file `path` goes, in `recovery_dir`: its name and a
+    hash of its absolute path (files of one name in two folders do not share one)."""
     if path:
-        p = Path(path)
-        return p.with_name(p.stem + AUTOSAVE_SUFFIX)
+        absolute = os.path.normcase(str(Path(path).resolve()))
+        key = hashlib.sha256(absolute.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return recovery_dir / f"{Path(path).stem}-{key}{AUTOSAVE_SUFFIX}"
     return recovery_dir / f"untitled-{os.getpid()}{AUTOSAVE_SUFFIX}"
 
 
@@ -68,16 +97,25 @@ def write_autosave(graph: Graph, target: Path) -> None:
     atomic_write_text(target, dumps(graph))
 
 
-def pending_autosave(path: str) -> Path | None:
-    """The autosave of `path` when it is newer than the file itself (a crash left it)."""
-    auto = autosave_path(path, Path("."))
-    if not auto.exists():
-        return None
-    try:
-        newer = auto.stat().st_mtime > Path(path).stat().st_mtime
-    except OSError:
-        newer = True
-    return auto if newer else None
+def pending_autosave(path: str, recovery_dir: Path) -> Path | None:
+    """The autosave of `path` when it is newer than the file itself (a crash left it); an
+    older editor's autosave beside the file counts too."""
+    for auto in (autosave_path(path, recovery_dir), _beside(path)):
+        if not auto.is_file():
+            continue
+        try:
+            newer = auto.stat().st_mtime > Path(path).stat().st_mtime
+        except OSError:
+            newer = True
+        if newer:
+            return auto
+    return None
+
+
+def _beside(path: str) -> Path:
+    """Where editors before the state folder put a file's autosave."""
+    p = Path(path)
+    return p.with_name(p.stem + AUTOSAVE_SUFFIX)
 
 
 def orphaned_untitled(recovery_dir: Path) -> list[Path]:

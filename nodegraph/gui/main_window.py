@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -37,7 +37,7 @@ from nodegraph.graph import Graph
 from nodegraph.gui import files, menus, node_views
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
-from nodegraph.gui.file_actions import AUTOSAVE_MS, FileActions
+from nodegraph.gui.file_actions import FileActions
 from nodegraph.gui.group_tabs import GroupTabs
 from nodegraph.gui.inspector import Inspector
 from nodegraph.gui.log_view import LogView
@@ -62,7 +62,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, path: str | None = None, *, registry: Registry | None = None,
                  settings: QSettings | None = None, prompts: Prompts | None = None,
-                 recovery_dir: str | Path | None = None, autosave_ms: int = AUTOSAVE_MS):
+                 recovery_dir: str | Path | None = None, autosave_ms: int | None = None):
         super().__init__()
         self.settings = settings or QSettings("nodegraph", "editor")
         self.prompts = prompts or Prompts(self)
@@ -75,8 +75,7 @@ class MainWindow(QMainWindow):
         self.validator = Validator(self.doc, self)
         self.runner = TrainingRunner(self)
         self.edit_actions = EditActions(self.doc, self.scene, self.view, self.notify)
-        recovery = Path(recovery_dir) if recovery_dir else Path(QStandardPaths.writableLocation(
-            QStandardPaths.StandardLocation.AppDataLocation)) / "recovery"
+        recovery = Path(recovery_dir) if recovery_dir else files.state_dir()
         self.file_actions = FileActions(self.doc, self.prompts, self.recent, recovery,
                                         self.notify, self._after_open)
         self._build_docks()
@@ -90,7 +89,7 @@ class MainWindow(QMainWindow):
         self._windows: list[MainWindow] = []
         self._preview_cache: tuple[int, object] | None = None
         self._slow_previews = 0
-        self.autosave_timer = QTimer(self, interval=autosave_ms)
+        self.autosave_timer = QTimer(self, interval=autosave_ms or files.autosave_interval_ms())
         self.autosave_timer.timeout.connect(self.file_actions.autosave)
         self.autosave_timer.start()
         self.resize(1500, 920)

@@ -1,5 +1,5 @@
 """Training off the GUI thread: `nodegraph.train` in a process of its own (or a thread), its
-events as Qt signals.
+events handed to listeners on the GUI thread.
 
 The run trains a copy of the graph taken when Train is pressed, so edits made while it
 runs cannot race with it. It trains in a training process (`nodegraph.train_process`): a
@@ -8,60 +8,80 @@ line the GUI draws would be time a fast model waits. One process is started ahea
 editor opens, and kept between runs. A graph whose blocks come from a registry other than
 the default one (blocks defined in the editor's own process) trains in a thread instead.
 
+Threads and Qt: no Qt object is created, owned or finalised off the GUI thread. The thread
+that reads the process's messages (or trains, in the fallback) is a plain `threading.Thread`
+holding only plain Python (the graph copy, which has no listeners, the process, a queue); it
+puts messages on a `queue.SimpleQueue` that a timer on the GUI thread drains, and while it
+runs, garbage is collected on the GUI thread only (`collector`), so a cycle of Qt objects
+the GUI dropped is never freed in the reader (the deadlock of issue #12).
+
 Events arrive in batches (`EventBatcher`: per-step and per-epoch events at most one batch
-every 50 ms) through a queued signal, and are handed to the listeners (`listen`) by plain
-Python calls: a Qt signal per event cost more than the handlers themselves on a fast model.
-A listener names the kinds of event it handles, so a fast model's thousands of step and
-epoch events a second reach only the plots and the status bar. Stop and Pause reach the
-trainer, which checks them every step, so Stop takes effect within one step; a process that
-has not stopped a few seconds later is ended.
+every 50 ms) and are handed to the listeners (`listen`) by plain Python calls. A listener
+names the kinds of event it handles, so a fast model's thousands of step and epoch events a
+second reach only the plots and the status bar. Stop and Pause reach the trainer, which
+checks them every step, so Stop takes effect within one step; a process that has not
+stopped a few seconds later is ended.
 """
 
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
 from nodegraph import train_process
 from nodegraph.events import Emitter
 from nodegraph.graph import Graph
+from nodegraph.gui import collector
 from nodegraph.spec import default_registry
 from nodegraph.train import RunControl, RunResult, train
 from nodegraph.train_process import EventBatcher, TrainingProcess, failure, rebuild
 
 KILL_AFTER_STOP_S = 5.0
+DRAIN_MS = 10
 IN_THREAD = os.environ.get("NODEGRAPH_TRAIN_IN_THREAD") == "1"  # for debugging a block
 
+# Called in the run's thread after each message it posts (tests set it to gc.collect).
+after_message: Callable[[], None] | None = None
 
-class _Worker(QThread):
-    """Runs one training in this process; lives (as a QObject) on the GUI thread."""
 
-    events = Signal(list)  # a batch of training events, in order
-    failed = Signal(str, object)  # message, node id or None
-    done = Signal(object)  # RunResult or None
+class _Worker:
+    """One run trained in a plain thread of this process. It holds no Qt object: what
+    happens goes to `outbox` as tuples ("events", batch), ("failed", message, node),
+    ("lost", exit code) and, last, ("done", RunResult or None, CPU seconds or None)."""
 
-    def __init__(self, graph: Graph, control: RunControl, options: dict):
-        super().__init__()
+    def __init__(self, graph: Graph, control, options: dict):
         self.graph, self.control, self.options = graph, control, options
-        self.cpu_seconds: float | None = None  # what training itself took, for benchmarks
+        self.outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self.run, name="nodegraph-train", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def post(self, *message) -> None:
+        self.outbox.put(message)
+        hook = after_message
+        if hook is not None:
+            hook()
 
     def run(self) -> None:
-        batcher = EventBatcher(self.events.emit)
+        batcher = EventBatcher(lambda batch: self.post("events", batch))
         emitter = Emitter()
         emitter.subscribe(batcher)
-        result = None
+        result = cpu_seconds = None
         began = time.thread_time()
         try:
             result = train(self.graph, events=emitter, control=self.control, **self.options)
-            self.cpu_seconds = time.thread_time() - began
+            cpu_seconds = time.thread_time() - began
         except Exception as e:  # shown in the editor, which stays alive
             batcher.flush()
-            self.failed.emit(*failure(e))
+            self.post("failed", *failure(e))
         batcher.flush()
-        self.done.emit(result)
+        self.post("done", result, cpu_seconds)
 
 
 class _ProcessWorker(_Worker):
@@ -70,33 +90,29 @@ class _ProcessWorker(_Worker):
     def __init__(self, graph: Graph, process: TrainingProcess, options: dict):
         super().__init__(graph, _ProcessControl(process), options)
         self.process = process
-        self.lost = False  # the process ended during the run
+        self.thread.name = "nodegraph-train-reader"
+        self.lost = False  # the process ended during the run (set on the GUI thread)
         self.killed = False  # ... because it did not stop when asked
 
     def run(self) -> None:
-        result = None
+        result = cpu_seconds = None
         while (message := self.process.receive()) is not None:
             if message[0] == "events":
-                self.events.emit(message[1])
+                self.post("events", message[1])
             elif message[0] == "failed":
-                self.failed.emit(message[1], message[2])
+                self.post("failed", message[1], message[2])
             elif message[0] == "done":
                 if message[1] is not None:
-                    self.cpu_seconds = message[1]["cpu_seconds"]
+                    cpu_seconds = message[1]["cpu_seconds"]
                     try:
                         result = rebuild(self.graph, self.options, message[1])
                     except Exception as e:
-                        self.failed.emit(f"the trained weights could not be loaded back: "
-                                         f"{type(e).__name__}: {e}", None)
+                        self.post("failed", f"the trained weights could not be loaded back: "
+                                            f"{type(e).__name__}: {e}", None)
                 break
         else:
-            self.lost = True
-            code = self.process.popen.wait()
-            self.failed.emit(
-                f"the run did not stop within {KILL_AFTER_STOP_S:.0f} s, so its process was "
-                "ended" if self.killed else
-                f"the training process ended unexpectedly (exit code {code})", None)
-        self.done.emit(result)
+            self.post("lost", self.process.popen.wait())
+        self.post("done", result, cpu_seconds)
 
 
 class _ProcessControl:
@@ -135,6 +151,10 @@ class TrainingRunner(QObject):
         self.train_cpu_seconds: float | None = None  # the last run's, in its thread or process
         self._listeners: list[tuple[Callable[[object], None], tuple[type, ...]]] = []
         self._by_type: dict[type, list[Callable[[object], None]]] = {}
+        self._drain_timer = QTimer(self, interval=DRAIN_MS)
+        self._drain_timer.timeout.connect(self._drain)
+        self._draining = False
+        self._collection = collector.Hold(self)
         if in_process:
             train_process.prewarm()
 
@@ -171,9 +191,8 @@ class TrainingRunner(QObject):
             worker = self._process_worker(copy, options)
         self._worker = worker or _Worker(copy, RunControl(), options)
         self.control = self._worker.control
-        self._worker.events.connect(self.deliver)
-        self._worker.failed.connect(self.failed)
-        self._worker.done.connect(self._finished)
+        self._collection.take()
+        self._drain_timer.start()
         self._worker.start()
         self.state_changed.emit("running")
 
@@ -221,7 +240,9 @@ class TrainingRunner(QObject):
         end = time.monotonic() + timeout_s
         while self.running and time.monotonic() < end:
             QCoreApplication.processEvents()
-            time.sleep(0.005)
+            self._drain()
+            if self.running:
+                time.sleep(0.005)
         return not self.running
 
     def deliver(self, batch: list) -> None:
@@ -236,13 +257,42 @@ class TrainingRunner(QObject):
             for listener in listeners:
                 listener(event)
 
-    def _finished(self, result: RunResult | None) -> None:
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.wait()
-            if isinstance(worker, _ProcessWorker) and not worker.lost:
-                train_process.release(worker.process)
-            self.train_cpu_seconds = worker.cpu_seconds
-            worker.deleteLater()
+    def _drain(self) -> None:
+        """Hand the run's posted messages on, in order (on the GUI thread, by the timer)."""
+        worker = self._worker
+        if worker is None or self._draining:
+            return
+        self._draining = True
+        try:
+            while worker is self._worker:
+                try:
+                    message = worker.outbox.get_nowait()
+                except queue.Empty:
+                    return
+                kind = message[0]
+                if kind == "events":
+                    self.deliver(message[1])
+                elif kind == "failed":
+                    self.failed.emit(message[1], message[2])
+                elif kind == "lost":
+                    worker.lost = True
+                    self.failed.emit(
+                        f"the run did not stop within {KILL_AFTER_STOP_S:.0f} s, so its process "
+                        "was ended" if worker.killed else
+                        f"the training process ended unexpectedly (exit code {message[1]})", None)
+                elif kind == "done":
+                    self._finished(worker, message[1], message[2])
+        finally:
+            self._draining = False
+
+    def _finished(self, worker: _Worker, result: RunResult | None,
+                  cpu_seconds: float | None) -> None:
+        self._worker = None
+        self._drain_timer.stop()
+        worker.thread.join(5.0)  # "done" is its last message: it is returning
+        if isinstance(worker, _ProcessWorker) and not worker.lost:
+            train_process.release(worker.process)
+        self.train_cpu_seconds = cpu_seconds
+        self._collection.release()
         self.result = result
         self.state_changed.emit("idle")

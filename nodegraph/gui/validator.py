@@ -2,23 +2,30 @@
 
 Each graph change restarts a short timer; when it fires, a copy of the graph is validated
 on a worker thread (shape inference builds datasets and runs blocks on meta tensors, which
-a big graph must not do on the GUI thread). A result is applied only if the graph has not
-changed since its copy was taken; otherwise another round runs. Checks that only matter
-for a run (data and optimizer present) join in once the graph has both a data block and
-an optimizer, so a half-built graph is not flooded with complaints.
+a big graph must not do on the GUI thread). The thread is a plain `threading.Thread` that
+holds no Qt object; its report comes back through a queue a GUI-thread timer drains, and
+while it runs garbage is collected on the GUI thread only (see `collector`). A result is
+applied only if the graph has not changed since its copy was taken; otherwise another
+round runs. Checks that only matter for a run (data and optimizer present) join in once
+the graph has both a data block and an optimizer, so a half-built graph is not flooded
+with complaints.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from nodegraph.graph import Graph
+from nodegraph.gui import collector
 from nodegraph.gui.document import Document
 from nodegraph.validate import Report, validate
 
 DELAY_MS = 200
+POLL_MS = 10
 
 
 def for_training(graph: Graph) -> bool:
@@ -38,26 +45,20 @@ def validate_graph(graph: Graph) -> Report:
     return validate(graph, for_training=for_training(graph))
 
 
-class _Result(QObject):
-    done = Signal(object, int)  # report, revision
+def validate_safely(graph: Graph) -> Report:
+    """`validate_graph`, with a failure of ours (a bug in a block, a file the validator did
+    not foresee) reported as a problem instead of raised: the editor stays up."""
+    try:
+        return validate_graph(graph)
+    except Exception as e:
+        from nodegraph.errors import Problem
+        return Report(problems=[Problem(None, None, "internal_error",
+                                        f"validation failed: {type(e).__name__}: {e}")])
 
 
-class _Job(QRunnable):
-    def __init__(self, graph: Graph, revision: int, result: _Result):
-        super().__init__()
-        self.graph, self.revision, self.result = graph, revision, result
-
-    def run(self) -> None:
-        try:
-            report = validate_graph(self.graph)
-        except Exception as e:  # a bug in a block must not kill the worker silently
-            from nodegraph.errors import Problem
-            report = Report(problems=[Problem(None, None, "internal_error",
-                                              f"validation failed: {type(e).__name__}: {e}")])
-        try:
-            self.result.done.emit(report, self.revision)
-        except RuntimeError:
-            pass  # the window closed while this ran; nobody is waiting for the report
+def _validate_into(graph: Graph, revision: int, outbox: queue.SimpleQueue) -> None:
+    """The worker thread: validate `graph`, post (report, revision). No Qt here."""
+    outbox.put((validate_safely(graph), revision))
 
 
 class Validator(QObject):
@@ -72,12 +73,13 @@ class Validator(QObject):
         self.report_revision = -1
         self._timer = QTimer(self, singleShot=True, interval=DELAY_MS)
         self._timer.timeout.connect(self._start)
-        self._result = _Result()
-        self._result.done.connect(self._on_done)
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._poll = QTimer(self, interval=POLL_MS)
+        self._poll.timeout.connect(self._collect)
+        self._thread: threading.Thread | None = None
+        self._collection = collector.Hold(self)
         self._running = False
         self._closed = False
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
         doc.changed.connect(self.schedule)
         doc.graph_replaced.connect(self.schedule)
 
@@ -90,7 +92,9 @@ class Validator(QObject):
         thread still in torch when the interpreter exits would abort the process)."""
         self._closed = True
         self._timer.stop()
-        self._pool.waitForDone()
+        if self._thread is not None:
+            self._thread.join()
+        self._collect()
 
     @property
     def fresh(self) -> bool:
@@ -100,7 +104,25 @@ class Validator(QObject):
         if self._running or self._closed:
             return  # the running job's result will be stale; _on_done starts another
         self._running = True
-        self._pool.start(_Job(snapshot(self.doc.graph), self.doc.revision, self._result))
+        self._collection.take()
+        self._thread = threading.Thread(
+            target=_validate_into, args=(snapshot(self.doc.graph), self.doc.revision,
+                                         self._outbox), name="nodegraph-validate", daemon=True)
+        self._thread.start()
+        self._poll.start()
+
+    def _collect(self) -> None:
+        """Take the worker's report when it has posted it (on the GUI thread)."""
+        try:
+            report, revision = self._outbox.get_nowait()
+        except queue.Empty:
+            return
+        self._poll.stop()
+        if self._thread is not None:
+            self._thread.join()  # the report was its last act
+            self._thread = None
+        self._collection.release()
+        self._on_done(report, revision)
 
     def _on_done(self, report: Report, revision: int) -> None:
         self._running = False
@@ -118,7 +140,7 @@ class Validator(QObject):
     def validate_now(self) -> Report:
         """Validate on this thread and announce the result (tests, before a preview)."""
         self._timer.stop()
-        self._apply(validate_graph(snapshot(self.doc.graph)))
+        self._apply(validate_safely(snapshot(self.doc.graph)))
         return self.report
 
     def wait(self, timeout: float = 10.0) -> bool:

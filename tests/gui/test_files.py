@@ -38,11 +38,13 @@ def test_open_recent_and_examples(window, xor_file, prompts):
     assert len(window.scene.nodes) == len(window.doc.graph.nodes) > 0
 
 
-def test_autosave_is_offered_back_after_a_crash(make_window, xor_file, prompts):
+def test_autosave_is_offered_back_after_a_crash(make_window, xor_file, prompts, tmp_path):
     crashed = make_window(str(xor_file))
     crashed.doc.set_param("opt", "lr", 0.2)
     auto = crashed.file_actions.autosave()
-    assert auto == xor_file.with_name("xor.autosave.json") and auto.exists()
+    assert auto.parent == tmp_path / "recovery" and auto.exists()  # not beside the file
+    assert auto.name.startswith("xor-") and sorted(p.name for p in xor_file.parent.glob(
+        "xor*")) == ["xor.json"]
     crashed.file_actions.autosaved = None  # a crash: the autosave stays behind
     os.utime(xor_file, (1, 1))  # the file is older than its autosave
 
@@ -55,13 +57,42 @@ def test_autosave_is_offered_back_after_a_crash(make_window, xor_file, prompts):
     assert json.loads(xor_file.read_text())["nodes"]["opt"]["params"]["lr"] == 0.2
 
 
-def test_declining_the_autosave_opens_the_file_and_drops_it(make_window, xor_file, prompts):
-    auto = xor_file.with_name("xor.autosave.json")
+def test_declining_the_autosave_opens_the_file_and_drops_it(make_window, xor_file, prompts,
+                                                            tmp_path):
+    auto = files.autosave_path(str(xor_file), tmp_path / "recovery")
+    auto.parent.mkdir()
     auto.write_text(xor_file.read_text().replace('"lr": 0.05', '"lr": 0.3'))
     os.utime(xor_file, (1, 1))
     prompts.restore = False
     w = make_window(str(xor_file))
     assert w.doc.graph.node("opt").params["lr"] == 0.05 and not auto.exists()
+
+
+def test_an_older_editors_autosave_beside_the_file_is_offered_too(make_window, xor_file,
+                                                                  prompts):
+    beside = xor_file.with_name("xor.autosave.json")
+    beside.write_text(xor_file.read_text().replace('"lr": 0.05', '"lr": 0.3'))
+    os.utime(xor_file, (1, 1))
+    w = make_window(str(xor_file))
+    assert ("restore", str(beside)) in prompts.asked and not beside.exists()
+    assert w.doc.graph.node("opt").params["lr"] == 0.3 and w.doc.dirty
+
+
+def test_files_of_one_name_in_two_folders_autosave_apart(tmp_path):
+    a, b = tmp_path / "a" / "g.json", tmp_path / "b" / "g.json"
+    assert files.autosave_path(str(a), tmp_path) != files.autosave_path(str(b), tmp_path)
+    assert files.autosave_path(str(a), tmp_path) == files.autosave_path(
+        str(tmp_path / "b" / ".." / "a" / "g.json"), tmp_path)
+
+
+def test_the_state_folder_and_interval_come_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(files.STATE_DIR_ENV, str(tmp_path / "state"))
+    monkeypatch.setenv(files.AUTOSAVE_MS_ENV, "250")
+    assert files.state_dir() == tmp_path / "state" and files.autosave_interval_ms() == 250
+    monkeypatch.setenv(files.AUTOSAVE_MS_ENV, "soon")
+    assert files.autosave_interval_ms() == files.AUTOSAVE_MS
+    monkeypatch.delenv(files.STATE_DIR_ENV)
+    assert files.state_dir().name == "recovery" and files.state_dir().is_absolute()
 
 
 def test_an_untitled_graph_is_recovered_after_a_crash(make_window, tmp_path, prompts):
