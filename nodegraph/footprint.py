@@ -119,15 +119,17 @@ def size_text(nbytes: float) -> str:
 
 # -- the guard blocks call before they allocate ---------------------------------------------
 
-def need(nbytes: float, param: str, value: object, what: str) -> None:
+def need(nbytes: float, param: str, value: object, what: str, hint: str = "") -> None:
     """Raise TooLarge when `what`, sized by `param` = `value`, would take more memory than
-    the limit. Blocks call it before allocating in proportion to a param."""
+    the limit. Blocks call it before allocating in proportion to a param (or to an input
+    port's size: then `param` is the port and `value` None)."""
     limit = limit_bytes()
     if limit is not None and nbytes > limit:
-        shown = f"{value:,}" if isinstance(value, int) else str(value)
-        raise TooLarge(param, f"needs about {size_text(nbytes)} for {what} ('{param}' = "
-                       f"{shown}), more than the {size_text(limit)} of memory available",
-                       f"lower '{param}'")
+        shown = "" if value is None else f" ('{param}' = " + (
+            f"{value:,}" if isinstance(value, int) else str(value)) + ")"
+        raise TooLarge(param, f"needs about {size_text(nbytes)} for {what}{shown}, more than "
+                       f"the {size_text(limit)} of memory available",
+                       hint or f"lower '{param}'")
 
 
 def on_meta() -> bool:
@@ -180,23 +182,30 @@ def check_data(params: Params, nbytes: int) -> None:
 
 
 def _blame(spec: BlockSpec, params: Params, inputs: dict, nbytes: int) -> str | None:
-    """The int param whose smallest allowed value cuts the node's bytes most (to under half)."""
+    """The size param (int, or one entry of ints) whose smallest allowed value cuts the
+    node's bytes most, to under half; None when only the inputs' sizes would."""
     from nodegraph.spec import Params
 
     best, best_bytes = None, nbytes / 2
-    for p in spec.params:
-        value = params.get(p.name)
-        low = max(1, int(p.min or 0))
-        if p.kind != "int" or isinstance(value, bool) or not isinstance(value, int) \
-                or value <= low:
-            continue
+    for name, value in _smaller_values(spec, params):
         try:
-            smaller = _measure(spec, Params({**params, p.name: low}), inputs)
+            smaller = _measure(spec, Params({**params, name: value}), inputs)
         except Exception:  # noqa: BLE001 (a value the block refuses tells nothing)
             continue
         if smaller < best_bytes:
-            best, best_bytes = p.name, smaller
+            best, best_bytes = name, smaller
     return best
+
+
+def _smaller_values(spec: BlockSpec, params: Params) -> Iterator[tuple[str, object]]:
+    for p in spec.params:
+        value, low = params.get(p.name), max(1, int(p.min or 0))
+        if p.kind == "int" and type(value) is int and value > low:
+            yield p.name, low
+        elif p.kind == "ints" and isinstance(value, list):
+            for i, v in enumerate(value[:8]):
+                if type(v) is int and v > low:
+                    yield p.name, [*value[:i], low, *value[i + 1:]]
 
 
 def _measure(spec: BlockSpec, params: Params, inputs: dict) -> int:
