@@ -163,7 +163,9 @@ def check_op(spec: BlockSpec, params: Params, inputs: dict, nbytes: int) -> None
     if limit is None or nbytes <= limit:
         return
     param = _blame(spec, params, inputs, nbytes)
-    where = f"'{param}' = {params[param]:,}" if param else "its inputs' sizes"
+    value = params[param] if param else None
+    where = (f"'{param}' = {value:,}" if type(value) is int else f"'{param}' = {value}"
+             if param else "its inputs' sizes")
     raise TooLarge(param, f"needs about {size_text(nbytes)} for its weights, buffers and one "
                    f"batch of outputs ({where}), more than the {size_text(limit)} of memory "
                    "available",

@@ -59,7 +59,8 @@ def need_windows(length: int, window: int) -> None:
     `window` values (made, then copied into its split), beside a few copies of the series."""
     windows = max(length - window + 1, 0)
     nbytes = windows * (window + 1) * 12 + length * 64
-    if windows * window * 12 >= length * 64:
+    limit = footprint.limit_bytes()
+    if limit is not None and length * (24 + 64) <= limit:  # window 1 would fit: blame it
         footprint.need(nbytes, "window", window, f"{windows:,} windows of {window:,} values")
     else:
         footprint.need(nbytes, "n", length, f"a series of {length:,} values")
