@@ -238,6 +238,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         params = f"{count:,} params" if count else ""
         print(f"  {node_id:<{width}}  {node.type:<24} {params:>14}  {outs}")
     print(f"trainable parameters: {sum(report.param_counts.values()):,}")
+    if report.memory is not None:
+        print(f"memory: {report.memory.text()}")
     if report.problems:
         _print_problems(report.problems, args.graph)
     return 0 if report.ok else EXIT_PROBLEMS

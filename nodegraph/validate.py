@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from nodegraph import allowlist, groups, settings
+from nodegraph import allowlist, footprint, groups, settings
 from nodegraph.dataset import Dataset, files_relative_to
 from nodegraph.errors import GraphError, NodegraphError, PortError, Problem, ValidationError
 from nodegraph.graph import Graph
@@ -45,6 +45,8 @@ class Report:
     batch_size: int | None = None
     seconds: float = 0.0
     flat: groups.Flat | None = None  # the expanded graph, when the graph has groups
+    module_bytes: dict[str, tuple[int, int]] = field(default_factory=dict)  # params, buffers
+    memory: footprint.Footprint | None = None  # what the graph needs, when inference ran
 
     @property
     def ok(self) -> bool:
@@ -128,6 +130,7 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
     else:
         report.order = graph.topological_order()
         _infer(graph, report)
+        footprint.check_graph(report)
         _check_optimizers(graph, report)
         if for_training:
             _check_trainable(graph, report)
@@ -447,9 +450,12 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
     if spec.kind == "data":
         try:
             dataset = spec.build(params)
+        except footprint.TooLarge:
+            raise
         except (NodegraphError, OSError, ValueError) as e:
             raise PortError(spec.outputs[0].name if spec.outputs else None, str(e),
                             "check the data block's params and files", kind="data_error") from e
+        footprint.check_data(params, footprint.dataset_bytes(dataset))
         report.datasets[node_id] = dataset
         meta = dataset.meta()
         missing = [p.name for p in spec.outputs if p.name not in meta]
@@ -460,20 +466,23 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
         b = meta[spec.outputs[0].name].shape[0] if spec.outputs else None
         report.batch_size = report.batch_size if report.batch_size is not None else b
     elif spec.kind == "op":
-        outs, count = _infer_op(spec, params, inputs)
+        outs, count, nbytes = _infer_op(spec, params, inputs)
+        report.param_counts[node_id] = count
+        footprint.check_op(spec, params, inputs, sum(nbytes) + footprint.tensor_bytes(outs))
+        report.module_bytes[node_id] = nbytes
         for port, value in zip(spec.outputs, outs, strict=True):
             report.outputs[(node_id, port.name)] = value
-        report.param_counts[node_id] = count
     elif spec.kind == "metric":
         spec.build(params, inputs)
 
 
 _CACHE_SIZE = 4096
-_op_cache: OrderedDict[tuple, tuple[tuple[tuple, ...], int]] = OrderedDict()
+_op_cache: OrderedDict[tuple, tuple[tuple[tuple, ...], int, tuple[int, int]]] = OrderedDict()
 
 
-def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int]:
-    """Output meta tensors and trainable-parameter count of an op block.
+def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int, tuple]:
+    """Output meta tensors, trainable-parameter count and (parameter, buffer) bytes of an
+    op block.
 
     Meta kernels run in Python and cost ~0.5 ms per op, so results are remembered by block,
     params and input shapes: the editor revalidates on every edit, and only nodes whose
@@ -493,14 +502,15 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int
                 out = module(*args)
         outs = (out,) if len(spec.outputs) == 1 else tuple(out)
         count = sum(p.numel() for p in module.parameters() if p.requires_grad)
-        hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count)
+        hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count,
+               footprint.module_bytes(module))
         _op_cache[key] = hit
         if len(_op_cache) > _CACHE_SIZE:
             _op_cache.popitem(last=False)
     else:
         _op_cache.move_to_end(key)
-    shapes, count = hit
-    return tuple(torch.empty(s, dtype=d, device="meta") for s, d in shapes), count
+    shapes, count, nbytes = hit
+    return tuple(torch.empty(s, dtype=d, device="meta") for s, d in shapes), count, nbytes
 
 
 def _check_optimizers(graph: Graph, report: Report) -> None:

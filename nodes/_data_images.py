@@ -16,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from nodegraph import footprint
 from nodegraph.dataset import data_path
 from nodegraph.errors import NodegraphError
 from nodes._data_files import looked_at, read_bytes
@@ -191,13 +192,20 @@ def read_folder(root: str, grayscale: bool, size: int | None
     if not classes:
         raise NodegraphError(f"image folder '{root}' has no class subfolders "
                              "(expected one subfolder of images per class)")
-    images, labels = [], []
-    for k, name in enumerate(classes):
+    listed = []
+    for name in classes:
         files = sorted(f for f in (folder / name).iterdir()
                        if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
         if not files:
             raise NodegraphError(f"class folder '{folder / name}' holds no PNG or "
                                  "PGM/PPM/PBM images")
+        listed.append(files)
+    if size is not None:  # float32 RGB images, resized, stacked, then split
+        count = sum(map(len, listed))
+        footprint.need(count * 3 * size * size * 4 * 3, "size", size,
+                       f"{count:,} images of {size} x {size}")
+    images, labels = [], []
+    for k, files in enumerate(listed):
         for f in files:
             image = read_image(f)
             image = grey(image) if grayscale else image

@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 from sklearn import datasets as skd
 
+from nodegraph import footprint
 from nodegraph.dataset import data_params, from_arrays
 from nodegraph.errors import NodegraphError
 from nodegraph.spec import (
@@ -173,10 +174,22 @@ def _image_folder(p):
 
 # -- synthetic ----------------------------------------------------------------------------
 
+# Peak bytes per generated sample: float64 draws and temporaries, the float32 copies and the
+# split copies; measured at 29-88 bytes for the generators here (n = 2,000,000).
+SAMPLE_BYTES = 128
+
+
+def need_samples(p, per_sample: int = SAMPLE_BYTES) -> None:
+    """Refuse, before generating, `n` samples that cannot fit in memory."""
+    footprint.need(p.n * per_sample, "n", p.n, "its samples")
+
+
 def _generated(make):
     """A build function for a generator `make(p) -> (x, y)`; a `target` param, where the
-    block has one, turns 0/1 labels into a BCE column or class indices."""
+    block has one, turns 0/1 labels into a BCE column or class indices. The sample count
+    is checked against the memory available first."""
     def build(p):
+        need_samples(p)
         x, y = make(p)
         if "target" in p:
             y = _binary_or_class(y, p.target)
@@ -199,10 +212,24 @@ def _truth_table(gate):
 
 
 def _noisy_line(p):
+    need_samples(p)
     rng = np.random.default_rng(p.seed)
     x = rng.uniform(p.x_min, p.x_max, size=(p.n, 1)).astype(np.float32)
     y = p.slope * x + p.intercept + rng.normal(0.0, p.noise, size=(p.n, 1))
     return from_arrays({"x": x, "y": y.astype(np.float32)}, p)
+
+
+def _blobs(p):
+    if p.centers > p.n:  # scikit-learn loops over the centres, most of them empty
+        raise NodegraphError(f"'centers' ({p.centers:,}) cannot exceed the number of samples "
+                             f"n ({p.n:,})")
+    return syn.blobs(p.n, p.centers, p.noise, p.seed)
+
+
+def _gaussian_mixture(p):
+    # means, scales, angles and 2 x 2 rotations per component, in float64
+    footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
+    return syn.gaussian_mixture(p.n, p.n_components, p.weights, p.noise, p.seed)[:2]
 
 
 def _table(p):
@@ -472,7 +499,7 @@ _point_sets = [
           "Round Gaussian clusters, one class each (scikit-learn's make_blobs).\n\n"
           "The centres sit evenly on the unit circle; `noise` is each cluster's standard "
           "deviation in % of that radius, so it sets how much the classes overlap.",
-          _generated(lambda p: syn.blobs(p.n, p.centers, p.noise, p.seed)), **XY,
+          _generated(_blobs), **XY,
           params=[int_param("centers", 3, "number of clusters (classes)", min=1),
                   n_param(200), noise_param(20.0, "each cluster's standard deviation in % "
                                             "of the unit radius"), SEED,
@@ -482,8 +509,7 @@ _point_sets = [
           "Samples of a random 2-D Gaussian mixture; y is the component.\n\n"
           "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
           "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
-          _generated(lambda p: syn.gaussian_mixture(p.n, p.n_components, p.weights, p.noise,
-                                                    p.seed)[:2]), **XY,
+          _generated(_gaussian_mixture), **XY,
           params=[int_param("n_components", 3, "number of Gaussian components", min=1),
                   Param("weights", "floats", [], "mixing weights, one per component "
                         "(normalised); empty means equal", min=0),

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from nodegraph import footprint
 from nodegraph.dataset import Dataset, data_params, from_arrays, split_indices
 from nodegraph.errors import NodegraphError
 from nodegraph.spec import (
@@ -53,6 +54,18 @@ def lag_windows(series: np.ndarray, window: int, horizon: int) -> tuple[np.ndarr
     return x, y
 
 
+def need_windows(length: int, window: int) -> None:
+    """Refuse, before cutting, windows that cannot fit: every window is a float32 row of
+    `window` values (made, then copied into its split), beside a few copies of the series."""
+    windows = max(length - window + 1, 0)
+    nbytes = windows * (window + 1) * 12 + length * 64
+    limit = footprint.limit_bytes()
+    if limit is not None and length * (24 + 64) <= limit:  # window 1 would fit: blame it
+        footprint.need(nbytes, "window", window, f"{windows:,} windows of {window:,} values")
+    else:
+        footprint.need(nbytes, "n", length, f"a series of {length:,} values")
+
+
 def _scale(series: np.ndarray, covered: np.ndarray, how: str) -> np.ndarray:
     """`series` scaled with statistics of the `covered` values (the training windows')."""
     if how == "zscore":
@@ -68,6 +81,7 @@ def windows_dataset(series: np.ndarray, p: dict) -> Dataset:
     """The lag-window Dataset of `series` under the shared data params plus window, horizon
     and layout."""
     series = np.asarray(series, dtype=np.float64)
+    need_windows(len(series), p["window"])
     x, y = lag_windows(series, p["window"], p["horizon"])
     idx = split_indices(len(x), p["val_fraction"], p["test_fraction"], p["split"],
                         p["split_seed"], None, p["folds"], p["fold"])
@@ -127,6 +141,7 @@ def lorenz(sigma: float = 10.0, rho: float = 28.0, beta: float = 8.0 / 3.0):
     return f
 
 
+MAX_RK4_STEPS = 100_000  # about 10 s of Python integration (the default n takes 11,000)
 OBSERVABLES = {"x_squared": np.square, "abs_x": np.abs, "x": lambda v: v}
 
 
@@ -135,6 +150,13 @@ def chaotic_series(n: int, dt: float, every: int, observable: str, transient: in
     """n samples of an observable of the Lorenz system's x, one every `every` RK4 steps of
     size dt, after `transient` steps that let the start settle onto the attractor. The seed
     perturbs the start (1, 1, 1)."""
+    steps = transient + (n - 1) * every
+    if steps > MAX_RK4_STEPS:  # the integration is a Python loop, ~0.1 ms a step
+        blame = max((("n", n - 1), ("every", every), ("transient", transient)),
+                    key=lambda kv: kv[1])[0]
+        raise footprint.TooLarge(blame, f"asks for {steps:,} integration steps (transient + "
+                                 f"(n - 1) x every), more than the {MAX_RK4_STEPS:,} this "
+                                 "generator takes", "lower n, every or transient")
     start = np.ones(3) + np.random.default_rng(seed).normal(0.0, 1.0, 3)
     with np.errstate(over="ignore", invalid="ignore"):  # a too large dt is reported below
         states = rk4(lorenz(), start, dt, transient + (n - 1) * every)
@@ -157,6 +179,8 @@ def random_walk(n: int, noise: float, seed: int) -> np.ndarray:
 
 
 def _lag_windows(p):
+    if not p.path:  # a generated series: check its length before making it
+        need_windows(p.n, p.window)
     if p.path:
         series = read_series(p.path, p.column, p.header)
     elif p.series == "lorenz":
@@ -196,6 +220,12 @@ def decode(ids, vocab: str) -> str:
 def token_windows(ids: np.ndarray, seq_len: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
     """Contexts x[i] = ids[s : s + L] and targets y[i] = ids[s + 1 : s + L + 1] (each next
     token), for starts s = 0, stride, 2·stride, ..."""
+    windows = max(0, -(-(len(ids) - seq_len) // stride))
+    # int64 contexts and targets, their index array, then the split copies
+    footprint.need(windows * seq_len * 48, "stride" if stride < seq_len else "seq_len",
+                   stride if stride < seq_len else seq_len,
+                   f"{windows:,} contexts of {seq_len:,} tokens",
+                   "raise 'stride' (overlapping contexts repeat the text) or lower 'seq_len'")
     starts = np.arange(0, len(ids) - seq_len, stride)
     if len(starts) == 0:
         raise NodegraphError(f"the text has {len(ids)} characters, too few for one context "

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nodegraph import footprint
 from nodegraph.errors import ParamError, PortError
 from nodegraph.metric import Metric
 from nodegraph.spec import (
@@ -139,6 +140,10 @@ class HopfieldRecall(nn.Module):
         return x
 
     def forward(self, input: torch.Tensor):
+        if input.is_meta:  # validation: the shapes, without iterating (a meta step is slow)
+            trajectory = input.new_empty(input.shape[0], self.steps + 1, input.shape[1])
+            return (input.new_empty(input.shape), trajectory, self.energy(trajectory),
+                    input.new_empty(input.shape[0], dtype=torch.int64))
         states = [input]
         for _ in range(self.steps):
             states.append(self.step(states[-1]))
@@ -160,9 +165,18 @@ def _need_units(x: dict, units: int) -> None:
                         f"{units}", "wire states as long as the stored patterns")
 
 
+def _need_weights(units: int, param: str) -> None:
+    """Refuse, before computing it, a units x units float64 design that cannot fit (newhop's
+    SVD, projections and matrix exponential hold several at once)."""
+    footprint.need(units * units * 8 * 8, param, f"rows of {units:,} values",
+                   f"a weight matrix of {units:,} x {units:,} units",
+                   f"use shorter patterns in '{param}'")
+
+
 def _hebbian(p, x):
     patterns = pattern_matrix(p.patterns, "patterns")
     _need_units(x, patterns.shape[1])
+    _need_weights(patterns.shape[1], "patterns")
     weight = hebbian(patterns, p.normalize, p.zero_diagonal)
     # p["update"], not p.update: that is the dict's own method
     return HopfieldRecall(weight, torch.zeros(patterns.shape[1], dtype=torch.float64),
@@ -202,6 +216,7 @@ def _newhop_export(p, x):
 def _newhop(p, x):
     targets = pattern_matrix(p.targets, "targets", least=2)
     _need_units(x, targets.shape[1])
+    _need_weights(targets.shape[1], "targets")
     weight, bias = newhop(targets, p.tau, p.h)
     return HopfieldRecall(weight, bias, "satlins", "sync", p.steps, p.tol)
 

@@ -192,7 +192,7 @@ def _timestep_embedding(p, x):
 
 def coupling_mask(features: int, pattern: str, flip: bool) -> torch.Tensor:
     """1 marks the features that pass through unchanged and condition the others."""
-    index = torch.arange(features, device="cpu")
+    index = torch.arange(features)  # on meta while the graph is validated
     mask = (index % 2 == 0) if pattern == "alternate" else (index < (features + 1) // 2)
     return (mask != flip).float()
 

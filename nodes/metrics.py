@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from nodegraph import footprint
 from nodegraph.errors import PortError
 from nodegraph.metric import Metric
 from nodegraph.spec import Param, Port, block, choice_param, float_param, int_param
@@ -129,7 +130,11 @@ def _accuracy(p, x):
 
 def _confusion_matrix(p, x):
     _need_one_target_per_sample(x)
-    return ConfusionMatrix(2 if _binary(x["input"]) else x["input"].shape[-1], p.threshold)
+    c = 2 if _binary(x["input"]) else x["input"].shape[-1]
+    # the counts, then the matrix as nested lists of Python ints
+    footprint.need(c * c * 48, "input", None, f"a {c:,} x {c:,} confusion matrix",
+                   "use it on fewer classes")
+    return ConfusionMatrix(c, p.threshold)
 
 
 class CalibrationError(Metric):
@@ -182,6 +187,8 @@ class CalibrationError(Metric):
 def _ece(p, x):
     _need_one_target_per_sample(x)
     need_float(x, "input")
+    # float64 sums on the device, then three lists of Python numbers per bin
+    footprint.need(p.n_bins * 160, "n_bins", p.n_bins, "its bins")
     return CalibrationError(p.n_bins, p.scores == "logits")
 
 

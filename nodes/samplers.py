@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nodegraph import footprint
 from nodegraph.errors import ParamError, PortError
 from nodegraph.spec import (
     Param,
@@ -247,8 +248,10 @@ class DDPMNoise(nn.Module):
         super().__init__()
         device = torch.get_default_device()  # meta while the graph is validated
         self.register_buffer("betas", betas.to(device, torch.float32), persistent=False)
-        self.register_buffer("alphas_cumprod", torch.cumprod(1 - betas, 0).to(
-            device, torch.float32), persistent=False)
+        # on meta only the shape counts (meta's cumprod builds a T x T mask)
+        abar = torch.empty_like(betas) if betas.is_meta else torch.cumprod(1 - betas, 0)
+        self.register_buffer("alphas_cumprod", abar.to(device, torch.float32),
+                             persistent=False)
 
     @property
     def timesteps(self) -> int:
@@ -277,6 +280,10 @@ def _ddpm(p, x):
                             "t is (N,) or (N, 1) integers in [0, timesteps)")
     if p.schedule == "linear" and p.beta_end <= p.beta_start:
         raise ParamError(f"beta_end ({p.beta_end}) must be above beta_start ({p.beta_start})")
+    # float64 betas, steps and products, then two float32 buffers
+    footprint.need(p.timesteps * 40, "timesteps", p.timesteps, "its noise schedule")
+    if footprint.on_meta():  # validation: the schedule's shape, not its T values
+        return DDPMNoise(torch.empty(p.timesteps, dtype=torch.float64))
     return DDPMNoise(ddpm_betas(p.timesteps, p.schedule, p.beta_start, p.beta_end, p.s))
 
 
