@@ -12,17 +12,20 @@ renames it) and clears the autosave.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from nodegraph import allowlist
 from nodegraph.errors import NodegraphError
 from nodegraph.fileformat import load, save
 from nodegraph.graph import Graph
 from nodegraph.gui import files
 from nodegraph.gui.document import Document
 from nodegraph.gui.prompts import Prompts
+from nodegraph.gui.trusted_files import TrustedFiles
 
 
 class OpenFailed(Exception):
@@ -72,6 +75,7 @@ class FileActions:
         self.notify = notify  # one-line status message
         self.after_open = after_open  # called after a graph was opened (fit the view, ...)
         self.autosaved: Path | None = None  # the autosave file this window wrote last
+        self.trusted = TrustedFiles(recovery_dir)  # files the user let run their code
 
     # -- new and open ----------------------------------------------------------------------
 
@@ -97,6 +101,7 @@ class FileActions:
         if not self.doc.edit_guard() or not self.maybe_save():
             return False
         restored = self._offer_autosave(path)
+        self._ask_trust(restored or graph, path)
         if not self._replace(restored or graph, path, "Cannot open the file"):
             return False
         if restored is not None:
@@ -115,6 +120,20 @@ class FileActions:
         except Exception as e:  # whatever a file does to the reader, the editor stays up
             self.prompts.error(title, describe_failure(path, e))
             return None
+
+    def _ask_trust(self, graph: Graph, path: str) -> None:
+        """Let `graph` import the modules of the user's it names when the user trusts this
+        file's content (asked once per content); otherwise validation lists those nodes."""
+        modules = allowlist.modules_needed(graph)
+        if not modules:
+            return
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            return  # gone since it was read: stays untrusted
+        if self.trusted.knows(data, modules) or self.prompts.trust_code(str(path), modules):
+            self.trusted.remember(data, modules)
+            allowlist.trust(graph)
 
     def _replace(self, graph: Graph, path: str | None, title: str) -> bool:
         """Show `graph` in place of the open one; when a part of the window fails on it,
@@ -186,6 +205,9 @@ class FileActions:
             self.prompts.error("Cannot save", f"{path}: {e}")
             return False
         self.discard_autosave()
+        if self.doc.graph.trusted:  # the user's own save of a trusted graph stays trusted
+            with contextlib.suppress(OSError):
+                self.trusted.remember(Path(path).read_bytes(), sorted(self.doc.graph.trusted))
         self.doc.graph.load_problems = []  # what the loader could not place is gone now
         self.doc.mark_saved(path)
         self.recent.add(path)

@@ -52,6 +52,22 @@ class Prompts:
             "The editor may have closed without saving. Restore it?")
         return answer == QMessageBox.StandardButton.Yes
 
+    def trust_code(self, path: str, modules: list[str]) -> bool:
+        """Whether the file at `path` may import and run these modules of the user's."""
+        names = ", ".join(modules)
+        box = QMessageBox(QMessageBox.Icon.Warning, "This file runs code",
+                          f"{path} runs code from the module(s) {names}: Python outside the "
+                          "tensor functions and torch.nn modules a graph file may name.\n\n"
+                          "Checking, previewing or training it imports and runs that code "
+                          "with your permissions. Trust it only if you trust where it came "
+                          "from. Until you do, those nodes are listed as problems and nothing "
+                          "is imported.\n\nThe answer is remembered for this file as it is "
+                          "now; a changed file is asked about again.", parent=self.parent)
+        trust = box.addButton(f"Trust and run {names}", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(box.addButton("Don't trust", QMessageBox.ButtonRole.RejectRole))
+        box.exec()
+        return box.clickedButton() is trust
+
     def load_report(self, path: str, problems: list[Problem]) -> None:
         """What the loader could not place, shown once when a damaged file opens."""
         lines = "".join(f"<li>{html.escape(str(p))}</li>" for p in problems[:30])

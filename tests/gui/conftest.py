@@ -23,6 +23,7 @@ class ScriptedPrompts:
         self.save_to: str | None = None
         self.open_from: str | None = None
         self.group: str | None = "block"  # the name given to a new group
+        self.trust = False  # a file naming code of the user's is not trusted
 
     def unsaved_changes(self, name):
         self.asked.append(("unsaved", name))
@@ -35,6 +36,10 @@ class ScriptedPrompts:
     def restore_autosave(self, path, when):
         self.asked.append(("restore", path))
         return self.restore
+
+    def trust_code(self, path, modules):
+        self.asked.append(("trust", path, list(modules)))
+        return self.trust
 
     def load_report(self, path, problems):
         self.asked.append(("load_report", path, list(problems)))
