@@ -11,6 +11,7 @@ The path of data is one straight walk: file -> `Graph` -> `validate` -> `compile
     print(result.final["train"]["accuracy"])
 """
 
+from nodegraph.allowlist import trust
 from nodegraph.compile import compile
 from nodegraph.errors import NodegraphError, Problem, ValidationError
 from nodegraph.fileformat import load, loads, save
@@ -24,5 +25,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Edge", "Graph", "Node", "NodegraphError", "Problem", "Registry", "Report", "RunControl",
     "RunResult", "ValidationError", "compile", "default_registry", "load", "loads", "save",
-    "train", "validate",
+    "train", "trust", "validate",
 ]
