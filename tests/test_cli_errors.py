@@ -287,7 +287,7 @@ def test_an_empty_folder_as_the_graph_path(tmp_path, capsys):
 # -- kill -9, then --resume -------------------------------------------------------------------
 
 def test_sigkill_then_resume_gives_the_uninterrupted_history(tmp_path, capsys):
-    epochs = "400"
+    epochs = "100"
     ck = tmp_path / "ck"
     proc = subprocess.Popen([sys.executable, "-m", "nodegraph", "run", GRAPH, "--epochs", epochs,
                              "--checkpoint-dir", str(ck), "--quiet"],
