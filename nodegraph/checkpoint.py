@@ -10,6 +10,7 @@ checkpoint on disk. Nothing is pickled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -29,7 +30,7 @@ def save(directory: Path, weights: dict[str, torch.Tensor],
          optimizers: dict[str, dict], tensors: dict[str, torch.Tensor], info: dict) -> Path:
     """Write a complete checkpoint and make it `last`, replacing the previous one; when
     the write fails, the previous one stays and no temporary folder is left."""
-    tmp = directory / f".{LAST}.tmp"
+    tmp, final, old = directory / f".{LAST}.tmp", directory / LAST, directory / f".{LAST}.old"
     try:
         directory.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -43,9 +44,7 @@ def save(directory: Path, weights: dict[str, torch.Tensor],
         save_file(_contiguous(state), str(tmp / "state.safetensors"))
         (tmp / "trainer.json").write_text(json.dumps({**info, "optimizers": opt_json},
                                                      indent=1))
-        final, old = directory / LAST, directory / f".{LAST}.old"
-        if not final.exists() and old.exists():
-            old.rename(final)  # a crash mid-swap left the last good one as .old: keep it
+        _put_back(final, old)  # a crash mid-swap left the last good one as .old
         shutil.rmtree(old, ignore_errors=True)
         if final.exists():
             final.rename(old)
@@ -53,11 +52,19 @@ def save(directory: Path, weights: dict[str, torch.Tensor],
         shutil.rmtree(old, ignore_errors=True)
         return final
     except (OSError, SafetensorError) as e:
+        with contextlib.suppress(OSError):  # best effort; load reads .old as well
+            _put_back(final, old)
         raise OutputError(f"cannot write the checkpoint in '{directory}': "
                           f"{reason(e, directory)}; {advice(e)}; the previous checkpoint, if "
                           "any, is kept (continue from it with --resume)") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _put_back(final: Path, old: Path) -> None:
+    """Make the previous checkpoint `last` again when a swap stopped halfway."""
+    if not final.exists() and old.exists():
+        old.rename(final)
 
 
 def load(directory: Path) -> tuple[dict[str, torch.Tensor], dict[str, dict],

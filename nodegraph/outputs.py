@@ -87,10 +87,11 @@ def check_file(path: str | Path, what: str, special_ok: bool = False) -> Path:
 
 
 def check_folder(folder: str | Path, what: str, target: Path | None = None) -> Path:
-    """Make `folder` (and its parents) and prove a file can be created in it, or fail
-    naming `what` and `target` (the folder itself by default)."""
+    """Prove a file can be created in `folder` (making it and its parents for the test,
+    then removing those again), or fail naming `what` and `target` (default: the folder)."""
     folder = Path(folder)
     target = folder if target is None else target
+    made = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, scratch = tempfile.mkstemp(prefix=".nodegraph-check.", dir=folder)
@@ -98,6 +99,12 @@ def check_folder(folder: str | Path, what: str, target: Path | None = None) -> P
         os.unlink(scratch)
     except OSError as e:
         raise cannot_write(what, target, e) from None
+    finally:
+        for part in made:  # deepest first; the real write makes them again
+            try:
+                part.rmdir()
+            except OSError:
+                break
     return folder
 
 

@@ -188,6 +188,13 @@ def test_metrics_to_a_pipe_are_written_into_it(tmp_path, capsys):
     assert pipe.is_fifo() and len(json.loads(got[0])["history"]) == 2
 
 
+def test_a_check_leaves_no_folder_behind(tmp_path, capsys):
+    ck = tmp_path / "new" / "ck"
+    code, _, err = run_cli(capsys, "--checkpoint-dir", str(ck), "--resume")
+    assert_clear_error(code, err, "no checkpoint to resume from")
+    assert os.listdir(tmp_path) == []
+
+
 # -- a full disk --------------------------------------------------------------------------
 
 def disk_full(*args, **kwargs):
@@ -221,6 +228,24 @@ def test_a_full_disk_at_a_checkpoint_keeps_the_last_good_one(good_checkpoint, ca
     assert "epoch 3/4" in out + err  # it failed at the first save after resuming
     assert snapshot(good_checkpoint) == before and leftovers(good_checkpoint) == []
     assert checkpoint.load(good_checkpoint)[3]["epoch"] == 2
+
+
+def test_a_checkpoint_a_crash_left_mid_swap_survives_a_failed_save(good_checkpoint,
+                                                                  monkeypatch):
+    (good_checkpoint / "last").rename(good_checkpoint / ".last.old")  # killed mid-swap
+    real_rename = Path.rename
+
+    def rename(self, target):
+        if self.name == ".last.tmp":
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    *_, info = checkpoint.load(good_checkpoint)
+    with pytest.raises(outputs.OutputError, match="previous checkpoint"):
+        checkpoint.save(good_checkpoint, {}, {}, {}, {**info, "epoch": 3})
+    assert checkpoint.load(good_checkpoint)[3]["epoch"] == 2
+    assert leftovers(good_checkpoint) == []
 
 
 def test_a_full_disk_while_probing_leaves_no_file(tmp_path, capsys, monkeypatch):
@@ -262,7 +287,7 @@ def test_an_empty_folder_as_the_graph_path(tmp_path, capsys):
 # -- kill -9, then --resume -------------------------------------------------------------------
 
 def test_sigkill_then_resume_gives_the_uninterrupted_history(tmp_path, capsys):
-    epochs = "400"
+    epochs = "100"
     ck = tmp_path / "ck"
     proc = subprocess.Popen([sys.executable, "-m", "nodegraph", "run", GRAPH, "--epochs", epochs,
                              "--checkpoint-dir", str(ck), "--quiet"],
