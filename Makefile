@@ -21,7 +21,7 @@ run: $(STAMP)
 	$(BIN)/nodegraph edit $(EXAMPLE)
 
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 tests
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 --durations=20 tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check nodegraph nodes tests benchmarks examples

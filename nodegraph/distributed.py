@@ -107,4 +107,7 @@ def launch(nproc: int, argv: list[str]) -> int:
         raise NodegraphError("--nproc must be at least 1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc_per_node={nproc}", "-m", "nodegraph", *argv]
-    return subprocess.call(command)
+    # A rank that dies by a signal (SIGABRT from C++, SIGSEGV) prints the Python stack of
+    # each of its threads, so its death names where it happened.
+    env = {**os.environ, "PYTHONFAULTHANDLER": os.environ.get("PYTHONFAULTHANDLER") or "1"}
+    return subprocess.call(command, env=env)

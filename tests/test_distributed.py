@@ -3,21 +3,64 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from nodegraph.cli import _without_option
 
+# What the runs of one test may take together: under pytest-timeout's 300 s (pyproject), so
+# a run that hangs is stopped here, with its whole process tree and its stderr in the report,
+# instead of the timeout ending the test while torchrun's workers (each in a session of its
+# own) go on eating the CPU of the tests after it.
+BUDGET_S = 270
 
-def run(tmp_path, name, *args):
+# One thread per process in both runs (torchrun sets it for its workers only): on the two
+# cores two ranks and another xdist worker share, more threads only wait for each other.
+# A rank that aborts prints the Python stack of every thread (faulthandler) into the report.
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
+
+
+@pytest.fixture
+def deadline():
+    return time.monotonic() + BUDGET_S
+
+
+def run(tmp_path, deadline, name, *args):
     out = tmp_path / f"{name}.json"
-    proc = subprocess.run([sys.executable, "-m", "nodegraph", "run", *args, "--quiet",
-                           "--metrics-out", str(out)], capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = subprocess.Popen([sys.executable, "-m", "nodegraph", "run", *args, "--quiet",
+                             "--metrics-out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        stderr = _stop(proc)
+        pytest.fail(f"`nodegraph run {' '.join(args)}` ran past the test's {BUDGET_S} s; "
+                    f"its stderr ends:\n{stderr[-6000:]}")
+    finally:  # pytest-timeout's failure, or ^C, lands here too
+        if proc.poll() is None:
+            _stop(proc)
+    assert proc.returncode == 0, stderr[-6000:]
     return json.loads(out.read_text())
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    """SIGTERM to the run's process group (nodegraph and torchrun; torchrun then stops its
+    workers), SIGKILL if that does not end it; returns what it wrote to stderr."""
+    for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.communicate(timeout=grace)[1]
+        except subprocess.TimeoutExpired:
+            continue
+    return ""
 
 
 # The digits CNN in a quick mode: two epochs (its 60 would cost minutes on CI), and no
@@ -32,9 +75,9 @@ CNN_QUICK = ["--epochs", "2", "--set", "dropout.p=0.0"]
     ("examples/xor.json", ["--epochs", "150"]),
     ("examples/cnn_digits.json", CNN_QUICK),
 ])
-def test_two_processes_match_one(tmp_path, graph, extra):
-    single = run(tmp_path, "single", graph, *extra)
-    double = run(tmp_path, "double", graph, *extra, "--nproc", "2")
+def test_two_processes_match_one(tmp_path, deadline, graph, extra):
+    single = run(tmp_path, deadline, "single", graph, *extra)
+    double = run(tmp_path, deadline, "double", graph, *extra, "--nproc", "2")
     final = single["final"]
     if "accuracy" in final["train"]:  # it learned, so agreeing is no matter of chance
         assert final.get("test", final["train"])["accuracy"] > 0.85
@@ -52,3 +95,15 @@ def test_nproc_is_removed_before_torchrun_starts_the_workers():
     assert _without_option(["run", "g.json", "--nproc", "2", "--quiet"], "--nproc") == [
         "run", "g.json", "--quiet"]
     assert _without_option(["run", "--nproc=4", "g.json"], "--nproc") == ["run", "g.json"]
+
+
+def test_a_rank_killed_by_a_signal_prints_its_stacks(monkeypatch):
+    from nodegraph import distributed
+
+    seen = {}
+    monkeypatch.delenv("PYTHONFAULTHANDLER", raising=False)
+    monkeypatch.setattr(distributed.subprocess, "call",
+                        lambda command, env: seen.update(command=command, env=env) or 0)
+    assert distributed.launch(2, ["run", "g.json"]) == 0
+    assert seen["env"]["PYTHONFAULTHANDLER"] == "1"
+    assert seen["command"][-4:] == ["-m", "nodegraph", "run", "g.json"]
