@@ -123,8 +123,13 @@ def test_collection_on_the_gui_thread_frees_cycles_while_held(qtbot):
         ref = weakref.ref(obj, lambda _: freed.append(threading.get_ident()))
         del obj
         assert ref() is not None  # only the cycle collector frees it
-        kept = [[] for _ in range(gc.get_threshold()[0] + 10)]  # past the first threshold
-        qtbot.waitUntil(lambda: bool(freed), timeout=5000)
+        kept: list = []
+
+        def allocate_and_look() -> bool:  # past the first threshold, as a busy program does
+            kept.extend([] for _ in range(gc.get_threshold()[0] + 10))
+            return bool(freed)
+
+        qtbot.waitUntil(allocate_and_look, timeout=5000)
         assert freed == [threading.get_ident()] and kept
     finally:
         release()
