@@ -10,7 +10,10 @@ background threads free of Qt objects is not enough, because the garbage is not 
 
 So while any editor thread runs (`hold`), automatic collection is off and a timer on the
 GUI thread collects the generations whose thresholds were passed, as the interpreter
-would have; when the last holder lets go, automatic collection is restored as it was.
+would have; a collection some code still starts off the GUI thread (`gc.collect()` in a
+library, a test) finds nothing, because for its duration every tracked object is parked
+in the permanent generation (`gc.freeze`; the editor freezes nothing itself). When the last
+holder lets go, automatic collection is restored as it was.
 """
 
 from __future__ import annotations
@@ -31,6 +34,19 @@ class _State:
 
 
 _state = _State()
+_parked = threading.local()  # this thread's collection froze everything
+
+
+def _off_gui_thread(phase: str, info: dict) -> None:
+    """gc callback while held: a collection started off the GUI thread sees no object."""
+    if threading.current_thread() is threading.main_thread():
+        return
+    if phase == "start":
+        gc.freeze()
+        _parked.active = True
+    elif getattr(_parked, "active", False):
+        _parked.active = False
+        gc.unfreeze()
 
 
 def collect_due() -> int:
@@ -56,6 +72,7 @@ def hold() -> Callable[[], None]:
     if _state.holds == 0:
         _state.was_enabled = gc.isenabled()
         gc.disable()
+        gc.callbacks.append(_off_gui_thread)
         _state.timer = QTimer(interval=CHECK_MS)
         _state.timer.timeout.connect(collect_due)
         _state.timer.start()
@@ -73,6 +90,8 @@ def hold() -> Callable[[], None]:
                 _state.timer.stop()
                 _state.timer = None
             collect_due()
+            if _off_gui_thread in gc.callbacks:
+                gc.callbacks.remove(_off_gui_thread)
             if _state.was_enabled:
                 gc.enable()
     return release

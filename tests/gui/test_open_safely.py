@@ -138,3 +138,17 @@ def test_a_file_the_validator_fails_on_opens_with_the_failure_listed(window, xor
     assert problem.kind == "internal_error" and "RecursionError" in problem.message
     assert not window.start_training()  # validated again on this thread: listed, not raised
     assert len(window.scene.nodes) == len(window.doc.graph.nodes) > 0
+
+
+def test_the_real_message_box_shows_the_failure(make_window, bad_files, monkeypatch):
+    from nodegraph.gui import prompts as prompts_module
+
+    shown = []
+    monkeypatch.setattr(prompts_module.QMessageBox, "critical",
+                        lambda parent, title, text: shown.append((parent, title, text)))
+    w = make_window("examples/xor.json", prompts_=prompts_module.Prompts())
+    w.file_actions.prompts.parent = w
+    assert not w.file_actions.open(str(bad_files / "self_group.json"))
+    ((parent, title, text),) = shown
+    assert parent is w and title == "Cannot open the file" and "self_group.json" in text
+    assert w.doc.path.endswith("xor.json")
