@@ -117,14 +117,15 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
     report.problems += settings.resolve(graph.training)[1]
     _check_nodes(graph, report)
     _check_edges(graph, report)
-    cycle = graph.find_cycle()
-    if cycle:
+    try:
+        report.order = graph.topological_order()
+    except GraphError:  # only then look for the cycle to name
+        cycle = graph.find_cycle() or [next(iter(graph.nodes))]
         path = " -> ".join([*cycle, cycle[0]])
         report.problems.append(Problem(cycle[0], None, "cycle", f"cycle through {path}",
                                        "remove one wire of the loop; recurrence lives inside "
                                        "blocks (RNN, LSTM) or procedures"))
     else:
-        report.order = graph.topological_order()
         _infer(graph, report)
         _check_optimizers(graph, report)
         if for_training:
