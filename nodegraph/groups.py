@@ -313,7 +313,7 @@ def _check_size(graph) -> None:
         if name not in sizes:
             defn = definition(graph, name)
             sizes[name] = 1 if defn is None else sum(
-                size(n.type[len(PREFIX):], (*using, name), n.id, top) if is_group(n.type)
+                1 + size(n.type[len(PREFIX):], (*using, name), n.id, top) if is_group(n.type)
                 else 1 for n in defn.body)
         return sizes[name]
 
