@@ -236,6 +236,11 @@ def test_unhashable_values_where_a_name_is_expected_are_reported(where, value, k
     assert any((p.node, p.port) == (node, port) for p in found), found
 
 
+def test_ties_that_are_not_a_list_are_a_bad_entry():
+    (p,) = problems(xor(ties={"from": ["hidden", "weight"]}), "bad_entry")
+    assert p.message == "'ties' must be a list; it was ignored"
+
+
 def test_unhashable_tie_ends_are_a_bad_entry():
     (p,) = problems(xor(ties=[{"from": [{"a": 1}, "weight"], "to": ["out", ["w"]]}]),
                     "bad_entry")
