@@ -34,7 +34,7 @@ from nodegraph.types import TENSOR
 PREFIX = "group."
 SEP = "__"
 MAX_DEPTH = 16
-MAX_NODES = 20_000  # expanded; validating 5,000 nodes takes ~0.5 s, and ten instances of
+MAX_NODES = 10_000  # expanded; validating 5,000 nodes takes ~0.5 s, and ten instances of
 # a group of ten instances of ... make a bomb of a file of a few lines
 GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # what a block id's `Name` part allows
 

@@ -78,7 +78,7 @@ def test_groups_of_groups_that_would_expand_to_10_to_the_15_nodes_are_refused_at
                         "edges": [], "inputs": {}, "outputs": {}} for i in range(15)}
     groups["g15"] = LAYER
     (p,) = problems(grouped(groups, {"bomb": {"type": "group.g0"}}), "bad_group")
-    assert p.node == "bomb" and "more than 20,000 nodes" in p.message
+    assert p.node == "bomb" and "more than 10,000 nodes" in p.message
     assert "'bomb' alone: 2,111,111,111,111,110" in p.message  # 10**15 leaves, the instances
 
 
