@@ -7,7 +7,8 @@ built and run on *meta* tensors (shapes and dtypes, no memory, no arithmetic), s
 wire gets its shape and every layer its parameter count before anything executes, and a
 Linear needs only `out_features`. Problems are data (`errors.Problem`), keyed by node and
 port; a node whose inputs are unknown because of an upstream problem is skipped rather than
-reported again.
+reported again. What validation accepts, `compile` builds: ties, the layers a penalty binds,
+the device name and the training stages are checked as compile and the trainer use them.
 """
 
 from __future__ import annotations
