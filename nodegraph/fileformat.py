@@ -303,7 +303,11 @@ def _is_ref(ref: Any, body: Graph) -> bool:
 
 
 def _read_ties(graph: Graph, ties: Any, problems: list[Problem]) -> None:
-    for entry in ties if isinstance(ties, list) else []:
+    if not isinstance(ties, list):
+        problems.append(Problem(None, None, "bad_entry", "'ties' must be a list; it was "
+                                "ignored"))
+        return
+    for entry in ties:
         ends = _edge_ends(entry)
         if ends is None:
             problems.append(Problem(None, None, "bad_entry", "a tie must look like "

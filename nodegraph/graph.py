@@ -12,6 +12,7 @@ to keep what it finds and let the validator report it.
 from __future__ import annotations
 
 import copy
+import heapq
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -193,24 +194,64 @@ class Graph:
     def topological_order(self) -> list[str]:
         """Node ids, every node after its inputs; ties broken by insertion order.
 
-        Raises GraphError naming the nodes of a cycle when there is one.
+        Kahn's algorithm with a heap of insertion ranks: the order networkx's
+        lexicographical sort gives, in linear time without building a networkx graph (which
+        cost seconds on a 10,000-node expansion). Raises GraphError naming the nodes of a
+        cycle when there is one.
         """
-        rank = {nid: i for i, nid in enumerate(self.nodes)}
-        g = self.to_networkx()
-        try:
-            return list(nx.lexicographical_topological_sort(g, key=rank.__getitem__))
-        except nx.NetworkXUnfeasible:
+        ids = list(self.nodes)
+        rank = {nid: i for i, nid in enumerate(ids)}
+        succ = self._successors()
+        waiting = dict.fromkeys(ids, 0)
+        for targets in succ.values():
+            for m in targets:
+                waiting[m] += 1
+        ready = [rank[n] for n, count in waiting.items() if count == 0]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            n = ids[heapq.heappop(ready)]
+            order.append(n)
+            for m in succ[n]:
+                waiting[m] -= 1
+                if waiting[m] == 0:
+                    heapq.heappush(ready, rank[m])
+        if len(order) < len(ids):
             cycle = self.find_cycle() or []
             raise GraphError("the graph has a cycle: " + " -> ".join([*cycle, cycle[0]])
-                             if cycle else "the graph has a cycle") from None
+                             if cycle else "the graph has a cycle")
+        return order
 
     def find_cycle(self) -> list[str] | None:
-        """The node ids of one cycle, in order, or None."""
-        try:
-            edges = nx.find_cycle(self.to_networkx())
-        except nx.NetworkXNoCycle:
-            return None
-        return [u for u, *_ in edges]
+        """The node ids of one cycle, in order, or None (an iterative depth-first search:
+        no recursion limit, linear time)."""
+        succ = self._successors()
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        for root in self.nodes:
+            if root in state:
+                continue
+            path, todo = [root], [iter(succ[root])]
+            state[root] = 1
+            while todo:
+                nxt = next(todo[-1], None)
+                if nxt is None:
+                    state[path.pop()] = 2
+                    todo.pop()
+                elif state.get(nxt) == 1:
+                    return path[path.index(nxt):]
+                elif nxt not in state:
+                    state[nxt] = 1
+                    path.append(nxt)
+                    todo.append(iter(succ[nxt]))
+        return None
+
+    def _successors(self) -> dict[str, list[str]]:
+        """The nodes each node's wires lead to (wires naming missing nodes left out)."""
+        succ: dict[str, list[str]] = {n: [] for n in self.nodes}
+        for e in self.edges:
+            if e.src in succ and e.dst in succ:
+                succ[e.src].append(e.dst)
+        return succ
 
     # -- edits ---------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ built and run on *meta* tensors (shapes and dtypes, no memory, no arithmetic), s
 wire gets its shape and every layer its parameter count before anything executes, and a
 Linear needs only `out_features`. Problems are data (`errors.Problem`), keyed by node and
 port; a node whose inputs are unknown because of an upstream problem is skipped rather than
-reported again.
+reported again. What validation accepts, `compile` builds: ties, the layers a penalty binds,
+the device name and the training stages are checked as compile and the trainer use them.
 """
 
 from __future__ import annotations
@@ -121,14 +122,15 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
     _check_nodes(graph, report)
     _check_code(graph, report)
     _check_edges(graph, report)
-    cycle = graph.find_cycle()
-    if cycle:
+    try:
+        report.order = graph.topological_order()
+    except GraphError:  # only then look for the cycle to name
+        cycle = graph.find_cycle() or [next(iter(graph.nodes))]
         path = " -> ".join([*cycle, cycle[0]])
         report.problems.append(Problem(cycle[0], None, "cycle", f"cycle through {path}",
                                        "remove one wire of the loop; recurrence lives inside "
                                        "blocks (RNN, LSTM) or procedures"))
     else:
-        report.order = graph.topological_order()
         _infer(graph, report)
         footprint.check_graph(report)
         _check_optimizers(graph, report)

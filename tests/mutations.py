@@ -211,6 +211,24 @@ def group_cycle(doc, rng, sane):
     return doc, f"group {a!r}: node {inner!r} becomes group.{b}"
 
 
+def group_bomb(doc, rng, sane):
+    """Groups of groups: `width` instances of a group of `width` instances of ... (a file of
+    a few lines that expands to width**depth nodes)."""
+    width = rng.choice([2, 10] if sane else [2, 10, 100])
+    depth = rng.choice([3, 6] if sane else [3, 6, 12])  # sane: what validates stays small
+    groups = doc.get("groups") if isinstance(doc.get("groups"), dict) else {}
+    for i in range(depth):
+        groups[f"bomb{i}"] = {"nodes": {f"n{j}": {"type": f"group.bomb{i + 1}"}
+                                        for j in range(width)}}
+    groups[f"bomb{depth}"] = {"nodes": {"relu": {"type": "activations.ReLU"}},
+                              "inputs": {"input": [["relu", "input"]]},
+                              "outputs": {"output": ["relu", "output"]}}
+    doc["groups"] = groups
+    if isinstance(doc.get("nodes"), dict):
+        doc["nodes"]["bomb"] = {"type": "group.bomb0"}
+    return doc, f"add a group bomb {width}**{depth}"
+
+
 def odd_group_name(doc, rng, sane):
     groups = doc.get("groups")
     if not isinstance(groups, dict) or not groups:
@@ -317,8 +335,8 @@ def change_list(doc, rng, sane):
 
 
 STRUCTURAL: list[Callable] = [drop_key, wrong_type, swap_values, retype_node, retype_any,
-                              rename_node, bad_share, group_cycle, odd_group_name, rewire,
-                              add_edge, bad_tie, bad_stages]
+                              rename_node, bad_share, group_cycle, group_bomb, odd_group_name,
+                              rewire, add_edge, bad_tie, bad_stages]
 VALUES: list[Callable] = [change_number, change_string, change_list, set_param]
 
 
