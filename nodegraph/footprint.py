@@ -1,7 +1,8 @@
 """Memory a graph needs, estimated during validation, before anything large is allocated.
 
 Shape inference builds and runs every op block on meta tensors, so the parameters, buffers
-and one batch of activations of each node are known without memory; data blocks build
+and the tensors one batch makes inside each node (counted as the forward runs, not only
+its outputs) are known without memory; data blocks build
 their datasets for real, so they call `need` with their own estimate before generating.
 A node whose share alone exceeds the memory available is reported as `too_large` naming
 the param to lower (found by trying it at its smallest value); a graph whose total
@@ -14,7 +15,6 @@ G or T).
 from __future__ import annotations
 
 import os
-import resource
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +27,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from nodegraph.errors import PortError, Problem
+
+try:
+    import resource
+except ImportError:  # Windows: no RLIMIT_AS to read
+    resource = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from nodegraph.spec import BlockSpec, Params
@@ -104,8 +109,8 @@ def _available() -> int | None:
             room.append(int(cap) - used)
     except (OSError, ValueError):
         pass
-    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if soft != resource.RLIM_INFINITY:
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0] if resource else -1
+    if resource and soft != resource.RLIM_INFINITY:
         room.append(soft - (_read_kb("/proc/self/status", "VmSize:") or 0))
     return max(0, min(room)) if room else None
 

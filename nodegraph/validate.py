@@ -445,7 +445,8 @@ def _check_trainable(graph: Graph, report: Report) -> None:
             report.problems.append(Problem(opt, "scope", "bad_param",
                                            f"scope names unknown node(s) {unknown}"))
         counted = [n for n in (scope or upstream) if report.param_counts.get(n)]
-        if not counted and edge.src not in {p.node for p in report.errors}:
+        # a node upstream that failed (too large, bad shapes) left its weights uncounted
+        if not counted and not {edge.src, *upstream} & {p.node for p in report.errors}:
             report.problems.append(Problem(opt, "loss", "nothing_to_train",
                                            "no trainable parameters upstream of its loss",
                                            "put a layer with weights between data and loss"))
