@@ -1,7 +1,8 @@
 """Memory a graph needs, estimated during validation, before anything large is allocated.
 
 Shape inference builds and runs every op block on meta tensors, so the parameters, buffers
-and one batch of activations of each node are known without memory; data blocks build
+and the tensors one batch makes inside each node (counted as the forward runs, not only
+its outputs) are known without memory; data blocks build
 their datasets for real, so they call `need` with their own estimate before generating.
 A node whose share alone exceeds the memory available is reported as `too_large` naming
 the param to lower (found by trying it at its smallest value); a graph whose total
@@ -14,7 +15,7 @@ G or T).
 from __future__ import annotations
 
 import os
-import resource
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -22,8 +23,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from nodegraph.errors import PortError, Problem
+
+try:
+    import resource
+except ImportError:  # Windows: no RLIMIT_AS to read
+    resource = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from nodegraph.spec import BlockSpec, Params
@@ -69,7 +77,18 @@ def limit_bytes() -> int | None:
 
 def available_bytes() -> int | None:
     """Memory this process can still allocate: the least of the kernel's MemAvailable, the
-    room left under the cgroup's memory.max and under RLIMIT_AS; None when none is known."""
+    room left under the cgroup's memory.max and under RLIMIT_AS; None when none is known.
+    Read at most every half second: validation asks once per node."""
+    now = time.monotonic()
+    if now - _read_at[0] > 0.5:
+        _read_at[:] = [now, _available()]
+    return _read_at[1]
+
+
+_read_at: list = [float("-inf"), None]  # when the machine was last read, and what it said
+
+
+def _available() -> int | None:
     room = []
     meminfo = _read_kb("/proc/meminfo", "MemAvailable:")
     if meminfo is not None:
@@ -90,8 +109,8 @@ def available_bytes() -> int | None:
             room.append(int(cap) - used)
     except (OSError, ValueError):
         pass
-    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if soft != resource.RLIM_INFINITY:
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0] if resource else -1
+    if resource and soft != resource.RLIM_INFINITY:
         room.append(soft - (_read_kb("/proc/self/status", "VmSize:") or 0))
     return max(0, min(room)) if room else None
 
@@ -146,6 +165,36 @@ def module_bytes(module: torch.nn.Module) -> tuple[int, int]:
     return params, buffers
 
 
+class _Allocations(TorchDispatchMode):
+    """Counts the bytes of every new tensor the ops under it make: the intermediates a
+    forward holds (and autograd saves for backward), not only the block's outputs. Views,
+    in-place writes and out= variants make no new memory."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nbytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not (func.is_view or func._schema.is_mutable or func in _ALIASING):
+            self.nbytes += tensor_bytes(tree_leaves(out))
+        return out
+
+
+_ALIASING = {torch.ops.aten._unsafe_view.default, torch.ops.aten.alias.default}
+
+
+def run_counted(module: torch.nn.Module, args: list) -> tuple[object, int]:
+    """`module(*args)` on meta inputs, and the bytes of the tensors it made on the way."""
+    try:
+        with _Allocations() as counted:
+            out = module(*args)  # meta inputs reach meta kernels; the device mode is slower
+    except Exception:
+        with torch.device("meta"), _Allocations() as counted:  # new tensors without a device
+            out = module(*args)
+    return out, counted.nbytes
+
+
 def tensor_bytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
@@ -157,8 +206,8 @@ def dataset_bytes(dataset) -> int:
 
 
 def check_op(spec: BlockSpec, params: Params, inputs: dict, nbytes: int) -> None:
-    """Raise TooLarge when an op node's parameters, buffers and outputs exceed the limit,
-    naming the param whose smallest value shrinks them most."""
+    """Raise TooLarge when an op node's parameters, buffers and the tensors one forward
+    makes exceed the limit, naming the param whose smallest value shrinks them most."""
     limit = limit_bytes()
     if limit is None or nbytes <= limit:
         return
@@ -166,8 +215,8 @@ def check_op(spec: BlockSpec, params: Params, inputs: dict, nbytes: int) -> None
     value = params[param] if param else None
     where = (f"'{param}' = {value:,}" if type(value) is int else f"'{param}' = {value}"
              if param else "its inputs' sizes")
-    raise TooLarge(param, f"needs about {size_text(nbytes)} for its weights, buffers and one "
-                   f"batch of outputs ({where}), more than the {size_text(limit)} of memory "
+    raise TooLarge(param, f"needs about {size_text(nbytes)} for its weights and one batch "
+                   f"through it ({where}), more than the {size_text(limit)} of memory "
                    "available",
                    f"lower '{param}'" if param else "lower the sizes upstream of it (data "
                    "batch_size, layer widths)")
@@ -213,9 +262,8 @@ def _smaller_values(spec: BlockSpec, params: Params) -> Iterator[tuple[str, obje
 def _measure(spec: BlockSpec, params: Params, inputs: dict) -> int:
     with torch.device("meta"):
         module = spec.build(params, inputs)
-        out = module(*[inputs.get(p.name) for p in spec.inputs])
-    outs = out if isinstance(out, tuple | list) else (out,)
-    return sum(module_bytes(module)) + tensor_bytes(outs)
+    return sum(module_bytes(module)) + run_counted(module, [inputs.get(p.name)
+                                                           for p in spec.inputs])[1]
 
 
 # -- the whole graph ------------------------------------------------------------------------
@@ -245,19 +293,19 @@ def estimate(report: Report) -> Footprint:
     """The footprint of a validated graph, from the shapes and datasets inference left."""
     fp = Footprint()
     shared = report.flat.shared if report.flat else {}
-    for node_id, (params, buffers) in report.module_bytes.items():
-        if node_id not in shared:  # a sharer uses its owner's weights
-            fp.parameters += params
-            fp.buffers += buffers
-            fp.nodes[node_id] = fp.nodes.get(node_id, 0) + params + buffers
-    for (node_id, _), t in report.outputs.items():
-        nbytes = tensor_bytes((t,))
-        fp.activations += nbytes
-        fp.nodes[node_id] = fp.nodes.get(node_id, 0) + nbytes
-    for node_id, dataset in report.datasets.items():
+    for node_id, (params, buffers, work) in report.module_bytes.items():
+        if node_id in shared:  # a sharer uses its owner's weights
+            params = buffers = 0
+        fp.parameters += params
+        fp.buffers += buffers
+        fp.activations += work
+        fp.nodes[node_id] = params + buffers + work
+    for node_id, dataset in report.datasets.items():  # the data, and one batch taken of it
+        batch = tensor_bytes(t for (n, _), t in report.outputs.items() if n == node_id)
         nbytes = dataset_bytes(dataset)
         fp.data += nbytes
-        fp.nodes[node_id] = fp.nodes.get(node_id, 0) + nbytes
+        fp.activations += batch
+        fp.nodes[node_id] = nbytes + batch
     return fp
 
 

@@ -46,7 +46,8 @@ class Report:
     batch_size: int | None = None
     seconds: float = 0.0
     flat: groups.Flat | None = None  # the expanded graph, when the graph has groups
-    module_bytes: dict[str, tuple[int, int]] = field(default_factory=dict)  # params, buffers
+    # bytes of an op node's parameters, buffers, and tensors made by one forward on a batch
+    module_bytes: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     memory: footprint.Footprint | None = None  # what the graph needs, when inference ran
 
     @property
@@ -470,7 +471,7 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
     elif spec.kind == "op":
         outs, count, nbytes = _infer_op(spec, params, inputs)
         report.param_counts[node_id] = count
-        footprint.check_op(spec, params, inputs, sum(nbytes) + footprint.tensor_bytes(outs))
+        footprint.check_op(spec, params, inputs, sum(nbytes))
         report.module_bytes[node_id] = nbytes
         for port, value in zip(spec.outputs, outs, strict=True):
             report.outputs[(node_id, port.name)] = value
@@ -479,12 +480,13 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
 
 
 _CACHE_SIZE = 4096
-_op_cache: OrderedDict[tuple, tuple[tuple[tuple, ...], int, tuple[int, int]]] = OrderedDict()
+_op_cache: OrderedDict[tuple, tuple[tuple[tuple, ...], int, tuple[int, int, int]]] = \
+    OrderedDict()
 
 
 def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int, tuple]:
-    """Output meta tensors, trainable-parameter count and (parameter, buffer) bytes of an
-    op block.
+    """Output meta tensors, trainable-parameter count and the bytes of its parameters,
+    buffers and the tensors one forward makes (`footprint.run_counted`), of an op block.
 
     Meta kernels run in Python and cost ~0.5 ms per op, so results are remembered by block,
     params and input shapes: the editor revalidates on every edit, and only nodes whose
@@ -496,16 +498,11 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int
     if hit is None:
         with torch.device("meta"):
             module = spec.build(params, inputs)
-        args = [inputs.get(p.name) for p in spec.inputs]
-        try:
-            out = module(*args)  # meta inputs reach meta kernels; the device mode is slower
-        except Exception:
-            with torch.device("meta"):  # a block that makes new tensors without a device
-                out = module(*args)
+        out, work = footprint.run_counted(module, [inputs.get(p.name) for p in spec.inputs])
         outs = (out,) if len(spec.outputs) == 1 else tuple(out)
         count = sum(p.numel() for p in module.parameters() if p.requires_grad)
         hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count,
-               footprint.module_bytes(module))
+               (*footprint.module_bytes(module), work))
         _op_cache[key] = hit
         if len(_op_cache) > _CACHE_SIZE:
             _op_cache.popitem(last=False)
@@ -566,7 +563,8 @@ def _check_trainable(graph: Graph, report: Report) -> None:
             report.problems.append(Problem(opt, "scope", "bad_param",
                                            f"scope names unknown node(s) {unknown}"))
         counted = [n for n in (scope or upstream) if report.param_counts.get(n)]
-        if not counted and edge.src not in {p.node for p in report.errors}:
+        # a node upstream that failed (too large, bad shapes) left its weights uncounted
+        if not counted and not {edge.src, *upstream} & {p.node for p in report.errors}:
             report.problems.append(Problem(opt, "loss", "nothing_to_train",
                                            "no trainable parameters upstream of its loss",
                                            "put a layer with weights between data and loss"))

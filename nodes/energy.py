@@ -295,18 +295,19 @@ class BernoulliRBM(nn.Module):
     def negative_sample(self, v: torch.Tensor) -> torch.Tensor:
         """The model sample v⁻: k Gibbs steps from the data (CD-k), or from the persistent
         chain's hidden states while training (PCD: the chain moves on, batch to batch)."""
+        k = min(self.k, 1) if v.is_meta else self.k  # validation: every step has one shape
         if not (self.persistent and self.training):
             h = bernoulli(self.hidden_probs(v))
-            for step in range(self.k):
+            for step in range(k):
                 v = bernoulli(self.visible_probs(h))
-                if step < self.k - 1:
+                if step < k - 1:
                     h = bernoulli(self.hidden_probs(v))
             return v
         if self.chain.shape[0] == 0:  # scikit-learn starts its chains at h = 0
             self.chain = torch.zeros(v.shape[0], self.weight.shape[0], device=v.device,
                                      dtype=v.dtype)
         h = self.chain
-        for _ in range(self.k):
+        for _ in range(k):
             v = bernoulli(self.visible_probs(h))
             h = bernoulli(self.hidden_probs(v))
         self.chain = h

@@ -68,7 +68,9 @@ def test_ddpm_with_2_31_timesteps_is_refused_in_bounded_memory():
     g.set_param("noise", "timesteps", 2**31)
     with files_relative_to("examples"):
         report, grown = validate_measured(g, limit=4 * GB)
-    assert ("noise", "timesteps") in too_large(report)
+    # the one problem: nothing downstream is reported again (no 'nothing_to_train')
+    assert [(p.kind, p.node, p.port) for p in report.problems] == \
+        [(footprint.KIND, "noise", "timesteps")]
     assert grown < BOUND, f"validation grew the peak RSS by {grown / 2**20:.0f} MB"
 
 
@@ -240,3 +242,27 @@ def test_hopfield_meta_forward_gives_the_real_shapes():
         module = spec.build(params, {"input": x.to("meta")})
     meta = module(x.to("meta"))
     assert [(t.shape, t.dtype) for t in real] == [(t.shape, t.dtype) for t in meta]
+
+
+@pytest.mark.parametrize("method", ["cd", "pcd"])
+def test_rbm_with_a_billion_gibbs_steps_takes_one_on_meta(method, monkeypatch):
+    """A meta step has the shapes of every step: validation must not loop k times."""
+    from nodes.energy import BernoulliRBM
+
+    spec = default_registry().get("energy.BernoulliRBM")
+    params, bad = spec.resolve_params({"n_components": 4, "k": 10**9, "method": method})
+    assert not bad
+    x = torch.empty(8, 6, device="meta")
+    with torch.device("meta"):
+        module = spec.build(params, {"input": x})
+    calls = []
+    real = BernoulliRBM.visible_probs
+
+    def counted(self, h):
+        calls.append(1)
+        assert len(calls) <= 10, "the meta forward loops over the Gibbs steps"
+        return real(self, h)
+
+    monkeypatch.setattr(BernoulliRBM, "visible_probs", counted)
+    loss, hidden, visible, pl = module(x)
+    assert len(calls) <= 2 and hidden.shape == (8, 4) and visible.shape == (8, 6)
