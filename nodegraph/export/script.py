@@ -493,7 +493,8 @@ def metric_values(metrics):
 
 MAIN = '''\
 def main():
-    parser = argparse.ArgumentParser(description={description})
+    parser = argparse.ArgumentParser(
+        description={description})
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--metrics-out", help="write the history and final numbers as JSON")
     args = parser.parse_args()

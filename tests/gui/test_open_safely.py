@@ -35,8 +35,6 @@ BAD = {  # file name: contents (None: a directory of that name)
     "folder.json": None,
     "array.json": b"[1, 2, 3]",
     "nodes_list.json": _nodes_as_list().encode(),
-    "self_group.json": _groups(loop="loop").encode(),
-    "mutual_groups.json": _groups(ping="pong", pong="ping").encode(),
     "deep.json": b"[" * 100_000 + b"]" * 100_000,
     "empty.json": b"",
 }
@@ -83,11 +81,23 @@ def test_bad_files_end_in_a_message_and_change_nothing(make_window, xor_file, ba
 
 
 def test_the_messages_say_what_is_wrong(window, bad_files, prompts):
-    expected = {"truncated.json": "malformed JSON", "folder.json": "directory",
+    expected = {"truncated.json": "malformed JSON", "folder.json": "is a folder",
                 "array.json": "not a nodegraph file", "nodes_list.json": "'nodes' must be"}
     for name, words in expected.items():
         window.file_actions.open(str(bad_files / name))
         assert words in prompts.asked[-1][2], prompts.asked[-1]
+
+
+@pytest.mark.parametrize("uses", [{"loop": "loop"}, {"ping": "pong", "pong": "ping"}],
+                         ids=["itself", "each_other"])
+def test_groups_that_use_themselves_open_with_the_problem_listed(window, tmp_path, uses):
+    """What could be read is shown; the loop is a problem on the instance, not a crash."""
+    path = tmp_path / "loop.json"
+    path.write_text(_groups(**uses))
+    assert window.file_actions.open(str(path))
+    assert window.validator.wait(60)
+    assert [(p.node, p.kind) for p in window.problems.problems] == [("a", "bad_group")]
+    assert not window.start_training()
 
 
 def test_a_part_of_the_window_failing_on_a_graph_puts_the_open_one_back(
@@ -148,7 +158,7 @@ def test_the_real_message_box_shows_the_failure(make_window, bad_files, monkeypa
                         lambda parent, title, text: shown.append((parent, title, text)))
     w = make_window("examples/xor.json", prompts_=prompts_module.Prompts())
     w.file_actions.prompts.parent = w
-    assert not w.file_actions.open(str(bad_files / "self_group.json"))
+    assert not w.file_actions.open(str(bad_files / "garbage.json"))
     ((parent, title, text),) = shown
-    assert parent is w and title == "Cannot open the file" and "self_group.json" in text
+    assert parent is w and title == "Cannot open the file" and "garbage.json" in text
     assert w.doc.path.endswith("xor.json")
