@@ -396,7 +396,13 @@ def save(graph: Graph, path: str | os.PathLike) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that a crash leaves the old file or the new, never half."""
+    """Replace `path` with `text` so that a crash leaves the old file or the new, never half.
+    A target that is no regular file (``/dev/stdout``, a pipe) is written in place:
+    renaming over it would replace the device."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import torch
 
 from nodegraph.cli import add_graph_argument, open_graph
+from nodegraph.outputs import check_file, write_text
 
 
 def register(sub) -> None:
@@ -33,15 +33,15 @@ def cmd_sample(args: argparse.Namespace) -> int:
     from nodegraph.train import train
 
     graph = open_graph(args)
+    if args.out:  # before training: a path that cannot be written fails now
+        check_file(args.out, "--out", special_ok=True)
     overrides = {k.split(".", 1)[-1]: v
                  for k, v in parse_assignments([f"x.{s}" for s in args.set]).items()}
     target = train(graph).compiled if args.train else compile(graph, for_training=False)
     frames = run_procedure(target, args.node, weights=args.weights, seed=args.seed,
                            **overrides)
     if args.out:
-        from nodegraph.fileformat import atomic_write_text
-
-        atomic_write_text(Path(args.out), json.dumps(_plain(frames)))
+        write_text(args.out, json.dumps(_plain(frames)), "--out")
     print(f"{args.node}: {len(frames)} frame(s)" + (f", written to {args.out}" if args.out
                                                      else ""))
     table = _number_table(frames)

@@ -200,3 +200,22 @@ def test_ties_inside_a_group_body_round_trip():
     again = fileformat.loads(fileformat.dumps(g))
     assert again.groups["pair"].body.ties == body.ties and again.ties == []
     assert fileformat.dumps(again) == fileformat.dumps(g)
+
+
+def test_saving_to_a_pipe_writes_into_it_instead_of_replacing_it(tmp_path):
+    """A rename over a device (/dev/stdout, run as root) would replace the device itself."""
+    import os
+    import stat
+    import threading
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_text()), daemon=True)
+    reader.start()
+    g = Graph("piped")
+    g.add("data.XOR", id="data")
+    fileformat.save(g, pipe)
+    reader.join(30)
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert fileformat.loads(received[0]).name == "piped"

@@ -80,6 +80,11 @@ def test_sample_command(tmp_path, capsys):
     assert len(frames) == 3 and isinstance(frames[0]["prediction"], list)
     assert "forecast: 3 frame(s)" in capsys.readouterr().out
     assert torch.isfinite(torch.tensor(frames[-1]["prediction"])).all()
+    (tmp_path / "file.txt").write_text("x")  # --out under a file: refused before training
+    assert main(["sample", str(path), "forecast", "--train", "--out",
+                 str(tmp_path / "file.txt" / "frames.json")]) == 1
+    err = capsys.readouterr()
+    assert "file.txt is a file, not a folder" in err.err and "epoch" not in err.out
 
 
 def test_an_unknown_split_is_an_error_naming_the_procedure_and_the_split():
