@@ -29,6 +29,7 @@ from nodegraph import allowlist
 from nodegraph.errors import GraphFileError, Problem
 from nodegraph.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.groups import GROUP_NAME, GroupDef
+from nodegraph.groups import MAX_NODES as MAX_EXPANDED
 from nodegraph.spec import NAME as PORT_NAME
 from nodegraph.spec import Registry
 
@@ -44,6 +45,8 @@ KNOWN_TOP = {"format", "version", "name", "groups", "nodes", "edges", "ties", "t
 KNOWN_NODE = {"type", "params"}
 MAX_BYTES = 10 * 2**20  # a graph holds blocks and wires; its data lives in files beside it
 MAX_DEPTH = 64  # the format needs ~8 levels; deeper only overflows recursive code
+MAX_NODES = MAX_EXPANDED  # as for groups: what validation takes on within a second or so
+MAX_EDGES = 5 * MAX_NODES  # no block takes more than a handful of inputs
 
 
 def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
@@ -91,6 +94,7 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
                              "file needs far fewer (is it a graph file?)") from None
     _check_values(doc, source)
     doc = _check_and_migrate(doc, source)
+    _check_counts(doc, source)
     graph = Graph(str(doc.get("name", Path(source).stem)), registry)
     problems = [Problem(None, None, "duplicate_key", f"key '{k}' appears twice; the last one "
                         "was kept", severity="warning") for k in duplicates]
@@ -108,6 +112,24 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
     graph.extra = {k: v for k, v in doc.items() if k not in KNOWN_TOP}
     graph.load_problems = problems
     return graph
+
+
+def _check_counts(doc: dict, source: str) -> None:
+    """Refuse more nodes than validation takes on (as many as groups may expand to) or
+    far more wires than they can have, before any is read: 80,000 nodes take seconds."""
+    defined = doc.get("groups")
+    bodies = [doc, *(defined.values() if isinstance(defined, dict) else ())]
+
+    def count(key: str) -> int:
+        return sum(len(b[key]) for b in bodies if isinstance(b, dict)
+                   and isinstance(b.get(key), dict | list))
+
+    nodes, edges = count("nodes"), count("edges")
+    if nodes > MAX_NODES or edges > MAX_EDGES:
+        what = f"{nodes:,} nodes" if nodes > MAX_NODES else f"{edges:,} wires"
+        raise GraphFileError(f"{source}: {what} is more than a graph may hold ({MAX_NODES:,} "
+                             f"nodes, {MAX_EDGES:,} wires); split it, or use groups for what "
+                             "repeats")
 
 
 def _too_big(source: str, size: int) -> str:

@@ -347,3 +347,14 @@ def test_mutated_examples_load_and_validate_to_our_own_errors(example, seed: int
         load_and_validate(text)
     except Exception as e:  # noqa: BLE001 (the failure names the mutations that made it)
         raise AssertionError(f"{example.name}: {'; '.join(done)}: {type(e).__name__}: {e}") from e
+
+
+@pytest.mark.parametrize("nodes,wires", [(fileformat.MAX_NODES + 1, 0),
+                                         (10, fileformat.MAX_EDGES + 1)])
+def test_more_nodes_or_wires_than_a_graph_may_hold_are_refused_before_reading(nodes, wires):
+    """80,000 plain nodes fit in 10 MB and took seconds to load and validate."""
+    doc = {"format": "nodegraph", "version": 1,
+           "nodes": {f"n{i}": {"type": "activations.Tanh"} for i in range(nodes)},
+           "edges": [{"from": ["n0", "output"], "to": ["n1", "input"]}] * wires}
+    with pytest.raises(GraphFileError, match="more than a graph may hold"):
+        fileformat.loads(json.dumps(doc), source="big.json")
