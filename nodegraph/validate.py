@@ -102,6 +102,7 @@ def _validated(graph: Graph, for_training: bool) -> Report:
             return Report([Problem(getattr(e, "node", None), None, "bad_group", str(e))])
         report = _validate(flat.graph, for_training, graph.load_problems, flat)
         _report_on_instances(report, flat)
+        _check_instances(graph, report)
     else:
         report = _validate(graph, for_training, graph.load_problems)
     _check_ties(graph, report)
@@ -162,6 +163,24 @@ def _report_on_instances(report: Report, flat: groups.Flat) -> None:
             origin = flat.origin.get(fid, fid)
             counts[origin] = counts.get(origin, 0) + count
     report.param_counts = counts
+
+
+def _check_instances(graph: Graph, report: Report) -> None:
+    """The params of group instances (`share`, and nothing else): the flat graph that the
+    other checks see has no instances left to check."""
+    bodies = [(None, graph), *((name, d.body) for name, d in graph.groups.items())]
+    for group, body in bodies:
+        for node in body:
+            if not groups.is_group(node.type) or node.type not in body.registry:
+                continue
+            spec = body.registry.get(node.type)
+            for name, message in spec.resolve_params(node.params)[1].items():
+                kind = "unknown_param" if spec.param(name) is None else "bad_param"
+                if group is None:
+                    report.problems.append(Problem(node.id, name, kind, message))
+                else:
+                    report.problems.append(Problem(None, None, kind, f"group '{group}', node "
+                                                   f"'{node.id}': {message}"))
 
 
 def _check_stages(graph: Graph, report: Report) -> None:

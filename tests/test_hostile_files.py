@@ -358,3 +358,13 @@ def test_more_nodes_or_wires_than_a_graph_may_hold_are_refused_before_reading(no
            "edges": [{"from": ["n0", "output"], "to": ["n1", "input"]}] * wires}
     with pytest.raises(GraphFileError, match="more than a graph may hold"):
         fileformat.loads(json.dumps(doc), source="big.json")
+
+
+def test_a_group_instance_with_an_unknown_param_is_named():
+    """Validation checks the flat graph, where instances are gone: their params are checked
+    on the graph itself, at top level and inside group bodies."""
+    graph = nodegraph.load(next(p for p in EXAMPLES if p.name == "ddpm_digits.json"))
+    instance = next(n.id for n in graph if n.type.startswith("group."))
+    graph.nodes[instance].params["bogus"] = 3
+    problems = {(p.node, p.port, p.kind) for p in nodegraph.validate(graph).errors}
+    assert (instance, "bogus", "unknown_param") in problems
