@@ -17,6 +17,7 @@ On a cluster, torchrun's rendezvous options (``--nnodes``, ``--node_rank``,
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -110,4 +111,12 @@ def launch(nproc: int, argv: list[str]) -> int:
     # A rank that dies by a signal (SIGABRT from C++, SIGSEGV) prints the Python stack of
     # each of its threads, so its death names where it happened.
     env = {**os.environ, "PYTHONFAULTHANDLER": os.environ.get("PYTHONFAULTHANDLER") or "1"}
-    return subprocess.call(command, env=env)
+    child = subprocess.Popen(command, env=env)
+    # A SIGTERM to this process (a scheduler, a test's timeout) must reach torchrun, which
+    # stops its ranks; else they train on with nobody to report to. Ctrl-C reaches the
+    # whole foreground group, torchrun included, by itself.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -102,8 +102,67 @@ def test_a_rank_killed_by_a_signal_prints_its_stacks(monkeypatch):
 
     seen = {}
     monkeypatch.delenv("PYTHONFAULTHANDLER", raising=False)
-    monkeypatch.setattr(distributed.subprocess, "call",
-                        lambda command, env: seen.update(command=command, env=env) or 0)
+
+    class Started:  # torchrun, as launch starts it
+        def __init__(self, command, env):
+            seen.update(command=command, env=env)
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(distributed.subprocess, "Popen", Started)
     assert distributed.launch(2, ["run", "g.json"]) == 0
     assert seen["env"]["PYTHONFAULTHANDLER"] == "1"
     assert seen["command"][-4:] == ["-m", "nodegraph", "run", "g.json"]
+
+
+def _descendants(pid: int) -> set[int]:
+    """The processes below `pid`, read from /proc (ranks sit in sessions of their own)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_to_nproc_run_stops_torchrun_and_its_ranks(tmp_path, deadline):
+    proc = subprocess.Popen([sys.executable, "-m", "nodegraph", "run", "examples/xor.json",
+                             "--nproc", "2", "--epochs", "100000", "--quiet"], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    below: set[int] = set()
+    try:
+        while len(below) < 3 and time.monotonic() < deadline:  # torchrun and two ranks
+            time.sleep(0.2)
+            below = _descendants(proc.pid)
+        assert len(below) >= 3, "torchrun did not start its ranks"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        while any(_alive(p) for p in below) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in below if _alive(p)], "ranks outlived the run they served"
+    finally:  # nothing of this test may go on eating the CPU of the tests after it
+        if proc.poll() is None:
+            _stop(proc)
+        for pid in below:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
