@@ -13,7 +13,8 @@ undoable command that calls the Graph API. Modules, one job each:
   (`nodegraph.train_process`) and watching it; `collector`: garbage collected on the GUI
   thread only while the editor's threads run
 - `preview`: one node's output for one batch; `clipboard`, `layout`: paste and auto-layout
-- `files`, `prompts`, `main_window`, `menus`: files, autosave, questions, the window
+- `files`, `prompts`, `main_window`, `menus`: files, autosave, questions, the window;
+  `trusted_files`: the files the user let run code of their own, by content
 - `edit_actions`, `file_actions`: the menus' actions; `group_tabs`: a group's body in a tab
 - `annotations`, `annotation_item`: comments and backdrops; `minimap`: the overview
 - `watch`: the training animation's wiring into the window: `animation` (the wave),
