@@ -120,8 +120,10 @@ def module_classes() -> dict[str, type]:
 
 
 def _is_function(obj: Any, name: str) -> bool:
+    """A public function of the module itself, not a helper it imported (typing's, or the
+    JIT's boolean_dispatch, which builds new functions)."""
     return (not name.startswith("_") and callable(obj) and not isinstance(obj, type)
-            and getattr(obj, "__module__", "") != "typing")
+            and getattr(obj, "__module__", "") not in ("typing", "torch._jit_internal"))
 
 
 def allowed(path: str, kind: str = FUNCTIONS) -> bool:
