@@ -148,7 +148,16 @@ class OpaqueFunction(nn.Module):
         self.args, self.kwargs = args, kwargs
 
     def forward(self, *inputs):
-        return self.function(*decode(self.args, inputs), **decode(self.kwargs, inputs))
+        args, kwargs = decode(self.args, inputs), decode(self.kwargs, inputs)
+        if any(isinstance(x, torch.Tensor) and x.is_meta for x in inputs):
+            # shape inference: a tensor the call makes from its arguments (torch:ones with a
+            # size from the file) is made on meta too, whatever device the file asks for,
+            # so validation allocates nothing; its size counts in the memory estimate
+            if "device" in kwargs:
+                kwargs["device"] = "meta"
+            with torch.device("meta"):
+                return self.function(*args, **kwargs)
+        return self.function(*args, **kwargs)
 
 
 def _arrays(p):

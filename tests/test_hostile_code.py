@@ -231,3 +231,20 @@ def _example(name: str):
     from pathlib import Path
 
     return Path(__file__).resolve().parent.parent / "examples" / name
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"device": "cpu"}])
+def test_a_tensor_of_a_size_from_the_file_is_made_on_meta_during_validation(folder, kwargs):
+    """torch:ones with a size the file gives (14 GB here) took validation to 14 GB of memory;
+    it is made on meta, whatever device the file asks for, and counted in the estimate."""
+    import resource
+
+    from nodegraph import footprint
+
+    path = hostile_file(folder, "opaque.Function", {"function": "torch:ones",
+                                                    "args": [[60000, 60000]], "kwargs": kwargs})
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KB
+    with footprint.memory_limit(2**30):
+        problems = {(p.node, p.kind) for p in nodegraph.validate(nodegraph.load(path)).errors}
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 2**20  # < 1 GB
+    assert ("evil", "too_large") in problems
