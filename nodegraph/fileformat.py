@@ -30,6 +30,7 @@ from nodegraph.errors import GraphFileError, Problem
 from nodegraph.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.groups import GROUP_NAME, GroupDef
 from nodegraph.groups import MAX_NODES as MAX_EXPANDED
+from nodegraph.outputs import is_special
 from nodegraph.spec import NAME as PORT_NAME
 from nodegraph.spec import Registry
 
@@ -421,7 +422,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Replace `path` with `text` so that a crash leaves the old file or the new, never half.
     A target that is no regular file (``/dev/stdout``, a pipe) is written in place:
     renaming over it would replace the device."""
-    if path.exists() and not path.is_file() and not path.is_dir():
+    if is_special(path):
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         return

@@ -77,7 +77,7 @@ def check_file(path: str | Path, what: str, special_ok: bool = False) -> Path:
     if path.is_dir():
         raise OutputError(f"{what} '{path}': is a folder; give a file path, e.g. "
                           f"{path / 'out.json'}")
-    if _is_special(path):
+    if is_special(path):
         if special_ok:
             return path  # written in place; its folder gets no scratch file
         raise OutputError(f"{what} '{path}': is not a regular file (a device or a pipe); "
@@ -115,7 +115,7 @@ class AtomicFile:
     def __init__(self, path: str | Path, what: str):
         self.path, self.what, self.tmp = Path(path), what, None
         try:
-            if _is_special(self.path):
+            if is_special(self.path):
                 self.file = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (commit closes)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -161,16 +161,17 @@ class AtomicFile:
 
 def write_text(path: str | Path, text: str, what: str) -> None:
     """Replace `path` with `text` whole, or raise an `OutputError` naming it and `what`."""
-    out = AtomicFile(path, what)
+    from nodegraph.fileformat import atomic_write_text
+
     try:
-        out.write(text)
-    except BaseException:
-        out.discard()
-        raise
-    out.commit()
+        atomic_write_text(Path(path), text)
+    except OSError as e:
+        raise cannot_write(what, Path(path), e) from None
 
 
-def _is_special(path: Path) -> bool:
+def is_special(path: Path) -> bool:
+    """An existing target that is no regular file or folder (a device, a pipe): written in
+    place, since renaming over it would replace it."""
     try:
         return not stat.S_ISREG(path.stat().st_mode) and not path.is_dir()
     except OSError:
