@@ -152,15 +152,22 @@ def _registered() -> list[str]:
     return sorted(spec.id for spec in default_registry())
 
 
+def _pick_node(maps, rng):
+    """(where, nodes, node id) of a node in one of the node maps `_node_maps` found, or None
+    when the map chosen is empty."""
+    where, nodes = rng.choice(maps)
+    return (where, nodes, rng.choice(list(nodes))) if nodes else None
+
+
 def retype_any(doc, rng, sane):
     """A node becomes any registered block, its wires and params kept."""
     maps = _node_maps(doc)
     if not maps or not maps[0][1]:
         return wrong_type(doc, rng, sane)
-    where, nodes = rng.choice(maps)
-    if not nodes:
+    picked = _pick_node(maps, rng)
+    if picked is None:
         return doc, "nothing to retype"
-    node = rng.choice(list(nodes))
+    where, nodes, node = picked
     new = rng.choice(_registered())
     if isinstance(nodes[node], dict):
         nodes[node]["type"] = new
@@ -171,10 +178,10 @@ def rename_node(doc, rng, sane):
     maps = _node_maps(doc)
     if not maps:
         return drop_key(doc, rng, sane)
-    where, nodes = rng.choice(maps)
-    if not nodes:
+    picked = _pick_node(maps, rng)
+    if picked is None:
         return doc, "nothing to rename"
-    old = rng.choice(list(nodes))
+    where, nodes, old = picked
     new = rng.choice(_STRINGS + [k for k in nodes])
     nodes[new] = nodes.pop(old)
     return doc, f"rename node {_show((*where, old))} to {new!r}"
@@ -184,10 +191,10 @@ def bad_share(doc, rng, sane):
     maps = _node_maps(doc)
     if not maps:
         return wrong_type(doc, rng, sane)
-    where, nodes = rng.choice(maps)
-    if not nodes:
+    picked = _pick_node(maps, rng)
+    if picked is None:
         return doc, "nothing to share"
-    node = rng.choice(list(nodes))
+    where, nodes, node = picked
     value = rng.choice([node, *list(nodes), 3, ["x"], {"a": 1}, None, "", "nope", True])
     if isinstance(nodes[node], dict):
         params = nodes[node].setdefault("params", {})
