@@ -24,4 +24,6 @@ test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 --durations=20 tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check nodegraph nodes tests benchmarks examples
+	$(BIN)/ruff check nodegraph nodes tests benchmarks examples tools
+	$(BIN)/lint-imports
+	$(BIN)/nodegraph blocks --markdown --check docs/blocks.md

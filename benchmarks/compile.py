@@ -35,10 +35,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import nodegraph
-from nodegraph.events import Emitter, Message
-from nodegraph.settings import resolve
-from nodegraph.train import RunControl, Trainer
-from nodes.data_sequences import BUNDLED_TEXT, vocabulary
+from nodegraph.model.events import Emitter, Message
+from nodegraph.model.settings import resolve
+from nodegraph.runtime.train import RunControl, Trainer
+from nodes.data.sequences import BUNDLED_TEXT, vocabulary
 
 VOCAB = len(vocabulary(BUNDLED_TEXT))
 LR = 3e-4

@@ -40,10 +40,10 @@ import torch  # noqa: E402
 from PySide6.QtCore import QEventLoop, QSettings  # noqa: E402
 
 import nodegraph  # noqa: E402
-from nodegraph.events import Emitter, RunFinished, RunStarted  # noqa: E402
 from nodegraph.gui.app import application  # noqa: E402
 from nodegraph.gui.main_window import MainWindow  # noqa: E402
-from nodegraph.probes import ProbeFrame  # noqa: E402
+from nodegraph.model.events import Emitter, RunFinished, RunStarted  # noqa: E402
+from nodegraph.runtime.probes import ProbeFrame  # noqa: E402
 
 
 def _timed(events_seen: dict[str, float]):

@@ -41,7 +41,7 @@ def run_case(seed: int, index: int, compile_too: bool = False) -> tuple[str, str
     With `compile_too`, a graph that validates is compiled on the CPU as well, and a refusal
     there is a disagreement (validation should have said so)."""
     import nodegraph
-    from nodegraph.errors import NodegraphError
+    from nodegraph.model.errors import NodegraphError
 
     _, text, _ = case(seed, index)
     try:

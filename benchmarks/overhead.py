@@ -28,10 +28,10 @@ from sklearn.datasets import load_digits
 from torch import nn
 
 import nodegraph
-from nodegraph.dataset import split_indices
-from nodegraph.events import Emitter
-from nodegraph.settings import resolve
-from nodegraph.train import RunControl, Trainer
+from nodegraph.kinds.dataset import split_indices
+from nodegraph.model.events import Emitter
+from nodegraph.model.settings import resolve
+from nodegraph.runtime.train import RunControl, Trainer
 
 
 def mlp_graph(data_type: str, data_params: dict, widths: list[int], lr: float) -> nodegraph.Graph:

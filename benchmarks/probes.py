@@ -38,8 +38,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import torch  # noqa: E402
 
 import nodegraph  # noqa: E402
-from nodegraph.events import Emitter, RunFinished, RunStarted  # noqa: E402
-from nodegraph.probes import ProbeFrame  # noqa: E402
+from nodegraph.model.events import Emitter, RunFinished, RunStarted  # noqa: E402
+from nodegraph.runtime.probes import ProbeFrame  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from overhead import BATCH, EPOCHS, mlp_graph  # noqa: E402
@@ -99,10 +99,10 @@ def editor_run(window, app, animate: bool = True) -> Callable[[], dict[str, floa
 def open_editor(tmp: Path):
     from PySide6.QtCore import QSettings
 
-    from nodegraph.fileformat import save
     from nodegraph.gui import theme
     from nodegraph.gui.app import application
     from nodegraph.gui.main_window import MainWindow
+    from nodegraph.model.fileformat import save
 
     app = application()
     theme.apply(app)

@@ -11,14 +11,14 @@ The path of data is one straight walk: file -> `Graph` -> `validate` -> `compile
     print(result.final["train"]["accuracy"])
 """
 
-from nodegraph.allowlist import trust
-from nodegraph.compile import compile
-from nodegraph.errors import NodegraphError, Problem, ValidationError
-from nodegraph.fileformat import load, loads, save
-from nodegraph.graph import Edge, Graph, Node
-from nodegraph.spec import Registry, default_registry
-from nodegraph.train import RunControl, RunResult, train
-from nodegraph.validate import Report, validate
+from nodegraph.check.validate import Report, validate
+from nodegraph.model.allowlist import trust
+from nodegraph.model.errors import NodegraphError, Problem, ValidationError
+from nodegraph.model.fileformat import load, loads, save
+from nodegraph.model.graph import Edge, Graph, Node
+from nodegraph.model.spec import Registry, default_registry
+from nodegraph.runtime.compile import compile
+from nodegraph.runtime.train import RunControl, RunResult, train
 
 __version__ = "0.1.0"
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from nodegraph.cli import main
+from nodegraph.cli.main import main
 
 sys.exit(main())

@@ -1,6 +1,8 @@
-"""The built-in block library: one module per family, each exposing `BLOCKS`.
+"""The built-in block library: a block's id names its file.
 
-Modules are found by walking this package, so a new family is a new file here and
+`layers.Linear` lives in `nodes/layers.py`, or in a module of the package `nodes/layers/`
+when the family is large (`nodes/layers/conv.py`). Each module exposes `BLOCKS`. Modules are
+found by walking this package and its subpackages, so a new family is a new file here and
 nothing else. Modules whose names start with an underscore hold shared helpers.
 """
 
@@ -10,13 +12,14 @@ import importlib
 import pkgutil
 from collections.abc import Iterator
 
-from nodegraph.spec import BlockSpec
+from nodegraph.model.spec import BlockSpec
 
 
 def all_blocks() -> Iterator[BlockSpec]:
     """Every block declared in this package, family by family."""
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
+    found = pkgutil.walk_packages(__path__, prefix=f"{__name__}.")
+    for info in sorted(found, key=lambda m: m.name):
+        if info.name.rpartition(".")[2].startswith("_"):
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        module = importlib.import_module(info.name)
         yield from getattr(module, "BLOCKS", ())

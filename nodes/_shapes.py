@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import torch
 
-from nodegraph.errors import PortError
+from nodegraph.model.errors import PortError
 
 
 def fmt(shape: torch.Size | tuple) -> str:

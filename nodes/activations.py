@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from nodegraph.errors import ParamError, PortError
-from nodegraph.spec import Param, block, choice_param, float_param, int_param
+from nodegraph.model.errors import ParamError, PortError
+from nodegraph.model.spec import Param, block, choice_param, float_param, int_param
 from nodes._shapes import dim_index, need_float
-from nodes.layers import Fn
+from nodes.layers.dense import Fn
 
 
 def _elementwise(make: Callable) -> Callable:

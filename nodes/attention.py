@@ -30,11 +30,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodegraph.errors import PortError
-from nodegraph.spec import Port, block, bool_param, choice_param, float_param, int_param
+from nodegraph.model.errors import PortError
+from nodegraph.model.spec import Port, block, bool_param, choice_param, float_param, int_param
 from nodes._shapes import fmt, need_ndim
 from nodes.generative import sinusoidal
-from nodes.layers import init_values
+from nodes.layers.dense import init_values
 
 # -- the attention computation -----------------------------------------------------------
 

@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodegraph import footprint
-from nodegraph.errors import ParamError, PortError
-from nodegraph.metric import Metric
-from nodegraph.spec import (
+from nodegraph.kinds import footprint
+from nodegraph.kinds.metric import Metric
+from nodegraph.model.errors import ParamError, PortError
+from nodegraph.model.spec import (
     LOSS_OUT,
     Param,
     Port,

@@ -17,8 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodegraph.errors import ParamError, PortError
-from nodegraph.spec import (
+from nodegraph.model.errors import ParamError, PortError
+from nodegraph.model.spec import (
     LOSS_OUT,
     Port,
     block,

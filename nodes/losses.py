@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodegraph.errors import PortError
-from nodegraph.spec import LOSS_OUT, Port, block, bool_param, choice_param, float_param
-from nodegraph.types import LOSS
+from nodegraph.model.errors import PortError
+from nodegraph.model.spec import LOSS_OUT, Port, block, bool_param, choice_param, float_param
+from nodegraph.model.types import LOSS
 from nodes._shapes import fmt, need_float, need_same_shape
 
 REDUCTION = choice_param("reduction", ("mean", "sum"), "mean",

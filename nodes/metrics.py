@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import torch
 
-from nodegraph import footprint
-from nodegraph.errors import PortError
-from nodegraph.metric import Metric
-from nodegraph.spec import Param, Port, block, choice_param, float_param, int_param
+from nodegraph.kinds import footprint
+from nodegraph.kinds.metric import Metric
+from nodegraph.model.errors import PortError
+from nodegraph.model.spec import Param, Port, block, choice_param, float_param, int_param
 from nodes._shapes import fmt, need_float
 from nodes.losses import elementwise  # the same check: real input and target, same shape
 

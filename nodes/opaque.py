@@ -7,7 +7,7 @@ arguments — or builds a root class and takes one of its submodules by path —
 file holds no pickle, only a name; `opaque.Function` calls a torch function or tensor
 method (``torch:Tensor.mean``) with fixed extra arguments; `opaque.Arrays` is a data block
 of arrays from an .npz, dtypes kept, that gives an imported graph its example inputs so its
-shapes can be inferred. Every name is looked up in `nodegraph.allowlist` (pure tensor
+shapes can be inferred. Every name is looked up in `nodegraph.model.allowlist` (pure tensor
 functions, torch.nn modules); a name outside it runs only in a graph the user trusts.
 
 Arguments are JSON. A few values JSON has no word for are written as one-key objects:
@@ -24,11 +24,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodegraph import allowlist
-from nodegraph.dataset import data_params, from_arrays
-from nodegraph.errors import NodegraphError, ParamError
-from nodegraph.spec import Param, Port, block, int_param, str_param
-from nodes._data_files import read_npz
+from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.model import allowlist
+from nodegraph.model.errors import NodegraphError, ParamError
+from nodegraph.model.spec import Param, Port, block, int_param, str_param
+from nodes.data._files import read_npz
 
 INPUTS = [Port("input", doc="the first argument"),
           *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in (2, 3, 4))]

@@ -4,7 +4,7 @@ Where torch has the method the block builds torch's optimizer, so its numbers ar
 Three are written here because torch has no equivalent: heavy-ball momentum in the
 textbook and moving-average forms, normalised gradient descent, and `LeastSquares`, a
 Newton solver that is exact for a squared loss on a linear model. Every block passes its
-parameters through `nodegraph.optim.param_groups`, so `weight_decay` (or `ridge`) can
+parameters through `nodegraph.kinds.optim.param_groups`, so `weight_decay` (or `ridge`) can
 spare biases when ``decay="weights_only"``.
 """
 
@@ -16,9 +16,9 @@ from contextlib import contextmanager
 import torch
 from torch.overrides import TorchFunctionMode
 
-from nodegraph.errors import NodegraphError, ParamError
-from nodegraph.optim import OPTIMIZER_PARAMS, param_groups
-from nodegraph.spec import (
+from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
+from nodegraph.model.errors import NodegraphError, ParamError
+from nodegraph.model.spec import (
     LOSS_IN,
     SCHEDULE_IN,
     Param,

@@ -21,9 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodegraph import footprint
-from nodegraph.errors import ParamError, PortError
-from nodegraph.spec import (
+from nodegraph.kinds import footprint
+from nodegraph.model.errors import ParamError, PortError
+from nodegraph.model.spec import (
     Param,
     Port,
     block,

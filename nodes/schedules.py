@@ -14,9 +14,9 @@ from collections.abc import Callable
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
 
-from nodegraph.errors import ParamError
-from nodegraph.optim import SCHEDULE_PARAMS
-from nodegraph.spec import (
+from nodegraph.kinds.optim import SCHEDULE_PARAMS
+from nodegraph.model.errors import ParamError
+from nodegraph.model.spec import (
     SCHEDULE_OUT,
     Param,
     block,

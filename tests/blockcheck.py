@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from nodegraph.spec import default_registry
+from nodegraph.model.spec import default_registry
 
 
 def build(block_id: str, inputs: dict[str, torch.Tensor] | None = None, /, **params):

@@ -21,6 +21,6 @@ except ImportError:
 
 @pytest.fixture(scope="session")
 def registry():
-    from nodegraph.spec import default_registry
+    from nodegraph.model.spec import default_registry
 
     return default_registry()

@@ -147,7 +147,7 @@ def set_param(doc, rng, sane):
 
 
 def _registered() -> list[str]:
-    from nodegraph.spec import default_registry
+    from nodegraph.model.spec import default_registry
 
     return sorted(spec.id for spec in default_registry())
 

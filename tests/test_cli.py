@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from nodegraph.cli import main
+from nodegraph.cli.main import main
 
 
 def run(*args, cwd=None):
@@ -145,7 +145,7 @@ def test_checkpoint_and_resume_from_the_command_line(tmp_path, capsys):
 
 
 def test_internal_errors_are_reported_without_traceback(monkeypatch, capsys):
-    import nodegraph.fileformat as ff
+    import nodegraph.model.fileformat as ff
 
     monkeypatch.setattr(ff, "load", lambda *a, **k: 1 / 0)
     assert main(["info", "examples/xor.json"]) == 1
@@ -154,7 +154,7 @@ def test_internal_errors_are_reported_without_traceback(monkeypatch, capsys):
 
 
 def test_probe_out_records_frames(tmp_path, capsys):
-    from nodegraph.probes import read_frames
+    from nodegraph.runtime.probes import read_frames
 
     path = tmp_path / "frames.jsonl"
     assert main(["run", "examples/xor.json", "--epochs", "30", "--quiet", "--probe-out",
@@ -166,9 +166,9 @@ def test_probe_out_records_frames(tmp_path, capsys):
 def test_the_console_renderer_does_not_switch_on_the_probes():
     """The trainer probes when someone listens for probe frames; the progress display
     must not count as such a listener, or every headless run pays for probing."""
-    from nodegraph.events import Emitter, EpochEnded
-    from nodegraph.probes import ProbeFrame
-    from nodegraph.render import ConsoleRenderer
+    from nodegraph.model.events import Emitter, EpochEnded
+    from nodegraph.runtime.probes import ProbeFrame
+    from nodegraph.runtime.render import ConsoleRenderer
 
     events = Emitter()
     ConsoleRenderer("g", quiet=True).attach(events)

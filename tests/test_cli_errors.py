@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from nodegraph import checkpoint, outputs
-from nodegraph.cli import main
+from nodegraph.cli.main import main
+from nodegraph.model import outputs
+from nodegraph.runtime import checkpoint
 
 GRAPH = "examples/line_fit.json"
 

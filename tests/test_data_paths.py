@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import nodegraph
-from nodegraph.cli import main
-from nodegraph.dataset import data_path, files_relative_to
-from nodegraph.errors import NodegraphError
-from nodegraph.spec import default_registry
-from nodes._data_files import resolve
+from nodegraph.cli.main import main
+from nodegraph.kinds.dataset import data_path, files_relative_to
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import default_registry
+from nodes.data._files import resolve
 
 
 def line_graph(csv_path: str) -> dict:
@@ -95,7 +95,7 @@ def test_run_validate_info_and_export_read_the_data_beside_the_graph(project, ca
 
 
 def test_a_sweep_reads_the_data_beside_the_graph(project):
-    from nodegraph.sweep import sweep
+    from nodegraph.cli.sweep import sweep
 
     result = sweep(project / "graph.json", {"opt.lr": [0.1]}, "sweep", epochs=1,
                    echo=lambda line: None)

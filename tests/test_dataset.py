@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from nodegraph.dataset import (
+from nodegraph.kinds.dataset import (
     DATA_PARAMS,
     Dataset,
     data_params,
@@ -16,7 +16,7 @@ from nodegraph.dataset import (
     normalise,
     split_indices,
 )
-from nodegraph.errors import NodegraphError
+from nodegraph.model.errors import NodegraphError
 
 
 def _is_partition(parts, n):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from nodegraph.cli import _without_option
+from nodegraph.cli.main import _without_option
 
 # What the runs of one test may take together: under pytest-timeout's 300 s (pyproject), so
 # a run that hangs is stopped here, with its whole process tree and its stderr in the report,
@@ -98,7 +98,7 @@ def test_nproc_is_removed_before_torchrun_starts_the_workers():
 
 
 def test_a_rank_killed_by_a_signal_prints_its_stacks(monkeypatch):
-    from nodegraph import distributed
+    from nodegraph.runtime import distributed
 
     seen = {}
     monkeypatch.delenv("PYTHONFAULTHANDLER", raising=False)

@@ -22,12 +22,12 @@ import torch
 from torch import nn
 
 import nodegraph
-from nodegraph.cli import main
-from nodegraph.export import ExportError, to_onnx, to_python, to_weights
-from nodegraph.export.model import partition, sample_inputs
-from nodegraph.export.python import trains
-from nodegraph.export.syntax import class_name
-from nodegraph.spec import Registry, block, default_registry
+from nodegraph.cli.main import main
+from nodegraph.interop.export import ExportError, to_onnx, to_python, to_weights
+from nodegraph.interop.export.model import partition, sample_inputs
+from nodegraph.interop.export.python import trains
+from nodegraph.interop.export.syntax import class_name
+from nodegraph.model.spec import Registry, block, default_registry
 
 EXAMPLES = sorted(glob.glob("examples/*.json"))
 

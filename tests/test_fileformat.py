@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodegraph import fileformat
-from nodegraph.errors import GraphFileError
-from nodegraph.graph import Graph
+from nodegraph.model import fileformat
+from nodegraph.model.errors import GraphFileError
+from nodegraph.model.graph import Graph
 
 ids = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
 json_scalars = st.one_of(st.integers(-10**6, 10**6), st.booleans(), st.text(max_size=8),
@@ -157,7 +157,7 @@ def test_never_evaluates_strings():
 
 def test_comments_and_backdrops_round_trip_and_do_not_change_a_run(tmp_path):
     """The editor's notes live in the `ui` section; `nodegraph run` ignores them."""
-    from nodegraph.cli import main
+    from nodegraph.cli.main import main
 
     doc = json.loads(open("examples/xor.json").read())
     doc["ui"]["comments"] = [
@@ -182,8 +182,8 @@ def test_comments_and_backdrops_round_trip_and_do_not_change_a_run(tmp_path):
 
 
 def test_ties_inside_a_group_body_round_trip():
-    from nodegraph.graph import Tie
-    from nodegraph.groups import GroupDef
+    from nodegraph.model.graph import Tie
+    from nodegraph.model.groups import GroupDef
 
     body = Graph("pair")
     body.add("layers.Linear", id="a", out_features=3)

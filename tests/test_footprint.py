@@ -15,11 +15,11 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph import footprint
-from nodegraph.cli import EXIT_PROBLEMS, main
-from nodegraph.dataset import files_relative_to
-from nodegraph.graph import Graph
-from nodegraph.spec import default_registry
+from nodegraph.kinds import footprint
+from nodegraph.cli.main import EXIT_PROBLEMS, main
+from nodegraph.kinds.dataset import files_relative_to
+from nodegraph.model.graph import Graph
+from nodegraph.model.spec import default_registry
 
 GB = 2**30
 BOUND = 500 * 2**20  # the most a refused graph may add to the peak RSS

@@ -14,10 +14,10 @@ from torch import nn
 from torch.nn import functional as F
 
 import nodegraph
-from nodegraph import allowlist
-from nodegraph.cli import main
-from nodegraph.errors import NodegraphError
-from nodegraph.fx_import import import_graph, import_module, load_weights
+from nodegraph.cli.main import main
+from nodegraph.interop.fx_import import import_graph, import_module, load_weights
+from nodegraph.model import allowlist
+from nodegraph.model.errors import NodegraphError
 
 
 class MLP(nn.Module):
@@ -170,7 +170,7 @@ def test_control_flow_on_values_is_named(tmp_path):
 
 
 def test_imported_graph_exports_back_to_python(tmp_path):
-    from nodegraph.export import to_python
+    from nodegraph.interop.export import to_python
 
     torch.manual_seed(0)
     net = LeNet().eval()

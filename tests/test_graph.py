@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nodegraph.errors import GraphError
-from nodegraph.graph import Edge, Graph
+from nodegraph.model.errors import GraphError
+from nodegraph.model.graph import Edge, Graph
 
 
 def mlp() -> Graph:

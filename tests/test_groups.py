@@ -6,10 +6,10 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph import fileformat
-from nodegraph.errors import GraphError
-from nodegraph.graph import Graph, Tie
-from nodegraph.groups import flatten, make_group
+from nodegraph.model import fileformat
+from nodegraph.model.errors import GraphError
+from nodegraph.model.graph import Graph, Tie
+from nodegraph.model.groups import flatten, make_group
 
 
 def history(result):

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph import allowlist
-from nodegraph.cli import main
+from nodegraph.cli.main import main
+from nodegraph.model import allowlist
 
 # (block, params) pairs; "CANARY" in a param is replaced by the canary file's path.
 FUNCTION_ESCAPES = {
@@ -166,7 +166,7 @@ def test_no_command_runs_the_escape(folder, capsys, command, block, name, params
 
 def test_trust_imports_the_users_module_and_only_with_the_flag(folder, capsys):
     path = hostile_file(folder, "opaque.Module", MODULE_ESCAPES["own_module"])
-    assert nodegraph.allowlist.modules_needed(nodegraph.load(path)) == ["canary_module"]
+    assert nodegraph.model.allowlist.modules_needed(nodegraph.load(path)) == ["canary_module"]
     assert main(["validate", str(path)]) != 0
     assert_untouched(folder)
     capsys.readouterr()
@@ -239,7 +239,7 @@ def test_a_tensor_of_a_size_from_the_file_is_made_on_meta_during_validation(fold
     it is made on meta, whatever device the file asks for, and counted in the estimate."""
     import resource
 
-    from nodegraph import footprint
+    from nodegraph.kinds import footprint
 
     path = hostile_file(folder, "opaque.Function", {"function": "torch:ones",
                                                     "args": [[60000, 60000]], "kwargs": kwargs})

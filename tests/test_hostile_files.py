@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nodegraph
-from nodegraph import fileformat
-from nodegraph.errors import GraphFileError, NodegraphError
-from nodegraph.graph import Tie
+from nodegraph.model import fileformat
+from nodegraph.model.errors import GraphFileError, NodegraphError
+from nodegraph.model.graph import Tie
 from tests.mutations import EXAMPLES, mutate
 
 XOR = json.loads(Path("examples/xor.json").read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import save_file
 
 import nodegraph
-from nodegraph.cli import main
+from nodegraph.cli.main import main
 
 XOR = "examples/xor.json"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nodegraph import fileformat
-from nodegraph.errors import NodegraphError
-from nodegraph.graph import Graph
-from nodegraph.lrfind import lr_range_test
+from nodegraph.model import fileformat
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.graph import Graph
+from nodegraph.runtime.lrfind import lr_range_test
 
 
 def line_fit(optimizers: tuple[str, ...] = ("opt",)) -> Graph:
@@ -121,8 +121,8 @@ def imported_modules(module: str, root: Path, seen: set[str]) -> set[str]:
 
 
 def test_imports_nothing_from_qt():
-    modules = imported_modules("nodegraph.lrfind", Path(__file__).parents[1], set())
-    assert "nodegraph.train" in modules and "torch" in modules
+    modules = imported_modules("nodegraph.runtime.lrfind", Path(__file__).parents[1], set())
+    assert "nodegraph.runtime.train" in modules and "torch" in modules
     qt = {"PySide6", "PyQt5", "PyQt6", "pyqtgraph", "shiboken6"}
     assert not [m for m in modules if m.split(".")[0] in qt or m.startswith("nodegraph.gui")]
 
@@ -130,8 +130,8 @@ def test_imports_nothing_from_qt():
 def test_lr_find_command_prints_a_chart_and_writes_csv_and_graph(tmp_path, capsys):
     import csv as csv_module
 
-    from nodegraph import fileformat
-    from nodegraph.cli import main
+    from nodegraph.cli.main import main
+    from nodegraph.model import fileformat
 
     out_csv, out_graph = tmp_path / "lr.csv", tmp_path / "tuned.json"
     assert main(["lr-find", "examples/line_fit.json", "--steps", "60", "--csv", str(out_csv),

@@ -18,7 +18,7 @@ sys.meta_path.insert(0, NoQt())
 def test_core_and_blocks_work_without_qt():
     code = BLOCK_QT + """
 import nodegraph, nodes
-from nodegraph.spec import default_registry
+from nodegraph.model.spec import default_registry
 assert len(default_registry()) > 10
 result = nodegraph.train(nodegraph.load('examples/xor.json'), epochs=5)
 assert len(result.history) == 5
@@ -33,7 +33,7 @@ print('ok')
 
 def test_edit_without_qt_says_what_to_install():
     code = BLOCK_QT + """
-from nodegraph.cli import main
+from nodegraph.cli.main import main
 sys.exit(main(['edit', 'examples/xor.json']))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -9,7 +9,7 @@ import torch
 from blockcheck import build, run_op
 from torch.nn import functional as F
 
-from nodegraph.errors import PortError
+from nodegraph.model.errors import PortError
 
 X = torch.tensor([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0])
 

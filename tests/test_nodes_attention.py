@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from blockcheck import build, run_op
 
 import nodegraph
-from nodegraph.errors import PortError
+from nodegraph.model.errors import PortError
 
 torch.manual_seed(0)
 N, L, S, D = 2, 5, 7, 8

@@ -10,7 +10,7 @@ from blockcheck import build, run_op
 from test_nodes_layers import close, graph_counts, port_error
 from torch.nn import functional as F
 
-from nodegraph.errors import ParamError
+from nodegraph.model.errors import ParamError
 
 # seed 004 eq 7: the 4x4 input of the convolution-arithmetic example
 X4 = torch.tensor([[2, 5, 4, 1], [3, 1, 2, 0], [4, 5, 7, 1], [1, 2, 3, 4]],

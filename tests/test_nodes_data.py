@@ -14,8 +14,8 @@ import torch
 from sklearn import datasets as skd
 
 import nodegraph
-from nodegraph.errors import NodegraphError
-from nodes._data_synthetic import gaussian_mixture
+from nodegraph.model.errors import NodegraphError
+from nodes.data._synthetic import gaussian_mixture
 
 WHOLE = {"val_fraction": 0.0, "test_fraction": 0.0, "normalize": "none", "split": "random",
          "batch_size": 0}
@@ -186,7 +186,7 @@ def test_mnist_test_files_form_the_test_split(idx_files):
 
 
 def test_idx_reader_handles_other_types_and_refuses_broken_files(tmp_path):
-    from nodes._data_files import read_idx
+    from nodes.data._files import read_idx
 
     values = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
     (tmp_path / "f.idx").write_bytes(_idx(values, 0x0D))
@@ -308,7 +308,7 @@ def _png(rows: np.ndarray, colour: int, depth: int, step: int, palette=None) -> 
 
 
 def test_png_decoder_undoes_every_filter_for_each_colour_type(tmp_path):
-    from nodes._data_images import read_image
+    from nodes.data._images import read_image
 
     rng = np.random.default_rng(0)
     rgba = rng.integers(0, 256, size=(7, 5, 4))
@@ -332,7 +332,7 @@ def test_png_decoder_undoes_every_filter_for_each_colour_type(tmp_path):
 
 
 def test_netpbm_reader_plain_and_binary(tmp_path):
-    from nodes._data_images import read_image
+    from nodes.data._images import read_image
 
     (tmp_path / "a.pgm").write_bytes(b"P2\n# a comment\n3 2\n10\n0 5 10\n10 5 0\n")
     np.testing.assert_allclose(read_image(tmp_path / "a.pgm")[0], [[0, .5, 1], [1, .5, 0]])

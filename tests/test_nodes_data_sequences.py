@@ -11,9 +11,9 @@ import torch
 from scipy.integrate import solve_ivp
 
 import nodegraph
-from nodegraph.errors import NodegraphError
-from nodegraph.graph import Tie
-from nodes.data_sequences import (
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.graph import Tie
+from nodes.data.sequences import (
     BUNDLED_TEXT,
     chaotic_series,
     decode,

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph.errors import NodegraphError
-from nodegraph.graph import Graph
-from nodegraph.procedure import run_procedure
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.graph import Graph
+from nodegraph.runtime.procedure import run_procedure
 
 # next-token probabilities after a, b, c: greedy a -> b (0.6) -> a (0.4) has probability
 # 0.24, but a -> c (0.4) -> c (0.9) has 0.36, which only a search over two paths finds

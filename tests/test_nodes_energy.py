@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from sklearn.neural_network import BernoulliRBM as SkRBM
 
 import nodegraph
-from nodegraph.errors import ParamError, PortError
-from nodegraph.graph import Graph
+from nodegraph.model.errors import ParamError, PortError
+from nodegraph.model.graph import Graph
 from nodes.energy import newhop, pattern_matrix
 from tests.blockcheck import build
 from tests.test_nodes_samplers import on_meta

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph.errors import NodegraphError, NodeRuntimeError
-from nodegraph.graph import Graph
-from nodegraph.groups import make_group
-from nodegraph.procedure import run_procedure
+from nodegraph.model.errors import NodegraphError, NodeRuntimeError
+from nodegraph.model.graph import Graph
+from nodegraph.model.groups import make_group
+from nodegraph.runtime.procedure import run_procedure
 from nodes.energy import BernoulliRBM
-from nodes.energy_procedures import TwoLayerBM
+from nodes.procedures.energy import TwoLayerBM
 
 
 def rbm_graph(epochs: int) -> Graph:

@@ -14,8 +14,8 @@ from torch.autograd.functional import jacobian
 from torch.distributions import Normal, kl_divergence
 
 import nodegraph
-from nodegraph.errors import ParamError, PortError
-from nodegraph.graph import Graph
+from nodegraph.model.errors import ParamError, PortError
+from nodegraph.model.graph import Graph
 from tests.blockcheck import build, run_op
 from tests.test_nodes_samplers import on_meta
 

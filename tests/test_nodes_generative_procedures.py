@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph.errors import NodegraphError
-from nodegraph.graph import Graph
-from nodegraph.groups import GroupDef
-from nodegraph.procedure import run_procedure
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.graph import Graph
+from nodegraph.model.groups import GroupDef
+from nodegraph.runtime.procedure import run_procedure
 
 
 def seeded():

@@ -13,8 +13,8 @@ import torch
 from blockcheck import build
 
 import nodegraph
-from nodegraph.errors import PortError
-from nodes.data_graphs import IGNORE, karate_club
+from nodegraph.model.errors import PortError
+from nodes.data.graphs import IGNORE, karate_club
 
 # the path 0 - 1 - 2
 PATH = torch.tensor([[0.0, 1, 0], [1, 0, 1], [0, 1, 0]])

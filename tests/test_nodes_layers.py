@@ -11,7 +11,7 @@ import torch
 from blockcheck import build, run_op
 
 import nodegraph
-from nodegraph.errors import ParamError, PortError
+from nodegraph.model.errors import ParamError, PortError
 
 
 def close(a, b, tol=1e-6):

@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nodegraph.errors import PortError
-from nodegraph.spec import LOSS_OUT
+from nodegraph.model.errors import PortError
+from nodegraph.model.spec import LOSS_OUT
 from tests.blockcheck import build, run_op
 
 torch.manual_seed(0)
@@ -186,8 +186,8 @@ def test_weighted_sum_of_connected_losses():
 
 
 def test_weighted_sum_trains_in_a_graph():
-    from nodegraph.graph import Graph
-    from nodegraph.train import train
+    from nodegraph.model.graph import Graph
+    from nodegraph.runtime.train import train
 
     g = Graph("two losses")
     g.add("data.NoisyLine", id="data", n=32, batch_size=0, val_fraction=0.0)
@@ -218,8 +218,8 @@ WIRING = {"input": ("lin", "output"), "target": ("data", "y"), "var": ("spread",
                                   "losses.GaussianKL", "losses.KLDivergence"])
 def test_losses_pass_validation_on_meta_tensors(loss):
     """Shape inference runs each loss on meta tensors: no value may be read there."""
-    from nodegraph.graph import Graph
-    from nodegraph.validate import validate
+    from nodegraph.check.validate import validate
+    from nodegraph.model.graph import Graph
 
     g = Graph("meta")
     g.add("data.NoisyLine", id="data", n=16, batch_size=4)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from sklearn import metrics as skm
 
-from nodegraph.errors import PortError
+from nodegraph.model.errors import PortError
 from tests.blockcheck import build
 from tests.test_nodes_optimizers import cholesterol
 
@@ -92,7 +92,7 @@ def test_r2_of_a_constant_target():
 
 def test_r2_definitions_on_the_cholesterol_fit_of_seed_000():
     """Train: both of the notes' definitions give 0.99900; test: 0.99031 vs 0.86478."""
-    from nodegraph.train import train
+    from nodegraph.runtime.train import train
 
     g = cholesterol("optimizers.LeastSquares", iterations=2)
     for definition in ("sse_sst", "var_ratio", "corr_squared"):
@@ -174,7 +174,7 @@ def test_mean_averages_every_value_of_the_split():
 
 
 def test_a_param_named_like_a_dict_method_reads_as_the_param():
-    from nodegraph.spec import Params
+    from nodegraph.model.spec import Params
 
     p = Params(update="sync", out_features=3)
     assert p.update == "sync" and p.out_features == 3 and p.get("missing", 1) == 1

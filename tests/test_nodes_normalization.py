@@ -9,7 +9,7 @@ from blockcheck import build, run_op
 from torch import nn
 
 import nodegraph
-from nodegraph.errors import PortError
+from nodegraph.model.errors import PortError
 
 
 def close(a, b, tol=1e-5):

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from nodegraph.errors import NodegraphError, ParamError
-from nodegraph.graph import Graph
-from nodegraph.optim import OPTIMIZER_PARAMS
-from nodegraph.spec import default_registry
-from nodegraph.train import train
+from nodegraph.kinds.optim import OPTIMIZER_PARAMS
+from nodegraph.model.errors import NodegraphError, ParamError
+from nodegraph.model.graph import Graph
+from nodegraph.model.spec import default_registry
+from nodegraph.runtime.train import train
 
 THETA0 = [1.0, -2.0]
 G1, G2 = torch.tensor([0.5, -1.0]), torch.tensor([2.0, 0.25])

@@ -8,7 +8,7 @@ import pytest
 import torch
 from blockcheck import build, run_op
 
-from nodegraph.errors import PortError
+from nodegraph.model.errors import PortError
 
 torch.manual_seed(0)
 N, L, F, H = 3, 5, 4, 6

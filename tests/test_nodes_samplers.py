@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nodegraph.errors import ParamError, PortError
-from nodegraph.spec import default_registry
+from nodegraph.model.errors import ParamError, PortError
+from nodegraph.model.spec import default_registry
 from nodes.samplers import ddpm_betas
 from tests.blockcheck import build, run_op
 

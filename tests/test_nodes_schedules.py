@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from nodegraph.errors import ParamError
-from nodegraph.graph import Graph
-from nodegraph.spec import default_registry
-from nodegraph.train import train
+from nodegraph.model.errors import ParamError
+from nodegraph.model.graph import Graph
+from nodegraph.model.spec import default_registry
+from nodegraph.runtime.train import train
 
 LR0 = 0.1
 

@@ -5,9 +5,9 @@ them — the same total as the compiled module's distinct parameters."""
 from __future__ import annotations
 
 import nodegraph
-from nodegraph.cli import main
-from nodegraph.graph import Graph, Tie
-from nodegraph.groups import make_group
+from nodegraph.cli.main import main
+from nodegraph.model.graph import Graph, Tie
+from nodegraph.model.groups import make_group
 
 VOCAB, D = 20, 16
 

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph.errors import NodeRuntimeError
-from nodegraph.events import Emitter
-from nodegraph.graph import Graph
-from nodegraph.probes import (
+from nodegraph.model.errors import NodeRuntimeError
+from nodegraph.model.events import Emitter
+from nodegraph.model.graph import Graph
+from nodegraph.model.spec import Registry, block, default_registry
+from nodegraph.runtime.probes import (
     BINS,
     ProbeFrame,
     ProbeWriter,
@@ -23,7 +24,6 @@ from nodegraph.probes import (
     summarize_output,
     trace_batch,
 )
-from nodegraph.spec import Registry, block, default_registry
 
 
 def test_output_summary_equals_direct_statistics():
@@ -103,7 +103,7 @@ def inplace_registry() -> Registry:
 
 def test_probes_survive_inplace_ops():
     plain = xor()
-    text = nodegraph.fileformat.dumps(plain)
+    text = nodegraph.model.fileformat.dumps(plain)
     g = nodegraph.loads(text, inplace_registry())
     g.node("act").type = "test.InplaceReLU"
     ref = nodegraph.loads(text)

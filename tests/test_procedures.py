@@ -8,13 +8,13 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph import settings
-from nodegraph.cli import main
-from nodegraph.errors import NodegraphError
-from nodegraph.events import Emitter
-from nodegraph.groups import make_group
-from nodegraph.procedure import ProcedureFrame, run_procedure
-from nodes.procedures import (
+from nodegraph.cli.main import main
+from nodegraph.model import settings
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.events import Emitter
+from nodegraph.model.groups import make_group
+from nodegraph.runtime.procedure import ProcedureFrame, run_procedure
+from nodes.procedures.core import (
     LotteryTicket,
     effective,
     magnitude_masks,

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from nodegraph.cli import main
-from nodegraph.errors import NodegraphError
-from nodegraph.sweep import Run, _mark_best, combinations, metric_of, parse_grid
+from nodegraph.cli.main import main
+from nodegraph.cli.sweep import Run, _mark_best, combinations, metric_of, parse_grid
+from nodegraph.model.errors import NodegraphError
 
 
 def test_a_2x2_grid_on_line_fit(tmp_path, capsys):

@@ -7,11 +7,11 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph.errors import NodegraphError, NodeRuntimeError
-from nodegraph.events import Emitter, EpochEnded, RunFinished, RunStarted, StepEnded
-from nodegraph.graph import Graph
-from nodegraph.spec import Registry, block, default_registry, float_param
-from nodegraph.train import RunControl
+from nodegraph.model.errors import NodegraphError, NodeRuntimeError
+from nodegraph.model.events import Emitter, EpochEnded, RunFinished, RunStarted, StepEnded
+from nodegraph.model.graph import Graph
+from nodegraph.model.spec import Registry, block, default_registry, float_param
+from nodegraph.runtime.train import RunControl
 
 
 def line(**data) -> Graph:
@@ -57,7 +57,7 @@ def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
 
 
 def test_checkpoint_survives_a_crash_during_the_next_save(tmp_path, monkeypatch):
-    from nodegraph import checkpoint
+    from nodegraph.runtime import checkpoint
 
     nodegraph.train(line(), epochs=2, checkpoint_dir=tmp_path)
     real_save_file = checkpoint.save_file
@@ -200,8 +200,8 @@ def test_closure_optimizers_get_a_closure():
         "test.LBFGS", "optimizer", "L-BFGS for the engine test.",
         lambda p, named: torch.optim.LBFGS([t for _, t in named], lr=p.lr,
                                            line_search_fn="strong_wolfe"),
-        inputs=[nodegraph.spec.LOSS_IN], params=[float_param("lr", 1.0)], closure=True))
-    g = nodegraph.fileformat.loads(nodegraph.fileformat.dumps(line()), registry)
+        inputs=[nodegraph.model.spec.LOSS_IN], params=[float_param("lr", 1.0)], closure=True))
+    g = nodegraph.model.fileformat.loads(nodegraph.model.fileformat.dumps(line()), registry)
     g.remove("opt")
     g.add("test.LBFGS", id="opt")
     g.connect(("loss", "loss"), ("opt", "loss"))
@@ -237,7 +237,7 @@ def test_torch_compile_trains_the_same_and_falls_back_cleanly(monkeypatch):
 
     monkeypatch.setattr(torch, "compile", broken)
     events, messages = Emitter(), []
-    events.subscribe(messages.append, nodegraph.events.Message)
+    events.subscribe(messages.append, nodegraph.model.events.Message)
     again = nodegraph.train(g, epochs=2, events=events)
     assert again.history[-1]["train"]["loss"] == pytest.approx(
         eager.history[-1]["train"]["loss"], rel=1e-5)
@@ -259,7 +259,7 @@ def test_node_ids_may_be_names_of_module_attributes():
 
 
 def test_weight_snapshots_are_copies_of_the_epochs_weights():
-    from nodegraph.events import WeightsSnapshot
+    from nodegraph.model.events import WeightsSnapshot
 
     g = nodegraph.load("examples/xor.json")
     events, snaps = Emitter(), []

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph.events import EpochEnded, RunFinished, RunStarted
-from nodegraph.probes import ProbeFrame
-from nodegraph.train_process import EventBatcher, TrainingProcess, plain_state, rebuild
+from nodegraph.model.events import EpochEnded, RunFinished, RunStarted
+from nodegraph.runtime.probes import ProbeFrame
+from nodegraph.runtime.train_process import EventBatcher, TrainingProcess, plain_state, rebuild
 
 
 def run(process: TrainingProcess, graph, **options) -> tuple[list, list, dict | None]:
@@ -102,7 +102,7 @@ def test_pruned_weights_come_back_multiplied_by_their_masks():
 
 
 def test_batches_keep_order_and_only_the_latest_step_without_a_loss():
-    from nodegraph.events import Message, StepEnded
+    from nodegraph.model.events import Message, StepEnded
 
     sent = []
     batcher = EventBatcher(sent.append)

@@ -15,11 +15,11 @@ import torch
 from torch import nn
 
 import nodegraph
-from nodegraph import fileformat
-from nodegraph.cli import main
-from nodegraph.graph import Graph
-from nodegraph.groups import import_group
-from nodegraph.procedure import ProcedureContext
+from nodegraph.cli.main import main
+from nodegraph.model import fileformat
+from nodegraph.model.graph import Graph
+from nodegraph.model.groups import import_group
+from nodegraph.runtime.procedure import ProcedureContext
 
 C, EMBED, HIDDEN = 32, 32, 128  # channels, sinusoidal code size, time-MLP width
 
@@ -167,7 +167,7 @@ def test_importing_it_makes_an_editable_copy_of_the_graphs_own():
 
 
 def test_a_broken_group_file_is_named_when_the_library_loads(tmp_path):
-    from nodes import shipped_groups
+    from nodes import group as shipped_groups
 
     (tmp_path / "bad.json").write_text(json.dumps({
         "format": "nodegraph", "version": 1,

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import nodegraph
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 
 def xor() -> Graph:
@@ -154,7 +154,7 @@ def big_graph(n: int) -> Graph:
 
 
 def test_a_thousand_nodes_validate_load_and_save_within_budget(tmp_path):
-    validate_module = importlib.import_module("nodegraph.validate")  # the function shadows it
+    validate_module = importlib.import_module("nodegraph.check.validate")  # the function shadows it
 
     nodegraph.validate(big_graph(3))  # torch loads its meta kernels on first use, once
     validate_module._op_cache.clear()  # nothing of the big graph is known yet

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from nodegraph import viewdata as vd
-from nodegraph.compile import compile
-from nodegraph.errors import NodegraphError
-from nodegraph.fileformat import load
-from nodegraph.probes import (
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.fileformat import load
+from nodegraph.runtime import viewdata as vd
+from nodegraph.runtime.compile import compile
+from nodegraph.runtime.probes import (
     BINS,
     Histogram,
     ParamSummary,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import nodegraph
-from nodegraph.graph import Graph
 from nodegraph.gui.layout import auto_layout
+from nodegraph.model.graph import Graph
 
 EXAMPLES = Path(__file__).resolve().parents[1]
 

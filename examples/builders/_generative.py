@@ -9,9 +9,9 @@ from __future__ import annotations
 from _classic import wire
 from _networks import chain
 
-from nodegraph.graph import Graph
-from nodegraph.groups import GroupDef
 from nodegraph.gui.layout import auto_layout
+from nodegraph.model.graph import Graph
+from nodegraph.model.groups import GroupDef
 
 
 def layers(g: Graph, source: str, *steps: tuple[str, str, dict]) -> str:

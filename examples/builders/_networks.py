@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from _classic import wire
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 
 def chain(g: Graph, *nodes: str) -> None:

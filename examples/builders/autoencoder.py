@@ -15,7 +15,7 @@ from __future__ import annotations
 from _classic import save_example, wire
 from _generative import layers, training
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 
 def autoencoder() -> Graph:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from _classic import save_all, wire
 from _networks import chain
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 # Table 5 without the bias row: (x₂, x₃) per pattern; Table 11: the targets
 PATTERNS = [[1.0, 1.0, -1.0], [0.0, -2.0, 1.0], [-1.0, 1.0, 1.0]]

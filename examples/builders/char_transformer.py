@@ -21,9 +21,9 @@ from __future__ import annotations
 from _classic import save_example, wire
 from _networks import chain
 
-from nodegraph.graph import Graph, Tie
-from nodegraph.groups import make_group
-from nodes.data_sequences import BUNDLED_TEXT, vocabulary
+from nodegraph.model.graph import Graph, Tie
+from nodegraph.model.groups import make_group
+from nodes.data.sequences import BUNDLED_TEXT, vocabulary
 
 VOCAB = len(vocabulary(BUNDLED_TEXT))
 D_MODEL = 64

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from _classic import save_all, score, wire
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 # (age, BMI, cholesterol) of seed 000 Table 1
 ROWS = [(25, 22.5, 180), (30, 24.0, 190), (35, 26.5, 210), (40, 28.0, 220), (45, 29.5, 240),

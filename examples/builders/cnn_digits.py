@@ -28,7 +28,7 @@ from __future__ import annotations
 from _classic import save_all, score, wire
 from _networks import chain
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 OPTIMIZERS = {
     "cnn_digits": ("optimizers.Adam", {"lr": 0.001}),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from _classic import save_all, wire
 from _networks import chain, check_against_notes, image_table
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 X = [[2, 5, 4, 1], [3, 1, 2, 0], [4, 5, 7, 1], [1, 2, 3, 4]]
 EDGE_IMAGE = [[10, 10, 10, 0, 0, 0]] * 6

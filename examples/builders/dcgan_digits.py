@@ -29,7 +29,7 @@ from __future__ import annotations
 from _classic import save_example, wire
 from _generative import adversarial_game, body, training
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 LATENT = 32
 ADAM = {"lr": 0.001, "betas": [0.5, 0.999]}

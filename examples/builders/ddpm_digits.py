@@ -17,7 +17,7 @@ from __future__ import annotations
 from _classic import save_example, wire
 from _generative import define_group, training
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 STEPS, EPOCHS = 100, 60
 

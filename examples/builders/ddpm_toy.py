@@ -16,7 +16,7 @@ from __future__ import annotations
 from _classic import save_example, wire
 from _generative import body, define_group, training
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 HIDDEN, STEPS = 128, 100
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from _classic import save_all, score, wire
 from _networks import chain
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 DEPTH, WIDTH = 10, 32
 VARIANTS = {  # file: (activation, init, batch norm)

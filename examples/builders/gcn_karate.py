@@ -14,7 +14,7 @@ from __future__ import annotations
 from _classic import save_example, wire
 from _networks import chain
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 
 def build_graph() -> Graph:

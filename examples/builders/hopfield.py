@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from _classic import save_example, wire
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 TARGETS_2D = [[1, 1], [-1, -1], [1, -1]]  # seed 004 eq 3 (L161)
 TARGETS_3D = [[-1, -1, 1], [1, -1, -1], [1, 1, 1]]  # seed 004 L176

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from _classic import classifier_metrics, save_all, wire
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 
 def build() -> dict[str, Graph]:

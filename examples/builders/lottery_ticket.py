@@ -15,8 +15,8 @@ from __future__ import annotations
 from _classic import save_example, wire
 from _networks import chain
 
-from nodegraph.graph import Graph
-from nodegraph.groups import make_group
+from nodegraph.model.graph import Graph
+from nodegraph.model.groups import make_group
 
 EPOCHS = 15
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from _classic import save_all, wire
 from _networks import chain, check_against_notes
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 
 def build() -> dict[str, Graph]:

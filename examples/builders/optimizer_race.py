@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from _classic import save_all, wire
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 HIDDEN = 10
 EPOCHS = 100

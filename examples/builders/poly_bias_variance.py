@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from _classic import save_all, wire
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 CUBIC = [1.0, -0.25, 0.3, 0.5]  # seed 002 (3.12), lowest order first
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from _classic import save_example, wire
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 EPOCHS, LR = 10, 0.2
 

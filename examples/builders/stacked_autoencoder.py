@@ -21,7 +21,7 @@ from __future__ import annotations
 from _classic import save_example, score, wire
 from _generative import layers, training
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 PRETRAIN_EPOCHS, FINETUNE_EPOCHS = 15, 15
 

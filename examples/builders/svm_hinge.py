@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from _classic import save_all, score, wire
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 
 def build() -> dict[str, Graph]:

@@ -25,8 +25,8 @@ from __future__ import annotations
 from _classic import save_example, wire
 from _networks import chain
 
-from nodegraph.graph import Graph
-from nodegraph.groups import make_group
+from nodegraph.model.graph import Graph
+from nodegraph.model.groups import make_group
 
 # the series and its split, shared so both models see the same numbers
 SERIES = {"n": 1200, "val_fraction": 0.15, "test_fraction": 0.1, "batch_size": 64}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from _classic import save_all, score, wire
 from _networks import chain, check_against_notes
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 
 def tlu(g: Graph, name: str, weight: list[float], bias: float) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from _classic import save_example, score, wire
 from _networks import chain
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 D_MODEL = 64
 EPOCHS = 50

@@ -10,7 +10,7 @@ undoable command that calls the Graph API. Modules, one job each:
 - `palette`, `search_popup`, `fuzzy`: finding blocks; `inspector`, `param_widgets`: params
 - `validator`, `problems`: debounced validation and the problems list
 - `runner`, `plots`, `log_view`, `run_status`: training in a process of its own
-  (`nodegraph.train_process`) and watching it; `collector`: garbage collected on the GUI
+  (`nodegraph.runtime.train_process`) and watching it; `collector`: garbage collected on the GUI
   thread only while the editor's threads run
 - `preview`: one node's output for one batch; `clipboard`, `layout`: paste and auto-layout
 - `files`, `prompts`, `main_window`, `menus`: files, autosave, questions, the window;
@@ -20,7 +20,6 @@ undoable command that calls the Graph API. Modules, one job each:
 - `watch`: the training animation's wiring into the window: `animation` (the wave),
   `overlays` (strokes, labels, rings), `badges` (gradient and unit trouble), `timeline`,
   `stepthrough`; `node_views`: per-node docks of probe frames and the model
-- `screenshot`, `watch_screenshots`, `node_views_screenshot`: the README's pictures
 - `_compat`: a guard against a reference-counting bug of PySide6 6.12 on Python 3.11,
   installed by `theme` and `document`, which every window imports before using Qt
 

@@ -1,6 +1,6 @@
 """The training wave: each probe frame played as a forward then a backward pulse on the wires.
 
-A frame (`nodegraph.probes.ProbeFrame`) becomes a sequence of steps: the data sources, then
+A frame (`nodegraph.runtime.probes.ProbeFrame`) becomes a sequence of steps: the data sources, then
 each node in forward (topological) order, then each node with a gradient in reverse order,
 from the losses back towards the data. At a forward step the wires leaving the node take a
 blue stroke whose colour and width grow with the size of the activation (the RMS of its
@@ -26,7 +26,7 @@ from PySide6.QtGui import QColor
 
 from nodegraph.gui import theme
 from nodegraph.gui.overlays import CanvasMarks
-from nodegraph.probes import ProbeFrame
+from nodegraph.runtime.probes import ProbeFrame
 
 FORWARD_COLORS = ("#2b6cb0", "#8fd3ff")  # small -> large activation
 BACKWARD_COLORS = ("#b4531f", "#ffc27a")  # small -> large gradient

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodegraph.graph import Graph, Node
 from nodegraph.gui import annotations
 from nodegraph.gui.wiring import edges_among
+from nodegraph.model.graph import Graph, Node
 
 FORMAT = "nodegraph-clip"  # the clip travels as text; this marks it as ours
 

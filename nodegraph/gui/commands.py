@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtGui import QUndoCommand
 
-from nodegraph import groups
-from nodegraph.graph import Edge, Graph, Node
 from nodegraph.gui import annotations
+from nodegraph.model import groups
+from nodegraph.model.graph import Edge, Graph, Node
 
 if TYPE_CHECKING:
     from nodegraph.gui.document import Document

@@ -16,8 +16,6 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from nodegraph.errors import ParamError
-from nodegraph.graph import NODE_ID, Edge, Graph, Node
 from nodegraph.gui import (
     _compat,  # noqa: F401  (before any Qt call: a PySide6 bug guard)
     annotations,
@@ -25,6 +23,8 @@ from nodegraph.gui import (
 from nodegraph.gui import commands as cmd
 from nodegraph.gui.clipboard import Paste
 from nodegraph.gui.wiring import why_refused
+from nodegraph.model.errors import ParamError
+from nodegraph.model.graph import NODE_ID, Edge, Graph, Node
 
 
 class EditRefused(Exception):

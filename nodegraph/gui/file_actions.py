@@ -18,14 +18,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from nodegraph import allowlist
-from nodegraph.errors import NodegraphError
-from nodegraph.fileformat import load, save
-from nodegraph.graph import Graph
 from nodegraph.gui import files
 from nodegraph.gui.document import Document
 from nodegraph.gui.prompts import Prompts
 from nodegraph.gui.trusted_files import TrustedFiles
+from nodegraph.model import allowlist
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.fileformat import load, save
+from nodegraph.model.graph import Graph
 
 
 class OpenFailed(Exception):

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, QStandardPaths
 
-from nodegraph.fileformat import atomic_write_text, dumps
-from nodegraph.graph import Graph
+from nodegraph.model.fileformat import atomic_write_text, dumps
+from nodegraph.model.graph import Graph
 
 MAX_RECENT = 10
 AUTOSAVE_SUFFIX = ".autosave.json"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nodegraph.spec import BlockSpec
+from nodegraph.model.spec import BlockSpec
 
 
 def subsequence_score(query: str, text: str) -> float | None:

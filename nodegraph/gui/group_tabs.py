@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QTabBar, QTabWidget
 
-from nodegraph import groups
-from nodegraph.errors import Problem
-from nodegraph.graph import GraphChanged
+from nodegraph.check.validate import Report
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.scene import GraphScene
 from nodegraph.gui.view import GraphView
-from nodegraph.validate import Report
+from nodegraph.model import groups
+from nodegraph.model.errors import Problem
+from nodegraph.model.graph import GraphChanged
 
 if TYPE_CHECKING:
     from nodegraph.gui.main_window import MainWindow

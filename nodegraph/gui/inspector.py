@@ -29,11 +29,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph import settings
+from nodegraph.check.validate import Report
 from nodegraph.gui import param_widgets as pw
 from nodegraph.gui.document import Document, EditRefused
-from nodegraph.spec import BlockSpec, Param
-from nodegraph.validate import Report
+from nodegraph.model import settings
+from nodegraph.model.spec import BlockSpec, Param
 
 
 class _Field:

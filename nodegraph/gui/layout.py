@@ -8,7 +8,7 @@ crossings of the small graphs people draw by hand.
 
 from __future__ import annotations
 
-from nodegraph.graph import Graph
+from nodegraph.model.graph import Graph
 
 COLUMN = 276.0  # node width plus room for a wire and its shape label
 ROW = 150.0

@@ -23,17 +23,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph import settings as training_settings
-from nodegraph.compile import compile
-from nodegraph.events import (
-    EpochEnded,
-    Message,
-    NodeFailed,
-    RunFinished,
-    RunStarted,
-    StepEnded,
-)
-from nodegraph.graph import Graph
 from nodegraph.gui import files, menus, node_views
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
@@ -52,7 +41,18 @@ from nodegraph.gui.scene import GraphScene
 from nodegraph.gui.validator import Validator
 from nodegraph.gui.view import GraphView
 from nodegraph.gui.watch import install as install_watch
-from nodegraph.spec import Registry
+from nodegraph.model import settings as training_settings
+from nodegraph.model.events import (
+    EpochEnded,
+    Message,
+    NodeFailed,
+    RunFinished,
+    RunStarted,
+    StepEnded,
+)
+from nodegraph.model.graph import Graph
+from nodegraph.model.spec import Registry
+from nodegraph.runtime.compile import compile
 
 SLOW_PREVIEW_S = 0.5
 

@@ -15,9 +15,9 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFontMetricsF, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
-from nodegraph.errors import Problem
 from nodegraph.gui import theme
-from nodegraph.spec import Port
+from nodegraph.model.errors import Problem
+from nodegraph.model.spec import Port
 
 TITLE_FONT = theme.font(9.5, bold=True)
 TYPE_FONT = theme.font(8.0)

@@ -20,7 +20,7 @@ tabs at most every REFRESH_MS, and only when new frames came, so training never 
 a view (older frames in between are simply not drawn separately). Model tabs compute on
 the initial weights before a run, on the weights the trainer sends at epoch ends while it
 runs (at most every MODEL_REFRESH_S), on the trained weights once it is over, when the
-dock opens, and on Refresh (procedures only then). Numbers come from `nodegraph.viewdata`;
+dock opens, and on Refresh (procedures only then). Numbers come from `nodegraph.runtime.viewdata`;
 each tab keeps what it drew in `data` so tests can read it.
 """
 
@@ -48,14 +48,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph import viewdata as vd
-from nodegraph.compile import Compiled, compile
-from nodegraph.errors import NodegraphError
-from nodegraph.events import RunStarted, WeightsSnapshot
 from nodegraph.gui import theme
 from nodegraph.gui.node_item import NodeItem
-from nodegraph.probes import ProbeFrame, read_frames
-from nodegraph.types import LOSS
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.events import RunStarted, WeightsSnapshot
+from nodegraph.model.types import LOSS
+from nodegraph.runtime import viewdata as vd
+from nodegraph.runtime.compile import Compiled, compile
+from nodegraph.runtime.probes import ProbeFrame, read_frames
 
 REFRESH_MS = 500
 MODEL_REFRESH_S = 2.0  # model tabs follow a training run's weights at most this often

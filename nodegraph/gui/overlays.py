@@ -18,11 +18,11 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem
 
-from nodegraph.graph import Edge
 from nodegraph.gui import theme
 from nodegraph.gui.badges import Badge
 from nodegraph.gui.node_item import NodeItem
 from nodegraph.gui.wire_item import WireItem
+from nodegraph.model.graph import Edge
 
 LABEL_FONT = theme.font(8.5, mono=True)
 BADGE_FONT = theme.font(7.5, bold=True)

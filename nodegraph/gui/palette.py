@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayo
 from nodegraph.gui import theme
 from nodegraph.gui.fuzzy import rank
 from nodegraph.gui.view import BLOCK_MIME
-from nodegraph.spec import Registry
+from nodegraph.model.spec import Registry
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 

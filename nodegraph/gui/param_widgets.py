@@ -18,7 +18,7 @@ from typing import Any
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
 
-from nodegraph.spec import Param
+from nodegraph.model.spec import Param
 
 Commit = Callable[[Any], None]
 INT_LIMIT = 2**31 - 1

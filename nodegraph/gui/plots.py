@@ -24,8 +24,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QGraphicsItem, QVBoxLayout, QWidget
 
-from nodegraph.events import EpochEnded, RunFinished, RunStarted, StepEnded
 from nodegraph.gui import theme
+from nodegraph.model.events import EpochEnded, RunFinished, RunStarted, StepEnded
 
 REDRAW_MS = 250  # a person sees no difference; the GUI thread keeps its time
 MAX_REDRAW_MS = 4000

@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph.compile import Compiled, compile
-from nodegraph.errors import NodegraphError
-from nodegraph.graph import Graph
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.graph import Graph
+from nodegraph.runtime.compile import Compiled, compile
 
 MAX_ROWS, MAX_COLS = 64, 32
 

@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from nodegraph.errors import Problem
 from nodegraph.gui import theme
+from nodegraph.model.errors import Problem
 
 NODE_ROLE = Qt.ItemDataRole.UserRole
 

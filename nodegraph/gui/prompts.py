@@ -10,7 +10,7 @@ import html
 
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
-from nodegraph.errors import Problem
+from nodegraph.model.errors import Problem
 
 FILE_FILTER = "Graph files (*.json);;All files (*)"
 

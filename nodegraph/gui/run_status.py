@@ -12,7 +12,7 @@ import time
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
-from nodegraph.events import EpochEnded, RunFinished, RunStarted, StepEnded
+from nodegraph.model.events import EpochEnded, RunFinished, RunStarted, StepEnded
 
 
 def format_duration(seconds: float) -> str:

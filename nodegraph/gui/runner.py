@@ -2,7 +2,7 @@
 events handed to listeners on the GUI thread.
 
 The run trains a copy of the graph taken when Train is pressed, so edits made while it
-runs cannot race with it. It trains in a training process (`nodegraph.train_process`): a
+runs cannot race with it. It trains in a training process (`nodegraph.runtime.train_process`): a
 thread would share the interpreter lock with the GUI thread, and every plot, wave and status
 line the GUI draws would be time a fast model waits. One process is started ahead, when the
 editor opens, and kept between runs. A graph whose blocks come from a registry other than
@@ -33,13 +33,13 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
-from nodegraph import train_process
-from nodegraph.events import Emitter
-from nodegraph.graph import Graph
 from nodegraph.gui import collector
-from nodegraph.spec import default_registry
-from nodegraph.train import RunControl, RunResult, train
-from nodegraph.train_process import EventBatcher, TrainingProcess, failure, rebuild
+from nodegraph.model.events import Emitter
+from nodegraph.model.graph import Graph
+from nodegraph.model.spec import default_registry
+from nodegraph.runtime import train_process
+from nodegraph.runtime.train import RunControl, RunResult, train
+from nodegraph.runtime.train_process import EventBatcher, TrainingProcess, failure, rebuild
 
 KILL_AFTER_STOP_S = 5.0
 DRAIN_MS = 10

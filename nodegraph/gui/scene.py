@@ -13,8 +13,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QTransform
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 
-from nodegraph.errors import Problem
-from nodegraph.graph import Edge, GraphChanged
+from nodegraph.check.validate import Report
 from nodegraph.gui import annotations
 from nodegraph.gui.annotation_item import AnnotationItem
 from nodegraph.gui.document import Document
@@ -22,8 +21,9 @@ from nodegraph.gui.layout import auto_layout
 from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem, card_height
 from nodegraph.gui.wire_item import DragWire, WireItem
 from nodegraph.gui.wiring import why_refused
-from nodegraph.spec import Port
-from nodegraph.validate import Report
+from nodegraph.model.errors import Problem
+from nodegraph.model.graph import Edge, GraphChanged
+from nodegraph.model.spec import Port
 
 EXTENT = 100_000.0  # the canvas is effectively unbounded, so panning never hits a wall
 

@@ -14,7 +14,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout
 
 from nodegraph.gui.fuzzy import rank
-from nodegraph.spec import BlockSpec
+from nodegraph.model.spec import BlockSpec
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 

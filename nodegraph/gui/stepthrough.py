@@ -1,6 +1,6 @@
 """Step-through: one batch, walked node by node, forward and then backward, with its numbers.
 
-"Step" runs one batch through the graph with `nodegraph.probes.trace_batch` (weights are
+"Step" runs one batch through the graph with `nodegraph.runtime.probes.trace_batch` (weights are
 not changed) and then walks it: first forward in topological order, highlighting the
 current node and showing its input and output values; then backward from the loss,
 showing the gradient arriving at each node's output. Previous / Next move one node.
@@ -21,11 +21,11 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from nodegraph.graph import Edge
 from nodegraph.gui import theme
 from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS
 from nodegraph.gui.overlays import CanvasMarks
-from nodegraph.probes import TraceRecord, trace_batch
+from nodegraph.model.graph import Edge
+from nodegraph.runtime.probes import TraceRecord, trace_batch
 
 WIRE_VALUES = 12  # a wire with at most this many numbers shows them all
 PANEL_VALUES = 64  # the panel prints tensors up to this size in full

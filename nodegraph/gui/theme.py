@@ -2,7 +2,7 @@
 
 Colours are named by role (canvas, node body, text, selection, error) so painting code
 never holds a hex literal. Block families get a header colour each; port and wire colours
-come from the port types in `nodegraph.types`. Sizes are in logical pixels and fonts in
+come from the port types in `nodegraph.model.types`. Sizes are in logical pixels and fonts in
 points, so the look survives high-DPI screens (Qt scales both).
 """
 

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS
-from nodegraph.probes import ProbeFrame
+from nodegraph.runtime.probes import ProbeFrame
 
 MAX_FRAMES = 2000
 

@@ -1,6 +1,6 @@
 """The files the user has trusted to run their own code, remembered by content.
 
-A graph that names Python outside `nodegraph.allowlist` (a module of the user's, brought in
+A graph that names Python outside `nodegraph.model.allowlist` (a module of the user's, brought in
 by `nodegraph import`) runs only when the user says so. The editor asks once per file
 content, naming the modules, and remembers the answer by the file's SHA-256: an edited or
 replaced file (a colleague's new version, a download of the same name) is asked about
@@ -14,7 +14,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from nodegraph.fileformat import atomic_write_text
+from nodegraph.model.fileformat import atomic_write_text
 
 RECORD = "trusted-files.json"
 

@@ -19,10 +19,10 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from nodegraph.graph import Graph
+from nodegraph.check.validate import Report, validate
 from nodegraph.gui import collector
 from nodegraph.gui.document import Document
-from nodegraph.validate import Report, validate
+from nodegraph.model.graph import Graph
 
 DELAY_MS = 200
 POLL_MS = 10
@@ -51,7 +51,7 @@ def validate_safely(graph: Graph) -> Report:
     try:
         return validate_graph(graph)
     except Exception as e:
-        from nodegraph.errors import Problem
+        from nodegraph.model.errors import Problem
         return Report(problems=[Problem(None, None, "internal_error",
                                         f"validation failed: {type(e).__name__}: {e}")])
 

@@ -22,15 +22,15 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QToolBar
 
-from nodegraph.compile import compile
-from nodegraph.events import NodeFailed, RunStarted
 from nodegraph.gui.animation import WaveAnimator
 from nodegraph.gui.badges import Badge, diagnose, nonfinite_badge
 from nodegraph.gui.overlays import CanvasMarks
 from nodegraph.gui.preview import preview_error
 from nodegraph.gui.stepthrough import StepPanel, StepTrace
 from nodegraph.gui.timeline import TimelinePanel
-from nodegraph.probes import ProbeFrame, read_frames
+from nodegraph.model.events import NodeFailed, RunStarted
+from nodegraph.runtime.compile import compile
+from nodegraph.runtime.probes import ProbeFrame, read_frames
 
 NONFINITE_STOP = "NaN or infinite"  # in the trainer's message when it stops a run for NaN/Inf
 

@@ -14,10 +14,10 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
-from nodegraph.errors import Problem
-from nodegraph.graph import Edge
 from nodegraph.gui import theme
 from nodegraph.gui.node_item import PortItem, detail
+from nodegraph.model.errors import Problem
+from nodegraph.model.graph import Edge
 
 LABEL_FONT = theme.font(7.0, mono=True)
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them

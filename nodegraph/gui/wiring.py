@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nodegraph.graph import Edge, Graph
-from nodegraph.spec import BlockSpec, Port
-from nodegraph.types import why_incompatible
+from nodegraph.model.graph import Edge, Graph
+from nodegraph.model.spec import BlockSpec, Port
+from nodegraph.model.types import why_incompatible
 
 PortRef = tuple[str, str]
 

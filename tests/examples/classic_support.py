@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import nodegraph
-from nodegraph.cli import with_assignments
-from nodegraph.fileformat import dumps
-from nodegraph.graph import Graph
-from nodegraph.train import RunResult
+from nodegraph.cli.main import with_assignments
+from nodegraph.model.fileformat import dumps
+from nodegraph.model.graph import Graph
+from nodegraph.runtime.train import RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

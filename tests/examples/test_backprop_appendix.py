@@ -11,7 +11,7 @@ import torch
 from classic_support import example
 
 import nodegraph
-from nodegraph.probes import trace_batch
+from nodegraph.runtime.probes import trace_batch
 
 X = torch.tensor([[1.0, 1.0], [0.0, -2.0], [-1.0, 1.0]])  # Table 5, patterns as rows
 T = torch.tensor([[-1.0], [1.0], [1.0]])  # Table 11

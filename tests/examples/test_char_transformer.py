@@ -14,8 +14,8 @@ import pytest
 import torch
 from classic_support import assert_builder_writes_files, run
 
-from nodegraph.procedure import ProcedureContext, run_procedure
-from nodes.data_sequences import BUNDLED_TEXT, vocabulary
+from nodegraph.runtime.procedure import ProcedureContext, run_procedure
+from nodes.data.sequences import BUNDLED_TEXT, vocabulary
 
 VOCAB = vocabulary(BUNDLED_TEXT)
 

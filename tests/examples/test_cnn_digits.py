@@ -10,7 +10,7 @@ import pytest
 from classic_support import EXAMPLES, example
 
 import nodegraph
-from nodegraph.cli import main
+from nodegraph.cli.main import main
 
 FILES = ["cnn_digits", "cnn_digits_sgd", "cnn_digits_adadelta"]
 

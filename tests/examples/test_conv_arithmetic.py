@@ -8,7 +8,7 @@ import torch
 from classic_support import example
 
 import nodegraph
-from nodegraph.probes import trace_batch
+from nodegraph.runtime.probes import trace_batch
 
 
 @pytest.mark.parametrize("name, image, expected", [

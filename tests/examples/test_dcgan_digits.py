@@ -22,8 +22,8 @@ from classic_support import assert_builder_writes_files, example, run
 from sklearn.linear_model import LogisticRegression
 
 import nodegraph
-from nodegraph.export import to_python
-from nodegraph.procedure import run_procedure
+from nodegraph.interop.export import to_python
+from nodegraph.runtime.procedure import run_procedure
 
 QUICK = 12
 COUNT = 200

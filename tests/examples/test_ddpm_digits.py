@@ -18,8 +18,8 @@ from classic_support import assert_builder_writes_files, example, run
 from safetensors.torch import save_file
 
 import nodegraph
-from nodegraph.cli import main
-from nodegraph.procedure import ProcedureContext, run_procedure
+from nodegraph.cli.main import main
+from nodegraph.runtime.procedure import ProcedureContext, run_procedure
 
 QUICK, STEPS = 4, 100
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from classic_support import assert_builder_writes_files, run
 
-from nodegraph.procedure import run_procedure
+from nodegraph.runtime.procedure import run_procedure
 
 
 @pytest.fixture(scope="module")

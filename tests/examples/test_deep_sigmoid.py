@@ -11,8 +11,8 @@ import pytest
 from classic_support import example
 
 import nodegraph
-from nodegraph.events import Emitter
-from nodegraph.probes import ProbeFrame
+from nodegraph.model.events import Emitter
+from nodegraph.runtime.probes import ProbeFrame
 
 LAYERS = [f"fc{i}" for i in range(1, 11)]
 

@@ -16,7 +16,7 @@ import torch
 from classic_support import assert_builder_writes_files, example, run
 
 import nodegraph
-from nodegraph.procedure import run_procedure
+from nodegraph.runtime.procedure import run_procedure
 
 G_PARAMS = (16 * 128 + 128) + (128 * 64 + 64)
 D_PARAMS = (64 * 128 + 128) + (128 + 1)

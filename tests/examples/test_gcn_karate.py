@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from classic_support import assert_builder_writes_files, run
 
-from nodes.data_graphs import IGNORE
+from nodes.data.graphs import IGNORE
 
 
 def test_a_two_layer_gcn_classifies_held_out_members():

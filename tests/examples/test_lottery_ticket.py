@@ -14,8 +14,8 @@ import json
 import pytest
 from classic_support import assert_builder_writes_files, example
 
-from nodegraph.cli import main
-from nodegraph.procedure import run_procedure
+from nodegraph.cli.main import main
+from nodegraph.runtime.procedure import run_procedure
 
 QUICK = {"epochs": 3, "rounds": 1, "rate": 0.85}
 

@@ -7,7 +7,7 @@ import torch
 from classic_support import example
 
 import nodegraph
-from nodegraph.probes import trace_batch
+from nodegraph.runtime.probes import trace_batch
 
 
 def test_forward_pass_gives_the_notes_values():

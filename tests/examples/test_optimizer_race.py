@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from classic_support import assert_builder_writes_files, run
 
-from nodegraph.errors import NodeRuntimeError
+from nodegraph.model.errors import NodeRuntimeError
 
 
 def train_mse(result, epoch: int) -> float:

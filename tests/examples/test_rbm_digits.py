@@ -16,7 +16,7 @@ import torch
 from classic_support import assert_builder_writes_files, example, run
 
 import nodegraph
-from nodegraph.procedure import run_procedure
+from nodegraph.runtime.procedure import run_procedure
 
 QUICK = 6  # epochs: the pseudo-likelihood climbs from −24 to about −15 in these
 

@@ -9,7 +9,7 @@ import torch
 from classic_support import example
 
 import nodegraph
-from nodegraph.probes import trace_batch
+from nodegraph.runtime.probes import trace_batch
 
 
 def traced(name: str) -> tuple[torch.Tensor, dict[str, dict[str, torch.Tensor]]]:

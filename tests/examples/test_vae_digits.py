@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from classic_support import assert_builder_writes_files, run
 
-from nodegraph.procedure import run_procedure
+from nodegraph.runtime.procedure import run_procedure
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 import torch
 from classic_support import assert_builder_writes_files, run
 
-from nodegraph.probes import trace_batch
+from nodegraph.runtime.probes import trace_batch
 
 QUICK = 8
 

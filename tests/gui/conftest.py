@@ -104,7 +104,7 @@ def window(make_window):
 @pytest.fixture
 def xor_file(tmp_path):
     """The XOR model saved by the Python API (no positions: the editor lays it out)."""
-    from nodegraph.fileformat import save
+    from nodegraph.model.fileformat import save
     from tests.gui.driver import xor_graph
 
     path = tmp_path / "xor.json"

@@ -13,8 +13,8 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QMouseEvent
 from PySide6.QtWidgets import QApplication
 
-from nodegraph.fileformat import to_document
-from nodegraph.graph import Graph
+from nodegraph.model.fileformat import to_document
+from nodegraph.model.graph import Graph
 
 LEFT = Qt.MouseButton.LeftButton
 NONE = Qt.MouseButton.NoButton

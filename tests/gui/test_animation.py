@@ -6,8 +6,8 @@ import math
 
 from PySide6.QtGui import QColor
 
-from nodegraph.graph import Edge
 from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS, MAX_WIDTH, MIN_WIDTH
+from nodegraph.model.graph import Edge
 from tests.gui.test_training import wait_until
 
 

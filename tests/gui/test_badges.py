@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 
 import nodegraph
-from nodegraph.events import Emitter, RunFinished
-from nodegraph.fileformat import load, save
 from nodegraph.gui.badges import diagnose, layer_grad_norms
 from nodegraph.gui.files import examples_dir
-from nodegraph.probes import ParamSummary, ProbeFrame, summarize_output
-from nodegraph.train import RunControl
+from nodegraph.model.events import Emitter, RunFinished
+from nodegraph.model.fileformat import load, save
+from nodegraph.runtime.probes import ParamSummary, ProbeFrame, summarize_output
+from nodegraph.runtime.train import RunControl
 
 
 def frame_of(outputs: dict[str, torch.Tensor], params: dict[str, float] | None = None

@@ -11,7 +11,7 @@ import json
 
 from PySide6.QtCore import QPointF, Qt
 
-from nodegraph.fileformat import to_document
+from nodegraph.model.fileformat import to_document
 from tests.gui.driver import XOR_WIRES, drag_wire, drop_block, model_state, xor_graph
 
 BLOCKS = [  # (block, id to rename it to, where to drop it)

@@ -7,8 +7,8 @@ import json
 
 from PySide6.QtCore import QPointF
 
-from nodegraph import fileformat
 from nodegraph.gui import annotations
+from nodegraph.model import fileformat
 from tests.gui.driver import drag, model_state
 
 

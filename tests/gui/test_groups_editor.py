@@ -8,9 +8,9 @@ import json
 
 from PySide6.QtGui import QMouseEvent
 
-from nodegraph import fileformat
-from nodegraph.graph import Tie
-from nodegraph.train import train
+from nodegraph.model import fileformat
+from nodegraph.model.graph import Tie
+from nodegraph.runtime.train import train
 from tests.gui.driver import model_state, mouse
 
 

@@ -20,9 +20,9 @@ from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QContextMenuEvent, QMouseEvent
 from PySide6.QtWidgets import QApplication
 
-from nodegraph import viewdata as vd
 from nodegraph.gui import node_views as nv
-from nodegraph.probes import ProbeFrame, read_frames
+from nodegraph.runtime import viewdata as vd
+from nodegraph.runtime.probes import ProbeFrame, read_frames
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 
@@ -126,7 +126,7 @@ def test_live_tabs_redraw_on_the_timer_not_per_frame(make_window):
     hist = dock.view(nv.HistogramView)
     assert "No probe frames" in hist.status.text()
     x = torch.linspace(-1, 1, 16).reshape(4, 4)
-    from nodegraph.probes import summarize_grad, summarize_output
+    from nodegraph.runtime.probes import summarize_grad, summarize_output
     for step in (1, 11, 21):
         w.runner.deliver([ProbeFrame(1, step, ["act"], {"act": {"output": summarize_output(
             x * step)}}, {"act": {"output": summarize_grad(x)}}, {})])
@@ -137,7 +137,7 @@ def test_live_tabs_redraw_on_the_timer_not_per_frame(make_window):
 
 
 def test_probe_recording_replays_in_the_views(make_window, tmp_path):
-    from nodegraph.cli import main
+    from nodegraph.cli.main import main
 
     out = tmp_path / "probes.jsonl"
     assert main(["run", str(EXAMPLES / "xor.json"), "--epochs", "30", "--probe-out",
@@ -165,7 +165,7 @@ def test_feature_maps_are_the_convolution_of_the_sample(make_window):
     tile = view.data[27:53, 54:80]  # row 1, column 2: channel 8
     assert tile == pytest.approx(vd.normalized(maps[8]), abs=1e-5)
     out = torch.nn.functional.conv2d(x, conv.weight, conv.bias).detach()
-    from nodegraph.probes import summarize_output
+    from nodegraph.runtime.probes import summarize_output
     w.runner.deliver([ProbeFrame(1, 7, ["conv1"], {"conv1": {"output": summarize_output(
         out)}}, {}, {})])
     w.node_views.refresh_live()
@@ -189,7 +189,7 @@ def test_attention_heat_maps_per_head(make_window):
     images = [i for i in view.canvas.scene().items() if isinstance(i, nv.pg.ImageItem)]
     assert len(images) == 4
     assert sorted(float(i.image.sum()) for i in images) == pytest.approx([17.0] * 4, abs=1e-3)
-    from nodegraph.probes import summarize_output
+    from nodegraph.runtime.probes import summarize_output
     probed = weights["weights"] * 0.5
     w.runner.deliver([ProbeFrame(1, 3, ["block2"], {"block2": {
         "weights": summarize_output(probed), "output": summarize_output(weights["output"])}},

@@ -3,8 +3,8 @@ listed in the problems panel, and goes away when fixed (validation runs as you e
 
 from __future__ import annotations
 
-from nodegraph.fileformat import save
-from nodegraph.graph import Edge
+from nodegraph.model.fileformat import save
+from nodegraph.model.graph import Edge
 from tests.gui.driver import xor_graph
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nodegraph.graph import Edge
 from nodegraph.gui.files import examples_dir
 from nodegraph.gui.stepthrough import fmt_values
+from nodegraph.model.graph import Edge
 
 
 def edge(text: str) -> Edge:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import nodegraph
-from nodegraph.events import Emitter
-from nodegraph.fileformat import load
 from nodegraph.gui.timeline import FrameLog
-from nodegraph.probes import ProbeFrame, ProbeWriter, read_frames
+from nodegraph.model.events import Emitter
+from nodegraph.model.fileformat import load
+from nodegraph.runtime.probes import ProbeFrame, ProbeWriter, read_frames
 from tests.gui.test_animation import probe_every_step
 
 

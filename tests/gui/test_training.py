@@ -8,9 +8,9 @@ import time
 from PySide6.QtCore import QCoreApplication, QPointF, QTimer
 
 import nodegraph
-from nodegraph.events import EpochEnded, RunFinished, RunStarted, StepEnded
-from nodegraph.fileformat import save
-from nodegraph.graph import Graph
+from nodegraph.model.events import EpochEnded, RunFinished, RunStarted, StepEnded
+from nodegraph.model.fileformat import save
+from nodegraph.model.graph import Graph
 
 
 def wait_until(predicate, timeout: float = 20.0) -> bool:
@@ -200,7 +200,7 @@ def test_runs_train_in_a_process_of_their_own_and_survive_its_end(make_window, t
 
 def test_blocks_of_another_registry_train_in_a_thread(tmp_path, qtbot):
     from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
-    from nodegraph.spec import load_default_registry
+    from nodegraph.model.spec import load_default_registry
 
     g = nodegraph.load("examples/xor.json", registry=load_default_registry())
     runner = TrainingRunner()
@@ -235,8 +235,8 @@ def test_a_run_that_never_started_leaves_no_busy_bar(window):
 
 
 def test_where_no_training_process_starts_runs_train_in_a_thread(monkeypatch, qtbot):
-    from nodegraph import train_process
     from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+    from nodegraph.runtime import train_process
 
     def no_python(self):
         raise OSError("no Python to start")

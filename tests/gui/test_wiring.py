@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QMouseEvent
 
-from nodegraph.graph import Edge
 from nodegraph.gui.wiring import compatible_input
+from nodegraph.model.graph import Edge
 from tests.gui.driver import NONE, drag, mouse, port_pos
 
 

@@ -1,0 +1,603 @@
+"""Validation: everything that can be known about a graph before it runs.
+
+Structure first — unknown blocks, bad params, unknown ports, wires whose types do not fit,
+inputs fed twice or not at all, cycles — then shape inference: walking the nodes in
+topological order, each data block reports the shape of one batch and each op block is
+built and run on *meta* tensors (shapes and dtypes, no memory, no arithmetic), so every
+wire gets its shape and every layer its parameter count before anything executes, and a
+Linear needs only `out_features`. Problems are data (`errors.Problem`), keyed by node and
+port; a node whose inputs are unknown because of an upstream problem is skipped rather than
+reported again. What validation accepts, `compile` builds: ties, the layers a penalty binds,
+the device name and the training stages are checked as compile and the trainer use them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from nodegraph.kinds import footprint
+from nodegraph.kinds.dataset import Dataset, files_relative_to
+from nodegraph.model import allowlist, groups, settings
+from nodegraph.model.errors import GraphError, NodegraphError, PortError, Problem, ValidationError
+from nodegraph.model.graph import Graph
+from nodegraph.model.spec import BlockSpec, Params
+from nodegraph.model.types import why_incompatible
+
+# Load problems the graph itself cannot show (the rest the checks below find again).
+_LOAD_ONLY = {"dangling_edge", "bad_entry", "duplicate_key", "renamed_block"}
+_INFERRED = {"data", "op", "metric"}  # optimizers and schedules carry no tensors
+
+
+@dataclass
+class Report:
+    """The outcome of validation: problems, and what inference learnt about the graph."""
+
+    problems: list[Problem] = field(default_factory=list)
+    specs: dict[str, BlockSpec] = field(default_factory=dict)
+    params: dict[str, Params] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    outputs: dict[tuple[str, str], torch.Tensor] = field(default_factory=dict)  # meta tensors
+    param_counts: dict[str, int] = field(default_factory=dict)
+    datasets: dict[str, Dataset] = field(default_factory=dict)
+    batch_size: int | None = None
+    seconds: float = 0.0
+    flat: groups.Flat | None = None  # the expanded graph, when the graph has groups
+    # bytes of an op node's parameters, buffers, and tensors made by one forward on a batch
+    module_bytes: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    memory: footprint.Footprint | None = None  # what the graph needs, when inference ran
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    def for_node(self, node: str) -> list[Problem]:
+        return [p for p in self.problems if p.node == node]
+
+    def shape(self, node: str, port: str) -> tuple[int, ...] | None:
+        t = self.outputs.get((node, port))
+        return None if t is None else tuple(t.shape)
+
+    def shape_text(self, node: str, port: str) -> str:
+        """The inferred shape with the batch dimension shown as N, e.g. ``(N, 784)``."""
+        t = self.outputs.get((node, port))
+        if t is None:
+            return "?"
+        dims = [str(d) for d in t.shape]
+        if dims and self.batch_size is not None and t.shape[0] == self.batch_size:
+            dims[0] = "N"
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+    def raise_if_errors(self) -> None:
+        if not self.ok:
+            raise ValidationError(self.problems)
+
+
+def validate(graph: Graph, for_training: bool = False) -> Report:
+    """Check `graph` and infer its shapes; `for_training` also demands data and an optimizer.
+
+    A graph with groups is checked in its flattened form (`report.flat`), and the problems,
+    shapes and parameter counts are reported back on the group instances.
+    """
+    with allowlist.trusting(graph.trusted):
+        if graph.folder is not None:  # a graph from a file reads its data beside the file
+            with files_relative_to(graph.folder):
+                return _validated(graph, for_training)
+        return _validated(graph, for_training)
+
+
+def _validated(graph: Graph, for_training: bool) -> Report:
+    start = time.perf_counter()
+    if groups.has_groups(graph):
+        try:
+            flat = groups.flatten(graph)
+        except GraphError as e:
+            return Report([Problem(getattr(e, "node", None), None, "bad_group", str(e))])
+        report = _validate(flat.graph, for_training, graph.load_problems, flat)
+        _report_on_instances(report, flat)
+        _check_instances(graph, report)
+    else:
+        report = _validate(graph, for_training, graph.load_problems)
+    _check_ties(graph, report)
+    _check_binds(report)
+    _check_device(graph, report)
+    _count_ties_once(graph, report)
+    _check_stages(graph, report)
+    _check_procedures(graph, report)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
+              flat: groups.Flat | None = None) -> Report:
+    report = Report(flat=flat)
+    report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
+    report.problems += flat.problems if flat else []  # wires to ports a group lacks
+    report.problems += settings.resolve(graph.training)[1]
+    _check_nodes(graph, report)
+    _check_code(graph, report)
+    _check_edges(graph, report)
+    try:
+        report.order = graph.topological_order()
+    except GraphError:  # only then look for the cycle to name
+        cycle = graph.find_cycle() or [next(iter(graph.nodes))]
+        path = " -> ".join([*cycle, cycle[0]])
+        report.problems.append(Problem(cycle[0], None, "cycle", f"cycle through {path}",
+                                       "remove one wire of the loop; recurrence lives inside "
+                                       "blocks (RNN, LSTM) or procedures"))
+    else:
+        _infer(graph, report)
+        footprint.check_graph(report)
+        _check_optimizers(graph, report)
+        if for_training:
+            _check_trainable(graph, report)
+    return report
+
+
+def _report_on_instances(report: Report, flat: groups.Flat) -> None:
+    """Problems, output shapes and parameter counts of inner nodes, told on their instance."""
+    report.flat = flat
+    problems = []
+    for p in report.problems:
+        origin = flat.origin.get(p.node, p.node)
+        if origin != p.node:
+            inner = p.node[len(origin) + len(groups.SEP):].replace(groups.SEP, "/")
+            p = Problem(origin, p.port, p.kind, f"inside, at '{inner}': {p.message}", p.hint,
+                        p.severity)
+        problems.append(p)
+    report.problems = problems
+    for ref in flat.outputs:
+        source = groups._resolve_out(flat, ref)
+        if source in report.outputs and ref[0] in flat.origin.values():
+            report.outputs[ref] = report.outputs[source]
+    counts: dict[str, int] = {}
+    for fid, count in report.param_counts.items():
+        if fid not in flat.shared:  # a shared weight is counted at its owner only
+            origin = flat.origin.get(fid, fid)
+            counts[origin] = counts.get(origin, 0) + count
+    report.param_counts = counts
+
+
+def _check_instances(graph: Graph, report: Report) -> None:
+    """The params of group instances (`share`, and nothing else): the flat graph that the
+    other checks see has no instances left to check."""
+    bodies = [(None, graph), *((name, d.body) for name, d in graph.groups.items())]
+    for group, body in bodies:
+        for node in body:
+            if not groups.is_group(node.type) or node.type not in body.registry:
+                continue
+            spec = body.registry.get(node.type)
+            for name, message in spec.resolve_params(node.params)[1].items():
+                kind = "unknown_param" if spec.param(name) is None else "bad_param"
+                if group is None:
+                    report.problems.append(Problem(node.id, name, kind, message))
+                else:
+                    report.problems.append(Problem(None, None, kind, f"group '{group}', node "
+                                                   f"'{node.id}': {message}"))
+
+
+def _check_stages(graph: Graph, report: Report) -> None:
+    """Each stage names real optimizers and nodes and a number of epochs."""
+    stages = graph.training.get("stages") or []
+    optimizers = {n.id for n in graph if n.type in graph.registry
+                  and graph.registry.get(n.type).kind == "optimizer"}
+
+    def bad(i: int, message: str) -> None:
+        where = f"stage {i + 1}: " if i >= 0 else ""
+        report.problems.append(Problem(None, "training.stages", "bad_param", where + message))
+
+    if not isinstance(stages, list):
+        bad(-1, f"'stages' must be a list of objects, got {stages!r}"[:200])
+        return
+    for i, stage in enumerate(stages):
+        if not isinstance(stage, dict):
+            bad(i, "must be an object with epochs, optimizers and frozen")
+            continue
+        unknown = set(stage) - {"name", "epochs", "optimizers", "frozen"}
+        if unknown:
+            bad(i, f"unknown keys {sorted(unknown)} (known: name, epochs, optimizers, frozen)")
+        epochs = stage.get("epochs")
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+            bad(i, f"'epochs' must be a whole number >= 0, got {epochs!r}")
+        names = {key: stage.get(key) or [] for key in ("optimizers", "frozen")}
+        for key, value in names.items():
+            if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+                bad(i, f"'{key}' must be a list of node ids, got {value!r}"[:200])
+                names[key] = []
+        for node in names["optimizers"]:
+            if node not in optimizers:
+                bad(i, f"'{node}' is not an optimizer (optimizers: "
+                       f"{', '.join(sorted(optimizers)) or 'none'})")
+        for node in names["frozen"]:
+            if node not in graph.nodes:
+                bad(i, f"cannot freeze '{node}': no such node")
+
+
+def _check_procedures(graph: Graph, report: Report) -> None:
+    """A procedure's `model` names a node or group instance of the graph."""
+    for node_id, spec in report.specs.items():
+        model = report.params.get(node_id, {}).get("model")
+        if spec.kind == "procedure" and model not in graph.nodes and model not in report.specs:
+            report.problems.append(Problem(node_id, "model", "bad_param",
+                                           f"'model' names '{model}', which is not a node of "
+                                           "this graph"))
+
+
+def _check_ties(graph: Graph, report: Report) -> None:
+    """Each tie joins two parameters of the same shape of blocks with weights — what
+    `compile` needs to make them one tensor, so a graph validation passes also compiles."""
+    known = set(report.specs) | set(graph.nodes)
+    for tie in graph.ties:
+        for node in (tie.src, tie.dst):
+            if node not in known:
+                report.problems.append(Problem(node, None, "bad_tie", f"a tie names node "
+                                               f"'{node}', which does not exist"))
+    for name, defn in graph.groups.items():  # a body's ties name the body's own nodes
+        for tie in defn.body.ties:
+            for node in (tie.src, tie.dst):
+                if node not in defn.body.nodes:
+                    report.problems.append(Problem(None, None, "bad_tie", f"group '{name}': "
+                                                   f"a tie names node '{node}', which is not "
+                                                   "in the group's body"))
+    flat = report.flat
+    run_graph = flat.graph if flat else graph
+    seen: set[Problem] = set(report.problems)
+    for tie in run_graph.ties:
+        if tie.src not in known or tie.dst not in known:
+            continue  # reported above
+        ends = [(tie.src, tie.src_param), (tie.dst, tie.dst_param)]
+        found = [_tied_parameter(run_graph, report, node, param) for node, param in ends]
+        for (node, param), (_, why) in zip(ends, found, strict=True):
+            if why:
+                _tie_problem(report, seen, node, param, why)
+        if all(t is not None for t, _ in found) and found[0][0].shape != found[1][0].shape:
+            _tie_problem(report, seen, tie.dst, tie.dst_param,
+                         f"cannot tie it {tuple(found[1][0].shape)} to "
+                         f"{_shown(report, tie.src)}.{tie.src_param} "
+                         f"{tuple(found[0][0].shape)}: shapes differ")
+
+
+def _check_binds(report: Report) -> None:
+    """Blocks acting on other blocks' weights (penalties, size metrics) name layers that
+    `compile` builds: op nodes with a module of their own."""
+    shared = report.flat.shared if report.flat else {}
+    for node, spec in report.specs.items():
+        names = report.params.get(node, {}).get(spec.binds) if spec.binds else None
+        if spec.kind not in ("op", "metric") or not isinstance(names, list):
+            continue
+        bad = [n for n in names if not isinstance(n, str) or n in shared
+               or getattr(report.specs.get(n), "kind", None) != "op"]
+        if bad:
+            report.problems.append(Problem(node, spec.binds, "bad_param", f"{spec.id} "
+                                           f"'{node}': {spec.binds} names {bad}, which are "
+                                           "not blocks with weights", "name layers of this "
+                                           "graph (inside a group: instance__node)"))
+
+
+def _check_device(graph: Graph, report: Report) -> None:
+    """A device name torch can parse (whether this machine has it is for `run` to say)."""
+    device = graph.training.get("device", "auto")
+    if not isinstance(device, str) or device == "auto":
+        return  # a non-text device is reported by the settings check
+    try:
+        torch.device(device)
+    except (RuntimeError, ValueError):
+        report.problems.append(Problem(None, "training.device", "bad_param",
+                                       f"unknown device '{device}'",
+                                       "use cpu, cuda, cuda:N or auto"))
+
+
+def _tied_parameter(graph: Graph, report: Report, node: str, name: str
+                    ) -> tuple[torch.Tensor | None, str]:
+    """The meta parameter `name` of `node`'s module, or why a tie cannot use it ("" when
+    it is unknown because of a problem reported elsewhere)."""
+    spec = report.specs.get(node)
+    if node not in graph.nodes:
+        return None, (f"'{node}' is a group instance; tie a node inside it "
+                      f"('{node}{groups.SEP}<inner node>')")
+    if spec is None or node not in report.params:
+        return None, ""
+    if spec.kind != "op":
+        return None, f"{spec.id} '{node}' has no weights; ties join parameters of layers"
+    module = _meta_module(graph, report, node)
+    if module is None:
+        return None, ""
+    params = dict(module.named_parameters())
+    if name not in params:
+        names = ", ".join(params) or "none"
+        return None, f"{spec.id} has no parameter '{name}' (its parameters: {names})"
+    return params[name], ""
+
+
+def _meta_module(graph: Graph, report: Report, node: str) -> torch.nn.Module | None:
+    """`node`'s module built on meta tensors from its inferred inputs (None when they are
+    unknown)."""
+    inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(node)
+              if e.source in report.outputs}
+    try:
+        with torch.device("meta"):
+            return report.specs[node].build(report.params[node], inputs)
+    except Exception:  # noqa: BLE001 (the node's own problem is reported elsewhere)
+        return None
+
+
+def _shown(report: Report, node: str) -> str:
+    """A flat node id as the user wrote it: `inst/inner` for a node inside an instance."""
+    return node.replace(groups.SEP, "/") if report.flat else node
+
+
+def _tie_problem(report: Report, seen: set[Problem], node: str, param: str, why: str) -> None:
+    origin = report.flat.origin.get(node, node) if report.flat else node
+    where = f"inside, at '{_shown(report, node)}': " if origin != node else ""
+    problem = Problem(origin, param, "bad_tie", f"{where}tie of '{param}': {why}",
+                      "tie two parameters of the same shape of layers with weights")
+    if problem not in seen:
+        seen.add(problem)
+        report.problems.append(problem)
+
+
+def _count_ties_once(graph: Graph, report: Report) -> None:
+    """A tied parameter is one tensor: count it at the tie's source, not again at its
+    destination (an LM head tied to its embedding adds no weights). The flat graph's ties
+    include those declared in group bodies, one set per instance."""
+    flat = report.flat
+    run_graph = flat.graph if flat else graph
+    for dst, name in dict.fromkeys((t.dst, t.dst_param) for t in run_graph.ties):
+        spec = report.specs.get(dst)
+        if spec is None or spec.kind != "op" or (flat and dst in flat.shared):
+            continue  # a bad tie (reported above) or a sharer, counted at its owner
+        module = _meta_module(run_graph, report, dst)
+        param = None if module is None else dict(module.named_parameters()).get(name)
+        owner = flat.origin.get(dst, dst) if flat else dst
+        if param is not None and param.requires_grad and owner in report.param_counts:
+            report.param_counts[owner] -= param.numel()
+
+
+def check(graph: Graph, for_training: bool = False) -> Report:
+    """`validate`, raising ValidationError when there are errors."""
+    report = validate(graph, for_training)
+    report.raise_if_errors()
+    return report
+
+
+def _check_nodes(graph: Graph, report: Report) -> None:
+    registry = graph.registry
+    for node in graph:
+        if node.type not in registry:
+            report.problems.append(Problem(node.id, None, "unknown_block",
+                                           f"unknown block type '{node.type}'",
+                                           "install the package that provides it, or replace "
+                                           "the node"))
+            continue
+        spec = registry.get(node.type)
+        report.specs[node.id] = spec
+        values, bad = spec.resolve_params(node.params)
+        for name, message in bad.items():
+            kind = ("unknown_param" if spec.param(name) is None
+                    else "missing_param" if name not in node.params else "bad_param")
+            hint = "" if kind != "unknown_param" else "remove it, or check the spelling"
+            report.problems.append(Problem(node.id, name, kind, message, hint))
+        if not bad:
+            report.params[node.id] = values
+
+
+def _check_code(graph: Graph, report: Report) -> None:
+    """Names of Python outside the allowlist, unless trusted: reported before anything is
+    built, so the node is skipped by inference and nothing is imported."""
+    for node, param, message, hint in allowlist.refusals(graph, allowlist.trusted_now()):
+        report.problems.append(Problem(node, param, "untrusted_code", message, hint))
+        report.params.pop(node, None)
+
+
+def _check_edges(graph: Graph, report: Report) -> None:
+    fed = Counter((e.dst, e.dst_port) for e in graph.edges)
+    for e in graph.edges:
+        missing = [n for n in (e.src, e.dst) if n not in graph.nodes]
+        if missing:  # a graph built in code with strict=False (files are checked on load)
+            report.problems.append(Problem(e.dst if e.dst in graph.nodes else e.src, None,
+                                           "dangling_edge", f"wire {e} names missing node(s) "
+                                           f"{', '.join(missing)}", "remove the wire"))
+            continue
+        src, dst = report.specs.get(e.src), report.specs.get(e.dst)
+        out = src.output(e.src_port) if src else None
+        inp = dst.input(e.dst_port) if dst else None
+        if src and out is None:
+            names = ", ".join(p.name for p in src.outputs) or "none"
+            report.problems.append(Problem(e.src, e.src_port, "unknown_port",
+                                           f"{src.id} has no output '{e.src_port}' "
+                                           f"(outputs: {names})"))
+        if dst and inp is None:
+            names = ", ".join(p.name for p in dst.inputs) or "none"
+            report.problems.append(Problem(e.dst, e.dst_port, "unknown_port",
+                                           f"{dst.id} has no input '{e.dst_port}' "
+                                           f"(inputs: {names})"))
+        if out and inp:
+            reason = why_incompatible(out.type, inp.type)
+            if reason:
+                report.problems.append(Problem(e.dst, e.dst_port, "type_mismatch",
+                                               f"wire from {e.src}.{e.src_port}: {reason}"))
+    for (node, port), count in fed.items():
+        if count > 1:
+            report.problems.append(Problem(node, port, "multiple_inputs",
+                                           f"input '{port}' is fed by {count} wires",
+                                           "an input takes one wire; remove the extra ones"))
+    for node in graph:
+        spec = report.specs.get(node.id)
+        for port in spec.inputs if spec else ():
+            if not port.optional and (node.id, port.name) not in fed:
+                report.problems.append(Problem(node.id, port.name, "missing_input",
+                                               f"input '{port.name}' is not connected",
+                                               f"wire a {port.type.name} output into it"))
+
+
+def _infer(graph: Graph, report: Report) -> None:
+    """Walk the nodes in order, giving each output a meta tensor of its shape and dtype."""
+    broken = {p.node for p in report.errors}
+    for node_id in report.order:
+        spec = report.specs.get(node_id)
+        params = report.params.get(node_id)
+        if spec is None or params is None or node_id in broken or spec.kind not in _INFERRED:
+            continue
+        inputs = {}
+        for e in graph.edges_into(node_id):
+            meta = report.outputs.get(e.source)
+            if meta is None:
+                break  # an upstream node failed; it has been reported already
+            inputs[e.dst_port] = meta
+        else:
+            try:
+                _infer_node(node_id, spec, params, inputs, report)
+            except PortError as e:
+                report.problems.append(Problem(node_id, e.port, e.kind,
+                                               f"{spec.id} '{node_id}' {e}", e.hint))
+            except NodegraphError as e:
+                report.problems.append(Problem(node_id, None, "bad_config",
+                                               f"{spec.id} '{node_id}': {e}"))
+            except Exception as e:  # a torch error at the meta forward, most often shapes
+                report.problems.append(Problem(node_id, None, "shape_error",
+                                               f"{spec.id} '{node_id}' cannot run on its "
+                                               f"inputs {_shapes(inputs)}: {_first_line(e)}",
+                                               "check the shapes of the wires into it"))
+
+
+def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
+                report: Report) -> None:
+    if spec.kind == "data":
+        try:
+            dataset = spec.build(params)
+        except footprint.TooLarge:
+            raise
+        except (NodegraphError, OSError, ValueError) as e:
+            raise PortError(spec.outputs[0].name if spec.outputs else None, str(e),
+                            "check the data block's params and files", kind="data_error") from e
+        footprint.check_data(params, footprint.dataset_bytes(dataset))
+        report.datasets[node_id] = dataset
+        meta = dataset.meta()
+        missing = [p.name for p in spec.outputs if p.name not in meta]
+        if missing:
+            raise NodegraphError(f"the dataset provides no {missing}")
+        for port in spec.outputs:
+            report.outputs[(node_id, port.name)] = meta[port.name]
+        b = meta[spec.outputs[0].name].shape[0] if spec.outputs else None
+        report.batch_size = report.batch_size if report.batch_size is not None else b
+    elif spec.kind == "op":
+        outs, count, nbytes = _infer_op(spec, params, inputs)
+        report.param_counts[node_id] = count
+        footprint.check_op(spec, params, inputs, sum(nbytes))
+        report.module_bytes[node_id] = nbytes
+        for port, value in zip(spec.outputs, outs, strict=True):
+            report.outputs[(node_id, port.name)] = value
+    elif spec.kind == "metric":
+        spec.build(params, inputs)
+
+
+_CACHE_SIZE = 4096
+_op_cache: OrderedDict[tuple, tuple[tuple[tuple, ...], int, tuple[int, int, int]]] = \
+    OrderedDict()
+
+
+def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int, tuple]:
+    """Output meta tensors, trainable-parameter count and the bytes of its parameters,
+    buffers and the tensors one forward makes (`footprint.run_counted`), of an op block.
+
+    Meta kernels run in Python and cost ~0.5 ms per op, so results are remembered by block,
+    params and input shapes: the editor revalidates on every edit, and only nodes whose
+    inputs or params changed are inferred again.
+    """
+    key = (spec.id, id(spec.build), allowlist.trusted_now(), repr(sorted(params.items())),
+           tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())))
+    hit = _op_cache.get(key)
+    if hit is None:
+        with torch.device("meta"):
+            module = spec.build(params, inputs)
+        out, work = footprint.run_counted(module, [inputs.get(p.name) for p in spec.inputs])
+        outs = (out,) if len(spec.outputs) == 1 else tuple(out)
+        count = sum(p.numel() for p in module.parameters() if p.requires_grad)
+        hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count,
+               (*footprint.module_bytes(module), work))
+        _op_cache[key] = hit
+        if len(_op_cache) > _CACHE_SIZE:
+            _op_cache.popitem(last=False)
+    else:
+        _op_cache.move_to_end(key)
+    shapes, count, nbytes = hit
+    return tuple(torch.empty(s, dtype=d, device="meta") for s, d in shapes), count, nbytes
+
+
+def _check_optimizers(graph: Graph, report: Report) -> None:
+    """Build each optimizer on a stand-in parameter, and each schedule on the optimizer it
+    feeds, so settings they refuse (momentum a schedule needs, mismatched lists) are
+    reported on their node before a run."""
+    for node_id in report.order:
+        spec, params = report.specs.get(node_id), report.params.get(node_id)
+        if spec is None or params is None or spec.kind != "optimizer":
+            continue
+        try:
+            optimizer = spec.build(params, [("stand_in.weight",
+                                             torch.nn.Parameter(torch.zeros(2, 2)))])
+        except Exception as e:
+            report.problems.append(Problem(node_id, None, "bad_config",
+                                           f"{spec.id} '{node_id}': {_first_line(e)}"))
+            continue
+        edge = graph.source_of(node_id, "schedule")
+        sched = report.specs.get(edge.src) if edge else None
+        if sched is None or edge.src not in report.params:
+            continue
+        try:
+            sched.build(report.params[edge.src], optimizer)
+        except Exception as e:
+            report.problems.append(Problem(edge.src, None, "bad_config",
+                                           f"{sched.id} '{edge.src}' on optimizer "
+                                           f"'{node_id}': {_first_line(e)}"))
+
+
+def _check_trainable(graph: Graph, report: Report) -> None:
+    kinds = {nid: s.kind for nid, s in report.specs.items()}
+    if "data" not in kinds.values():
+        report.problems.append(Problem(None, None, "no_data", "the graph has no data block",
+                                       "add a data block and wire it into the model"))
+    optimizers = [nid for nid, k in kinds.items() if k == "optimizer"]
+    if not optimizers:
+        report.problems.append(Problem(None, None, "no_optimizer", "the graph has no "
+                                       "optimizer, so there is nothing to train",
+                                       "wire the loss into an optimizer block"))
+    for opt in optimizers:
+        edge = graph.source_of(opt, "loss")
+        if edge is None:
+            continue
+        upstream = graph.upstream([edge.src])
+        named = report.params.get(opt, {}).get("scope") or []
+        unknown = [s for s in named if s not in graph.nodes
+                   and not (report.flat and report.flat.members(s))]
+        scope = [m for s in named for m in (report.flat.members(s) if report.flat else None)
+                 or [s]]
+        if unknown:
+            report.problems.append(Problem(opt, "scope", "bad_param",
+                                           f"scope names unknown node(s) {unknown}"))
+        counted = [n for n in (scope or upstream) if report.param_counts.get(n)]
+        # a node upstream that failed (too large, bad shapes) left its weights uncounted
+        if not counted and not {edge.src, *upstream} & {p.node for p in report.errors}:
+            report.problems.append(Problem(opt, "loss", "nothing_to_train",
+                                           "no trainable parameters upstream of its loss",
+                                           "put a layer with weights between data and loss"))
+    sizes = {nid: ds.num_batches("train") for nid, ds in report.datasets.items()}
+    if len(set(sizes.values())) > 1:
+        report.problems.append(Problem(None, None, "data_mismatch", "data blocks give different"
+                                       f" numbers of batches per epoch: {sizes}",
+                                       "give them the same size and batch size"))
+
+
+def _shapes(inputs: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {tuple(v.shape)}" for k, v in inputs.items() if v is not None) or "-"
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -1,0 +1,328 @@
+"""`nodegraph ...`: run, validate, inspect and edit graph files from the command line.
+
+Every user mistake ends in a message that names the node and port and a non-zero exit, never
+a bare traceback: errors of ours (`NodegraphError`) are printed as they are; anything else is
+reported as an internal error, with the traceback only under ``NODEGRAPH_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from nodegraph.kinds.dataset import files_relative_to
+from nodegraph.model.errors import NodegraphError, ValidationError
+
+EXIT_PROBLEMS = 1
+EXIT_INTERRUPTED = 130
+
+# Commands that live in their own modules: each exposes `register(subparsers)`, adding its
+# parser with `set_defaults(func=...)`; the function takes the parsed args, returns the exit code.
+COMMAND_MODULES: list[str] = ["nodegraph.cli.blocks", "nodegraph.cli.lrfind",
+                              "nodegraph.cli.export", "nodegraph.cli.sample",
+                              "nodegraph.interop.fx_import", "nodegraph.cli.sweep"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except ValidationError as e:
+        _print_problems(e.problems, getattr(args, "graph", None))
+        return EXIT_PROBLEMS
+    except NodegraphError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # the edge: never let a traceback be the user's only clue
+        if os.environ.get("NODEGRAPH_DEBUG"):
+            traceback.print_exc()
+        print(f"internal error: {type(e).__name__}: {e}\n(set NODEGRAPH_DEBUG=1 for the "
+              "traceback, and please report it)", file=sys.stderr)
+        return EXIT_PROBLEMS
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nodegraph", description="Build, check and train "
+                                "machine-learning graphs.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="train a graph file headless")
+    add_graph_argument(run)
+    run.add_argument("--epochs", type=int, help="override training.epochs")
+    run.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                     help="change a param (or training.KEY) for this run; repeatable")
+    run.add_argument("--seed", type=int)
+    run.add_argument("--device", help="cpu, cuda, cuda:N or auto")
+    run.add_argument("--metrics-out", metavar="FILE.json", help="write history and final metrics")
+    run.add_argument("--checkpoint-dir", metavar="DIR", help="write checkpoints here each epoch")
+    run.add_argument("--resume", action="store_true", help="continue from the checkpoint in DIR")
+    run.add_argument("--probe-out", metavar="FILE.jsonl", help="record activation and gradient "
+                     "probe frames for replay in the editor")
+    run.add_argument("--quiet", action="store_true", help="print only the final result")
+    run.add_argument("--compile", action="store_true", help="run the training forward through "
+                     "torch.compile (inductor); falls back to eager where it cannot")
+    run.add_argument("--init-weights", metavar="FILE.safetensors", help="start from these "
+                     "weights, keyed node.param like `nodegraph export --to weights` and "
+                     "checkpoints write them")
+    run.add_argument("--nproc", type=int, metavar="N", help="train data-parallel on N processes "
+                     "(starts torchrun; DistributedDataParallel, gloo on CPU, nccl on GPUs)")
+    run.set_defaults(func=cmd_run)
+
+    val = sub.add_parser("validate", help="check a graph file; exit 1 when it has problems")
+    add_graph_argument(val)
+    val.add_argument("--json", action="store_true", help="print the problems as JSON")
+    val.set_defaults(func=cmd_validate)
+
+    info = sub.add_parser("info", help="nodes, inferred shapes and parameter counts of a graph")
+    add_graph_argument(info)
+    info.set_defaults(func=cmd_info)
+
+    edit = sub.add_parser("edit", help="open the graph editor")
+    edit.add_argument("graph", nargs="?")
+    edit.set_defaults(func=cmd_edit)
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return p
+
+
+def add_graph_argument(parser: argparse.ArgumentParser) -> None:
+    """The graph file argument, with --trust: every command that opens a graph has both."""
+    parser.add_argument("graph")
+    parser.add_argument("--trust", action="store_true", help="let this graph run code from "
+                        "the modules it names outside nodegraph's allowlist of tensor "
+                        "functions and torch.nn modules (your own modules, brought in by "
+                        "nodegraph import); without it those nodes are reported and nothing "
+                        "is imported")
+
+
+def open_graph(args: argparse.Namespace):
+    """The graph file `args.graph`, trusted to import its modules when --trust was given."""
+    from nodegraph.model import allowlist, fileformat
+    from nodegraph.runtime import distributed
+
+    graph = fileformat.load(args.graph)
+    if getattr(args, "trust", False):
+        modules = allowlist.trust(graph)
+        if modules and distributed.is_main():  # under torchrun, rank 0 says it once
+            print(f"trusting code from module(s) {', '.join(modules)} for {args.graph}",
+                  file=sys.stderr)
+    return graph
+
+
+# -- commands ----------------------------------------------------------------------------
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from nodegraph.model.events import Emitter
+    from nodegraph.runtime import distributed
+    from nodegraph.runtime.render import ConsoleRenderer
+    from nodegraph.runtime.train import train
+
+    if args.nproc:
+        return distributed.launch(args.nproc, _without_option(args.argv, "--nproc"))
+    main_rank = distributed.is_main()  # under torchrun only rank 0 talks and writes
+    graph = with_assignments(open_graph(args), parse_assignments(args.set))
+    if main_rank:  # a path that cannot be written fails now, not after the whole run
+        _check_outputs(args)
+    prepare = _weights_loader(args.init_weights) if args.init_weights else None
+    if args.compile:
+        graph.set_training("compile", "inductor")
+    events = Emitter()
+    renderer = ConsoleRenderer(graph.name, quiet=args.quiet or not main_rank)
+    renderer.attach(events)
+    writer = None
+    if args.probe_out and main_rank:
+        from nodegraph.runtime.probes import ProbeFrame, ProbeWriter
+
+        writer = ProbeWriter(args.probe_out)
+        events.subscribe(writer, ProbeFrame)
+    try:
+        with files_relative_to(Path(args.graph).parent):
+            result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
+                           events=events, checkpoint_dir=args.checkpoint_dir,
+                           resume=args.resume, prepare=prepare)
+    except KeyboardInterrupt:
+        renderer.close()
+        if args.checkpoint_dir:
+            print(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
+                  "(continue with --resume)", file=sys.stderr)
+        raise
+    finally:
+        renderer.close()
+        if writer is not None:
+            writer.close()
+        distributed.teardown()
+    if not main_rank:
+        return 0
+    if args.metrics_out:
+        from nodegraph.model.outputs import write_text
+
+        write_text(args.metrics_out, json.dumps({"history": result.history, "final":
+                                                 result.final}, indent=1, default=float),
+                   "--metrics-out")
+    renderer.print_final(result)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from nodegraph.check.validate import validate
+
+    graph = open_graph(args)
+    with files_relative_to(Path(args.graph).parent):
+        report = validate(graph, for_training=_trains(graph))
+    if args.json:
+        print(json.dumps([p.to_dict() for p in report.problems], indent=1))
+    elif report.problems:
+        _print_problems(report.problems, args.graph)
+    else:
+        print(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
+              f"{sum(report.param_counts.values()):,} parameters)")
+    return 0 if report.ok else EXIT_PROBLEMS
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from nodegraph.check.validate import validate
+
+    graph = open_graph(args)
+    with files_relative_to(Path(args.graph).parent):
+        report = validate(graph)
+    print(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
+    width = max((len(n) for n in graph.nodes), default=4)
+    try:
+        order = graph.topological_order()
+    except NodegraphError:
+        order = list(graph.nodes)
+    for node_id in order:
+        node = graph.nodes[node_id]
+        spec = graph.registry.get(node.type) if node.type in graph.registry else None
+        outs = ", ".join(f"{p.name} {report.shape_text(node_id, p.name)}"
+                         for p in (spec.outputs if spec else ())
+                         if (node_id, p.name) in report.outputs)
+        count = report.param_counts.get(node_id)
+        params = f"{count:,} params" if count else ""
+        print(f"  {node_id:<{width}}  {node.type:<24} {params:>14}  {outs}")
+    print(f"trainable parameters: {sum(report.param_counts.values()):,}")
+    if report.memory is not None:
+        print(f"memory: {report.memory.text()}")
+    if report.problems:
+        _print_problems(report.problems, args.graph)
+    return 0 if report.ok else EXIT_PROBLEMS
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    try:
+        from nodegraph.gui.app import main as gui_main
+    except ImportError as e:
+        raise NodegraphError(f"the editor needs PySide6 and pyqtgraph ({e}); install them with "
+                             "pip install 'nodegraph[gui]'") from None
+    if _no_display():
+        raise NodegraphError("the editor needs a display, and this session has none (no "
+                             "DISPLAY or WAYLAND_DISPLAY): run it under xvfb-run, or train "
+                             f"headless with: nodegraph run {args.graph or 'GRAPH'}")
+    return gui_main(args.graph)
+
+
+def _no_display() -> bool:
+    """On Linux, Qt aborts the process when no display can be reached; say so instead.
+    An explicit QT_QPA_PLATFORM (offscreen, vnc, ...) is the user's choice."""
+    return (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"))
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+def parse_assignments(items: list[str]) -> dict[str, Any]:
+    """`NODE.PARAM=VALUE` strings as a dict; VALUE is JSON when it parses, else text."""
+    out: dict[str, Any] = {}
+    for item in items:
+        target, sep, raw = item.partition("=")
+        if not sep or "." not in target:
+            raise NodegraphError(f"--set '{item}': write NODE.PARAM=VALUE, e.g. opt.lr=0.1")
+        try:
+            out[target.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[target.strip()] = raw
+    return out
+
+
+def with_assignments(graph, assignments: dict[str, Any]):
+    """A copy of `graph` with `node.param` (or `training.key`) values set."""
+    g = graph.copy()
+    for target, value in assignments.items():
+        node, _, name = target.partition(".")
+        if node == "training":
+            g.set_training(name, value)
+        elif node not in g.nodes:
+            raise NodegraphError(f"--set {target}: no node '{node}' in the graph "
+                                 f"(nodes: {', '.join(g.nodes)})")
+        else:
+            g.set_param(node, name, value)
+    return g
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file `run` will write can be written (a device such as /dev/stdout is fine)."""
+    from nodegraph.model.outputs import check_file
+
+    for flag, path in (("--metrics-out", args.metrics_out), ("--probe-out", args.probe_out)):
+        if path:
+            check_file(path, flag, special_ok=True)
+
+
+def _weights_loader(path: str):
+    """What loads the weights of `path` into the compiled graph before training; the file
+    is read now, so a missing or broken one fails before anything is built."""
+    from nodegraph.interop.export.weights import load_weights, read_weights
+
+    weights = read_weights(path)
+    return lambda compiled: load_weights(compiled, weights, path)
+
+
+def _without_option(argv: list[str], option: str) -> list[str]:
+    """`argv` less `option VALUE` / `option=VALUE`."""
+    out, skip = [], False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item == option:
+            skip = True
+        elif not item.startswith(option + "="):
+            out.append(item)
+    return out
+
+
+def _trains(graph) -> bool:
+    """Graphs with an optimizer are meant to train, so validate checks what training needs."""
+    reg = graph.registry
+    return any(n.type in reg and reg.get(n.type).kind == "optimizer" for n in graph)
+
+
+def _print_problems(problems, source: str | None) -> None:
+    errors = [p for p in problems if p.severity == "error"]
+    head = f"{source}: " if source else ""
+    print(f"{head}{len(errors)} problem(s)" + (f", {len(problems) - len(errors)} warning(s)"
+                                                if len(problems) > len(errors) else ""),
+          file=sys.stderr)
+    for p in problems:
+        tag = "error" if p.severity == "error" else "warning"
+        print(f"  {tag} [{p.kind}] {p.location()}: {p.message}", file=sys.stderr)
+        if p.hint:
+            print(f"      hint: {p.hint}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""`nodegraph export --to onnx`: the forward graph in inference mode, as an ONNX model.
+
+The compiled graph is traced in eval mode (dropout off, batch norm on its running
+statistics) from the data ports to the chosen outputs — by default the heads of the
+prediction part, the values losses and metrics read (see `export.model.partition`). Inputs
+are named after the data ports (``x``), outputs after their nodes (``out``, or
+``node.port`` for blocks with several outputs); the batch dimension stays free.
+
+When the exporter fails, each block on the way is exported on its own to find the ones
+that cannot be written, so the error names nodes instead of showing a traceback. After
+writing, onnxruntime (when installed) runs the file on the first rows of the training data
+and its outputs are compared with the compiled graph's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from nodegraph.interop.export.model import executed, partition, sample_inputs, unexportable
+from nodegraph.interop.export.weights import load_weights
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.graph import Graph
+from nodegraph.runtime.compile import Compiled, Key, compile
+
+OPSET = 17
+TOLERANCE = 1e-4
+
+
+@dataclass
+class OnnxExport:
+    """What `to_onnx` wrote, and how closely onnxruntime agrees with the graph."""
+
+    path: Path
+    inputs: list[str]
+    outputs: list[str]
+    max_difference: float | None = None  # None when onnxruntime is not installed
+    random: bool = False  # the outputs depend on random draws, so they were not compared
+
+
+class _Forward(nn.Module):
+    """The compiled graph as a module of positional inputs and a tuple of outputs."""
+
+    def __init__(self, compiled: Compiled, inputs: list[Key], outputs: list[Key]):
+        super().__init__()
+        self.graph = compiled.module
+        self.inputs, self.outputs = inputs, outputs
+        self.steps = compiled.module.plan(executed(compiled).upstream([k[0] for k in outputs]))
+
+    def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        values = self.graph.run(self.steps, dict(zip(self.inputs, tensors, strict=True)))
+        return tuple(values[k] for k in self.outputs)
+
+
+def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
+            weights: dict[str, torch.Tensor] | None = None) -> OnnxExport:
+    """Write the forward graph of `graph` to `path`; `outputs` names node or node.port
+    values (default: the prediction heads); `weights` (node.param) replace the initial
+    weights. Raises ExportError naming the blocks ONNX cannot hold."""
+    path = Path(path)
+    compiled = compile(graph, device="cpu", for_training=False)
+    if weights is not None:
+        load_weights(compiled, weights)
+    compiled.module.eval()
+    keys = _outputs(compiled, outputs)
+    graph = executed(compiled)
+    needed = graph.upstream([k[0] for k in keys])
+    inputs = [(d, p) for d, ds in compiled.datasets.items() for p in ds.ports
+              if any(e.src == d and e.src_port == p and e.dst in needed
+                     for e in graph.edges)]
+    for node, _ in keys:
+        if not set(compiled.datasets) & graph.upstream([node]):
+            raise unexportable({node: "its output does not depend on any data input, and an "
+                                "ONNX output must (a fixed tensor belongs inside the model)"})
+    sample = sample_inputs(compiled)
+    example = tuple(sample[k] for k in inputs)
+    in_names = _input_names(inputs)
+    out_names = [_output_name(compiled, k) for k in keys]
+    module = _Forward(compiled, inputs, keys)
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        expected = module(*example)
+        torch.manual_seed(1)
+        random = not all(torch.equal(a, b) for a, b in zip(expected, module(*example),
+                                                            strict=True))
+    batch = example[0].shape[0] if example else None
+    dynamic = {n: {0: "batch"} for n, t in zip(in_names, example, strict=True)}
+    dynamic.update({n: {0: "batch"} for n, t in zip(out_names, expected, strict=True)
+                    if batch is not None and t.ndim and t.shape[0] == batch})
+    try:
+        _export(module, example, path, in_names, out_names, dynamic)
+    except Exception as e:
+        raise _locate(compiled, module.steps, sample, e) from None
+    result = OnnxExport(path, in_names, out_names, random=random)
+    if not random:  # sampling blocks draw other numbers in onnxruntime
+        result.max_difference = _check(path, in_names, example, expected)
+    if result.max_difference is not None and result.max_difference > TOLERANCE:
+        raise NodegraphError(f"onnxruntime's outputs differ from the graph's by "
+                             f"{result.max_difference:.3g} on the training data's first rows")
+    return result
+
+
+def _outputs(compiled: Compiled, names: list[str] | None) -> list[Key]:
+    if not names:
+        heads = partition(compiled).heads
+        if not heads:
+            raise NodegraphError("the graph has no outputs to export; name some with "
+                                 "--outputs NODE[.PORT]")
+        return heads
+    keys = []
+    for name in names:
+        node, _, port = name.partition(".")
+        spec = compiled.report.specs.get(node)
+        if spec is None or spec.kind != "op":
+            raise NodegraphError(f"--outputs {name}: no op block '{node}' in the graph")
+        ports = [p.name for p in spec.outputs]
+        if not port and len(ports) != 1:
+            raise NodegraphError(f"--outputs {name}: '{node}' has several outputs; name one "
+                                 f"({', '.join(f'{node}.{p}' for p in ports)})")
+        if port and port not in ports:
+            raise NodegraphError(f"--outputs {name}: '{node}' has no output '{port}' "
+                                 f"(outputs: {', '.join(ports)})")
+        keys.append((node, port or ports[0]))
+    return keys
+
+
+def _input_names(inputs: list[Key]) -> list[str]:
+    ports = [p for _, p in inputs]
+    return [p if ports.count(p) == 1 else f"{d}.{p}" for d, p in inputs]
+
+
+def _output_name(compiled: Compiled, key: Key) -> str:
+    single = len(compiled.report.specs[key[0]].outputs) == 1
+    return key[0] if single else f"{key[0]}.{key[1]}"
+
+
+def _export(module: nn.Module, example: tuple, path, in_names, out_names, dynamic) -> None:
+    # quiet: the exporter warns that it is deprecated and prints its IR when it fails
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, example, str(path) if not isinstance(path, io.BytesIO)
+                          else path, input_names=in_names, output_names=out_names,
+                          dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
+
+
+def _locate(compiled: Compiled, steps, sample: dict, error: Exception) -> Exception:
+    """Export block by block to find which ones the exporter refuses."""
+    values = dict(sample)
+    problems: dict[str | None, str] = {}
+    with torch.no_grad():
+        for nid, module, in_keys, out_keys in steps:
+            args = tuple(values.get(k) for k in in_keys)
+            if all(a is not None for a in args):
+                try:
+                    _export(module, args, io.BytesIO(), None, None, None)
+                except Exception as e:
+                    problems[nid] = f"ONNX cannot hold it: {_first_line(e)}"
+            out = module(*args)
+            values.update(zip(out_keys, (out,) if len(out_keys) == 1 else out, strict=True))
+    if not problems:
+        problems[None] = f"the ONNX exporter failed: {_first_line(error)}"
+    return unexportable(problems, "export to Python instead (--to python), or replace it")
+
+
+def _first_line(e: Exception, limit: int = 200) -> str:
+    """The exception in one line: torch's messages spread tensors over several."""
+    text = " ".join(str(e).split())
+    text = text if len(text) <= limit else text[:limit - 3] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _check(path: Path, names: list[str], example: tuple, expected: tuple) -> float | None:
+    """The largest difference between onnxruntime's outputs and the graph's."""
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run(None, {n: t.numpy() for n, t in zip(names, example, strict=True)})
+    diffs = [float((torch.as_tensor(g).double() - e.detach().double()).abs().max())
+             if e.numel() else 0.0 for g, e in zip(got, expected, strict=True)]
+    return max(diffs, default=0.0)

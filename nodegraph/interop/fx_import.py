@@ -1,0 +1,830 @@
+"""`nodegraph import module:Class`: a PyTorch module traced with torch.fx into a graph file.
+
+`torch.fx` turns the module's `forward` into a list of calls. Each call becomes a node:
+a submodule or function the library has a block for becomes that block, with its params
+read from the module (a `nn.Linear` becomes ``layers.Linear`` with its `out_features`);
+anything else becomes a clearly marked opaque block (`nodes.opaque`) that still runs — a
+submodule by the import path of its class and its constructor arguments, a function by its
+name and its extra arguments. The constructor arguments are *recorded* while the module is
+built (see `export.record`); for a module given already built they are read back from its
+attributes and checked, and when that fails the submodule is taken by path from a fresh
+instance of the root class.
+
+The module's forward arguments become data blocks (`opaque.Arrays`) reading the example
+inputs from an .npz beside the graph, so `nodegraph validate` and `info` infer every shape;
+their `y` holds the module's own outputs. The weights go to a safetensors file beside the
+graph, keyed ``node.param``; load them with `load_weights(compiled)`. Before anything is
+written, the imported graph is compiled and must give the module's outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import linecache
+import math
+import operator
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.fx
+from safetensors.torch import save_file
+from torch import nn
+from torch.nn import functional as F
+
+from nodegraph.interop.export.record import Recorder, recording
+from nodegraph.interop.export.source import torch_path
+from nodegraph.model import allowlist
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.graph import Graph
+
+TOLERANCE = 1e-5
+
+
+# -- what a module maps to -----------------------------------------------------------------
+
+
+def _sizes(v: Any) -> list[int] | str:
+    return v if isinstance(v, str) else list(v) if isinstance(v, tuple | list) else [v]
+
+
+def _conv(m) -> dict:
+    return {"out_channels": m.out_channels, "kernel_size": _sizes(m.kernel_size),
+            "stride": _sizes(m.stride), "padding": _sizes(m.padding),
+            "dilation": _sizes(m.dilation), "groups": m.groups, "bias": m.bias is not None,
+            "padding_mode": m.padding_mode}
+
+
+def _pool(m) -> dict:
+    out = {"kernel_size": _sizes(m.kernel_size), "padding": _sizes(m.padding),
+           "ceil_mode": m.ceil_mode,
+           "stride": _sizes(m.stride) if m.stride is not None else None}
+    if hasattr(m, "count_include_pad"):
+        out["count_include_pad"] = m.count_include_pad
+    if hasattr(m, "dilation"):
+        out["dilation"] = _sizes(m.dilation)
+    return out
+
+
+def _stats(m) -> dict:
+    return {"eps": m.eps, "momentum": m.momentum, "affine": m.affine,
+            "track_running_stats": m.track_running_stats}
+
+
+MODULES: dict[type, tuple[str, Callable[[Any], dict]]] = {
+    nn.Linear: ("layers.Linear", lambda m: {"out_features": m.out_features,
+                                            "bias": m.bias is not None}),
+    nn.Conv1d: ("layers.Conv1d", _conv),
+    nn.Conv2d: ("layers.Conv2d", _conv),
+    nn.ConvTranspose2d: ("layers.ConvTranspose2d", lambda m: {
+        **{k: v for k, v in _conv(m).items() if k != "padding_mode"},
+        "output_padding": _sizes(m.output_padding)}),
+    nn.MaxPool1d: ("layers.MaxPool1d", _pool), nn.MaxPool2d: ("layers.MaxPool2d", _pool),
+    nn.AvgPool1d: ("layers.AvgPool1d", _pool), nn.AvgPool2d: ("layers.AvgPool2d", _pool),
+    nn.ReLU: ("activations.ReLU", lambda m: {}),
+    nn.Tanh: ("activations.Tanh", lambda m: {}),
+    nn.Sigmoid: ("activations.Sigmoid", lambda m: {}),
+    nn.GELU: ("activations.GELU", lambda m: {"approximate": m.approximate}),
+    nn.ELU: ("activations.ELU", lambda m: {"alpha": m.alpha}),
+    nn.LeakyReLU: ("activations.LeakyReLU", lambda m: {"negative_slope": m.negative_slope}),
+    nn.Softplus: ("activations.Softplus", lambda m: {"beta": m.beta, "threshold": m.threshold}),
+    nn.PReLU: ("activations.PReLU", lambda m: {"num_parameters": m.num_parameters}),
+    nn.Softmax: ("activations.Softmax", lambda m: {"dim": m.dim}),
+    nn.LogSoftmax: ("activations.LogSoftmax", lambda m: {"dim": m.dim}),
+    nn.Identity: ("layers.Identity", lambda m: {}),
+    nn.Flatten: ("layers.Flatten", lambda m: {"start_dim": m.start_dim, "end_dim": m.end_dim}),
+    nn.Dropout: ("layers.Dropout", lambda m: {"p": m.p}),
+    nn.BatchNorm1d: ("norm.BatchNorm1d", _stats), nn.BatchNorm2d: ("norm.BatchNorm2d", _stats),
+    nn.InstanceNorm2d: ("norm.InstanceNorm2d", _stats),
+    nn.LayerNorm: ("norm.LayerNorm", lambda m: {
+        "dims": len(m.normalized_shape), "eps": m.eps,
+        "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None}),
+    nn.Embedding: ("layers.Embedding", lambda m: {
+        "num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim,
+        "padding_idx": m.padding_idx}),
+}
+
+# function or method name -> block: one tensor argument, params from the others
+UNARY: dict[Any, tuple[str, Callable[[list, dict], dict | None]]] = {}
+for _fn in (F.relu, torch.relu, "relu"):
+    UNARY[_fn] = ("activations.ReLU", lambda a, k: {})
+for _fn in (torch.tanh, F.tanh, "tanh"):
+    UNARY[_fn] = ("activations.Tanh", lambda a, k: {})
+for _fn in (torch.sigmoid, F.sigmoid, "sigmoid"):
+    UNARY[_fn] = ("activations.Sigmoid", lambda a, k: {})
+for _fn in (F.softmax, torch.softmax, "softmax"):
+    UNARY[_fn] = ("activations.Softmax", lambda a, k: {"dim": k.get("dim", a[0] if a else None)})
+for _fn in (F.log_softmax, torch.log_softmax, "log_softmax"):
+    UNARY[_fn] = ("activations.LogSoftmax",
+                  lambda a, k: {"dim": k.get("dim", a[0] if a else None)})
+for _fn in (torch.flatten, "flatten"):
+    UNARY[_fn] = ("layers.Flatten", lambda a, k: {"start_dim": k.get("start_dim", a[0] if a
+                                                                    else 0),
+                                                  "end_dim": k.get("end_dim", a[1] if len(a) > 1
+                                                                   else -1)})
+UNARY[F.gelu] = ("activations.GELU", lambda a, k: {"approximate": k.get("approximate", "none")})
+UNARY["detach"] = ("layers.StopGradient", lambda a, k: {})
+UNARY[F.dropout] = ("layers.Dropout", lambda a, k: {"p": k.get("p", a[0] if a else 0.5)})
+
+BINARY = {operator.add: "layers.Add", torch.add: "layers.Add", "add": "layers.Add",
+          operator.mul: "layers.Multiply", torch.mul: "layers.Multiply",
+          "mul": "layers.Multiply", operator.matmul: "layers.MatMul",
+          torch.matmul: "layers.MatMul", "matmul": "layers.MatMul"}
+
+
+# -- one call of the traced graph as a node --------------------------------------------------
+
+
+@dataclass
+class Planned:
+    """A node of the graph to be: block type, params, and which fx values feed its inputs."""
+
+    id: str
+    type: str
+    params: dict[str, Any] = field(default_factory=dict)
+    inputs: list[Any] = field(default_factory=list)  # fx nodes feeding ports in order
+    weights: dict[str, torch.Tensor] = field(default_factory=dict)  # by param name
+
+
+class Importer:
+    """Turns one traced module into planned nodes."""
+
+    def __init__(self, root: nn.Module, traced: torch.fx.GraphModule, values: dict,
+                 recorder: Recorder | None, root_target: str | None, root_kwargs: dict):
+        self.root, self.traced, self.values = root, traced, values
+        self.recorder, self.root_target, self.root_kwargs = recorder, root_target, root_kwargs
+        self.planned: dict[Any, Planned] = {}  # fx node -> its node
+        self.symbols: dict[Any, Any] = {}  # fx node with a non-tensor value -> how to get it
+
+    def plan(self) -> list[Planned]:
+        for node in self.traced.graph.nodes:
+            if node.op in ("placeholder", "output") or node in self.symbols:
+                continue  # (a getitem folded into the module before it is in symbols)
+            value = self.values.get(node)
+            if not isinstance(value, torch.Tensor) and node.op != "call_module":
+                self.symbols[node] = self._symbol(node)
+                continue
+            self.planned[node] = self._node(node)
+        return list(self.planned.values())
+
+    # -- values that are not tensors: sizes and constants --------------------------------
+
+    def _symbol(self, node) -> Any:
+        """How a non-tensor value is computed: ("size", tensor node, dim) when it is the
+        batch size, else its value on the example (a fixed size or a constant)."""
+        target, args = node.target, node.args
+        if node.op == "call_method" and target == "size":
+            return self._size(args[0], args[1] if len(args) > 1 else node.kwargs.get("dim"))
+        if node.op == "call_function" and target is getattr and args[1] == "shape":
+            return self._size(args[0], None)
+        if node.op == "call_function" and target is operator.getitem and \
+                isinstance(self.symbols.get(args[0]), tuple) and \
+                self.symbols[args[0]][0] == "shape" and isinstance(args[1], int):
+            return self._size(self.symbols[args[0]][1], args[1])
+        parts = [self.symbols.get(a) for a in node.all_input_nodes]
+        if any(isinstance(p, tuple) for p in parts):
+            raise NodegraphError(f"'{node.name}' ({_describe(node)}) computes with the batch "
+                                 "size; a graph passes only tensors between blocks, so write "
+                                 "it with -1 (x.view(-1, 16)) or without the batch size")
+        if node.op == "call_module" or isinstance(self.values.get(node), torch.Tensor):
+            return self.values.get(node)
+        return _Constant(self.values.get(node))
+
+    def _size(self, tensor, dim) -> Any:
+        shape = self.values[tensor].shape
+        if dim is None:
+            return ("shape", tensor)
+        if dim % len(shape) == 0:
+            return ("size", tensor, 0)
+        return _Constant(shape[dim])  # every other dim is fixed for a graph
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def _node(self, node) -> Planned:
+        if node.op == "get_attr":
+            return self._attribute(node)
+        if node.op == "call_module":
+            module = self.root.get_submodule(node.target)
+            mapped = MODULES.get(type(module))
+            if mapped is not None and len(node.args) == 1 and not node.kwargs:
+                block, params = mapped
+                return Planned(node.name, block, params(module), [node.args[0]],
+                               dict(module.state_dict()))
+            return self._opaque_module(node, module)
+        fn = node.target
+        tensors = [a for a in node.args if self._is_tensor(a)]
+        constants = [a for a in node.args if not self._is_tensor(a)]
+        key = fn  # a function, or a method's name
+        if _hashable(key) and key in UNARY and len(tensors) == 1 and node.args[:1] == \
+                (tensors[0],) and self._constant_args(constants, node.kwargs):
+            block, params = UNARY[key]
+            made = params([self._const(c) for c in constants],
+                          {k: self._const(v) for k, v in node.kwargs.items()})
+            if None not in made.values() and self._fits(block, made, node):
+                return Planned(node.name, block, _json(made), [tensors[0]])
+        if _hashable(key) and key in BINARY and len(node.args) == 2 and len(tensors) == 2 \
+                and not node.kwargs:
+            return Planned(node.name, BINARY[key], {}, list(node.args))
+        reshaped = self._reshape(node)
+        if reshaped is not None:
+            return reshaped
+        if fn in (torch.cat, torch.concat) and len(node.args[0]) == 2 and \
+                all(self._is_tensor(a) for a in node.args[0]):
+            dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
+            if isinstance(dim, int) and dim % self.values[node].ndim != 0:
+                return Planned(node.name, "layers.Concat", {"dim": dim}, list(node.args[0]))
+        return self._opaque_function(node)
+
+    def _fits(self, block: str, params: dict, node) -> bool:
+        """Blocks that keep the batch dim first: Flatten and Softmax may not touch dim 0."""
+        if block in ("layers.Flatten",):
+            return params["start_dim"] % self.values[node.args[0]].ndim != 0
+        if block in ("activations.Softmax", "activations.LogSoftmax"):
+            return params["dim"] is not None
+        return True
+
+    def _reshape(self, node) -> Planned | None:
+        """x.view(x.size(0), ...) / x.reshape(-1, ...) keeping the batch: layers.Reshape;
+        x.permute(0, ...): layers.Permute."""
+        if node.op != "call_method" or not node.args or not self._is_tensor(node.args[0]):
+            return None
+        source, rest = node.args[0], list(node.args[1:])
+        if len(rest) == 1 and isinstance(rest[0], tuple | list):
+            rest = list(rest[0])
+        if node.kwargs or not rest:
+            return None
+        before, after = self.values[source].shape, self.values[node].shape
+        if node.target in ("view", "reshape") and before[:1] == after[:1]:
+            first = self.symbols.get(rest[0], rest[0])
+            if (first == -1 or first == ("size", source, 0)) and all(
+                    isinstance(self._const(r), int) for r in rest[1:]):
+                return Planned(node.name, "layers.Reshape",
+                               {"shape": [self._const(r) for r in rest[1:]]}, [source])
+        if node.target == "permute" and all(isinstance(self._const(r), int) for r in rest):
+            dims = [self._const(r) % len(before) for r in rest]
+            if dims[0] == 0:
+                return Planned(node.name, "layers.Permute", {"dims": dims[1:]}, [source])
+        return None
+
+    def _attribute(self, node) -> Planned:
+        value = self.values[node]
+        param = isinstance(self._owner_attr(node.target), nn.Parameter)
+        if param:
+            return Planned(node.name, "layers.Parameter",
+                           {"shape": list(value.shape), "init": "zeros"}, [],
+                           {"value": value.detach().clone()})
+        if value.numel() > 4096:
+            raise NodegraphError(f"'{node.target}' is a buffer of {value.numel()} values used "
+                                 "directly in forward; too large to write into the graph")
+        dtype = {torch.float32: "float32", torch.float64: "float64", torch.int64: "int64",
+                 torch.bool: "bool"}.get(value.dtype)
+        if dtype is None:
+            raise NodegraphError(f"'{node.target}' is a {value.dtype} buffer used directly in "
+                                 "forward; the graph's constants hold float, int64 or bool")
+        return Planned(node.name, "layers.Constant", {"value": value.tolist(), "dtype": dtype})
+
+    def _owner_attr(self, target: str) -> Any:
+        owner, _, name = target.rpartition(".")
+        return getattr(self.root.get_submodule(owner) if owner else self.root, name)
+
+    def _opaque_module(self, node, module: nn.Module) -> Planned:
+        args = list(node.args) + list(node.kwargs.values())
+        if len(node.kwargs) or len(args) > 4 or not all(self._is_tensor(a) for a in args):
+            raise NodegraphError(f"'{node.target}' ({type(module).__name__}) is called with "
+                                 "other arguments than up to 4 tensors; a graph cannot pass "
+                                 "them")
+        params = self._construction(node.target, module)
+        index = self._index_used(node)
+        if index is not None:
+            params["index"] = index
+        return Planned(node.name, "opaque.Module", params, args,
+                       {f"module.{k}": v for k, v in module.state_dict().items()})
+
+    def _index_used(self, node) -> int | None:
+        """The one element of a tuple-returning module's output that forward reads."""
+        if isinstance(self.values[node], torch.Tensor):
+            return None
+        picks = {u.args[1] for u in node.users if u.target is operator.getitem}
+        if len(picks) != 1 or any(u.target is not operator.getitem for u in node.users):
+            raise NodegraphError(f"'{node.target}' returns several values and forward uses "
+                                 f"{'more than one' if len(picks) > 1 else 'them whole'}; an "
+                                 "opaque block has one output")
+        index = picks.pop()
+        for user in node.users:  # the getitem is this block's output now
+            self.symbols[user] = _Alias(node)
+        return index
+
+    def _construction(self, path: str, module: nn.Module) -> dict[str, Any]:
+        """How an opaque block builds this submodule: its class and recorded arguments,
+        else arguments read back from it, else the root class and the path."""
+        call = self.recorder.get(module) if self.recorder is not None else None
+        target = _import_path(type(module))
+        if call is not None and target is not None:
+            kwargs = _kwargs(call.cls, call.args, call.varkw)
+            if kwargs is not None:
+                return {"target": target, "kwargs": kwargs}
+        if target is not None:
+            kwargs = _kwargs_from_attributes(module)
+            if kwargs is not None and _rebuilds(target, kwargs, "", module):
+                return {"target": target, "kwargs": kwargs}
+        if self.root_target is not None and _rebuilds(self.root_target, self.root_kwargs, path,
+                                                      module):
+            return {"target": self.root_target, "kwargs": self.root_kwargs, "path": path}
+        raise NodegraphError(f"cannot tell how to build '{path}' ({type(module).__name__}): "
+                             "import the class (module:Class) rather than a built instance, "
+                             "so its construction can be recorded")
+
+    def _opaque_function(self, node) -> Planned:
+        inputs: list[Any] = []
+
+        def encode(value):
+            if isinstance(value, torch.fx.Node):
+                symbol = self.symbols.get(value)
+                if isinstance(symbol, _Alias):
+                    value, symbol = symbol.node, None
+                if isinstance(symbol, _Constant):
+                    return _json(symbol.value)
+                if isinstance(symbol, tuple) and symbol[0] == "size":
+                    return {"size": [port(symbol[1]), 0]}
+                if isinstance(symbol, tuple) and symbol[0] == "shape":
+                    raise NodegraphError(f"'{node.name}' ({_describe(node)}) passes a whole "
+                                         "shape, batch size included; not supported")
+                return {"input": port(value)}
+            if isinstance(value, tuple):
+                return {"tuple": [encode(v) for v in value]}
+            if isinstance(value, list):
+                return [encode(v) for v in value]
+            if isinstance(value, dict):
+                return {k: encode(v) for k, v in value.items()}
+            if isinstance(value, slice):
+                return {"slice": [encode(value.start), encode(value.stop), encode(value.step)]}
+            if value is Ellipsis:
+                return {"ellipsis": True}
+            if isinstance(value, torch.dtype):
+                return {"dtype": str(value).removeprefix("torch.")}
+            return _json(value)
+
+        def port(tensor) -> int:
+            if tensor not in inputs:
+                inputs.append(tensor)
+            return inputs.index(tensor)
+
+        args, kwargs = encode(list(node.args)), encode(dict(node.kwargs))
+        if len(inputs) > 4:
+            raise NodegraphError(f"'{node.name}' ({_describe(node)}) takes {len(inputs)} "
+                                 "tensors; an opaque function block takes up to 4")
+        return Planned(node.name, "opaque.Function",
+                       {"function": _function_path(node), "args": args, "kwargs": kwargs},
+                       inputs)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _is_tensor(self, value) -> bool:
+        if not isinstance(value, torch.fx.Node):
+            return False
+        symbol = self.symbols.get(value)
+        if isinstance(symbol, _Alias):
+            return True
+        return value in self.planned or isinstance(self.values.get(value), torch.Tensor) and \
+            value not in self.symbols
+
+    def _constant_args(self, args: list, kwargs: dict) -> bool:
+        return all(self._is_constant(v) for v in [*args, *kwargs.values()])
+
+    def _is_constant(self, value) -> bool:
+        if isinstance(value, torch.fx.Node):
+            return isinstance(self.symbols.get(value), _Constant)
+        return isinstance(value, int | float | str | bool | type(None))
+
+    def _const(self, value) -> Any:
+        if isinstance(value, torch.fx.Node):
+            symbol = self.symbols.get(value)
+            return symbol.value if isinstance(symbol, _Constant) else symbol
+        return value
+
+
+@dataclass
+class _Constant:
+    value: Any
+
+
+@dataclass
+class _Alias:
+    """An fx getitem that picks the output of a tuple-returning module (folded into it)."""
+
+    node: Any
+
+
+def _hashable(key) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def _describe(node) -> str:
+    return f"{node.target}" if node.op == "call_method" else getattr(
+        node.target, "__name__", str(node.target))
+
+
+ALIASES = {"F": "torch.nn.functional", "nn": "torch.nn", "nn.init": "torch.nn.init"}
+
+
+def callable_path(fn: Any) -> str | None:
+    """``module:qualname`` of a torch, operator or math function (torch's public name)."""
+    path = torch_path(fn)
+    if path is not None:
+        head, _, name = path.rpartition(".")
+        if head == "torch.Tensor":
+            return f"torch:Tensor.{name}"
+        return f"{ALIASES.get(head, head)}:{name}"
+    module = getattr(fn, "__module__", None) or ""
+    if module in ("_operator", "operator", "math"):
+        return f"{module.lstrip('_')}:{fn.__name__}"
+    return None
+
+
+def _function_path(node) -> str:
+    if node.op == "call_method":
+        return f"torch:Tensor.{node.target}"
+    path = callable_path(node.target)
+    if path is not None:
+        return path
+    fn, module = node.target, getattr(node.target, "__module__", "")
+    raise NodegraphError(f"'{node.name}' calls {module}.{getattr(fn, '__qualname__', fn)}, "
+                         "which is not part of torch: trace a module whose forward calls "
+                         "torch only, or wrap that call in a submodule")
+
+
+def _import_path(cls: type) -> str | None:
+    """``module:QualName`` by which `cls` can be imported again (torch's public path)."""
+    path = callable_path(cls)
+    if path is not None:
+        return path
+    if "<locals>" in cls.__qualname__ or cls.__module__ == "__main__":
+        return None
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _json(value: Any) -> Any:
+    """`value` as JSON, or an error naming what JSON cannot hold."""
+    if isinstance(value, tuple | list):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        raise NodegraphError(f"the value {value} cannot be written to a graph file")
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if callable(value) and callable_path(value) is not None:
+        return {"function": callable_path(value)}
+    raise NodegraphError(f"a {type(value).__name__} argument cannot be written to a graph "
+                         "file")
+
+
+def _kwargs(cls: type, args: dict, varkw: dict) -> dict | None:
+    """Recorded constructor arguments as JSON, those equal to their default left out."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return None
+    out = {}
+    for name, value in {**args, **varkw}.items():
+        param = signature.parameters.get(name)
+        if param is not None and param.default is not param.empty:
+            try:
+                if value is param.default or bool(value == param.default):
+                    continue
+            except Exception:
+                pass
+        try:
+            out[name] = _json(value)
+        except NodegraphError:
+            return None
+    return out
+
+
+def _kwargs_from_attributes(module: nn.Module) -> dict | None:
+    """Constructor arguments read back from same-named attributes (checked afterwards)."""
+    try:
+        signature = inspect.signature(type(module))
+    except (TypeError, ValueError):
+        return None
+    out = {}
+    for name, param in signature.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or name in ("device",
+                                                                                "dtype"):
+            continue
+        attribute = getattr(module, name, None)
+        if hasattr(module, name) and not isinstance(attribute, nn.Module | torch.Tensor):
+            try:
+                out[name] = _json(getattr(module, name))
+            except NodegraphError:
+                return None
+        elif param.default is param.empty:
+            return None
+    return out
+
+
+def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
+    """True when the opaque block's recipe builds a module that takes `module`'s weights."""
+    from nodes.opaque import OpaqueModule
+
+    try:  # the class is the live module's own, already imported by the user: trusted
+        with allowlist.trusting(allowlist.trusted_now() | {allowlist.top_module(target)}):
+            built = OpaqueModule(target, kwargs, path).module
+        built.load_state_dict(module.state_dict())
+    except Exception:
+        return False
+    return type(built) is type(module)
+
+
+# -- tracing -----------------------------------------------------------------------------------
+
+
+class _Tracer(torch.fx.Tracer):
+    """torch.fx's tracer, keeping every module the library maps, and every torch.nn module
+    (a TransformerEncoderLayer is one opaque block), as one call."""
+
+    def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
+        return type(m) in MODULES or super().is_leaf_module(m, qualname)
+
+
+def trace(module: nn.Module) -> torch.fx.GraphModule:
+    """The fx graph of `module`, or an error naming the construct fx cannot follow."""
+    try:
+        graph = _Tracer().trace(module)
+    except torch.fx.proxy.TraceError as e:
+        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
+                             f"{e} (fx follows only code whose path does not depend on the "
+                             "values of tensors: an `if` or `for` on a tensor, or a tensor "
+                             "turned into a Python number, stops it)") from None
+    except Exception as e:
+        text = " ".join(str(e).split())[:300]
+        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
+                             f"{type(e).__name__}: {text}") from None
+    return torch.fx.GraphModule(module, graph)
+
+
+def _where(error: BaseException) -> str:
+    """' at file:line (`the code`)': the last frame of the traced code outside torch."""
+    frames = [f for f, _ in traceback.walk_tb(error.__traceback__)
+              if "/torch/" not in f.f_code.co_filename.replace("\\", "/")
+              and f.f_code.co_filename != __file__]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f" at {Path(frame.f_code.co_filename).name}:{frame.f_lineno} (`{line}`)"
+
+
+def _run(traced: torch.fx.GraphModule, inputs: tuple) -> dict:
+    """Every fx node's value on the example inputs."""
+    values: dict = {}
+
+    class Recording(torch.fx.Interpreter):
+        def run_node(self, n):
+            values[n] = super().run_node(n)
+            return values[n]
+
+    try:
+        with torch.no_grad():
+            Recording(traced).run(*inputs)
+    except Exception as e:
+        text = " ".join(str(e).split("While executing")[0].split())[:300]
+        raise NodegraphError(f"the traced module fails on the example inputs "
+                             f"{[tuple(x.shape) for x in inputs]}: {type(e).__name__}: "
+                             f"{text}") from None
+    return values
+
+
+# -- the whole import ----------------------------------------------------------------------------
+
+
+@dataclass
+class Imported:
+    """An imported graph and what came with it."""
+
+    graph: Graph
+    weights: dict[str, torch.Tensor]
+    outputs: list[tuple[str, str]]
+    max_difference: float = 0.0
+
+
+def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
+                  kwargs: dict | None = None, name: str | None = None) -> Graph:
+    """Trace a module into an editable graph; see `import_graph` (this returns its graph)."""
+    return import_graph(module_or_instance, example_inputs, path, kwargs, name).graph
+
+
+def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
+                 kwargs: dict | None = None, name: str | None = None) -> Imported:
+    """Trace `module_or_instance` — an nn.Module, its class, or ``"module:Class"`` (built
+    with `kwargs`) — on `example_inputs` (a tensor or a tuple of them) into a graph.
+
+    With `path` the graph is saved there, with its weights (``STEM.safetensors``) and
+    example inputs (``STEM.inputs.npz``) beside it; without, those two go to a temporary
+    folder. The graph is compiled and checked against the module before it is returned.
+    """
+    inputs = example_inputs if isinstance(example_inputs, tuple | list) else (example_inputs,)
+    inputs = tuple(torch.as_tensor(x) for x in inputs)
+    root, recorder, target = _instantiate(module_or_instance, kwargs or {})
+    root.eval()
+    traced = trace(root)
+    values = _run(traced, inputs)
+    importer = Importer(root, traced, values, recorder, target, kwargs or {})
+    planned = importer.plan()
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    [output] = [n for n in traced.graph.nodes if n.op == "output"]
+    outs = _leaves(output.args[0], torch.fx.Node)
+    with torch.no_grad():
+        reference = root(*inputs)
+    first = next(iter(_leaves(reference, torch.Tensor)), None)
+    graph_name = name or type(root).__name__
+    base = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="nodegraph-import-")) \
+        / f"{graph_name}.json"
+    npz = base.with_name(base.stem + ".inputs.npz")
+    weights_path = base.with_name(base.stem + ".safetensors")
+    graph = Graph(graph_name)
+    ids = {p: p.name for p in placeholders}
+    for p in placeholders:
+        graph.add("opaque.Arrays", id=ids[p], path=_absolute(npz), x_key=p.name, y_key="output")
+    weights: dict[str, torch.Tensor] = {}
+    for item in planned:
+        graph.add(item.type, id=item.id, **item.params)
+        spec = graph.registry.get(item.type)
+        for port, source in zip(spec.inputs, item.inputs, strict=False):
+            graph.connect(_source_of(source, ids, importer), (item.id, port.name))
+        weights.update({f"{item.id}.{k}": v.detach().clone() for k, v in item.weights.items()})
+    out_keys = [_source_of(o, ids, importer) for o in outs]
+    allowlist.trust(graph)  # the user's own module, imported at their request
+    graph.extra["imported"] = {"source": target or type(root).__qualname__,
+                               "weights": _absolute(weights_path),
+                               "outputs": [f"{n}.{p}" for n, p in out_keys]}
+    arrays = {p.name: x.numpy() for p, x in zip(placeholders, inputs, strict=False)}
+    arrays["output"] = first.detach().numpy() if first is not None and first.ndim and \
+        len(first) == len(inputs[0]) else inputs[0].numpy()
+    base.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(npz, **arrays)
+    difference = _check(graph, weights, out_keys, placeholders, ids, inputs, reference)
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(weights_path))
+    if path is not None:
+        from nodegraph.model.fileformat import save
+
+        save(graph, base)
+    return Imported(graph, weights, out_keys, difference)
+
+
+def _instantiate(obj: Any, kwargs: dict) -> tuple[nn.Module, Recorder | None, str | None]:
+    """The module to trace, the recorder that watched it being built (when it was built
+    here) and the import path of its class."""
+    if isinstance(obj, nn.Module):
+        return obj, None, _import_path(type(obj)) if _rebuilds_default(type(obj)) else None
+    if isinstance(obj, str):  # named by the user on the command line: imported as asked
+        obj = allowlist.import_path(obj, "module")
+    if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
+        raise NodegraphError(f"{obj!r} is not an nn.Module class")
+    with recording(nn.Module) as recorder:
+        module = obj(**kwargs)
+    return module, recorder, _import_path(obj)
+
+
+def _rebuilds_default(cls: type) -> bool:
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in signature.parameters.values())
+
+
+def _leaves(value: Any, kind: type) -> list:
+    """The `kind` objects in a (nested) tuple, list or dict, in order."""
+    if isinstance(value, kind):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(
+        value, tuple | list) else ()
+    return [leaf for v in items for leaf in _leaves(v, kind)]
+
+
+def _source_of(value, ids: dict, importer: Importer) -> tuple[str, str]:
+    symbol = importer.symbols.get(value)
+    if isinstance(symbol, _Alias):
+        value = symbol.node
+    if value in ids:
+        return (ids[value], "x")
+    if value in importer.planned:
+        return (importer.planned[value].id, "output")
+    raise NodegraphError(f"'{value}' is not a tensor a block can pass on")
+
+
+def _absolute(path: Path) -> str:
+    """A path as the graph file stores it: absolute, since data blocks read their files
+    from the working folder of whoever runs the graph."""
+    return str(path.resolve())
+
+
+def _check(graph, weights, out_keys, placeholders, ids, inputs, reference) -> float:
+    """Compile the graph with the module's weights and compare the outputs."""
+    from nodegraph.interop.export.weights import load_weights as load
+    from nodegraph.runtime.compile import compile
+
+    compiled = compile(graph, device="cpu", for_training=False)
+    load(compiled, weights)
+    compiled.module.eval()
+    values = {(ids[p], "x"): x for p, x in zip(placeholders, inputs, strict=False)}
+    with torch.no_grad():
+        got = compiled.module.run(compiled.module.full_plan, values)
+    expected = _leaves(reference, torch.Tensor)
+    if len(expected) != len(out_keys):
+        raise NodegraphError(f"the module returns {len(expected)} tensors, the graph "
+                             f"{len(out_keys)}")
+    worst = 0.0
+    for key, want in zip(out_keys, expected, strict=True):
+        have = got[key]
+        if have.shape != want.shape:
+            raise NodegraphError(f"the imported graph's output {key[0]} is "
+                                 f"{tuple(have.shape)}, the module's {tuple(want.shape)}")
+        worst = max(worst, float((have.double() - want.double()).abs().max()) if
+                    want.numel() else 0.0)
+    if worst > TOLERANCE:
+        raise NodegraphError(f"the imported graph's outputs differ from the module's by "
+                             f"{worst:.3g}")
+    return worst
+
+
+def load_weights(compiled) -> None:
+    """Load the weights `nodegraph import` saved beside an imported graph."""
+    from safetensors.torch import load_file
+
+    from nodegraph.interop.export.weights import load_weights as load
+
+    info = compiled.graph.extra.get("imported") or {}
+    if "weights" not in info:
+        raise NodegraphError("this graph was not made by nodegraph import: it names no weights")
+    load(compiled, load_file(info["weights"]))
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "import", help="trace a PyTorch module into an editable graph file",
+        description="Trace module:Class with torch.fx. Known layers and functions become "
+        "blocks, the rest opaque blocks; weights and example inputs are saved beside the "
+        "graph.")
+    p.add_argument("target", metavar="module:Class")
+    p.add_argument("-o", "--output", required=True, metavar="GRAPH.json")
+    p.add_argument("--kwargs", default="{}", metavar="JSON",
+                   help="keyword arguments of the class's constructor")
+    p.add_argument("--input-shape", action="append", default=[], metavar="N,C,H,W",
+                   help="an example input of this shape (random normal); one per argument")
+    p.add_argument("--inputs", metavar="FILE.npz",
+                   help="example inputs, one array per forward argument, in order")
+    p.set_defaults(func=cmd_import)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    sys.path.insert(0, os.getcwd())  # module:Class from the working folder, as python -m does
+    try:
+        kwargs = json.loads(args.kwargs)
+    except json.JSONDecodeError as e:
+        raise NodegraphError(f"--kwargs is not JSON: {e}") from None
+    if args.inputs:
+        with np.load(args.inputs) as archive:
+            examples = tuple(torch.as_tensor(archive[k]) for k in archive.files)
+    elif args.input_shape:
+        generator = torch.Generator().manual_seed(0)
+        try:
+            shapes = [[int(d) for d in s.split(",")] for s in args.input_shape]
+        except ValueError:
+            raise NodegraphError("--input-shape takes sizes like 8,1,28,28") from None
+        examples = tuple(torch.randn(s, generator=generator) for s in shapes)
+    else:
+        raise NodegraphError("give example inputs: --input-shape N,... (one per forward "
+                             "argument) or --inputs FILE.npz")
+    result = import_graph(args.target, examples, args.output, kwargs)
+    graph = result.graph
+    opaque = [f"{n.id} ({n.params.get('target') or n.params.get('function')})"
+              for n in graph if n.type.startswith("opaque.") and n.type != "opaque.Arrays"]
+    print(f"wrote {args.output}: {len(graph)} nodes" + (f", opaque: {', '.join(opaque)}"
+                                                         if opaque else ""))
+    info = graph.extra["imported"]
+    print(f"  weights in {info['weights']} (load with "
+          "nodegraph.interop.fx_import.load_weights); the "
+          f"graph's outputs {', '.join(info['outputs'])} match the module's to "
+          f"{result.max_difference:.2g}")
+    return 0

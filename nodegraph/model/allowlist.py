@@ -1,0 +1,228 @@
+"""What Python a graph file may name, and the user's trust for what it may not.
+
+A graph file is data (DESIGN.md, "Trust model"). Where a block takes the name of Python to
+call — `opaque.Function`'s ``torch:Tensor.mean``, `opaque.Module`'s
+``torch.nn:TransformerEncoderLayer``, a ``{"function": ...}`` argument — the name is looked
+up in a table of objects built here from what ships with torch: the public native tensor
+functions, `torch.nn.functional`, `torch.special`/`linalg`/`fft`, tensor methods, the
+arithmetic of `operator`, `math`, and the `nn.Module` classes of `torch.nn`. A name is a key
+of that table or nothing: no attribute is walked, no module imported, so
+``torch:os.system``, ``torch:load`` or ``operator:methodcaller`` name nothing at all.
+
+Code outside the table (a user's own module brought in by `nodegraph import`) runs only
+when the user trusts the graph: `Graph.trusted` holds the top-level modules trusted for it
+(CLI ``--trust``, the editor's prompt), and validation and compilation build blocks inside
+`trusting(graph.trusted)`. Without it validation reports each such node, and nothing is
+imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import math
+import operator
+import sys
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any
+
+import torch
+from torch import nn
+
+from nodegraph.model.errors import ParamError
+
+FUNCTIONS = "function"
+MODULES = "module"
+
+# Tensor methods that reach memory, storage, hooks or callables rather than computing.
+_TENSOR_REFUSED = {"apply_", "map_", "map2_", "storage", "untyped_storage", "share_memory_",
+                   "set_", "data_ptr", "record_stream", "register_hook",
+                   "register_post_accumulate_grad_hook", "pin_memory", "module_load",
+                   "backward", "numpy", "tolist", "from_file"}
+_TORCH_REFUSED = {"from_file"}  # reads any file on disk into a tensor
+_OPERATOR = ("abs add and_ concat contains eq floordiv ge getitem gt iadd iand ifloordiv "
+             "imatmul imod imul index inv invert ior ipow isub itruediv ixor le lshift lt "
+             "matmul mod mul ne neg not_ or_ pos pow rshift sub truediv truth xor").split()
+_NN_REFUSED = {"Module", "DataParallel"}  # an empty base class; a wrapper that moves devices
+
+_trusted: ContextVar[frozenset[str]] = ContextVar("nodegraph_trusted", default=frozenset())
+
+
+class UntrustedCodeError(ParamError):
+    """A graph names Python outside the allowlist from a module the user has not trusted."""
+
+    def __init__(self, path: str, what: str):
+        self.path, self.module = path, top_module(path)
+        self.hint = HINT_NEVER if never_trusted(self.module) else HINT
+        because = (f", and no trust opens more of '{self.module}'" if never_trusted(self.module)
+                   else f"; it runs code from module '{self.module}', which this graph is not "
+                   "trusted to run")
+        super().__init__(f"{what} {path!r} is not one of the pure tensor functions and torch.nn "
+                         f"modules a graph file may name{because}")
+
+
+HINT = ("nothing was imported; if you trust this file, run it with --trust (command line) or "
+        "answer yes when the editor asks")
+HINT_NEVER = ("use a block of the library or a torch tensor function; only a module of your "
+              "own (nodegraph import) can be trusted to run")
+# Modules whose names resolve through the table alone: trusting a file never opens them
+# (trusting "torch" would reach torch.os.system, trusting "builtins" would reach eval).
+_SEALED = {"torch", "nodegraph", "nodes", "torchgen", "functorch"}
+
+
+def never_trusted(module: str) -> bool:
+    """True for torch and the standard library: trust cannot widen what a file reaches there."""
+    return module in _SEALED or module in sys.stdlib_module_names or not module.isidentifier()
+
+
+def top_module(path: str) -> str:
+    """The top-level module a ``module:qualname`` path imports (``mypkg`` of ``mypkg.a:B``)."""
+    return path.partition(":")[0].split(".")[0]
+
+
+@functools.cache
+def functions() -> dict[str, Any]:
+    """The functions a file may call, by every ``module:qualname`` spelling nodegraph writes."""
+    table: dict[str, Any] = {}
+    native = torch._C._VariableFunctions
+    for name in dir(torch):
+        obj = getattr(torch, name)
+        if not name.startswith("_") and name not in _TORCH_REFUSED and callable(obj) and (
+                obj is getattr(native, name, None)
+                or getattr(obj, "__module__", "") == "torch.functional"):
+            table[f"torch:{name}"] = obj
+    for module, prefix in ((torch.nn.functional, "torch.nn.functional"),
+                           (torch.special, "torch.special"), (torch.linalg, "torch.linalg"),
+                           (torch.fft, "torch.fft"), (torch.nn.init, "torch.nn.init")):
+        for name in getattr(module, "__all__", None) or dir(module):
+            obj = getattr(module, name, None)
+            if _is_function(obj, name) and "torch_function" not in name:
+                table[f"{prefix}:{name}"] = obj
+    for name in dir(torch.Tensor):
+        obj = getattr(torch.Tensor, name)
+        if not name.startswith("_") and name not in _TENSOR_REFUSED and callable(obj) and \
+                not isinstance(obj, type):
+            table[f"torch:Tensor.{name}"] = obj
+    table.update({f"operator:{name}": getattr(operator, name) for name in _OPERATOR})
+    table.update({f"math:{name}": getattr(math, name) for name in dir(math)
+                  if _is_function(getattr(math, name), name)})
+    return table
+
+
+@functools.cache
+def module_classes() -> dict[str, type]:
+    """The `nn.Module` classes a file may build: the public ones of `torch.nn`."""
+    return {f"torch.nn:{name}": obj for name in dir(nn)
+            if not name.startswith("_") and name not in _NN_REFUSED
+            and isinstance(obj := getattr(nn, name), type) and issubclass(obj, nn.Module)}
+
+
+def _is_function(obj: Any, name: str) -> bool:
+    """A public function of the module itself, not a helper it imported (typing's, or the
+    JIT's boolean_dispatch, which builds new functions)."""
+    return (not name.startswith("_") and callable(obj) and not isinstance(obj, type)
+            and getattr(obj, "__module__", "") not in ("typing", "torch._jit_internal"))
+
+
+def allowed(path: str, kind: str = FUNCTIONS) -> bool:
+    """True when `path` names an object of the allowlist (no import, no attribute walk)."""
+    table = functions() if kind == FUNCTIONS else module_classes()
+    return isinstance(path, str) and path in table
+
+
+def resolve(path: Any, what: str, kind: str = FUNCTIONS) -> Any:
+    """The object `path` (``module:qualname``) names: from the allowlist, else imported from a
+    module the current context trusts (see `trusting`), else UntrustedCodeError."""
+    if not isinstance(path, str):
+        raise ParamError(f"{what} must be a string like module:qualname, got {path!r}")
+    module_name, sep, qualname = path.partition(":")
+    if not sep or not module_name or not qualname:
+        raise ParamError(f"{what} must look like module:qualname, e.g. torch.nn:Linear; got "
+                         f"{path!r}")
+    table = functions() if kind == FUNCTIONS else module_classes()
+    if path in table:
+        return table[path]
+    if never_trusted(top_module(path)) or top_module(path) not in _trusted.get():
+        raise UntrustedCodeError(path, what)
+    return import_path(path, what)
+
+
+def import_path(path: str, what: str) -> Any:
+    """Import a trusted path the way Python would: the module, then the attribute chain."""
+    module_name, sep, qualname = path.partition(":")
+    if not sep or not module_name or not qualname:
+        raise ParamError(f"{what} must look like module:qualname, e.g. torch.nn:Linear; got "
+                         f"{path!r}")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ParamError(f"{what} {path!r}: cannot import {module_name} ({e})") from None
+    for part in qualname.split("."):
+        if not hasattr(obj, part):
+            raise ParamError(f"{what} {path!r}: {module_name} has no {qualname}")
+        obj = getattr(obj, part)
+    return obj
+
+
+@contextlib.contextmanager
+def trusting(modules: frozenset[str] | set[str]) -> Iterator[None]:
+    """Within this block, paths from these top-level modules may be imported."""
+    token = _trusted.set(frozenset(modules))
+    try:
+        yield
+    finally:
+        _trusted.reset(token)
+
+
+def trusted_now() -> frozenset[str]:
+    """The modules trusted in the current context (part of what a cached build depends on)."""
+    return _trusted.get()
+
+
+# -- graphs --------------------------------------------------------------------------------
+
+def _named(graph) -> Iterator[tuple[str, str, Any, str]]:
+    """(node, param, path, kind) for each name of Python in the nodes of `graph` (a Graph)."""
+    registry = graph.registry
+    for node in graph:
+        spec = registry.get(node.type) if node.type in registry else None
+        if spec is not None and spec.code is not None and isinstance(node.params, dict):
+            for param, path, kind in spec.code(node.params):
+                yield node.id, param, path, kind
+
+
+def _trustable(path: Any, kind: str) -> bool:
+    """A name outside the allowlist that trust can open: a string of a module of the user's."""
+    return isinstance(path, str) and not allowed(path, kind) and not never_trusted(
+        top_module(path))
+
+
+def refusals(graph, trusted: frozenset[str]) -> list[tuple[str, str, str, str]]:
+    """(node, param, message, hint) for each name in `graph` neither allowed nor trusted."""
+    out = []
+    for node, param, path, kind in _named(graph):
+        if not isinstance(path, str):
+            out.append((node, param, f"'{param}' must name Python as a string like "
+                                     f"module:qualname, got {path!r}", ""))
+        elif not allowed(path, kind) and not (_trustable(path, kind)
+                                              and top_module(path) in trusted):
+            error = UntrustedCodeError(path, param)
+            out.append((node, param, str(error), error.hint))
+    return out
+
+
+def modules_needed(graph) -> list[str]:
+    """The modules of the user's that `graph` (and its groups) name outside the allowlist:
+    what trusting it means, shown to the user before they do."""
+    graphs = [graph, *(defn.body for defn in graph.groups.values())]
+    return sorted({top_module(path) for g in graphs for _, _, path, kind in _named(g)
+                   if _trustable(path, kind)})
+
+
+def trust(graph) -> list[str]:
+    """Let `graph` import what it names (the user said so: --trust, the editor's prompt)."""
+    modules = modules_needed(graph)
+    graph.trusted = frozenset(modules)
+    return modules

@@ -1,0 +1,463 @@
+"""Groups: a set of nodes saved under a name, used as one block — and sharing weights.
+
+A group definition holds a body (nodes and wires, itself a `Graph`) and names its ports:
+each group input feeds one or more inner inputs, each group output is one inner output. A
+node of type ``group.NAME`` is an instance; its `share` param names another instance of the
+same group whose weights it uses (a GAN discriminator applied to real and to fake images, a
+Siamese pair); without it every instance has weights of its own (stacked transformer
+blocks). Groups nest. A body may declare ties (one parameter of two inner blocks); every
+instance applies them to its own inner nodes.
+
+A block library can ship groups: a registry block of kind ``group`` whose `build` is a
+`Shipped` carrying the definition (see `nodes.group`). A graph uses one by type,
+like any block, without a copy in its file; a group of the graph's own with the same name
+takes precedence, and `import_group` makes that copy, to edit it.
+
+Execution flattens: each instance's inner nodes become nodes ``INSTANCE__INNER`` of one flat
+graph, wires rerouted through the ports, and a sharing instance's nodes point at the owner's
+nodes so compile gives them the same module. Validation runs on the flat graph and reports
+problems and shapes back on the instance. The editor opens a group's body like a graph.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nodegraph.model.errors import GraphError, Problem
+from nodegraph.model.spec import BlockSpec, Param, Port, Registry, UnknownBlockError
+from nodegraph.model.types import TENSOR
+
+PREFIX = "group."
+SEP = "__"
+MAX_DEPTH = 16
+MAX_NODES = 10_000  # expanded; validating 5,000 nodes takes ~0.5 s, and ten instances of
+# a group of ten instances of ... make a bomb of a file of a few lines
+GROUP_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # what a block id's `Name` part allows
+
+
+class GroupError(GraphError):
+    """A group that cannot be expanded (it uses itself, a bad `share`); names the top-level
+    node it was found under, when there is one."""
+
+    def __init__(self, message: str, node: str | None = None):
+        self.node = node
+        super().__init__(message)
+
+
+@dataclass
+class GroupDef:
+    """A named subgraph with ports."""
+
+    name: str
+    body: Any  # a Graph (not imported here: graph.py imports this module)
+    inputs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    outputs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    ui: dict[str, Any] = field(default_factory=dict)
+
+
+def is_group(block_type: str) -> bool:
+    return block_type.startswith(PREFIX)
+
+
+def group_spec(defn: GroupDef, registry: Registry) -> BlockSpec:
+    """The block declaration of a group: its ports typed as the inner ports they stand for."""
+    def inner_type(node: str, port: str, outputs: bool):
+        inner = defn.body.nodes.get(node)
+        return TENSOR if inner is None else _port_type(registry, inner.type, port, outputs,
+                                                       {defn.name})
+
+    inputs = tuple(Port(name, inner_type(*targets[0], False) if targets else TENSOR,
+                        f"feeds {', '.join(f'{n}.{p}' for n, p in targets)}")
+                   for name, targets in defn.inputs.items())
+    outputs = tuple(Port(name, inner_type(*src, True), f"is {src[0]}.{src[1]}")
+                    for name, src in defn.outputs.items())
+    return BlockSpec(id=PREFIX + defn.name, kind="group", doc=f"The group '{defn.name}': "
+                     f"{len(defn.body.nodes)} nodes used as one block.", build=_not_built,
+                     inputs=inputs, outputs=outputs,
+                     params=(Param("share", "str", "", "another instance of this group whose "
+                                   "weights this one uses; empty: weights of its own"),),
+                     category="groups")
+
+
+def _port_type(registry, block_type: str, port: str, outputs: bool, seen: set[str]):
+    """The type of a port of `block_type`, following group ports inward; a group met again
+    (one that uses itself) gives the plain tensor type instead of recursing for ever."""
+    while is_group(block_type):
+        name = block_type[len(PREFIX):]
+        base = registry.base if isinstance(registry, GroupRegistry) else registry
+        defn = (registry.groups.get(name) if isinstance(registry, GroupRegistry) else None) \
+            or getattr(getattr(_spec_or_none(base, block_type), "build", None), "definition",
+                       None)
+        if defn is None:
+            break
+        if name in seen or len(seen) > MAX_DEPTH:
+            return TENSOR
+        seen = seen | {name}
+        ref = defn.outputs.get(port) if outputs else next(iter(defn.inputs.get(port) or []),
+                                                           None)
+        inner = defn.body.nodes.get(ref[0]) if ref else None
+        if inner is None:
+            return TENSOR
+        block_type, port = inner.type, ref[1]
+    spec = _spec_or_none(registry, block_type)
+    p = None if spec is None else spec.output(port) if outputs else spec.input(port)
+    return p.type if p is not None else TENSOR
+
+
+def _spec_or_none(registry, block_type: str) -> BlockSpec | None:
+    try:
+        return registry.get(block_type) if block_type in registry else None
+    except (UnknownBlockError, GraphError, ValueError):
+        return None
+
+
+def _not_built(*_: Any) -> Any:
+    raise GraphError("groups are flattened before they are built")
+
+
+class Shipped:
+    """The `build` of a group a block library ships: never called, it carries the body."""
+
+    def __init__(self, definition: GroupDef):
+        self.definition = definition
+
+    def __call__(self, *_: Any) -> Any:
+        return _not_built()
+
+
+def shipped_spec(defn: GroupDef, doc: str, registry: Registry) -> BlockSpec:
+    """The registry block of a shipped group: its ports, `doc`, and `Shipped(defn)`."""
+    spec = group_spec(defn, registry)
+    return replace(spec, doc=doc or spec.doc, build=Shipped(defn))
+
+
+def definition(graph, name: str) -> GroupDef | None:
+    """Group `name` as `graph` sees it: its own definition, else one its registry ships."""
+    defn = graph.groups.get(name)
+    if defn is None and PREFIX + name in graph.base_registry:
+        defn = getattr(graph.base_registry.get(PREFIX + name).build, "definition", None)
+    return defn
+
+
+def import_group(graph, name: str) -> GroupDef:
+    """Copy shipped group `name` (and the shipped groups inside it) into `graph.groups`,
+    where it can be edited and is saved with the file; returns the graph's definition."""
+    if name in graph.groups:
+        return graph.groups[name]
+    shipped = definition(graph, name)
+    if shipped is None:
+        raise GraphError(f"no group '{name}' in this graph or the block library")
+    body = shipped.body._copy_body()
+    body.base_registry, body.groups = graph.base_registry, graph.groups
+    graph.groups[name] = GroupDef(name, body, copy.deepcopy(shipped.inputs),
+                                  dict(shipped.outputs), copy.deepcopy(shipped.ui))
+    for node in body:
+        if is_group(node.type):
+            import_group(graph, node.type[len(PREFIX):])
+    return graph.groups[name]
+
+
+class GroupRegistry:
+    """The base registry plus the group definitions of one graph, read-only."""
+
+    def __init__(self, base: Registry, groups: dict[str, GroupDef]):
+        self.base, self.groups = base, groups
+
+    def canonical(self, block_id: str) -> str:
+        return block_id if is_group(block_id) else self.base.canonical(block_id)
+
+    def __contains__(self, block_id: str) -> bool:
+        if is_group(block_id) and block_id[len(PREFIX):] in self.groups:
+            return True
+        return block_id in self.base
+
+    def get(self, block_id: str) -> BlockSpec:
+        if is_group(block_id):
+            defn = self.groups.get(block_id[len(PREFIX):])
+            if defn is not None:
+                return group_spec(defn, self)
+            if block_id not in self.base:  # shipped groups are in the base registry
+                raise UnknownBlockError(f"unknown group '{block_id}' (groups: "
+                                        f"{', '.join(self.groups) or 'none'})")
+        return self.base.get(block_id)
+
+    def __iter__(self) -> Iterator[BlockSpec]:
+        own = {PREFIX + name for name in self.groups}
+        yield from (spec for spec in self.base if spec.id not in own)  # own groups win
+        for defn in self.groups.values():
+            yield group_spec(defn, self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def categories(self) -> dict[str, list[BlockSpec]]:
+        out: dict[str, list[BlockSpec]] = {}
+        for spec in self:
+            out.setdefault(spec.category, []).append(spec)
+        return out
+
+
+@dataclass
+class Flat:
+    """A graph with its groups expanded, and how to map back."""
+
+    graph: Any
+    origin: dict[str, str] = field(default_factory=dict)  # flat id -> top-level node id
+    shared: dict[str, str] = field(default_factory=dict)  # flat id -> flat id of the owner
+    inputs: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    outputs: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)  # wires to ports a group lacks
+
+    def members(self, instance: str) -> list[str]:
+        """The flat node ids that make up a top-level node (itself, when not a group)."""
+        return [f for f, o in self.origin.items() if o == instance]
+
+
+def has_groups(graph) -> bool:
+    return any(is_group(n.type) for n in graph)
+
+
+def flatten(graph) -> Flat:
+    """Expand every group instance, recursively; wires go through the group's ports.
+
+    Raises GroupError for a group that uses itself, one that would expand to more than
+    MAX_NODES nodes, or a `share` that names no earlier instance of the same group; a wire
+    to a port a group does not have is left out and listed in `problems`, on the top-level
+    node it belongs to.
+    """
+    from nodegraph.model.graph import Edge, Graph, Node, Tie
+
+    _check_size(graph)
+    flat = Flat(Graph(graph.name, graph.base_registry))
+    flat.graph.training = graph.training
+    flat.graph.folder = graph.folder
+    flat.graph.ties = list(graph.ties)
+    instances: dict[str, str] = {}  # instance flat id -> group name
+    wired: set = set()
+
+    def expand(g, prefix: str, top: str | None, using: tuple[str, ...]) -> None:
+        for node in g:
+            fid = prefix + node.id
+            origin = top or node.id
+            if is_group(node.type):
+                name = node.type[len(PREFIX):]
+                defn = definition(graph, name)
+                if defn is None:  # left for validation to report as an unknown block
+                    flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
+                    flat.origin[fid] = origin
+                    continue
+                _check_nesting(name, using, node.id, origin)
+                instances[fid] = name
+                expand(defn.body, fid + SEP, origin, (*using, name))
+                inner = fid + SEP  # the body's ties, between this instance's inner nodes
+                flat.graph.ties += [Tie(inner + t.src, t.src_param, inner + t.dst, t.dst_param)
+                                    for t in defn.body.ties]
+                flat.inputs[(fid, "")] = []
+                for port, targets in defn.inputs.items():
+                    flat.inputs[(fid, port)] = [(fid + SEP + n, p) for n, p in targets]
+                for port, (n, p) in defn.outputs.items():
+                    flat.outputs[(fid, port)] = (fid + SEP + n, p)
+                share = node.params.get("share")
+                if share:
+                    _share(flat, node, prefix, name, instances, defn.body, origin)
+            else:
+                flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
+                flat.origin[fid] = origin
+        for e in g.edges:
+            src = _resolve_out(flat, (prefix + e.src, e.src_port))
+            dsts = _resolve_in(flat, (prefix + e.dst, e.dst_port))
+            if not _wire_ends_exist(flat, e, prefix, top, src, dsts, instances):
+                continue
+            for dst in dsts:
+                edge = Edge(src[0], src[1], dst[0], dst[1])
+                if edge not in wired:  # a set: a list scan made large expansions quadratic
+                    wired.add(edge)
+                    flat.graph.edges.append(edge)
+
+    expand(graph, "", None, ())
+    # a port of a nested instance leads on to inner nodes: list those, so a caller
+    # (a procedure, the preview) finds the blocks that run in one look-up
+    flat.inputs = {ref: [r for t in targets for r in _resolve_in(flat, t)]
+                   for ref, targets in flat.inputs.items()}
+    flat.outputs = {ref: _resolve_out(flat, ref) for ref in flat.outputs}
+    for sharer, owner in list(flat.shared.items()):
+        for _ in range(len(flat.shared)):  # a chain of shares ends at the real owner
+            if owner not in flat.shared:
+                break
+            owner = flat.shared[owner]
+        flat.shared[sharer] = owner
+    return flat
+
+
+def _check_nesting(name: str, using: tuple[str, ...], node: str, top: str) -> None:
+    """Refuse group `name` met again inside itself, or nested deeper than MAX_DEPTH."""
+    chain = " -> ".join([*using, name])
+    if name in using:
+        raise GroupError(f"group '{name}' uses itself ({chain}, through node '{node}'); a "
+                         "group cannot contain itself", top)
+    if len(using) >= MAX_DEPTH:
+        raise GroupError(f"groups nest deeper than {MAX_DEPTH} levels ({chain})", top)
+
+
+def _check_size(graph) -> None:
+    """Count the nodes expansion would make, before making them (memoised per group, so a
+    file of a few lines cannot ask for 10**16 nodes and hang), and find self-use early."""
+    sizes: dict[str, int] = {}
+
+    def size(name: str, using: tuple[str, ...], node: str, top: str) -> int:
+        _check_nesting(name, using, node, top)
+        if name not in sizes:
+            defn = definition(graph, name)
+            sizes[name] = 1 if defn is None else sum(
+                1 + size(n.type[len(PREFIX):], (*using, name), n.id, top) if is_group(n.type)
+                else 1 for n in defn.body)
+        return sizes[name]
+
+    total = 0
+    for node in graph:
+        count = size(node.type[len(PREFIX):], (), node.id, node.id) if is_group(node.type) \
+            else 1
+        total += count
+        if total > MAX_NODES:
+            raise GroupError(f"expanding the groups would make more than {MAX_NODES:,} nodes "
+                             f"(node '{node.id}' alone: {count:,}); groups nested in groups "
+                             "multiply", node.id)
+
+
+def _wire_ends_exist(flat: Flat, e, prefix: str, top: str | None, src, dsts,
+                     instances: dict[str, str]) -> bool:
+    """Whether a wire of `g` reaches flat nodes at both ends; if not, a problem says which
+    group port is missing (a node retyped to a group whose ports differ keeps old wires)."""
+    nodes = flat.graph.nodes
+    ends = [(src, e.src, e.src_port, "output")] + [(d, e.dst, e.dst_port, "input")
+                                                   for d in dsts]
+    for (flat_id, _), node, port, side in ends:
+        if flat_id in nodes:
+            continue
+        name = instances.get(prefix + node)
+        where = f"inside, at '{prefix[len(top) + len(SEP):].replace(SEP, '/')}{node}': " \
+            if top else ""
+        if name is not None:
+            ports = flat.outputs if side == "output" else flat.inputs
+            names = sorted(p for (i, p) in ports if i == prefix + node and p) or ["none"]
+            message = (f"{where}group.{name} '{node}' has no {side} '{port}' "
+                       f"({side}s: {', '.join(names)})")
+            hint = "wire one of the group's ports instead"
+        else:
+            message, hint = f"{where}wire {e} names a node that does not exist", ""
+        flat.problems.append(Problem(top or node, port, "unknown_port", message, hint))
+        return False
+    return True
+
+
+def _share(flat: Flat, node, prefix: str, name: str, instances: dict[str, str], body,
+           origin: str) -> None:
+    """Point the inner nodes of instance `node` at those of the instance it shares with."""
+    share = node.params.get("share")
+    if not isinstance(share, str):
+        raise GroupError(f"node '{node.id}': 'share' must be the id of another instance of "
+                         f"group '{name}' (text), got {share!r}", origin)
+    fid, owner = prefix + node.id, prefix + share
+    if owner == fid:
+        raise GroupError(f"node '{node.id}' shares weights with itself; name another instance "
+                         f"of group '{name}' in 'share', or leave it empty", origin)
+    if instances.get(owner) != name:
+        raise GroupError(f"'{node.id}' shares weights with '{share}', which is not an instance "
+                         f"of group '{name}' defined before it", origin)
+    for inner in body.nodes:
+        flat.shared[fid + SEP + inner] = owner + SEP + inner
+
+
+def _resolve_out(flat: Flat, ref: tuple[str, str]) -> tuple[str, str]:
+    while ref in flat.outputs:
+        ref = flat.outputs[ref]
+    return ref
+
+
+def _resolve_in(flat: Flat, ref: tuple[str, str]) -> list[tuple[str, str]]:
+    if ref not in flat.inputs:
+        return [ref]
+    return list(dict.fromkeys(r for target in flat.inputs[ref]  # each inner input once
+                              for r in _resolve_in(flat, target)))
+
+
+def make_group(graph, node_ids: list[str], name: str, instance: str | None = None) -> str:
+    """Move `node_ids` into a new group `name` and put one instance in their place.
+
+    Wires crossing the selection become the group's ports (named after the inner port,
+    made unique), and so do the outputs of selected nodes that feed nothing yet; returns the
+    instance's id. Positions of the moved nodes go with them. A tie between two moved nodes
+    goes into the body (each later instance ties its own pair); a tie between a moved node
+    and one outside stays in the graph, naming the node inside the instance.
+    """
+    from nodegraph.model.graph import Graph, Tie
+
+    if name in graph.groups:
+        raise GraphError(f"a group named '{name}' already exists")
+    if not GROUP_NAME.match(name):
+        raise GraphError(f"'{name}' is not a valid group name (a letter, then letters, digits "
+                         "and _)")
+    chosen = set(node_ids)
+    missing = chosen - set(graph.nodes)
+    if missing:
+        raise GraphError(f"no nodes {sorted(missing)} to group")
+    body = Graph(name, graph.base_registry)
+    for nid in node_ids:
+        body.add_node(graph.nodes[nid], strict=False)
+    inputs: dict[str, list[tuple[str, str]]] = {}
+    outputs: dict[str, tuple[str, str]] = {}
+    incoming, outgoing = [], []
+    for e in graph.edges:
+        if e.src in chosen and e.dst in chosen:
+            body.edges.append(e)
+        elif e.dst in chosen:
+            incoming.append(e)
+        elif e.src in chosen:
+            outgoing.append(e)
+    by_source: dict[tuple[str, str], str] = {}
+    for e in incoming:  # one group input per outside source, feeding every inner target
+        port = by_source.get(e.source)
+        if port is None:
+            port = _unique(e.dst_port, inputs)
+            by_source[e.source] = port
+            inputs[port] = []
+        inputs[port].append(e.target)
+    out_port: dict[tuple[str, str], str] = {}
+    sinks = [(nid, p.name) for nid in node_ids if not graph.edges_from(nid)
+             and graph.nodes[nid].type in graph.registry
+             for p in graph.registry.get(graph.nodes[nid].type).outputs]
+    for source in [e.source for e in outgoing] + sinks:  # wired outputs, then loose ends
+        if source not in out_port:
+            out_port[source] = _unique(source[1], outputs)
+            outputs[out_port[source]] = source
+    positions = graph.ui.get("positions", {})
+    body.ui = {"positions": {n: positions[n] for n in node_ids if n in positions}}
+    graph.groups[name] = GroupDef(name, body, inputs, outputs)
+    instance = instance or graph.new_id(name)
+    body.ties = [t for t in graph.ties if t.src in chosen and t.dst in chosen]
+    inner = {n: instance + SEP + n for n in chosen}
+    graph.ties = [Tie(inner.get(t.src, t.src), t.src_param, inner.get(t.dst, t.dst),
+                      t.dst_param) for t in graph.ties if t not in body.ties]
+    centre = [sum(positions[n][i] for n in node_ids if n in positions) /
+              max(1, sum(1 for n in node_ids if n in positions)) for i in (0, 1)]
+    for nid in node_ids:
+        graph.remove(nid)
+    graph.add(PREFIX + name, id=instance)
+    if positions:
+        graph.ui.setdefault("positions", {})[instance] = centre
+    for source, port in by_source.items():
+        graph.connect(source, (instance, port))
+    for e in outgoing:
+        graph.connect((instance, out_port[e.source]), e.target)
+    return instance
+
+
+def _unique(base: str, taken: dict) -> str:
+    name, i = base, 2
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    return name

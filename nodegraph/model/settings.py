@@ -1,0 +1,88 @@
+"""The `training` section of a graph file: declared once, checked like block params.
+
+These are the settings of a run that belong to no single block: how many epochs, the seed,
+the device, early stopping, how often to checkpoint. They are declared as `Param`s so the
+validator checks them with the same messages as block params, the CLI's `--set
+training.epochs=5` and the editor's toolbar use the same names, and unknown keys are
+reported instead of ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegraph.model.errors import Problem
+from nodegraph.model.spec import (
+    Param,
+    Params,
+    bool_param,
+    choice_param,
+    float_param,
+    int_param,
+    str_param,
+)
+
+TRAINING_PARAMS: tuple[Param, ...] = (
+    int_param("epochs", 10, "passes over the training split", min=0),
+    int_param("seed", 0, "seed of weight initialisation, shuffling and dropout", min=0),
+    str_param("device", "auto", "cpu, cuda, cuda:N or auto (a GPU when there is one)"),
+    int_param("patience", None, "early stopping: stop after this many epochs without "
+              "improvement of `monitor`; empty means never stop early", min=1, nullable=True),
+    str_param("monitor", "", "the number early stopping and `best` watch, as split.key "
+              "(val.loss, val.accuracy); empty means val.loss, or train.loss without val"),
+    choice_param("mode", ("auto", "min", "max"), "auto",
+                 "whether the monitored number should fall or rise; auto: accuracy-like "
+                 "keys rise, the rest fall"),
+    float_param("min_delta", 0.0, "the least change that counts as an improvement", min=0),
+    bool_param("restore_best", True, "after training, return to the weights of the best epoch "
+               "(when early stopping or a monitor is set)"),
+    int_param("checkpoint_every", 1, "epochs between checkpoints (with a checkpoint dir)",
+              min=1),
+    int_param("loss_every", 10, "steps between loss values in step events (reading the loss "
+              "waits for the device)", min=1),
+    int_param("probe_every", 10, "probe activations and gradients at most every N steps "
+              "(only while someone watches: the editor, --probe-out)", min=1),
+    float_param("probe_budget", 0.05, "the share of training time probing may cost (1: as "
+                "long as training itself); the interval grows to keep within it",
+                min=0.001, max=1000),
+    float_param("probe_rate", 5.0, "probe frames per second at most (the editor plays about "
+                "one wave a second); 0: no limit, every `probe_every` steps within the budget",
+                min=0, max=10000),
+    Param("stages", "json", [], "training in phases, in order: a list of {\"name\", "
+          "\"epochs\", \"optimizers\": [ids] (default all), \"frozen\": [node ids]}; "
+          "empty: one phase of `epochs` with every optimizer"),
+    choice_param("compile", ("off", "inductor", "aot_eager", "eager"), "off",
+                 "run the training forward through torch.compile with this backend; falls back "
+                 "to eager when compilation fails"),
+    int_param("eval_batch_size", 1024, "batch size for evaluation passes", min=1),
+)
+
+_BY_NAME = {p.name: p for p in TRAINING_PARAMS}
+RISING = ("accuracy", "acc", "r2", "f1", "precision", "recall", "auc", "likelihood")
+
+
+def resolve(training: dict[str, Any]) -> tuple[Params, list[Problem]]:
+    """Training settings with defaults filled in, and problems keyed as training.<name>."""
+    values, problems = Params(), []
+    for param in TRAINING_PARAMS:
+        values[param.name] = param.default
+    for name, value in training.items():
+        param = _BY_NAME.get(name)
+        if param is None:
+            known = ", ".join(_BY_NAME)
+            problems.append(Problem(None, f"training.{name}", "unknown_param",
+                                    f"unknown training setting '{name}' (known: {known})"))
+            continue
+        try:
+            values[name] = param.check(value)
+        except Exception as e:
+            problems.append(Problem(None, f"training.{name}", "bad_param", str(e)))
+    return values, problems
+
+
+def monitor_rises(key: str, mode: str) -> bool:
+    """True when larger values of the monitored number are better."""
+    if mode != "auto":
+        return mode == "max"
+    name = key.split(".", 1)[-1].lower()
+    return any(word in name for word in RISING)

@@ -1,0 +1,434 @@
+"""How a block declares itself, and the registry that holds the declarations.
+
+A block is one `BlockSpec`: id, kind, doc, typed ports, typed params and a `build` function.
+Everything else — the editor's palette and inspector, validation, shape inference, the docs,
+`nodegraph blocks` — reads that one declaration. Adding a block never touches `nodegraph/`.
+
+What `build` receives and returns depends on the block's kind:
+
+- ``op``: ``build(p, x) -> nn.Module``. `p` holds the params by name, `x` maps each connected
+  input port to a *meta* tensor of the inferred shape and dtype (so a Linear reads
+  ``x["input"].shape[-1]``). The module is called with the inputs positionally in port
+  order (``None`` for an unconnected optional input) and returns one tensor, or a tuple in
+  output-port order. Losses are ops whose output port has type ``loss``.
+- ``data``: ``build(p) -> nodegraph.kinds.dataset.Dataset``: the whole dataset with its splits.
+- ``metric``: ``build(p, x) -> nodegraph.kinds.metric.Metric``: accumulates over an epoch.
+- ``optimizer``: ``build(p, named) -> torch.optim.Optimizer`` over `named`, a list of
+  (``node.param``, Parameter); pass it through ``nodegraph.kinds.optim.param_groups(named, p)``.
+  With ``closure=True`` the trainer calls ``step(closure)``; ``closure()`` zeroes the grads,
+  recomputes the loss, backpropagates and returns it (L-BFGS); ``closure(backward=False)``
+  returns the loss with its autograd graph and no backward, for solvers that differentiate
+  it themselves (a one-step Newton solve is exact least squares).
+- ``schedule``: ``build(p, optimizer) -> torch.optim.lr_scheduler.LRScheduler``.
+- ``procedure``: ``build(p) -> nodegraph.runtime.procedure.Procedure``: a loop around a trained
+  node or group (named by its `model` param) that yields a trajectory; not part of training.
+
+A block that acts on *other blocks' weights* (an L1/L2 penalty, a parameter count) declares
+``binds="nodes"``:
+the name of its ``strs`` param listing node ids (empty: every block with weights). After
+building, compile calls ``module.bind(modules)`` with those nodes' modules by id; the block
+must keep them without registering them as submodules (so weights are not duplicated).
+
+An op block whose module is built from large tensors computed from its params (a Hopfield
+network's weight matrix from its patterns) declares ``export=fn``: ``fn(p, x)`` returns a
+plain function and keyword arguments that build the same module, and the Python export
+writes that call instead of the recorded constructor call.
+
+The registry is an object: tests make their own, the default one holds the blocks of the
+`nodes` package plus any package that declares the ``nodegraph.blocks`` entry point.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from nodegraph.model.errors import NodegraphError, ParamError
+from nodegraph.model.types import LOSS, SCHEDULE, TENSOR, PortType
+
+KINDS = ("op", "data", "metric", "optimizer", "schedule", "group", "procedure")
+BLOCK_ID = re.compile(r"^[a-z][a-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*$")
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class _Required:
+    """Marker default for a param the user must set."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class Port:
+    """A typed input or output of a block."""
+
+    name: str
+    type: PortType = TENSOR
+    doc: str = ""
+    optional: bool = False  # inputs only: the block runs without it (it receives None)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A typed, named setting of a block, with its default and the values it allows."""
+
+    name: str
+    kind: str  # int | float | bool | str | choice | ints | floats | strs | json
+    default: Any = REQUIRED
+    doc: str = ""
+    min: float | None = None
+    max: float | None = None
+    choices: tuple = ()
+    nullable: bool = False  # None is allowed (meaning "infer" or "off")
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def check(self, value: Any) -> Any:
+        """Return `value` in canonical form, or raise ParamError saying what was expected."""
+        if value is None:
+            if self.nullable:
+                return None
+            raise ParamError(f"'{self.name}' needs a value ({self.describe()})")
+        checker = _CHECKERS.get(self.kind)
+        if checker is None:
+            raise ParamError(f"'{self.name}' has unknown param kind {self.kind!r}")
+        value = checker(self, value)
+        if self.kind in ("int", "float"):
+            self._check_range(value)
+        elif self.kind in ("ints", "floats"):
+            for v in value:
+                self._check_range(v)
+        return value
+
+    def _check_range(self, v: float) -> None:
+        if self.min is not None and v < self.min:
+            raise ParamError(f"'{self.name}' must be >= {self.min}, got {v}")
+        if self.max is not None and v > self.max:
+            raise ParamError(f"'{self.name}' must be <= {self.max}, got {v}")
+
+    def describe(self) -> str:
+        """A short statement of what values are allowed, for messages and the inspector."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        text = {"int": "an integer", "float": "a number", "bool": "true or false",
+                "str": "text", "ints": "a list of integers", "floats": "a list of numbers",
+                "strs": "a list of texts",
+                "json": "a JSON value"}.get(self.kind, self.kind)
+        if self.min is not None and self.max is not None:
+            text += f" in [{self.min}, {self.max}]"
+        elif self.min is not None:
+            text += f" >= {self.min}"
+        elif self.max is not None:
+            text += f" <= {self.max}"
+        return text + (" or null" if self.nullable else "")
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "kind": self.kind, "doc": self.doc,
+             "required": self.required, "allowed": self.describe()}
+        if not self.required:
+            d["default"] = self.default
+        if self.choices:
+            d["choices"] = list(self.choices)
+        if self.min is not None:
+            d["min"] = self.min
+        if self.max is not None:
+            d["max"] = self.max
+        return d
+
+
+def _wrong(param: Param, value: Any) -> ParamError:
+    shown = repr(value) if not isinstance(value, str) else f"the text {value!r}"
+    return ParamError(f"'{param.name}' must be {param.describe()}, got {shown}")
+
+
+def _check_int(p: Param, v: Any) -> int:
+    if (isinstance(v, bool) or not isinstance(v, int | float)
+            or (isinstance(v, float) and not v.is_integer())):  # NaN and inf too
+        raise _wrong(p, v)
+    return int(v)
+
+
+def _check_float(p: Param, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise _wrong(p, v)
+    return float(v)
+
+
+def _check_bool(p: Param, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise _wrong(p, v)
+    return v
+
+
+def _check_str(p: Param, v: Any) -> str:
+    if not isinstance(v, str):
+        raise _wrong(p, v)
+    return v
+
+
+def _check_choice(p: Param, v: Any) -> Any:
+    if v not in p.choices:
+        raise _wrong(p, v)
+    return v
+
+
+def _check_list(item: Callable[[Param, Any], Any]) -> Callable[[Param, Any], list]:
+    def check(p: Param, v: Any) -> list:
+        if not isinstance(v, list | tuple):
+            raise _wrong(p, v)
+        try:
+            return [item(p, x) for x in v]
+        except ParamError:
+            raise _wrong(p, v) from None
+
+    return check
+
+
+def _check_json(p: Param, v: Any) -> Any:
+    if not isinstance(v, dict | list | str | int | float | bool):
+        raise _wrong(p, v)
+    return v
+
+
+_CHECKERS: dict[str, Callable[[Param, Any], Any]] = {
+    "int": _check_int, "float": _check_float, "bool": _check_bool, "str": _check_str,
+    "choice": _check_choice, "ints": _check_list(_check_int),
+    "floats": _check_list(_check_float), "strs": _check_list(_check_str), "json": _check_json,
+}
+
+
+class Params(dict):
+    """A block's params by name, readable as attributes (``p.out_features``).
+
+    A param wins over a dict method of the same name: ``p.update`` is the `update` param
+    when the block has one.
+    """
+
+    def __getattribute__(self, name: str) -> Any:
+        if not name.startswith("__") and dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        return super().__getattribute__(name)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """The one declaration of a block type."""
+
+    id: str
+    kind: str
+    doc: str
+    build: Callable[..., Any]
+    inputs: tuple[Port, ...] = ()
+    outputs: tuple[Port, ...] = ()
+    params: tuple[Param, ...] = ()
+    keywords: tuple[str, ...] = ()
+    replaces: tuple[str, ...] = ()  # old ids that files may still use
+    closure: bool = False  # optimizers only: step() needs a closure that re-evaluates the loss
+    binds: str = ""  # ops and metrics: the strs param naming nodes whose modules `bind` gets
+    # ops only: how `nodegraph export --to python` writes the block when the constructor call
+    # it recorded cannot be written (a large tensor computed from the params): export(p, x)
+    # -> (function, kwargs), a plain function and the arguments that build the same module
+    export: Callable[..., tuple[Callable[..., Any], dict[str, Any]]] | None = None
+    # blocks whose params name Python to call (opaque.*): code(params) -> [(param,
+    # "module:qualname", allowlist kind)], checked against `nodegraph.model.allowlist` before any
+    # node of the graph is built
+    code: Callable[[dict], list[tuple[str, Any, str]]] | None = None
+    category: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not BLOCK_ID.match(self.id):
+            raise ValueError(f"block id {self.id!r} must look like 'family.Name'")
+        if self.kind not in KINDS:
+            raise ValueError(f"block {self.id}: kind must be one of {KINDS}, not {self.kind!r}")
+        for group in (self.inputs, self.outputs, self.params):
+            names = [x.name for x in group]
+            if len(set(names)) != len(names):
+                raise ValueError(f"block {self.id}: duplicate port or param names {names}")
+            bad = [n for n in names if not NAME.match(n)]
+            if bad:
+                raise ValueError(f"block {self.id}: names must be lower_snake: {bad}")
+        if not self.category:
+            object.__setattr__(self, "category", self.id.split(".", 1)[0])
+
+    def input(self, name: str) -> Port | None:
+        return next((p for p in self.inputs if p.name == name), None)
+
+    def output(self, name: str) -> Port | None:
+        return next((p for p in self.outputs if p.name == name), None)
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the doc, for palettes and listings."""
+        return self.doc.strip().split("\n", 1)[0]
+
+    def resolve_params(self, given: dict[str, Any]) -> tuple[Params, dict[str, str]]:
+        """Defaults filled in and values checked; problems by param name (unknown ones too)."""
+        values, problems = Params(), {}
+        for param in self.params:
+            if param.name in given:
+                try:
+                    values[param.name] = param.check(given[param.name])
+                except ParamError as e:
+                    problems[param.name] = str(e)
+            elif param.required:
+                problems[param.name] = f"'{param.name}' is required ({param.describe()})"
+            else:
+                values[param.name] = param.default
+        for name in given:
+            if self.param(name) is None:
+                known = ", ".join(p.name for p in self.params) or "none"
+                problems[name] = f"{self.id} has no param '{name}' (its params: {known})"
+        return values, problems
+
+    def to_dict(self) -> dict:
+        def port(p: Port) -> dict:
+            d = {"name": p.name, "type": p.type.name, "doc": p.doc}
+            if p.optional:
+                d["optional"] = True
+            return d
+
+        return {"id": self.id, "kind": self.kind, "category": self.category, "doc": self.doc,
+                "inputs": [port(p) for p in self.inputs],
+                "outputs": [port(p) for p in self.outputs],
+                "params": [p.to_dict() for p in self.params],
+                "keywords": list(self.keywords)}
+
+
+def block(id: str, kind: str, doc: str, build: Callable[..., Any], *,
+          inputs: Sequence[Port | str] = (), outputs: Sequence[Port | str] = (),
+          params: Sequence[Param] = (), **extra: Any) -> BlockSpec:
+    """Declare a block; a bare string port is a tensor port of that name."""
+    def ports(items: Sequence[Port | str]) -> tuple[Port, ...]:
+        return tuple(Port(p) if isinstance(p, str) else p for p in items)
+
+    return BlockSpec(id=id, kind=kind, doc=doc, build=build, inputs=ports(inputs),
+                     outputs=ports(outputs), params=tuple(params), **extra)
+
+
+# Short constructors so a declaration reads like the torch signature it mirrors.
+def int_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+    return Param(name, "int", default, doc, **kw)
+
+
+def float_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+    return Param(name, "float", default, doc, **kw)
+
+
+def bool_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+    return Param(name, "bool", default, doc, **kw)
+
+
+def str_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+    return Param(name, "str", default, doc, **kw)
+
+
+def choice_param(name: str, choices: Sequence, default: Any = REQUIRED, doc: str = "",
+                 **kw: Any) -> Param:
+    return Param(name, "choice", default, doc, choices=tuple(choices), **kw)
+
+
+LOSS_OUT = Port("loss", LOSS, "the scalar loss")
+LOSS_IN = Port("loss", LOSS, "the loss this optimizer minimises")
+SCHEDULE_OUT = Port("schedule", SCHEDULE, "attach to an optimizer's schedule input")
+SCHEDULE_IN = Port("schedule", SCHEDULE, "an optional learning-rate schedule", optional=True)
+
+
+class UnknownBlockError(NodegraphError):
+    """A block id the registry does not know."""
+
+
+class Registry:
+    """The block types a graph may use, by id."""
+
+    def __init__(self, specs: Iterable[BlockSpec] = ()):
+        self._specs: dict[str, BlockSpec] = {}
+        self._aliases: dict[str, str] = {}
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: BlockSpec) -> None:
+        if spec.id in self._specs:
+            raise ValueError(f"block {spec.id} is registered twice")
+        self._specs[spec.id] = spec
+        for old in spec.replaces:
+            self._aliases[old] = spec.id
+
+    def canonical(self, block_id: str) -> str:
+        """The current id for `block_id`, following renames."""
+        return self._aliases.get(block_id, block_id)
+
+    def __contains__(self, block_id: str) -> bool:
+        return self.canonical(block_id) in self._specs
+
+    def get(self, block_id: str) -> BlockSpec:
+        spec = self._specs.get(self.canonical(block_id))
+        if spec is None:
+            close = [s for s in self._specs if s.split(".")[-1].lower()
+                     == block_id.split(".")[-1].lower()]
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise UnknownBlockError(f"unknown block type '{block_id}'{hint}")
+        return spec
+
+    def __iter__(self) -> Iterator[BlockSpec]:
+        return iter(sorted(self._specs.values(), key=lambda s: s.id))
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def categories(self) -> dict[str, list[BlockSpec]]:
+        out: dict[str, list[BlockSpec]] = {}
+        for spec in self:
+            out.setdefault(spec.category, []).append(spec)
+        return out
+
+
+ENTRY_POINT_GROUP = "nodegraph.blocks"
+
+
+def load_default_registry() -> Registry:
+    """Every block of every installed ``nodegraph.blocks`` entry point, ours included.
+
+    An entry point names a callable returning an iterable of BlockSpec; the built-in library
+    is the entry point `builtin = "nodes:all_blocks"` of this project's own metadata. This
+    module never imports a block library itself, so the model depends on no blocks.
+    """
+    registry = Registry()
+    seen: set[str] = set()
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.value):
+        if ep.value in seen:  # the same distribution found twice on the path
+            continue
+        seen.add(ep.value)
+        for spec in ep.load()():
+            registry.register(spec)
+    if not seen:
+        raise NodegraphError(
+            "no block library is installed: nodegraph finds its blocks through the "
+            f"'{ENTRY_POINT_GROUP}' entry point; install the package (`pip install -e .` "
+            "in a source checkout)")
+    return registry
+
+
+_default: Registry | None = None
+
+
+def default_registry() -> Registry:
+    """The registry used when none is passed; built once on first use."""
+    global _default
+    if _default is None:
+        _default = load_default_registry()
+    return _default

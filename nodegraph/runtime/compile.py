@@ -1,0 +1,328 @@
+"""Compile, don't interpret: a validated graph becomes one `nn.Module` plus what trains it.
+
+`GraphModule` holds every op block's module (keyed by node id) and runs *plans*: tuples of
+(node, module, input keys, output keys) in topological order, precomputed once, so a step
+costs one call per block and a dict store per wire — the same work a hand-written
+`forward` does. Values travel in a dict keyed by (node, port). Each optimizer gets the plan
+of what its loss needs; evaluation gets the plan of every loss and metric.
+
+`compile` returns a `Compiled` bundle: the module, the datasets, the optimizers with their
+parameter scopes and schedules, the metrics, and the plans. The trainer only loops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from nodegraph.check.validate import Report, check
+from nodegraph.kinds.dataset import Dataset
+from nodegraph.kinds.metric import Metric
+from nodegraph.model import allowlist
+from nodegraph.model.errors import NodegraphError, NodeRuntimeError, Problem, ValidationError
+from nodegraph.model.graph import Graph
+from nodegraph.model.types import LOSS
+
+Key = tuple[str, str]
+Step = tuple[str, nn.Module, tuple[Key | None, ...], tuple[Key, ...]]
+
+
+class GraphModule(nn.Module):
+    """The forward part of a graph: op blocks by node id, run in topological order."""
+
+    def __init__(self, blocks: dict[str, nn.Module], steps: dict[str, Step]):
+        super().__init__()
+        self.blocks = nn.ModuleDict()
+        for node, block in blocks.items():  # a node id may shadow a ModuleDict attribute
+            self.blocks._modules[node] = block  # ('double', 'train'): blocks are read by key
+        self._steps = steps  # node id -> step, in topological order
+        self.full_plan: tuple[Step, ...] = tuple(steps.values())
+
+    def plan(self, nodes: set[str]) -> tuple[Step, ...]:
+        """The steps of the op blocks among `nodes`, in topological order."""
+        return tuple(s for nid, s in self._steps.items() if nid in nodes)
+
+    def run(self, plan: tuple[Step, ...], values: dict[Key, Any]) -> dict[Key, Any]:
+        """Run `plan` on `values` (inputs already in it); outputs are stored in `values`."""
+        node = None
+        try:
+            for node, module, in_keys, out_keys in plan:  # noqa: B007 (node names failures)
+                out = module(*[values.get(k) for k in in_keys])
+                if len(out_keys) == 1:
+                    values[out_keys[0]] = out
+                else:
+                    values.update(zip(out_keys, out, strict=True))
+        except NodegraphError:
+            raise
+        except Exception as e:
+            message = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise NodeRuntimeError(node, f"{type(e).__name__}: {message}") from e
+        return values
+
+    def forward(self, values: dict[Key, Any], plan: tuple[Step, ...] | None = None
+                ) -> dict[Key, Any]:
+        """Every block (or those of `plan`, then in place) on the given inputs, keyed
+        (data node, port); returns all values. DDP calls the trainer's plans through here."""
+        if plan is None:
+            return self.run(self.full_plan, dict(values))
+        return self.run(plan, values)
+
+    def module_of(self, node: str) -> nn.Module | None:
+        """The module a node runs (its owner's, for a node sharing weights)."""
+        step = self._steps.get(node)
+        return None if step is None else step[1]
+
+    def block_state(self) -> dict[str, torch.Tensor]:
+        """Weights keyed `node.param` (node ids, not module paths), for safetensors; a tied
+        tensor appears once, under its first name."""
+        out, seen = {}, set()
+        for k, v in self.state_dict().items():
+            ident = (v.untyped_storage().data_ptr(), v.storage_offset(), tuple(v.shape))
+            if v.numel() and ident in seen:
+                continue
+            seen.add(ident)
+            out[k.removeprefix("blocks.")] = v
+        return out
+
+    def load_block_state(self, state: dict[str, torch.Tensor], strict: bool = True) -> None:
+        expected = set(self.block_state())
+        missing = expected - set(state)
+        unexpected = set(state) - {k.removeprefix("blocks.") for k in self.state_dict()}
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"weights do not fit: missing {sorted(missing)[:5]}, "
+                               f"unexpected {sorted(unexpected)[:5]}")
+        self.load_state_dict({f"blocks.{k}": v for k, v in state.items()}, strict=False)
+
+
+@dataclass
+class OptimizerRun:
+    """One optimizer block at run time: what it minimises, over which parameters."""
+
+    node: str
+    optimizer: torch.optim.Optimizer
+    loss_key: Key
+    plan: tuple[Step, ...]
+    params: list[nn.Parameter]
+    clip: float | None = None
+    closure: bool = False
+    scheduler: Any = None
+    schedule_node: str | None = None
+    per_step: bool = False
+
+
+@dataclass
+class MetricRun:
+    node: str
+    metric: Metric
+    keys: tuple[Key | None, ...]
+
+
+@dataclass
+class Compiled:
+    """Everything a run needs, built from a graph once."""
+
+    graph: Graph
+    report: Report
+    module: GraphModule
+    device: torch.device
+    datasets: dict[str, Dataset]
+    optimizers: list[OptimizerRun] = field(default_factory=list)
+    metrics: list[MetricRun] = field(default_factory=list)
+    loss_keys: dict[str, Key] = field(default_factory=dict)  # loss node -> its output
+    eval_plan: tuple[Step, ...] = ()
+    exec_graph: Graph | None = None  # what runs: the graph with its groups expanded
+
+    def parameter_count(self) -> int:
+        seen = {id(p): p.numel() for p in self.module.parameters() if p.requires_grad}
+        return sum(seen.values())
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` is the first GPU when there is one, else the CPU; others are checked."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise NodegraphError(f"unknown device '{name}' (use cpu, cuda, cuda:N or auto)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise NodegraphError(f"device '{name}' asked for, but no CUDA GPU is available "
+                                 "(use cpu or auto)")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise NodegraphError(f"device '{name}' does not exist: this machine has "
+                                 f"{torch.cuda.device_count()} GPU(s)")
+    return device
+
+
+def compile(graph: Graph, device: str | torch.device | None = None, seed: int | None = None,
+            for_training: bool = True) -> Compiled:
+    """Validate `graph` and build its module, datasets, optimizers and metrics.
+
+    Raises ValidationError listing every problem when the graph cannot run.
+    """
+    with allowlist.trusting(graph.trusted):  # blocks naming Python resolve as validated
+        return _compile(graph, device, seed, for_training)
+
+
+def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
+             for_training: bool) -> Compiled:
+    report = check(graph, for_training=for_training)
+    user_graph, graph = graph, report.flat.graph if report.flat else graph
+    shared = report.flat.shared if report.flat else {}
+    training = {**user_graph.training}
+    dev = device if isinstance(device, torch.device) else resolve_device(
+        device or training.get("device", "auto"))
+    torch.manual_seed(training.get("seed", 0) if seed is None else seed)
+
+    ops = [n for n in report.order if report.specs[n].kind == "op"]
+    blocks = {}
+    for node_id in ops:  # a node sharing another's weights gets no module of its own
+        if node_id not in shared:
+            inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(node_id)}
+            blocks[node_id] = report.specs[node_id].build(report.params[node_id], inputs)
+    steps = {}
+    for node_id in ops:
+        spec = report.specs[node_id]
+        in_keys = tuple(_source(graph, node_id, p.name) for p in spec.inputs)
+        steps[node_id] = (node_id, blocks[shared.get(node_id, node_id)], in_keys,
+                          tuple((node_id, p.name) for p in spec.outputs))
+    _bind(blocks, report)
+    _tie(graph, steps)  # the flat graph's ties include those declared in group bodies
+    module = GraphModule(blocks, steps).to(dev)  # moves the blocks in place
+
+    datasets = {nid: ds.to(dev) for nid, ds in report.datasets.items()}
+    compiled = Compiled(user_graph, report, module, dev, datasets, exec_graph=graph)
+    compiled.loss_keys = {nid: (nid, p.name) for nid in report.order
+                          for p in report.specs[nid].outputs if p.type == LOSS
+                          if report.specs[nid].kind == "op"}
+    for nid in report.order:
+        spec = report.specs[nid]
+        if spec.kind == "metric":
+            inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(nid)}
+            metric = spec.build(report.params[nid], inputs)
+            if spec.binds:
+                _bind_one(nid, metric, spec, report.params[nid], dict(module.blocks))
+            compiled.metrics.append(MetricRun(nid, metric, tuple(_source(graph, nid, p.name)
+                                                                 for p in spec.inputs)))
+    sinks = [*compiled.loss_keys, *(e.src for m in compiled.metrics
+                                    for e in graph.edges_into(m.node))]
+    compiled.eval_plan = module.plan(graph.upstream(sinks))
+    if for_training:
+        _build_optimizers(compiled, sinks)
+    return compiled
+
+
+def _bind(blocks: dict[str, nn.Module], report: Report) -> None:
+    """Hand blocks that act on other blocks' weights (penalties) the modules they name."""
+    for node_id, module in blocks.items():
+        spec = report.specs[node_id]
+        if spec.binds:
+            _bind_one(node_id, module, spec, report.params[node_id], blocks)
+
+
+def _bind_one(node_id: str, target: Any, spec, params: dict, blocks: dict[str, nn.Module]):
+    names = params.get(spec.binds) or [
+        n for n, m in blocks.items() if n != node_id and any(True for _ in m.parameters())]
+    missing = [n for n in names if n not in blocks]
+    if missing:
+        raise NodegraphError(f"node '{node_id}': {spec.binds} names {missing}, which are "
+                             "not blocks with weights")
+    target.bind({n: blocks[n] for n in names})
+
+
+def _source(graph: Graph, node: str, port: str) -> Key | None:
+    edge = graph.source_of(node, port)
+    return None if edge is None else edge.source
+
+
+def _build_optimizers(compiled: Compiled, sinks: list[str]) -> None:
+    graph, report, module = compiled.exec_graph, compiled.report, compiled.module
+    opt_nodes = [nid for nid in report.order if report.specs[nid].kind == "optimizer"]
+    for i, nid in enumerate(opt_nodes):
+        params = report.params[nid]
+        loss_edge = graph.source_of(nid, "loss")
+        upstream = graph.upstream([loss_edge.src])
+        scope = _members(report, params.get("scope")) or sorted(upstream)
+        trainable = _parameters(module, scope)
+        named = [(name, p) for name, p in _named(module) if any(p is t for t in trainable)]
+        spec = report.specs[nid]
+        last = i == len(opt_nodes) - 1
+        # the last optimizer's forward also computes every loss and metric, so the epoch's
+        # training numbers come for free
+        plan = module.plan(upstream | graph.upstream(sinks) if last else upstream)
+        optimizer = _built(nid, spec, params, named)
+        run = OptimizerRun(nid, optimizer, loss_edge.source, plan,
+                           trainable, params.get("clip_grad_norm"), spec.closure)
+        sched_edge = graph.source_of(nid, "schedule")
+        if sched_edge is not None:
+            sspec = report.specs[sched_edge.src]
+            sparams = report.params[sched_edge.src]
+            run.scheduler = _built(sched_edge.src, sspec, sparams, run.optimizer)
+            run.schedule_node = sched_edge.src
+            run.per_step = sparams.get("interval") == "step"
+        compiled.optimizers.append(run)
+
+
+def _members(report: Report, nodes: list[str] | None) -> list[str]:
+    """Node ids as the flat graph knows them: a group instance stands for its inner nodes."""
+    if not nodes or report.flat is None:
+        return list(nodes or [])
+    return [m for n in nodes for m in (report.flat.members(n) or [n])]
+
+
+def _tie(graph: Graph, steps: dict[str, Step]) -> None:
+    """Make each tied parameter one Parameter object used by both blocks."""
+    for tie in graph.ties:
+        ends = [steps.get(tie.src), steps.get(tie.dst)]
+        if None in ends:
+            raise ValidationError([Problem(tie.dst, tie.dst_param, "bad_tie",
+                                           "ties join parameters of blocks with weights")])
+        src, dst = ends[0][1], ends[1][1]
+        source = dict(src.named_parameters()).get(tie.src_param)
+        target = dict(dst.named_parameters()).get(tie.dst_param)
+        if source is None or target is None:
+            missing = tie.src if source is None else tie.dst
+            name = tie.src_param if source is None else tie.dst_param
+            raise ValidationError([Problem(missing, name, "bad_tie", f"'{missing}' has no "
+                                           f"parameter '{name}'")])
+        if source.shape != target.shape:
+            raise ValidationError([Problem(tie.dst, tie.dst_param, "bad_tie", f"cannot tie "
+                                           f"{tie.dst}.{tie.dst_param} {tuple(target.shape)} "
+                                           f"to {tie.src}.{tie.src_param} "
+                                           f"{tuple(source.shape)}: shapes differ")])
+        owner, _, leaf = tie.dst_param.rpartition(".")
+        holder = dst.get_submodule(owner) if owner else dst
+        holder._parameters[leaf] = source
+
+
+def _built(node: str, spec, params: dict, target: Any):
+    """`spec.build(params, target)`, a refusal reported on its node, not as a bare exception."""
+    try:
+        return spec.build(params, target)
+    except NodegraphError:
+        raise
+    except Exception as e:
+        message = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ValidationError([Problem(node, None, "bad_config",
+                                       f"{spec.id} '{node}': {message}")]) from None
+
+
+def _named(module: GraphModule) -> list[tuple[str, nn.Parameter]]:
+    return [(k.removeprefix("blocks."), p) for k, p in module.named_parameters()]
+
+
+def _parameters(module: GraphModule, nodes: Iterable[str]) -> list[nn.Parameter]:
+    """Trainable parameters of `nodes`, each once (shared weights are not stepped twice)."""
+    seen, out = set(), []
+    for nid in nodes:
+        block = module.module_of(nid)
+        for p in block.parameters() if block is not None else ():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+    return out

@@ -1,0 +1,299 @@
+"""Training in a process of its own, for the editor: jobs go in as pickles on the process's
+stdin, events come back as pickles on its stdout.
+
+Why a process: a training thread in the editor's process shares the interpreter lock with
+the GUI thread, so on a fast model every plot, wave and status line the GUI draws is time
+the model waits; measured on XOR that cost training 10-25% of its speed. In its own process
+the model trains at headless speed while the editor draws what it sends (the benchmark is
+`benchmarks/editor_training.py`).
+
+The protocol, one pickled tuple per message:
+
+    editor -> process: ("train", graph text, folder, trusted modules, options, torch threads)
+                       ("stop",) ("pause",) ("resume",)
+    process -> editor: ("events", [event, ...])   batched as `EventBatcher` does
+                       ("failed", message, node id or None)
+                       ("done", result payload or None)
+
+A process serves one job at a time and then waits for the next, so the editor starts one
+ahead (importing torch takes seconds) and keeps it (`acquire`, `release`). The process's
+own stdout is the channel; anything a block prints goes to stderr instead. When the editor
+closes the process's stdin, it stops the run and exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from nodegraph.model.errors import NodegraphError, NodeRuntimeError, ValidationError
+from nodegraph.model.events import EpochEnded, StepEnded
+
+BATCH_INTERVAL_S = 0.05
+
+
+class EventBatcher:
+    """Collects a run's events into batches for another thread or process: per-step and
+    per-epoch events at most one batch every 50 ms (steps: those carrying a loss, plus the
+    latest), anything else at once with what came before it, in order."""
+
+    def __init__(self, send: Callable[[list], None]):
+        self.send = send
+        self._pending: list = []
+        self._sent = 0.0
+
+    def __call__(self, event) -> None:
+        if isinstance(event, StepEnded | EpochEnded):
+            last = self._pending[-1] if self._pending else None
+            if isinstance(last, StepEnded) and last.loss is None:
+                self._pending.pop()  # only the latest step without a loss is worth showing
+            self._pending.append(event)
+            if time.monotonic() - self._sent < BATCH_INTERVAL_S:
+                return
+        else:
+            self._pending.append(event)
+        self.flush()
+
+    def flush(self) -> None:
+        batch, self._pending = self._pending, []
+        if batch:
+            self._sent = time.monotonic()
+            self.send(batch)
+
+
+def failure(error: Exception) -> tuple[str, str | None]:
+    """(message, node id or None) for a run that raised: what the editor shows and marks."""
+    if isinstance(error, ValidationError):
+        return str(error), error.problems[0].node if error.problems else None
+    if isinstance(error, NodeRuntimeError):
+        return str(error), error.node
+    if isinstance(error, NodegraphError):
+        return str(error), None
+    return f"{type(error).__name__}: {error}", None  # a block's bug: name its type
+
+
+def plain_state(module) -> dict[str, Any]:
+    """The module's state on the CPU as a freshly compiled copy names it: weights that
+    `torch.nn.utils.prune` split into `_orig` and `_mask` are multiplied back together."""
+    state = {k: v.detach().cpu() for k, v in module.state_dict().items()}
+    for key in [k for k in state if k.endswith("_orig")]:
+        base = key.removesuffix("_orig")
+        mask = state.pop(base + "_mask", None)
+        if mask is not None:
+            state[base] = state.pop(key) * mask
+    return state
+
+
+# -- the process's side ----------------------------------------------------------------------
+
+
+def serve(inp: IO[bytes], out: IO[bytes]) -> None:
+    """Run jobs from `inp` until it closes, writing each run's messages to `out`."""
+    from nodegraph.runtime.train import RunControl
+
+    jobs: queue.Queue = queue.Queue()
+    control = RunControl()
+    lock = threading.Lock()
+
+    def write(message: tuple) -> None:
+        with lock:
+            pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+
+    def read_messages() -> None:
+        nonlocal control
+        while True:
+            try:
+                message = pickle.load(inp)
+            except (EOFError, OSError, pickle.UnpicklingError):
+                control.stop()
+                jobs.put(None)
+                return
+            kind = message[0]
+            if kind == "train":
+                control = RunControl()
+                jobs.put((message, control))
+            elif kind == "stop":
+                control.stop()
+            elif kind == "pause":
+                control.pause()
+            elif kind == "resume":
+                control.resume()
+
+    threading.Thread(target=read_messages, daemon=True, name="nodegraph-jobs").start()
+    while (job := jobs.get()) is not None:
+        (_, text, folder, trusted, options, threads), run_control = job
+        write(_run(text, folder, trusted, options, threads, run_control, write))
+
+
+def _run(text: str, folder: str | None, trusted: list[str], options: dict, threads: int,
+         control, write: Callable[[tuple], None]) -> tuple:
+    import torch
+
+    from nodegraph.model.events import Emitter
+    from nodegraph.model.fileformat import loads
+    from nodegraph.runtime.train import train
+
+    torch.set_num_threads(threads)
+    batcher = EventBatcher(lambda batch: write(("events", batch)))
+    events = Emitter()
+    events.subscribe(batcher)
+    began = time.process_time()
+    try:
+        graph = loads(text)
+        graph.folder = Path(folder) if folder else None
+        graph.trusted = frozenset(trusted)  # the file text carries no trust; the editor's does
+        result = train(graph, events=events, control=control, **options)
+    except Exception as e:  # the editor shows it; this process stays up for the next run
+        batcher.flush()
+        write(("failed", *failure(e)))
+        return ("done", None)
+    batcher.flush()
+    return ("done", {"history": result.history, "final": result.final,
+                     "stopped_early": result.stopped_early, "cancelled": result.cancelled,
+                     "best_epoch": result.best_epoch,
+                     "state": plain_state(result.compiled.module),
+                     "cpu_seconds": time.process_time() - began})
+
+
+def main() -> None:
+    channel = os.fdopen(os.dup(1), "wb")  # the editor's; prints go to stderr from here on
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr (a windowless launcher): prints go nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.stdout = sys.stderr if sys.stderr is not None else open(os.devnull, "w")  # noqa: SIM115
+    serve(sys.stdin.buffer, channel)
+
+
+# -- the editor's side -----------------------------------------------------------------------
+
+
+class TrainingProcess:
+    """One training process, seen from the editor."""
+
+    def __init__(self):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "nodegraph.runtime.train_process"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env=env)
+        self._lock = threading.Lock()
+
+    @property
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def send(self, *message) -> bool:
+        """Write a message; False when the process is gone."""
+        try:
+            with self._lock:
+                pickle.dump(message, self.popen.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                self.popen.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def train(self, graph, options: dict) -> bool:
+        """Start a run of `graph`; False when the process is gone or the graph cannot be
+        written as a file (a param no JSON holds)."""
+        import torch
+
+        from nodegraph.model.fileformat import to_document
+
+        try:
+            text = json.dumps(to_document(graph))
+        except (TypeError, ValueError):
+            return False
+        folder = str(graph.folder) if graph.folder else None
+        return self.send("train", text, folder, sorted(graph.trusted), options,
+                         torch.get_num_threads())
+
+    def receive(self) -> tuple | None:
+        """The next message, or None when the process has ended."""
+        try:
+            return pickle.load(self.popen.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return None
+
+    def close(self, wait_s: float = 2.0) -> None:
+        try:
+            self.popen.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.popen.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        self.popen.kill()
+        self.popen.wait()
+
+
+def rebuild(graph, options: dict, payload: dict):
+    """The RunResult of a run in a process: the graph compiled as `train` compiled it, with
+    the trained state loaded, for the editor's previews and views of the trained model."""
+    from nodegraph.runtime.train import RunResult, compile_for, training_options
+
+    keys = ("epochs", "seed", "device")
+    compiled = compile_for(graph, training_options(graph, **{k: options.get(k) for k in keys}))
+    compiled.module.load_state_dict(payload["state"])
+    return RunResult(payload["history"], payload["final"], compiled, payload["stopped_early"],
+                     payload["cancelled"], payload["best_epoch"])
+
+
+_idle: list[TrainingProcess] = []
+_all: list[TrainingProcess] = []
+
+
+def acquire() -> TrainingProcess:
+    """A waiting process (started ahead by `prewarm`), or a new one."""
+    while _idle:
+        process = _idle.pop()
+        if process.alive:
+            return process
+    return _start()
+
+
+def release(process: TrainingProcess) -> None:
+    """Keep a process whose run ended cleanly for the next run."""
+    if process.alive and process not in _idle:
+        _idle.append(process)
+
+
+def prewarm() -> None:
+    """Start a process now, so the first run does not wait for it to import torch (quietly
+    nothing when no process can start: runs then train in a thread)."""
+    if not any(p.alive for p in _idle):
+        try:
+            _idle.append(_start())
+        except OSError:
+            pass
+
+
+def _start() -> TrainingProcess:
+    process = TrainingProcess()
+    _all[:] = [p for p in _all if p.alive]
+    _all.append(process)
+    return process
+
+
+@atexit.register
+def _close_all() -> None:
+    for process in _all:
+        if process.alive:
+            process.close(wait_s=1.0)
+
+
+if __name__ == "__main__":
+    main()

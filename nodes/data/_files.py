@@ -1,0 +1,174 @@
+"""Readers for data files: CSV tables, NumPy arrays and MNIST's IDX format.
+
+Each reader returns numpy arrays and raises `NodegraphError` with the file's path in the
+message when the file is missing or does not hold what the block expects, so the validator
+can show the problem on the node. No reader needs anything beyond numpy and the standard
+library.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from nodegraph.kinds.dataset import data_path
+from nodegraph.model.errors import NodegraphError
+
+
+def resolve(path: str, what: str) -> Path:
+    """`path` as an existing file (``~`` expanded, relative to the graph file's folder), or
+    an error naming it."""
+    if not path:
+        raise NodegraphError(f"no {what} given")
+    p = data_path(path)
+    if not p.is_file():
+        state = "is not a file" if p.exists() else "does not exist"
+        raise NodegraphError(f"{what} '{path}'{looked_at(path, p)} {state}")
+    return p
+
+
+def looked_at(given: str, found: Path) -> str:
+    """' (looked for FOUND)' when a relative `given` was resolved elsewhere, else ''."""
+    return "" if str(found) == given else f" (looked for {found})"
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    """The contents of a file, gunzipped when it is gzip-compressed (by content, not name)."""
+    p = resolve(path, what)
+    try:
+        raw = p.read_bytes()
+        return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    except (OSError, EOFError, zlib.error) as e:
+        raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
+
+
+# -- IDX (MNIST) -------------------------------------------------------------------------
+
+# IDX type codes (third byte of the magic number) and the big-endian dtypes they mean
+_IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def read_idx(path: str, what: str = "IDX file") -> np.ndarray:
+    """An IDX file (MNIST's idx3-ubyte images, idx1-ubyte labels; gzipped or not).
+
+    Layout: two zero bytes, a type code, the number of dimensions d, then d big-endian
+    uint32 sizes, then the values in C order, big-endian.
+    """
+    raw = read_bytes(path, what)
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_TYPES:
+        raise NodegraphError(f"'{path}' is not an IDX file (its first bytes are "
+                             f"{raw[:4].hex(' ') or 'missing'})")
+    ndim, start = raw[3], 4 + 4 * raw[3]
+    if len(raw) < start:
+        raise NodegraphError(f"IDX file '{path}' ends inside its header")
+    dims = tuple(int(d) for d in np.frombuffer(raw, ">u4", ndim, 4))
+    dtype = np.dtype(_IDX_TYPES[raw[2]])
+    count = int(np.prod(dims))
+    if len(raw) - start < count * dtype.itemsize:
+        raise NodegraphError(f"IDX file '{path}' is truncated: its header promises "
+                             f"{'x'.join(map(str, dims))} values")
+    data = np.frombuffer(raw, dtype, count, start)
+    return data.astype(dtype.newbyteorder("=")).reshape(dims)
+
+
+# -- CSV ---------------------------------------------------------------------------------
+
+def read_csv(path: str, header: bool, delimiter: str) -> tuple[list[str], list[list[str]]]:
+    """Column names (from the header, else "0", "1", ...) and the rows as text cells."""
+    text = read_bytes(path, "CSV file").decode("utf-8-sig", errors="replace")
+    delim = {"\\t": "\t", "tab": "\t", "space": " "}.get(delimiter, delimiter)
+    if len(delim) != 1:
+        raise NodegraphError(f"delimiter must be one character (or 'tab'), got {delimiter!r}")
+    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delim,
+                                  skipinitialspace=delim == " ") if any(c.strip() for c in r)]
+    if not rows:
+        raise NodegraphError(f"CSV file '{path}' holds no rows")
+    names = [c.strip() for c in rows.pop(0)] if header else [str(i) for i in range(len(rows[0]))]
+    for i, row in enumerate(rows):
+        if len(row) != len(names):
+            line = i + 1 + header
+            raise NodegraphError(f"CSV file '{path}': data row {line} has {len(row)} cells, "
+                                 f"expected {len(names)}")
+    if not rows:
+        raise NodegraphError(f"CSV file '{path}' has a header but no data rows")
+    return names, rows
+
+
+def column_index(names: list[str], ref: str, path: str) -> int:
+    """The position of column `ref`: a header name, or an integer index (negative from
+    the end) when no column has that name."""
+    ref = ref.strip()
+    if ref in names:
+        return names.index(ref)
+    try:
+        i = int(ref)
+    except ValueError:
+        raise NodegraphError(f"CSV file '{path}' has no column '{ref}' "
+                             f"(columns: {', '.join(names)})") from None
+    if not -len(names) <= i < len(names):
+        raise NodegraphError(f"column index {i} is outside the {len(names)} columns of "
+                             f"'{path}'")
+    return i % len(names)
+
+
+def numeric_column(rows: list[list[str]], i: int, name: str, path: str) -> np.ndarray:
+    try:
+        return np.array([float(r[i]) for r in rows], dtype=np.float64)
+    except ValueError:
+        bad = next(n for n, r in enumerate(rows) if not _is_number(r[i]))
+        raise NodegraphError(f"CSV file '{path}': column '{name}' holds {rows[bad][i]!r} "
+                             f"(data row {bad + 1}), not a number") from None
+
+
+def class_column(rows: list[list[str]], i: int) -> tuple[np.ndarray, list[str]]:
+    """Class indices of a column: the numbers themselves when every cell is an integer,
+    else the position of each label among the sorted distinct labels."""
+    cells = [r[i].strip() for r in rows]
+    if all(_is_int(c) for c in cells):
+        return np.array([int(float(c)) for c in cells], dtype=np.int64), []
+    labels = sorted(set(cells))
+    lookup = {c: k for k, c in enumerate(labels)}
+    return np.array([lookup[c] for c in cells], dtype=np.int64), labels
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_int(text: str) -> bool:
+    return _is_number(text) and float(text).is_integer()
+
+
+# -- NumPy -------------------------------------------------------------------------------
+
+def read_npy(path: str, what: str) -> np.ndarray:
+    """One array from a .npy file (pickles refused: they can run code)."""
+    p = resolve(path, what)
+    try:
+        return np.load(p, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
+
+
+def read_npz(path: str, keys: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """The arrays named `keys` from a .npz archive."""
+    p = resolve(path, ".npz file")
+    try:
+        with np.load(p, allow_pickle=False) as archive:
+            missing = [k for k in keys if k not in archive.files]
+            if missing:
+                raise NodegraphError(f"'{path}' has no array {missing[0]!r} (arrays: "
+                                     f"{', '.join(archive.files) or 'none'})")
+            return archive[keys[0]], archive[keys[1]]
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise NodegraphError(f"cannot read .npz file '{path}': {e}") from e

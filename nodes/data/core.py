@@ -1,0 +1,539 @@
+"""Data sources: blocks that hand the trainer a whole dataset, split and ready to batch.
+
+Every source outputs `x` (inputs) and `y` (targets) and shares the split, K-fold, batching
+and normalisation params of `nodegraph.kinds.dataset.DATA_PARAMS`. Class targets are int64 class
+indices shaped (N,) (binary 0/1 floats (N, 1) where a `target` param asks for them);
+regression targets are float32 (N, 1). Three groups: real data bundled with scikit-learn,
+files (CSV, NumPy, MNIST IDX, image folders; readers in `_files` and `_images`),
+and seeded synthetic generators (formulas in `_synthetic`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import replace
+
+import numpy as np
+from sklearn import datasets as skd
+
+from nodegraph.kinds import footprint
+from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import (
+    Param,
+    Port,
+    block,
+    bool_param,
+    choice_param,
+    float_param,
+    int_param,
+    str_param,
+)
+from nodes.data import _files as files
+from nodes.data import _synthetic as syn
+from nodes.data._images import read_folder, resize, to_layout
+
+X = Port("x", doc="inputs, one row per sample")
+Y = Port("y", doc="targets, one row per sample")
+XY = {"outputs": [X, Y]}
+
+
+def _binary_or_class(y01: np.ndarray, target: str) -> np.ndarray:
+    """0/1 labels as a float column (N, 1) for BCE, or as int64 class indices (N,)."""
+    return y01.astype(np.float32)[:, None] if target == "binary" else y01.astype(np.int64)
+
+
+def _targets(y: np.ndarray, kind: str, where: str) -> np.ndarray:
+    """Targets in the library's convention: class -> int64 (N,), value -> float32 (N, k)."""
+    y = np.asarray(y)
+    if y.dtype.kind not in "biuf":
+        raise NodegraphError(f"{where}: targets must be numbers, not {y.dtype}")
+    if kind == "value":
+        return y.astype(np.float32).reshape(len(y), -1)
+    if y.ndim > 1 and y.shape[1:] != (1,) * (y.ndim - 1):
+        raise NodegraphError(f"{where}: class targets must be one class index per sample, "
+                             f"got shape {y.shape}")
+    y = y.reshape(-1)
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y) & (y == np.round(y))):
+        raise NodegraphError(f"{where}: class targets must be whole numbers; use "
+                             "target_kind 'value' for regression")
+    if (y < 0).any():
+        raise NodegraphError(f"{where}: class indices must be >= 0, found {y.min()}")
+    return y.astype(np.int64)
+
+
+def _inputs(x: np.ndarray, where: str) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype.kind not in "biuf":
+        raise NodegraphError(f"{where}: inputs must be numbers, not {x.dtype}")
+    return x.astype(np.float32).reshape(len(x), -1) if x.ndim == 1 else x.astype(np.float32)
+
+
+# -- bundled with scikit-learn -------------------------------------------------------------
+
+@functools.cache
+def _sklearn_dataset(name: str, **kwargs):
+    """A dataset scikit-learn bundles, read from its file once per process: the editor
+    validates as one types, and digits alone takes 30 ms to parse. Callers copy what they
+    change (astype), so the arrays stay as read."""
+    return getattr(skd, name)(**kwargs)
+
+
+def _digits(p):
+    bunch = _sklearn_dataset("load_digits")
+    images = bunch.images[:, None].astype(np.float32) / 16.0  # pixel values are 0..16
+    if p.size != 8:
+        images = resize(images, p.size)
+    return from_arrays({"x": to_layout(images, p.layout), "y": bunch.target.astype(np.int64)}, p)
+
+
+def _sklearn_classes(name: str):
+    def build(p):
+        x, y = _sklearn_dataset(name, return_X_y=True)
+        return from_arrays({"x": x.astype(np.float32), "y": y.astype(np.int64)}, p)
+    return build
+
+
+def _breast_cancer(p):
+    x, y = _sklearn_dataset("load_breast_cancer", return_X_y=True)
+    return from_arrays({"x": x.astype(np.float32), "y": _binary_or_class(y, p.target)}, p)
+
+
+def _diabetes(p):
+    x, y = _sklearn_dataset("load_diabetes", return_X_y=True, scaled=p.scaled)
+    return from_arrays({"x": x.astype(np.float32), "y": y.astype(np.float32)[:, None]}, p)
+
+
+# -- files ----------------------------------------------------------------------------------
+
+def _csv(p):
+    names, rows = files.read_csv(p.path, p.header, p.delimiter)
+    if not p.targets:
+        raise NodegraphError("name at least one target column")
+    targets = [files.column_index(names, c, p.path) for c in p.targets]
+    inputs = ([files.column_index(names, c, p.path) for c in p.inputs]
+              or [i for i in range(len(names)) if i not in targets])
+    both = sorted({names[i] for i in set(inputs) & set(targets)})
+    if both or not inputs:
+        raise NodegraphError(f"columns {both} are both inputs and targets" if both else
+                             "no columns are left for the inputs")
+    x = np.stack([files.numeric_column(rows, i, names[i], p.path) for i in inputs], axis=1)
+    if p.target_kind == "class":
+        if len(targets) > 1:
+            raise NodegraphError("class targets come from one column; name only one target")
+        y = files.class_column(rows, targets[0])[0]
+    else:
+        y = np.stack([files.numeric_column(rows, i, names[i], p.path) for i in targets], axis=1)
+    return from_arrays({"x": x.astype(np.float32), "y": _targets(y, p.target_kind, p.path)}, p)
+
+
+def _numpy(p):
+    if p.path.lower().endswith(".npz"):
+        x, y = files.read_npz(p.path, (p.x_key, p.y_key))
+        where = p.path
+    else:
+        x = files.read_npy(p.path, "x file")
+        y = files.read_npy(p.y_path, "y file (y_path)")
+        where = f"{p.path} and {p.y_path}"
+    if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
+        raise NodegraphError(f"{where}: x and y must hold the same number of samples, got "
+                             f"shapes {x.shape} and {y.shape}")
+    return from_arrays({"x": _inputs(x, where), "y": _targets(y, p.target_kind, where)}, p)
+
+
+def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray, np.ndarray]:
+    """Images (N, 1, H, W) in [0, 1] and int64 labels from one pair of IDX files."""
+    images = files.read_idx(images_path, f"{part} images IDX file")
+    labels = files.read_idx(labels_path, f"{part} labels IDX file")
+    if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+        raise NodegraphError(f"'{images_path}' must hold images (N, height, width) and "
+                             f"'{labels_path}' N labels; got {images.shape} and {labels.shape}")
+    if images.dtype == np.uint8:
+        images = images.astype(np.float32) / 255.0
+    return images.astype(np.float32)[:, None], _targets(labels, "class", labels_path)
+
+
+def _mnist(p):
+    images, labels = _idx_pair(p.images, p.labels, "training")
+    test_rows = None
+    if p.test_images or p.test_labels:
+        test_x, test_y = _idx_pair(p.test_images, p.test_labels, "test")
+        if test_x.shape[1:] != images.shape[1:]:
+            raise NodegraphError(f"test images {test_x.shape[2:]} and training images "
+                                 f"{images.shape[2:]} differ in size")
+        test_rows = np.arange(len(images), len(images) + len(test_x))
+        images, labels = np.concatenate([images, test_x]), np.concatenate([labels, test_y])
+    return from_arrays({"x": to_layout(images, p.layout), "y": labels}, p, test_rows=test_rows)
+
+
+def _image_folder(p):
+    images, labels, _ = read_folder(p.path, p.grayscale, p.size)
+    return from_arrays({"x": to_layout(images, p.layout), "y": labels}, p)
+
+
+# -- synthetic ----------------------------------------------------------------------------
+
+# Peak bytes per generated sample: float64 draws and temporaries, the float32 copies and the
+# split copies; measured at 29-88 bytes for the generators here (n = 2,000,000).
+SAMPLE_BYTES = 128
+
+
+def need_samples(p, per_sample: int = SAMPLE_BYTES) -> None:
+    """Refuse, before generating, `n` samples that cannot fit in memory."""
+    footprint.need(p.n * per_sample, "n", p.n, "its samples")
+
+
+def _generated(make):
+    """A build function for a generator `make(p) -> (x, y)`; a `target` param, where the
+    block has one, turns 0/1 labels into a BCE column or class indices. The sample count
+    is checked against the memory available first."""
+    def build(p):
+        need_samples(p)
+        x, y = make(p)
+        if "target" in p:
+            y = _binary_or_class(y, p.target)
+        return from_arrays({"x": x, "y": y}, p)
+    return build
+
+
+def _regression(f):
+    """Generated y = f(p)(x) + noise on the block's x range."""
+    return _generated(lambda p: syn.regression(f(p), p.n, p.x_min, p.x_max, p.spacing,
+                                               p.noise, p.seed))
+
+
+def _sinusoid(p):
+    return lambda x: p.amplitude * np.sin(2 * np.pi * p.frequency * x + p.phase)
+
+
+def _truth_table(gate):
+    return _generated(lambda p: syn.truth_table(gate, p.n, p.noise, p.seed))
+
+
+def _noisy_line(p):
+    need_samples(p)
+    rng = np.random.default_rng(p.seed)
+    x = rng.uniform(p.x_min, p.x_max, size=(p.n, 1)).astype(np.float32)
+    y = p.slope * x + p.intercept + rng.normal(0.0, p.noise, size=(p.n, 1))
+    return from_arrays({"x": x, "y": y.astype(np.float32)}, p)
+
+
+def _blobs(p):
+    if p.centers > p.n:  # scikit-learn loops over the centres, most of them empty
+        raise NodegraphError(f"'centers' ({p.centers:,}) cannot exceed the number of samples "
+                             f"n ({p.n:,})")
+    return syn.blobs(p.n, p.centers, p.noise, p.seed)
+
+
+def _gaussian_mixture(p):
+    # means, scales, angles and 2 x 2 rotations per component, in float64
+    footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
+    return syn.gaussian_mixture(p.n, p.n_components, p.weights, p.noise, p.seed)[:2]
+
+
+def _table(p):
+    cols = list(p.columns)
+    rows = p.rows
+    if not rows or any(not isinstance(r, list) or len(r) != len(cols) for r in rows):
+        raise NodegraphError(f"every row must be a list of {len(cols)} values ({cols})")
+    missing = [c for c in [*p.inputs, *p.targets, *([p.split_column] if p.split_column else [])]
+               if c not in cols]
+    if missing:
+        raise NodegraphError(f"columns {missing} are not in the table (columns: {cols})")
+    if not p.inputs or not p.targets:
+        raise NodegraphError("name at least one input column and one target column")
+
+    def column(name, dtype):
+        try:
+            return np.array([r[cols.index(name)] for r in rows], dtype=dtype)
+        except (TypeError, ValueError):
+            raise NodegraphError(f"column '{name}' holds a value that is not a number") from None
+
+    x = np.stack([column(c, np.float32) for c in p.inputs], axis=1)
+    if p.target_kind == "class":
+        y = column(p.targets[0], np.float64).astype(np.int64)
+    else:
+        y = np.stack([column(c, np.float32) for c in p.targets], axis=1)
+    given = None
+    if p.split_column:
+        labels = [r[cols.index(p.split_column)] for r in rows]
+        bad = sorted({str(v) for v in labels} - {"train", "val", "test"})
+        if bad:
+            raise NodegraphError(f"split column values must be train, val or test, not {bad}")
+        given = {s: np.array([i for i, v in enumerate(labels) if v == s], dtype=np.int64)
+                 for s in ("train", "val", "test")}
+    return from_arrays({"x": x, "y": y}, p, given_splits=given)
+
+
+# -- shared params ------------------------------------------------------------------------
+
+def target_param(default: str) -> Param:
+    return choice_param("target", ("binary", "class"), default,
+                        "binary: y is a float column of 0/1 (for BCE); class: y holds class "
+                        "indices (for cross-entropy)")
+
+
+TARGET = target_param("binary")
+TARGET_KIND = choice_param("target_kind", ("value", "class"), "value",
+                           "value: y is float (regression); class: y holds class indices")
+LAYOUT = choice_param("layout", ("flat", "image"), "flat",
+                      "flat: one row of pixels per sample (N, H*W), for Linear layers; "
+                      "image: (N, channels, H, W), for convolutions")
+SEED = int_param("seed", 0, "seed of the generator, fixed so runs compare", min=0)
+
+
+def n_param(default: int) -> Param:
+    return int_param("n", default, "number of samples", min=1)
+
+
+def noise_param(default: float, of: str) -> Param:
+    return float_param("noise", default, f"noise level in %: {of}; 0 gives the exact formula",
+                       min=0)
+
+
+def x_range(lo: float, hi: float, spacing: str = "random") -> list[Param]:
+    return [float_param("x_min", lo, "smallest x"), float_param("x_max", hi, "largest x"),
+            choice_param("spacing", ("random", "grid"), spacing,
+                         "random: x uniform in [x_min, x_max]; grid: evenly spaced, both "
+                         "ends included")]
+
+
+SIGNAL_NOISE = "Gaussian noise with this % of the clean signal's standard deviation"
+POINT_NOISE = "Gaussian jitter of each coordinate, std in % of the unit length"
+TRUTH_PARAMS = [n_param(4), noise_param(0.0, POINT_NOISE + " (the side of the square)"),
+                SEED]
+TABULAR = data_params(val_fraction=0.2, split="stratified", normalize="zscore")
+
+_bundled = [
+    block("data.Digits", "data",
+          "scikit-learn's handwritten digits: 1797 grey 8x8 images of 0-9.\n\n"
+          "Real image data that ships with scikit-learn, so nothing is downloaded; "
+          "`size` 28 upsamples bilinearly to 28x28 as a stand-in for MNIST. Pixels in [0, 1].",
+          _digits, **XY,
+          params=[choice_param("size", (8, 28), 8, "image side: 8 as stored, or 28 (bilinear "
+                               "upsampling, an MNIST stand-in)"),
+                  LAYOUT, *data_params(batch_size=64, val_fraction=0.2, split="stratified")],
+          keywords=("mnist", "images", "handwriting", "classification", "sklearn")),
+    block("data.Iris", "data",
+          "Fisher's iris flowers: 150 samples, 4 measurements, 3 species.\n\n"
+          "The smallest real classification set; a linear softmax model separates it almost "
+          "perfectly.",
+          _sklearn_classes("load_iris"), **XY, params=list(TABULAR),
+          keywords=("flowers", "classification", "tabular", "sklearn")),
+    block("data.Wine", "data",
+          "Wine recognition: 178 wines, 13 chemical measurements, 3 cultivars.\n\n"
+          "Features on very different scales: a case for z-score normalisation.",
+          _sklearn_classes("load_wine"), **XY, params=list(TABULAR),
+          keywords=("classification", "tabular", "sklearn")),
+    block("data.BreastCancer", "data",
+          "Wisconsin breast cancer: 569 tumours, 30 features, malignant (0) or benign (1).\n\n"
+          "A real binary classification set, for logistic regression and calibration: "
+          "`target` binary gives the float (N, 1) column losses.BCEWithLogits takes, class "
+          "the class indices of cross-entropy over two scores.",
+          _breast_cancer, **XY, params=[target_param("class"), *TABULAR],
+          keywords=("binary", "classification", "tabular", "medical", "sklearn")),
+    block("data.Diabetes", "data",
+          "Diabetes progression: 442 patients, 10 features, a disease measure a year later.\n\n"
+          "A real regression set; y is float (N, 1), in the original units.",
+          _diabetes, **XY,
+          params=[bool_param("scaled", True, "features mean-centred and scaled as "
+                             "scikit-learn ships them (each column has unit norm)"),
+                  *data_params(val_fraction=0.2)],
+          keywords=("regression", "tabular", "medical", "sklearn")),
+]
+
+_files = [
+    block("data.CSV", "data",
+          "A table from a CSV file: chosen columns form x, others y.\n\n"
+          "Columns are named by header name or by index (0 first, -1 last). With no input "
+          "columns named, every column that is not a target is an input. Class targets may "
+          "be integers or text labels (numbered in sorted order).",
+          _csv, **XY,
+          params=[str_param("path", doc="the CSV file"),
+                  bool_param("header", True, "the first row holds column names"),
+                  str_param("delimiter", ",", "the character between cells ('tab' for tabs)"),
+                  Param("inputs", "strs", [], "columns that form x (names or indices); empty: "
+                        "all columns that are not targets"),
+                  Param("targets", "strs", ["-1"], "columns that form y (names or indices)"),
+                  TARGET_KIND, *data_params(val_fraction=0.2)],
+          keywords=("file", "table", "tabular", "spreadsheet")),
+    block("data.NumPy", "data",
+          "Arrays saved with NumPy: a .npz archive, or an .npy for x and one for y.\n\n"
+          "x keeps its shape (images stay images) as float32; y follows target_kind.",
+          _numpy, **XY,
+          params=[str_param("path", doc="the .npz archive, or the .npy file holding x"),
+                  str_param("y_path", "", "the .npy file holding y (with an .npy path)"),
+                  str_param("x_key", "x", "name of the x array inside an .npz"),
+                  str_param("y_key", "y", "name of the y array inside an .npz"),
+                  TARGET_KIND, *data_params(val_fraction=0.2)],
+          keywords=("file", "npy", "npz", "arrays")),
+    block("data.MNIST", "data",
+          "Images and labels from IDX files, the format MNIST is distributed in.\n\n"
+          "Reads the idx3-ubyte images and idx1-ubyte labels (gzipped or not) you have on "
+          "disk; nothing is downloaded. Pixels are scaled to [0, 1]. Given test files form "
+          "the test split, as MNIST intends.",
+          _mnist, **XY,
+          params=[str_param("images", doc="IDX file of training images, e.g. "
+                            "train-images-idx3-ubyte.gz"),
+                  str_param("labels", doc="IDX file of their labels, e.g. "
+                            "train-labels-idx1-ubyte.gz"),
+                  str_param("test_images", "", "IDX file of test images (optional)"),
+                  str_param("test_labels", "", "IDX file of test labels (optional)"),
+                  LAYOUT, *data_params(batch_size=64, val_fraction=0.1)],
+          keywords=("digits", "images", "idx", "fashion-mnist", "file")),
+    block("data.ImageFolder", "data",
+          "Images sorted into one subfolder per class.\n\n"
+          "Classes are numbered by sorted folder name. Reads PNG and PGM/PPM/PBM (JPEG "
+          "would need Pillow); pixels in [0, 1]. All images must share a size unless `size` "
+          "resizes them.",
+          _image_folder, **XY,
+          params=[str_param("path", doc="the folder holding one subfolder per class"),
+                  bool_param("grayscale", False, "convert colour images to grey (1 channel)"),
+                  int_param("size", None, "resize every image to size x size; empty keeps "
+                            "the images' own size", min=1, nullable=True),
+                  replace(LAYOUT, default="image"),
+                  *data_params(val_fraction=0.2, split="stratified")],
+          keywords=("images", "png", "pgm", "folder", "file")),
+]
+
+_regressions = [
+    block("data.NoisyLine", "data",
+          "Points on a straight line y = slope*x + intercept with Gaussian noise.\n\n"
+          "For checking that a regression recovers known parameters.",
+          _noisy_line, **XY,
+          params=[float_param("slope", 2.0, "slope of the true line"),
+                  float_param("intercept", -1.0, "intercept of the true line"),
+                  float_param("noise", 0.1, "standard deviation of the added noise", min=0),
+                  int_param("n", 200, "number of samples", min=2),
+                  float_param("x_min", -1.0, "smallest x"), float_param("x_max", 1.0, "largest x"),
+                  int_param("seed", 0, "seed of the generator", min=0),
+                  *data_params(val_fraction=0.2)],
+          keywords=("regression", "synthetic", "linear")),
+    block("data.Polynomial", "data",
+          "A noisy polynomial y = c0 + c1 x + c2 x² + ... + noise.\n\n"
+          "For polynomial regression and the bias-variance trade-off; the default is the "
+          "cubic 0.5x³ + 0.3x² - 0.25x + 1.",
+          _regression(lambda p: syn.polynomial(p.coefficients)), **XY,
+          params=[Param("coefficients", "floats", [1.0, -0.25, 0.3, 0.5],
+                        "c0, c1, c2, ...: lowest order first"),
+                  *x_range(-2.0, 2.0), n_param(200), noise_param(10.0, SIGNAL_NOISE), SEED,
+                  *data_params(val_fraction=0.2)],
+          keywords=("regression", "synthetic", "cubic", "quadratic", "bias variance")),
+    block("data.Sinusoid", "data",
+          "A noisy sine wave y = amplitude * sin(2π frequency x + phase) + noise.\n\n"
+          "A smooth non-linear target for small MLPs and basis expansions.",
+          _regression(_sinusoid), **XY,
+          params=[float_param("amplitude", 1.0, "peak value of the wave"),
+                  float_param("frequency", 1.0, "periods per unit of x"),
+                  float_param("phase", 0.0, "shift in radians"),
+                  *x_range(0.0, 1.0), n_param(200), noise_param(10.0, SIGNAL_NOISE), SEED,
+                  *data_params(val_fraction=0.2)],
+          keywords=("regression", "synthetic", "sine", "wave")),
+    block("data.SinSquared", "data",
+          "The course's regression toy y = sin(x²) + noise on [0, 3π].\n\n"
+          "Its frequency rises with x, so it tells optimizers and network sizes apart; the "
+          "defaults give the 189 evenly spaced points of x = 0:0.05:3π's range.",
+          _regression(lambda p: lambda x: np.sin(x ** 2)), **XY,
+          params=[*x_range(0.0, 3 * math.pi, "grid"), n_param(189),
+                  noise_param(10.0, SIGNAL_NOISE), SEED, *data_params(val_fraction=0.2)],
+          keywords=("regression", "synthetic", "chirp", "optimizer race")),
+]
+
+_point_sets = [
+    block("data.XOR", "data",
+          "The four points of the XOR truth table.\n\nThe classic problem a single linear "
+          "layer cannot solve: y = x1 XOR x2. More than 4 samples repeat the table; noise "
+          "jitters the inputs.",
+          _truth_table(np.not_equal), **XY,
+          params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
+          keywords=("logic", "truth table", "toy")),
+    block("data.NAND", "data",
+          "The four points of the NAND truth table: y = NOT (x1 AND x2).\n\n"
+          "Linearly separable: one threshold unit computes it. More than 4 samples repeat "
+          "the table; noise jitters the inputs.",
+          _truth_table(lambda a, b: ~(a & b)), **XY,
+          params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
+          keywords=("logic", "truth table", "perceptron", "tlu", "toy")),
+    block("data.Moons", "data",
+          "Two interleaving half circles of radius 1 (scikit-learn's make_moons).\n\n"
+          "Class 0 on (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t): a curved "
+          "boundary a linear model cannot draw.",
+          _generated(lambda p: syn.moons(p.n, p.noise, p.seed)), **XY,
+          params=[target_param("class"), n_param(200), noise_param(10.0, POINT_NOISE), SEED,
+                  *data_params(val_fraction=0.2)],
+          keywords=("classification", "synthetic", "2d", "toy")),
+    block("data.Circles", "data",
+          "Two concentric circles (scikit-learn's make_circles).\n\n"
+          "Class 0 on the circle of radius 1, class 1 on the one of radius `factor`: "
+          "separable by the radius only.",
+          _generated(lambda p: syn.circles(p.n, p.factor, p.noise, p.seed)), **XY,
+          params=[target_param("class"), n_param(200),
+                  float_param("factor", 0.5, "radius of the inner circle (outer is 1)",
+                              min=0, max=0.999),
+                  noise_param(5.0, POINT_NOISE), SEED, *data_params(val_fraction=0.2)],
+          keywords=("classification", "synthetic", "2d", "toy", "radial")),
+    block("data.DiscRing", "data",
+          "Points in the unit disc (class 0) against points in a ring around it (class 1).\n\n"
+          "The non-linearly separable set of the notes: the feature x1² + x2² separates it, "
+          "no straight line does. Points are uniform in area, half in each class.",
+          _generated(lambda p: syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise,
+                                             p.seed)), **XY,
+          params=[target_param("class"), n_param(200),
+                  float_param("inner_radius", 1.0, "inner radius of the ring (>= 1, the "
+                              "disc's radius)", min=1),
+                  float_param("outer_radius", 1.5, "outer radius of the ring", min=1),
+                  noise_param(0.0, POINT_NOISE), SEED, *data_params(val_fraction=0.2)],
+          keywords=("classification", "synthetic", "2d", "radial", "feature map")),
+    block("data.Spirals", "data",
+          "Interleaved spiral arms, one class per arm.\n\n"
+          "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
+          "hard for shallow models, the classic test of depth.",
+          _generated(lambda p: syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)), **XY,
+          params=[int_param("classes", 2, "number of arms (classes)", min=2),
+                  float_param("turns", 1.5, "turns of each arm", min=0),
+                  n_param(300), noise_param(3.0, POINT_NOISE), SEED,
+                  *data_params(val_fraction=0.2)],
+          keywords=("classification", "synthetic", "2d", "toy", "swiss roll")),
+    block("data.Blobs", "data",
+          "Round Gaussian clusters, one class each (scikit-learn's make_blobs).\n\n"
+          "The centres sit evenly on the unit circle; `noise` is each cluster's standard "
+          "deviation in % of that radius, so it sets how much the classes overlap.",
+          _generated(_blobs), **XY,
+          params=[int_param("centers", 3, "number of clusters (classes)", min=1),
+                  n_param(200), noise_param(20.0, "each cluster's standard deviation in % "
+                                            "of the unit radius"), SEED,
+                  *data_params(val_fraction=0.2)],
+          keywords=("classification", "synthetic", "2d", "clusters", "multiclass")),
+    block("data.GaussianMixture", "data",
+          "Samples of a random 2-D Gaussian mixture; y is the component.\n\n"
+          "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
+          "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
+          _generated(_gaussian_mixture), **XY,
+          params=[int_param("n_components", 3, "number of Gaussian components", min=1),
+                  Param("weights", "floats", [], "mixing weights, one per component "
+                        "(normalised); empty means equal", min=0),
+                  n_param(500), noise_param(15.0, "typical standard deviation of a "
+                                            "component in % of the unit length"), SEED,
+                  *data_params(val_fraction=0.2)],
+          keywords=("density", "synthetic", "2d", "gan", "vae", "clusters")),
+]
+
+_inline = [
+    block("data.Table", "data",
+          "A small table typed into the graph file: named columns, rows of numbers.\n\n"
+          "`inputs` name the columns that form x, `targets` those that form y. An optional "
+          "split column holding train/val/test fixes the split by hand.",
+          _table, **XY,
+          params=[Param("columns", "strs", doc="column names, in row order"),
+                  Param("rows", "json", doc="the rows: a list of lists of values"),
+                  Param("inputs", "strs", doc="columns that form the input x"),
+                  Param("targets", "strs", doc="columns that form the target y"),
+                  TARGET_KIND,
+                  str_param("split_column", "", "a column of train/val/test labels; empty "
+                            "means split by the split params"),
+                  *data_params(batch_size=0, shuffle=False)],
+          keywords=("inline", "csv", "tabular")),
+]
+
+BLOCKS = [*_bundled, *_files, *_regressions, *_point_sets, *_inline]

@@ -1,0 +1,2 @@
+"""`layers.*`: dense layers, reshaping and merging (`dense`), convolutions and pooling
+(`conv`)."""

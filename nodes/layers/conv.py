@@ -1,0 +1,346 @@
+"""Convolution, pooling and resizing: the blocks that slide a window over a signal.
+
+1-D and 2-D convolutions (learnable, or with a fixed edge filter from the notes), the
+transposed convolution, max / average / min pooling, global pooling and upsampling. Input
+is (N, C, L) or (N, C, H, W) as in PyTorch, checked in `build` so a flat input is told to
+insert a Reshape; window sizes are written as one integer or one per dim. The learnable
+convolutions start their kernels as `nodes.layers.dense.weight_params` says (init, hand-set
+kernels, frozen), the same params as a Linear. Block ids stay in the `layers` family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from nodegraph.model.errors import ParamError, PortError
+from nodegraph.model.spec import Param, bool_param, choice_param, float_param, int_param
+from nodes._shapes import fmt, need_float, need_ndim
+from nodes.layers.dense import Fn, layer_op, start_weights, weight_params
+
+# -- window sizes -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sizes(Param):
+    """One size per spatial dim (kernel, stride, padding...), written as one integer for all
+    dims or a list with one per dim; padding may also be one of `words` ('same', 'valid')."""
+
+    dims: int = 2
+    words: tuple[str, ...] = ()
+
+    def check(self, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and value in self.words):
+            return super().check(value) if value is None else value
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        try:
+            values = Param(self.name, "ints", min=self.min, max=self.max).check(value)
+        except ParamError:
+            raise ParamError(f"'{self.name}' must be {self.describe()}, got {value!r}") from None
+        if len(values) not in (1, self.dims):
+            raise ParamError(f"'{self.name}' needs one value or {self.dims}, got {values}")
+        return values
+
+    def describe(self) -> str:
+        text = "an integer" + (f" >= {self.min:g}" if self.min is not None else "")
+        if self.dims > 1:
+            text += f", or a list of {self.dims} (one per dim)"
+        if self.words:
+            text += ", or " + " / ".join(repr(w) for w in self.words)
+        return text + (" or null" if self.nullable else "")
+
+
+def sizes(name: str, default: Any, doc: str, dims: int, min: int = 1,
+          words: tuple[str, ...] = (), nullable: bool = False) -> Sizes:
+    return Sizes(name, "json" if words else "ints", default, doc, min=min, dims=dims,
+                 words=words, nullable=nullable)
+
+
+def per_dim(value: Sequence[int] | str, dims: int) -> tuple[int, ...] | str:
+    """A Sizes value as torch takes it: one entry per dim (strings pass through)."""
+    if isinstance(value, str):
+        return value
+    return tuple(value) * dims if len(value) == 1 else tuple(value)
+
+
+# -- inputs -------------------------------------------------------------------------------
+
+
+LAYOUT = {1: "(N, C, L)", 2: "(N, C, H, W)"}
+
+
+def _signal(x: dict, dims: int, port: str = "input") -> torch.Tensor:
+    """The input of a conv or pool: batch, channels and `dims` spatial dims, real numbers."""
+    t = need_ndim(x, port, (dims + 2,), LAYOUT[dims])
+    need_float(x, port)
+    return t
+
+
+def _need_fits(t: torch.Tensor, window: tuple, dilation: tuple, padding: tuple | str,
+               what: str) -> None:
+    """A window must fit inside the (padded) input, else the output would be empty."""
+    if padding == "same":
+        return
+    pads = (0,) * len(window) if padding == "valid" else padding
+    for size, k, d, pad in zip(t.shape[2:], window, dilation, pads, strict=True):
+        span = d * (k - 1) + 1
+        if span > size + 2 * pad:
+            raise PortError("input", f"receives {fmt(t.shape)}: a spatial size of {size} is "
+                            f"smaller than the {what} ({span}) even with padding {pad}",
+                            "use a smaller kernel, add padding, or downsample less before it")
+
+
+# -- convolution and pooling --------------------------------------------------------------
+
+
+KERNEL_LAYOUT = {1: "(out_channels, in_channels/groups, kernel)",
+                 2: "(out_channels, in_channels/groups, kernel_h, kernel_w)"}
+TRANSPOSED_LAYOUT = "(in_channels, out_channels/groups, kernel_h, kernel_w)"
+
+
+def _conv_params(dims: int) -> list[Param]:
+    return [int_param("out_channels", doc="number of filters (output channels)", min=1),
+            sizes("kernel_size", [3], "filter size", dims),
+            sizes("stride", [1], "step between filter positions", dims),
+            sizes("padding", [0], "zeros added on each side; 'same' keeps the size "
+                  "(stride 1), 'valid' adds none", dims, min=0, words=("same", "valid")),
+            sizes("dilation", [1], "spacing between filter taps", dims),
+            int_param("groups", 1, "split channels into this many independent groups "
+                      "(in_channels for a depthwise conv)", min=1),
+            bool_param("bias", True, "learn one additive bias per filter"),
+            choice_param("padding_mode", ("zeros", "reflect", "replicate", "circular"),
+                         "zeros", "what the padding is filled with")]
+
+
+def _need_groups(c: int, out: int, groups: int) -> None:
+    if c % groups or out % groups:
+        raise PortError("input", f"has {c} channels: groups={groups} must divide both "
+                        f"in_channels ({c}) and out_channels ({out})",
+                        "choose groups that divides both (1 = ordinary convolution)")
+
+
+def _conv(dims: int, cls: type[nn.Module]):
+    def build(p, x):
+        t = _signal(x, dims)
+        _need_groups(t.shape[1], p.out_channels, p.groups)
+        kernel, stride, dilation = (per_dim(v, dims) for v in (p.kernel_size, p.stride,
+                                                                 p.dilation))
+        padding = per_dim(p.padding, dims)
+        if padding == "same" and set(stride) != {1}:
+            raise ParamError("padding 'same' needs stride 1; give the padding as a number")
+        _need_fits(t, kernel, dilation, padding, "dilated kernel")
+        conv = cls(t.shape[1], p.out_channels, kernel, stride, padding, dilation, p.groups,
+                   p.bias, p.padding_mode)
+        return start_weights(conv, p, KERNEL_LAYOUT[dims])
+    return build
+
+
+def _conv_transpose(p, x):
+    t = _signal(x, 2)
+    _need_groups(t.shape[1], p.out_channels, p.groups)
+    kernel, stride, padding, output_padding, dilation = (
+        per_dim(v, 2) for v in (p.kernel_size, p.stride, p.padding, p.output_padding,
+                                p.dilation))
+    if any(o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation, strict=True)):
+        raise ParamError("output_padding must be smaller than the stride or the dilation")
+    conv = nn.ConvTranspose2d(t.shape[1], p.out_channels, kernel, stride, padding,
+                              output_padding, p.groups, p.bias, dilation)
+    return start_weights(conv, p, TRANSPOSED_LAYOUT)
+
+
+class MinPool1d(nn.MaxPool1d):
+    """Min pooling as -maxpool(-x): the darkest value in each window."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return -super().forward(-x)
+
+
+class MinPool2d(nn.MaxPool2d):
+    """Min pooling as -maxpool(-x): the darkest value in each window."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return -super().forward(-x)
+
+
+POOLS = {("Max", 1): nn.MaxPool1d, ("Avg", 1): nn.AvgPool1d, ("Min", 1): MinPool1d,
+         ("Max", 2): nn.MaxPool2d, ("Avg", 2): nn.AvgPool2d, ("Min", 2): MinPool2d}
+
+
+def _pool(kind: str, dims: int):
+    def build(p, x):
+        t = _signal(x, dims)
+        kernel, padding = per_dim(p.kernel_size, dims), per_dim(p.padding, dims)
+        stride = kernel if p.stride is None else per_dim(p.stride, dims)
+        if any(2 * pad > k for pad, k in zip(padding, kernel, strict=True)):
+            raise ParamError(f"padding {list(padding)} must be at most half the kernel size "
+                             f"{list(kernel)}")
+        dilation = per_dim(p.dilation, dims) if "dilation" in p else (1,) * dims
+        _need_fits(t, kernel, dilation, padding, "pooling window")
+        extra = ({"count_include_pad": p.count_include_pad} if kind == "Avg"
+                 else {"dilation": dilation})
+        return POOLS[kind, dims](kernel, stride, padding, ceil_mode=p.ceil_mode, **extra)
+    return build
+
+
+def _pool_params(kind: str, dims: int) -> list[Param]:
+    params = [sizes("kernel_size", [2], "window size", dims),
+              sizes("stride", None, "step between windows; empty means the window size",
+                    dims, nullable=True),
+              sizes("padding", [0], "implicit padding on each side (at most half the window)",
+                    dims, min=0),
+              bool_param("ceil_mode", False, "round the output size up, keeping a partial "
+                         "window at the edge")]
+    if kind == "Avg":
+        return [*params, bool_param("count_include_pad", True,
+                                    "count padded zeros in the average")]
+    return [*params, sizes("dilation", [1], "spacing between window taps", dims)]
+
+
+def _global_pool(reduce: Callable[[torch.Tensor], torch.Tensor], name: str):
+    def build(p, x):
+        need_ndim(x, "input", range(3, 6), "(N, C, ...spatial)",
+                  "global pooling reduces the spatial dims of a conv output; this input has "
+                  "none")
+        return Fn(lambda t: reduce(t.flatten(2)), name)
+    return build
+
+
+UPSAMPLE_DIMS = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "bicubic": (4,),
+                 "trilinear": (5,)}
+
+
+def _upsample(p, x):
+    layouts = {3: "(N, C, L)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
+    ndims = UPSAMPLE_DIMS[p.mode]
+    need_ndim(x, "input", ndims, " or ".join(layouts[n] for n in ndims),
+              "choose a mode that matches the input: linear for (N, C, L), bilinear or "
+              "bicubic for images, trilinear for volumes")
+    need_float(x, "input")
+    corners = None if p.mode == "nearest" else p.align_corners
+    return nn.Upsample(scale_factor=p.scale_factor, mode=p.mode, align_corners=corners)
+
+
+FILTERS = {
+    "vertical_edge": [[1, 0, -1], [1, 0, -1], [1, 0, -1]],
+    "sobel_x": [[1, 0, -1], [2, 0, -2], [1, 0, -1]],
+    "scharr_x": [[3, 0, -3], [10, 0, -10], [3, 0, -3]],
+    "difference_x": [[1, -1]],
+    "laplacian": [[0, 1, 0], [1, -4, 1], [0, 1, 0]],
+}
+
+
+def _transposed(kernel: list[list[int]]) -> list[list[int]]:
+    return [list(col) for col in zip(*kernel, strict=True)]
+
+
+# the horizontal-edge (_y) filters are the transposes of the vertical-edge (_x) ones
+FILTERS.update({"horizontal_edge": _transposed(FILTERS["vertical_edge"]),
+                **{k.replace("_x", "_y"): _transposed(v) for k, v in list(FILTERS.items())
+                   if k.endswith("_x")}})
+
+
+class FixedConv2d(nn.Module):
+    """One fixed filter applied to every channel separately (a depthwise convolution)."""
+
+    def __init__(self, kernel: list[list[float]], channels: int, stride: tuple, padding):
+        super().__init__()
+        k = torch.tensor(kernel, dtype=torch.float32)
+        # a buffer, not a Parameter: no optimizer moves it and it is not a weight to count
+        self.register_buffer("weight", k.expand(channels, 1, *k.shape).clone(),
+                             persistent=False)
+        self.stride, self.padding, self.groups = stride, padding, channels
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.conv2d(x, self.weight.to(x.dtype), None, self.stride, self.padding,
+                        groups=self.groups)
+
+
+def _fixed_conv(p, x):
+    t = _signal(x, 2)
+    kernel = FILTERS[p.filter]
+    padding = per_dim(p.padding, 2)
+    _need_fits(t, (len(kernel), len(kernel[0])), (1, 1), padding, "filter")
+    if padding == "same" and per_dim(p.stride, 2) != (1, 1):
+        raise ParamError("padding 'same' needs stride 1; give the padding as a number")
+    return FixedConv2d(kernel, t.shape[1], per_dim(p.stride, 2), padding)
+
+
+def _conv_doc(dims: int) -> str:
+    return (f"{dims}-D convolution (cross-correlation) with learnable filters.\n\n"
+            f"Input {LAYOUT[dims]}; in_channels is inferred from C. Each of out_channels "
+            "filters slides over the input and sums products with it, plus a bias: "
+            "parameters out_channels x (in_channels/groups x kernel + 1). The kernels "
+            "start as `init` says or as set by hand in `weight`; trainable false freezes "
+            "them.")
+
+
+def _pool_block(kind: str, dims: int):
+    what = {"Max": "largest", "Avg": "mean", "Min": "smallest"}[kind]
+    return layer_op(f"{kind}Pool{dims}d",
+                    f"{dims}-D {kind.lower()} pooling: the {what} value in each window.\n\n"
+                    f"Input {LAYOUT[dims]}, pooled per channel; shrinks the spatial size "
+                    "(by the stride, which defaults to the window) and adds no weights.",
+                    _pool(kind, dims), _pool_params(kind, dims),
+                    keywords=("pool", "downsample", "subsample"))
+
+
+# -- declarations -------------------------------------------------------------------------
+
+BLOCKS = [
+    layer_op("Conv1d", _conv_doc(1), _conv(1, nn.Conv1d),
+             [*_conv_params(1), *weight_params(KERNEL_LAYOUT[1])],
+             keywords=("convolution", "filter", "sequence", "temporal")),
+    layer_op("Conv2d", _conv_doc(2), _conv(2, nn.Conv2d),
+             [*_conv_params(2), *weight_params(KERNEL_LAYOUT[2])],
+             keywords=("convolution", "filter", "cnn", "image", "feature map")),
+    layer_op("ConvTranspose2d",
+             "Transposed 2-D convolution: a learnable upsampling (a deconvolution).\n\n"
+             "Input (N, C, H, W); each input pixel stamps a weighted copy of the filters onto a "
+             "larger output (size (H-1)·stride - 2·padding + dilation·(k-1) + output_padding + 1). "
+             "The generator side of DCGANs and U-Nets.",
+             _conv_transpose,
+             [*[q for q in _conv_params(2) if q.name in ("out_channels", "kernel_size", "stride")],
+              sizes("padding", [0], "removed from each side of the output", 2, min=0),
+              sizes("output_padding", [0], "extra size on one side of the output, to reach an "
+                    "exact size when stride > 1", 2, min=0),
+              *[q for q in _conv_params(2) if q.name in ("groups", "bias", "dilation")],
+              *weight_params(TRANSPOSED_LAYOUT)],
+             keywords=("deconvolution", "upsample", "transposed", "generator")),
+    layer_op("Upsample",
+             "Upsampling by a scale factor, without weights.\n\nnearest copies pixels; linear, "
+             "bilinear, bicubic and trilinear interpolate (for (N, C, L), images and volumes).",
+             _upsample,
+             [float_param("scale_factor", 2.0, "multiplier of every spatial size", min=1e-3),
+              choice_param("mode", tuple(UPSAMPLE_DIMS), "nearest", "how new values are made"),
+              bool_param("align_corners", False, "interpolating modes: align the corner pixels "
+                         "of input and output")],
+             keywords=("resize", "interpolate", "zoom")),
+    *[_pool_block(kind, dims) for dims in (1, 2) for kind in ("Max", "Avg", "Min")],
+    layer_op("GlobalAvgPool",
+             "Mean over all spatial dims: (N, C, ...) -> (N, C).\n\nReplaces Flatten + a big "
+             "Linear at the end of a CNN, and works for any input size.",
+             _global_pool(lambda t: t.mean(-1), "global mean"),
+             keywords=("global average pooling", "gap", "pool")),
+    layer_op("GlobalMaxPool",
+             "Maximum over all spatial dims: (N, C, ...) -> (N, C).\n\nAsks of each channel "
+             "whether its feature occurs anywhere in the input.",
+             _global_pool(lambda t: t.amax(-1), "global max"), keywords=("pool", "global")),
+    layer_op("FixedConv2d",
+             "Convolution with a fixed, hand-made filter, applied to each channel separately.\n\n"
+             "Edge detectors from the notes: vertical_edge [[1,0,-1]]x3, Sobel and Scharr "
+             "(positive where brightness falls from left to right, or top to bottom for _y), the "
+             "difference (1, -1) and the Laplacian. Nothing is learned; output channels = input "
+             "channels.",
+             _fixed_conv,
+             [choice_param("filter", tuple(sorted(FILTERS)), "sobel_x", "which filter"),
+              sizes("stride", [1], "step between filter positions", 2),
+              sizes("padding", [0], "zeros added on each side; 'same' keeps the size", 2, min=0,
+                    words=("same", "valid"))],
+             keywords=("sobel", "scharr", "edge detection", "laplacian", "filter", "kernel")),
+]

@@ -1,0 +1,153 @@
+"""Normalisation layers and weight penalties (regularisers).
+
+BatchNorm, LayerNorm and InstanceNorm rescale activations; their sizes are inferred from
+the wire. BatchNorm differs between training (statistics of the batch, running averages
+updated) and evaluation (the running averages), which the trainer switches.
+
+L1Penalty and L2Penalty have no inputs: they act on the weights of other blocks, bound to
+them at compile time (``binds="nodes"``, see nodegraph.model.spec), and output a loss term to add
+to the data loss. Biases are not penalised, as in the notes' lasso/ridge (seed 002, 3.13).
+Weight decay by parameter group and gradient clipping are optimizer settings, not blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from nodegraph.model.errors import PortError
+from nodegraph.model.spec import LOSS_OUT, Param, block, bool_param, float_param, int_param
+from nodes._shapes import fmt, need_float, need_ndim
+
+EPS = float_param("eps", 1e-5, "added to the variance so it is never divided by zero",
+                  min=0)
+
+
+def _momentum(default: float = 0.1) -> Param:
+    return float_param("momentum", default, "weight of the newest batch in the running "
+                       "averages; empty means a plain cumulative average", min=0, max=1,
+                       nullable=True)
+
+
+def _stats_params(affine: bool, track: bool) -> list[Param]:
+    return [EPS, _momentum(),
+            bool_param("affine", affine, "learn a scale γ and shift β per channel"),
+            bool_param("track_running_stats", track, "keep running mean and variance for "
+                       "evaluation; off uses batch statistics in evaluation too")]
+
+
+def _batch_norm(ndims: tuple[int, ...], layout: str, cls: type[nn.Module], hint: str):
+    def build(p, x):
+        t = need_ndim(x, "input", ndims, layout, hint)
+        need_float(x, "input")
+        return cls(t.shape[1], p.eps, p.momentum, p.affine, p.track_running_stats)
+    return build
+
+
+def _layer_norm(p, x):
+    t = x["input"]
+    need_float(x, "input")
+    if p.dims >= t.ndim:
+        raise PortError("input", f"cannot normalise the last {p.dims} dims of "
+                        f"{fmt(t.shape)}: that would include the batch dim",
+                        f"dims must be at most {t.ndim - 1}")
+    return nn.LayerNorm(tuple(t.shape[-p.dims:]), p.eps, p.elementwise_affine, p.bias)
+
+
+class Penalty(nn.Module):
+    """weight · Σ|w|^power over the weights of the bound blocks, biases excluded."""
+
+    def __init__(self, weight: float, power: int):
+        super().__init__()
+        self.weight, self.power = weight, power
+        # the zero a sum starts from, on the graph's device, and the result when nothing
+        # is bound (during shape inference)
+        self.register_buffer("zero", torch.zeros(()), persistent=False)
+        self.bound: tuple[nn.Module, ...] = ()  # a tuple is not registered: no duplicates
+
+    def bind(self, modules: dict[str, nn.Module]) -> None:
+        self.bound = tuple(modules.values())
+
+    def penalised(self) -> Iterator[torch.Tensor]:
+        """The weight tensors the penalty covers: no biases, gains or other vectors."""
+        seen = set()
+        for module in self.bound:
+            for name, w in module.named_parameters():
+                if w.ndim > 1 and "bias" not in name and id(w) not in seen:
+                    seen.add(id(w))  # a shared weight is penalised once
+                    yield w
+
+    def forward(self) -> torch.Tensor:
+        total = self.zero
+        for w in self.penalised():
+            total = total + (w.abs().sum() if self.power == 1 else w.pow(2).sum())
+        return self.weight * total
+
+    def extra_repr(self) -> str:
+        return f"weight={self.weight}, power={self.power}"
+
+
+def _penalty(power: int):
+    return lambda p, x: Penalty(p.weight, power)
+
+
+PENALTY_PARAMS = [
+    float_param("weight", 1e-4, "the factor λ in front of the sum (the notes suggest "
+                "around 1e-4)", min=0),
+    Param("nodes", "strs", [], "ids of the blocks whose weights are penalised; empty means "
+          "every block with weights"),
+]
+
+BLOCKS = [
+    block("norm.BatchNorm1d", "op",
+          "Batch normalisation of features: each channel to zero mean and unit variance "
+          "over the batch, then γ·x̂ + β.\n\nInput (N, C) or (N, C, L). Training uses the "
+          "batch's statistics and updates running averages; evaluation uses the averages. "
+          "Put it between a Linear and its activation.",
+          _batch_norm((2, 3), "(N, C) or (N, C, L)", nn.BatchNorm1d,
+                      "for images (N, C, H, W) use BatchNorm2d"),
+          inputs=["input"], outputs=["output"], params=_stats_params(True, True),
+          keywords=("batchnorm", "bn", "normalize", "standardize")),
+    block("norm.BatchNorm2d", "op",
+          "Batch normalisation of image channels: each channel to zero mean and unit "
+          "variance over batch and pixels, then γ·x̂ + β.\n\nInput (N, C, H, W). Training "
+          "uses batch statistics and updates running averages; evaluation uses the "
+          "averages. Adds 2·C weights and 2·C running statistics.",
+          _batch_norm((4,), "(N, C, H, W)", nn.BatchNorm2d,
+                      "for features (N, C) use BatchNorm1d"),
+          inputs=["input"], outputs=["output"], params=_stats_params(True, True),
+          keywords=("batchnorm", "bn", "normalize", "cnn")),
+    block("norm.LayerNorm", "op",
+          "Layer normalisation: each sample to zero mean and unit variance over its last "
+          "`dims` dims, then γ·x̂ + β.\n\nNo batch statistics, so training and evaluation "
+          "agree; the normalisation of transformers.",
+          _layer_norm, inputs=["input"], outputs=["output"],
+          params=[int_param("dims", 1, "how many trailing dims form normalized_shape", min=1),
+                  EPS,
+                  bool_param("elementwise_affine", True, "learn γ and β per element"),
+                  bool_param("bias", True, "learn β (with elementwise_affine)")],
+          keywords=("layernorm", "ln", "transformer", "normalize")),
+    block("norm.InstanceNorm2d", "op",
+          "Instance normalisation: each channel of each image to zero mean and unit "
+          "variance over its pixels.\n\nInput (N, C, H, W). Removes per-image contrast; "
+          "style transfer and AdaIN build on it.",
+          _batch_norm((4,), "(N, C, H, W)", nn.InstanceNorm2d,
+                      "InstanceNorm2d normalises images; for features use LayerNorm"),
+          inputs=["input"], outputs=["output"], params=_stats_params(False, False),
+          replaces=("norm.InstanceNorm",),
+          keywords=("instancenorm", "style", "contrast", "normalize")),
+    block("norm.L1Penalty", "op",
+          "L1 (lasso) weight penalty λ·Σ|w| over other blocks' weights, biases excluded.\n\n"
+          "Add its loss to the data loss (losses.WeightedSum): it pushes weights to "
+          "exactly zero, selecting features.",
+          _penalty(1), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
+          keywords=("lasso", "l1", "regularization", "sparsity")),
+    block("norm.L2Penalty", "op",
+          "L2 (ridge) weight penalty λ·Σw² over other blocks' weights, biases excluded.\n\n"
+          "Add its loss to the data loss (losses.WeightedSum): it shrinks all weights "
+          "towards zero (weight decay in loss form).",
+          _penalty(2), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
+          keywords=("ridge", "l2", "regularization", "weight decay", "tikhonov")),
+]
