@@ -80,17 +80,28 @@ class Param:
     """A typed, named setting of a block, with its default and the values it allows."""
 
     name: str
-    kind: str  # int | float | bool | str | choice | ints | floats | strs | json
+    # int | float | bool | str | choice | ints | floats | strs | json, or a reference:
+    # node (a node id) | nodes (a list of node ids) | stage (a training stage's name)
+    kind: str
     default: Any = REQUIRED
     doc: str = ""
     min: float | None = None
     max: float | None = None
     choices: tuple = ()
     nullable: bool = False  # None is allowed (meaning "infer" or "off")
+    # node and nodes only: the block kinds a named node may have ("op", "metric", "group",
+    # ...); empty: any node
+    of: tuple[str, ...] = ()
 
     @property
     def required(self) -> bool:
         return self.default is REQUIRED
+
+    @property
+    def names_nodes(self) -> bool:
+        """The value names nodes of the graph: renaming a node rewrites it, validation
+        checks that they exist, the inspector offers the graph's nodes."""
+        return self.kind in REFERENCE_KINDS
 
     def check(self, value: Any) -> Any:
         """Return `value` in canonical form, or raise ParamError saying what was expected."""
@@ -121,8 +132,11 @@ class Param:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         text = {"int": "an integer", "float": "a number", "bool": "true or false",
                 "str": "text", "ints": "a list of integers", "floats": "a list of numbers",
-                "strs": "a list of texts",
-                "json": "a JSON value"}.get(self.kind, self.kind)
+                "strs": "a list of texts", "json": "a JSON value",
+                "node": "a node id", "nodes": "a list of node ids",
+                "stage": "the name of a training stage"}.get(self.kind, self.kind)
+        if self.of:
+            text += " (" + " or ".join(self.of) + ")"
         if self.min is not None and self.max is not None:
             text += f" in [{self.min}, {self.max}]"
         elif self.min is not None:
@@ -142,6 +156,8 @@ class Param:
             d["min"] = self.min
         if self.max is not None:
             d["max"] = self.max
+        if self.of:
+            d["of"] = list(self.of)
         return d
 
 
@@ -203,7 +219,9 @@ _CHECKERS: dict[str, Callable[[Param, Any], Any]] = {
     "int": _check_int, "float": _check_float, "bool": _check_bool, "str": _check_str,
     "choice": _check_choice, "ints": _check_list(_check_int),
     "floats": _check_list(_check_float), "strs": _check_list(_check_str), "json": _check_json,
+    "node": _check_str, "nodes": _check_list(_check_str), "stage": _check_str,
 }
+REFERENCE_KINDS = ("node", "nodes")
 
 
 class Params(dict):
@@ -340,6 +358,23 @@ def str_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> P
 def choice_param(name: str, choices: Sequence, default: Any = REQUIRED, doc: str = "",
                  **kw: Any) -> Param:
     return Param(name, "choice", default, doc, choices=tuple(choices), **kw)
+
+
+def node_param(name: str, default: Any = REQUIRED, doc: str = "", of: Sequence[str] = (),
+               **kw: Any) -> Param:
+    """A node id (empty text: none); `of` limits the block kinds it may name."""
+    return Param(name, "node", default, doc, of=tuple(of), **kw)
+
+
+def nodes_param(name: str, default: Any = REQUIRED, doc: str = "", of: Sequence[str] = (),
+                **kw: Any) -> Param:
+    """A list of node ids; `of` limits the block kinds they may name."""
+    return Param(name, "nodes", default, doc, of=tuple(of), **kw)
+
+
+def stage_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+    """The name of one of the graph's training stages (empty text: none)."""
+    return Param(name, "stage", default, doc, **kw)
 
 
 LOSS_OUT = Port("loss", LOSS, "the scalar loss")

@@ -20,9 +20,16 @@ from typing import Any
 
 import torch
 
-from nodegraph import allowlist, footprint, groups, settings
+from nodegraph import allowlist, footprint, groups, references, settings
 from nodegraph.dataset import Dataset, files_relative_to
-from nodegraph.errors import GraphError, NodegraphError, PortError, Problem, ValidationError
+from nodegraph.errors import (
+    GraphError,
+    NodegraphError,
+    PortError,
+    Problem,
+    ValidationError,
+    first_line,
+)
 from nodegraph.graph import Graph
 from nodegraph.spec import BlockSpec, Params
 from nodegraph.types import why_incompatible
@@ -110,7 +117,7 @@ def _validated(graph: Graph, for_training: bool) -> Report:
     _check_device(graph, report)
     _count_ties_once(graph, report)
     _check_stages(graph, report)
-    _check_procedures(graph, report)
+    report.problems += references.problems(graph, set(report.specs))
     report.seconds = time.perf_counter() - start
     return report
 
@@ -218,16 +225,6 @@ def _check_stages(graph: Graph, report: Report) -> None:
         for node in names["frozen"]:
             if node not in graph.nodes:
                 bad(i, f"cannot freeze '{node}': no such node")
-
-
-def _check_procedures(graph: Graph, report: Report) -> None:
-    """A procedure's `model` names a node or group instance of the graph."""
-    for node_id, spec in report.specs.items():
-        model = report.params.get(node_id, {}).get("model")
-        if spec.kind == "procedure" and model not in graph.nodes and model not in report.specs:
-            report.problems.append(Problem(node_id, "model", "bad_param",
-                                           f"'model' names '{model}', which is not a node of "
-                                           "this graph"))
 
 
 def _check_ties(graph: Graph, report: Report) -> None:
@@ -463,7 +460,7 @@ def _infer(graph: Graph, report: Report) -> None:
             except Exception as e:  # a torch error at the meta forward, most often shapes
                 report.problems.append(Problem(node_id, None, "shape_error",
                                                f"{spec.id} '{node_id}' cannot run on its "
-                                               f"inputs {_shapes(inputs)}: {_first_line(e)}",
+                                               f"inputs {_shapes(inputs)}: {first_line(e)}",
                                                "check the shapes of the wires into it"))
 
 
@@ -544,7 +541,7 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
                                              torch.nn.Parameter(torch.zeros(2, 2)))])
         except Exception as e:
             report.problems.append(Problem(node_id, None, "bad_config",
-                                           f"{spec.id} '{node_id}': {_first_line(e)}"))
+                                           f"{spec.id} '{node_id}': {first_line(e)}"))
             continue
         edge = graph.source_of(node_id, "schedule")
         sched = report.specs.get(edge.src) if edge else None
@@ -555,7 +552,7 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
         except Exception as e:
             report.problems.append(Problem(edge.src, None, "bad_config",
                                            f"{sched.id} '{edge.src}' on optimizer "
-                                           f"'{node_id}': {_first_line(e)}"))
+                                           f"'{node_id}': {first_line(e)}"))
 
 
 def _check_trainable(graph: Graph, report: Report) -> None:
@@ -573,14 +570,9 @@ def _check_trainable(graph: Graph, report: Report) -> None:
         if edge is None:
             continue
         upstream = graph.upstream([edge.src])
-        named = report.params.get(opt, {}).get("scope") or []
-        unknown = [s for s in named if s not in graph.nodes
-                   and not (report.flat and report.flat.members(s))]
+        named = report.params.get(opt, {}).get("scope") or []  # unknown ones: `references`
         scope = [m for s in named for m in (report.flat.members(s) if report.flat else None)
                  or [s]]
-        if unknown:
-            report.problems.append(Problem(opt, "scope", "bad_param",
-                                           f"scope names unknown node(s) {unknown}"))
         counted = [n for n in (scope or upstream) if report.param_counts.get(n)]
         # a node upstream that failed (too large, bad shapes) left its weights uncounted
         if not counted and not {edge.src, *upstream} & {p.node for p in report.errors}:
@@ -597,6 +589,3 @@ def _check_trainable(graph: Graph, report: Report) -> None:
 def _shapes(inputs: dict[str, Any]) -> str:
     return ", ".join(f"{k} {tuple(v.shape)}" for k, v in inputs.items() if v is not None) or "-"
 
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]

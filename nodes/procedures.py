@@ -21,10 +21,11 @@ from nodegraph.compile import Compiled, compile
 from nodegraph.errors import NodegraphError, ValidationError
 from nodegraph.events import Emitter, EpochEnded
 from nodegraph.procedure import Procedure, ProcedureContext
-from nodegraph.spec import block, choice_param, float_param, int_param, str_param
+from nodegraph.spec import block, choice_param, float_param, int_param, node_param
 from nodegraph.train import RunControl, Trainer
 
-MODEL = str_param("model", doc="the node or group instance to loop around")
+MODEL = node_param("model", doc="the node or group instance to loop around",
+                   of=("op", "group"))
 
 
 @contextmanager
@@ -263,8 +264,9 @@ BLOCKS = [
           "for the rewound ticket and the control. Winning tickets keep the dense "
           "network's accuracy to high sparsity; re-initialised ones fall off sooner.",
           lambda p: LotteryTicket(p),
-          params=[str_param("model", doc="the node or group instance whose weight "
-                            "matrices and kernels are pruned (biases are kept)"),
+          params=[node_param("model", doc="the node or group instance whose weight "
+                             "matrices and kernels are pruned (biases are kept)",
+                             of=("op", "group")),
                   int_param("rounds", 5, "pruning rounds after the dense training", min=1),
                   float_param("rate", 0.5, "fraction of the surviving weights pruned per "
                               "round (p % / 100); after r rounds 1 − (1 − rate)^r are gone",
@@ -280,7 +282,8 @@ BLOCKS = [
                                "same mask on the trained weights, trained on"),
                   int_param("epochs", None, "training epochs per run; empty: the graph's",
                             min=1, nullable=True),
-                  str_param("metric", "", "the metric block reported; empty: the first")],
+                  node_param("metric", "", "the metric block reported; empty: the first",
+                             of=("metric",))],
           binds="model", keywords=("pruning", "lottery ticket", "sparsity", "rewinding",
                                    "magnitude pruning", "imp")),
 ]
