@@ -5,8 +5,13 @@ decoding a language model token by token, forecasting a series by feeding predic
 back: each is a loop around part of a trained graph, not a forward pass. A procedure
 block (kind ``procedure``) builds an object with ``run(ctx)``, a generator of frames
 (plain dicts of numbers and tensors); its ``model`` param names the node or group instance
-it loops around. `ProcedureContext.model(node)` turns that node into a function from input
-ports to output ports, running a group's inner nodes in order.
+it loops around, and the block declares it with ``binds="model"`` so the context knows
+it (`ProcedureContext.bound`). `ProcedureContext.model(node)` turns that node into a
+function from input ports to output ports, running a group's inner nodes in order.
+
+Procedures import no part of the trainer: the context hands them what they need — the
+compiled model, `compile` for a fresh copy of the graph, `run_training` to train one, the
+resolved training settings and an emitter — so a block depends on this interface only.
 
 `run_procedure` compiles the graph (or takes a compiled one with trained weights), runs
 the procedure and returns the frames, emitting each as a `ProcedureFrame` event so the
@@ -18,14 +23,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
+from nodegraph import settings
 from nodegraph.compile import Compiled, compile
-from nodegraph.errors import NodegraphError, NodeRuntimeError
-from nodegraph.events import Emitter
+from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError, first_line
+from nodegraph.events import Emitter, EpochEnded
 from nodegraph.graph import Graph
+from nodegraph.spec import Params
+from nodegraph.train import RunControl, Trainer, training_options
+
+__all__ = ["Compiled", "Procedure", "ProcedureContext", "ProcedureFrame", "RunTraining",
+           "run_procedure", "run_training"]
 
 
 class Procedure:
@@ -44,19 +55,64 @@ class ProcedureFrame:
     data: dict[str, Any]
 
 
-class ProcedureContext:
-    """What a procedure may use: the trained model's parts, the data, a seeded generator."""
+class RunTraining(Protocol):
+    """Train a compiled graph under its graph's training settings (`epochs` overriding
+    theirs); `on_epoch(epoch)` after each epoch; returns the final numbers by split."""
 
-    def __init__(self, compiled: Compiled, seed: int = 0, node: str = "procedure"):
+    def __call__(self, compiled: Compiled, epochs: int | None = None,
+                 on_epoch: Callable[[int], None] | None = None
+                 ) -> dict[str, dict[str, Any]]: ...
+
+
+def run_training(compiled: Compiled, epochs: int | None = None,
+                 on_epoch: Callable[[int], None] | None = None) -> dict[str, dict[str, Any]]:
+    """The `RunTraining` the runner hands procedures: the trainer, quietly, on the
+    compiled graph's device."""
+    opts = training_options(compiled.graph, epochs=epochs, device=str(compiled.device))
+    events = Emitter()
+    if on_epoch is not None:
+        events.subscribe(lambda e: on_epoch(e.epoch), EpochEnded)
+    return Trainer(compiled, opts, events, RunControl(), None).run().final
+
+
+class ProcedureContext:
+    """What a procedure may use: the trained model's parts, the data, a seeded generator,
+    the node its block binds, and ways to compile and train the graph afresh."""
+
+    def __init__(self, compiled: Compiled, seed: int = 0, node: str = "procedure", *,
+                 bound: str | None = None, events: Emitter | None = None,
+                 train: RunTraining = run_training):
         self.compiled = compiled
         self.node = node  # the procedure block, named in errors
+        self.bound = bound  # the node named by the param the block `binds`
         self.device = compiled.device
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
+        self.events = events if events is not None else Emitter()
+        self.run_training = train
 
-    def model(self, node: str, grad: bool = False) -> Callable[..., dict[str, torch.Tensor]]:
-        """`node` (an op block or a group instance) as a function: inputs by port name in,
-        outputs by port name out. Runs in eval mode, without gradients unless `grad` (a
-        procedure differentiating through the model, e.g. an energy's gradient)."""
+    def compile(self, seed: int) -> Compiled:
+        """The graph compiled anew on this device: its own optimizers, weights drawn from
+        `seed`."""
+        return compile(self.compiled.graph, device=self.device, seed=seed)
+
+    @property
+    def training(self) -> Params:
+        """The graph's training settings, resolved, on this device."""
+        opts, problems = settings.resolve({**self.compiled.graph.training,
+                                           "device": str(self.device)})
+        if problems:
+            raise ValidationError(problems)
+        return opts
+
+    def model(self, node: str | None = None, grad: bool = False
+              ) -> Callable[..., dict[str, torch.Tensor]]:
+        """`node` (an op block or a group instance; default: the bound one) as a function:
+        inputs by port name in, outputs by port name out. Runs in eval mode, without
+        gradients unless `grad` (a procedure differentiating through the model, e.g. an
+        energy's gradient)."""
+        node = node if node is not None else self.bound
+        if node is None:
+            raise NodegraphError(f"procedure '{self.node}' names no model to loop around")
         c = self.compiled
         flat = c.report.flat
         if flat is not None and (node, "") in flat.inputs:  # a group instance
@@ -147,7 +203,7 @@ def run_procedure(graph: Graph | Compiled, node: str, events: Emitter | None = N
             compiled.module.load_block_state(load_file(str(weights)))
         except (OSError, RuntimeError) as e:
             raise NodegraphError(f"cannot load weights from {weights}: "
-                                 f"{str(e).splitlines()[0]}") from None
+                                 f"{first_line(e)}") from None
     params = dict(compiled.report.params[node])
     for key, value in overrides.items():
         param = spec.param(key)
@@ -155,7 +211,8 @@ def run_procedure(graph: Graph | Compiled, node: str, events: Emitter | None = N
             raise NodegraphError(f"{spec.id} has no param '{key}'")
         params[key] = param.check(value)
     procedure = spec.build(type(compiled.report.params[node])(params))
-    ctx = ProcedureContext(compiled, seed, node)
+    ctx = ProcedureContext(compiled, seed, node, events=events,
+                           bound=params.get(spec.binds) if spec.binds else None)
     frames = []
     try:
         for i, frame in enumerate(procedure.run(ctx)):
@@ -165,5 +222,5 @@ def run_procedure(graph: Graph | Compiled, node: str, events: Emitter | None = N
     except NodegraphError:
         raise
     except Exception as e:
-        raise NodeRuntimeError(node, f"{type(e).__name__}: {str(e).splitlines()[0]}") from e
+        raise NodeRuntimeError(node, f"{type(e).__name__}: {first_line(e)}") from e
     return frames

@@ -23,11 +23,16 @@ What `build` receives and returns depends on the block's kind:
 - ``procedure``: ``build(p) -> nodegraph.procedure.Procedure``: a loop around a trained
   node or group (named by its `model` param) that yields a trajectory; not part of training.
 
+Params that name other nodes have the kinds ``node`` (one id) and ``nodes`` (a list), with
+``of=`` the block kinds they may name (`node_param`, `nodes_param`); ``stage`` names a
+training stage. Renaming a node rewrites them, validation checks them, the inspector offers
+the graph's nodes for them (`nodegraph.references`).
+
 A block that acts on *other blocks' weights* (an L1/L2 penalty, a parameter count) declares
-``binds="nodes"``:
-the name of its ``strs`` param listing node ids (empty: every block with weights). After
+``binds="nodes"``: the name of its ``nodes`` param (empty: every block with weights). After
 building, compile calls ``module.bind(modules)`` with those nodes' modules by id; the block
-must keep them without registering them as submodules (so weights are not duplicated).
+must keep them without registering them as submodules (so weights are not duplicated). A
+procedure declares ``binds="model"``: the runner hands the named node to its context.
 
 An op block whose module is built from large tensors computed from its params (a Hopfield
 network's weight matrix from its patterns) declares ``export=fn``: ``fn(p, x)`` returns a
@@ -254,7 +259,9 @@ class BlockSpec:
     keywords: tuple[str, ...] = ()
     replaces: tuple[str, ...] = ()  # old ids that files may still use
     closure: bool = False  # optimizers only: step() needs a closure that re-evaluates the loss
-    binds: str = ""  # ops and metrics: the strs param naming nodes whose modules `bind` gets
+    # the node or nodes param naming what the block acts on: an op's or metric's `bind`
+    # gets those nodes' modules; a procedure's context gets the node (`ctx.bound`)
+    binds: str = ""
     # ops only: how `nodegraph export --to python` writes the block when the constructor call
     # it recorded cannot be written (a large tensor computed from the params): export(p, x)
     # -> (function, kwargs), a plain function and the arguments that build the same module
@@ -277,6 +284,9 @@ class BlockSpec:
             bad = [n for n in names if not NAME.match(n)]
             if bad:
                 raise ValueError(f"block {self.id}: names must be lower_snake: {bad}")
+        if self.binds and getattr(self.param(self.binds), "kind", None) not in REFERENCE_KINDS:
+            raise ValueError(f"block {self.id}: binds={self.binds!r} must name one of its "
+                             "params of kind node or nodes")
         if not self.category:
             object.__setattr__(self, "category", self.id.split(".", 1)[0])
 

@@ -16,13 +16,9 @@ from typing import Any
 import torch
 from torch.nn.utils import prune
 
-from nodegraph import settings
-from nodegraph.compile import Compiled, compile
-from nodegraph.errors import NodegraphError, ValidationError
-from nodegraph.events import Emitter, EpochEnded
-from nodegraph.procedure import Procedure, ProcedureContext
+from nodegraph.errors import NodegraphError
+from nodegraph.procedure import Compiled, Procedure, ProcedureContext
 from nodegraph.spec import block, choice_param, float_param, int_param, node_param
-from nodegraph.train import RunControl, Trainer
 
 MODEL = node_param("model", doc="the node or group instance to loop around",
                    of=("op", "group"))
@@ -47,7 +43,7 @@ class RecursiveForecast(Procedure):
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
-        predict = ctx.model(p.model)
+        predict = ctx.model()  # the bound model (`model`)
         data = ctx.split(p.split)
         x, y = data["x"], data.get("y")
         if not 0 <= p.start < len(x):
@@ -141,19 +137,15 @@ class LotteryTicket(Procedure):
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
-        graph = ctx.compiled.graph
-        opts, problems = settings.resolve({**graph.training, "device": str(ctx.device)})
-        if problems:
-            raise ValidationError(problems)
-        if p.epochs is not None:
-            opts["epochs"] = p.epochs
-        if p.rewind_epoch > opts["epochs"]:
+        opts = ctx.training
+        epochs = p.epochs if p.epochs is not None else opts["epochs"]
+        if p.rewind_epoch > epochs:
             raise NodegraphError(f"rewind_epoch {p.rewind_epoch} is after the last of the "
-                                 f"{opts['epochs']} training epochs")
-        self.graph, self.opts, self.device = graph, opts, ctx.device
+                                 f"{epochs} training epochs")
+        self.ctx = ctx
         with seeded(ctx):
             dense = self.fresh(opts["seed"])
-            keys = prunable(dense, p.model)
+            keys = prunable(dense, ctx.bound)
             self.metric = self.metric_node(dense)
             init = {k: v.detach().clone() for k, v in dense.module.block_state().items()}
             snapshot = self.train(dense, p.rewind_epoch)
@@ -179,7 +171,7 @@ class LotteryTicket(Procedure):
               masks: Weights | None = None) -> Compiled:
         """The graph compiled anew (its own optimizers, random init from `seed`), started
         from `state` where given, pruned by `masks`."""
-        c = compile(self.graph, device=self.device, seed=seed)
+        c = self.ctx.compile(seed)
         if state is not None:
             c.module.load_block_state(state)
         if masks:
@@ -189,15 +181,14 @@ class LotteryTicket(Procedure):
     def train(self, c: Compiled, snapshot_epoch: int = 0) -> Weights | None:
         """Train `c` for the graph's (or this block's) epochs; the weights after epoch
         `snapshot_epoch` (late rewinding) when it is above 0."""
-        events, taken = Emitter(), {}
+        taken: Weights = {}
 
-        def take(e: EpochEnded) -> None:
-            if e.epoch == snapshot_epoch:
+        def take(epoch: int) -> None:
+            if epoch == snapshot_epoch:
                 taken.update({k: v.detach().clone() for k, v in
                               c.module.block_state().items()})
 
-        events.subscribe(take, EpochEnded)
-        self.final = Trainer(c, self.opts, events, RunControl(), None).run().final
+        self.final = self.ctx.run_training(c, self.p.epochs, take)
         return taken or None
 
     def metric_node(self, c: Compiled) -> str:

@@ -8,12 +8,11 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph import settings
 from nodegraph.cli import main
 from nodegraph.errors import NodegraphError
 from nodegraph.events import Emitter
 from nodegraph.groups import make_group
-from nodegraph.procedure import ProcedureFrame, run_procedure
+from nodegraph.procedure import ProcedureContext, ProcedureFrame, run_procedure
 from nodes.procedures import (
     LotteryTicket,
     effective,
@@ -139,8 +138,7 @@ def test_pruned_weights_stay_zero_while_retraining_with_momentum_and_decay():
     everywhere, but the block computes with weight_orig × mask: pruned weights stay 0."""
     g = digits_classifier()
     lottery = LotteryTicket(nodegraph.validate(g).params["lottery"])
-    lottery.graph, lottery.device = g, torch.device("cpu")
-    lottery.opts = settings.resolve(g.training)[0]
+    lottery.ctx = ProcedureContext(nodegraph.compile(g, device="cpu"))
     init = nodegraph.compile(g, device="cpu").module.block_state()
     mask = (torch.rand(10, 64, generator=torch.Generator().manual_seed(0)) < 0.3).float()
     c = lottery.fresh(0, init, {"fc.weight": mask})

@@ -128,3 +128,27 @@ def _rename_and_train(name: str) -> None:
     before = nodegraph.train(original).history
     after = nodegraph.train(renamed).history
     assert _numbers(after, names) == _numbers(before, names)
+
+
+def test_procedures_import_no_part_of_the_trainer():
+    """A block depends on the procedure interface, not on compile, train, events or
+    settings: the runner's context hands it what it needs."""
+    import ast
+
+    root = EXAMPLES.parent / "nodes"
+    banned = {"nodegraph.compile", "nodegraph.train", "nodegraph.events", "nodegraph.settings"}
+    for path in [*root.glob("*procedures.py"), root / "decoding.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+                assert not names & banned, (path.name, node.module)
+            elif isinstance(node, ast.Import):
+                assert not {a.name for a in node.names} & banned, path.name
+
+
+def test_binds_must_name_a_reference_param():
+    from nodegraph.spec import block, str_param
+
+    with pytest.raises(ValueError, match="binds='model' must name one of its params"):
+        block("x.Bad", "procedure", "bad", lambda p: None, params=[str_param("model")],
+              binds="model")
