@@ -56,6 +56,9 @@ from nodegraph.errors import NodegraphError, ParamError
 from nodegraph.types import LOSS, SCHEDULE, TENSOR, PortType
 
 KINDS = ("op", "data", "metric", "optimizer", "schedule", "group", "procedure")
+# node views a port may ask for: "trajectory", a recall's states per step (beside an
+# "energy" output); "attention", attention weights (N[, heads], L, S) as heat maps
+VIEWS = ("trajectory", "attention")
 BLOCK_ID = re.compile(r"^[a-z][a-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -78,6 +81,14 @@ class Port:
     type: PortType = TENSOR
     doc: str = ""
     optional: bool = False  # inputs only: the block runs without it (it receives None)
+    # outputs only: the editor's node views that show this port, by name (VIEWS)
+    views: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = set(self.views) - set(VIEWS)
+        if unknown:
+            raise ValueError(f"port {self.name}: unknown views {sorted(unknown)} (known: "
+                             f"{', '.join(VIEWS)})")
 
 
 @dataclass(frozen=True)
@@ -270,6 +281,10 @@ class BlockSpec:
     # "module:qualname", allowlist kind)], checked against `nodegraph.allowlist` before any
     # node of the graph is built
     code: Callable[[dict], list[tuple[str, Any, str]]] | None = None
+    # data only: meta(p) -> nodegraph.datameta.DataMeta (shapes, split sizes, batch size
+    # from the params alone) or None when only the data can tell; validation then builds
+    # no dataset (compile does)
+    meta: Callable[[Any], Any] | None = None
     category: str = field(default="")
 
     def __post_init__(self) -> None:
@@ -328,6 +343,8 @@ class BlockSpec:
             d = {"name": p.name, "type": p.type.name, "doc": p.doc}
             if p.optional:
                 d["optional"] = True
+            if p.views:
+                d["views"] = list(p.views)
             return d
 
         return {"id": self.id, "kind": self.kind, "category": self.category, "doc": self.doc,

@@ -454,11 +454,12 @@ QKV = [Port("query", doc="queries (N, L, D)"), Port("key", doc="keys (N, S, D)")
        Port("attn_mask", doc="true / non-zero where query t may attend to key s, "
             "broadcastable to (N, L, S)", optional=True)]
 ATTENTION_OUT = [Port("output", doc="the weighted sums of the values (N, L, Dv)"),
-                 Port("weights", doc="attention weights (N, L, S), each row sums to 1")]
+                 Port("weights", doc="attention weights (N, L, S), each row sums to 1",
+                      views=("attention",))]
 PADDING = Port("key_padding_mask", doc="(N, S): true / non-zero marks a padding key to "
                "ignore (torch's convention)", optional=True)
 HEAD_WEIGHTS = Port("weights", doc="attention weights per head (N, heads, L, S), before "
-                    "dropout")
+                    "dropout", views=("attention",))
 MHA_PARAMS = [
     int_param("num_heads", 4, "heads; each sees embed_dim / num_heads of the features", min=1),
     bool_param("bias", True, "biases in the projections"),

@@ -15,9 +15,11 @@ import math
 from dataclasses import replace
 
 import numpy as np
+import torch
 from sklearn import datasets as skd
 
 from nodegraph import footprint
+from nodegraph.datameta import sized
 from nodegraph.dataset import data_params, from_arrays
 from nodegraph.errors import NodegraphError
 from nodegraph.spec import (
@@ -195,6 +197,38 @@ def _generated(make):
             y = _binary_or_class(y, p.target)
         return from_arrays({"x": x, "y": y}, p)
     return build
+
+
+_Y = {"value": ((1,), torch.float32), "class": ((), torch.int64),
+      "binary": ((1,), torch.float32)}
+
+
+def _meta(x_dims: int, y: str, refuse=None):
+    """`meta` of a generator of `n` samples, x float32 (N, x_dims), y a float column
+    ("value"), class indices ("class") or what the `target` param asks ("target"): the
+    shapes the builder makes, after the refusals it would make (`refuse(p)`)."""
+    def meta(p):
+        need_samples(p)
+        if refuse is not None:
+            refuse(p)
+        return sized({"x": ((x_dims,), torch.float32),
+                      "y": _Y[p.target if y == "target" else y]}, p.n, p)
+    return meta
+
+
+def _x_range_ok(p) -> None:
+    if p.x_max <= p.x_min:
+        raise NodegraphError(f"x_max ({p.x_max}) must be larger than x_min ({p.x_min})")
+
+
+def _line_ok(p) -> None:  # the line's builder allows x_min == x_max (a constant x)
+    if p.x_max < p.x_min:
+        raise NodegraphError(f"x_max ({p.x_max}) must not be smaller than x_min ({p.x_min})")
+
+
+def _polynomial_ok(p) -> None:
+    _x_range_ok(p)
+    syn.polynomial(p.coefficients)
 
 
 def _regression(f):
@@ -401,7 +435,7 @@ _regressions = [
     block("data.NoisyLine", "data",
           "Points on a straight line y = slope*x + intercept with Gaussian noise.\n\n"
           "For checking that a regression recovers known parameters.",
-          _noisy_line, **XY,
+          _noisy_line, **XY, meta=_meta(1, "value", _line_ok),
           params=[float_param("slope", 2.0, "slope of the true line"),
                   float_param("intercept", -1.0, "intercept of the true line"),
                   float_param("noise", 0.1, "standard deviation of the added noise", min=0),
@@ -415,6 +449,7 @@ _regressions = [
           "For polynomial regression and the bias-variance trade-off; the default is the "
           "cubic 0.5x³ + 0.3x² - 0.25x + 1.",
           _regression(lambda p: syn.polynomial(p.coefficients)), **XY,
+          meta=_meta(1, "value", _polynomial_ok),
           params=[Param("coefficients", "floats", [1.0, -0.25, 0.3, 0.5],
                         "c0, c1, c2, ...: lowest order first"),
                   *x_range(-2.0, 2.0), n_param(200), noise_param(10.0, SIGNAL_NOISE), SEED,
@@ -423,7 +458,7 @@ _regressions = [
     block("data.Sinusoid", "data",
           "A noisy sine wave y = amplitude * sin(2π frequency x + phase) + noise.\n\n"
           "A smooth non-linear target for small MLPs and basis expansions.",
-          _regression(_sinusoid), **XY,
+          _regression(_sinusoid), **XY, meta=_meta(1, "value", _x_range_ok),
           params=[float_param("amplitude", 1.0, "peak value of the wave"),
                   float_param("frequency", 1.0, "periods per unit of x"),
                   float_param("phase", 0.0, "shift in radians"),
@@ -435,6 +470,7 @@ _regressions = [
           "Its frequency rises with x, so it tells optimizers and network sizes apart; the "
           "defaults give the 189 evenly spaced points of x = 0:0.05:3π's range.",
           _regression(lambda p: lambda x: np.sin(x ** 2)), **XY,
+          meta=_meta(1, "value", _x_range_ok),
           params=[*x_range(0.0, 3 * math.pi, "grid"), n_param(189),
                   noise_param(10.0, SIGNAL_NOISE), SEED, *data_params(val_fraction=0.2)],
           keywords=("regression", "synthetic", "chirp", "optimizer race")),
@@ -445,14 +481,14 @@ _point_sets = [
           "The four points of the XOR truth table.\n\nThe classic problem a single linear "
           "layer cannot solve: y = x1 XOR x2. More than 4 samples repeat the table; noise "
           "jitters the inputs.",
-          _truth_table(np.not_equal), **XY,
+          _truth_table(np.not_equal), **XY, meta=_meta(2, "target"),
           params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
           keywords=("logic", "truth table", "toy")),
     block("data.NAND", "data",
           "The four points of the NAND truth table: y = NOT (x1 AND x2).\n\n"
           "Linearly separable: one threshold unit computes it. More than 4 samples repeat "
           "the table; noise jitters the inputs.",
-          _truth_table(lambda a, b: ~(a & b)), **XY,
+          _truth_table(lambda a, b: ~(a & b)), **XY, meta=_meta(2, "target"),
           params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
           keywords=("logic", "truth table", "perceptron", "tlu", "toy")),
     block("data.Moons", "data",
@@ -460,6 +496,7 @@ _point_sets = [
           "Class 0 on (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t): a curved "
           "boundary a linear model cannot draw.",
           _generated(lambda p: syn.moons(p.n, p.noise, p.seed)), **XY,
+          meta=_meta(2, "target"),
           params=[target_param("class"), n_param(200), noise_param(10.0, POINT_NOISE), SEED,
                   *data_params(val_fraction=0.2)],
           keywords=("classification", "synthetic", "2d", "toy")),
@@ -468,6 +505,7 @@ _point_sets = [
           "Class 0 on the circle of radius 1, class 1 on the one of radius `factor`: "
           "separable by the radius only.",
           _generated(lambda p: syn.circles(p.n, p.factor, p.noise, p.seed)), **XY,
+          meta=_meta(2, "target"),
           params=[target_param("class"), n_param(200),
                   float_param("factor", 0.5, "radius of the inner circle (outer is 1)",
                               min=0, max=0.999),
@@ -490,6 +528,7 @@ _point_sets = [
           "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
           "hard for shallow models, the classic test of depth.",
           _generated(lambda p: syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)), **XY,
+          meta=_meta(2, "class"),
           params=[int_param("classes", 2, "number of arms (classes)", min=2),
                   float_param("turns", 1.5, "turns of each arm", min=0),
                   n_param(300), noise_param(3.0, POINT_NOISE), SEED,

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from nodegraph.compile import Compiled, Key
-from nodegraph.errors import NodeRuntimeError, Problem, ValidationError
+from nodegraph.errors import NodeRuntimeError, Problem, ValidationError, first_line
 from nodegraph.export.record import Call, Recorder
 from nodegraph.export.source import MAX_TENSOR_LITERAL, Source
 from nodegraph.export.syntax import (
@@ -489,7 +489,7 @@ class ModelWriter:
             return fn(*args)
         except Exception as e:
             self.problems.setdefault(nid, f"its exported code fails: {type(e).__name__}: "
-                                     f"{str(e).splitlines()[0] if str(e) else ''}")
+                                     f"{first_line(e) if str(e).strip() else ''}")
             return None
 
 
