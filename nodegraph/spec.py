@@ -45,6 +45,7 @@ The registry is an object: tests make their own, the default one holds the block
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -56,6 +57,8 @@ from nodegraph.errors import NodegraphError, ParamError
 from nodegraph.types import LOSS, SCHEDULE, TENSOR, PortType
 
 KINDS = ("op", "data", "metric", "optimizer", "schedule", "group", "procedure")
+# positional arguments `build` receives, by kind (typed in `nodegraph.kinds`)
+BUILD_ARGS = {"op": 2, "data": 1, "metric": 2, "optimizer": 2, "schedule": 2, "procedure": 1}
 # node views a port may ask for: "trajectory", a recall's states per step (beside an
 # "energy" output); "attention", attention weights (N[, heads], L, S) as heat maps
 VIEWS = ("trajectory", "attention")
@@ -299,6 +302,10 @@ class BlockSpec:
             bad = [n for n in names if not NAME.match(n)]
             if bad:
                 raise ValueError(f"block {self.id}: names must be lower_snake: {bad}")
+        args = BUILD_ARGS.get(self.kind)
+        if args is not None and not _takes(self.build, args):
+            raise ValueError(f"block {self.id}: the build of a {self.kind} block takes {args} "
+                             "positional argument(s) (see nodegraph.kinds)")
         if self.binds and getattr(self.param(self.binds), "kind", None) not in REFERENCE_KINDS:
             raise ValueError(f"block {self.id}: binds={self.binds!r} must name one of its "
                              "params of kind node or nodes")
@@ -363,6 +370,36 @@ def block(id: str, kind: str, doc: str, build: Callable[..., Any], *,
 
     return BlockSpec(id=id, kind=kind, doc=doc, build=build, inputs=ports(inputs),
                      outputs=ports(outputs), params=tuple(params), **extra)
+
+
+def _takes(fn: Callable[..., Any], n: int) -> bool:
+    """Whether `fn` can be called with `n` positional arguments (True when Python cannot
+    tell, as for some builtins)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    try:
+        signature.bind(*range(n))
+    except TypeError:
+        return False
+    return True
+
+
+def family(prefix: str, kind: str, *, wrap: Callable[[Any], Callable[..., Any]] | None = None,
+           shared_params: Sequence[Param] = (), shared_keywords: Sequence[str] = (),
+           **defaults: Any) -> Callable[..., BlockSpec]:
+    """The declarer of a family of blocks: ids ``prefix.Name`` of one kind, sharing ports
+    and whatever else `defaults` holds, `shared_params` after each block's own and
+    `shared_keywords` before its own. `wrap(build)` turns what a declaration passes as its
+    build into the block's build (an activation passes its function)."""
+    def declare(name: str, doc: str, build: Any, params: Sequence[Param] = (),
+                keywords: Sequence[str] = (), **extra: Any) -> BlockSpec:
+        return block(f"{prefix}.{name}", kind, doc, wrap(build) if wrap else build,
+                     params=[*params, *shared_params],
+                     keywords=(*shared_keywords, *keywords), **{**defaults, **extra})
+
+    return declare
 
 
 # Short constructors so a declaration reads like the torch signature it mirrors.
