@@ -169,3 +169,14 @@ def problems(graph, flat_ids: frozenset[str] | set[str] = frozenset()) -> list[P
                                      "training settings do not have",
                                      "name one of training.stages"))
     return found
+
+
+def choices(graph, param: Param, node: str | None = None) -> list[str]:
+    """What `param` of node `node` may name, for a picker: the graph's nodes of the kinds
+    it allows (itself excepted), or the training stages' names."""
+    if param.kind == "stage":
+        return [s["name"] for s in _stages(graph.training) if isinstance(s.get("name"), str)]
+    if not param.names_nodes:
+        return []
+    return sorted(n.id for n in graph if n.id != node and (
+        not param.of or kind_of(graph.registry, n.type) in param.of))
