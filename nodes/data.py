@@ -226,6 +226,28 @@ def _line_ok(p) -> None:  # the line's builder allows x_min == x_max (a constant
         raise NodegraphError(f"x_max ({p.x_max}) must not be smaller than x_min ({p.x_min})")
 
 
+def _ring_ok(p) -> None:
+    if not 1.0 <= p.inner_radius < p.outer_radius:
+        raise NodegraphError(f"the ring needs 1 <= inner_radius < outer_radius, got "
+                             f"{p.inner_radius} and {p.outer_radius}")
+
+
+def _blobs_ok(p) -> None:
+    if p.centers > p.n:
+        raise NodegraphError(f"'centers' ({p.centers:,}) cannot exceed the number of samples "
+                             f"n ({p.n:,})")
+
+
+def _mixture_ok(p) -> None:
+    footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
+    if p.weights and len(p.weights) != p.n_components:
+        raise NodegraphError(f"give one weight per component: {p.n_components} components, "
+                             f"{len(p.weights)} weights")
+    w = np.asarray(p.weights or [1.0], dtype=np.float64)
+    if (w < 0).any() or w.sum() <= 0:
+        raise NodegraphError("mixing weights must be >= 0 and not all zero")
+
+
 def _polynomial_ok(p) -> None:
     _x_range_ok(p)
     syn.polynomial(p.coefficients)
@@ -254,9 +276,7 @@ def _noisy_line(p):
 
 
 def _blobs(p):
-    if p.centers > p.n:  # scikit-learn loops over the centres, most of them empty
-        raise NodegraphError(f"'centers' ({p.centers:,}) cannot exceed the number of samples "
-                             f"n ({p.n:,})")
+    _blobs_ok(p)  # scikit-learn loops over the centres, most of them empty
     return syn.blobs(p.n, p.centers, p.noise, p.seed)
 
 
@@ -517,6 +537,7 @@ _point_sets = [
           "no straight line does. Points are uniform in area, half in each class.",
           _generated(lambda p: syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise,
                                              p.seed)), **XY,
+          meta=_meta(2, "target", _ring_ok),
           params=[target_param("class"), n_param(200),
                   float_param("inner_radius", 1.0, "inner radius of the ring (>= 1, the "
                               "disc's radius)", min=1),
@@ -538,7 +559,7 @@ _point_sets = [
           "Round Gaussian clusters, one class each (scikit-learn's make_blobs).\n\n"
           "The centres sit evenly on the unit circle; `noise` is each cluster's standard "
           "deviation in % of that radius, so it sets how much the classes overlap.",
-          _generated(_blobs), **XY,
+          _generated(_blobs), **XY, meta=_meta(2, "class", _blobs_ok),
           params=[int_param("centers", 3, "number of clusters (classes)", min=1),
                   n_param(200), noise_param(20.0, "each cluster's standard deviation in % "
                                             "of the unit radius"), SEED,
@@ -548,7 +569,7 @@ _point_sets = [
           "Samples of a random 2-D Gaussian mixture; y is the component.\n\n"
           "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
           "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
-          _generated(_gaussian_mixture), **XY,
+          _generated(_gaussian_mixture), **XY, meta=_meta(2, "class", _mixture_ok),
           params=[int_param("n_components", 3, "number of Gaussian components", min=1),
                   Param("weights", "floats", [], "mixing weights, one per component "
                         "(normalised); empty means equal", min=0),

@@ -72,3 +72,22 @@ def test_validation_builds_no_dataset_and_compile_does(monkeypatch):
     assert calls == [1] and compiled.datasets["data"].size("train") == 4
     assert torch.equal(compiled.datasets["data"].tensors("train")["y"].flatten(),
                        torch.tensor([0.0, 1.0, 1.0, 0.0]))
+
+
+@pytest.mark.parametrize("block_id, bad", [
+    ("data.Blobs", {"centers": 10, "n": 5}),
+    ("data.DiscRing", {"inner_radius": 2.0, "outer_radius": 1.5}),
+    ("data.GaussianMixture", {"n_components": 2, "weights": [1.0, 2.0, 3.0]}),
+    ("data.GaussianMixture", {"weights": [0.0, 0.0, 0.0]}),
+    ("data.Polynomial", {"coefficients": []}),
+    ("data.XOR", {"fold": 3, "folds": 2}),
+])
+def test_meta_refuses_the_generators_own_refusals(block_id, bad):
+    spec = default_registry().get(block_id)
+    params, problems = spec.resolve_params(bad)
+    assert not problems
+    with pytest.raises(NodegraphError) as built:
+        spec.build(params)
+    with pytest.raises(NodegraphError) as described:
+        spec.meta(params)
+    assert str(described.value) == str(built.value)
