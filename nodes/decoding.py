@@ -107,7 +107,7 @@ class Decode(Procedure):
 
     def scorer(self, ctx: ProcedureContext) -> Callable[[torch.Tensor], torch.Tensor]:
         """The model as a function token ids (B, T) -> scores (B, T, V)."""
-        model = ctx.model(self.p.model)
+        model = ctx.model()  # the bound model (`model`)
         port_out = "output" if "output" in model.outputs else model.outputs[0]
         return lambda ids: model(**{model.inputs[0]: ids})[port_out]
 

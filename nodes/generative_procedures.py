@@ -61,7 +61,7 @@ class SamplePrior(Procedure):
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
-        decode = ctx.model(p.model)
+        decode = ctx.model()  # the bound model (`model`)
         port = only_port(decode.inputs, "input", p.model)
         out = decode.outputs[0]
         dim = p.latent_dim or input_width(ctx, p.model, port)
@@ -79,7 +79,7 @@ class Interpolate(Procedure):
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
-        encode, decode = ctx.model(p.encoder), ctx.model(p.model)
+        encode, decode = ctx.model(p.encoder), ctx.model()
         if p.code not in encode.outputs:
             raise NodegraphError(f"'{p.encoder}' has no output '{p.code}' (outputs: "
                                  f"{', '.join(encode.outputs)})")
@@ -119,7 +119,7 @@ class DDPMSample(Procedure):
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
         betas, abar = self.schedule(ctx)
-        denoise = ctx.model(p.model)
+        denoise = ctx.model()  # the bound model (`model`)
         x_port, t_port = self.ports(denoise)
         dim = input_width(ctx, p.model, x_port)
         x = torch.randn(p.count, dim, generator=ctx.generator, dtype=torch.float64)

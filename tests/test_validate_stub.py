@@ -188,3 +188,20 @@ def test_a_family_shares_prefix_ports_params_and_keywords():
                    keywords=("own",))
     assert spec.id == "fam.Thing" and [p.name for p in spec.params] == ["n", "k"]
     assert spec.keywords == ("shared", "own") and spec.inputs[0].name == "input"
+
+
+def test_a_stage_param_names_a_training_stage(registry):
+    from nodegraph import references
+    from nodegraph.spec import stage_param
+
+    reg = Registry([*SPECS, kinds.procedure("stub.Staged", "Names a stage.", Twice,
+                                            params=[stage_param("stage", "")])])
+    g = graph(reg)
+    g.add("stub.Staged", id="staged", stage="warm")
+    g.training["stages"] = [{"name": "cold", "epochs": 1}, {"name": "hot", "epochs": 1}]
+    (p,) = nodegraph.validate(g, cache=OpCache()).problems
+    assert (p.node, p.port, p.kind) == ("staged", "stage", "bad_param")
+    assert "'warm'" in p.message
+    assert references.choices(g, reg.get("stub.Staged").param("stage")) == ["cold", "hot"]
+    g.node("staged").params["stage"] = "hot"
+    assert nodegraph.validate(g, cache=OpCache()).ok
