@@ -82,4 +82,5 @@ def using(cache: OpCache) -> Iterator[OpCache]:
 
 def default(registry: Any) -> OpCache:
     """The cache a validation without one uses: the installed one, else the registry's."""
-    return _current.get() or for_registry(registry)
+    cache = _current.get()  # not `or`: an empty cache is falsy
+    return cache if cache is not None else for_registry(registry)

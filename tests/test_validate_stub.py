@@ -205,3 +205,10 @@ def test_a_stage_param_names_a_training_stage(registry):
     assert references.choices(g, reg.get("stub.Staged").param("stage")) == ["cold", "hot"]
     g.node("staged").params["stage"] = "hot"
     assert nodegraph.validate(g, cache=OpCache()).ok
+
+
+def test_an_installed_empty_cache_is_the_one_filled(registry):
+    mine = OpCache()
+    with opcache.using(mine):
+        nodegraph.validate(graph(registry))
+    assert len(mine) == 3

@@ -36,3 +36,11 @@ def test_node_params_pick_from_the_graph_and_follow_a_rename(make_window):
     assert scope.text.text() == '["net"]'  # the shown node's field follows
     w.undo()
     assert g.node("lottery").params["model"] == "mlp" and g.node("opt").params["scope"] == ["mlp"]
+
+
+def test_the_editor_keeps_its_own_op_cache(make_window):
+    w = make_window(LOTTERY)
+    w.validator.validate_now()
+    assert len(w.validator.cache) > 0  # the document's shapes, not a module-level table
+    other = make_window(LOTTERY)
+    assert other.validator.cache is not w.validator.cache
