@@ -1,6 +1,6 @@
 """The built-in block library: a block's id names its file.
 
-`layers.Linear` lives in `nodes/layers.py`, or in a module of the package `nodes/layers/`
+`layers.Linear` lives in `nodes/layers/dense.py`, or in a module of the package `nodes/layers/`
 when the family is large (`nodes/layers/conv.py`). Each module exposes `BLOCKS`. Modules are
 found by walking this package and its subpackages, so a new family is a new file here and
 nothing else. Modules whose names start with an underscore hold shared helpers.

@@ -8,13 +8,13 @@ Params carry torch's names (`negative_slope`, `alpha`, `beta`...). The step-like
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from nodegraph.model.errors import ParamError, PortError
-from nodegraph.model.spec import Param, block, choice_param, float_param, int_param
+from nodegraph.model.spec import choice_param, family, float_param, int_param
 from nodes._shapes import dim_index, need_float
 from nodes.layers.dense import Fn
 
@@ -27,10 +27,7 @@ def _elementwise(make: Callable) -> Callable:
     return build
 
 
-def _act(name: str, doc: str, make: Callable, params: Sequence[Param] = (),
-         keywords: tuple[str, ...] = ()):
-    return block(f"activations.{name}", "op", doc, _elementwise(make), inputs=["input"],
-                 outputs=["output"], params=params, keywords=keywords)
+_act = family("activations", "op", wrap=_elementwise, inputs=["input"], outputs=["output"])
 
 
 class _Heaviside(torch.autograd.Function):

@@ -31,7 +31,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.model.errors import PortError
-from nodegraph.model.spec import Port, block, bool_param, choice_param, float_param, int_param
+from nodegraph.model.spec import (
+    Port,
+    block,
+    bool_param,
+    choice_param,
+    family,
+    float_param,
+    int_param,
+)
 from nodes._shapes import fmt, need_ndim
 from nodes.generative import sinusoidal
 from nodes.layers.dense import init_values
@@ -454,11 +462,12 @@ QKV = [Port("query", doc="queries (N, L, D)"), Port("key", doc="keys (N, S, D)")
        Port("attn_mask", doc="true / non-zero where query t may attend to key s, "
             "broadcastable to (N, L, S)", optional=True)]
 ATTENTION_OUT = [Port("output", doc="the weighted sums of the values (N, L, Dv)"),
-                 Port("weights", doc="attention weights (N, L, S), each row sums to 1")]
+                 Port("weights", doc="attention weights (N, L, S), each row sums to 1",
+                      views=("attention",))]
 PADDING = Port("key_padding_mask", doc="(N, S): true / non-zero marks a padding key to "
                "ignore (torch's convention)", optional=True)
 HEAD_WEIGHTS = Port("weights", doc="attention weights per head (N, heads, L, S), before "
-                    "dropout")
+                    "dropout", views=("attention",))
 MHA_PARAMS = [
     int_param("num_heads", 4, "heads; each sees embed_dim / num_heads of the features", min=1),
     bool_param("bias", True, "biases in the projections"),
@@ -485,9 +494,8 @@ def layer_params(causal: bool) -> list:
     ]
 
 
-def attention_op(name: str, doc: str, score: str, keywords: tuple[str, ...]):
-    return block(f"attention.{name}", "op", doc, _attention(score), inputs=QKV,
-                 outputs=ATTENTION_OUT, params=[TEMPERATURE, CAUSAL], keywords=keywords)
+attention_op = family("attention", "op", wrap=_attention, inputs=QKV, outputs=ATTENTION_OUT,
+                      shared_params=[TEMPERATURE, CAUSAL])
 
 
 BLOCKS = [
@@ -496,17 +504,17 @@ BLOCKS = [
         "The notes' first attention (17.2): each query takes a weighted average of the "
         "values, weighted by how well it matches each key. Wire the same tensor into all "
         "three ports for plain self-attention.", "dot",
-        ("attention", "softmax", "alignment", "luong")),
+        keywords=("attention", "softmax", "alignment", "luong")),
     attention_op("ScaledDotProduct",
         "Scaled dot-product attention softmax(q·k / (√d · temperature)) v.\n\n"
         "Dividing by √d keeps the scores' spread independent of the width d, so the "
         "softmax does not saturate (notes 17.3); the core of every Transformer.", "scaled",
-        ("attention", "transformer", "sdpa", "qkv")),
+        keywords=("attention", "transformer", "sdpa", "qkv")),
     attention_op("Cosine",
         "Cosine attention softmax(cos(q, k) / temperature) v.\n\n"
         "Scores are cosine similarities in [−1, 1], independent of the vectors' lengths; a "
         "temperature below 1 (e.g. 0.1) is needed for sharp weights.", "cosine",
-        ("attention", "cosine similarity", "normalized")),
+        keywords=("attention", "cosine similarity", "normalized")),
     block("attention.MultiHeadSelfAttention", "op",
           "Multi-head self-attention: every position attends to every other.\n\n"
           "Q, K and V are learned projections of the input, split into heads that attend "

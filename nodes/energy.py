@@ -393,7 +393,8 @@ RECALL_PARAMS = [
 ]
 RECALL_OUTPUTS = [
     Port("output", doc="the states after the last iteration"),
-    Port("trajectory", doc="every state, (N, steps + 1, units): the start, then each iteration"),
+    Port("trajectory", doc="every state, (N, steps + 1, units): the start, then each iteration",
+         views=("trajectory",)),
     Port("energy", doc="E = −½xᵀWx − bᵀx of each state, (N, steps + 1)"),
     Port("iterations", doc="per sample, the first iteration that moved no unit by more than "
          "tol; −1 when still moving after `steps`"),

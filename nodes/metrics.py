@@ -15,7 +15,7 @@ import torch
 from nodegraph.kinds import footprint
 from nodegraph.kinds.metric import Metric
 from nodegraph.model.errors import PortError
-from nodegraph.model.spec import Param, Port, block, choice_param, float_param, int_param
+from nodegraph.model.spec import Port, block, choice_param, float_param, int_param, nodes_param
 from nodes._shapes import fmt, need_float
 from nodes.losses import elementwise  # the same check: real input and target, same shape
 
@@ -313,8 +313,8 @@ BLOCKS = [
           "Counts the blocks named in `nodes` (empty: every block with weights); a weight "
           "shared by two blocks counts once, a frozen one not at all.",
           lambda p, x: ParameterCount(),
-          params=[Param("nodes", "strs", [], "node ids to count; empty means every block "
-                        "with weights")],
+          params=[nodes_param("nodes", [], "node ids to count; empty means every "
+                              "block with weights", of=("op",))],
           binds="nodes", keywords=("size", "weights", "capacity")),
     block("metrics.Accuracy", "metric",
           "Share of correctly classified samples.\n\nOne score per sample: binary, "

@@ -18,7 +18,15 @@ import torch
 from torch import nn
 
 from nodegraph.model.errors import PortError
-from nodegraph.model.spec import LOSS_OUT, Param, block, bool_param, float_param, int_param
+from nodegraph.model.spec import (
+    LOSS_OUT,
+    Param,
+    block,
+    bool_param,
+    float_param,
+    int_param,
+    nodes_param,
+)
 from nodes._shapes import fmt, need_float, need_ndim
 
 EPS = float_param("eps", 1e-5, "added to the variance so it is never divided by zero",
@@ -96,8 +104,8 @@ def _penalty(power: int):
 PENALTY_PARAMS = [
     float_param("weight", 1e-4, "the factor λ in front of the sum (the notes suggest "
                 "around 1e-4)", min=0),
-    Param("nodes", "strs", [], "ids of the blocks whose weights are penalised; empty means "
-          "every block with weights"),
+    nodes_param("nodes", [], "ids of the blocks whose weights are penalised; empty means "
+                "every block with weights", of=("op",)),
 ]
 
 BLOCKS = [

@@ -19,17 +19,15 @@ from nodegraph.model.errors import ParamError
 from nodegraph.model.spec import (
     SCHEDULE_OUT,
     Param,
-    block,
     bool_param,
     choice_param,
+    family,
     float_param,
     int_param,
 )
 
-
-def _schedule(id: str, doc: str, build: Callable, params: list[Param], keywords=()):
-    return block(id, "schedule", doc, build, outputs=[SCHEDULE_OUT],
-                 params=[*params, *SCHEDULE_PARAMS], keywords=("lr", *keywords))
+_schedule = family("schedules", "schedule", outputs=[SCHEDULE_OUT],
+                   shared_params=SCHEDULE_PARAMS, shared_keywords=("lr",))
 
 
 def _factor(f: Callable[[object, int], float]) -> Callable:
@@ -91,13 +89,13 @@ def _one_cycle(p, opt):
 
 
 BLOCKS = [
-    _schedule("schedules.Step",
+    _schedule("Step",
               "Multiply the learning rate by `gamma` every `step_size` epochs (or steps).",
               lambda p, opt: torch.optim.lr_scheduler.StepLR(opt, p.step_size, p.gamma),
               [int_param("step_size", 10, "epochs (or steps) between decays", min=1),
                float_param("gamma", 0.1, "factor applied at each decay", min=0)],
               keywords=("decay",)),
-    _schedule("schedules.Exponential",
+    _schedule("Exponential",
               "Exponential decay lr = lr₀·gammaᵗ.\n\n"
               "The notes' form lr₀·0.1^(t/s) (divide by 10 every s epochs) is gamma = "
               "0.1^(1/s).",
@@ -105,7 +103,7 @@ BLOCKS = [
               [float_param("gamma", 0.95, "factor applied every epoch (or step)", min=0,
                            max=1)],
               keywords=("decay", "exponential decay")),
-    _schedule("schedules.Power",
+    _schedule("Power",
               "Power decay lr = lr₀/(1 + t/decay_steps)^power.\n\n"
               "Falls fast at first, then slowly (the notes' power schedule with s = "
               "decay_steps and c = power); power 1 is the 1/t decay of classical SGD theory.",
@@ -114,7 +112,7 @@ BLOCKS = [
                            "lr₀/2^power", min=1e-12),
                float_param("power", 1.0, "c: the exponent of the decay", min=0)],
               keywords=("decay", "inverse time", "polynomial")),
-    _schedule("schedules.Cosine",
+    _schedule("Cosine",
               "Cosine annealing from the optimizer's rate down to `eta_min` over `t_max` "
               "epochs (or steps).",
               lambda p, opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, p.t_max,
@@ -122,7 +120,7 @@ BLOCKS = [
               [int_param("t_max", 100, "epochs (or steps) of one half cosine", min=1),
                float_param("eta_min", 0.0, "smallest learning rate", min=0)],
               keywords=("annealing",)),
-    _schedule("schedules.WarmUp",
+    _schedule("WarmUp",
               "Linear warm-up from start_factor·lr₀ to lr₀ over `total_iters`, then constant.\n\n"
               "lr = lr₀·(start_factor + (1 − start_factor)·t/total_iters) until t = "
               "total_iters. Large early steps on fresh weights can spike the loss (Adam, "
@@ -133,7 +131,7 @@ BLOCKS = [
                float_param("start_factor", 0.0, "the first rate as a share of lr₀", min=0,
                            max=1)],
               keywords=("warmup", "ramp", "linear")),
-    _schedule("schedules.OneCycle",
+    _schedule("OneCycle",
               "One-cycle policy: rise from max_lr/div_factor to max_lr, then anneal far below.\n\n"
               "torch's OneCycleLR: the rate rises for the first pct_start of total_steps, then "
               "falls to max_lr/(div_factor·final_div_factor). Pick max_lr with the "
@@ -156,7 +154,7 @@ BLOCKS = [
                           "inversely between 0.95 and 0.85; overrides the optimizer's "
                           "momentum (torch's default is on)")],
               keywords=("one cycle", "1cycle", "super-convergence", "warmup", "annealing")),
-    _schedule("schedules.Piecewise",
+    _schedule("Piecewise",
               "Piecewise-constant learning rate: values[i] between boundaries.\n\n"
               "values[0] before boundaries[0], values[1] until boundaries[1], and so on; the "
               "values are rates, and replace the optimizer's lr. The notes' recipe: 0.1 for "

@@ -9,11 +9,10 @@ import torch
 
 import nodegraph
 from nodegraph.cli.main import main
-from nodegraph.model import settings
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import Emitter
 from nodegraph.model.groups import make_group
-from nodegraph.runtime.procedure import ProcedureFrame, run_procedure
+from nodegraph.runtime.procedure import ProcedureContext, ProcedureFrame, run_procedure
 from nodes.procedures.core import (
     LotteryTicket,
     effective,
@@ -139,8 +138,7 @@ def test_pruned_weights_stay_zero_while_retraining_with_momentum_and_decay():
     everywhere, but the block computes with weight_orig × mask: pruned weights stay 0."""
     g = digits_classifier()
     lottery = LotteryTicket(nodegraph.validate(g).params["lottery"])
-    lottery.graph, lottery.device = g, torch.device("cpu")
-    lottery.opts = settings.resolve(g.training)[0]
+    lottery.ctx = ProcedureContext(nodegraph.compile(g, device="cpu"))
     init = nodegraph.compile(g, device="cpu").module.block_state()
     mask = (torch.rand(10, 64, generator=torch.Generator().manual_seed(0)) < 0.3).float()
     c = lottery.fresh(0, init, {"fc.weight": mask})

@@ -14,16 +14,26 @@ the device name and the training stages are checked as compile and the trainer u
 from __future__ import annotations
 
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from nodegraph.check import opcache
+from nodegraph.check.opcache import OpCache
 from nodegraph.kinds import footprint
+from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
-from nodegraph.model import allowlist, groups, settings
-from nodegraph.model.errors import GraphError, NodegraphError, PortError, Problem, ValidationError
+from nodegraph.model import allowlist, groups, references, settings
+from nodegraph.model.errors import (
+    GraphError,
+    NodegraphError,
+    PortError,
+    Problem,
+    ValidationError,
+    first_line,
+)
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import BlockSpec, Params
 from nodegraph.model.types import why_incompatible
@@ -43,6 +53,8 @@ class Report:
     order: list[str] = field(default_factory=list)
     outputs: dict[tuple[str, str], torch.Tensor] = field(default_factory=dict)  # meta tensors
     param_counts: dict[str, int] = field(default_factory=dict)
+    # what each data block will hold; `datasets` only the ones inference had to build
+    data: dict[str, DataMeta] = field(default_factory=dict)
     datasets: dict[str, Dataset] = field(default_factory=dict)
     batch_size: int | None = None
     seconds: float = 0.0
@@ -81,43 +93,45 @@ class Report:
             raise ValidationError(self.problems)
 
 
-def validate(graph: Graph, for_training: bool = False) -> Report:
+def validate(graph: Graph, for_training: bool = False, cache: OpCache | None = None) -> Report:
     """Check `graph` and infer its shapes; `for_training` also demands data and an optimizer.
 
     A graph with groups is checked in its flattened form (`report.flat`), and the problems,
-    shapes and parameter counts are reported back on the group instances.
+    shapes and parameter counts are reported back on the group instances. `cache` keeps
+    what inference learnt for the next call (default: see `nodegraph.check.opcache`).
     """
+    cache = cache if cache is not None else opcache.default(graph.registry)
     with allowlist.trusting(graph.trusted):
         if graph.folder is not None:  # a graph from a file reads its data beside the file
             with files_relative_to(graph.folder):
-                return _validated(graph, for_training)
-        return _validated(graph, for_training)
+                return _validated(graph, for_training, cache)
+        return _validated(graph, for_training, cache)
 
 
-def _validated(graph: Graph, for_training: bool) -> Report:
+def _validated(graph: Graph, for_training: bool, cache: OpCache) -> Report:
     start = time.perf_counter()
     if groups.has_groups(graph):
         try:
             flat = groups.flatten(graph)
         except GraphError as e:
             return Report([Problem(getattr(e, "node", None), None, "bad_group", str(e))])
-        report = _validate(flat.graph, for_training, graph.load_problems, flat)
+        report = _validate(flat.graph, for_training, graph.load_problems, cache, flat)
         _report_on_instances(report, flat)
         _check_instances(graph, report)
     else:
-        report = _validate(graph, for_training, graph.load_problems)
+        report = _validate(graph, for_training, graph.load_problems, cache)
     _check_ties(graph, report)
     _check_binds(report)
     _check_device(graph, report)
     _count_ties_once(graph, report)
     _check_stages(graph, report)
-    _check_procedures(graph, report)
+    report.problems += references.problems(graph, set(report.specs))
     report.seconds = time.perf_counter() - start
     return report
 
 
 def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
-              flat: groups.Flat | None = None) -> Report:
+              cache: OpCache, flat: groups.Flat | None = None) -> Report:
     report = Report(flat=flat)
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
     report.problems += flat.problems if flat else []  # wires to ports a group lacks
@@ -134,7 +148,7 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
                                        "remove one wire of the loop; recurrence lives inside "
                                        "blocks (RNN, LSTM) or procedures"))
     else:
-        _infer(graph, report)
+        _infer(graph, report, cache)
         footprint.check_graph(report)
         _check_optimizers(graph, report)
         if for_training:
@@ -219,16 +233,6 @@ def _check_stages(graph: Graph, report: Report) -> None:
         for node in names["frozen"]:
             if node not in graph.nodes:
                 bad(i, f"cannot freeze '{node}': no such node")
-
-
-def _check_procedures(graph: Graph, report: Report) -> None:
-    """A procedure's `model` names a node or group instance of the graph."""
-    for node_id, spec in report.specs.items():
-        model = report.params.get(node_id, {}).get("model")
-        if spec.kind == "procedure" and model not in graph.nodes and model not in report.specs:
-            report.problems.append(Problem(node_id, "model", "bad_param",
-                                           f"'model' names '{model}', which is not a node of "
-                                           "this graph"))
 
 
 def _check_ties(graph: Graph, report: Report) -> None:
@@ -361,9 +365,9 @@ def _count_ties_once(graph: Graph, report: Report) -> None:
             report.param_counts[owner] -= param.numel()
 
 
-def check(graph: Graph, for_training: bool = False) -> Report:
+def check(graph: Graph, for_training: bool = False, cache: OpCache | None = None) -> Report:
     """`validate`, raising ValidationError when there are errors."""
-    report = validate(graph, for_training)
+    report = validate(graph, for_training, cache)
     report.raise_if_errors()
     return report
 
@@ -438,7 +442,7 @@ def _check_edges(graph: Graph, report: Report) -> None:
                                                f"wire a {port.type.name} output into it"))
 
 
-def _infer(graph: Graph, report: Report) -> None:
+def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
     """Walk the nodes in order, giving each output a meta tensor of its shape and dtype."""
     broken = {p.node for p in report.errors}
     for node_id in report.order:
@@ -454,7 +458,7 @@ def _infer(graph: Graph, report: Report) -> None:
             inputs[e.dst_port] = meta
         else:
             try:
-                _infer_node(node_id, spec, params, inputs, report)
+                _infer_node(node_id, spec, params, inputs, report, cache)
             except PortError as e:
                 report.problems.append(Problem(node_id, e.port, e.kind,
                                                f"{spec.id} '{node_id}' {e}", e.hint))
@@ -464,23 +468,16 @@ def _infer(graph: Graph, report: Report) -> None:
             except Exception as e:  # a torch error at the meta forward, most often shapes
                 report.problems.append(Problem(node_id, None, "shape_error",
                                                f"{spec.id} '{node_id}' cannot run on its "
-                                               f"inputs {_shapes(inputs)}: {_first_line(e)}",
+                                               f"inputs {_shapes(inputs)}: {first_line(e)}",
                                                "check the shapes of the wires into it"))
 
 
 def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
-                report: Report) -> None:
+                report: Report, cache: OpCache) -> None:
     if spec.kind == "data":
-        try:
-            dataset = spec.build(params)
-        except footprint.TooLarge:
-            raise
-        except (NodegraphError, OSError, ValueError) as e:
-            raise PortError(spec.outputs[0].name if spec.outputs else None, str(e),
-                            "check the data block's params and files", kind="data_error") from e
-        footprint.check_data(params, footprint.dataset_bytes(dataset))
-        report.datasets[node_id] = dataset
-        meta = dataset.meta()
+        data = _data_meta(node_id, spec, params, report)
+        report.data[node_id] = data
+        meta = data.meta()
         missing = [p.name for p in spec.outputs if p.name not in meta]
         if missing:
             raise NodegraphError(f"the dataset provides no {missing}")
@@ -489,7 +486,7 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
         b = meta[spec.outputs[0].name].shape[0] if spec.outputs else None
         report.batch_size = report.batch_size if report.batch_size is not None else b
     elif spec.kind == "op":
-        outs, count, nbytes = _infer_op(spec, params, inputs)
+        outs, count, nbytes = _infer_op(spec, params, inputs, cache)
         report.param_counts[node_id] = count
         footprint.check_op(spec, params, inputs, sum(nbytes))
         report.module_bytes[node_id] = nbytes
@@ -499,22 +496,34 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
         spec.build(params, inputs)
 
 
-_CACHE_SIZE = 4096
-_op_cache: OrderedDict[tuple, tuple[tuple[tuple, ...], int, tuple[int, int, int]]] = \
-    OrderedDict()
+def _data_meta(node_id: str, spec: BlockSpec, params: Params, report: Report) -> DataMeta:
+    """What data block `node_id` will hold: from its declared `meta` without making the
+    data, or else by building the dataset (kept on the report for compile)."""
+    try:
+        data = spec.meta(params) if spec.meta is not None else None
+        if data is None:
+            dataset = spec.build(params)
+    except footprint.TooLarge:
+        raise
+    except (NodegraphError, OSError, ValueError) as e:
+        raise PortError(spec.outputs[0].name if spec.outputs else None, str(e),
+                        "check the data block's params and files", kind="data_error") from e
+    if data is not None:
+        footprint.check_data(params, data.nbytes)
+        return data
+    footprint.check_data(params, footprint.dataset_bytes(dataset))
+    report.datasets[node_id] = dataset
+    return DataMeta.of(dataset)
 
 
-def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int, tuple]:
+def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache
+              ) -> tuple[tuple, int, tuple]:
     """Output meta tensors, trainable-parameter count and the bytes of its parameters,
-    buffers and the tensors one forward makes (`footprint.run_counted`), of an op block.
-
-    Meta kernels run in Python and cost ~0.5 ms per op, so results are remembered by block,
-    params and input shapes: the editor revalidates on every edit, and only nodes whose
-    inputs or params changed are inferred again.
-    """
+    buffers and the tensors one forward makes (`footprint.run_counted`), of an op block,
+    remembered in `cache` by block, params and input shapes."""
     key = (spec.id, id(spec.build), allowlist.trusted_now(), repr(sorted(params.items())),
            tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())))
-    hit = _op_cache.get(key)
+    hit = cache.get(key)
     if hit is None:
         with torch.device("meta"):
             module = spec.build(params, inputs)
@@ -523,11 +532,7 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int
         count = sum(p.numel() for p in module.parameters() if p.requires_grad)
         hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count,
                (*footprint.module_bytes(module), work))
-        _op_cache[key] = hit
-        if len(_op_cache) > _CACHE_SIZE:
-            _op_cache.popitem(last=False)
-    else:
-        _op_cache.move_to_end(key)
+        cache.put(key, hit)
     shapes, count, nbytes = hit
     return tuple(torch.empty(s, dtype=d, device="meta") for s, d in shapes), count, nbytes
 
@@ -545,7 +550,7 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
                                              torch.nn.Parameter(torch.zeros(2, 2)))])
         except Exception as e:
             report.problems.append(Problem(node_id, None, "bad_config",
-                                           f"{spec.id} '{node_id}': {_first_line(e)}"))
+                                           f"{spec.id} '{node_id}': {first_line(e)}"))
             continue
         edge = graph.source_of(node_id, "schedule")
         sched = report.specs.get(edge.src) if edge else None
@@ -556,7 +561,7 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
         except Exception as e:
             report.problems.append(Problem(edge.src, None, "bad_config",
                                            f"{sched.id} '{edge.src}' on optimizer "
-                                           f"'{node_id}': {_first_line(e)}"))
+                                           f"'{node_id}': {first_line(e)}"))
 
 
 def _check_trainable(graph: Graph, report: Report) -> None:
@@ -574,21 +579,16 @@ def _check_trainable(graph: Graph, report: Report) -> None:
         if edge is None:
             continue
         upstream = graph.upstream([edge.src])
-        named = report.params.get(opt, {}).get("scope") or []
-        unknown = [s for s in named if s not in graph.nodes
-                   and not (report.flat and report.flat.members(s))]
+        named = report.params.get(opt, {}).get("scope") or []  # unknown ones: `references`
         scope = [m for s in named for m in (report.flat.members(s) if report.flat else None)
                  or [s]]
-        if unknown:
-            report.problems.append(Problem(opt, "scope", "bad_param",
-                                           f"scope names unknown node(s) {unknown}"))
         counted = [n for n in (scope or upstream) if report.param_counts.get(n)]
         # a node upstream that failed (too large, bad shapes) left its weights uncounted
         if not counted and not {edge.src, *upstream} & {p.node for p in report.errors}:
             report.problems.append(Problem(opt, "loss", "nothing_to_train",
                                            "no trainable parameters upstream of its loss",
                                            "put a layer with weights between data and loss"))
-    sizes = {nid: ds.num_batches("train") for nid, ds in report.datasets.items()}
+    sizes = {nid: data.num_batches("train") for nid, data in report.data.items()}
     if len(set(sizes.values())) > 1:
         report.problems.append(Problem(None, None, "data_mismatch", "data blocks give different"
                                        f" numbers of batches per epoch: {sizes}",
@@ -598,6 +598,3 @@ def _check_trainable(graph: Graph, report: Report) -> None:
 def _shapes(inputs: dict[str, Any]) -> str:
     return ", ".join(f"{k} {tuple(v.shape)}" for k, v in inputs.items() if v is not None) or "-"
 
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]

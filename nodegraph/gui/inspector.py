@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from nodegraph.check.validate import Report
 from nodegraph.gui import param_widgets as pw
 from nodegraph.gui.document import Document, EditRefused
-from nodegraph.model import settings
+from nodegraph.model import references, settings
 from nodegraph.model.spec import BlockSpec, Param
 
 
@@ -222,7 +222,9 @@ class Inspector(QScrollArea):
         self.fields = page.fields
         for param in spec.params:
             self._add_field(form, param, lambda v, p=param: self._commit_param(p, v),
-                            lambda *_, p=param: self._reset_param(p))
+                            lambda *_, p=param: self._reset_param(p),
+                            lambda p=param: references.choices(self.doc.graph, p,
+                                                               self.node_id))
         return page
 
     def _form(self, layout: QVBoxLayout) -> QFormLayout:
@@ -232,8 +234,9 @@ class Inspector(QScrollArea):
         layout.addLayout(form)
         return form
 
-    def _add_field(self, form: QFormLayout, param: Param, commit, reset=None) -> _Field:
-        editor = pw.make_editor(param, commit)
+    def _add_field(self, form: QFormLayout, param: Param, commit, reset=None,
+                   choices=None) -> _Field:
+        editor = pw.make_editor(param, commit, choices)
         button = QToolButton(text="↺")
         button.setToolTip(f"reset {param.name} to its default")
         button.clicked.connect(lambda *_: (reset or (lambda: commit(None)))())
@@ -302,6 +305,10 @@ class Inspector(QScrollArea):
             self.node_id = event.node
             if self.id_edit is not None:
                 self.id_edit.setText(event.node)
+        elif event.kind == "node_renamed" and self.node_id in self.doc.graph.nodes:
+            node = self.doc.graph.node(self.node_id)  # its params may name the renamed node
+            if node.type in self.doc.graph.registry:
+                self._show_params(self.doc.graph.registry.get(node.type))
         elif event.kind == "node_removed" and event.node == self.node_id:
             self.show_node(None)
         elif event.kind == "param_changed" and event.node == self.node_id:

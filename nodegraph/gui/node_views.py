@@ -50,7 +50,7 @@ from PySide6.QtWidgets import (
 
 from nodegraph.gui import theme
 from nodegraph.gui.node_item import NodeItem
-from nodegraph.model.errors import NodegraphError
+from nodegraph.model.errors import NodegraphError, first_line
 from nodegraph.model.events import RunStarted, WeightsSnapshot
 from nodegraph.model.types import LOSS
 from nodegraph.runtime import viewdata as vd
@@ -545,10 +545,12 @@ def views_for(compiled: Compiled, node: str) -> list[View]:
         return [GradNormView(node)]
     ports = dict(_ports(compiled, node))
     targets = {p: vd.flat_key(compiled, node, p) for p in ports}
+    wanted = {p: _declared_views(compiled, key) for p, key in targets.items()}
     views: list[View] = [HistogramView(node, targets)]
-    if {"trajectory", "energy"} <= set(ports):
+    if any("trajectory" in w for w in wanted.values()):
         return [RecallView(node), *views]  # not trained: no gradients to chart
-    attention = [p for p, m in ports.items() if vd.is_attention(m, p)]
+    attention = [p for p, m in ports.items() if "attention" in wanted[p]
+                 and m.ndim in (3, 4) and m.shape[-1] > 1]
     if attention:
         views.insert(0, AttentionView(node, attention, targets))
     images = [p for p, m in ports.items() if p not in attention and m.ndim == 4]
@@ -564,6 +566,14 @@ def views_for(compiled: Compiled, node: str) -> list[View]:
     if codes and key is None:
         views.insert(0, LatentView(node, codes))
     return [*views, GradNormView(node)]
+
+
+def _declared_views(compiled: Compiled, key: tuple[str, str]) -> tuple[str, ...]:
+    """The views the block declares for output port `key` (of a flat node: inside a group
+    instance, the inner block's port)."""
+    spec = compiled.report.specs.get(key[0])
+    port = spec.output(key[1]) if spec is not None else None
+    return port.views if port is not None else ()
 
 
 def _predicts(compiled: Compiled, node: str) -> bool:
@@ -718,7 +728,7 @@ class NodeViews(QObject):
             compiled = self._live_model[1]
             compiled.module.load_block_state(snap.state)
         except Exception as e:  # the graph changed shape under the run: say so, keep going
-            self.dock.header.setText(f"<b>{self.dock.node}</b>: {str(e).splitlines()[0]}")
+            self.dock.header.setText(f"<b>{self.dock.node}</b>: {first_line(e)}")
             return
         self._show_model(compiled, f"weights of epoch {snap.epoch} (training)", False)
 
@@ -745,7 +755,7 @@ class NodeViews(QObject):
             try:
                 v.show_model(compiled)
             except (NodegraphError, RuntimeError, ValueError) as e:
-                v.status.setText(str(e).splitlines()[0])
+                v.status.setText(first_line(e))
 
     def _source_note(self) -> str:
         if not self.frames:
@@ -766,7 +776,7 @@ class NodeViews(QObject):
             compiled, _ = self.compiled()
             views = views_for(compiled, node)
         except Exception as e:
-            self.window.notify(f"No view for '{node}': {str(e).splitlines()[0]}")
+            self.window.notify(f"No view for '{node}': {first_line(e)}")
             return self.dock
         self.dock.set_views(node, views)
         self.dock.setWindowTitle(f"Node View — {node}")

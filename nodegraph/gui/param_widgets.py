@@ -2,7 +2,9 @@
 
 Integers get a spin box and numbers a spin box that reads and writes 1e-8 as such, both
 limited to the declared range; choices a combo box, booleans a check box, text a line
-edit, lists and JSON a line edit holding JSON. A param the user must set shows
+edit, lists and JSON a line edit holding JSON; params that name nodes or a stage pick
+from the graph's (`NodeEditor`, `NodesEditor`, offered by the caller's `choices`). A param
+the user must set shows
 "required" until set; a nullable one shows its empty meaning ("auto"). Each widget calls
 `commit(value)` when the user finishes an edit and shows values with `show(value)`
 without calling back. Checking the value against the declaration is the caller's job.
@@ -16,11 +18,22 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtGui import QValidator
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLineEdit,
+    QMenu,
+    QSpinBox,
+    QToolButton,
+    QWidget,
+)
 
 from nodegraph.model.spec import Param
 
 Commit = Callable[[Any], None]
+Choices = Callable[[], list[str]]  # the node ids (or stage names) a reference may name
 INT_LIMIT = 2**31 - 1
 UNSET = object()  # the value shown for a required param nobody set
 
@@ -164,7 +177,7 @@ class JsonEditor(QLineEdit):
 
     def _finished(self) -> None:
         text = self.text().strip()
-        if self.param.kind == "strs" and not text.startswith("["):
+        if self.param.kind in ("strs", "nodes") and not text.startswith("["):
             self._commit([s.strip() for s in text.split(",") if s.strip()])
             return
         try:
@@ -176,6 +189,69 @@ class JsonEditor(QLineEdit):
         self._commit(value)
 
 
+class NodeEditor(QComboBox):
+    """A node id (or stage name) picked from the graph's, or typed; empty means none."""
+
+    def __init__(self, param: Param, commit: Commit, choices: Choices):
+        super().__init__()
+        self.param, self._commit, self.choices = param, commit, choices
+        self._shown = ""
+        self.setEditable(True)
+        self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.lineEdit().setPlaceholderText("required" if param.required else "empty: none")
+        self.activated.connect(lambda _: self._commit(self.currentText()))
+        self.lineEdit().editingFinished.connect(self._typed)
+
+    def _typed(self) -> None:
+        if self.currentText() != self._shown:
+            self._commit(self.currentText())
+
+    def show_value(self, value: Any) -> None:
+        self.blockSignals(True)
+        self.clear()
+        self.addItems(([] if self.param.required else [""]) + self.choices())
+        self._shown = "" if value is UNSET or value is None else str(value)
+        self.setCurrentText(self._shown)
+        self.blockSignals(False)
+
+
+class NodesEditor(QWidget):
+    """A list of node ids: typed as a, b, c or ticked in the menu of the graph's nodes."""
+
+    def __init__(self, param: Param, commit: Commit, choices: Choices):
+        super().__init__()
+        self.param, self._commit, self.choices = param, commit, choices
+        self.text = JsonEditor(param, commit)
+        self.text.setPlaceholderText("empty: " + _empty_meaning(param) if not param.required
+                                     else "required")
+        self.menu = QMenu(self)
+        self.menu.aboutToShow.connect(self._fill)
+        self.pick = QToolButton(text="▾", popupMode=QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.pick.setToolTip(f"pick the nodes of {param.name}")
+        self.pick.setMenu(self.menu)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.text, 1)
+        row.addWidget(self.pick)
+        self.value: list = []
+
+    def _fill(self) -> None:
+        self.menu.clear()
+        for node in self.choices():
+            action = self.menu.addAction(node)
+            action.setCheckable(True)
+            action.setChecked(node in self.value)
+            action.toggled.connect(lambda on, n=node: self.toggle(n, on))
+
+    def toggle(self, node: str, on: bool) -> None:
+        value = [n for n in self.value if n != node] + ([node] if on else [])
+        self._commit(value)
+
+    def show_value(self, value: Any) -> None:
+        self.value = list(value) if isinstance(value, list) else []
+        self.text.show_value(value)
+
+
 class _NotJson(str):
     """Text that failed to parse; the inspector shows it as the reason."""
 
@@ -184,9 +260,13 @@ def is_parse_error(value: Any) -> bool:
     return isinstance(value, _NotJson)
 
 
-def make_editor(param: Param, commit: Commit) -> QWidget:
-    """The widget for `param`; it calls `commit(value)` when the user finishes an edit."""
-    if param.nullable and param.kind in ("int", "float"):
+def make_editor(param: Param, commit: Commit, choices: Choices | None = None) -> QWidget:
+    """The widget for `param`; it calls `commit(value)` when the user finishes an edit.
+    `choices` lists what a node, nodes or stage param may name (default: nothing)."""
+    if param.kind in ("node", "stage", "nodes"):
+        cls = NodesEditor if param.kind == "nodes" else NodeEditor
+        editor = cls(param, commit, choices or list)
+    elif param.nullable and param.kind in ("int", "float"):
         editor = NullableNumberEditor(param, commit)
     else:
         cls = {"int": IntEditor, "float": FloatEditor, "bool": BoolEditor,

@@ -19,6 +19,7 @@ import time
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from nodegraph.check.opcache import OpCache, using
 from nodegraph.check.validate import Report, validate
 from nodegraph.gui import collector
 from nodegraph.gui.document import Document
@@ -56,9 +57,11 @@ def validate_safely(graph: Graph) -> Report:
                                         f"validation failed: {type(e).__name__}: {e}")])
 
 
-def _validate_into(graph: Graph, revision: int, outbox: queue.SimpleQueue) -> None:
+def _validate_into(graph: Graph, revision: int, outbox: queue.SimpleQueue,
+                   cache: OpCache) -> None:
     """The worker thread: validate `graph`, post (report, revision). No Qt here."""
-    outbox.put((validate_safely(graph), revision))
+    with using(cache):  # the document's cache
+        outbox.put((validate_safely(graph), revision))
 
 
 class Validator(QObject):
@@ -71,6 +74,7 @@ class Validator(QObject):
         self.doc = doc
         self.report: Report | None = None
         self.report_revision = -1
+        self.cache = OpCache()  # this document's shapes, kept between rounds
         self._timer = QTimer(self, singleShot=True, interval=DELAY_MS)
         self._timer.timeout.connect(self._start)
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -107,7 +111,8 @@ class Validator(QObject):
         self._collection.take()
         self._thread = threading.Thread(
             target=_validate_into, args=(snapshot(self.doc.graph), self.doc.revision,
-                                         self._outbox), name="nodegraph-validate", daemon=True)
+                                         self._outbox, self.cache),
+            name="nodegraph-validate", daemon=True)
         self._thread.start()
         self._poll.start()
 
@@ -140,7 +145,8 @@ class Validator(QObject):
     def validate_now(self) -> Report:
         """Validate on this thread and announce the result (tests, before a preview)."""
         self._timer.stop()
-        self._apply(validate_safely(snapshot(self.doc.graph)))
+        with using(self.cache):
+            self._apply(validate_safely(snapshot(self.doc.graph)))
         return self.report
 
     def wait(self, timeout: float = 10.0) -> bool:

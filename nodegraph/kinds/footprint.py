@@ -300,9 +300,9 @@ def estimate(report: Report) -> Footprint:
         fp.buffers += buffers
         fp.activations += work
         fp.nodes[node_id] = params + buffers + work
-    for node_id, dataset in report.datasets.items():  # the data, and one batch taken of it
+    for node_id, data in report.data.items():  # the data, and one batch taken of it
         batch = tensor_bytes(t for (n, _), t in report.outputs.items() if n == node_id)
-        nbytes = dataset_bytes(dataset)
+        nbytes = data.nbytes
         fp.data += nbytes
         fp.activations += batch
         fp.nodes[node_id] = nbytes + batch

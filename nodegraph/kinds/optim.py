@@ -18,11 +18,11 @@ from typing import Any
 
 import torch
 
-from nodegraph.model.spec import Param, choice_param, float_param
+from nodegraph.model.spec import Param, choice_param, float_param, nodes_param
 
 OPTIMIZER_PARAMS: tuple[Param, ...] = (
-    Param("scope", "strs", [], "node ids whose parameters this optimizer updates; "
-          "empty means every trainable block upstream of its loss"),
+    nodes_param("scope", [], "node ids whose parameters this optimizer updates; "
+                "empty means every trainable block upstream of its loss", of=("op", "group")),
     float_param("clip_grad_norm", None, "clip the total gradient norm to this value before "
                 "each step; empty means no clipping", min=0, nullable=True),
     choice_param("decay", ("all", "weights_only"), "all",

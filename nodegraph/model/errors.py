@@ -8,6 +8,46 @@ edges (CLI, editor) and shown, never swallowed.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+
+class ProblemKind(StrEnum):
+    """What kind of thing is wrong. A member is its text ("bad_param"), so files, JSON
+    output and comparisons with plain strings are unchanged."""
+
+    # structure
+    UNKNOWN_BLOCK = "unknown_block"
+    RENAMED_BLOCK = "renamed_block"
+    UNKNOWN_PARAM = "unknown_param"
+    MISSING_PARAM = "missing_param"
+    BAD_PARAM = "bad_param"
+    UNKNOWN_PORT = "unknown_port"
+    TYPE_MISMATCH = "type_mismatch"
+    MULTIPLE_INPUTS = "multiple_inputs"
+    MISSING_INPUT = "missing_input"
+    DANGLING_EDGE = "dangling_edge"
+    CYCLE = "cycle"
+    BAD_GROUP = "bad_group"
+    BAD_TIE = "bad_tie"
+    UNTRUSTED_CODE = "untrusted_code"
+    # files
+    BAD_ENTRY = "bad_entry"
+    DUPLICATE_KEY = "duplicate_key"
+    # shapes and sizes
+    SHAPE_MISMATCH = "shape_mismatch"
+    DTYPE_MISMATCH = "dtype_mismatch"
+    SHAPE_ERROR = "shape_error"
+    TOO_LARGE = "too_large"
+    DATA_ERROR = "data_error"
+    DATA_MISMATCH = "data_mismatch"
+    BAD_CONFIG = "bad_config"
+    # training
+    NO_DATA = "no_data"
+    NO_OPTIMIZER = "no_optimizer"
+    NOTHING_TO_TRAIN = "nothing_to_train"
+    RUNTIME_ERROR = "runtime_error"
+    UNEXPORTABLE = "unexportable"
+    INTERNAL_ERROR = "internal_error"
 
 
 @dataclass(frozen=True)
@@ -16,10 +56,14 @@ class Problem:
 
     node: str | None
     port: str | None
-    kind: str
+    kind: ProblemKind | str  # a plain string is made a ProblemKind when it names one
     message: str
     hint: str = ""
     severity: str = "error"  # "error" stops a run; "warning" is shown and allowed
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, ProblemKind) and self.kind in _KINDS:
+            object.__setattr__(self, "kind", ProblemKind(self.kind))
 
     def location(self) -> str:
         if self.node is None:
@@ -31,7 +75,18 @@ class Problem:
         return f"{text} (hint: {self.hint})" if self.hint else text
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["kind"] = str(self.kind)
+        return d
+
+
+_KINDS = frozenset(k.value for k in ProblemKind)
+
+
+def first_line(e: BaseException) -> str:
+    """The first non-empty line of an exception's message (its type name when it has none):
+    torch and numpy errors run over many lines, a problem or a status line shows one."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 class NodegraphError(Exception):
@@ -45,7 +100,8 @@ class GraphError(NodegraphError):
 class PortError(NodegraphError):
     """Raised by a block's build when an input's shape or dtype does not fit; names the port."""
 
-    def __init__(self, port: str, message: str, hint: str = "", kind: str = "shape_mismatch"):
+    def __init__(self, port: str, message: str, hint: str = "",
+                 kind: ProblemKind | str = ProblemKind.SHAPE_MISMATCH):
         self.port, self.hint, self.kind = port, hint, kind
         super().__init__(message)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import networkx as nx
 
+from nodegraph.model import references
 from nodegraph.model.errors import GraphError, ParamError, Problem
 from nodegraph.model.events import Emitter
 from nodegraph.model.groups import GroupDef, GroupRegistry
@@ -332,7 +333,8 @@ class Graph:
             self.events.emit(GraphChanged("param_changed", node_id, name=name))
 
     def rename(self, old: str, new: str) -> None:
-        """Give a node a new id, rewiring its edges; ids elsewhere (scopes) follow."""
+        """Give a node a new id, rewiring its edges; ids elsewhere (params that name nodes,
+        ties, training stages) follow."""
         if old == new:
             return
         if not NODE_ID.match(new):
@@ -345,18 +347,23 @@ class Graph:
         self.nodes = {(new if k == old else k): v for k, v in self.nodes.items()}
         self.edges = [Edge(new if e.src == old else e.src, e.src_port,
                            new if e.dst == old else e.dst, e.dst_port) for e in self.edges]
-        for n in self.nodes.values():
-            scope = n.params.get("scope")
-            if isinstance(scope, list) and old in scope:
-                n.params["scope"] = [new if s == old else s for s in scope]
-            if n.params.get("share") == old:
-                n.params["share"] = new
-        self.ties = [Tie(new if t.src == old else t.src, t.src_param,
-                         new if t.dst == old else t.dst, t.dst_param) for t in self.ties]
+        self._rename_references(old, new)
+        self.ties = [Tie(references.renamed_id(t.src, old, new), t.src_param,
+                         references.renamed_id(t.dst, old, new), t.dst_param)
+                     for t in self.ties]
         positions = self.ui.get("positions")
         if isinstance(positions, dict) and old in positions:
             positions[new] = positions.pop(old)
         self.events.emit(GraphChanged("node_renamed", node=new, name=old))
+
+    def _rename_references(self, old: str, new: str) -> None:
+        """Params declared as naming nodes (kinds node and nodes), the training stages and
+        the monitor follow a renamed node."""
+        for n in self.nodes.values():
+            if n.type in self.registry:
+                n.params.update(references.rename_params(self.registry.get(n.type), n.params,
+                                                         old, new))
+        self.training.update(references.rename_training(self.training, old, new))
 
     def set_training(self, key: str, value: Any) -> None:
         """Set a training setting (epochs, seed, device, ...); None removes it."""

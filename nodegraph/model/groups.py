@@ -78,8 +78,9 @@ def group_spec(defn: GroupDef, registry: Registry) -> BlockSpec:
     return BlockSpec(id=PREFIX + defn.name, kind="group", doc=f"The group '{defn.name}': "
                      f"{len(defn.body.nodes)} nodes used as one block.", build=_not_built,
                      inputs=inputs, outputs=outputs,
-                     params=(Param("share", "str", "", "another instance of this group whose "
-                                   "weights this one uses; empty: weights of its own"),),
+                     params=(Param("share", "node", "", "another instance of this group whose "
+                                   "weights this one uses; empty: weights of its own",
+                                   of=("group",)),),
                      category="groups")
 
 

@@ -23,11 +23,16 @@ What `build` receives and returns depends on the block's kind:
 - ``procedure``: ``build(p) -> nodegraph.runtime.procedure.Procedure``: a loop around a trained
   node or group (named by its `model` param) that yields a trajectory; not part of training.
 
+Params that name other nodes have the kinds ``node`` (one id) and ``nodes`` (a list), with
+``of=`` the block kinds they may name (`node_param`, `nodes_param`); ``stage`` names a
+training stage. Renaming a node rewrites them, validation checks them, the inspector offers
+the graph's nodes for them (`nodegraph.model.references`).
+
 A block that acts on *other blocks' weights* (an L1/L2 penalty, a parameter count) declares
-``binds="nodes"``:
-the name of its ``strs`` param listing node ids (empty: every block with weights). After
+``binds="nodes"``: the name of its ``nodes`` param (empty: every block with weights). After
 building, compile calls ``module.bind(modules)`` with those nodes' modules by id; the block
-must keep them without registering them as submodules (so weights are not duplicated).
+must keep them without registering them as submodules (so weights are not duplicated). A
+procedure declares ``binds="model"``: the runner hands the named node to its context.
 
 An op block whose module is built from large tensors computed from its params (a Hopfield
 network's weight matrix from its patterns) declares ``export=fn``: ``fn(p, x)`` returns a
@@ -40,6 +45,7 @@ The registry is an object: tests make their own, the default one holds the block
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,6 +57,11 @@ from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.types import LOSS, SCHEDULE, TENSOR, PortType
 
 KINDS = ("op", "data", "metric", "optimizer", "schedule", "group", "procedure")
+# positional arguments `build` receives, by kind (typed in `nodegraph.kinds`)
+BUILD_ARGS = {"op": 2, "data": 1, "metric": 2, "optimizer": 2, "schedule": 2, "procedure": 1}
+# node views a port may ask for: "trajectory", a recall's states per step (beside an
+# "energy" output); "attention", attention weights (N[, heads], L, S) as heat maps
+VIEWS = ("trajectory", "attention")
 BLOCK_ID = re.compile(r"^[a-z][a-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -73,6 +84,14 @@ class Port:
     type: PortType = TENSOR
     doc: str = ""
     optional: bool = False  # inputs only: the block runs without it (it receives None)
+    # outputs only: the editor's node views that show this port, by name (VIEWS)
+    views: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = set(self.views) - set(VIEWS)
+        if unknown:
+            raise ValueError(f"port {self.name}: unknown views {sorted(unknown)} (known: "
+                             f"{', '.join(VIEWS)})")
 
 
 @dataclass(frozen=True)
@@ -80,17 +99,28 @@ class Param:
     """A typed, named setting of a block, with its default and the values it allows."""
 
     name: str
-    kind: str  # int | float | bool | str | choice | ints | floats | strs | json
+    # int | float | bool | str | choice | ints | floats | strs | json, or a reference:
+    # node (a node id) | nodes (a list of node ids) | stage (a training stage's name)
+    kind: str
     default: Any = REQUIRED
     doc: str = ""
     min: float | None = None
     max: float | None = None
     choices: tuple = ()
     nullable: bool = False  # None is allowed (meaning "infer" or "off")
+    # node and nodes only: the block kinds a named node may have ("op", "metric", "group",
+    # ...); empty: any node
+    of: tuple[str, ...] = ()
 
     @property
     def required(self) -> bool:
         return self.default is REQUIRED
+
+    @property
+    def names_nodes(self) -> bool:
+        """The value names nodes of the graph: renaming a node rewrites it, validation
+        checks that they exist, the inspector offers the graph's nodes."""
+        return self.kind in REFERENCE_KINDS
 
     def check(self, value: Any) -> Any:
         """Return `value` in canonical form, or raise ParamError saying what was expected."""
@@ -121,8 +151,11 @@ class Param:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         text = {"int": "an integer", "float": "a number", "bool": "true or false",
                 "str": "text", "ints": "a list of integers", "floats": "a list of numbers",
-                "strs": "a list of texts",
-                "json": "a JSON value"}.get(self.kind, self.kind)
+                "strs": "a list of texts", "json": "a JSON value",
+                "node": "a node id", "nodes": "a list of node ids",
+                "stage": "the name of a training stage"}.get(self.kind, self.kind)
+        if self.of:
+            text += " (" + " or ".join(self.of) + ")"
         if self.min is not None and self.max is not None:
             text += f" in [{self.min}, {self.max}]"
         elif self.min is not None:
@@ -142,6 +175,8 @@ class Param:
             d["min"] = self.min
         if self.max is not None:
             d["max"] = self.max
+        if self.of:
+            d["of"] = list(self.of)
         return d
 
 
@@ -203,7 +238,9 @@ _CHECKERS: dict[str, Callable[[Param, Any], Any]] = {
     "int": _check_int, "float": _check_float, "bool": _check_bool, "str": _check_str,
     "choice": _check_choice, "ints": _check_list(_check_int),
     "floats": _check_list(_check_float), "strs": _check_list(_check_str), "json": _check_json,
+    "node": _check_str, "nodes": _check_list(_check_str), "stage": _check_str,
 }
+REFERENCE_KINDS = ("node", "nodes")
 
 
 class Params(dict):
@@ -236,7 +273,9 @@ class BlockSpec:
     keywords: tuple[str, ...] = ()
     replaces: tuple[str, ...] = ()  # old ids that files may still use
     closure: bool = False  # optimizers only: step() needs a closure that re-evaluates the loss
-    binds: str = ""  # ops and metrics: the strs param naming nodes whose modules `bind` gets
+    # the node or nodes param naming what the block acts on: an op's or metric's `bind`
+    # gets those nodes' modules; a procedure's context gets the node (`ctx.bound`)
+    binds: str = ""
     # ops only: how `nodegraph export --to python` writes the block when the constructor call
     # it recorded cannot be written (a large tensor computed from the params): export(p, x)
     # -> (function, kwargs), a plain function and the arguments that build the same module
@@ -245,6 +284,10 @@ class BlockSpec:
     # "module:qualname", allowlist kind)], checked against `nodegraph.model.allowlist` before any
     # node of the graph is built
     code: Callable[[dict], list[tuple[str, Any, str]]] | None = None
+    # data only: meta(p) -> nodegraph.kinds.datameta.DataMeta (shapes, split sizes, batch size
+    # from the params alone) or None when only the data can tell; validation then builds
+    # no dataset (compile does)
+    meta: Callable[[Any], Any] | None = None
     category: str = field(default="")
 
     def __post_init__(self) -> None:
@@ -259,6 +302,13 @@ class BlockSpec:
             bad = [n for n in names if not NAME.match(n)]
             if bad:
                 raise ValueError(f"block {self.id}: names must be lower_snake: {bad}")
+        args = BUILD_ARGS.get(self.kind)
+        if args is not None and not _takes(self.build, args):
+            raise ValueError(f"block {self.id}: the build of a {self.kind} block takes {args} "
+                             "positional argument(s) (see nodegraph.kinds)")
+        if self.binds and getattr(self.param(self.binds), "kind", None) not in REFERENCE_KINDS:
+            raise ValueError(f"block {self.id}: binds={self.binds!r} must name one of its "
+                             "params of kind node or nodes")
         if not self.category:
             object.__setattr__(self, "category", self.id.split(".", 1)[0])
 
@@ -300,6 +350,8 @@ class BlockSpec:
             d = {"name": p.name, "type": p.type.name, "doc": p.doc}
             if p.optional:
                 d["optional"] = True
+            if p.views:
+                d["views"] = list(p.views)
             return d
 
         return {"id": self.id, "kind": self.kind, "category": self.category, "doc": self.doc,
@@ -318,6 +370,36 @@ def block(id: str, kind: str, doc: str, build: Callable[..., Any], *,
 
     return BlockSpec(id=id, kind=kind, doc=doc, build=build, inputs=ports(inputs),
                      outputs=ports(outputs), params=tuple(params), **extra)
+
+
+def _takes(fn: Callable[..., Any], n: int) -> bool:
+    """Whether `fn` can be called with `n` positional arguments (True when Python cannot
+    tell, as for some builtins)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    try:
+        signature.bind(*range(n))
+    except TypeError:
+        return False
+    return True
+
+
+def family(prefix: str, kind: str, *, wrap: Callable[[Any], Callable[..., Any]] | None = None,
+           shared_params: Sequence[Param] = (), shared_keywords: Sequence[str] = (),
+           **defaults: Any) -> Callable[..., BlockSpec]:
+    """The declarer of a family of blocks: ids ``prefix.Name`` of one kind, sharing ports
+    and whatever else `defaults` holds, `shared_params` after each block's own and
+    `shared_keywords` before its own. `wrap(build)` turns what a declaration passes as its
+    build into the block's build (an activation passes its function)."""
+    def declare(name: str, doc: str, build: Any, params: Sequence[Param] = (),
+                keywords: Sequence[str] = (), **extra: Any) -> BlockSpec:
+        return block(f"{prefix}.{name}", kind, doc, wrap(build) if wrap else build,
+                     params=[*params, *shared_params],
+                     keywords=(*shared_keywords, *keywords), **{**defaults, **extra})
+
+    return declare
 
 
 # Short constructors so a declaration reads like the torch signature it mirrors.
@@ -340,6 +422,23 @@ def str_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> P
 def choice_param(name: str, choices: Sequence, default: Any = REQUIRED, doc: str = "",
                  **kw: Any) -> Param:
     return Param(name, "choice", default, doc, choices=tuple(choices), **kw)
+
+
+def node_param(name: str, default: Any = REQUIRED, doc: str = "", of: Sequence[str] = (),
+               **kw: Any) -> Param:
+    """A node id (empty text: none); `of` limits the block kinds it may name."""
+    return Param(name, "node", default, doc, of=tuple(of), **kw)
+
+
+def nodes_param(name: str, default: Any = REQUIRED, doc: str = "", of: Sequence[str] = (),
+                **kw: Any) -> Param:
+    """A list of node ids; `of` limits the block kinds they may name."""
+    return Param(name, "nodes", default, doc, of=tuple(of), **kw)
+
+
+def stage_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+    """The name of one of the graph's training stages (empty text: none)."""
+    return Param(name, "stage", default, doc, **kw)
 
 
 LOSS_OUT = Port("loss", LOSS, "the scalar loss")

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from nodegraph.check.validate import Report, check
+from nodegraph.kinds.datameta import materialise
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.metric import Metric
 from nodegraph.model import allowlist
@@ -177,6 +178,7 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     training = {**user_graph.training}
     dev = device if isinstance(device, torch.device) else resolve_device(
         device or training.get("device", "auto"))
+    datasets = materialise(report, user_graph.folder)  # before the seed, as validation did
     torch.manual_seed(training.get("seed", 0) if seed is None else seed)
 
     ops = [n for n in report.order if report.specs[n].kind == "op"]
@@ -195,7 +197,7 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     _tie(graph, steps)  # the flat graph's ties include those declared in group bodies
     module = GraphModule(blocks, steps).to(dev)  # moves the blocks in place
 
-    datasets = {nid: ds.to(dev) for nid, ds in report.datasets.items()}
+    datasets = {nid: ds.to(dev) for nid, ds in datasets.items()}
     compiled = Compiled(user_graph, report, module, dev, datasets, exec_graph=graph)
     compiled.loss_keys = {nid: (nid, p.name) for nid in report.order
                           for p in report.specs[nid].outputs if p.type == LOSS

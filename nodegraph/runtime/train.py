@@ -27,6 +27,7 @@ import torch
 
 from nodegraph.model import outputs, settings
 from nodegraph.model.errors import NodegraphError, NodeRuntimeError, ValidationError
+from nodegraph.model.errors import first_line as _first_line
 from nodegraph.model.events import (
     Emitter,
     EpochEnded,
@@ -546,7 +547,7 @@ class Trainer:
             c.module.load_block_state(weights)
         except RuntimeError as e:
             raise NodegraphError(f"the checkpoint in {self.checkpoint_dir} does not fit this "
-                                 f"graph: {str(e).splitlines()[0]}") from None
+                                 f"graph: {_first_line(e)}") from None
         try:
             for o in c.optimizers:
                 if o.node in optimizers:
@@ -617,10 +618,6 @@ def _stage_members(c: Compiled, nodes: list[str]) -> list[torch.nn.Module]:
     flat = c.report.flat
     ids = [m for n in nodes for m in ((flat.members(n) if flat else None) or [n])]
     return [m for m in (c.module.module_of(n) for n in ids) if m is not None]
-
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _partial_plans(c: Compiled) -> bool:

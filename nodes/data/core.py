@@ -4,8 +4,8 @@ Every source outputs `x` (inputs) and `y` (targets) and shares the split, K-fold
 and normalisation params of `nodegraph.kinds.dataset.DATA_PARAMS`. Class targets are int64 class
 indices shaped (N,) (binary 0/1 floats (N, 1) where a `target` param asks for them);
 regression targets are float32 (N, 1). Three groups: real data bundled with scikit-learn,
-files (CSV, NumPy, MNIST IDX, image folders; readers in `_files` and `_images`),
-and seeded synthetic generators (formulas in `_synthetic`).
+files (CSV, NumPy, MNIST IDX, image folders; readers in `_data_files` and `_data_images`),
+and seeded synthetic generators (formulas in `_data_synthetic`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import math
 from dataclasses import replace
 
 import numpy as np
+import torch
 from sklearn import datasets as skd
 
 from nodegraph.kinds import footprint
+from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import data_params, from_arrays
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
@@ -197,6 +199,60 @@ def _generated(make):
     return build
 
 
+_Y = {"value": ((1,), torch.float32), "class": ((), torch.int64),
+      "binary": ((1,), torch.float32)}
+
+
+def _meta(x_dims: int, y: str, refuse=None):
+    """`meta` of a generator of `n` samples, x float32 (N, x_dims), y a float column
+    ("value"), class indices ("class") or what the `target` param asks ("target"): the
+    shapes the builder makes, after the refusals it would make (`refuse(p)`)."""
+    def meta(p):
+        need_samples(p)
+        if refuse is not None:
+            refuse(p)
+        return sized({"x": ((x_dims,), torch.float32),
+                      "y": _Y[p.target if y == "target" else y]}, p.n, p)
+    return meta
+
+
+def _x_range_ok(p) -> None:
+    if p.x_max <= p.x_min:
+        raise NodegraphError(f"x_max ({p.x_max}) must be larger than x_min ({p.x_min})")
+
+
+def _line_ok(p) -> None:  # the line's builder allows x_min == x_max (a constant x)
+    if p.x_max < p.x_min:
+        raise NodegraphError(f"x_max ({p.x_max}) must not be smaller than x_min ({p.x_min})")
+
+
+def _ring_ok(p) -> None:
+    if not 1.0 <= p.inner_radius < p.outer_radius:
+        raise NodegraphError(f"the ring needs 1 <= inner_radius < outer_radius, got "
+                             f"{p.inner_radius} and {p.outer_radius}")
+
+
+def _blobs_ok(p) -> None:
+    if p.centers > p.n:
+        raise NodegraphError(f"'centers' ({p.centers:,}) cannot exceed the number of samples "
+                             f"n ({p.n:,})")
+
+
+def _mixture_ok(p) -> None:
+    footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
+    if p.weights and len(p.weights) != p.n_components:
+        raise NodegraphError(f"give one weight per component: {p.n_components} components, "
+                             f"{len(p.weights)} weights")
+    w = np.asarray(p.weights or [1.0], dtype=np.float64)
+    if (w < 0).any() or w.sum() <= 0:
+        raise NodegraphError("mixing weights must be >= 0 and not all zero")
+
+
+def _polynomial_ok(p) -> None:
+    _x_range_ok(p)
+    syn.polynomial(p.coefficients)
+
+
 def _regression(f):
     """Generated y = f(p)(x) + noise on the block's x range."""
     return _generated(lambda p: syn.regression(f(p), p.n, p.x_min, p.x_max, p.spacing,
@@ -220,9 +276,7 @@ def _noisy_line(p):
 
 
 def _blobs(p):
-    if p.centers > p.n:  # scikit-learn loops over the centres, most of them empty
-        raise NodegraphError(f"'centers' ({p.centers:,}) cannot exceed the number of samples "
-                             f"n ({p.n:,})")
+    _blobs_ok(p)  # scikit-learn loops over the centres, most of them empty
     return syn.blobs(p.n, p.centers, p.noise, p.seed)
 
 
@@ -401,7 +455,7 @@ _regressions = [
     block("data.NoisyLine", "data",
           "Points on a straight line y = slope*x + intercept with Gaussian noise.\n\n"
           "For checking that a regression recovers known parameters.",
-          _noisy_line, **XY,
+          _noisy_line, **XY, meta=_meta(1, "value", _line_ok),
           params=[float_param("slope", 2.0, "slope of the true line"),
                   float_param("intercept", -1.0, "intercept of the true line"),
                   float_param("noise", 0.1, "standard deviation of the added noise", min=0),
@@ -415,6 +469,7 @@ _regressions = [
           "For polynomial regression and the bias-variance trade-off; the default is the "
           "cubic 0.5x³ + 0.3x² - 0.25x + 1.",
           _regression(lambda p: syn.polynomial(p.coefficients)), **XY,
+          meta=_meta(1, "value", _polynomial_ok),
           params=[Param("coefficients", "floats", [1.0, -0.25, 0.3, 0.5],
                         "c0, c1, c2, ...: lowest order first"),
                   *x_range(-2.0, 2.0), n_param(200), noise_param(10.0, SIGNAL_NOISE), SEED,
@@ -423,7 +478,7 @@ _regressions = [
     block("data.Sinusoid", "data",
           "A noisy sine wave y = amplitude * sin(2π frequency x + phase) + noise.\n\n"
           "A smooth non-linear target for small MLPs and basis expansions.",
-          _regression(_sinusoid), **XY,
+          _regression(_sinusoid), **XY, meta=_meta(1, "value", _x_range_ok),
           params=[float_param("amplitude", 1.0, "peak value of the wave"),
                   float_param("frequency", 1.0, "periods per unit of x"),
                   float_param("phase", 0.0, "shift in radians"),
@@ -435,6 +490,7 @@ _regressions = [
           "Its frequency rises with x, so it tells optimizers and network sizes apart; the "
           "defaults give the 189 evenly spaced points of x = 0:0.05:3π's range.",
           _regression(lambda p: lambda x: np.sin(x ** 2)), **XY,
+          meta=_meta(1, "value", _x_range_ok),
           params=[*x_range(0.0, 3 * math.pi, "grid"), n_param(189),
                   noise_param(10.0, SIGNAL_NOISE), SEED, *data_params(val_fraction=0.2)],
           keywords=("regression", "synthetic", "chirp", "optimizer race")),
@@ -445,14 +501,14 @@ _point_sets = [
           "The four points of the XOR truth table.\n\nThe classic problem a single linear "
           "layer cannot solve: y = x1 XOR x2. More than 4 samples repeat the table; noise "
           "jitters the inputs.",
-          _truth_table(np.not_equal), **XY,
+          _truth_table(np.not_equal), **XY, meta=_meta(2, "target"),
           params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
           keywords=("logic", "truth table", "toy")),
     block("data.NAND", "data",
           "The four points of the NAND truth table: y = NOT (x1 AND x2).\n\n"
           "Linearly separable: one threshold unit computes it. More than 4 samples repeat "
           "the table; noise jitters the inputs.",
-          _truth_table(lambda a, b: ~(a & b)), **XY,
+          _truth_table(lambda a, b: ~(a & b)), **XY, meta=_meta(2, "target"),
           params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
           keywords=("logic", "truth table", "perceptron", "tlu", "toy")),
     block("data.Moons", "data",
@@ -460,6 +516,7 @@ _point_sets = [
           "Class 0 on (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t): a curved "
           "boundary a linear model cannot draw.",
           _generated(lambda p: syn.moons(p.n, p.noise, p.seed)), **XY,
+          meta=_meta(2, "target"),
           params=[target_param("class"), n_param(200), noise_param(10.0, POINT_NOISE), SEED,
                   *data_params(val_fraction=0.2)],
           keywords=("classification", "synthetic", "2d", "toy")),
@@ -468,6 +525,7 @@ _point_sets = [
           "Class 0 on the circle of radius 1, class 1 on the one of radius `factor`: "
           "separable by the radius only.",
           _generated(lambda p: syn.circles(p.n, p.factor, p.noise, p.seed)), **XY,
+          meta=_meta(2, "target"),
           params=[target_param("class"), n_param(200),
                   float_param("factor", 0.5, "radius of the inner circle (outer is 1)",
                               min=0, max=0.999),
@@ -479,6 +537,7 @@ _point_sets = [
           "no straight line does. Points are uniform in area, half in each class.",
           _generated(lambda p: syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise,
                                              p.seed)), **XY,
+          meta=_meta(2, "target", _ring_ok),
           params=[target_param("class"), n_param(200),
                   float_param("inner_radius", 1.0, "inner radius of the ring (>= 1, the "
                               "disc's radius)", min=1),
@@ -490,6 +549,7 @@ _point_sets = [
           "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
           "hard for shallow models, the classic test of depth.",
           _generated(lambda p: syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)), **XY,
+          meta=_meta(2, "class"),
           params=[int_param("classes", 2, "number of arms (classes)", min=2),
                   float_param("turns", 1.5, "turns of each arm", min=0),
                   n_param(300), noise_param(3.0, POINT_NOISE), SEED,
@@ -499,7 +559,7 @@ _point_sets = [
           "Round Gaussian clusters, one class each (scikit-learn's make_blobs).\n\n"
           "The centres sit evenly on the unit circle; `noise` is each cluster's standard "
           "deviation in % of that radius, so it sets how much the classes overlap.",
-          _generated(_blobs), **XY,
+          _generated(_blobs), **XY, meta=_meta(2, "class", _blobs_ok),
           params=[int_param("centers", 3, "number of clusters (classes)", min=1),
                   n_param(200), noise_param(20.0, "each cluster's standard deviation in % "
                                             "of the unit radius"), SEED,
@@ -509,7 +569,7 @@ _point_sets = [
           "Samples of a random 2-D Gaussian mixture; y is the component.\n\n"
           "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
           "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
-          _generated(_gaussian_mixture), **XY,
+          _generated(_gaussian_mixture), **XY, meta=_meta(2, "class", _mixture_ok),
           params=[int_param("n_components", 3, "number of Gaussian components", min=1),
                   Param("weights", "floats", [], "mixing weights, one per component "
                         "(normalised); empty means equal", min=0),

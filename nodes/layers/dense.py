@@ -15,7 +15,7 @@ examples of the notes, threshold units), and `trainable` false freezes them.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from nodegraph.model.spec import (
     block,
     bool_param,
     choice_param,
+    family,
     float_param,
     int_param,
 )
@@ -391,11 +392,7 @@ def _constant(p, x):
 # -- declarations --------------------------------------------------------------------------
 
 
-def layer_op(name: str, doc: str, build: Callable, params: Sequence[Param] = (),
-        inputs: Sequence[Port | str] = ("input",), outputs: Sequence[Port | str] = ("output",),
-        keywords: tuple[str, ...] = ()):
-    return block(f"layers.{name}", "op", doc, build, inputs=inputs, outputs=outputs,
-                 params=params, keywords=keywords)
+layer_op = family("layers", "op", inputs=("input",), outputs=("output",))
 
 
 TENSOR_AB = [Port("a", doc="first operand"), Port("b", doc="second operand")]

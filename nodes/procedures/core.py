@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.nn.utils import prune
 
-from nodegraph.model import settings
-from nodegraph.model.errors import NodegraphError, ValidationError
-from nodegraph.model.events import Emitter, EpochEnded
-from nodegraph.model.spec import block, choice_param, float_param, int_param, str_param
-from nodegraph.runtime.compile import Compiled, compile
-from nodegraph.runtime.procedure import Procedure, ProcedureContext
-from nodegraph.runtime.train import RunControl, Trainer
+from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import block, choice_param, float_param, int_param, node_param
 
-MODEL = str_param("model", doc="the node or group instance to loop around")
+if TYPE_CHECKING:
+    from nodegraph.runtime.compile import Compiled
+
+MODEL = node_param("model", doc="the node or group instance to loop around",
+                   of=("op", "group"))
 
 
 @contextmanager
@@ -46,7 +46,7 @@ class RecursiveForecast(Procedure):
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
-        predict = ctx.model(p.model)
+        predict = ctx.model()  # the bound model (`model`)
         data = ctx.split(p.split)
         x, y = data["x"], data.get("y")
         if not 0 <= p.start < len(x):
@@ -140,19 +140,15 @@ class LotteryTicket(Procedure):
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
-        graph = ctx.compiled.graph
-        opts, problems = settings.resolve({**graph.training, "device": str(ctx.device)})
-        if problems:
-            raise ValidationError(problems)
-        if p.epochs is not None:
-            opts["epochs"] = p.epochs
-        if p.rewind_epoch > opts["epochs"]:
+        opts = ctx.training
+        epochs = p.epochs if p.epochs is not None else opts["epochs"]
+        if p.rewind_epoch > epochs:
             raise NodegraphError(f"rewind_epoch {p.rewind_epoch} is after the last of the "
-                                 f"{opts['epochs']} training epochs")
-        self.graph, self.opts, self.device = graph, opts, ctx.device
+                                 f"{epochs} training epochs")
+        self.ctx = ctx
         with seeded(ctx):
             dense = self.fresh(opts["seed"])
-            keys = prunable(dense, p.model)
+            keys = prunable(dense, ctx.bound)
             self.metric = self.metric_node(dense)
             init = {k: v.detach().clone() for k, v in dense.module.block_state().items()}
             snapshot = self.train(dense, p.rewind_epoch)
@@ -178,7 +174,7 @@ class LotteryTicket(Procedure):
               masks: Weights | None = None) -> Compiled:
         """The graph compiled anew (its own optimizers, random init from `seed`), started
         from `state` where given, pruned by `masks`."""
-        c = compile(self.graph, device=self.device, seed=seed)
+        c = self.ctx.compile(seed)
         if state is not None:
             c.module.load_block_state(state)
         if masks:
@@ -188,15 +184,14 @@ class LotteryTicket(Procedure):
     def train(self, c: Compiled, snapshot_epoch: int = 0) -> Weights | None:
         """Train `c` for the graph's (or this block's) epochs; the weights after epoch
         `snapshot_epoch` (late rewinding) when it is above 0."""
-        events, taken = Emitter(), {}
+        taken: Weights = {}
 
-        def take(e: EpochEnded) -> None:
-            if e.epoch == snapshot_epoch:
+        def take(epoch: int) -> None:
+            if epoch == snapshot_epoch:
                 taken.update({k: v.detach().clone() for k, v in
                               c.module.block_state().items()})
 
-        events.subscribe(take, EpochEnded)
-        self.final = Trainer(c, self.opts, events, RunControl(), None).run().final
+        self.final = self.ctx.run_training(c, self.p.epochs, take)
         return taken or None
 
     def metric_node(self, c: Compiled) -> str:
@@ -263,8 +258,9 @@ BLOCKS = [
           "for the rewound ticket and the control. Winning tickets keep the dense "
           "network's accuracy to high sparsity; re-initialised ones fall off sooner.",
           lambda p: LotteryTicket(p),
-          params=[str_param("model", doc="the node or group instance whose weight "
-                            "matrices and kernels are pruned (biases are kept)"),
+          params=[node_param("model", doc="the node or group instance whose weight "
+                             "matrices and kernels are pruned (biases are kept)",
+                             of=("op", "group")),
                   int_param("rounds", 5, "pruning rounds after the dense training", min=1),
                   float_param("rate", 0.5, "fraction of the surviving weights pruned per "
                               "round (p % / 100); after r rounds 1 − (1 − rate)^r are gone",
@@ -280,7 +276,8 @@ BLOCKS = [
                                "same mask on the trained weights, trained on"),
                   int_param("epochs", None, "training epochs per run; empty: the graph's",
                             min=1, nullable=True),
-                  str_param("metric", "", "the metric block reported; empty: the first")],
+                  node_param("metric", "", "the metric block reported; empty: the first",
+                             of=("metric",))],
           binds="model", keywords=("pruning", "lottery ticket", "sparsity", "rewinding",
                                    "magnitude pruning", "imp")),
 ]

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 
+from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import block, choice_param, float_param, int_param, str_param
-from nodegraph.runtime.procedure import Procedure, ProcedureContext
 from nodes.procedures.core import MODEL
 
 METHODS = ("greedy", "temperature", "top_k", "beam")
@@ -107,7 +107,7 @@ class Decode(Procedure):
 
     def scorer(self, ctx: ProcedureContext) -> Callable[[torch.Tensor], torch.Tensor]:
         """The model as a function token ids (B, T) -> scores (B, T, V)."""
-        model = ctx.model(self.p.model)
+        model = ctx.model()  # the bound model (`model`)
         port_out = "output" if "output" in model.outputs else model.outputs[0]
         return lambda ids: model(**{model.inputs[0]: ids})[port_out]
 

@@ -25,9 +25,17 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, block, choice_param, float_param, int_param, str_param
-from nodegraph.runtime.procedure import Procedure, ProcedureContext
+from nodegraph.model.spec import (
+    Param,
+    block,
+    choice_param,
+    float_param,
+    int_param,
+    node_param,
+    str_param,
+)
 from nodes.energy import BernoulliRBM, bernoulli
 from nodes.procedures.core import seeded
 from nodes.procedures.generative import SHAPE, as_image
@@ -300,7 +308,7 @@ BLOCKS = [
           "the others. A well-trained RBM's chains drift towards digit-like images; an "
           "untrained one's stay noise.",
           lambda p: GibbsChain(p),
-          params=[str_param("model", doc="the energy.BernoulliRBM node to sample"),
+          params=[node_param("model", doc="the energy.BernoulliRBM node to sample", of=("op",)),
                   *GIBBS_PARAMS],
           binds="model", keywords=("rbm", "sampling", "inpainting", "mcmc", "boltzmann",
                                    "generate")),
@@ -316,9 +324,10 @@ BLOCKS = [
           "(Salakhutdinov & Hinton halve pre-trained weights to avoid counting h1's "
           "evidence twice; here both RBMs keep their own).",
           lambda p: DBMGibbs(p),
-          params=[str_param("model", doc="the lower energy.BernoulliRBM (on the pixels)"),
-                  str_param("top", doc="the upper energy.BernoulliRBM, fed the lower "
-                            "one's hidden units"),
+          params=[node_param("model", doc="the lower energy.BernoulliRBM (on the pixels)",
+                             of=("op",)),
+                  node_param("top", doc="the upper energy.BernoulliRBM, fed the lower "
+                             "one's hidden units", of=("op",)),
                   *GIBBS_PARAMS],
           binds="model", keywords=("dbm", "deep boltzmann", "sampling", "inpainting",
                                    "mcmc", "generate")),
@@ -334,8 +343,8 @@ BLOCKS = [
           "the samples follow p; a finite ε adds a bias: on a Gaussian with precision P "
           "the chains settle at covariance (P − (ε/4)·P²)⁻¹ instead of P⁻¹.",
           lambda p: Langevin(p),
-          params=[str_param("model", doc="the score or energy model: a node or a "
-                            "group instance"),
+          params=[node_param("model", doc="the score or energy model: a node or a "
+                             "group instance", of=("op", "group")),
                   choice_param("kind", ("score", "energy"), "score",
                                "score: the output is ∇ₓ log p(x); energy: the output is "
                                "E(x) = −log p(x) + const"),

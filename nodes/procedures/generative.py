@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
+from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, block, choice_param, int_param, str_param
-from nodegraph.runtime.procedure import Procedure, ProcedureContext
+from nodegraph.model.spec import Param, block, choice_param, int_param, node_param, str_param
 
 MODEL_DOC = "the decoder or generator (a node or group instance) that maps codes to data"
 SHAPE = Param("image_shape", "ints", [], "shape each sample is given in the frames (e.g. "
@@ -61,7 +61,7 @@ class SamplePrior(Procedure):
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
-        decode = ctx.model(p.model)
+        decode = ctx.model()  # the bound model (`model`)
         port = only_port(decode.inputs, "input", p.model)
         out = decode.outputs[0]
         dim = p.latent_dim or input_width(ctx, p.model, port)
@@ -79,7 +79,7 @@ class Interpolate(Procedure):
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
-        encode, decode = ctx.model(p.encoder), ctx.model(p.model)
+        encode, decode = ctx.model(p.encoder), ctx.model()
         if p.code not in encode.outputs:
             raise NodegraphError(f"'{p.encoder}' has no output '{p.code}' (outputs: "
                                  f"{', '.join(encode.outputs)})")
@@ -119,7 +119,7 @@ class DDPMSample(Procedure):
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
         betas, abar = self.schedule(ctx)
-        denoise = ctx.model(p.model)
+        denoise = ctx.model()  # the bound model (`model`)
         x_port, t_port = self.ports(denoise)
         dim = input_width(ctx, p.model, x_port)
         x = torch.randn(p.count, dim, generator=ctx.generator, dtype=torch.float64)
@@ -151,7 +151,7 @@ class DDPMSample(Procedure):
         return x_port, steps[0]
 
 
-MODEL = str_param("model", doc=MODEL_DOC)
+MODEL = node_param("model", doc=MODEL_DOC, of=("op", "group"))
 COUNT = int_param("count", 16, "how many samples to draw", min=1)
 
 BLOCKS = [
@@ -172,8 +172,8 @@ BLOCKS = [
           "between their codes, one frame per α. A smooth path of plausible data says the "
           "latent space is organised (the notes' VAE digits morph into each other).",
           lambda p: Interpolate(p),
-          params=[MODEL, str_param("encoder", doc="the encoder (node or group instance) "
-                                   "that gives each sample its code"),
+          params=[MODEL, node_param("encoder", doc="the encoder (node or group instance) "
+                                    "that gives each sample its code", of=("op", "group")),
                   str_param("code", "mu", "the encoder output used as the code (a VAE's "
                             "mean μ)"),
                   choice_param("split", ("train", "val", "test"), "test",
@@ -188,10 +188,11 @@ BLOCKS = [
           "at a time with the schedule of the `noise` block (Ho et al. 2020, Algorithm 2); "
           "a frame every `every` steps shows the samples condensing onto the data.",
           lambda p: DDPMSample(p),
-          params=[str_param("model", doc="the denoiser (node or group instance) taking the "
-                            "noisy sample and the step, giving the predicted noise ε"),
-                  str_param("noise", "noise", "the samplers.DDPMNoise block whose schedule "
-                            "the model was trained with"),
+          params=[node_param("model", doc="the denoiser (node or group instance) taking the "
+                             "noisy sample and the step, giving the predicted noise ε",
+                             of=("op", "group")),
+                  node_param("noise", "noise", "the samplers.DDPMNoise block whose schedule "
+                             "the model was trained with", of=("op",)),
                   str_param("step_input", "t", "the denoiser's input port for the step t"),
                   COUNT, int_param("every", 10, "yield a frame every this many steps",
                                    min=1),

@@ -34,7 +34,7 @@ from nodegraph.interop.export.syntax import (
     docstring,
     identifier,
 )
-from nodegraph.model.errors import NodeRuntimeError, Problem, ValidationError
+from nodegraph.model.errors import NodeRuntimeError, Problem, ValidationError, first_line
 from nodegraph.runtime.compile import Compiled, Key
 
 SAMPLE_ROWS = 8  # rows of each batch the checks run on
@@ -489,7 +489,7 @@ class ModelWriter:
             return fn(*args)
         except Exception as e:
             self.problems.setdefault(nid, f"its exported code fails: {type(e).__name__}: "
-                                     f"{str(e).splitlines()[0] if str(e) else ''}")
+                                     f"{first_line(e) if str(e).strip() else ''}")
             return None
 
 

@@ -1,0 +1,100 @@
+"""What a data block will hold, known from its params without making the data.
+
+Validation needs, of each data block, the shape and dtype of one training batch per port,
+how many samples each split gets (batches per epoch) and how many bytes the data takes —
+not the data. A data block that can say so from its params declares ``meta=fn`` on its
+`BlockSpec`: ``fn(p)`` returns a `DataMeta` (usually through `sized`), or None when only
+the data can tell (a stratified split needs the labels; a file must be read). Validation
+then builds nothing; `compile` materialises the datasets. A block without ``meta`` is
+built during validation as before, and its `Dataset` described by `DataMeta.of`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from nodegraph.kinds.dataset import SPLITS, Dataset, files_relative_to, split_indices
+from nodegraph.model.errors import NodegraphError, Problem, ProblemKind, ValidationError
+
+# one sample's shape and dtype per port, e.g. {"x": ((2,), torch.float32)}
+Ports = dict[str, tuple[tuple[int, ...], torch.dtype]]
+
+
+@dataclass(frozen=True)
+class DataMeta:
+    """Shapes of one sample per port, samples per split, and the batch size."""
+
+    ports: Ports
+    sizes: dict[str, int]
+    batch_size: int
+
+    @classmethod
+    def of(cls, dataset: Dataset) -> DataMeta:
+        """The description of a dataset already built."""
+        train = dataset.tensors("train")
+        return cls({k: (tuple(t.shape[1:]), t.dtype) for k, t in train.items()},
+                   {s: dataset.size(s) for s in SPLITS if dataset.has(s)},
+                   dataset.batch_size)
+
+    def has(self, split: str) -> bool:
+        return self.sizes.get(split, 0) > 0
+
+    def step_batch(self, split: str = "train") -> int:
+        n = self.sizes.get(split, 0)
+        return n if self.batch_size == 0 else min(self.batch_size, n)
+
+    def num_batches(self, split: str) -> int:
+        b = self.step_batch(split)
+        return 0 if b == 0 else -(-self.sizes.get(split, 0) // b)
+
+    def meta(self) -> dict[str, torch.Tensor]:
+        """A meta tensor per port shaped like one training batch (`Dataset.meta`)."""
+        b = self.step_batch("train")
+        return {k: torch.empty((b, *shape), dtype=dtype, device="meta")
+                for k, (shape, dtype) in self.ports.items()}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every split's tensors (`footprint.dataset_bytes` of the built data)."""
+        n = sum(self.sizes.values())
+        return sum(n * math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+                   for shape, dtype in self.ports.values())
+
+
+def sized(ports: Ports, n: int, p: dict) -> DataMeta | None:
+    """The meta of `n` samples split and batched by the shared data params in `p`
+    (`nodegraph.kinds.dataset.DATA_PARAMS`), as `from_arrays` would; None for a stratified split,
+    whose sizes depend on the labels. Raises what the split would (fractions leaving no
+    training samples, a fold out of range)."""
+    if p.get("split", "random") == "stratified":
+        return None
+    idx = split_indices(n, p.get("val_fraction", 0.0), p.get("test_fraction", 0.0),
+                        p.get("split", "random"), p.get("split_seed", 0), None,
+                        p.get("folds", 0), p.get("fold", 0))
+    sizes = {s: len(i) for s, i in idx.items() if len(i) > 0}
+    return DataMeta(ports, sizes, p.get("batch_size", 32))
+
+
+def materialise(report, folder=None) -> dict[str, Dataset]:
+    """Every data block's dataset: the ones validation built, the rest built now (data
+    paths relative to `folder`, the graph file's). A failure the params did not predict
+    (a file gone since validation) is a `data_error` on its node."""
+    datasets = {}
+    with files_relative_to(folder):
+        for node_id in report.data:
+            dataset = report.datasets.get(node_id)
+            if dataset is None:
+                spec = report.specs[node_id]
+                try:
+                    dataset = spec.build(report.params[node_id])
+                except (NodegraphError, OSError, ValueError) as e:
+                    port = spec.outputs[0].name if spec.outputs else None
+                    raise ValidationError([Problem(node_id, port, ProblemKind.DATA_ERROR,
+                                                   f"{spec.id} '{node_id}': {e}",
+                                                   "check the data block's params and "
+                                                   "files")]) from e
+            datasets[node_id] = dataset
+    return datasets
