@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph.kinds import footprint
 from nodegraph.cli.main import EXIT_PROBLEMS, main
+from nodegraph.kinds import footprint
 from nodegraph.kinds.dataset import files_relative_to
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import default_registry

@@ -15,7 +15,6 @@ import math
 from dataclasses import replace
 
 import numpy as np
-from sklearn import datasets as skd
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.dataset import data_params, from_arrays
@@ -76,8 +75,11 @@ def _inputs(x: np.ndarray, where: str) -> np.ndarray:
 def _sklearn_dataset(name: str, **kwargs):
     """A dataset scikit-learn bundles, read from its file once per process: the editor
     validates as one types, and digits alone takes 30 ms to parse. Callers copy what they
-    change (astype), so the arrays stay as read."""
-    return getattr(skd, name)(**kwargs)
+    change (astype), so the arrays stay as read. scikit-learn is imported here, not at the
+    top: it costs a second of start-up that a graph without its datasets never needs."""
+    from sklearn import datasets
+
+    return getattr(datasets, name)(**kwargs)
 
 
 def _digits(p):
