@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 _API = {
     "trust": "nodegraph.model.allowlist",
     "compile": "nodegraph.runtime.compile",
+    "forward": "nodegraph.runtime.forward",
     "NodegraphError": "nodegraph.model.errors",
     "Problem": "nodegraph.model.errors",
     "ValidationError": "nodegraph.model.errors",
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from nodegraph.model.graph import Edge, Graph, Node
     from nodegraph.model.spec import Registry, default_registry
     from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.forward import forward
     from nodegraph.runtime.train import RunControl, RunResult, train
 
 
@@ -67,6 +69,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Edge", "Graph", "Node", "NodegraphError", "Problem", "Registry", "Report", "RunControl",
-    "RunResult", "ValidationError", "compile", "default_registry", "load", "loads", "save",
+    "RunResult", "ValidationError", "compile", "default_registry", "forward", "load", "loads",
+    "save",
     "train", "trust", "validate",
 ]

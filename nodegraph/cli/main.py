@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "blocks": ("nodegraph.cli.blocks", "list every block type with its ports and params"),
     "import": ("nodegraph.interop.fx_import",
                "trace a PyTorch module into an editable graph file"),
+    "forward": ("nodegraph.cli.forward",
+                "run the graph forward on one batch and save every output (.npz)"),
     "export": ("nodegraph.cli.export",
                "write a graph as plain PyTorch code, as ONNX, or its weights"),
     "lr-find": ("nodegraph.cli.lrfind",
