@@ -187,10 +187,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                            resume=args.resume, prepare=prepare)
     except KeyboardInterrupt:
         renderer.close()
-        if args.checkpoint_dir:
-            print(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
-                  "(continue with --resume)", file=sys.stderr)
-        raise
+        if not args.checkpoint_dir:
+            raise  # main says "interrupted", once
+        print(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
+              "(continue with --resume)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         renderer.close()
         if writer is not None:
