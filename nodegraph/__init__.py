@@ -11,19 +11,65 @@ The path of data is one straight walk: file -> `Graph` -> `validate` -> `compile
     print(result.final["train"]["accuracy"])
 """
 
-from nodegraph.check.validate import Report, validate
-from nodegraph.model.allowlist import trust
-from nodegraph.model.errors import NodegraphError, Problem, ValidationError
-from nodegraph.model.fileformat import load, loads, save
-from nodegraph.model.graph import Edge, Graph, Node
-from nodegraph.model.spec import Registry, default_registry
-from nodegraph.runtime.compile import compile
-from nodegraph.runtime.train import RunControl, RunResult, train
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The public API, imported on first use (PEP 562): `import nodegraph` and `nodegraph --help`
+# cost no torch import; `nodegraph.Graph` brings in what it needs.
+_API = {
+    "trust": "nodegraph.model.allowlist",
+    "compile": "nodegraph.runtime.compile",
+    "forward": "nodegraph.runtime.forward",
+    "NodegraphError": "nodegraph.model.errors",
+    "Problem": "nodegraph.model.errors",
+    "ValidationError": "nodegraph.model.errors",
+    "load": "nodegraph.model.fileformat",
+    "loads": "nodegraph.model.fileformat",
+    "save": "nodegraph.model.fileformat",
+    "Edge": "nodegraph.model.graph",
+    "Graph": "nodegraph.model.graph",
+    "Node": "nodegraph.model.graph",
+    "Registry": "nodegraph.model.spec",
+    "default_registry": "nodegraph.model.spec",
+    "RunControl": "nodegraph.runtime.train",
+    "RunResult": "nodegraph.runtime.train",
+    "train": "nodegraph.runtime.train",
+    "Report": "nodegraph.check.validate",
+    "validate": "nodegraph.check.validate",
+}
+
+if TYPE_CHECKING:
+    from nodegraph.check.validate import Report, validate
+    from nodegraph.model.allowlist import trust
+    from nodegraph.model.errors import NodegraphError, Problem, ValidationError
+    from nodegraph.model.fileformat import load, loads, save
+    from nodegraph.model.graph import Edge, Graph, Node
+    from nodegraph.model.spec import Registry, default_registry
+    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.forward import forward
+    from nodegraph.runtime.train import RunControl, RunResult, train
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nodegraph' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))
+
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Edge", "Graph", "Node", "NodegraphError", "Problem", "Registry", "Report", "RunControl",
-    "RunResult", "ValidationError", "compile", "default_registry", "load", "loads", "save",
+    "RunResult", "ValidationError", "compile", "default_registry", "forward", "load", "loads",
+    "save",
     "train", "trust", "validate",
 ]

@@ -109,9 +109,11 @@ def test_bad_arguments(capsys, args, text):
 
 def test_validate_ok_and_json(capsys):
     assert main(["validate", "examples/xor.json"]) == 0
-    assert "ok (7 nodes, 8 wires, 17 parameters)" in capsys.readouterr().out
+    assert "ok (7 nodes, 8 wires, 17 parameters; trainable)" in capsys.readouterr().out
     assert main(["validate", "examples/xor.json", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == []
+    described = json.loads(capsys.readouterr().out)
+    assert described["problems"] == [] and described["ok"] and described["parameters"] == 17
+    assert described["can"] == {"forward": True, "train": True, "why_not_train": None}
 
 
 def test_blocks_lists_every_block_with_ports_and_params(capsys, registry):

@@ -564,6 +564,11 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
                                            f"'{node_id}': {first_line(e)}"))
 
 
+# Checked for training, which is compile's default: how to ask for inference instead.
+FORWARD_ONLY = ("to run the graph forward only, use nodegraph.forward(graph), "
+                "compile(graph, for_training=False) or `nodegraph forward`")
+
+
 def _check_trainable(graph: Graph, report: Report) -> None:
     kinds = {nid: s.kind for nid, s in report.specs.items()}
     if "data" not in kinds.values():
@@ -573,7 +578,7 @@ def _check_trainable(graph: Graph, report: Report) -> None:
     if not optimizers:
         report.problems.append(Problem(None, None, "no_optimizer", "the graph has no "
                                        "optimizer, so there is nothing to train",
-                                       "wire the loss into an optimizer block"))
+                                       "wire the loss into an optimizer block; " + FORWARD_ONLY))
     for opt in optimizers:
         edge = graph.source_of(opt, "loss")
         if edge is None:

@@ -17,7 +17,8 @@ from nodegraph.model.spec import BlockSpec, default_registry
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("blocks", help="list every block type with its ports and params")
+    p = subparsers.add_parser("blocks", description="Every block type with its ports and "
+                              "params: as text, JSON or the Markdown of docs/blocks.md.")
     p.add_argument("--json", action="store_true", help="the declarations as JSON")
     p.add_argument("--markdown", action="store_true", help="the reference page (docs/blocks.md)")
     p.add_argument("--check", metavar="FILE.md", help="with --markdown: exit 1 if FILE differs "

@@ -10,7 +10,7 @@ from nodegraph.cli.main import add_graph_argument, open_graph
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "export", help="write a graph as plain PyTorch code, as ONNX, or its weights",
+        "export",
         description="python: one file with the model class and a training script that "
         "reproduces `nodegraph run`; onnx: the forward graph in inference mode; weights: "
         "trained weights keyed node.param (they load into the Python model).")

@@ -17,7 +17,8 @@ WIDTH = 40
 
 
 def register(sub) -> None:
-    p = sub.add_parser("lr-find", help="learning-rate range test: loss against a growing rate")
+    p = sub.add_parser("lr-find", description="The learning-rate range test: train "
+                       "briefly while the rate grows, and read the loss against the rate.")
     add_graph_argument(p)
     p.add_argument("--optimizer", help="the optimizer node (needed when there are several)")
     p.add_argument("--start", type=float, default=1e-6)

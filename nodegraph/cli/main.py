@@ -16,7 +16,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from nodegraph.kinds.dataset import files_relative_to
 from nodegraph.model.errors import NodegraphError, ValidationError
 
 EXIT_PROBLEMS = 1
@@ -24,15 +23,29 @@ EXIT_INTERRUPTED = 130
 
 # Commands that live in their own modules: each exposes `register(subparsers)`, adding its
 # parser with `set_defaults(func=...)`; the function takes the parsed args, returns the exit code.
-COMMAND_MODULES: list[str] = ["nodegraph.cli.blocks", "nodegraph.cli.lrfind",
-                              "nodegraph.cli.export", "nodegraph.cli.sample",
-                              "nodegraph.interop.fx_import", "nodegraph.cli.sweep"]
+# A module is imported only when its command is named, so `nodegraph --help` imports no torch;
+# the line here is what the command list shows.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "blocks": ("nodegraph.cli.blocks", "list every block type with its ports and params"),
+    "import": ("nodegraph.interop.fx_import",
+               "trace a PyTorch module into an editable graph file"),
+    "forward": ("nodegraph.cli.forward",
+                "run the graph forward on one batch and save every output (.npz)"),
+    "export": ("nodegraph.cli.export",
+               "write a graph as plain PyTorch code, as ONNX, or its weights"),
+    "lr-find": ("nodegraph.cli.lrfind",
+                "learning-rate range test: loss against a growing rate"),
+    "sample": ("nodegraph.cli.sample", "run a procedure block (sampling, recall, decoding, "
+               "forecasting) and write its trajectory"),
+    "sweep": ("nodegraph.cli.sweep", "train every combination of a parameter grid"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(_command_named(argv))
     args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.argv = argv
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
@@ -55,7 +68,19 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_PROBLEMS
 
 
-def _parser() -> argparse.ArgumentParser:
+def _beside(graph_path: str):
+    """Relative data paths in a graph file are read beside the file."""
+    from nodegraph.kinds.dataset import files_relative_to
+
+    return files_relative_to(Path(graph_path).parent)
+
+
+def _command_named(argv: list[str]) -> str | None:
+    """The subcommand on the command line: the first word that is not an option."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nodegraph", description="Build, check and train "
                                 "machine-learning graphs.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -84,19 +109,24 @@ def _parser() -> argparse.ArgumentParser:
 
     val = sub.add_parser("validate", help="check a graph file; exit 1 when it has problems")
     add_graph_argument(val)
-    val.add_argument("--json", action="store_true", help="print the problems as JSON")
+    val.add_argument("--json", action="store_true", help="print the problems, every wire's "
+                     "shape and dtype, parameter counts and the memory estimate as JSON")
     val.set_defaults(func=cmd_validate)
 
     info = sub.add_parser("info", help="nodes, inferred shapes and parameter counts of a graph")
     add_graph_argument(info)
+    info.add_argument("--json", action="store_true", help="the same as JSON (as validate --json)")
     info.set_defaults(func=cmd_info)
 
     edit = sub.add_parser("edit", help="open the graph editor")
     edit.add_argument("graph", nargs="?")
     edit.set_defaults(func=cmd_edit)
 
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for name, (module, summary) in COMMANDS.items():
+        if name == command:
+            importlib.import_module(module).register(sub)
+        else:
+            sub.add_parser(name, help=summary)
     return p
 
 
@@ -151,16 +181,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         writer = ProbeWriter(args.probe_out)
         events.subscribe(writer, ProbeFrame)
     try:
-        with files_relative_to(Path(args.graph).parent):
+        with _beside(args.graph):
             result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
                            events=events, checkpoint_dir=args.checkpoint_dir,
                            resume=args.resume, prepare=prepare)
     except KeyboardInterrupt:
         renderer.close()
-        if args.checkpoint_dir:
-            print(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
-                  "(continue with --resume)", file=sys.stderr)
-        raise
+        if not args.checkpoint_dir:
+            raise  # main says "interrupted", once
+        print(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
+              "(continue with --resume)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         renderer.close()
         if writer is not None:
@@ -179,18 +210,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from nodegraph.check.describe import capabilities
     from nodegraph.check.validate import validate
 
     graph = open_graph(args)
-    with files_relative_to(Path(args.graph).parent):
+    with _beside(args.graph):
         report = validate(graph, for_training=_trains(graph))
     if args.json:
-        print(json.dumps([p.to_dict() for p in report.problems], indent=1))
-    elif report.problems:
+        return _print_json(graph, report)
+    if report.problems:
         _print_problems(report.problems, args.graph)
-    else:
+    if report.ok:
+        can = capabilities(graph)
+        trains = "trainable" if can["train"] else f"forward only: {can['why_not_train']}"
         print(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
-              f"{sum(report.param_counts.values()):,} parameters)")
+              f"{sum(report.param_counts.values()):,} parameters; {trains})")
+    return 0 if report.ok else EXIT_PROBLEMS
+
+
+def _print_json(graph, report) -> int:
+    from nodegraph.check.describe import describe
+
+    print(json.dumps(describe(graph, report), indent=1, default=str))
     return 0 if report.ok else EXIT_PROBLEMS
 
 
@@ -198,8 +239,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     from nodegraph.check.validate import validate
 
     graph = open_graph(args)
-    with files_relative_to(Path(args.graph).parent):
+    with _beside(args.graph):
         report = validate(graph)
+    if args.json:
+        _print_json(graph, report)
+        return 0
     print(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
     width = max((len(n) for n in graph.nodes), default=4)
     try:

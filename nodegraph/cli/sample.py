@@ -12,8 +12,8 @@ from nodegraph.model.outputs import check_file, write_text
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sample", help="run a procedure block (sampling, recall, decoding, "
-                       "forecasting) and write its trajectory")
+    p = sub.add_parser("sample", description="Run a procedure block (sampling, recall, "
+                       "decoding, forecasting) on the trained model and write its trajectory.")
     add_graph_argument(p)
     p.add_argument("node", help="the procedure block to run")
     p.add_argument("--weights", metavar="FILE.safetensors",

@@ -210,20 +210,21 @@ def table(runs: list[Run], metric: str) -> str:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "sweep", help="train every combination of a parameter grid, in parallel processes",
-        description="Each combination runs as `nodegraph run GRAPH --set ...`; the folder "
-        "gets one metrics file and log per run and summary.csv; the best run is marked.")
+        "sweep", description="Each combination runs as `nodegraph run GRAPH --set ...`; the folder "
+        "gets one metrics file and log per run and summary.csv; the best run is marked. Runs go "
+        "one at a time unless --jobs says more.")
     add_graph_argument(p)
     p.add_argument("--grid", action="append", default=[], metavar="NODE.PARAM=v1,v2",
                    help="values to try for a param (or training.KEY); repeat for more")
-    p.add_argument("--jobs", type=int, default=1, metavar="K", help="runs at a time")
+    p.add_argument("--jobs", type=int, default=1, metavar="K", help="runs at a time, each "
+                   "in its own process (default 1)")
     p.add_argument("--metric", help="split.key that picks the best run (default val.loss, "
                    "or train.loss without a validation split)")
     p.add_argument("--epochs", type=int, help="override training.epochs in every run")
     p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                    help="a fixed change for every run; repeatable")
     p.add_argument("-o", "--output", metavar="DIR",
-                   help="where runs and summary go (default: GRAPH-sweep)")
+                   help="where runs and summary go (default: GRAPH-sweep beside the graph)")
     p.set_defaults(func=cmd_sweep)
 
 
@@ -233,7 +234,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise NodegraphError("--jobs must be at least 1")
     fixed = [x for item in args.set for x in ("--set", item)] + (["--trust"] if args.trust
                                                                   else [])
-    out = args.output or f"{Path(args.graph).stem}-sweep"
+    out = args.output or str(Path(args.graph).with_name(f"{Path(args.graph).stem}-sweep"))
     from nodegraph.cli.main import parse_assignments, with_assignments
 
     with_assignments(open_graph(args), parse_assignments(args.set))

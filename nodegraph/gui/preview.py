@@ -28,56 +28,20 @@ from PySide6.QtWidgets import (
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.runtime.compile import Compiled, compile
+from nodegraph.runtime.forward import forward
 
 MAX_ROWS, MAX_COLS = 64, 32
 
 
-def first_batch(compiled: Compiled, nodes: set[str] | None = None
-                ) -> dict[tuple[str, str], torch.Tensor]:
-    """One training batch of every data block (among `nodes`), keyed (node, port)."""
-    batch: dict[tuple[str, str], torch.Tensor] = {}
-    for node, ds in compiled.datasets.items():
-        if nodes is not None and node not in nodes:
-            continue
-        split = "train" if ds.has("train") else next(s for s in ("val", "test") if ds.has(s))
-        part = next(iter(ds.batches(split)))
-        batch.update({(node, k): v for k, v in part.items()})
-    return batch
-
-
 def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
                  ) -> dict[str, torch.Tensor]:
-    """The outputs of `node` for one batch, by port name (compiling `graph` if needed).
-
-    A graph with groups runs expanded (a group instance is its inner nodes, named
-    INSTANCE__INNER); a group instance's outputs are read where its inner nodes put them.
-    """
+    """The outputs of `node` for the first batch, by port name (compiling `graph` if
+    needed): `nodegraph.forward` limited to what the node needs. A group instance's
+    outputs are read where its inner nodes put them."""
     compiled = compiled or compile(graph, for_training=False)
-    module, flat = compiled.module, compiled.report.flat
-    run_graph = compiled.exec_graph or compiled.graph
+    values = forward(graph, compiled=compiled, nodes={node})
     spec = graph.registry.get(graph.nodes[node].type)
-    keys = {p.name: _flat_key(flat, node, p.name) for p in spec.outputs}
-    members = (flat.members(node) if flat is not None else []) or [node]
-    needed = run_graph.upstream(members)
-    values = first_batch(compiled, needed)
-    was_training = module.training
-    if was_training:
-        module.eval()
-    try:
-        with torch.no_grad():  # only what the node needs: on a big graph that is little
-            module.run(module.plan(needed), values)
-    finally:
-        if was_training:
-            module.train()
-    return {name: values[key] for name, key in keys.items()
-            if isinstance(values.get(key), torch.Tensor)}
-
-
-def _flat_key(flat, node: str, port: str) -> tuple[str, str]:
-    """Where the expanded graph holds output `port` of `node`."""
-    if flat is None:
-        return (node, port)
-    return flat.outputs.get((node, port), (node, port))
+    return {p.name: values[node, p.name] for p in spec.outputs if (node, p.name) in values}
 
 
 def image_of(t: torch.Tensor) -> torch.Tensor | None:

@@ -170,6 +170,13 @@ class _Allocations(TorchDispatchMode):
     forward holds (and autograd saves for backward), not only the block's outputs. Views,
     in-place writes and out= variants make no new memory."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ so that torch.compile skips it, and that
+        # wrapper imports torch._dynamo (and sympy, onnx: 1.5 s) on the first op. These
+        # modes only count bytes during validation, which nothing compiles.
+        return False
+
     def __init__(self) -> None:
         super().__init__()
         self.nbytes = 0

@@ -40,7 +40,8 @@ class ConsoleRenderer:
     def __init__(self, name: str, quiet: bool = False):
         self.name = name
         self.quiet = quiet
-        self.err = Console(stderr=True, highlight=False)
+        # soft_wrap: a piped or logged line is never broken in the middle of a number
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
         self.out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
         self.progress: Progress | None = None
         self.epoch_task = self.step_task = None
@@ -100,6 +101,8 @@ class ConsoleRenderer:
         status = ("cancelled" if result.cancelled else
                   "stopped early" if result.stopped_early else "done")
         epochs = len(result.history)
-        self.out.print(f"{self.name}: {status} after {epochs} epoch(s)")
+        self.out.print(f"{self.name}: {status} after {epochs} epoch(s); each split evaluated "
+                       "with the final weights in eval mode (the epoch lines' train numbers "
+                       "are means over the epoch's steps, while the weights changed)")
         for split, stats in result.final.items():
             self.out.print(f"  {split:<5} {format_stats(stats)}")

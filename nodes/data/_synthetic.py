@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from sklearn import datasets as skd
 
 from nodegraph.model.errors import NodegraphError
 
@@ -83,6 +82,8 @@ def _shuffled(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Arrays:
 def moons(n: int, noise: float, seed: int) -> Arrays:
     """Two interleaved half circles of radius 1 (scikit-learn's make_moons): class 0 on
     (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t), t in [0, π]."""
+    from sklearn import datasets as skd  # on first use: a second of start-up otherwise
+
     x, y = skd.make_moons(n, noise=noise / 100.0 or None, random_state=seed)
     return x.astype(np.float32), y.astype(np.int64)
 
@@ -90,6 +91,8 @@ def moons(n: int, noise: float, seed: int) -> Arrays:
 def circles(n: int, factor: float, noise: float, seed: int) -> Arrays:
     """Two concentric circles (scikit-learn's make_circles): class 0 of radius 1,
     class 1 of radius `factor`."""
+    from sklearn import datasets as skd
+
     x, y = skd.make_circles(n, noise=noise / 100.0 or None, factor=factor, random_state=seed)
     return x.astype(np.float32), y.astype(np.int64)
 
@@ -104,6 +107,8 @@ def blob_centres(k: int) -> np.ndarray:
 
 def blobs(n: int, k: int, noise: float, seed: int) -> Arrays:
     """Isotropic Gaussian blobs around `blob_centres(k)`, std `noise` % (make_blobs)."""
+    from sklearn import datasets as skd
+
     x, y = skd.make_blobs(n, centers=blob_centres(k), cluster_std=noise / 100.0,
                           random_state=seed)
     return x.astype(np.float32), y.astype(np.int64)

@@ -16,7 +16,6 @@ from dataclasses import replace
 
 import numpy as np
 import torch
-from sklearn import datasets as skd
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import sized
@@ -78,8 +77,11 @@ def _inputs(x: np.ndarray, where: str) -> np.ndarray:
 def _sklearn_dataset(name: str, **kwargs):
     """A dataset scikit-learn bundles, read from its file once per process: the editor
     validates as one types, and digits alone takes 30 ms to parse. Callers copy what they
-    change (astype), so the arrays stay as read."""
-    return getattr(skd, name)(**kwargs)
+    change (astype), so the arrays stay as read. scikit-learn is imported here, not at the
+    top: it costs a second of start-up that a graph without its datasets never needs."""
+    from sklearn import datasets
+
+    return getattr(datasets, name)(**kwargs)
 
 
 def _digits(p):

@@ -1,0 +1,82 @@
+"""`nodegraph forward GRAPH`: one batch through the graph, every output to an .npz file."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+from nodegraph.cli.main import add_graph_argument, open_graph
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.outputs import check_file
+
+
+def register(sub) -> None:
+    p = sub.add_parser("forward", description="Run the graph forward once (inference mode, no "
+                       "gradients) on one batch of its data blocks or on arrays you give, and "
+                       "write every output as NODE.PORT in an .npz file.")
+    add_graph_argument(p)
+    p.add_argument("--inputs", metavar="FILE.npz", help="arrays named NODE.PORT (e.g. data.x) "
+                   "that replace those outputs; by default a batch of the data blocks")
+    p.add_argument("--split", default="train", choices=("train", "val", "test"))
+    p.add_argument("--batch", type=int, default=0, help="which batch of the split (from 0)")
+    p.add_argument("--weights", metavar="FILE.safetensors", help="trained weights to use")
+    p.add_argument("--node", action="append", default=[], metavar="NODE",
+                   help="only what these nodes need (repeatable)")
+    p.add_argument("-o", "--out", required=True, metavar="FILE.npz")
+    p.set_defaults(func=cmd_forward)
+
+
+def cmd_forward(args: argparse.Namespace) -> int:
+    import numpy as np
+    import torch
+
+    from nodegraph.cli.main import _beside
+    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.forward import forward
+
+    check_file(args.out, "--out")
+    graph = open_graph(args)
+    inputs = None
+    if args.inputs:
+        try:
+            with np.load(args.inputs) as archive:
+                inputs = {name: archive[name] for name in archive.files}
+        except (OSError, ValueError) as e:
+            raise NodegraphError(f"--inputs {args.inputs}: cannot read it as .npz ({e})") from None
+    with _beside(args.graph):
+        compiled = compile(graph, for_training=False)
+        if args.weights:
+            from nodegraph.cli.main import _weights_loader
+
+            _weights_loader(args.weights)(compiled)
+        outputs = forward(graph, inputs, split=args.split, batch=args.batch, compiled=compiled,
+                          nodes=set(args.node) or None)
+    arrays = {f"{n}.{p}": t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16
+              else t.detach().cpu().numpy() for (n, p), t in outputs.items()}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    _write_bytes(Path(args.out), buffer.getvalue())
+    for name, a in arrays.items():
+        print(f"  {name:<28} {str(a.shape):<18} {a.dtype}")
+    print(f"wrote {len(arrays)} arrays to {Path(args.out)}")
+    return 0
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Replace `path` whole or not at all (temp file beside it, then a rename)."""
+    import os
+    import tempfile
+
+    from nodegraph.model.outputs import cannot_write
+
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise cannot_write("--out", path, e) from None
