@@ -203,6 +203,9 @@ class GraphScene(QGraphicsScene):
             item = self.nodes.get(node_id)
             if item is not None and (item.pos().x(), item.pos().y()) != (x, y):
                 item.setPos(x, y)
+        if positions:  # a card that moved may now stand in the way of wires it has none of
+            for wire in self.wires.values():
+                wire.update_path()
 
     # -- comments and backdrops -----------------------------------------------------------
 

@@ -17,10 +17,40 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGrap
 from nodegraph.errors import Problem
 from nodegraph.graph import Edge
 from nodegraph.gui import theme
-from nodegraph.gui.node_item import PortItem, detail
+from nodegraph.gui.node_item import NodeItem, PortItem, detail
+from nodegraph.gui.routing import Rect, curve_points, label_spot, route
+
+SEARCH = 240.0  # how far beside the straight line cards are looked for when routing
+CORNER = 10.0  # radius of a routed wire's bends
 
 LABEL_FONT = theme.font(7.0, mono=True)
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
+
+
+def rounded(points: list[tuple[float, float]]) -> QPainterPath:
+    """A polyline with its corners rounded off."""
+    path = QPainterPath(QPointF(*points[0]))
+    for i in range(1, len(points) - 1):
+        (px, py), (x, y), (nx, ny) = points[i - 1], points[i], points[i + 1]
+        r_in = min(CORNER, (abs(x - px) + abs(y - py)) / 2)
+        r_out = min(CORNER, (abs(nx - x) + abs(ny - y)) / 2)
+        r = min(r_in, r_out)
+        ux, uy = _unit(x - px, y - py)
+        vx, vy = _unit(nx - x, ny - y)
+        path.lineTo(x - ux * r, y - uy * r)
+        path.quadTo(QPointF(x, y), QPointF(x + vx * r, y + vy * r))
+    path.lineTo(QPointF(*points[-1]))
+    return path
+
+
+def _unit(dx: float, dy: float) -> tuple[float, float]:
+    n = (dx * dx + dy * dy) ** 0.5
+    return (dx / n, dy / n) if n else (0.0, 0.0)
+
+
+def _rect(item: NodeItem) -> Rect:
+    r = item.mapRectToScene(item.rect)
+    return (r.left(), r.top(), r.right(), r.bottom())
 
 
 def bezier(a: QPointF, b: QPointF) -> QPainterPath:
@@ -42,6 +72,8 @@ class WireItem(QGraphicsPathItem):
         self.problems: list[Problem] = []
         self.has_error = False
         self._label_rect = QRectF()
+        self._points: list | None = None  # the routed polyline, None for the plain curve
+        self._cards: list = []  # the other cards near it (labels keep clear of them)
         self._bounds = QRectF()  # kept, not computed per call: Qt asks for it very often
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
         self.setAcceptHoverEvents(True)
@@ -59,10 +91,36 @@ class WireItem(QGraphicsPathItem):
         self.target.update()
 
     def update_path(self) -> None:
-        path = bezier(self.source.anchor(), self.target.anchor())
+        """Draw the wire from port to port, around the cards in its way."""
+        a, b = self.source.anchor(), self.target.anchor()
+        self._points = None
+        scene = self.scene()
+        if scene is not None:
+            self._points = self._route((a.x(), a.y()), (b.x(), b.y()), scene)
+        path = rounded(self._points) if self._points else bezier(a, b)
         self.prepareGeometryChange()
         self.setPath(path)
         self._place_label()
+
+    def _route(self, a: tuple, b: tuple, scene) -> list | None:
+        src, dst = self.source.node, self.target.node
+        area = QRectF(QPointF(min(a[0], b[0]) - 40, min(a[1], b[1]) - SEARCH),
+                      QPointF(max(a[0], b[0]) + 40, max(a[1], b[1]) + SEARCH))
+        seen: set = set()
+        for _ in range(3):  # a detour may leave the area looked at: look again around it
+            cards = [i for i in scene.items(area, Qt.ItemSelectionMode.IntersectsItemBoundingRect)
+                     if isinstance(i, NodeItem) and i is not src and i is not dst]
+            self._cards = [_rect(i) for i in cards]
+            points = route(a, b, self._cards, _rect(src), _rect(dst))
+            if points is None:
+                return None
+            xs, ys = [p[0] for p in points], [p[1] for p in points]
+            grown = QRectF(QPointF(min(xs) - 20, min(ys) - 20), QPointF(max(xs) + 20, max(ys) + 20))
+            if area.contains(grown) or id(cards) in seen:
+                return points
+            seen.add(id(cards))
+            area = area.united(grown.adjusted(0, -SEARCH, 0, SEARCH))
+        return points
 
     def set_label(self, text: str) -> None:
         if text != self.label:
@@ -81,13 +139,31 @@ class WireItem(QGraphicsPathItem):
 
     def _place_label(self) -> None:
         if self.label:
-            mid = self.path().pointAtPercent(0.5)
             w = QFontMetricsF(LABEL_FONT).horizontalAdvance(self.label) + 8
-            self._label_rect = QRectF(mid.x() - w / 2, mid.y() - 7, w, 14)
+            mid = self._label_centre(w)
+            self._label_rect = QRectF(mid[0] - w / 2, mid[1] - 7, w, 14)
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
             self._label_rect)
+
+    def _label_centre(self, width: float) -> tuple[float, float]:
+        """On the wire, clear of every card (and so of every port dot); else the middle."""
+        a, b = self.source.anchor(), self.target.anchor()
+        if self._points:
+            points = self._points
+        else:
+            dx = max(40.0, abs(b.x() - a.x()) * 0.5)
+            points = curve_points(((a.x(), a.y()), (a.x() + dx, a.y()), (b.x() - dx, b.y()),
+                                   (b.x(), b.y())), 16)
+        cards = [*getattr(self, "_cards", []), _rect(self.source.node), _rect(self.target.node)]
+        avoid = [(r[0] - 4, r[1] - 4, r[2] + 4, r[3] + 4) for r in cards]
+        return label_spot(points, width, 14.0, avoid, [(a.x(), a.y()), (b.x(), b.y())])
+
+    def itemChange(self, change, value):
+        if change == QGraphicsItem.GraphicsItemChange.ItemSceneHasChanged and value is not None:
+            self.update_path()  # now the cards around it can be seen
+        return super().itemChange(change, value)
 
     def _update_tooltip(self) -> None:
         lines = [html.escape(str(self.edge))]
