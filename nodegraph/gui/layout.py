@@ -29,7 +29,7 @@ BAND_GAP = 90.0  # between the bands of a wrapped network: the lane of the wrapp
 PIECE_GAP = 80.0  # between unconnected pieces
 SCREEN_ASPECT = 1.6  # width / height of the canvas the layout should fill
 MIN_BAND = 3  # never cut a network into bands thinner than this many layers
-WRAP_COST = 0.8  # a wrap must buy more than 1 / WRAP_COST of zoom
+WRAP_COST = 0.8  # wrapping must buy more than 1 / WRAP_COST of zoom
 
 
 def card_sizes(graph: Graph) -> dict[str, tuple[float, float]]:
@@ -167,7 +167,8 @@ def _best_band(layers: int, depth_of: list[float], centre: dict, rank: dict, siz
         _, w, h = _wrap(centre, rank, size, lr, band, depth_of)
         zoom = min(aspect / w, 1.0 / h)  # the fitted zoom of a screen 1 unit high
         bands = math.ceil(layers / band)
-        score = zoom * (WRAP_COST ** (bands - 1))  # the eye must jump back at a wrap
+        # the eye must jump back at a wrap: wrapping must buy a real gain
+        score = zoom * (WRAP_COST if bands > 1 else 1.0) * 0.99 ** bands
         if score > best_score:
             best, best_score = band, score
     return best
