@@ -269,14 +269,16 @@ class NodeItem(QGraphicsItem):
         if self.badge:
             lines.append(f"{self.badge} params")
         y = bar + 2
+        inset = theme.PORT_RADIUS + 6  # clear of the port dots on both edges
+        width = self.rect.width() - 2 * inset
         painter.setFont(small)
         painter.setPen(QColor(theme.TEXT_DIM))
         for text in lines:
             if y + sm.height() > self.rect.height() - 2:
                 break
             text = sm.elidedText(text, Qt.TextElideMode.ElideRight, width)
-            painter.drawText(QRectF(8, y, width, sm.height()), Qt.AlignmentFlag.AlignVCenter,
-                             text)
+            painter.drawText(QRectF(inset, y, width, sm.height()),
+                             Qt.AlignmentFlag.AlignVCenter, text)
             y += sm.height()
 
     def _outline_color(self) -> QColor | None:
