@@ -24,10 +24,11 @@ TYPE_FONT = theme.font(8.0)
 PORT_FONT = theme.font(8.0)
 BADGE_FONT = theme.font(7.5, bold=True)
 SIMPLE_LOD = 0.2  # below this zoom, draw cards as plain boxes (1,000 nodes stay fast)
-COMPACT_LOD = 0.8  # below this zoom, draw the title larger and drop the port names
+COMPACT_LOD = 0.75  # below this zoom, draw the title larger and drop the port names
 TITLE_PX = 12.5  # the smallest on-screen title: 9 px cap height in DejaVu Sans Bold
 DETAIL_PX = 10.5  # the smallest on-screen type name and parameter count
 CAP = 0.73  # cap height / pixel size of DejaVu Sans
+ERROR_MARK_RADIUS = 7.0
 
 
 class PortItem(QGraphicsItem):
@@ -229,8 +230,7 @@ class NodeItem(QGraphicsItem):
         if compact:
             self._paint_compact(painter, lod, bar)
         else:
-            self.title_px = TITLE_FONT.pointSizeF() * 4 / 3 * lod
-            self._paint_title(painter)
+            self._paint_title(painter, lod)
             self._paint_port_labels(painter)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.setPen(QPen(outline, 2.0) if outline else QPen(QColor(theme.NODE_BORDER), 1.0))
@@ -288,13 +288,15 @@ class NodeItem(QGraphicsItem):
             return QColor(theme.ERROR)
         return None
 
-    def _paint_title(self, painter: QPainter) -> None:
+    def _paint_title(self, painter: QPainter, lod: float) -> None:
         badge_w = self._paint_badge(painter) if self.badge else 0.0
         width = self.rect.width() - 20 - badge_w
-        painter.setFont(TITLE_FONT)
+        font = QFont(TITLE_FONT)  # a little larger just under 1:1, to stay >= 9 px cap
+        font.setPixelSize(round(max(TITLE_FONT.pointSizeF() * 4 / 3, TITLE_PX / lod) + 0.49))
+        self.title_px = font.pixelSize() * lod
+        painter.setFont(font)
         painter.setPen(QColor(theme.TEXT))
-        title = QFontMetricsF(TITLE_FONT).elidedText(self.node_id, Qt.TextElideMode.ElideRight,
-                                                     width)
+        title = QFontMetricsF(font).elidedText(self.node_id, Qt.TextElideMode.ElideRight, width)
         painter.drawText(QRectF(10, 4, width, 18), Qt.AlignmentFlag.AlignVCenter, title)
         painter.setFont(TYPE_FONT)
         painter.setPen(QColor("#c9d1db"))
@@ -334,15 +336,18 @@ class NodeItem(QGraphicsItem):
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignRight, text)
 
-    def _paint_error_mark(self, painter: QPainter) -> None:
-        # in the bottom corner, inside the card: port dots sit on the left and right edges
-        # (never in the bottom row's corner: the last row ends PORT_ROW / 2 + 6 above it)
-        centre = QPointF(self.rect.width() - 14, self.rect.height() - 10)
+    def error_mark_centre(self) -> QPointF:
+        """Where the red "!" goes: inside the bottom corner, clear of the port dots (they sit
+        on the left and right edges; the last row ends PORT_ROW / 2 + 6 above the bottom)."""
         if self.collapsed:
-            centre = QPointF(self.rect.width() - 22, self.rect.height() / 2)
+            return QPointF(self.rect.width() - 22, self.rect.height() / 2)
+        return QPointF(self.rect.width() - 14, self.rect.height() - 10)
+
+    def _paint_error_mark(self, painter: QPainter) -> None:
+        centre = self.error_mark_centre()
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(theme.ERROR))
-        painter.drawEllipse(centre, 8, 8)
+        painter.drawEllipse(centre, ERROR_MARK_RADIUS, ERROR_MARK_RADIUS)
         painter.setPen(QColor("#1b1e23"))
         painter.setFont(BADGE_FONT)
         painter.drawText(QRectF(centre.x() - 8, centre.y() - 8, 16, 16),
