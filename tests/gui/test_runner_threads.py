@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QGraphicsRectItem, QGraphicsScene, QMenu
 
 import nodegraph
+from nodegraph import train_process
 from nodegraph.gui import collector, runner
 from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
 
@@ -134,6 +135,7 @@ def test_garbage_the_gui_dropped_is_freed_on_the_gui_thread_during_runs(qtbot, m
     litter.timer.start()
     try:
         process_runner = TrainingRunner()
+        assert train_process.wait_ready()  # until it is warm, a run trains in a thread
         for i in range(4):
             process_runner.start(xor_graph(), i, epochs=5)
             assert isinstance(process_runner._worker, _ProcessWorker)
