@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 
 from grandalf.graphs import Edge as GEdge
-from grandalf.graphs import Graph as GGraph
-from grandalf.graphs import Vertex
+from grandalf.graphs import Vertex, graph_core
 from grandalf.layouts import SugiyamaLayout
 
 from nodegraph.graph import Graph
@@ -29,6 +28,7 @@ BAND_GAP = 90.0  # between the bands of a wrapped network: the lane of the wrapp
 PIECE_GAP = 80.0  # between unconnected pieces
 SCREEN_ASPECT = 1.6  # width / height of the canvas the layout should fill
 MIN_BAND = 3  # never cut a network into bands thinner than this many layers
+MAX_BANDS = 60  # a 2,000-layer chain still fits a screen in 60 bands
 WRAP_COST = 0.8  # wrapping must buy more than 1 / WRAP_COST of zoom
 
 
@@ -41,6 +41,18 @@ def card_sizes(graph: Graph) -> dict[str, tuple[float, float]]:
         rows = max(len(spec.inputs), len(spec.outputs), 1) if spec else 1
         out[n] = (CARD_WIDTH, 40.0 + rows * 20.0 + 8.0)
     return out
+
+
+class _Layers(list):
+    """grandalf's list of layers, found by identity: the library looks every layer up with
+    `list.index`, which compares layers element by element (quadratic: seconds for a
+    thousand-layer network)."""
+
+    def index(self, layer, *_):
+        for i, item in enumerate(self):
+            if item is layer:
+                return i
+        raise ValueError("not a layer of this layout")
 
 
 class _View:
@@ -66,36 +78,65 @@ def auto_layout(graph: Graph, heights: dict[str, float] | None = None, direction
     default = card_sizes(graph)
     size = {n: ((widths or {}).get(n, default[n][0]), (heights or {}).get(n, default[n][1]))
             for n in graph.nodes}
-    pieces = [_layered(piece, size, direction, aspect) for piece in _pieces(graph, size)]
+    try:
+        graph.topological_order()
+        acyclic = True
+    except Exception:  # a file with a cycle (validation names it): grandalf turns wires round
+        acyclic = False
+    pieces = [_layered(piece, size, direction, aspect, acyclic)
+              for piece in _pieces(graph, size)]
     pieces.sort(key=lambda p: (-len(p[0]), min(p[0])))
     return {n: (round(x), round(y)) for n, (x, y) in _pack(pieces, aspect).items()}
 
 
-def _pieces(graph: Graph, size: dict) -> list[tuple[list[Vertex], list[GEdge]]]:
-    """The connected components of `graph` as grandalf vertices and edges, in file order."""
+def _pieces(graph: Graph, size: dict) -> list[tuple[list[Vertex], graph_core]]:
+    """The connected components of `graph` as grandalf graphs, in file order.
+
+    Each is grown edge by edge from its first vertex (grandalf's own `Graph` finds the
+    components in quadratic time: seconds for a thousand nodes)."""
+    order = {n: i for i, n in enumerate(graph.nodes)}
     vertex = {}
     for n in graph.nodes:
         v = Vertex(n)
         v.view = _View(*size[n])
         vertex[n] = v
-    edges = {}
+    links: dict[str, list[tuple[str, str]]] = {n: [] for n in graph.nodes}
+    pairs = set()
     for e in graph.edges:  # two wires between the same nodes are one edge to the layout
-        if e.src != e.dst and e.src in vertex and e.dst in vertex:
-            edges.setdefault((e.src, e.dst), GEdge(vertex[e.src], vertex[e.dst]))
-    whole = GGraph(list(vertex.values()), list(edges.values()))
-    order = {n: i for i, n in enumerate(graph.nodes)}
+        if e.src != e.dst and e.src in vertex and e.dst in vertex \
+                and (e.src, e.dst) not in pairs:
+            pairs.add((e.src, e.dst))
+            links[e.src].append((e.src, e.dst))
+            links[e.dst].append((e.src, e.dst))
+    seen: set[str] = set()
     out = []
-    for core in whole.C:
-        vs = sorted(core.sV, key=lambda v: order[v.data])
-        out.append((vs, list(core.sE)))
-    out.sort(key=lambda p: order[p[0][0].data])
+    for first in graph.nodes:
+        if first in seen:
+            continue
+        core = graph_core([vertex[first]])
+        seen.add(first)
+        todo, members = [first], [first]
+        while todo:  # breadth first: every edge added touches a vertex already in
+            n = todo.pop()
+            for src, dst in links[n]:
+                other = dst if src == n else src
+                if (src, dst) in pairs:
+                    pairs.discard((src, dst))
+                    core.add_edge(GEdge(vertex[src], vertex[dst]))
+                if other not in seen:
+                    seen.add(other)
+                    members.append(other)
+                    todo.append(other)
+        members.sort(key=order.__getitem__)
+        out.append(([vertex[n] for n in members], core))
     return out
 
 
-def _layered(piece: tuple[list[Vertex], list[GEdge]], size: dict, direction: str,
-             aspect: float) -> tuple[dict[str, tuple[float, float]], float, float]:
+def _layered(piece: tuple[list[Vertex], graph_core], size: dict, direction: str,
+             aspect: float, acyclic: bool = True
+             ) -> tuple[dict[str, tuple[float, float]], float, float]:
     """Positions of one connected piece (top-left at 0, 0), its width and its height."""
-    vertices, edges = piece
+    vertices, core = piece
     lr = direction == "LR"
     for v in vertices:  # grandalf stacks layers downwards: for LR, draw it transposed
         w, h = size[v.data]
@@ -103,10 +144,12 @@ def _layered(piece: tuple[list[Vertex], list[GEdge]], size: dict, direction: str
     if len(vertices) == 1:
         w, h = size[vertices[0].data]
         return {vertices[0].data: (0.0, 0.0)}, w, h
-    sug = SugiyamaLayout(GGraph(vertices, edges).C[0])
+    sug = SugiyamaLayout(core)
+    sug.layers = _Layers()
     sug.xspace, sug.yspace = LANE_GAP[direction], RANK_GAP[direction]
     roots = [v for v in vertices if not v.e_in()]
-    sug.init_all(roots=roots or [vertices[0]])
+    # a network has no cycle: no wire to turn round (grandalf would search for them)
+    sug.init_all(roots=roots or [vertices[0]], inverted_edges=[] if acyclic else None)
     sug.draw(3)
     rank = {v.data: sug.grx[v].rank for v in vertices}
     # (lane, depth): lane runs across the layers, depth along them; both are centres
@@ -159,14 +202,27 @@ def _wrap(centre: dict, rank: dict, size: dict, lr: bool, band: int, depth_of: l
 
 def _best_band(layers: int, depth_of: list[float], centre: dict, rank: dict, size: dict,
                lr: bool, aspect: float) -> int:
-    """How many layers per band let the piece fill a screen of `aspect` at the largest zoom."""
+    """How many layers per band let the piece fill a screen of `aspect` at the largest zoom
+    (trying up to MAX_BANDS bands, each from per-layer extents: no layout is redone)."""
     if layers <= MIN_BAND * 2:
         return layers
+    lo, hi = [math.inf] * layers, [-math.inf] * layers  # across the flow, per layer
+    end = [-math.inf] * layers  # along the flow: where the layer's deepest card ends
+    for n, r in rank.items():
+        half = _across(size[n], lr) / 2
+        lo[r] = min(lo[r], centre[n][0] - half)
+        hi[r] = max(hi[r], centre[n][0] + half)
+        end[r] = max(end[r], centre[n][1] + _along(size[n], lr) / 2)
     best, best_score = layers, -math.inf
-    for band in range(MIN_BAND, layers + 1):
-        _, w, h = _wrap(centre, rank, size, lr, band, depth_of)
+    for bands in range(1, min(MAX_BANDS, layers // MIN_BAND) + 1):
+        band = math.ceil(layers / bands)
+        across, along = -BAND_GAP, 0.0
+        for start in range(0, layers, band):
+            stop = min(layers, start + band)
+            across += max(hi[start:stop]) - min(lo[start:stop]) + BAND_GAP
+            along = max(along, max(end[start:stop]) - depth_of[start])
+        w, h = (along, across) if lr else (across, along)
         zoom = min(aspect / w, 1.0 / h)  # the fitted zoom of a screen 1 unit high
-        bands = math.ceil(layers / band)
         # the eye must jump back at a wrap: wrapping must buy a real gain
         score = zoom * (WRAP_COST if bands > 1 else 1.0) * 0.99 ** bands
         if score > best_score:
