@@ -48,11 +48,17 @@ class _Layers(list):
     `list.index`, which compares layers element by element (quadratic: seconds for a
     thousand-layer network)."""
 
+    _at: dict[int, int] | None = None
+    _built_for = -1
+
     def index(self, layer, *_):
-        for i, item in enumerate(self):
-            if item is layer:
-                return i
-        raise ValueError("not a layer of this layout")
+        if self._built_for != len(self):  # layers are only appended, before any lookup
+            self._at = {id(item): i for i, item in enumerate(self)}
+            self._built_for = len(self)
+        try:
+            return self._at[id(layer)]
+        except KeyError:
+            raise ValueError("not a layer of this layout") from None
 
 
 class _View:

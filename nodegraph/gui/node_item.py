@@ -140,6 +140,9 @@ class NodeItem(QGraphicsItem):
             return
         self.prepareGeometryChange()
         self.collapsed = collapsed
+        index = getattr(self.scene(), "card_index", None)
+        if index is not None:
+            index.invalidate()
         self.height = COLLAPSED_HEIGHT if collapsed else self.full_height
         self.rect = QRectF(0, 0, theme.NODE_WIDTH, self.height)
         self._bounds = self.rect.adjusted(-3, -3, 3, 3)
@@ -365,10 +368,13 @@ class NodeItem(QGraphicsItem):
     def itemChange(self, change, value):
         # called for every change of every card (select-all: a thousand calls): the enum
         # member is looked up once, and other changes return at once
-        if change is _MOVED:
+        if change is _MOVED:  # plain curves while it moves; the scene routes them after
+            index = getattr(self.scene(), "card_index", None)
+            if index is not None:
+                index.invalidate()
             for port in self.ports():
                 for wire in port.wires:
-                    wire.update_path()
+                    wire.update_path(route=False)
         return value
 
 

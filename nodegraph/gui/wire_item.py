@@ -11,7 +11,15 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPainterPathStroker,
+    QPen,
+)
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
 from nodegraph.errors import Problem
@@ -24,6 +32,24 @@ SEARCH = 240.0  # how far beside the straight line cards are looked for when rou
 CORNER = 10.0  # radius of a routed wire's bends
 
 LABEL_FONT = theme.font(7.0, mono=True)
+_label = {"scale": 1.0, "font": LABEL_FONT}  # labels grow as the view zooms out (see below)
+
+
+def label_scale_for(zoom: float) -> float:
+    """How much larger than at 1:1 shape labels are drawn at `zoom`, so they stay about
+    8 px tall on screen down to LABEL_LOD (in steps of 0.1: relabelling costs a little)."""
+    return round(min(1.6, max(1.0, 0.9 / max(zoom, 1e-6))), 1)
+
+
+def set_label_scale(scale: float, wires) -> None:
+    """Draw every wire's label `scale` times its 1:1 size (the scene calls this on zoom)."""
+    if scale == _label["scale"]:
+        return
+    font = QFont(LABEL_FONT)
+    font.setPointSizeF(LABEL_FONT.pointSizeF() * scale)
+    _label.update(scale=scale, font=font)
+    for wire in wires:
+        wire.relabel()
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
 
 
@@ -90,12 +116,13 @@ class WireItem(QGraphicsPathItem):
         self.source.update()
         self.target.update()
 
-    def update_path(self) -> None:
-        """Draw the wire from port to port, around the cards in its way."""
+    def update_path(self, route: bool = True) -> None:
+        """Draw the wire from port to port, around the cards in its way (with `route`;
+        a plain curve while cards are being dragged: the scene routes it on the drop)."""
         a, b = self.source.anchor(), self.target.anchor()
         self._points = None
         scene = self.scene()
-        if scene is not None:
+        if scene is not None and route and not getattr(scene, "adding", False):
             self._points = self._route((a.x(), a.y()), (b.x(), b.y()), scene)
         path = rounded(self._points) if self._points else bezier(a, b)
         self.prepareGeometryChange()
@@ -104,22 +131,23 @@ class WireItem(QGraphicsPathItem):
 
     def _route(self, a: tuple, b: tuple, scene) -> list | None:
         src, dst = self.source.node, self.target.node
-        area = QRectF(QPointF(min(a[0], b[0]) - 40, min(a[1], b[1]) - SEARCH),
-                      QPointF(max(a[0], b[0]) + 40, max(a[1], b[1]) + SEARCH))
-        seen: set = set()
+        index = getattr(scene, "card_index", None)
+        if index is None:
+            return None
+        area = [min(a[0], b[0]) - 40, min(a[1], b[1]) - SEARCH,
+                max(a[0], b[0]) + 40, max(a[1], b[1]) + SEARCH]
         for _ in range(3):  # a detour may leave the area looked at: look again around it
-            cards = [i for i in scene.items(area, Qt.ItemSelectionMode.IntersectsItemBoundingRect)
-                     if isinstance(i, NodeItem) and i is not src and i is not dst]
-            self._cards = [_rect(i) for i in cards]
+            entries = index.query(scene.nodes.values(), *area)
+            self._cards = [e[:4] for e in entries if e[4] is not src and e[4] is not dst]
             points = route(a, b, self._cards, _rect(src), _rect(dst))
             if points is None:
                 return None
             xs, ys = [p[0] for p in points], [p[1] for p in points]
-            grown = QRectF(QPointF(min(xs) - 20, min(ys) - 20), QPointF(max(xs) + 20, max(ys) + 20))
-            if area.contains(grown) or id(cards) in seen:
+            lo_x, lo_y, hi_x, hi_y = min(xs) - 20, min(ys) - 20, max(xs) + 20, max(ys) + 20
+            if lo_x >= area[0] and lo_y >= area[1] and hi_x <= area[2] and hi_y <= area[3]:
                 return points
-            seen.add(id(cards))
-            area = area.united(grown.adjusted(0, -SEARCH, 0, SEARCH))
+            area = [min(area[0], lo_x), min(area[1], lo_y - SEARCH), max(area[2], hi_x),
+                    max(area[3], hi_y + SEARCH)]
         return points
 
     def set_label(self, text: str) -> None:
@@ -139,15 +167,24 @@ class WireItem(QGraphicsPathItem):
 
     def _place_label(self) -> None:
         if self.label:
-            w = QFontMetricsF(LABEL_FONT).horizontalAdvance(self.label) + 8
-            mid = self._label_centre(w)
-            self._label_rect = QRectF(mid[0] - w / 2, mid[1] - 7, w, 14)
+            scale = _label["scale"]
+            w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
+            h = 14.0 * scale
+            mid = self._label_centre(w, h)
+            self._label_rect = QRectF(mid[0] - w / 2, mid[1] - h / 2, w, h)
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
             self._label_rect)
 
-    def _label_centre(self, width: float) -> tuple[float, float]:
+    def relabel(self) -> None:
+        """Place the label again (its size changed with the zoom)."""
+        if self.label:
+            self.prepareGeometryChange()
+            self._place_label()
+            self.update()
+
+    def _label_centre(self, width: float, height: float) -> tuple[float, float]:
         """On the wire, clear of every card (and so of every port dot); else the middle."""
         a, b = self.source.anchor(), self.target.anchor()
         if self._points:
@@ -158,11 +195,11 @@ class WireItem(QGraphicsPathItem):
                                    (b.x(), b.y())), 16)
         cards = [*getattr(self, "_cards", []), _rect(self.source.node), _rect(self.target.node)]
         avoid = [(r[0] - 4, r[1] - 4, r[2] + 4, r[3] + 4) for r in cards]
-        return label_spot(points, width, 14.0, avoid, [(a.x(), a.y()), (b.x(), b.y())])
+        return label_spot(points, width, height, avoid, [(a.x(), a.y()), (b.x(), b.y())])
 
     def itemChange(self, change, value):
         if change == QGraphicsItem.GraphicsItemChange.ItemSceneHasChanged and value is not None:
-            self.update_path()  # now the cards around it can be seen
+            self.update_path()  # now the cards around it can be seen (unless many are added)
         return super().itemChange(change, value)
 
     def _update_tooltip(self) -> None:
@@ -207,8 +244,9 @@ class WireItem(QGraphicsPathItem):
     def _paint_label(self, painter: QPainter, color: QColor) -> None:
         painter.setPen(QPen(color.darker(130), 1.0))
         painter.setBrush(QColor(theme.LABEL_BG))
-        painter.drawRoundedRect(self._label_rect, 7, 7)
-        painter.setFont(LABEL_FONT)
+        radius = self._label_rect.height() / 2
+        painter.drawRoundedRect(self._label_rect, radius, radius)
+        painter.setFont(_label["font"])
         painter.setPen(QColor(theme.TEXT))
         painter.drawText(self._label_rect, Qt.AlignmentFlag.AlignCenter, self.label)
 
