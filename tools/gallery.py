@@ -4,7 +4,8 @@
         [--size 1600x1000] [--only NAME ...] [--layout]
 
 Writes OUT_DIR/<example>.png (the canvas of the real main window, after View > Fit) and a
-contact sheet of all of them with each file's name and fitted zoom. Look at each one: every
+contact sheet of all of them with each file's name and fitted zoom, and prints each one's
+smallest title cap height on screen (9 px or more is readable). Look at each one: every
 card's title must be readable, no wire may run under a card, no label may sit on another.
 `--layout` presses Auto-layout first (to judge the layout rather than the saved positions).
 """
@@ -27,12 +28,15 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter  # noqa: E402
 from nodegraph.gui.app import application  # noqa: E402
 from nodegraph.gui.files import example_files  # noqa: E402
 from nodegraph.gui.main_window import MainWindow  # noqa: E402
+from nodegraph.gui.node_item import CAP  # noqa: E402
 
 THUMB_W, THUMB_H, CAPTION = 480, 300, 22
 
 
-def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path) -> float:
-    """Open `path` in a fresh window, fit it, save the canvas to `out`; the fitted zoom."""
+def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path
+          ) -> tuple[float, float]:
+    """Open `path` in a fresh window, fit it, save the canvas to `out`; the fitted zoom and
+    the smallest card title's cap height on screen, in pixels."""
     app = application()
     settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(str(path), settings=settings, recovery_dir=tmp / "rec")
@@ -48,11 +52,12 @@ def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path)
         app.processEvents()
     window.view.grab().save(str(out))
     zoom = window.view.zoom
+    smallest = min((i.title_px * CAP for i in window.scene.nodes.values()), default=0.0)
     window.doc.undo_stack.setClean()
     window.close()
     window.deleteLater()
     app.processEvents()
-    return zoom
+    return zoom, smallest
 
 
 def contact_sheet(shots: list[tuple[str, Path, float]], out: Path) -> None:
@@ -98,9 +103,10 @@ def main() -> None:
             if args.only and path.stem not in args.only:
                 continue
             png = out / f"{path.stem}.png"
-            zoom = shoot(path, png, size, args.layout, Path(tmp))
+            zoom, cap = shoot(path, png, size, args.layout, Path(tmp))
             shots.append((path.stem, png, zoom))
-            print(f"{png}  zoom {zoom:.0%}")
+            flag = "" if cap >= 9.0 else "  TITLES TOO SMALL"
+            print(f"{png}  zoom {zoom:.0%}  smallest title cap {cap:.1f} px{flag}")
     if shots and args.sheet:
         contact_sheet(shots, Path(args.sheet))
         print(args.sheet)

@@ -10,6 +10,7 @@ of its own beyond what it shows; the scene tells it what changed.
 from __future__ import annotations
 
 import html
+import math
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
@@ -252,7 +253,7 @@ class NodeItem(QGraphicsItem):
         px = max(TITLE_PX / lod, 13.0)
         width = self.rect.width() - 16
         font = QFont(TITLE_FONT)
-        font.setPixelSize(round(px))
+        font.setPixelSize(math.ceil(px))
         metrics = QFontMetricsF(font)
         if metrics.height() > bar:  # the card is too small for a readable title: the most
             px = max(6.0, bar / 1.25)  # that fits
@@ -295,7 +296,7 @@ class NodeItem(QGraphicsItem):
         badge_w = self._paint_badge(painter) if self.badge else 0.0
         width = self.rect.width() - 20 - badge_w
         font = QFont(TITLE_FONT)  # a little larger just under 1:1, to stay >= 9 px cap
-        font.setPixelSize(round(max(TITLE_FONT.pointSizeF() * 4 / 3, TITLE_PX / lod) + 0.49))
+        font.setPixelSize(math.ceil(max(TITLE_FONT.pointSizeF() * 4 / 3, TITLE_PX / lod)))
         self.title_px = font.pixelSize() * lod
         painter.setFont(font)
         painter.setPen(QColor(theme.TEXT))
