@@ -13,7 +13,16 @@ import html
 import math
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPen
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QGuiApplication,
+    QPainter,
+    QPainterPath,
+    QPen,
+)
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from nodegraph.errors import Problem
@@ -379,12 +388,19 @@ class NodeItem(QGraphicsItem):
         return value
 
 
+_pixel_ratio: list[float] = []  # the screens' device pixel ratio, read once
+
+
 def detail(option: QStyleOptionGraphicsItem, painter: QPainter) -> float:
     """Device pixels per scene unit: how much detail is readable (high-DPI screens show
-    labels that the same zoom on a plain screen would blur)."""
-    device = painter.device()
-    ratio = device.devicePixelRatioF() if device is not None else 1.0
-    return option.levelOfDetailFromTransform(painter.worldTransform()) * ratio
+    labels that the same zoom on a plain screen would blur). Called for every item in every
+    frame, so it reads the painter's scale directly (the view only zooms and pans) and the
+    pixel ratio once (the highest of the screens)."""
+    if not _pixel_ratio:
+        app = QGuiApplication.instance()
+        _pixel_ratio.append(app.devicePixelRatio() if app is not None else 1.0)
+    t = painter.worldTransform()
+    return math.hypot(t.m11(), t.m12()) * _pixel_ratio[0]
 
 
 COLLAPSED_HEIGHT = theme.HEADER_HEIGHT
