@@ -115,15 +115,16 @@ def route(a: Point, b: Point, cards: Sequence[Rect], source: Rect | None = None,
 
 
 def label_spot(points: list[Point], width: float, height: float, avoid: Sequence[Rect],
-               dots: Sequence[Point]) -> Point:
-    """The centre for a label of this size along the polyline `points` (or sampled curve)
-    that overlaps no rectangle of `avoid` and no port dot; the middle when none is free."""
+               dots: Sequence[Point]) -> Point | None:
+    """The centre for a label of this size on the polyline `points` (or sampled curve), or
+    just beside it, that overlaps no rectangle of `avoid` and no port dot; None when there
+    is no such place (the wire is too short: its tooltip still tells the shape)."""
     total = [0.0]
     for p, q in pairwise(points):
         total.append(total[-1] + ((q[0] - p[0]) ** 2 + (q[1] - p[1]) ** 2) ** 0.5)
     length = total[-1]
     if length <= 0:
-        return points[0]
+        return None
 
     def at(f: float) -> Point:
         d = f * length
@@ -135,16 +136,19 @@ def label_spot(points: list[Point], width: float, height: float, avoid: Sequence
                 return (p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1]))
         return points[-1]
 
-    for f in (0.5, 0.4, 0.6, 0.3, 0.7, 0.25, 0.75, 0.2, 0.8):
-        c = at(f)
-        box = (c[0] - width / 2 - 2, c[1] - height / 2 - 2, c[0] + width / 2 + 2,
-               c[1] + height / 2 + 2)
-        if any(_overlaps(box, r) for r in avoid):
-            continue
-        if any(box[0] - 7 < x < box[2] + 7 and box[1] - 7 < y < box[3] + 7 for x, y in dots):
-            continue
-        return c
-    return at(0.5)
+    for lift in (0.0, height / 2 + 3, -(height / 2 + 3)):  # on the wire, then beside it
+        for f in (0.5, 0.4, 0.6, 0.3, 0.7, 0.25, 0.75, 0.2, 0.8):
+            x, y = at(f)
+            c = (x, y - lift)
+            box = (c[0] - width / 2 - 2, c[1] - height / 2 - 2, c[0] + width / 2 + 2,
+                   c[1] + height / 2 + 2)
+            if any(_overlaps(box, r) for r in avoid):
+                continue
+            if any(box[0] - 7 < px < box[2] + 7 and box[1] - 7 < py < box[3] + 7
+                   for px, py in dots):
+                continue
+            return c
+    return None
 
 
 def _overlaps(p: Rect, q: Rect) -> bool:

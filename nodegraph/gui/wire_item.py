@@ -171,7 +171,8 @@ class WireItem(QGraphicsPathItem):
             w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
             h = 14.0 * scale
             mid = self._label_centre(w, h)
-            self._label_rect = QRectF(mid[0] - w / 2, mid[1] - h / 2, w, h)
+            self._label_rect = QRectF() if mid is None else \
+                QRectF(mid[0] - w / 2, mid[1] - h / 2, w, h)
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
@@ -184,8 +185,9 @@ class WireItem(QGraphicsPathItem):
             self._place_label()
             self.update()
 
-    def _label_centre(self, width: float, height: float) -> tuple[float, float]:
-        """On the wire, clear of every card (and so of every port dot); else the middle."""
+    def _label_centre(self, width: float, height: float) -> tuple[float, float] | None:
+        """On the wire (or beside it), clear of every card and port dot; None when the wire
+        has no room for it (then only its tooltip shows the shape)."""
         a, b = self.source.anchor(), self.target.anchor()
         if self._points:
             points = self._points
@@ -238,7 +240,7 @@ class WireItem(QGraphicsPathItem):
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self.path())
-        if self.label:
+        if self.label and not self._label_rect.isEmpty():
             self._paint_label(painter, color)
 
     def _paint_label(self, painter: QPainter, color: QColor) -> None:

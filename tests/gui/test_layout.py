@@ -145,3 +145,16 @@ def test_a_file_without_positions_opens_laid_out(make_window, tmp_path):
     assert len({round(b[1]) for b in boxes.values()}) > 1  # wrapped, not one long row
     assert layout.DIRECTIONS == ("LR", "TB")
     assert QPointF(0, 0) is not None
+
+
+def test_shape_labels_keep_off_cards_and_port_dots_or_stay_in_the_tooltip():
+    from nodegraph.gui.routing import label_spot
+
+    left, right = (0.0, 0.0, 176.0, 68.0), (300.0, 0.0, 476.0, 68.0)
+    a, b = (176.0, 50.0), (300.0, 50.0)
+    spot = label_spot([a, b], 60.0, 14.0, [left, right], [a, b])
+    assert spot is not None and abs(spot[0] - 238.0) < 1  # the middle of the gap
+    box = (spot[0] - 30, spot[1] - 7, spot[0] + 30, spot[1] + 7)
+    assert box[0] > left[2] and box[2] < right[0]
+    near = (230.0, 0.0, 406.0, 68.0)  # a gap too short for the label
+    assert label_spot([a, (230.0, 50.0)], 60.0, 14.0, [left, near], [a, (230.0, 50.0)]) is None
