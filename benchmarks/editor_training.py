@@ -17,6 +17,15 @@ first, `--rounds` rounds; each gives a ratio, and the median is printed last as
 adds the run's fixed costs (the job reaching the process, the weights loaded back: about
 0.1 s), which weigh on a run of a second and vanish in one of minutes.
 
+First-Train latency: before anything else is imported in this process, a fresh editor
+window opens the graph and Train is pressed (as soon as the window shows and has checked
+the graph, and again after `--idle` seconds, as a user who looks first); the seconds from
+Train to the first point on the loss plot are printed beside those of later runs:
+
+    first_train_latency_s: X    (Train to the first plot point of the first run; the
+                                 target is < 1 s on XOR)
+    later_train_latency_s: Y    (the same for later runs)
+
 Both use one torch thread. Wall time counts other processes too: read `uptime` beside the
 figure. `editor_train_cpu_ratio` compares CPU seconds of training itself (headless, and as
 the training process reports them), which load does not skew; `editor_gui_cpu_s` is what
@@ -42,7 +51,13 @@ from PySide6.QtCore import QEventLoop, QSettings  # noqa: E402
 import nodegraph  # noqa: E402
 from nodegraph.gui.app import application  # noqa: E402
 from nodegraph.gui.main_window import MainWindow  # noqa: E402
-from nodegraph.model.events import Emitter, RunFinished, RunStarted  # noqa: E402
+from nodegraph.model.events import (  # noqa: E402
+    Emitter,
+    EpochEnded,
+    RunFinished,
+    RunStarted,
+    StepEnded,
+)
 from nodegraph.runtime.probes import ProbeFrame  # noqa: E402
 
 
@@ -94,13 +109,82 @@ def in_editor(window: MainWindow, epochs: int) -> dict[str, float]:
             "training": seen["RunFinished"] - seen["RunStarted"]}
 
 
+def first_point(window: MainWindow) -> float:
+    """Seconds from pressing Train (`start_training`, what the button does) to the first
+    step or epoch with a loss reaching the editor; the run is then stopped."""
+    loop, seen = QEventLoop(), {}
+
+    def point(event) -> None:
+        if "first" not in seen and getattr(event, "loss", 1.0) is not None:
+            seen["first"] = time.perf_counter()
+            window.runner.stop()
+
+    def on_state(state: str) -> None:
+        if state == "idle":
+            loop.quit()
+
+    window.runner.state_changed.connect(on_state)
+    stop = window.runner.listen(point, StepEnded, EpochEnded)
+    began = time.perf_counter()
+    if not window.start_training():
+        raise RuntimeError("Train refused: the graph has problems")
+    loop.exec()
+    window.runner.state_changed.disconnect(on_state)
+    stop()
+    if "first" not in seen:
+        raise RuntimeError("the run ended before its first loss: see the editor's log")
+    return seen["first"] - began
+
+
+def latency(path: str, idle_s: float, later: int) -> tuple[float, float, list[float]]:
+    """First-Train latency pressed at once, after `idle_s`, and of `later` runs after."""
+    app = application()
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for wait in (0.0, idle_s):
+            settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
+            window = MainWindow(path, settings=settings, recovery_dir=Path(tmp) / "rec")
+            window.resize(1600, 1000)
+            window.show()
+            window.epochs.setValue(1000)  # the user's edits are validated before Train
+            app.processEvents()
+            if not window.validator.wait(120):  # a busy machine: the first check takes long
+                raise RuntimeError("the graph was not checked within 2 minutes")
+            end = time.perf_counter() + wait
+            while time.perf_counter() < end:
+                app.processEvents()
+                time.sleep(0.01)
+            out.append(first_point(window))
+            if wait:
+                later_runs = [first_point(window) for _ in range(later)]
+            window.doc.undo_stack.setClean()
+            window.close()
+    return out[0], out[1], later_runs
+
+
+def main_latency(args) -> None:
+    at_once, after_idle, later = latency(args.graph, args.idle, 3)
+    print(f"Train to first plot point: first run pressed at once {at_once:.2f} s, first run "
+          f"after {args.idle:.0f} s {after_idle:.2f} s, later runs "
+          + ", ".join(f"{t:.2f}" for t in later) + " s")
+    print(f"first_train_latency_s: {max(at_once, after_idle):.2f}")
+    print(f"later_train_latency_s: {statistics.median(later):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("graph", nargs="?", default="examples/xor.json")
     parser.add_argument("--epochs", type=int, default=1500)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--idle", type=float, default=3.0,
+                        help="seconds a user looks at the graph before the second first Train")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="measure the first-Train latency only")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    main_latency(args)  # first, while nothing of a run is imported in this process yet
+    if args.latency_only:
+        return
     app = application()
     graph = nodegraph.load(args.graph)
     headless(graph, 2)  # one-time imports and compiles out of the way

@@ -13,7 +13,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication
 
-from nodegraph.gui import annotations, clipboard
+from nodegraph.gui import annotations, clipboard, ranking
 from nodegraph.gui import commands as cmd
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.layout import auto_layout
@@ -63,7 +63,11 @@ class EditActions:
 
     def offer_any_block(self, pos: QPointF, screen=None) -> None:
         self._pending = {"pos": pos}
-        self.popup.open_at(screen or QCursor.pos(), list(self.doc.graph.registry))
+        selected = self.scene.selected_node_ids()
+        context = ranking.context_after(self.doc.graph, selected[0] if len(selected) == 1
+                                        else None)
+        self.popup.open_at(screen or QCursor.pos(), list(self.doc.graph.registry),
+                           context=context)
 
     def offer_for_loose_wire(self, ref: tuple, output: bool, pos: QPointF) -> None:
         """A wire dropped on empty canvas: offer only blocks it fits, and wire the choice."""
@@ -73,7 +77,8 @@ class EditActions:
         where = f"{ref[0]}.{ref[1]}"
         title = f"Blocks that take {where}" if output else f"Blocks that can feed {where}"
         screen = self.view.viewport().mapToGlobal(self.view.mapFromScene(pos))
-        self.popup.open_at(screen, specs, title)
+        self.popup.open_at(screen, specs, title,
+                           context=ranking.context_for(g, tuple(ref), output, specs))
 
     def _popup_chosen(self, block_id: str) -> None:
         pending, self._pending = self._pending or {}, None
@@ -192,8 +197,16 @@ class EditActions:
         if item is not None:
             item.setSelected(True)
 
-    def auto_layout(self) -> None:
+    layout_direction = "LR"  # the direction Auto-layout used last ("LR" or "TB")
+
+    def auto_layout(self, direction: str | None = None) -> None:
+        """Arrange the graph in layers, in `direction` (else the last one chosen), shaped to
+        fill the canvas as it is now."""
+        if direction is not None:
+            self.layout_direction = direction
         heights = {n: item.height for n, item in self.scene.nodes.items()}
-        after = auto_layout(self.doc.graph, heights)
+        size = self.view.viewport().size()
+        aspect = size.width() / max(1, size.height()) if size.height() > 50 else 1.6
+        after = auto_layout(self.doc.graph, heights, self.layout_direction, aspect)
         self.doc.move(self.scene.item_positions(), after, "Auto-layout")
         self.view.fit()

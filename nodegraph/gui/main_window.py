@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph.gui import files, menus, node_views
+from nodegraph.gui import block_prefs, collapse, files, menus, node_views
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.file_actions import FileActions
@@ -86,6 +86,8 @@ class MainWindow(QMainWindow):
         self.group_tabs = GroupTabs(self)  # the canvas in a tab; groups open beside it
         self.node_views = node_views.install(self)  # per-node view dock, View menu
         self.watch = install_watch(self)  # animation, badges, timeline, step-through
+        self.block_prefs = block_prefs.install(self)  # recent and starred blocks
+        self.collapser = collapse.install(self)  # cards shown as their title bar only
         self._windows: list[MainWindow] = []
         self._preview_cache: tuple[int, object] | None = None
         self._slow_previews = 0

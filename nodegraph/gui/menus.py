@@ -100,8 +100,13 @@ def build(w: MainWindow) -> dict[str, QAction]:
         "zoom_reset": _action(w, "&Actual Size", lambda: v.set_zoom(1.0), "Ctrl+0"),
         "fit": _action(w, "&Fit to View", v.fit, "F", "show the whole graph",
                        canvas_only=True),
-        "layout": _action(w, "Auto-&layout", e.auto_layout, "Ctrl+L",
-                          "arrange the nodes in columns, inputs to outputs"),
+        "layout": _action(w, "Auto-&layout", lambda: e.auto_layout(), "Ctrl+L",
+                          "arrange the nodes in layers, inputs to outputs (in the direction "
+                          "chosen last)"),
+        "layout_lr": _action(w, "Auto-layout Left to Right", lambda: e.auto_layout("LR"), None,
+                             "arrange the nodes in columns, inputs on the left"),
+        "layout_tb": _action(w, "Auto-layout Top to Bottom", lambda: e.auto_layout("TB"),
+                             "Ctrl+Shift+L", "arrange the nodes in rows, inputs at the top"),
         "train": _action(w, "&Train", r.start_training, "F5", "train the graph"),
         "pause": _action(w, "&Pause", r.runner.toggle_pause, "F6", "pause or resume training"),
         "stop": _action(w, "&Stop", r.runner.stop, "Shift+F5", "stop training"),
@@ -135,7 +140,7 @@ def build(w: MainWindow) -> dict[str, QAction]:
     edit.addActions([a["group"], a["open_group"], a["back"]])
     view = bar.addMenu("&View")
     view.addActions([a[n] for n in ("zoom_in", "zoom_out", "zoom_reset", "fit", "layout",
-                                    "minimap")])
+                                    "layout_lr", "layout_tb", "minimap")])
     view.addSeparator()
     w.docks_menu = view.addMenu("&Panels")
     run = bar.addMenu("&Run")

@@ -10,9 +10,19 @@ of its own beyond what it shows; the scene tells it what changed.
 from __future__ import annotations
 
 import html
+import math
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFontMetricsF, QPainter, QPainterPath, QPen
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QGuiApplication,
+    QPainter,
+    QPainterPath,
+    QPen,
+)
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from nodegraph.gui import theme
@@ -23,7 +33,12 @@ TITLE_FONT = theme.font(9.5, bold=True)
 TYPE_FONT = theme.font(8.0)
 PORT_FONT = theme.font(8.0)
 BADGE_FONT = theme.font(7.5, bold=True)
-SIMPLE_LOD = 0.4  # below this zoom, draw cards as plain boxes (500 nodes stay fast)
+SIMPLE_LOD = 0.2  # below this zoom, draw cards as plain boxes (1,000 nodes stay fast)
+COMPACT_LOD = 0.75  # below this zoom, draw the title larger and drop the port names
+TITLE_PX = 12.5  # the smallest on-screen title: 9 px cap height in DejaVu Sans Bold
+DETAIL_PX = 10.5  # the smallest on-screen type name and parameter count
+CAP = 0.73  # cap height / pixel size of DejaVu Sans
+ERROR_MARK_RADIUS = 7.0
 
 
 class PortItem(QGraphicsItem):
@@ -104,11 +119,14 @@ class NodeItem(QGraphicsItem):
         self.header = theme.category_color(category) if known else QColor("#5a5f68")
         self.badge = ""
         self.problems: list[Problem] = []
-        self.height = card_height(len(inputs), len(outputs))
+        self.collapsed = False
+        self.full_height = card_height(len(inputs), len(outputs))
+        self.height = self.full_height
         self.rect = QRectF(0, 0, theme.NODE_WIDTH, self.height)
         self._bounds = self.rect.adjusted(-3, -3, 3, 3)
         self.inputs = {p.name: self._port(p, False, i) for i, p in enumerate(inputs)}
         self.outputs = {p.name: self._port(p, True, i) for i, p in enumerate(outputs)}
+        self.title_px = 0.0  # the title's on-screen pixel size when last painted (tests)
         self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsMovable
                       | QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
                       | QGraphicsItem.GraphicsItemFlag.ItemSendsScenePositionChanges)
@@ -118,9 +136,32 @@ class NodeItem(QGraphicsItem):
 
     def _port(self, port: Port, output: bool, row: int) -> PortItem:
         item = PortItem(self, port, output)
-        y = theme.HEADER_HEIGHT + (row + 0.5) * theme.PORT_ROW + 2
-        item.setPos(theme.NODE_WIDTH if output else 0.0, y)
+        item.setPos(theme.NODE_WIDTH if output else 0.0, self._port_y(row))
         return item
+
+    def _port_y(self, row: int) -> float:
+        if self.collapsed:  # every port on the middle of the title bar's edge
+            return COLLAPSED_HEIGHT / 2
+        return theme.HEADER_HEIGHT + (row + 0.5) * theme.PORT_ROW + 2
+
+    def set_collapsed(self, collapsed: bool) -> None:
+        """Show the card as its title bar only (its ports meet at the bar's ends), or whole."""
+        if collapsed == self.collapsed:
+            return
+        self.prepareGeometryChange()
+        self.collapsed = collapsed
+        index = getattr(self.scene(), "card_index", None)
+        if index is not None:
+            index.invalidate()
+        self.height = COLLAPSED_HEIGHT if collapsed else self.full_height
+        self.rect = QRectF(0, 0, theme.NODE_WIDTH, self.height)
+        self._bounds = self.rect.adjusted(-3, -3, 3, 3)
+        for items in (self.inputs, self.outputs):
+            for row, item in enumerate(items.values()):
+                item.setPos(item.pos().x(), self._port_y(row))
+                for wire in item.wires:
+                    wire.update_path()
+        self.update()
 
     def ports(self) -> list[PortItem]:
         return [*self.inputs.values(), *self.outputs.values()]
@@ -184,24 +225,74 @@ class NodeItem(QGraphicsItem):
             painter.drawRect(self.rect)
             return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        compact = lod < COMPACT_LOD or self.collapsed
+        bar = self._bar_height(lod) if compact else theme.HEADER_HEIGHT
         body = QPainterPath()
         body.addRoundedRect(self.rect, 6, 6)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(theme.NODE_BODY))
         painter.drawPath(body)
         header = QPainterPath()
-        header.addRoundedRect(QRectF(0, 0, self.rect.width(), theme.HEADER_HEIGHT), 6, 6)
-        header.addRect(QRectF(0, theme.HEADER_HEIGHT - 8, self.rect.width(), 8))
+        header.addRoundedRect(QRectF(0, 0, self.rect.width(), bar), 6, 6)
+        if bar < self.rect.height():
+            header.addRect(QRectF(0, bar - 8, self.rect.width(), 8))
         painter.setBrush(self.header.darker(135))
         painter.drawPath(header.simplified())
-        painter.fillRect(QRectF(0, theme.HEADER_HEIGHT - 2, self.rect.width(), 2), self.header)
-        self._paint_title(painter)
-        self._paint_port_labels(painter)
+        if bar < self.rect.height():
+            painter.fillRect(QRectF(0, bar - 2, self.rect.width(), 2), self.header)
+        if compact:
+            self._paint_compact(painter, lod, bar)
+        else:
+            self._paint_title(painter, lod)
+            self._paint_port_labels(painter)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.setPen(QPen(outline, 2.0) if outline else QPen(QColor(theme.NODE_BORDER), 1.0))
         painter.drawPath(body)
         if self.has_error:
             self._paint_error_mark(painter)
+
+    def _bar_height(self, lod: float) -> float:
+        """The title bar of a compact card: tall enough for the enlarged title."""
+        line = max(TITLE_PX / lod, 13.0) * 1.25
+        return min(self.rect.height(), max(theme.HEADER_HEIGHT, line + 8))
+
+    def _paint_compact(self, painter: QPainter, lod: float, bar: float) -> None:
+        """Zoomed out (or collapsed): the title at a readable size fills the bar, and the
+        type and parameter count follow below it while they fit at a readable size."""
+        px = max(TITLE_PX / lod, 13.0)
+        width = self.rect.width() - 16
+        font = QFont(TITLE_FONT)
+        font.setPixelSize(math.ceil(px))
+        metrics = QFontMetricsF(font)
+        if metrics.height() > bar:  # the card is too small for a readable title: the most
+            px = max(6.0, bar / 1.25)  # that fits
+            font.setPixelSize(round(px))
+            metrics = QFontMetricsF(font)
+        self.title_px = font.pixelSize() * lod
+        painter.setFont(font)
+        painter.setPen(QColor(theme.TEXT))
+        title = metrics.elidedText(self.node_id, Qt.TextElideMode.ElideRight, width)
+        painter.drawText(QRectF(8, 0, width, bar), Qt.AlignmentFlag.AlignVCenter, title)
+        if self.collapsed:
+            return
+        small = QFont(TYPE_FONT)
+        small.setPixelSize(max(8, round(DETAIL_PX / lod)))
+        sm = QFontMetricsF(small)
+        lines = [self.block_type if self.known else f"{self.block_type} (unknown)"]
+        if self.badge:
+            lines.append(f"{self.badge} params")
+        y = bar + 2
+        inset = theme.PORT_RADIUS + 6  # clear of the port dots on both edges
+        width = self.rect.width() - 2 * inset
+        painter.setFont(small)
+        painter.setPen(QColor(theme.TEXT_DIM))
+        for text in lines:
+            if y + sm.height() > self.rect.height() - 2:
+                break
+            text = sm.elidedText(text, Qt.TextElideMode.ElideRight, width)
+            painter.drawText(QRectF(inset, y, width, sm.height()),
+                             Qt.AlignmentFlag.AlignVCenter, text)
+            y += sm.height()
 
     def _outline_color(self) -> QColor | None:
         if self.isSelected():
@@ -210,18 +301,20 @@ class NodeItem(QGraphicsItem):
             return QColor(theme.ERROR)
         return None
 
-    def _paint_title(self, painter: QPainter) -> None:
+    def _paint_title(self, painter: QPainter, lod: float) -> None:
         badge_w = self._paint_badge(painter) if self.badge else 0.0
         width = self.rect.width() - 20 - badge_w
-        painter.setFont(TITLE_FONT)
+        font = QFont(TITLE_FONT)  # a little larger just under 1:1, to stay >= 9 px cap
+        font.setPixelSize(math.ceil(max(TITLE_FONT.pointSizeF() * 4 / 3, TITLE_PX / lod)))
+        self.title_px = font.pixelSize() * lod
+        painter.setFont(font)
         painter.setPen(QColor(theme.TEXT))
-        title = QFontMetricsF(TITLE_FONT).elidedText(self.node_id, Qt.TextElideMode.ElideRight,
-                                                     width)
+        title = QFontMetricsF(font).elidedText(self.node_id, Qt.TextElideMode.ElideRight, width)
         painter.drawText(QRectF(10, 4, width, 18), Qt.AlignmentFlag.AlignVCenter, title)
         painter.setFont(TYPE_FONT)
         painter.setPen(QColor("#c9d1db"))
         kind = self.block_type if self.known else f"{self.block_type} (unknown)"
-        kind = QFontMetricsF(TYPE_FONT).elidedText(kind, Qt.TextElideMode.ElideMiddle,
+        kind = QFontMetricsF(TYPE_FONT).elidedText(kind, Qt.TextElideMode.ElideRight,
                                                    self.rect.width() - 20)
         painter.drawText(QRectF(10, 21, self.rect.width() - 20, 15),
                          Qt.AlignmentFlag.AlignVCenter, kind)
@@ -256,11 +349,18 @@ class NodeItem(QGraphicsItem):
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignRight, text)
 
+    def error_mark_centre(self) -> QPointF:
+        """Where the red "!" goes: inside the bottom corner, clear of the port dots (they sit
+        on the left and right edges; the last row ends PORT_ROW / 2 + 6 above the bottom)."""
+        if self.collapsed:
+            return QPointF(self.rect.width() - 22, self.rect.height() / 2)
+        return QPointF(self.rect.width() - 14, self.rect.height() - 10)
+
     def _paint_error_mark(self, painter: QPainter) -> None:
-        centre = QPointF(self.rect.width() - 2, self.rect.height() - 2)
+        centre = self.error_mark_centre()
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(theme.ERROR))
-        painter.drawEllipse(centre, 8, 8)
+        painter.drawEllipse(centre, ERROR_MARK_RADIUS, ERROR_MARK_RADIUS)
         painter.setPen(QColor("#1b1e23"))
         painter.setFont(BADGE_FONT)
         painter.drawText(QRectF(centre.x() - 8, centre.y() - 8, 16, 16),
@@ -278,19 +378,32 @@ class NodeItem(QGraphicsItem):
     def itemChange(self, change, value):
         # called for every change of every card (select-all: a thousand calls): the enum
         # member is looked up once, and other changes return at once
-        if change is _MOVED:
+        if change is _MOVED:  # plain curves while it moves; the scene routes them after
+            index = getattr(self.scene(), "card_index", None)
+            if index is not None:
+                index.invalidate()
             for port in self.ports():
                 for wire in port.wires:
-                    wire.update_path()
+                    wire.update_path(route=False)
         return value
+
+
+_pixel_ratio: list[float] = []  # the screens' device pixel ratio, read once
 
 
 def detail(option: QStyleOptionGraphicsItem, painter: QPainter) -> float:
     """Device pixels per scene unit: how much detail is readable (high-DPI screens show
-    labels that the same zoom on a plain screen would blur)."""
-    device = painter.device()
-    ratio = device.devicePixelRatioF() if device is not None else 1.0
-    return option.levelOfDetailFromTransform(painter.worldTransform()) * ratio
+    labels that the same zoom on a plain screen would blur). Called for every item in every
+    frame, so it reads the painter's scale directly (the view only zooms and pans) and the
+    pixel ratio once (the highest of the screens)."""
+    if not _pixel_ratio:
+        app = QGuiApplication.instance()
+        _pixel_ratio.append(app.devicePixelRatio() if app is not None else 1.0)
+    t = painter.worldTransform()
+    return math.hypot(t.m11(), t.m12()) * _pixel_ratio[0]
+
+
+COLLAPSED_HEIGHT = theme.HEADER_HEIGHT
 
 
 def card_height(inputs: int, outputs: int) -> float:

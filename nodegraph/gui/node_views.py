@@ -815,6 +815,8 @@ class NodeViews(QObject):
                 menu = QMenu(self.window.view)
                 menu.addAction(f"Open Node View of '{node}'", lambda: self.open(node))
                 menu.addAction("Gradient Norms per Layer", self.open_layers)
+                for hook in getattr(self.window, "node_menu_hooks", ()):
+                    hook(menu, node)  # other parts' entries (collapse.install)
                 menu.popup(event.globalPos())
                 self.context_menu = menu
                 return True

@@ -146,16 +146,29 @@ class WireLabel(QGraphicsItem):
         """Beside the wire's middle, or on its other side or further along it where that
         place is taken by a card or another label (a long wire passes under cards)."""
         path = self.wire.path()
-        first = None
+        tried = []
         for t in (0.5, 0.35, 0.65, 0.2, 0.8, 0.1, 0.9):
             at = path.pointAtPercent(t)
             for below in (self.below, not self.below):  # its own side first
                 top = at.y() + LABEL_GAP if below else at.y() - LABEL_GAP - h
                 rect = QRectF(at.x() - w / 2, top, w, h)
-                first = first or rect
+                tried.append(rect)
                 if not self._taken(rect):
                     return rect
-        return first
+        # nowhere free: at least leave every card's title readable
+        return next((r for r in tried if not self._covers_title(r)), tried[0])
+
+    def _covers_title(self, rect: QRectF) -> bool:
+        scene = self.scene()
+        if scene is None:
+            return False
+        for item in scene.items(rect):
+            if isinstance(item, NodeItem):
+                bar = item.mapRectToScene(QRectF(0, 0, item.rect.width(),
+                                                 theme.HEADER_HEIGHT))
+                if bar.intersects(rect):
+                    return True
+        return False
 
     def _taken(self, rect: QRectF) -> bool:
         scene = self.scene()

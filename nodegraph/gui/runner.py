@@ -5,8 +5,10 @@ The run trains a copy of the graph taken when Train is pressed, so edits made wh
 runs cannot race with it. It trains in a training process (`nodegraph.runtime.train_process`): a
 thread would share the interpreter lock with the GUI thread, and every plot, wave and status
 line the GUI draws would be time a fast model waits. One process is started ahead, when the
-editor opens, and kept between runs. A graph whose blocks come from a registry other than
-the default one (blocks defined in the editor's own process) trains in a thread instead.
+editor opens, and kept between runs; until it has warmed up (imported torch and trained
+once: seconds), a run trains in a thread here instead, so the first Train starts at once.
+A graph whose blocks come from a registry other than the default one (blocks defined in
+the editor's own process) trains in a thread too.
 
 Threads and Qt: no Qt object is created, owned or finalised off the GUI thread. The thread
 that reads the process's messages (or trains, in the fallback) is a plain `threading.Thread`
@@ -202,9 +204,11 @@ class TrainingRunner(QObject):
         (the graph does not go into a file, no process starts): then it trains in a thread."""
         for _ in range(2):  # a process that died while it waited: one more try
             try:
-                process = train_process.acquire()
+                process = train_process.acquire(ready_only=True)
             except OSError:  # no Python to start (an embedded editor): train in a thread
                 return None
+            if process is None:  # the process is still warming up: this run trains in a
+                return None  # thread at once rather than wait for it (the first Train)
             if process.train(graph, options):
                 return _ProcessWorker(graph, process, options)
             if process.alive:

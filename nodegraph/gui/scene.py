@@ -16,10 +16,11 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 from nodegraph.check.validate import Report
 from nodegraph.gui import annotations
 from nodegraph.gui.annotation_item import AnnotationItem
+from nodegraph.gui.card_index import CardIndex
 from nodegraph.gui.document import Document
 from nodegraph.gui.layout import auto_layout
 from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem, card_height
-from nodegraph.gui.wire_item import DragWire, WireItem
+from nodegraph.gui.wire_item import DragWire, WireItem, label_scale_for, set_label_scale
 from nodegraph.gui.wiring import why_refused
 from nodegraph.model.errors import Problem
 from nodegraph.model.graph import Edge, GraphChanged
@@ -56,6 +57,8 @@ class GraphScene(QGraphicsScene):
         self._press_positions: dict[str, tuple] = {}
         self._press_notes: dict[str, list] = {}
         self._ports_shown = True
+        self.adding = False  # many cards and wires are being added: wires route after
+        self.card_index = CardIndex()  # where the cards are, for routing wires
         doc.graph_replaced.connect(self.rebuild)
         doc.changed.connect(self._on_change)
         doc.positions_changed.connect(self._on_positions)
@@ -83,10 +86,17 @@ class GraphScene(QGraphicsScene):
             heights = {n: card_height(len(i), len(o)) for n, (i, o) in ports.items()}
             laid = auto_layout(graph, heights)
             self.doc.set_positions({n: laid[n] for n in missing})
-        for node_id in graph.nodes:
-            self._add_node(node_id, ports[node_id])
-        for edge in graph.edges:
-            self._add_wire(edge)
+        self.card_index.invalidate()
+        self.adding = True  # route the wires once all cards are in (one index build)
+        try:
+            for node_id in graph.nodes:
+                self._add_node(node_id, ports[node_id])
+            for edge in graph.edges:
+                self._add_wire(edge)
+        finally:
+            self.adding = False
+        for wire in self.wires.values():
+            wire.update_path()
         for note in self.doc.notes():
             self._add_note(note)
 
@@ -124,6 +134,7 @@ class GraphScene(QGraphicsScene):
             item.setPos(free.right() + 60 if self.nodes else 0.0, free.top() if self.nodes else 0)
         self.addItem(item)
         self.nodes[node_id] = item
+        self.card_index.invalidate()
         if not self._ports_shown:
             for port in item.ports():
                 port.setVisible(False)
@@ -138,6 +149,7 @@ class GraphScene(QGraphicsScene):
         for edge in [e for e in self.wires if node_id in (e.src, e.dst)]:
             self._remove_wire(edge)
         self.removeItem(item)
+        self.card_index.invalidate()
 
     def _port_item(self, node: str, port: str, output: bool) -> PortItem | None:
         item = self.nodes.get(node)
@@ -203,6 +215,22 @@ class GraphScene(QGraphicsScene):
             item = self.nodes.get(node_id)
             if item is not None and (item.pos().x(), item.pos().y()) != (x, y):
                 item.setPos(x, y)
+        if positions:
+            self.reroute(positions)
+
+    def reroute(self, nodes) -> None:
+        """Route again the wires of these cards and the wires their cards now stand on."""
+        wires: set = set()
+        for node_id in nodes:
+            item = self.nodes.get(node_id)
+            if item is None:
+                continue
+            for port in item.ports():
+                wires |= port.wires
+            wires.update(i for i in self.items(item.sceneBoundingRect())
+                         if isinstance(i, WireItem))
+        for wire in wires:
+            wire.update_path()
 
     # -- comments and backdrops -----------------------------------------------------------
 
@@ -277,7 +305,9 @@ class GraphScene(QGraphicsScene):
     # -- level of detail -------------------------------------------------------------------
 
     def set_zoom(self, zoom: float) -> None:
-        """Hide the port dots when cards are too small to wire (500 nodes stay fast)."""
+        """Hide the port dots when cards are too small to wire (500 nodes stay fast); size
+        the wires' shape labels to stay readable."""
+        set_label_scale(label_scale_for(zoom), self.wires.values())
         show = zoom >= SIMPLE_LOD
         if show == self._ports_shown:
             return

@@ -1,8 +1,11 @@
 """The block search that pops up at the cursor (Tab, double-click, or a wire dropped loose).
 
-Type a few letters, pick with the arrows and Enter (or a click). When a wire was dropped
-on empty canvas, the list holds only blocks with a port that wire fits, and the title says
-so. The popup only reports the choice; the window makes the edit.
+Type a few letters (or a word people use: "xent", "bn", "fc"), pick with the arrows and
+Enter (or a click). When a wire was dropped on empty canvas, the list holds only blocks
+with a port that wire fits, the title says so, and what usually follows comes first (after
+logits: the losses and metrics). Ctrl+D stars the current block (favourites rank higher).
+Hovering an entry shows the block's doc. The popup only reports the choice; the window
+makes the edit.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout
 
-from nodegraph.gui.fuzzy import rank
+from nodegraph.gui.ranking import Context, rank
 from nodegraph.model.spec import BlockSpec
 
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -39,13 +42,17 @@ class SearchPopup(QFrame):
         layout.addWidget(self.edit)
         layout.addWidget(self.list)
         self.specs: list[BlockSpec] = []
+        self.context: Context | None = None
+        self.prefs = None  # a block_prefs.BlockPrefs once the window installs one
         self.edit.textChanged.connect(self._filter)
         self.edit.installEventFilter(self)
         self.list.itemActivated.connect(self._choose_item)
         self.list.itemClicked.connect(self._choose_item)
 
-    def open_at(self, screen_pos: QPoint, specs: Sequence[BlockSpec], title: str = "") -> None:
+    def open_at(self, screen_pos: QPoint, specs: Sequence[BlockSpec], title: str = "",
+                context: Context | None = None) -> None:
         self.specs = list(specs)
+        self.context = context
         self.title.setText(title or "Add a block")
         self.edit.clear()
         self._filter("")
@@ -55,13 +62,27 @@ class SearchPopup(QFrame):
 
     def _filter(self, text: str) -> None:
         self.list.clear()
-        for spec in rank(text, self.specs) if text.strip() else self.specs:
-            item = QListWidgetItem(f"{spec.id}    —  {spec.summary}")
+        recent = self.prefs.recent if self.prefs is not None else ()
+        favourites = set(self.prefs.favourites) if self.prefs is not None else set()
+        for spec in rank(text, self.specs, self.context, recent, favourites):
+            star = "★ " if spec.id in favourites else ""
+            item = QListWidgetItem(f"{star}{spec.id}    —  {spec.summary}")
             item.setData(ID_ROLE, spec.id)
-            item.setToolTip(spec.doc)
+            item.setToolTip(f"<b>{spec.id}</b><br>"
+                            + spec.doc.strip().replace("\n\n", "<br><br>"))
             self.list.addItem(item)
         if self.list.count():
             self.list.setCurrentRow(0)
+
+    def toggle_favourite(self) -> None:
+        """Star or unstar the current entry (Ctrl+D)."""
+        item = self.list.currentItem()
+        if item is None or self.prefs is None:
+            return
+        row = self.list.currentRow()
+        self.prefs.toggle_favourite(item.data(ID_ROLE))
+        self._filter(self.edit.text())
+        self.list.setCurrentRow(min(row, self.list.count() - 1))
 
     def shown_ids(self) -> list[str]:
         return [self.list.item(i).data(ID_ROLE) for i in range(self.list.count())]
@@ -85,6 +106,9 @@ class SearchPopup(QFrame):
                 item = self.list.currentItem()
                 if item is not None:
                     self._choose_item(item)
+                return True
+            if key == Qt.Key.Key_D and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                self.toggle_favourite()
                 return True
             if key == Qt.Key.Key_Escape:
                 self.hide()

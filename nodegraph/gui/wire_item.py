@@ -11,16 +11,72 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPainterPathStroker,
+    QPen,
+)
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
 from nodegraph.gui import theme
-from nodegraph.gui.node_item import PortItem, detail
+from nodegraph.gui.node_item import NodeItem, PortItem, detail
+from nodegraph.gui.routing import Rect, curve_points, label_spot, route
 from nodegraph.model.errors import Problem
 from nodegraph.model.graph import Edge
 
+SEARCH = 240.0  # how far beside the straight line cards are looked for when routing
+CORNER = 10.0  # radius of a routed wire's bends
+
 LABEL_FONT = theme.font(7.0, mono=True)
+_label = {"scale": 1.0, "font": LABEL_FONT}  # labels grow as the view zooms out (see below)
+
+
+def label_scale_for(zoom: float) -> float:
+    """How much larger than at 1:1 shape labels are drawn at `zoom`, so they stay about
+    8 px tall on screen down to LABEL_LOD (in steps of 0.1: relabelling costs a little)."""
+    return round(min(1.6, max(1.0, 0.9 / max(zoom, 1e-6))), 1)
+
+
+def set_label_scale(scale: float, wires) -> None:
+    """Draw every wire's label `scale` times its 1:1 size (the scene calls this on zoom)."""
+    if scale == _label["scale"]:
+        return
+    font = QFont(LABEL_FONT)
+    font.setPointSizeF(LABEL_FONT.pointSizeF() * scale)
+    _label.update(scale=scale, font=font)
+    for wire in wires:
+        wire.relabel()
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
+
+
+def rounded(points: list[tuple[float, float]]) -> QPainterPath:
+    """A polyline with its corners rounded off."""
+    path = QPainterPath(QPointF(*points[0]))
+    for i in range(1, len(points) - 1):
+        (px, py), (x, y), (nx, ny) = points[i - 1], points[i], points[i + 1]
+        r_in = min(CORNER, (abs(x - px) + abs(y - py)) / 2)
+        r_out = min(CORNER, (abs(nx - x) + abs(ny - y)) / 2)
+        r = min(r_in, r_out)
+        ux, uy = _unit(x - px, y - py)
+        vx, vy = _unit(nx - x, ny - y)
+        path.lineTo(x - ux * r, y - uy * r)
+        path.quadTo(QPointF(x, y), QPointF(x + vx * r, y + vy * r))
+    path.lineTo(QPointF(*points[-1]))
+    return path
+
+
+def _unit(dx: float, dy: float) -> tuple[float, float]:
+    n = (dx * dx + dy * dy) ** 0.5
+    return (dx / n, dy / n) if n else (0.0, 0.0)
+
+
+def _rect(item: NodeItem) -> Rect:
+    r = item.mapRectToScene(item.rect)
+    return (r.left(), r.top(), r.right(), r.bottom())
 
 
 def bezier(a: QPointF, b: QPointF) -> QPainterPath:
@@ -42,6 +98,8 @@ class WireItem(QGraphicsPathItem):
         self.problems: list[Problem] = []
         self.has_error = False
         self._label_rect = QRectF()
+        self._points: list | None = None  # the routed polyline, None for the plain curve
+        self._cards: list = []  # the other cards near it (labels keep clear of them)
         self._bounds = QRectF()  # kept, not computed per call: Qt asks for it very often
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
         self.setAcceptHoverEvents(True)
@@ -58,11 +116,39 @@ class WireItem(QGraphicsPathItem):
         self.source.update()
         self.target.update()
 
-    def update_path(self) -> None:
-        path = bezier(self.source.anchor(), self.target.anchor())
+    def update_path(self, route: bool = True) -> None:
+        """Draw the wire from port to port, around the cards in its way (with `route`;
+        a plain curve while cards are being dragged: the scene routes it on the drop)."""
+        a, b = self.source.anchor(), self.target.anchor()
+        self._points = None
+        scene = self.scene()
+        if scene is not None and route and not getattr(scene, "adding", False):
+            self._points = self._route((a.x(), a.y()), (b.x(), b.y()), scene)
+        path = rounded(self._points) if self._points else bezier(a, b)
         self.prepareGeometryChange()
         self.setPath(path)
         self._place_label()
+
+    def _route(self, a: tuple, b: tuple, scene) -> list | None:
+        src, dst = self.source.node, self.target.node
+        index = getattr(scene, "card_index", None)
+        if index is None:
+            return None
+        area = [min(a[0], b[0]) - 40, min(a[1], b[1]) - SEARCH,
+                max(a[0], b[0]) + 40, max(a[1], b[1]) + SEARCH]
+        for _ in range(3):  # a detour may leave the area looked at: look again around it
+            entries = index.query(scene.nodes.values(), *area)
+            self._cards = [e[:4] for e in entries if e[4] is not src and e[4] is not dst]
+            points = route(a, b, self._cards, _rect(src), _rect(dst))
+            if points is None:
+                return None
+            xs, ys = [p[0] for p in points], [p[1] for p in points]
+            lo_x, lo_y, hi_x, hi_y = min(xs) - 20, min(ys) - 20, max(xs) + 20, max(ys) + 20
+            if lo_x >= area[0] and lo_y >= area[1] and hi_x <= area[2] and hi_y <= area[3]:
+                return points
+            area = [min(area[0], lo_x), min(area[1], lo_y - SEARCH), max(area[2], hi_x),
+                    max(area[3], hi_y + SEARCH)]
+        return points
 
     def set_label(self, text: str) -> None:
         if text != self.label:
@@ -81,13 +167,42 @@ class WireItem(QGraphicsPathItem):
 
     def _place_label(self) -> None:
         if self.label:
-            mid = self.path().pointAtPercent(0.5)
-            w = QFontMetricsF(LABEL_FONT).horizontalAdvance(self.label) + 8
-            self._label_rect = QRectF(mid.x() - w / 2, mid.y() - 7, w, 14)
+            scale = _label["scale"]
+            w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
+            h = 14.0 * scale
+            mid = self._label_centre(w, h)
+            self._label_rect = QRectF() if mid is None else \
+                QRectF(mid[0] - w / 2, mid[1] - h / 2, w, h)
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
             self._label_rect)
+
+    def relabel(self) -> None:
+        """Place the label again (its size changed with the zoom)."""
+        if self.label:
+            self.prepareGeometryChange()
+            self._place_label()
+            self.update()
+
+    def _label_centre(self, width: float, height: float) -> tuple[float, float] | None:
+        """On the wire (or beside it), clear of every card and port dot; None when the wire
+        has no room for it (then only its tooltip shows the shape)."""
+        a, b = self.source.anchor(), self.target.anchor()
+        if self._points:
+            points = self._points
+        else:
+            dx = max(40.0, abs(b.x() - a.x()) * 0.5)
+            points = curve_points(((a.x(), a.y()), (a.x() + dx, a.y()), (b.x() - dx, b.y()),
+                                   (b.x(), b.y())), 16)
+        cards = [*getattr(self, "_cards", []), _rect(self.source.node), _rect(self.target.node)]
+        avoid = [(r[0] - 4, r[1] - 4, r[2] + 4, r[3] + 4) for r in cards]
+        return label_spot(points, width, height, avoid, [(a.x(), a.y()), (b.x(), b.y())])
+
+    def itemChange(self, change, value):
+        if change == QGraphicsItem.GraphicsItemChange.ItemSceneHasChanged and value is not None:
+            self.update_path()  # now the cards around it can be seen (unless many are added)
+        return super().itemChange(change, value)
 
     def _update_tooltip(self) -> None:
         lines = [html.escape(str(self.edge))]
@@ -125,14 +240,15 @@ class WireItem(QGraphicsPathItem):
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self.path())
-        if self.label:
+        if self.label and not self._label_rect.isEmpty():
             self._paint_label(painter, color)
 
     def _paint_label(self, painter: QPainter, color: QColor) -> None:
         painter.setPen(QPen(color.darker(130), 1.0))
         painter.setBrush(QColor(theme.LABEL_BG))
-        painter.drawRoundedRect(self._label_rect, 7, 7)
-        painter.setFont(LABEL_FONT)
+        radius = self._label_rect.height() / 2
+        painter.drawRoundedRect(self._label_rect, radius, radius)
+        painter.setFont(_label["font"])
         painter.setPen(QColor(theme.TEXT))
         painter.drawText(self._label_rect, Qt.AlignmentFlag.AlignCenter, self.label)
 

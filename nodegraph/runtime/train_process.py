@@ -11,12 +11,16 @@ The protocol, one pickled tuple per message:
 
     editor -> process: ("train", graph text, folder, trusted modules, options, torch threads)
                        ("stop",) ("pause",) ("resume",)
-    process -> editor: ("events", [event, ...])   batched as `EventBatcher` does
+    process -> editor: ("ready",)   once, first: warm (`warm`), a run starts at once now
+                       ("events", [event, ...])   batched as `EventBatcher` does
                        ("failed", message, node id or None)
                        ("done", result payload or None)
 
 A process serves one job at a time and then waits for the next, so the editor starts one
-ahead (importing torch takes seconds) and keeps it (`acquire`, `release`). The process's
+ahead and keeps it (`acquire`, `release`). A new process first warms up: it imports torch,
+the trainer and the blocks and trains a tiny network once (seconds, more on a busy
+machine), then says it is ready; until then the editor trains in a thread of its own
+(`acquire(ready_only=True)` gives no process), so the first Train never waits for it. The process's
 own stdout is the channel; anything a block prints goes to stderr instead. When the editor
 closes the process's stdin, it stops the run and exits.
 """
@@ -131,9 +135,38 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
                 control.resume()
 
     threading.Thread(target=read_messages, daemon=True, name="nodegraph-jobs").start()
+    warm()
+    write(("ready",))
     while (job := jobs.get()) is not None:
         (_, text, folder, trusted, options, threads), run_control = job
         write(_run(text, folder, trusted, options, threads, run_control, write))
+
+
+def warm() -> None:
+    """Import and run once what every run needs (torch, the trainer, the blocks' registry,
+    compiling, an optimizer step), so that the first job starts as fast as later ones."""
+    import torch
+
+    import nodegraph
+    from nodegraph.runtime.train import train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        g = nodegraph.Graph("warm-up")
+        g.add("data.XOR", "data")
+        g.add("layers.Linear", "fc", out_features=1)
+        g.add("losses.BCEWithLogits", "loss")
+        g.add("optimizers.Adam", "opt")
+        g.connect(("data", "x"), ("fc", "input"))
+        g.connect(("fc", "output"), ("loss", "input"))
+        g.connect(("data", "y"), ("loss", "target"))
+        g.connect(("loss", "loss"), ("opt", "loss"))
+        train(g, epochs=1, device="cpu")
+    except Exception as e:  # a broken install shows in the first real run, with its node
+        print(f"nodegraph training process: warm-up failed: {e}", file=sys.stderr)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _run(text: str, folder: str | None, trusted: list[str], options: dict, threads: int,
@@ -188,6 +221,20 @@ class TrainingProcess:
             [sys.executable, "-m", "nodegraph.runtime.train_process"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env)
         self._lock = threading.Lock()
+        self.ready = threading.Event()  # set once the process said it is warm
+        self._waiting = threading.Thread(target=self._await_ready, daemon=True,
+                                         name="nodegraph-train-warm")
+        self._waiting.start()
+
+    def _await_ready(self) -> None:
+        """Read the process's first message, ("ready",), in the background (plain Python:
+        no Qt here), so that the editor knows without waiting whether a run starts at once."""
+        try:
+            message = pickle.load(self.popen.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return
+        if message == ("ready",):
+            self.ready.set()
 
     @property
     def alive(self) -> bool:
@@ -220,6 +267,9 @@ class TrainingProcess:
 
     def receive(self) -> tuple | None:
         """The next message, or None when the process has ended."""
+        self._waiting.join()  # the first message is the warm-up's, read there
+        if not self.ready.is_set():
+            return None
         try:
             return pickle.load(self.popen.stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
@@ -256,12 +306,19 @@ _idle: list[TrainingProcess] = []
 _all: list[TrainingProcess] = []
 
 
-def acquire() -> TrainingProcess:
-    """A waiting process (started ahead by `prewarm`), or a new one."""
-    while _idle:
-        process = _idle.pop()
-        if process.alive:
+def acquire(ready_only: bool = False) -> TrainingProcess | None:
+    """A waiting process (started ahead by `prewarm`), or a new one. With `ready_only`,
+    only a process that finished warming up, else None (one is started to warm meanwhile):
+    the caller trains elsewhere rather than wait."""
+    _idle[:] = [p for p in _idle if p.alive]
+    for process in reversed(_idle):
+        if process.ready.is_set() or not ready_only:
+            _idle.remove(process)
             return process
+    if ready_only:
+        if not _idle:
+            _idle.append(_start())
+        return None
     return _start()
 
 
@@ -279,6 +336,14 @@ def prewarm() -> None:
             _idle.append(_start())
         except OSError:
             pass
+
+
+def wait_ready(timeout_s: float = 120.0) -> bool:
+    """Block until a process started ahead has warmed up (scripts and tests that want
+    the next run in a process); False when none is ready in time."""
+    prewarm()
+    waiting = [p for p in _idle if p.alive]
+    return any(p.ready.wait(timeout_s) for p in waiting[:1])
 
 
 def _start() -> TrainingProcess:

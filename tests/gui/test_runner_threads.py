@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QGraphicsRectItem, QGraphicsScene, QMenu
 import nodegraph
 from nodegraph.gui import collector, runner
 from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+from nodegraph.runtime import train_process
 
 
 class QtLitter:
@@ -134,6 +135,7 @@ def test_garbage_the_gui_dropped_is_freed_on_the_gui_thread_during_runs(qtbot, m
     litter.timer.start()
     try:
         process_runner = TrainingRunner()
+        assert train_process.wait_ready()  # until it is warm, a run trains in a thread
         for i in range(4):
             process_runner.start(xor_graph(), i, epochs=5)
             assert isinstance(process_runner._worker, _ProcessWorker)

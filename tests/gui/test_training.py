@@ -180,8 +180,10 @@ def test_axes_hold_still_during_a_run_and_fit_at_its_end(xor_window):
 
 def test_runs_train_in_a_process_of_their_own_and_survive_its_end(make_window, tmp_path):
     from nodegraph.gui.runner import _ProcessWorker
+    from nodegraph.runtime import train_process
 
     w = make_window(slow_graph(tmp_path / "slow.json"))
+    assert train_process.wait_ready()  # until it is warm, a run trains in a thread
     assert w.start_training()
     assert w.run_status.text == "starting the run…" and w.run_status.bar.maximum() == 0
     worker = w.runner._worker
@@ -232,6 +234,22 @@ def test_a_run_that_never_started_leaves_no_busy_bar(window):
     assert status.isVisible() and status.bar.maximum() == 0
     window._on_run_state("idle")  # e.g. the process died before the run's first event
     assert not status.isVisible()
+
+
+def test_the_first_train_does_not_wait_for_the_process_to_warm_up(monkeypatch, qtbot):
+    from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+    from nodegraph.runtime import train_process
+
+    monkeypatch.setattr(train_process, "_idle", [])
+    runner = TrainingRunner()  # starts a process, which imports torch and trains once
+    assert not train_process._idle[0].ready.is_set()
+    runner.start(nodegraph.load("examples/xor.json"), 0, epochs=3)
+    assert not isinstance(runner._worker, _ProcessWorker)  # here, at once
+    assert runner.wait(30) and len(runner.result.history) == 3
+    assert train_process.wait_ready()
+    runner.start(nodegraph.load("examples/xor.json"), 1, epochs=3)
+    assert isinstance(runner._worker, _ProcessWorker)  # warm now: runs go there
+    assert runner.wait(30) and len(runner.result.history) == 3
 
 
 def test_where_no_training_process_starts_runs_train_in_a_thread(monkeypatch, qtbot):

@@ -1,0 +1,177 @@
+"""Block search that knows ML: abbreviations, what usually comes next, recents, favourites.
+
+`rank(query, specs, context, recent, favourites)` orders blocks for the palette, the Tab
+search and the loose-wire popup (Qt-free, so it is tested without a window):
+
+- the typed text first (`fuzzy.block_score`), where the words people use count as the
+  name: "xent" and "ce" are CrossEntropy, "bn" BatchNorm, "mha" MultiHeadSelfAttention,
+  "fc" and "dense" Linear, "conv" Conv2d (`SYNONYMS`);
+- then what fits the wire being drawn: a block whose first input takes it before one
+  that only takes it on a side port (a loss's `target`);
+- then what usually follows the block the wire leaves (`FOLLOWS`): after a layer's
+  output (logits) the losses and metrics, after a loss the optimizers;
+- then the user's favourites and most recent blocks, and the blocks most networks use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from nodegraph.gui.fuzzy import block_score
+from nodegraph.model.spec import BlockSpec
+
+# what people type -> block names it means (the block's name after the family)
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "xent": ("CrossEntropy",), "ce": ("CrossEntropy",), "crossent": ("CrossEntropy",),
+    "nll": ("CrossEntropy", "GaussianNLL"), "softmaxloss": ("CrossEntropy",),
+    "bce": ("BCEWithLogits", "BCE"), "logloss": ("BCEWithLogits", "BCE"),
+    "bn": ("BatchNorm2d", "BatchNorm1d"), "batchnorm": ("BatchNorm2d", "BatchNorm1d"),
+    "ln": ("LayerNorm",), "in": ("InstanceNorm2d",),
+    "mha": ("MultiHeadSelfAttention", "MultiHeadCrossAttention"),
+    "attn": ("MultiHeadSelfAttention", "ScaledDotProduct", "MultiHeadCrossAttention"),
+    "attention": ("MultiHeadSelfAttention", "ScaledDotProduct"),
+    "selfattention": ("MultiHeadSelfAttention",), "transformer": ("TransformerEncoderBlock",),
+    "fc": ("Linear",), "dense": ("Linear",), "affine": ("Linear",), "mlp": ("Linear",),
+    "fullyconnected": ("Linear",), "perceptron": ("Linear",),
+    "conv": ("Conv2d", "Conv1d"), "cnn": ("Conv2d",), "convolution": ("Conv2d", "Conv1d"),
+    "deconv": ("ConvTranspose2d",), "upconv": ("ConvTranspose2d",),
+    "pool": ("MaxPool2d", "AvgPool2d"), "gap": ("GlobalAvgPool",),
+    "drop": ("Dropout",), "emb": ("Embedding",), "embed": ("Embedding",),
+    "rnn": ("RNN", "LSTM", "GRU"), "l2": ("MSE", "L2Penalty"), "mse": ("MSE",),
+    "l1": ("MAE", "L1Penalty"), "kl": ("KLDivergence", "GaussianKL"),
+    "svm": ("Hinge",), "acc": ("Accuracy",), "lr": ("Cosine", "Step", "WarmUp"),
+    "sum": ("Add",), "plus": ("Add",), "residual": ("ResidualAdd",), "skip": ("ResidualAdd",),
+    "cat": ("Concat",), "view": ("Reshape",), "transpose": ("Permute",),
+    "norm": ("LayerNorm", "BatchNorm2d", "BatchNorm1d"), "sigm": ("Sigmoid",),
+    "logistic": ("Sigmoid",), "swish": ("SiLU",),
+}
+# the blocks most networks use: a small lift among equals (after logits, CrossEntropy
+# before GaussianKL)
+POPULAR = {
+    "losses.CrossEntropy": 4.0, "losses.MSE": 3.5, "losses.BCEWithLogits": 3.5,
+    "metrics.Accuracy": 3.8, "metrics.R2": 2.0, "optimizers.Adam": 4.0, "optimizers.SGD": 3.0,
+    "optimizers.AdamW": 2.5, "layers.Linear": 4.0, "layers.Conv2d": 3.0,
+    "activations.ReLU": 4.0, "activations.Tanh": 2.5, "activations.GELU": 2.0,
+    "activations.Sigmoid": 2.0, "norm.BatchNorm2d": 2.0, "norm.LayerNorm": 2.0,
+    "layers.Flatten": 2.0, "layers.MaxPool2d": 2.0, "layers.Dropout": 1.5,
+}
+SYNONYM_SCORE = 900.0  # under an exact name (1000), over any fuzzy match
+
+# block family (or full id) -> families that usually read its output, best first
+FOLLOWS: dict[str, tuple[str, ...]] = {
+    "layers": ("losses", "metrics", "activations", "norm", "layers"),
+    "attention": ("attention", "norm", "layers", "losses"),
+    "recurrent": ("layers", "losses", "metrics"),
+    "graph": ("activations", "losses", "metrics", "graph"),
+    "activations": ("layers", "norm", "losses", "metrics"),
+    "norm": ("activations", "layers"),
+    "data": ("layers", "norm", "attention", "recurrent", "losses", "metrics"),
+    "losses": ("optimizers", "losses"),
+    "schedules": ("optimizers",),
+    "generative": ("optimizers", "losses"),
+    "samplers": ("layers", "groups"),
+    "layers.Flatten": ("layers", "norm", "activations"),
+    "layers.Dropout": ("layers", "losses", "metrics"),
+    "layers.Conv2d": ("activations", "norm", "layers"),
+    "layers.Conv1d": ("activations", "norm", "layers"),
+}
+FOLLOW_SCORE = 12.0  # for the first family of FOLLOWS; a little less for each later one
+PRIMARY_SCORE = 6.0  # the wire would go into the block's first input
+FAVOURITE_SCORE = 8.0
+RECENT_SCORE = 5.0  # for the most recent block; less for older ones
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where the search was opened: the block a loose wire leaves (or enters) and how each
+    offered block would take it (block id -> the port it would be wired to)."""
+
+    block: str | None = None  # the block type at the wire's other end
+    output: bool = True  # the wire leaves that block's output (offer blocks that read it)
+    ports: tuple[tuple[str, str], ...] = ()  # (block id, the port the wire would use)
+    port: str = ""  # the port the wire comes from
+
+
+def synonym_score(query: str, spec: BlockSpec) -> float | None:
+    """SYNONYM_SCORE (less for a later meaning) when `query` is a word that names `spec`."""
+    names = SYNONYMS.get(query.strip().lower().replace(" ", "").replace("-", ""))
+    if not names:
+        return None
+    name = spec.id.split(".", 1)[1]
+    return SYNONYM_SCORE - names.index(name) if name in names else None
+
+
+def text_score(query: str, spec: BlockSpec) -> float | None:
+    """How well the typed text names `spec` (None: not at all)."""
+    fuzzy = block_score(query, spec)
+    word = synonym_score(query, spec)
+    if word is None:
+        return fuzzy
+    return max(word, fuzzy or 0.0)
+
+
+def follow_score(context: Context | None, spec: BlockSpec) -> float:
+    """How usual `spec` is at the other end of the context's wire."""
+    if context is None or context.block is None:
+        return 0.0
+    score = 0.0
+    if context.output:
+        family = context.block.split(".", 1)[0]
+        follows = FOLLOWS.get(context.block) or FOLLOWS.get(family, ())
+        if context.port in ("y", "target", "labels"):  # the answers go to losses and metrics
+            follows = ("losses", "metrics")
+        if spec.category in follows:
+            score += FOLLOW_SCORE - 2.0 * follows.index(spec.category)
+    else:  # offered blocks feed the context's block: what usually comes before it
+        family = context.block.split(".", 1)[0]
+        before = [f for f, after in FOLLOWS.items() if "." not in f and family in after]
+        if spec.category in before:
+            score += FOLLOW_SCORE / 2
+    ports = dict(context.ports)
+    port = ports.get(spec.id)
+    if port is not None:
+        side = spec.inputs if context.output else spec.outputs
+        if side and side[0].name == port:
+            score += PRIMARY_SCORE
+    return score
+
+
+def rank(query: str, specs: Iterable[BlockSpec], context: Context | None = None,
+         recent: Sequence[str] = (), favourites: Iterable[str] = ()) -> list[BlockSpec]:
+    """The specs matching `query` (all when it is empty), best first (ties by id)."""
+    favourite = set(favourites)
+    recency = {b: RECENT_SCORE * (1 - i / max(len(recent), 1)) for i, b in enumerate(recent)}
+    scored = []
+    for spec in specs:
+        text = text_score(query, spec) if query.strip() else 0.0
+        if text is None:
+            continue
+        extra = follow_score(context, spec) + recency.get(spec.id, 0.0) \
+            + POPULAR.get(spec.id, 0.0)
+        if spec.id in favourite:
+            extra += FAVOURITE_SCORE
+        scored.append((text + extra, spec))
+    scored.sort(key=lambda pair: (-pair[0], pair[1].id))
+    return [spec for _, spec in scored]
+
+
+def context_for(graph, ref: tuple[str, str], output: bool, specs: Iterable[BlockSpec]
+                ) -> Context:
+    """The context of a wire dropped loose from port `ref` (an output when `output`)."""
+    from nodegraph.gui.wiring import compatible_input, compatible_output
+
+    node = graph.nodes.get(ref[0])
+    ports = []
+    for spec in specs:
+        port = compatible_input(graph, ref, spec) if output else \
+            compatible_output(graph, ref, spec)
+        if port is not None:
+            ports.append((spec.id, port.name))
+    return Context(node.type if node is not None else None, output, tuple(ports), ref[1])
+
+
+def context_after(graph, node_id: str | None) -> Context | None:
+    """The context of a search opened with `node_id` selected: what usually follows it."""
+    node = graph.nodes.get(node_id) if node_id else None
+    return Context(node.type, True) if node is not None else None
