@@ -28,6 +28,7 @@ import torch
 from nodegraph import checkpoint, distributed, outputs, settings
 from nodegraph.compile import Compiled, Key, OptimizerRun, compile
 from nodegraph.errors import NodegraphError, NodeRuntimeError, ValidationError
+from nodegraph.estimators_fit import fit_estimators
 from nodegraph.events import (
     Emitter,
     EpochEnded,
@@ -151,11 +152,13 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     group = distributed.current()
     device = distributed.setup(group, opts.device) if group else opts.device
     compiled = compile_for(graph, opts, device)
+    events = events or Emitter()
+    fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
     if prepare is not None:
         prepare(compiled)
     if group:
         torch.manual_seed(opts.seed + group.rank)  # same weights everywhere, own dropout masks
-    return Trainer(compiled, opts, events or Emitter(), control or RunControl(),
+    return Trainer(compiled, opts, events, control or RunControl(),
                    Path(checkpoint_dir) if checkpoint_dir else None, group).run(resume)
 
 
