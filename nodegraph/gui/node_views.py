@@ -539,6 +539,11 @@ def views_for(compiled: Compiled, node: str) -> list[View]:
     """The tabs that fit `node`: live tabs always (for a block that computes), model tabs
     by the kind of block and the shapes of its outputs."""
     spec = compiled.graph.registry.get(compiled.graph.nodes[node].type)
+    from nodegraph.gui import node_views_trees  # imports View from here
+
+    special = node_views_trees.views_for(compiled, node)  # fitted trees, weight paths
+    if special is not None:
+        return special
     if spec.kind == "procedure":
         return [TrajectoryView(node)]
     if spec.kind not in ("op",) and not compiled.graph.nodes[node].type.startswith("group."):

@@ -93,6 +93,11 @@ class NodegraphError(Exception):
     """Base of every error a user can cause; its message is meant to be shown as it is."""
 
 
+class Unexportable(NodegraphError):
+    """Something that has no faithful Python source; the message says why. Raised by the
+    export, and by a block's `export` hook when a plain PyTorch script cannot do its job."""
+
+
 class GraphError(NodegraphError):
     """An edit the graph refuses (unknown id, bad port, duplicate wire, ...)."""
 

@@ -34,6 +34,11 @@ building, compile calls ``module.bind(modules)`` with those nodes' modules by id
 must keep them without registering them as submodules (so weights are not duplicated). A
 procedure declares ``binds="model"``: the runner hands the named node to its context.
 
+An op block whose module is a `nodegraph.kinds.estimator.Estimator` (a decision tree, a
+k-NN classifier: `nodes/estimators.py`) learns by a fit on the whole train split when a run
+starts, not from an optimizer; it is still an op, so it validates, wires and feeds metrics
+like one.
+
 An op block whose module is built from large tensors computed from its params (a Hopfield
 network's weight matrix from its patterns) declares ``export=fn``: ``fn(p, x)`` returns a
 plain function and keyword arguments that build the same module, and the Python export

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from nodegraph.kinds.estimator import fit_estimators
 from nodegraph.model import outputs, settings
 from nodegraph.model.errors import NodegraphError, NodeRuntimeError, ValidationError
 from nodegraph.model.errors import first_line as _first_line
@@ -153,11 +154,13 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     group = distributed.current()
     device = distributed.setup(group, opts.device) if group else opts.device
     compiled = compile_for(graph, opts, device)
+    events = events or Emitter()
+    fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
     if prepare is not None:
         prepare(compiled)
     if group:
         torch.manual_seed(opts.seed + group.rank)  # same weights everywhere, own dropout masks
-    return Trainer(compiled, opts, events or Emitter(), control or RunControl(),
+    return Trainer(compiled, opts, events, control or RunControl(),
                    Path(checkpoint_dir) if checkpoint_dir else None, group).run(resume)
 
 

@@ -15,13 +15,9 @@ import textwrap
 import types
 from collections.abc import Iterator
 
-from nodegraph.model.errors import NodegraphError
+from nodegraph.model.errors import Unexportable
 
 LINE = 99  # the longest line written (the project's ruff limit is 100)
-
-
-class Unexportable(NodegraphError):
-    """Something that has no faithful Python source; the message says why."""
 
 
 def expr(text: str) -> ast.expr:
