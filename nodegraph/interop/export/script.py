@@ -24,6 +24,7 @@ from nodegraph.interop.export.model import (
 from nodegraph.interop.export.record import Recorder
 from nodegraph.interop.export.source import Source
 from nodegraph.interop.export.syntax import (
+    LINE,
     Unexportable,
     attribute_path,
     call_lines,
@@ -76,9 +77,12 @@ class ScriptWriter:
                          + ("  # 0: the whole split in one step" if size == 0 else ""))
         lines.append(f"EVAL_BATCH_SIZE = {self.opts['eval_batch_size']}")
         objective = [o.loss_key[0] for o in self.c.optimizers] or list(self.parts.losses)
+        objective_line = f"OBJECTIVE = {self.source.value(tuple(objective))}"
+        comment = "# what the optimizers minimise, reported as `loss`"
         lines += [f"LOSSES = {self.source.value(tuple(self.parts.losses))}",
-                  f"OBJECTIVE = {self.source.value(tuple(objective))}  # what the optimizers "
-                  "minimise, reported as `loss`"]
+                  *([f"{objective_line}  {comment}"]
+                    if len(objective_line) + len(comment) + 2 <= LINE
+                    else [comment, objective_line])]
         if self._tracks_best():
             key = self.opts["monitor"] or ("val.loss" if self._has_val() else "train.loss")
             rises = settings.monitor_rises(key, self.opts["mode"])
@@ -327,6 +331,8 @@ class ScriptWriter:
                 continue
             items.append(f'"{m.node}": {callee}({", ".join(parts)})')
         lines = [f"{I1}metrics = {{" + ", ".join(items) + "}"]
+        if len(lines[0]) > LINE:  # one entry per line
+            lines = [f"{I1}metrics = {{", *(f"{I1}    {item}," for item in items), f"{I1}}}"]
         for m in self.c.metrics:
             if self.c.report.specs[m.node].binds:  # a metric of other blocks' weights
                 bound = ", ".join(f'"{n}": model.{n}' for n in bound_nodes(self.c, m.node))
