@@ -179,25 +179,30 @@ class Trainer:
         self.active: list[OptimizerRun] = list(compiled.optimizers)  # the stage's optimizers
         self.state = LoopState(stages_of(opts["stages"], [o.node for o in compiled.optimizers],
                                          opts["epochs"]))
+        key = opts["monitor"] or ("val.loss" if self.has_val else "train.loss")
+        self.monitor = Monitor(key, settings.monitor_rises(key, opts["mode"]), opts["min_delta"])
+        self.best = (BestWeights(self.monitor, opts["restore_best"])
+                     if opts["patience"] is not None or opts["monitor"] else None)
         self.callbacks = Callbacks([*self._own_callbacks(), *callbacks])
 
     def _own_callbacks(self) -> list[Callback]:
-        opts, events = self.opts, self.events
-        key = opts["monitor"] or ("val.loss" if self.has_val else "train.loss")
-        monitor = Monitor(key, settings.monitor_rises(key, opts["mode"]), opts["min_delta"])
-        best = (BestWeights(monitor, opts["restore_best"])
-                if opts["patience"] is not None or opts["monitor"] else None)
-        own: list[Callback | None] = [
-            StageSchedule(), monitor, best,
-            WeightSnapshots() if events.wants(WeightsSnapshot) else None,
-            EarlyStopping(monitor, opts["patience"]) if opts["patience"] is not None else None,
-            Checkpointing(self.checkpoint_dir, opts["checkpoint_every"], monitor, best,
-                          writes=self.ddp is None or self.ddp.writes)
-            if self.checkpoint_dir else None,
-            Probing(Prober(opts["probe_every"], opts["probe_budget"], opts["probe_rate"]),
-                    output_ports(self.c.module)) if events.wants(ProbeFrame) else None]
-        self.best = best
-        return [cb for cb in own if cb is not None]
+        """The units every run has, and those its options and listeners ask for, in the
+        order their hooks must run."""
+        opts, events, monitor = self.opts, self.events, self.monitor
+        own: list[Callback] = [StageSchedule(), monitor]
+        if self.best is not None:
+            own.append(self.best)
+        if events.wants(WeightsSnapshot):
+            own.append(WeightSnapshots())
+        if opts["patience"] is not None:
+            own.append(EarlyStopping(monitor, opts["patience"]))
+        if self.checkpoint_dir:
+            own.append(Checkpointing(self.checkpoint_dir, opts["checkpoint_every"], monitor,
+                                     self.best, writes=self.ddp is None or self.ddp.writes))
+        if events.wants(ProbeFrame):
+            own.append(Probing(Prober(opts["probe_every"], opts["probe_budget"],
+                                      opts["probe_rate"]), output_ports(self.c.module)))
+        return own
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -208,20 +213,20 @@ class Trainer:
             raise NodegraphError("resuming needs a checkpoint directory")
         state.resume = resume
         try:
-            hooks.on_run_start(self)
+            hooks.on_run_start(self)  # a resumed run's state comes back here
             steps = self.primary.num_batches("train") if self.primary is not None else 0
             self.events.emit(RunStarted(state.total, steps, state.epoch + 1, str(c.device),
                                         c.parameter_count()))
             while not state.finished:
                 self._epoch(steps)
-            hooks.on_run_end(self)
+            hooks.on_run_end(self)  # everything unfrozen; the best weights back
         except BaseException as e:
             hooks.on_exception(self, e)
             raise
         final = {} if state.cancelled else {s: self.evaluate(s) for s in ("train", "val", "test")
                                             if self.primary is not None and self.primary.has(s)}
         result = RunResult(state.history, final, c, state.stopped_early, state.cancelled,
-                           self.best.monitor.best_epoch if self.best else None)
+                           self.monitor.best_epoch if self.best else None)
         self.events.emit(RunFinished(state.history, final, state.stopped_early, state.cancelled))
         return result
 
@@ -241,7 +246,7 @@ class Trainer:
             state.cancelled = True
             self.events.emit(Message(f"stopped by request during epoch {state.epoch}"))
             return
-        state.train, state.val = train_stats, self.evaluate("val") if self.has_val else {}
+        state.train, state.val = train_stats, (self.evaluate("val") if self.has_val else {})
         for o in self.active:
             if o.scheduler is not None and not o.per_step:
                 o.scheduler.step()
