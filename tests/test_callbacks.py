@@ -493,3 +493,14 @@ def test_an_unwatched_run_has_no_step_hooks():
     watched.subscribe(lambda f: None, ProbeFrame)
     trainer = Trainer(nodegraph.compile(g), opts, watched, RunControl(), None)
     assert [type(cb) for cb in trainer.callbacks.step_end] == [Probing]
+
+
+def test_a_callback_can_end_the_run():
+    class StopAfterTwo(Callback):
+        def on_epoch_end(self, trainer):
+            if trainer.state.epoch == 2:
+                trainer.state.end_stage()
+
+    result = nodegraph.train(line(), epochs=5, callbacks=[StopAfterTwo()])
+    assert [h["epoch"] for h in result.history] == [1, 2] and result.stopped_early
+    assert set(result.final) == {"train", "val"}  # a stop, not a cancel: evaluated as usual
