@@ -56,3 +56,26 @@ def test_bad_stages_are_reported(stage, text):
     g.training["stages"] = [stage]
     problems = nodegraph.validate(g).problems
     assert any(p.port == "training.stages" and text in p.message for p in problems), problems
+
+
+def impatient(second_stage_epochs: int):
+    g = staged()
+    g.set_param("opt1", "lr", 0.9)  # the first stage stalls after a few epochs
+    g.training["stages"][0]["epochs"] = 30
+    g.training["stages"][1]["epochs"] = second_stage_epochs
+    g.training["patience"] = 2
+    return g
+
+
+def test_early_stopping_ends_a_stage_and_the_next_starts_with_a_fresh_watch():
+    result = nodegraph.train(impatient(3))
+    stages = [h["stage"] for h in result.history]
+    first = stages.count("first")
+    assert first < 30 and stages[first:] == ["second"] * 3 and not result.stopped_early
+    assert result.best_epoch > first  # the best of the last stage, not of the whole run
+
+
+def test_early_stopping_before_stages_without_epochs_ends_the_run():
+    result = nodegraph.train(impatient(0))
+    assert result.stopped_early and len(result.history) < 30
+    assert {h["stage"] for h in result.history} == {"first"}

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodegraph.model.errors import NodegraphError, NodeRuntimeError
+from nodegraph.model.errors import NodegraphError, NodeRuntimeError, first_line
 
 
 class NotFittedError(Exception):
@@ -138,7 +138,7 @@ def fit_estimators(compiled, emit: Callable[[str], Any] | None = None) -> list[s
         except NodegraphError as e:
             raise NodeRuntimeError(node, str(e)) from None
         except (ValueError, TypeError) as e:  # scikit-learn's words for data it refuses
-            message = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            message = first_line(e)
             raise NodeRuntimeError(node, f"the fit failed: {message}") from None
         fitted.append(node)
         if emit is not None:

@@ -24,7 +24,13 @@ from nodegraph.kinds.datameta import materialise
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.metric import Metric
 from nodegraph.model import allowlist
-from nodegraph.model.errors import NodegraphError, NodeRuntimeError, Problem, ValidationError
+from nodegraph.model.errors import (
+    NodegraphError,
+    NodeRuntimeError,
+    Problem,
+    ValidationError,
+    first_line,
+)
 from nodegraph.model.graph import Graph
 from nodegraph.model.types import LOSS
 
@@ -60,7 +66,7 @@ class GraphModule(nn.Module):
         except NodegraphError:
             raise
         except Exception as e:
-            message = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            message = first_line(e)
             raise NodeRuntimeError(node, f"{type(e).__name__}: {message}") from e
         return values
 
@@ -309,7 +315,7 @@ def _built(node: str, spec, params: dict, target: Any):
     except NodegraphError:
         raise
     except Exception as e:
-        message = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        message = first_line(e)
         raise ValidationError([Problem(node, None, "bad_config",
                                        f"{spec.id} '{node}': {message}")]) from None
 

@@ -1,0 +1,154 @@
+"""The hooks the training loop calls, and the state it shares with them.
+
+The loop (`nodegraph.runtime.train.Trainer.run`) only walks the epochs: for each, it trains the
+steps, evaluates the val split and records the history. Everything else — stages, the
+monitored number, best weights, weight snapshots, early stopping, checkpoints, probes — is a
+`Callback` called at fixed points, in the manner of Keras callbacks and Lightning hooks:
+
+    on_run_start                      once, before the first epoch (resume loads here)
+      on_stage_start(fresh)           when the schedule enters a stage
+      on_epoch_start                  the module is in train mode; the steps follow
+        on_step_start / on_step_end   around each step's optimizer updates
+      on_validation_end               the epoch's numbers are in `state.train` / `state.val`
+      (the loop records the history entry and emits EpochEnded)
+      on_epoch_end                    `state.index` already points at the next epoch
+    on_run_end                        once, also after a stop by request
+    on_exception(error)               instead of on_run_end when the run fails
+
+A hook receives the trainer; callbacks read `trainer.state` (a `LoopState`), `trainer.c`
+(the compiled graph), `trainer.events`, and move the run with `state.end_stage()`. A
+callback defines only the hooks it needs; the step hooks are called only on callbacks
+that define them, so an unwatched run pays nothing per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+HOOKS = ("on_run_start", "on_stage_start", "on_epoch_start", "on_step_start", "on_step_end",
+         "on_validation_end", "on_epoch_end", "on_run_end", "on_exception")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A phase of training: which optimizers step, which nodes stay fixed, how long."""
+
+    name: str
+    epochs: int
+    optimizers: list[str]
+    frozen: list[str]
+
+
+@dataclass
+class LoopState:
+    """Where a run stands: the epoch schedule, the position in it, the history so far."""
+
+    stages: list[Stage]
+    schedule: list[tuple[int, int]] = field(init=False)  # (stage, epoch within it) per epoch
+    index: int = 0  # the next entry of `schedule` to train
+    epoch: int = 0  # epochs done; during an epoch's hooks, that epoch's number
+    stage: int | None = None  # the stage under way
+    global_step: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    train: dict[str, Any] = field(default_factory=dict)  # this epoch's numbers
+    val: dict[str, Any] = field(default_factory=dict)
+    improved: bool = False  # this epoch set a new best of the monitored number
+    resume: bool = False  # the run continues from a checkpoint
+    stopped_early: bool = False
+    cancelled: bool = False
+
+    def __post_init__(self) -> None:
+        self.schedule = [(si, k) for si, st in enumerate(self.stages) for k in range(st.epochs)]
+
+    @property
+    def total(self) -> int:
+        return len(self.schedule)
+
+    @property
+    def finished(self) -> bool:
+        """No epoch left in the schedule (or the run was stopped)."""
+        return self.index >= len(self.schedule) or self.cancelled
+
+    def end_stage(self) -> None:
+        """End the stage under way after this epoch; the next stage starts, or, when none
+        with epochs follows, the run ends early."""
+        following = next((i for i, (si, _) in enumerate(self.schedule) if si > self.stage),
+                         None)
+        if following is None:
+            self.index, self.stopped_early = len(self.schedule), True
+        else:
+            self.index = following
+
+
+class Callback:
+    """A unit of the training loop; override the hooks it needs (see the module doc)."""
+
+    def on_run_start(self, trainer) -> None:
+        pass
+
+    def on_stage_start(self, trainer, fresh: bool) -> None:
+        """`fresh`: the stage starts at its first epoch (not resumed in its middle)."""
+
+    def on_epoch_start(self, trainer) -> None:
+        pass
+
+    def on_step_start(self, trainer, values: dict) -> None:
+        pass
+
+    def on_step_end(self, trainer, values: dict) -> None:
+        """`values` holds every output the step computed."""
+
+    def on_validation_end(self, trainer) -> None:
+        pass
+
+    def on_epoch_end(self, trainer) -> None:
+        pass
+
+    def on_run_end(self, trainer) -> None:
+        pass
+
+    def on_exception(self, trainer, error: BaseException) -> None:
+        pass
+
+
+class Callbacks:
+    """Calls each hook on the callbacks, in their order."""
+
+    def __init__(self, callbacks: Iterable[Callback]):
+        self.all = list(callbacks)
+        self.step_start = self.defining("on_step_start")
+        self.step_end = self.defining("on_step_end")
+
+    def defining(self, hook: str) -> list[Callback]:
+        """The callbacks that override `hook`."""
+        return [cb for cb in self.all if getattr(type(cb), hook) is not getattr(Callback, hook)]
+
+    def on_run_start(self, trainer) -> None:
+        for cb in self.all:
+            cb.on_run_start(trainer)
+
+    def on_stage_start(self, trainer, fresh: bool) -> None:
+        for cb in self.all:
+            cb.on_stage_start(trainer, fresh)
+
+    def on_epoch_start(self, trainer) -> None:
+        for cb in self.all:
+            cb.on_epoch_start(trainer)
+
+    def on_validation_end(self, trainer) -> None:
+        for cb in self.all:
+            cb.on_validation_end(trainer)
+
+    def on_epoch_end(self, trainer) -> None:
+        for cb in self.all:
+            cb.on_epoch_end(trainer)
+
+    def on_run_end(self, trainer) -> None:
+        for cb in self.all:
+            cb.on_run_end(trainer)
+
+    def on_exception(self, trainer, error: BaseException) -> None:
+        for cb in self.all:
+            cb.on_exception(trainer, error)

@@ -1,0 +1,86 @@
+"""Checkpoints: the whole state of a run (weights, optimizer and schedule states, random
+generators, history, position in the stage schedule, the monitor) written every
+`checkpoint_every` epochs and after the last, so `--resume` continues exactly where the run
+stopped: the same seed gives the same history, byte for byte, resumed or not. The best
+weights go beside it (`best.safetensors`) at each new best."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from nodegraph.model.errors import NodegraphError, first_line
+from nodegraph.model.events import Message
+from nodegraph.runtime import checkpoint
+from nodegraph.runtime.callbacks.base import Callback
+from nodegraph.runtime.callbacks.best import BestWeights
+from nodegraph.runtime.callbacks.monitor import Monitor
+
+
+class Checkpointing(Callback):
+    """Resumes from `directory` when the run asks to; writes to it after epochs (only
+    where `writes`: one rank of a distributed run)."""
+
+    def __init__(self, directory: Path, every: int, monitor: Monitor,
+                 best: BestWeights | None = None, writes: bool = True):
+        self.directory, self.every = Path(directory), every
+        self.monitor, self.best, self.writes = monitor, best, writes
+
+    def on_run_start(self, trainer) -> None:
+        if trainer.state.resume:
+            self.load(trainer)
+
+    def on_epoch_end(self, trainer) -> None:
+        s = trainer.state
+        if self.writes and (s.epoch % self.every == 0 or s.index >= s.total):
+            self.save(trainer)
+
+    def save(self, trainer) -> None:
+        c, s = trainer.c, trainer.state
+        tensors = {"rng/torch": torch.get_rng_state(),
+                   "rng/shuffle": trainer.shuffle_rng.get_state()}
+        if torch.cuda.is_available():
+            tensors["rng/cuda"] = torch.cuda.get_rng_state()
+        info = {"epoch": s.epoch, "next": s.index, "history": s.history,
+                "global_step": s.global_step, "monitor": self.monitor.state_dict(),
+                "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
+                              if o.scheduler is not None}}
+        checkpoint.save(self.directory, c.module.block_state(),
+                        {o.node: o.optimizer.state_dict() for o in c.optimizers}, tensors, info)
+        if s.improved and self.best is not None:
+            checkpoint.save_weights(self.directory / "best.safetensors", c.module.block_state())
+        trainer.events.emit(Message(f"checkpoint written: epoch {s.epoch}", "debug"))
+
+    def load(self, trainer) -> None:
+        """Put the run back as the last checkpoint left it."""
+        c, s, where = trainer.c, trainer.state, self.directory
+        weights, optimizers, tensors, info = checkpoint.load(where)
+        try:
+            c.module.load_block_state(weights)
+        except RuntimeError as e:
+            raise NodegraphError(f"the checkpoint in {where} does not fit this graph: "
+                                 f"{first_line(e)}") from None
+        try:
+            for o in c.optimizers:
+                if o.node in optimizers:
+                    o.optimizer.load_state_dict(optimizers[o.node])
+                if o.scheduler is not None and o.node in info.get("schedules", {}):
+                    o.scheduler.load_state_dict(info["schedules"][o.node])
+        except (ValueError, KeyError, TypeError) as e:  # torch's words for a foreign state
+            raise NodegraphError(f"the optimizer state in the checkpoint in {where} does not "
+                                 f"fit this graph's optimizers ({first_line(e)}); resume with "
+                                 "the graph that wrote it, or start afresh without --resume"
+                                 ) from None
+        torch.set_rng_state(tensors["rng/torch"])
+        trainer.shuffle_rng.set_state(tensors["rng/shuffle"])
+        if "rng/cuda" in tensors and torch.cuda.is_available():
+            torch.cuda.set_rng_state(tensors["rng/cuda"])
+        s.history = info["history"]
+        s.global_step = info.get("global_step", 0)
+        self.monitor.load_state_dict(info.get("monitor", {}))
+        best = where / "best.safetensors"
+        if self.best is not None and best.exists():
+            self.best.weights = checkpoint.load_file(str(best))
+        s.index, s.epoch = info.get("next", info["epoch"]), info["epoch"]
+        trainer.events.emit(Message(f"resumed from the checkpoint of epoch {info['epoch']}"))
