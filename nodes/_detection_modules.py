@@ -1,0 +1,215 @@
+"""The torch modules the detection blocks build (declarations in `nodes/detection.py`).
+
+Modules whose work depends on the values (NMS, matching, losses) answer meta inputs with
+empty outputs of the right shape, so validation infers shapes without running them.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from nodes import _detection_boxes as bx
+from nodes import _detection_heads as hd
+
+
+def _meta(*tensors: torch.Tensor | None) -> bool:
+    return any(t is not None and t.is_meta for t in tensors)
+
+
+def _valid(mask: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+    if mask is None:
+        return torch.ones(like.shape[:2], dtype=torch.bool, device=like.device)
+    return mask > 0.5
+
+
+class BoxIoU(nn.Module):
+    def __init__(self, kind: str):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, a, b):
+        f = bx.generalized_box_iou if self.kind == "giou" else bx.box_iou
+        return f(a, b)
+
+
+class BoxEncode(nn.Module):
+    def __init__(self, weights):
+        super().__init__()
+        self.weights = tuple(weights)
+
+    def forward(self, boxes, reference):
+        return bx.encode(boxes, reference, self.weights)
+
+
+class BoxDecode(BoxEncode):
+    def forward(self, deltas, reference):
+        return bx.decode(deltas, reference.detach(), self.weights)
+
+
+class GridEncode(nn.Module):
+    def __init__(self, grid: int, image_size: float, anchor: float):
+        super().__init__()
+        self.grid, self.image_size, self.anchor = grid, image_size, anchor
+
+    def forward(self, boxes, labels, mask):
+        if _meta(boxes):
+            return torch.empty(boxes.shape[0], self.grid, self.grid, 6, device="meta")
+        return hd.grid_encode(boxes, labels, mask, self.grid, self.image_size, self.anchor)
+
+
+class GridDecode(nn.Module):
+    def __init__(self, image_size: float, anchor: float):
+        super().__init__()
+        self.image_size, self.anchor = image_size, anchor
+
+    def forward(self, head):
+        return hd.grid_decode(head, self.image_size, self.anchor)
+
+
+class YOLOLoss(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = dict(image_size=p.image_size, anchor=p.anchor, box_loss=p.box_loss,
+                      w_obj=p.w_obj, w_noobj=p.w_noobj, w_box=p.w_box, w_cls=p.w_cls)
+
+    def forward(self, head, target):
+        if _meta(head):
+            return torch.empty((), device="meta")
+        return hd.yolo_loss(head, target, **self.p)
+
+
+class NMS(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.iou, self.min_score = p.iou_threshold, p.score_threshold
+        self.limit, self.class_aware = p.max_detections, p.class_aware
+
+    def forward(self, boxes, scores, labels=None):
+        n = boxes.shape[0]
+        if labels is None:
+            labels = torch.zeros(scores.shape, dtype=torch.long, device=scores.device)
+        if _meta(boxes):
+            d = self.limit
+            return (torch.empty(n, d, 4, device="meta"), torch.empty(n, d, device="meta"),
+                    torch.empty(n, d, dtype=torch.long, device="meta"),
+                    torch.empty(n, d, device="meta"))
+        valid = scores > self.min_score
+        order, keep = bx.nms(boxes.detach(), scores.detach(), valid, self.iou,
+                             labels if self.class_aware else None)
+        idx, mask = bx.top_kept(order, keep, self.limit)
+        out_boxes = torch.gather(boxes, 1, idx[..., None].expand(*idx.shape, 4))
+        out_scores = torch.gather(scores, 1, idx)
+        out_labels = torch.gather(labels, 1, idx)
+        zero = mask.logical_not()
+        return (out_boxes.masked_fill(zero[..., None], 0.0), out_scores.masked_fill(zero, 0.0),
+                out_labels.masked_fill(zero, -1), mask.to(boxes.dtype))
+
+
+class RoIAlign(nn.Module):
+    def __init__(self, output_size: int, spatial_scale: float, sampling_ratio: int,
+                 aligned: bool):
+        super().__init__()
+        self.args = (output_size, spatial_scale, sampling_ratio, aligned)
+
+    def forward(self, features, boxes):
+        if _meta(features, boxes):
+            p = self.args[0]
+            return torch.empty(features.shape[0], boxes.shape[1], features.shape[1], p, p,
+                               dtype=features.dtype, device="meta")
+        return bx.roi_align(features, boxes, *self.args)
+
+
+class RoIPool(nn.Module):
+    def __init__(self, output_size: int, spatial_scale: float):
+        super().__init__()
+        self.args = (output_size, spatial_scale)
+
+    def forward(self, features, boxes):
+        if _meta(features, boxes):
+            p = self.args[0]
+            return torch.empty(features.shape[0], boxes.shape[1], features.shape[1], p, p,
+                               dtype=features.dtype, device="meta")
+        return bx.roi_pool(features, boxes, *self.args)
+
+
+class ClassScores(nn.Module):
+    def __init__(self, background: bool):
+        super().__init__()
+        self.background = background
+
+    def forward(self, logits):
+        prob = logits.softmax(-1)
+        if self.background:
+            prob = prob[..., :-1]
+        scores, labels = prob.max(-1)
+        return scores, labels
+
+
+class RoIHeadLoss(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.fg_iou, self.weights, self.w_box = p.fg_iou, tuple(p.weights), p.w_box
+
+    def forward(self, logits, deltas, proposals, proposal_mask, boxes, labels, mask):
+        if _meta(logits):
+            return torch.empty((), device="meta")
+        return hd.roi_head_loss(logits, deltas, proposals, _valid(proposal_mask, proposals),
+                                boxes, labels, mask, self.fg_iou, self.weights, self.w_box)
+
+
+class SetLoss(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = dict(image_size=p.image_size, w_class=p.w_class, w_l1=p.w_l1,
+                      w_giou=p.w_giou)
+        self.eos_coef = p.eos_coef
+
+    def forward(self, logits, boxes, gt_boxes, gt_labels, gt_mask):
+        if _meta(logits):
+            return torch.empty((), device="meta")
+        return hd.set_loss(logits, boxes, gt_boxes, gt_labels, gt_mask, **self.p,
+                           eos_coef=self.eos_coef)
+
+
+class SetMatch(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = dict(image_size=p.image_size, w_class=p.w_class, w_l1=p.w_l1,
+                      w_giou=p.w_giou)
+
+    def forward(self, logits, boxes, gt_boxes, gt_labels, gt_mask):
+        if _meta(logits):
+            return torch.empty(gt_labels.shape, dtype=torch.long, device="meta")
+        return hd.set_match(logits, boxes, gt_boxes, gt_labels, gt_mask, **self.p)
+
+
+class DETRHead(nn.Module):
+    """A small DETR: features projected to tokens with a learned position per cell, a
+    transformer encoder over them, and a decoder whose learned queries each predict one
+    box (sigmoid cx, cy, w, h times the image size) and a class, the last 'no object'."""
+
+    def __init__(self, p, channels: int, cells: int):
+        super().__init__()
+        d = p.d_model
+        self.image_size = p.image_size
+        self.proj = nn.Conv2d(channels, d, 1)
+        self.pos = nn.Parameter(torch.randn(cells, d) * 0.02)
+        self.queries = nn.Parameter(torch.randn(p.num_queries, d) * 0.02)
+        enc = nn.TransformerEncoderLayer(d, p.nhead, p.dim_feedforward, dropout=0.0,
+                                         batch_first=True)
+        dec = nn.TransformerDecoderLayer(d, p.nhead, p.dim_feedforward, dropout=0.0,
+                                         batch_first=True)
+        self.encoder = nn.TransformerEncoder(enc, p.num_encoder_layers,
+                                             enable_nested_tensor=False)
+        self.decoder = nn.TransformerDecoder(dec, p.num_decoder_layers)
+        self.classes = nn.Linear(d, p.num_classes + 1)
+        self.box = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, 4))
+
+    def forward(self, features):
+        tokens = self.proj(features).flatten(2).transpose(1, 2) + self.pos
+        memory = self.encoder(tokens)
+        q = self.queries.expand(features.shape[0], -1, -1)
+        h = self.decoder(q, memory)
+        boxes = bx.cxcywh_to_xyxy(torch.sigmoid(self.box(h)) * self.image_size)
+        return self.classes(h), boxes
