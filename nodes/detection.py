@@ -145,7 +145,11 @@ def _class_scores(p, x):
 
 
 def _roi_head_loss(p, x):
-    _need_boxes(x, "proposals"), _need_per_box(x, "logits", "proposals")
+    _need_boxes(x, "proposals")
+    if x["logits"].ndim != 3 or x["logits"].shape[:2] != x["proposals"].shape[:2]:
+        raise PortError("logits", f"needs class logits per proposal (N, K, C + 1) for "
+                        f"{fmt(x['proposals'].shape)} proposals but receives "
+                        f"{fmt(x['logits'].shape)}")
     _need_per_box(x, "proposal_mask", "proposals"), _need_truth(x)
     if tuple(x["deltas"].shape) != tuple(x["proposals"].shape):
         raise PortError("deltas", f"needs one (dx, dy, dw, dh) per proposal "
