@@ -152,9 +152,9 @@ def top_kept(order: torch.Tensor, keep: torch.Tensor, limit: int) -> tuple[torch
 # -- pooling a feature map inside boxes ------------------------------------------------------
 
 def _bilinear(feat: torch.Tensor, y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """torchvision's roi_align bilinear_interpolate: feat (C, H, W), y and x of one shape S;
-    returns (C, *S). Points outside [-1, H] x [-1, W] read 0; others clamp to the map."""
-    c, h, w = feat.shape
+    """torchvision's roi_align bilinear_interpolate over a batch: feat (N, C, H, W), y and x
+    (N, *S) -> (N, C, *S). Points outside [-1, H] x [-1, W] read 0; others clamp to the map."""
+    n, c, h, w = feat.shape
     outside = (y < -1.0) | (y > h) | (x < -1.0) | (x > w)
     y = y.clamp(min=0)
     x = x.clamp(min=0)
@@ -168,16 +168,18 @@ def _bilinear(feat: torch.Tensor, y: torch.Tensor, x: torch.Tensor) -> torch.Ten
     x1 = torch.where(xlast, w - 1, x0 + 1)
     y = torch.where(ylast, y0.to(y.dtype), y)
     x = torch.where(xlast, x0.to(x.dtype), x)
-    ly, lx = y - y0, x - x0
+    ly, lx = (y - y0)[:, None], (x - x0)[:, None]
     hy, hx = 1 - ly, 1 - lx
-    flat = feat.reshape(c, h * w)
+    flat = feat.reshape(n, c, h * w)
+    shape = y.shape[1:]
 
     def at(yy, xx):
-        return flat[:, (yy * w + xx).reshape(-1)].reshape(c, *yy.shape)
+        idx = (yy * w + xx).reshape(n, 1, -1).expand(n, c, -1)
+        return torch.gather(flat, 2, idx).reshape(n, c, *shape)
 
     out = (hy * hx) * at(y0, x0) + (hy * lx) * at(y0, x1) + (ly * hx) * at(y1, x0) \
         + (ly * lx) * at(y1, x1)
-    return torch.where(outside, torch.zeros((), dtype=feat.dtype), out)
+    return torch.where(outside[:, None], torch.zeros((), dtype=feat.dtype), out)
 
 
 def roi_align(feat: torch.Tensor, boxes: torch.Tensor, output_size: int, spatial_scale: float,
@@ -199,7 +201,7 @@ def roi_align(feat: torch.Tensor, boxes: torch.Tensor, output_size: int, spatial
     xs = x0[..., None, None] + grid * (rw / p)[..., None, None]
     yy = ys[:, :, :, :, None, None].expand(n, k, p, s, p, s)
     xx = xs[:, :, None, None, :, :].expand(n, k, p, s, p, s)
-    out = torch.stack([_bilinear(feat[i], yy[i], xx[i]) for i in range(n)])  # N,C,K,P,S,P,S
+    out = _bilinear(feat, yy, xx)  # (N, C, K, P, S, P, S)
     return out.mean(dim=(4, 6)).permute(0, 2, 1, 3, 4)
 
 

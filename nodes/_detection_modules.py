@@ -85,7 +85,7 @@ class NMS(nn.Module):
         self.iou, self.min_score = p.iou_threshold, p.score_threshold
         self.limit, self.class_aware = p.max_detections, p.class_aware
 
-    def forward(self, boxes, scores, labels=None):
+    def forward(self, boxes, scores, labels=None, mask=None):
         n = boxes.shape[0]
         if labels is None:
             labels = torch.zeros(scores.shape, dtype=torch.long, device=scores.device)
@@ -95,6 +95,8 @@ class NMS(nn.Module):
                     torch.empty(n, d, dtype=torch.long, device="meta"),
                     torch.empty(n, d, device="meta"))
         valid = scores > self.min_score
+        if mask is not None:
+            valid &= mask > 0.5
         order, keep = bx.nms(boxes.detach(), scores.detach(), valid, self.iou,
                              labels if self.class_aware else None)
         idx, mask = bx.top_kept(order, keep, self.limit)
@@ -184,18 +186,37 @@ class SetMatch(nn.Module):
         return hd.set_match(logits, boxes, gt_boxes, gt_labels, gt_mask, **self.p)
 
 
+def sine_positions(h: int, w: int, d: int, temperature: float = 10000.0) -> torch.Tensor:
+    """DETR's 2-D sine position embedding (H·W, d): the first d/2 features encode the row,
+    the rest the column, each as sin/cos pairs of (index + 1)/size·2π at falling
+    frequencies."""
+    half = d // 2
+    freq = temperature ** (2 * (torch.arange(half) // 2) / half)
+
+    def encode(pos: torch.Tensor) -> torch.Tensor:
+        a = pos[:, None] / freq
+        return torch.stack([a[:, 0::2].sin(), a[:, 1::2].cos()], -1).flatten(1)
+
+    ys = encode((torch.arange(h) + 1.0) / h * 2 * torch.pi)  # (H, half)
+    xs = encode((torch.arange(w) + 1.0) / w * 2 * torch.pi)  # (W, half)
+    grid = torch.cat([ys[:, None, :].expand(h, w, half), xs[None, :, :].expand(h, w, half)], -1)
+    out = torch.zeros(h, w, d)
+    out[..., :2 * half] = grid
+    return out.reshape(h * w, d)
+
+
 class DETRHead(nn.Module):
-    """A small DETR: features projected to tokens with a learned position per cell, a
-    transformer encoder over them, and a decoder whose learned queries each predict one
+    """A small DETR: features projected to tokens plus DETR's fixed 2-D sine position of
+    each cell, a transformer encoder over them, and a decoder whose learned queries each predict one
     box (sigmoid cx, cy, w, h times the image size) and a class, the last 'no object'."""
 
-    def __init__(self, p, channels: int, cells: int):
+    def __init__(self, p, channels: int, cells: tuple[int, int]):
         super().__init__()
         d = p.d_model
         self.image_size = p.image_size
         self.proj = nn.Conv2d(channels, d, 1)
-        self.pos = nn.Parameter(torch.randn(cells, d) * 0.02)
-        self.queries = nn.Parameter(torch.randn(p.num_queries, d) * 0.02)
+        self.register_buffer("pos", sine_positions(*cells, d), persistent=False)
+        self.queries = nn.Parameter(torch.randn(p.num_queries, d))
         enc = nn.TransformerEncoderLayer(d, p.nhead, p.dim_feedforward, dropout=0.0,
                                          batch_first=True)
         dec = nn.TransformerDecoderLayer(d, p.nhead, p.dim_feedforward, dropout=0.0,

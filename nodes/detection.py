@@ -119,7 +119,7 @@ def _grid_head(p, x):
 
 def _nms(p, x):
     _need_boxes(x, "boxes"), _need_per_box(x, "scores", "boxes")
-    _need_per_box(x, "labels", "boxes")
+    _need_per_box(x, "labels", "boxes"), _need_per_box(x, "mask", "boxes")
     return m.NMS(p)
 
 
@@ -184,7 +184,7 @@ def _detr_head(p, x):
     if p.d_model % p.nhead:
         raise PortError("features", f"d_model ({p.d_model}) must be a multiple of nhead "
                         f"({p.nhead})")
-    return m.DETRHead(p, f.shape[1], f.shape[2] * f.shape[3])
+    return m.DETRHead(p, f.shape[1], (f.shape[2], f.shape[3]))
 
 
 # -- the metric ------------------------------------------------------------------------------
@@ -316,7 +316,9 @@ BLOCKS = [
           "per image are returned, padded.",
           _nms,
           inputs=[Port("boxes", BOXES, BOX_IN), Port("scores", doc="(N, K)"),
-                  Port("labels", doc="(N, K) classes, for class_aware", optional=True)],
+                  Port("labels", doc="(N, K) classes, for class_aware", optional=True),
+                  Port("mask", doc="(N, K) 1 for a real box (padding is never kept)",
+                       optional=True)],
           outputs=DETECTIONS,
           params=[float_param("iou_threshold", 0.5, "suppress boxes overlapping a kept one "
                               "more than this", min=0, max=1),
@@ -383,7 +385,8 @@ BLOCKS = [
           keywords=("r-cnn", "fast r-cnn", "two stage", "proposals", "roi head")),
     block("detection.DETRHead", "op",
           "A small DETR: a transformer whose learned queries each predict one object.\n\n"
-          "Features become tokens (1x1 projection plus a learned position per cell), pass "
+          "Features become tokens (1x1 projection plus DETR's 2-D sine position of each "
+          "cell), pass "
           "an encoder, and the decoder's queries attend to them; each query gives class "
           "logits (the last is 'no object') and a box. Train with SetLoss.",
           _detr_head, inputs=[Port("features", doc="feature maps (N, C, H, W)")],
