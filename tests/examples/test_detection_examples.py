@@ -33,22 +33,22 @@ def test_the_examples_validate_with_box_shapes_on_the_wires(name):
         assert report.shape("nms", "boxes")[1:] == (10, 4)
     elif name == "rcnn_shapes":
         assert report.shape("proposals", "boxes")[1:] == (8, 4)
-        assert report.shape("roi", "output")[1:] == (8, 32, 4, 4)
+        assert report.shape("roi", "output")[1:] == (8, 64, 4, 4)
         assert report.shape("cls", "output")[1:] == (8, 4)
     else:
         assert report.shape("detr", "logits")[1:] == (8, 4)
         assert report.shape("detr", "boxes")[1:] == (8, 4)
 
 
-def untrained_map(name: str) -> float:
-    return run(name, 0, **QUICK).final["test"]["map.map_50"]
+def untrained_map(name: str, **sets) -> float:
+    return run(name, 0, **sets).final["test"]["map.map_50"]
 
 
 @pytest.mark.slow
 def test_yolo_learns_to_find_the_shapes_and_the_view_shows_it():
     result = run("yolo_shapes", 6, **QUICK)
     trained = result.final["test"]["map.map_50"]
-    assert trained > 0.4 and trained > 10 * untrained_map("yolo_shapes")
+    assert trained > 0.4 and trained > 10 * untrained_map("yolo_shapes", **QUICK)
     assert result.final["test"]["map.map"] < trained  # stricter IoUs score lower
     # the view: predictions are the NMS node's kept boxes, truths the data's boxes
     d = vd.detections(result.compiled, "nms", limit=4, min_score=0.3)
@@ -72,14 +72,14 @@ def test_yolo_learns_to_find_the_shapes_and_the_view_shows_it():
 def test_rcnn_learns_to_find_the_shapes():
     result = run("rcnn_shapes", 6, **QUICK)
     trained = result.final["test"]["map.map_50"]
-    assert trained > 0.3 and trained > 10 * untrained_map("rcnn_shapes")
+    assert trained > 0.3 and trained > 10 * untrained_map("rcnn_shapes", **QUICK)
 
 
 @pytest.mark.slow
 def test_detr_learns_to_find_the_shapes_and_the_view_shows_its_matching():
-    result = run("detr_shapes", 8, **QUICK)
+    result = run("detr_shapes", 8)  # DETR learns slowly: all 1,050 training images
     trained = result.final["test"]["map.map_50"]
-    assert trained > 0.1 and trained > 5 * untrained_map("detr_shapes")
+    assert trained > 0.05 and trained > 10 * untrained_map("detr_shapes")
     d = vd.detections(result.compiled, "detr", limit=2)
     queries = [q for q, _, _ in d.matches]
     assert len(queries) == len(d.truth[0]) == len(set(queries))  # one query per true box
