@@ -12,21 +12,21 @@ recall reaches each); AP is their mean. mAP averages over classes that have true
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from nodes._detection_boxes import box_iou
 
-IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)  # as COCOeval.Params (np.round'ed ~ the same)
-RECALL_POINTS = np.linspace(0.0, 1.0, 101)
+IOU_THRESHOLDS = torch.linspace(0.5, 0.95, 10, dtype=torch.float64)  # COCOeval.Params'
+RECALL_POINTS = torch.linspace(0.0, 1.0, 101, dtype=torch.float64)
+EPS = 2.220446049250313e-16  # np.spacing(1), COCOeval's guard against 0/0
 
 
 def match(det_boxes, det_scores, det_labels, det_valid, gt_boxes, gt_labels, gt_valid,
           thresholds=IOU_THRESHOLDS, max_dets: int = 100):
     """COCO's greedy matching for a batch. Returns, per detection kept for scoring,
-    (image, label, score, matched (T,) bool) as arrays, and the true-box count per class."""
+    (image, label, score, matched (T,) bool) as tensors, and the true-box count per class."""
     n, d = det_scores.shape
-    t = torch.as_tensor(thresholds, dtype=torch.float64)
+    t = thresholds
     order = torch.sort(torch.where(det_valid, det_scores.double(),
                                    torch.full_like(det_scores, -torch.inf, dtype=torch.float64)),
                        dim=1, descending=True, stable=True).indices
@@ -60,25 +60,27 @@ def match(det_boxes, det_scores, det_labels, det_valid, gt_boxes, gt_labels, gt_
     counts = {}
     for c in gt_labels[gt_valid].tolist():
         counts[c] = counts.get(c, 0) + 1
-    return (image[v].numpy(), labels[v].numpy(), scores[v].numpy(), matched[v].numpy(), counts)
+    return image[v], labels[v], scores[v], matched[v], counts
 
 
-def average_precision(scores: np.ndarray, matched: np.ndarray, n_true: int) -> np.ndarray:
+def average_precision(scores: torch.Tensor, matched: torch.Tensor, n_true: int
+                      ) -> torch.Tensor:
     """COCOeval.accumulate for one class: AP per threshold (T,) from the class's detections
     (in image order, each image's in score order) and its number of true boxes."""
-    t = matched.shape[1] if matched.ndim == 2 else len(IOU_THRESHOLDS)
-    order = np.argsort(-scores, kind="mergesort")
-    tp = np.cumsum(matched[order], axis=0, dtype=float)
-    fp = np.cumsum(~matched[order], axis=0, dtype=float)
-    ap = np.zeros(t)
+    t = matched.shape[1]
+    if len(scores) == 0:
+        return torch.zeros(t, dtype=torch.float64)
+    order = torch.sort(-scores, stable=True).indices  # numpy's mergesort: ties keep order
+    hit = matched[order].to(torch.float64)
+    tp = hit.cumsum(0)
+    fp = (1 - hit).cumsum(0)
+    ap = torch.zeros(t, dtype=torch.float64)
     for j in range(t):
-        if len(order) == 0:
-            continue
         rc = tp[:, j] / n_true
-        pr = tp[:, j] / (fp[:, j] + tp[:, j] + np.spacing(1))
-        pr = np.maximum.accumulate(pr[::-1])[::-1]
-        idx = np.searchsorted(rc, RECALL_POINTS, side="left")
-        q = np.where(idx < len(pr), pr[np.minimum(idx, len(pr) - 1)], 0.0)
+        pr = tp[:, j] / (fp[:, j] + tp[:, j] + EPS)
+        pr = pr.flip(0).cummax(0).values.flip(0)  # precision made monotone from the right
+        idx = torch.searchsorted(rc, RECALL_POINTS, side="left")
+        q = torch.where(idx < len(pr), pr[idx.clamp(max=len(pr) - 1)], 0.0)
         ap[j] = q.mean()
     return ap
 
@@ -87,11 +89,12 @@ def mean_ap(parts: list[tuple], counts: dict[int, int]) -> dict[str, float]:
     """mAP@0.5, mAP@0.75 and mAP@[.5:.95] from `match` results of every batch (in order)."""
     if not counts:
         return {"map_50": -1.0, "map_75": -1.0, "map": -1.0}
-    labels = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, int)
-    scores = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
-    matched = (np.concatenate([p[3] for p in parts]) if parts
-               else np.zeros((0, len(IOU_THRESHOLDS)), bool))
-    aps = np.stack([average_precision(scores[labels == c], matched[labels == c], n)
-                    for c, n in sorted(counts.items())])  # (classes, T)
+    labels = torch.cat([p[1] for p in parts]) if parts else torch.zeros(0, dtype=torch.long)
+    scores = (torch.cat([p[2] for p in parts]) if parts
+              else torch.zeros(0, dtype=torch.float64))
+    matched = (torch.cat([p[3] for p in parts]) if parts
+               else torch.zeros(0, len(IOU_THRESHOLDS), dtype=torch.bool))
+    aps = torch.stack([average_precision(scores[labels == c], matched[labels == c], n)
+                       for c, n in sorted(counts.items())])  # (classes, T)
     return {"map_50": float(aps[:, 0].mean()), "map_75": float(aps[:, 5].mean()),
             "map": float(aps.mean())}

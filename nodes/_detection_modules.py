@@ -9,8 +9,25 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nodes import _detection_boxes as bx
-from nodes import _detection_heads as hd
+from nodes._detection_boxes import (
+    box_iou,
+    cxcywh_to_xyxy,
+    decode,
+    encode,
+    generalized_box_iou,
+    nms,
+    roi_align,
+    roi_pool,
+    top_kept,
+)
+from nodes._detection_heads import (
+    grid_decode,
+    grid_encode,
+    roi_head_loss,
+    set_loss,
+    set_match,
+    yolo_loss,
+)
 
 
 def _meta(*tensors: torch.Tensor | None) -> bool:
@@ -29,7 +46,7 @@ class BoxIoU(nn.Module):
         self.kind = kind
 
     def forward(self, a, b):
-        f = bx.generalized_box_iou if self.kind == "giou" else bx.box_iou
+        f = generalized_box_iou if self.kind == "giou" else box_iou
         return f(a, b)
 
 
@@ -39,12 +56,12 @@ class BoxEncode(nn.Module):
         self.weights = tuple(weights)
 
     def forward(self, boxes, reference):
-        return bx.encode(boxes, reference, self.weights)
+        return encode(boxes, reference, self.weights)
 
 
 class BoxDecode(BoxEncode):
     def forward(self, deltas, reference):
-        return bx.decode(deltas, reference.detach(), self.weights)
+        return decode(deltas, reference.detach(), self.weights)
 
 
 class GridEncode(nn.Module):
@@ -55,7 +72,7 @@ class GridEncode(nn.Module):
     def forward(self, boxes, labels, mask):
         if _meta(boxes):
             return torch.empty(boxes.shape[0], self.grid, self.grid, 6, device="meta")
-        return hd.grid_encode(boxes, labels, mask, self.grid, self.image_size, self.anchor)
+        return grid_encode(boxes, labels, mask, self.grid, self.image_size, self.anchor)
 
 
 class GridDecode(nn.Module):
@@ -64,26 +81,28 @@ class GridDecode(nn.Module):
         self.image_size, self.anchor = image_size, anchor
 
     def forward(self, head):
-        return hd.grid_decode(head, self.image_size, self.anchor)
+        return grid_decode(head, self.image_size, self.anchor)
 
 
 class YOLOLoss(nn.Module):
-    def __init__(self, p):
+    def __init__(self, image_size: float, anchor: float, box_loss: str, w_obj: float,
+                 w_noobj: float, w_box: float, w_cls: float):
         super().__init__()
-        self.p = dict(image_size=p.image_size, anchor=p.anchor, box_loss=p.box_loss,
-                      w_obj=p.w_obj, w_noobj=p.w_noobj, w_box=p.w_box, w_cls=p.w_cls)
+        self.p = dict(image_size=image_size, anchor=anchor, box_loss=box_loss, w_obj=w_obj,
+                      w_noobj=w_noobj, w_box=w_box, w_cls=w_cls)
 
     def forward(self, head, target):
         if _meta(head):
             return torch.empty((), device="meta")
-        return hd.yolo_loss(head, target, **self.p)
+        return yolo_loss(head, target, **self.p)
 
 
 class NMS(nn.Module):
-    def __init__(self, p):
+    def __init__(self, iou_threshold: float, score_threshold: float, max_detections: int,
+                 class_aware: bool):
         super().__init__()
-        self.iou, self.min_score = p.iou_threshold, p.score_threshold
-        self.limit, self.class_aware = p.max_detections, p.class_aware
+        self.iou, self.min_score = iou_threshold, score_threshold
+        self.limit, self.class_aware = max_detections, class_aware
 
     def forward(self, boxes, scores, labels=None, mask=None):
         n = boxes.shape[0]
@@ -97,9 +116,9 @@ class NMS(nn.Module):
         valid = scores > self.min_score
         if mask is not None:
             valid &= mask > 0.5
-        order, keep = bx.nms(boxes.detach(), scores.detach(), valid, self.iou,
+        order, keep = nms(boxes.detach(), scores.detach(), valid, self.iou,
                              labels if self.class_aware else None)
-        idx, mask = bx.top_kept(order, keep, self.limit)
+        idx, mask = top_kept(order, keep, self.limit)
         out_boxes = torch.gather(boxes, 1, idx[..., None].expand(*idx.shape, 4))
         out_scores = torch.gather(scores, 1, idx)
         out_labels = torch.gather(labels, 1, idx)
@@ -119,7 +138,7 @@ class RoIAlign(nn.Module):
             p = self.args[0]
             return torch.empty(features.shape[0], boxes.shape[1], features.shape[1], p, p,
                                dtype=features.dtype, device="meta")
-        return bx.roi_align(features, boxes, *self.args)
+        return roi_align(features, boxes, *self.args)
 
 
 class RoIPool(nn.Module):
@@ -132,7 +151,7 @@ class RoIPool(nn.Module):
             p = self.args[0]
             return torch.empty(features.shape[0], boxes.shape[1], features.shape[1], p, p,
                                dtype=features.dtype, device="meta")
-        return bx.roi_pool(features, boxes, *self.args)
+        return roi_pool(features, boxes, *self.args)
 
 
 class ClassScores(nn.Module):
@@ -149,41 +168,40 @@ class ClassScores(nn.Module):
 
 
 class RoIHeadLoss(nn.Module):
-    def __init__(self, p):
+    def __init__(self, fg_iou: float, weights, w_box: float):
         super().__init__()
-        self.fg_iou, self.weights, self.w_box = p.fg_iou, tuple(p.weights), p.w_box
+        self.fg_iou, self.weights, self.w_box = fg_iou, tuple(weights), w_box
 
     def forward(self, logits, deltas, proposals, proposal_mask, boxes, labels, mask):
         if _meta(logits):
             return torch.empty((), device="meta")
-        return hd.roi_head_loss(logits, deltas, proposals, _valid(proposal_mask, proposals),
+        return roi_head_loss(logits, deltas, proposals, _valid(proposal_mask, proposals),
                                 boxes, labels, mask, self.fg_iou, self.weights, self.w_box)
 
 
 class SetLoss(nn.Module):
-    def __init__(self, p):
+    def __init__(self, image_size: float, w_class: float, w_l1: float, w_giou: float,
+                 eos_coef: float):
         super().__init__()
-        self.p = dict(image_size=p.image_size, w_class=p.w_class, w_l1=p.w_l1,
-                      w_giou=p.w_giou)
-        self.eos_coef = p.eos_coef
+        self.p = dict(image_size=image_size, w_class=w_class, w_l1=w_l1, w_giou=w_giou)
+        self.eos_coef = eos_coef
 
     def forward(self, logits, boxes, gt_boxes, gt_labels, gt_mask):
         if _meta(logits):
             return torch.empty((), device="meta")
-        return hd.set_loss(logits, boxes, gt_boxes, gt_labels, gt_mask, **self.p,
+        return set_loss(logits, boxes, gt_boxes, gt_labels, gt_mask, **self.p,
                            eos_coef=self.eos_coef)
 
 
 class SetMatch(nn.Module):
-    def __init__(self, p):
+    def __init__(self, image_size: float, w_class: float, w_l1: float, w_giou: float):
         super().__init__()
-        self.p = dict(image_size=p.image_size, w_class=p.w_class, w_l1=p.w_l1,
-                      w_giou=p.w_giou)
+        self.p = dict(image_size=image_size, w_class=w_class, w_l1=w_l1, w_giou=w_giou)
 
     def forward(self, logits, boxes, gt_boxes, gt_labels, gt_mask):
         if _meta(logits):
             return torch.empty(gt_labels.shape, dtype=torch.long, device="meta")
-        return hd.set_match(logits, boxes, gt_boxes, gt_labels, gt_mask, **self.p)
+        return set_match(logits, boxes, gt_boxes, gt_labels, gt_mask, **self.p)
 
 
 def sine_positions(h: int, w: int, d: int, temperature: float = 10000.0) -> torch.Tensor:
@@ -210,21 +228,23 @@ class DETRHead(nn.Module):
     each cell, a transformer encoder over them, and a decoder whose learned queries each predict one
     box (sigmoid cx, cy, w, h times the image size) and a class, the last 'no object'."""
 
-    def __init__(self, p, channels: int, cells: tuple[int, int]):
+    def __init__(self, channels: int, cells: tuple[int, int], num_queries: int,
+                 num_classes: int, d_model: int, nhead: int, num_encoder_layers: int,
+                 num_decoder_layers: int, dim_feedforward: int, image_size: float):
         super().__init__()
-        d = p.d_model
-        self.image_size = p.image_size
+        d = d_model
+        self.image_size = image_size
         self.proj = nn.Conv2d(channels, d, 1)
         self.register_buffer("pos", sine_positions(*cells, d), persistent=False)
-        self.queries = nn.Parameter(torch.randn(p.num_queries, d))
-        enc = nn.TransformerEncoderLayer(d, p.nhead, p.dim_feedforward, dropout=0.0,
+        self.queries = nn.Parameter(torch.randn(num_queries, d))
+        enc = nn.TransformerEncoderLayer(d, nhead, dim_feedforward, dropout=0.0,
                                          batch_first=True)
-        dec = nn.TransformerDecoderLayer(d, p.nhead, p.dim_feedforward, dropout=0.0,
+        dec = nn.TransformerDecoderLayer(d, nhead, dim_feedforward, dropout=0.0,
                                          batch_first=True)
-        self.encoder = nn.TransformerEncoder(enc, p.num_encoder_layers,
+        self.encoder = nn.TransformerEncoder(enc, num_encoder_layers,
                                              enable_nested_tensor=False)
-        self.decoder = nn.TransformerDecoder(dec, p.num_decoder_layers)
-        self.classes = nn.Linear(d, p.num_classes + 1)
+        self.decoder = nn.TransformerDecoder(dec, num_decoder_layers)
+        self.classes = nn.Linear(d, num_classes + 1)
         self.box = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, 4))
 
     def forward(self, features):
@@ -232,5 +252,5 @@ class DETRHead(nn.Module):
         memory = self.encoder(tokens)
         q = self.queries.expand(features.shape[0], -1, -1)
         h = self.decoder(q, memory)
-        boxes = bx.cxcywh_to_xyxy(torch.sigmoid(self.box(h)) * self.image_size)
+        boxes = cxcywh_to_xyxy(torch.sigmoid(self.box(h)) * self.image_size)
         return self.classes(h), boxes

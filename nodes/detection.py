@@ -26,8 +26,8 @@ from nodegraph.spec import (
     int_param,
 )
 from nodegraph.types import BOXES
-from nodes import _detection_map as mp
 from nodes import _detection_modules as m
+from nodes._detection_map import match, mean_ap
 from nodes._shapes import fmt
 
 BOX_IN = "boxes (N, K, 4): x0, y0, x1, y1 in pixels"
@@ -106,7 +106,8 @@ def _yolo_loss(p, x):
                         f"6) for a {head.shape[2]}x{head.shape[3]} head but receives "
                         f"{fmt(t.shape)}", "set detection.GridEncode's grid to the head's "
                         "grid size")
-    return m.YOLOLoss(p)
+    return m.YOLOLoss(p.image_size, p.anchor, p.box_loss, p.w_obj, p.w_noobj, p.w_box,
+                      p.w_cls)
 
 
 def _grid_head(p, x):
@@ -120,7 +121,7 @@ def _grid_head(p, x):
 def _nms(p, x):
     _need_boxes(x, "boxes"), _need_per_box(x, "scores", "boxes")
     _need_per_box(x, "labels", "boxes"), _need_per_box(x, "mask", "boxes")
-    return m.NMS(p)
+    return m.NMS(p.iou_threshold, p.score_threshold, p.max_detections, p.class_aware)
 
 
 def _roi(cls, *names):
@@ -156,7 +157,7 @@ def _roi_head_loss(p, x):
                         f"{fmt(x['proposals'].shape)} but receives {fmt(x['deltas'].shape)}")
     if len(p.weights) != 4:
         raise PortError("deltas", f"'weights' needs 4 numbers, got {len(p.weights)}")
-    return m.RoIHeadLoss(p)
+    return m.RoIHeadLoss(p.fg_iou, p.weights, p.w_box)
 
 
 def _need_set(x: dict) -> None:
@@ -168,12 +169,12 @@ def _need_set(x: dict) -> None:
 
 def _set_loss(p, x):
     _need_set(x)
-    return m.SetLoss(p)
+    return m.SetLoss(p.image_size, p.w_class, p.w_l1, p.w_giou, p.eos_coef)
 
 
 def _set_match(p, x):
     _need_set(x)
-    return m.SetMatch(p)
+    return m.SetMatch(p.image_size, p.w_class, p.w_l1, p.w_giou)
 
 
 def _detr_head(p, x):
@@ -184,7 +185,9 @@ def _detr_head(p, x):
     if p.d_model % p.nhead:
         raise PortError("features", f"d_model ({p.d_model}) must be a multiple of nhead "
                         f"({p.nhead})")
-    return m.DETRHead(p, f.shape[1], (f.shape[2], f.shape[3]))
+    return m.DETRHead(f.shape[1], (f.shape[2], f.shape[3]), p.num_queries, p.num_classes,
+                      p.d_model, p.nhead, p.num_encoder_layers, p.num_decoder_layers,
+                      p.dim_feedforward, p.image_size)
 
 
 # -- the metric ------------------------------------------------------------------------------
@@ -204,7 +207,7 @@ class MeanAP(Metric):
     def update(self, boxes, scores, labels, mask, target_boxes, target_labels,
                target_mask) -> None:
         valid = (torch.ones_like(scores, dtype=torch.bool) if mask is None else mask > 0.5)
-        image, lab, sc, hit, counts = mp.match(
+        image, lab, sc, hit, counts = match(
             boxes.detach().cpu(), scores.detach().cpu(), labels.cpu(), valid.cpu(),
             target_boxes.cpu(), target_labels.cpu(), target_mask.cpu() > 0.5,
             max_dets=self.max_dets)
@@ -213,7 +216,7 @@ class MeanAP(Metric):
             self.counts[c] = self.counts.get(c, 0) + k
 
     def compute(self) -> dict[str, object]:
-        return mp.mean_ap(self.parts, self.counts)
+        return mean_ap(self.parts, self.counts)
 
 
 def _mean_ap(p, x):

@@ -9,10 +9,10 @@ COCO mAP@0.5 and mAP@[.5:.95] (detection.MeanAP) on every split:
 - yolo_shapes: an 8x8 grid head (objectness, box, 3 classes per cell), GridEncode's
   centre-cell assignment, YOLOLoss (BCE + 1 − GIoU + CE), GridDecode and NMS.
 - rcnn_shapes: a class-agnostic grid head proposes regions (YOLOLoss without classes, NMS
-  keeps 8 per image); RoIAlign pools the 16x16 maps of conv3 (64 channels, stride 4) inside each proposal; an MLP gives
-  4 class scores (3 shapes + background) and box deltas (RoIHeadLoss); BoxDecode,
-  ClassScores and a second NMS give the detections. One optimizer minimises both losses
-  (losses.WeightedSum).
+  keeps 8 per image); RoIAlign pools conv3's 16x16 maps (64 channels, stride 4) inside
+  each proposal; an MLP gives 4 class scores (3 shapes + background) and box deltas
+  (RoIHeadLoss); BoxDecode, ClassScores and a second NMS give the detections. One
+  optimizer minimises both losses (losses.WeightedSum).
 - detr_shapes: DETRHead (8 learned queries, 1 encoder and 2 decoder layers over the 8x8
   feature tokens) trained with SetLoss (Hungarian matching, CE + L1 + GIoU); no NMS.
   AdamW at lr 0.001 with the gradient norm clipped at 1 (DETR clips at 0.1): at lr 0.0005
