@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+from nodegraph import footprint
 from nodegraph.dataset import data_params, from_arrays
 from nodegraph.spec import Port, block, bool_param, float_param, int_param, str_param
 from nodegraph.types import BOXES
@@ -28,6 +29,10 @@ _drawn = functools.lru_cache(maxsize=4)(shapes)
 
 
 def _shapes(p):
+    per_image = (3 * p.image_size ** 2 + 6 * p.max_objects) * 4  # float32 pixels, objects
+    # the drawn arrays, the dataset's tensors and its split copies
+    footprint.need(3 * p.n * per_image, "n", p.n,
+                   f"{p.n:,} images of {p.image_size}x{p.image_size}")
     arrays = _drawn(p.n, p.image_size, p.min_objects, p.max_objects, p.min_size, p.max_size,
                     p.max_overlap, p.noise, p.seed)
     return from_arrays(arrays, p, normalize_ports=())
