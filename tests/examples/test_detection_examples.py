@@ -45,6 +45,7 @@ def untrained_map(name: str, **sets) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(340)  # a few CPU-minutes; more on a loaded machine
 def test_yolo_learns_to_find_the_shapes_and_the_view_shows_it():
     result = run("yolo_shapes", 6, **QUICK)
     trained = result.final["test"]["map.map_50"]
@@ -69,6 +70,7 @@ def test_yolo_learns_to_find_the_shapes_and_the_view_shows_it():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(340)  # a few CPU-minutes; more on a loaded machine
 def test_rcnn_learns_to_find_the_shapes():
     result = run("rcnn_shapes", 6, **QUICK)
     trained = result.final["test"]["map.map_50"]
@@ -76,6 +78,7 @@ def test_rcnn_learns_to_find_the_shapes():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(340)  # a few CPU-minutes; more on a loaded machine
 def test_detr_learns_to_find_the_shapes_and_the_view_shows_its_matching():
     result = run("detr_shapes", 8)  # DETR learns slowly: all 1,050 training images
     trained = result.final["test"]["map.map_50"]
