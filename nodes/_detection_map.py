@@ -16,17 +16,15 @@ import torch
 
 from nodes._detection_boxes import box_iou
 
-IOU_THRESHOLDS = torch.linspace(0.5, 0.95, 10, dtype=torch.float64)  # COCOeval.Params'
-RECALL_POINTS = torch.linspace(0.0, 1.0, 101, dtype=torch.float64)
 EPS = 2.220446049250313e-16  # np.spacing(1), COCOeval's guard against 0/0
 
 
 def match(det_boxes, det_scores, det_labels, det_valid, gt_boxes, gt_labels, gt_valid,
-          thresholds=IOU_THRESHOLDS, max_dets: int = 100):
+          max_dets: int = 100):
     """COCO's greedy matching for a batch. Returns, per detection kept for scoring,
     (image, label, score, matched (T,) bool) as tensors, and the true-box count per class."""
     n, d = det_scores.shape
-    t = thresholds
+    t = torch.linspace(0.5, 0.95, 10, dtype=torch.float64)  # COCOeval.Params' iouThrs
     order = torch.sort(torch.where(det_valid, det_scores.double(),
                                    torch.full_like(det_scores, -torch.inf, dtype=torch.float64)),
                        dim=1, descending=True, stable=True).indices
@@ -79,7 +77,8 @@ def average_precision(scores: torch.Tensor, matched: torch.Tensor, n_true: int
         rc = tp[:, j] / n_true
         pr = tp[:, j] / (fp[:, j] + tp[:, j] + EPS)
         pr = pr.flip(0).cummax(0).values.flip(0)  # precision made monotone from the right
-        idx = torch.searchsorted(rc, RECALL_POINTS, side="left")
+        points = torch.linspace(0.0, 1.0, 101, dtype=torch.float64)  # COCO's recThrs
+        idx = torch.searchsorted(rc, points, side="left")
         q = torch.where(idx < len(pr), pr[idx.clamp(max=len(pr) - 1)], 0.0)
         ap[j] = q.mean()
     return ap
@@ -93,7 +92,7 @@ def mean_ap(parts: list[tuple], counts: dict[int, int]) -> dict[str, float]:
     scores = (torch.cat([p[2] for p in parts]) if parts
               else torch.zeros(0, dtype=torch.float64))
     matched = (torch.cat([p[3] for p in parts]) if parts
-               else torch.zeros(0, len(IOU_THRESHOLDS), dtype=torch.bool))
+               else torch.zeros(0, 10, dtype=torch.bool))
     aps = torch.stack([average_precision(scores[labels == c], matched[labels == c], n)
                        for c, n in sorted(counts.items())])  # (classes, T)
     return {"map_50": float(aps[:, 0].mean()), "map_75": float(aps[:, 5].mean()),

@@ -74,7 +74,7 @@ def test_yolo_learns_to_find_the_shapes_and_the_view_shows_it():
 def test_rcnn_learns_to_find_the_shapes():
     result = run("rcnn_shapes", 6, **QUICK)
     trained = result.final["test"]["map.map_50"]
-    assert trained > 0.3 and trained > 10 * untrained_map("rcnn_shapes", **QUICK)
+    assert trained > 0.3 and trained > 10 * untrained_map("rcnn_shapes", **QUICK)  # 0.503
 
 
 @pytest.mark.slow
