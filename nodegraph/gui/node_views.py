@@ -570,6 +570,10 @@ def views_for(compiled: Compiled, node: str) -> list[View]:
     codes = [p for p in flat if 2 <= ports[p].shape[1] < width]
     if codes and key is None:
         views.insert(0, LatentView(node, codes))
+    from nodegraph.gui.node_views_boxes import DetectionView, shows_boxes  # imports this one
+
+    if shows_boxes(compiled, node):
+        views.insert(0, DetectionView(node))
     return [*views, GradNormView(node)]
 
 

@@ -456,3 +456,99 @@ def procedure_trajectory(compiled: Compiled, node: str, seed: int = 0, **overrid
     finally:
         compiled.module.train(was_training)
     return shape_trajectory(frames)
+
+
+# -- detections ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Detections:
+    """Test images with their true and predicted boxes, and how one image's true boxes were
+    assigned to predictors: the grid cells responsible for them (a YOLO-style grid) or the
+    queries Hungarian matching gave them (DETR)."""
+
+    images: np.ndarray  # (K, H, W, 3) in [0, 1]
+    truth: list[list[tuple[list[float], int]]]  # per image: (box, class)
+    predicted: list[list[tuple[list[float], int, float]]]  # per image: (box, class, score)
+    grid: int | None = None  # cells per side of the grid assignment
+    cells: list[tuple[int, int, int]] | None = None  # (row, col, true box) on image 0
+    matches: list[tuple[int, int, list[float]]] | None = None  # (query, true box, its box)
+
+
+def boxes_source(compiled: Compiled) -> str | None:
+    """The data block that emits true boxes (a detection data block), if any."""
+    for name, ds in compiled.datasets.items():
+        if {"boxes", "labels", "mask"} <= set(ds.ports):
+            return name
+    return None
+
+
+def _nodes_of(compiled: Compiled, block_id: str) -> list[str]:
+    return [n for n, node in compiled.graph.nodes.items() if node.type == block_id]
+
+
+def _predictions(out: dict[str, torch.Tensor], min_score: float):
+    """(boxes, scores, labels, keep) from a node's outputs: NMS-like ports, or a set head's
+    logits (the last class 'no object')."""
+    boxes = out["boxes"]
+    if "scores" in out:
+        scores = out["scores"]
+        labels = out.get("labels", torch.zeros_like(scores, dtype=torch.long))
+    else:
+        scores, labels = out["logits"].softmax(-1)[..., :-1].max(-1)
+    keep = scores > min_score
+    if "mask" in out:
+        keep &= out["mask"] > 0.5
+    return boxes, scores, labels, keep
+
+
+def detections(compiled: Compiled, node: str, split: str | None = None, limit: int = 6,
+               min_score: float = 0.3) -> Detections:
+    """Predictions of `node` (a block with a `boxes` output and scores, or a set head's
+    logits) on the first `limit` images of `split`, beside the true boxes."""
+    source = boxes_source(compiled)
+    if source is None:
+        raise NodegraphError("the graph has no detection data block (one with boxes, labels "
+                             "and mask)")
+    split = split or split_of(compiled, ("test", "val", "train"))
+    values = data_values(compiled, split, limit)
+    out = node_outputs(compiled, node, values)
+    boxes, scores, labels, keep = _predictions(out, min_score)
+    x = values[(source, "x")]
+    images = x.permute(0, 2, 3, 1).numpy()
+    images = np.repeat(images, 3, axis=3) if images.shape[3] == 1 else images[..., :3]
+    gt_boxes, gt_labels = values[(source, "boxes")], values[(source, "labels")]
+    gt_mask = values[(source, "mask")] > 0.5
+    truth = [[(gt_boxes[i, j].tolist(), int(gt_labels[i, j]))
+              for j in range(gt_boxes.shape[1]) if gt_mask[i, j]] for i in range(len(x))]
+    predicted = [[(boxes[i, k].tolist(), int(labels[i, k]), float(scores[i, k]))
+                  for k in torch.argsort(scores[i], descending=True).tolist() if keep[i, k]]
+                 for i in range(len(x))]
+    grid = cells = matches = None
+    encoders = _nodes_of(compiled, "detection.GridEncode")
+    if encoders:
+        p = compiled.report.params[encoders[0]]  # the graph's own encoder, on one image
+        t = compiled.module.module_of(encoders[0])(gt_boxes[:1], gt_labels[:1],
+                                                   gt_mask[:1].float())
+        grid = p["grid"]
+        cells = []
+        for j, (box, _) in enumerate(truth[0]):
+            cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+            s = p["image_size"] / grid
+            r, c = min(int(cy // s), grid - 1), min(int(cx // s), grid - 1)
+            if t[0, r, c, 0] > 0:
+                cells.append((r, c, j))
+    if "logits" in out:
+        losses = _nodes_of(compiled, "detection.SetLoss")
+        p = compiled.report.params[losses[0]] if losses else {}
+        matcher = compiled.graph.registry.get("detection.SetMatch")  # the loss's matching
+        given = {k: p[k] for k in ("image_size", "w_class", "w_l1", "w_giou") if k in p}
+        params, _ = matcher.resolve_params(given or {"image_size": x.shape[-1]})
+        args = (out["logits"][:1], boxes[:1], gt_boxes[:1], gt_labels[:1],
+                gt_mask[:1].float())
+        inputs = {port.name: a for port, a in zip(matcher.inputs, args, strict=True)}
+        match = matcher.build(params, inputs)(*args)
+        real = [j for j in range(gt_boxes.shape[1]) if gt_mask[0, j]]
+        matches = [(int(match[0, j]), k, boxes[0, int(match[0, j])].tolist())
+                   for k, j in enumerate(real)]
+    return Detections(images, truth, predicted, grid, cells, matches)

@@ -345,8 +345,10 @@ class ModelWriter:
         body = self._statements(self.parts.predict)
         if len(heads) == 1 and body and body[-1].startswith(f"{heads[0]} = "):
             body[-1] = "return " + body[-1].split(" = ", 1)[1]  # return the last value directly
-        else:
+        elif len("        return " + ", ".join(heads)) <= LINE:
             body.append("return " + ", ".join(heads))
+        else:  # many heads (a detector's boxes, scores, labels, masks): one per line
+            body += ["return (", *(f"    {h}," for h in heads), ")"]
         which = ", ".join(f"'{self.head_name(k)}'" for k in self.parts.heads)
         doc = f"The output of {which}." if len(heads) == 1 else \
             f"The outputs of {which}, in this order."

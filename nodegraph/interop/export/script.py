@@ -112,8 +112,8 @@ class ScriptWriter:
         lines = ["def update_metrics(metrics, outputs, " + self._batch_params() + "):",
                  f'{I1}"""Feed each metric the batch\'s values, as the trainer does."""']
         for m in self.c.metrics:
-            args = ", ".join(self._value(k) for k in m.keys)
-            lines.append(f'{I1}metrics["{m.node}"].update({args})')
+            lines += call_lines("", f'metrics["{m.node}"].update',
+                                [self._value(k) for k in m.keys], len(I1))
         return "\n".join(lines)
 
     def _batch_params(self) -> str:
@@ -135,6 +135,12 @@ class ScriptWriter:
 
     def _model_args(self) -> str:
         return ", ".join(f'{self.names.batches[d]}["{p}"]' for d, p in self.parts.inputs)
+
+    def _losses_call(self, indent: str) -> str:
+        """``losses, outputs = model.losses(...)``, wrapped when a model has many inputs."""
+        args = [f'{self.names.batches[d]}["{p}"]' for d, p in self.parts.inputs]
+        return "\n".join(call_lines(f"losses, {self._outputs()}", "model.losses", args,
+                                     len(indent)))
 
     def _first_column(self) -> str:
         first = self.data[0]
@@ -160,7 +166,7 @@ class ScriptWriter:
         if metrics:
             lines += [f"{I1}for metric in metrics.values():", f"{I2}metric.reset()"]
         lines += [I1 + self._loop("split", "EVAL_BATCH_SIZE", None),
-                  f"{I2}losses, {self._outputs()} = model.losses({self._model_args()})",
+                  self._losses_call(I2),
                   f"{I2}n = len({self._first_column()})",
                   f"{I2}count += n",
                   f"{I2}for name, value in losses.items():",
@@ -348,7 +354,7 @@ class ScriptWriter:
                      f"{I4}nonlocal losses" + (", outputs" if self.c.metrics else ""),
                      f"{I4}{opt}.zero_grad(set_to_none=True)",
                      f"{I4}with torch.enable_grad():",
-                     f"{I4}    losses, {self._outputs()} = model.losses({self._model_args()})",
+                     self._losses_call(I4 + "    "),
                      f"{I4}    if backward:",
                      f"{I4}        {loss}.backward()",
                      *([f"{I4}        torch.nn.utils.clip_grad_norm_("
@@ -360,7 +366,7 @@ class ScriptWriter:
                 loss = "loss"
                 lines = [f"{I3}loss = model.{partial_method(o.node)}({self._model_args()})"]
             else:
-                lines = [f"{I3}losses, {self._outputs()} = model.losses({self._model_args()})"]
+                lines = [self._losses_call(I3)]
             lines += [f"{I3}{opt}.zero_grad(set_to_none=True)", f"{I3}{loss}.backward()"]
             if o.clip is not None:
                 params = self._params(o.params)

@@ -1,0 +1,86 @@
+"""Detection data sources: images with a variable number of labelled boxes each.
+
+Both blocks output `x` (N, C, H, W) images in [0, 1] and the objects padded to a fixed
+count M per image: `boxes` (N, M, 4) as x0, y0, x1, y1 in pixels, `labels` (N, M) class
+indices (−1 on padding) and `mask` (N, M), 1 for a real object and 0 for padding. The
+detection blocks (`detection.*`) read that triple; the split and batching params are those
+of every data block.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from nodegraph.kinds import footprint
+from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.model.spec import Port, block, bool_param, float_param, int_param, str_param
+from nodegraph.model.types import BOXES
+from nodes._detection_data import CLASSES, read_coco, shapes
+
+OUTPUTS = [Port("x", doc="images (N, C, H, W) in [0, 1]"),
+           Port("boxes", BOXES, "true boxes (N, M, 4): x0, y0, x1, y1 in pixels, padded"),
+           Port("labels", doc="class of each box (N, M), −1 on padding"),
+           Port("mask", doc="1 for a real box, 0 for padding (N, M)")]
+
+
+# the editor validates on every edit, and drawing 1,500 images takes a second or two;
+# from_arrays copies what it keeps (a split is an index), so the cached arrays stay as drawn
+_drawn = functools.lru_cache(maxsize=4)(shapes)
+
+
+def _shapes(p):
+    per_image = (3 * p.image_size ** 2 + 6 * p.max_objects) * 4  # float32 pixels, objects
+    # the drawn arrays, the dataset's tensors and its split copies
+    footprint.need(3 * p.n * per_image, "n", p.n,
+                   f"{p.n:,} images of {p.image_size}x{p.image_size}")
+    arrays = _drawn(p.n, p.image_size, p.min_objects, p.max_objects, p.min_size, p.max_size,
+                    p.max_overlap, p.noise, p.seed)
+    return from_arrays(arrays, p, normalize_ports=())
+
+
+def _coco(p):
+    arrays, _names = read_coco(p.path, p.images, p.size, p.max_objects, p.grayscale)
+    return from_arrays(arrays, p, normalize_ports=())
+
+
+BLOCKS = [
+    block("data.Shapes", "data",
+          "Synthetic detection images: squares, discs and triangles in random colours.\n\n"
+          "Each image holds min_objects to max_objects shapes of random size and place on "
+          "a dark noisy background; the class is the shape (0 square, 1 disc, 2 triangle), "
+          "never the colour. Generated from `seed`, so runs compare. Boxes are padded to "
+          "max_objects per image with a mask.",
+          _shapes, outputs=OUTPUTS,
+          params=[int_param("n", 1500, "number of images", min=1),
+                  int_param("image_size", 64, "image side in pixels", min=8),
+                  int_param("min_objects", 1, "fewest shapes per image", min=1),
+                  int_param("max_objects", 3, "most shapes per image (the padded M)", min=1),
+                  int_param("min_size", 10, "smallest box side in pixels", min=2),
+                  int_param("max_size", 24, "largest box side in pixels", min=2),
+                  float_param("max_overlap", 0.1, "largest IoU between two shapes of an "
+                              "image (shapes are redrawn until they overlap less)",
+                              min=0, max=1),
+                  float_param("noise", 0.03, "std of the background's Gaussian pixel noise",
+                              min=0),
+                  int_param("seed", 0, "seed of the generator", min=0),
+                  *data_params(batch_size=32, val_fraction=0.1, test_fraction=0.2)],
+          keywords=("detection", "boxes", "objects", "yolo", "synthetic", *CLASSES)),
+    block("data.CocoBoxes", "data",
+          "Images and boxes from a COCO-style annotation file and an image folder.\n\n"
+          "The JSON holds `images` (id, file_name), `annotations` (image_id, category_id, "
+          "bbox [x, y, width, height] in pixels) and `categories` (id, name); classes are "
+          "numbered 0, 1, … in the order of their ids. Images are PNG or PGM/PPM; `size` "
+          "resizes them (and their boxes) to size x size.",
+          _coco, outputs=OUTPUTS,
+          params=[str_param("path", doc="the annotation JSON file"),
+                  str_param("images", "", "the folder holding the image files; empty: the "
+                            "JSON file's folder"),
+                  int_param("size", None, "resize every image to size x size; empty keeps "
+                            "their own size (then they must all match)", min=8,
+                            nullable=True),
+                  int_param("max_objects", None, "boxes per image after padding; empty: the "
+                            "most any image has", min=1, nullable=True),
+                  bool_param("grayscale", False, "convert colour images to grey"),
+                  *data_params(batch_size=16, val_fraction=0.2)],
+          keywords=("detection", "coco", "boxes", "annotations", "file")),
+]
