@@ -324,7 +324,8 @@ class Inspector(QScrollArea):
             if value is pw.UNSET:
                 self.doc.reset_param(self.node_id, param.name)
             else:
-                self.doc.set_param(self.node_id, param.name, value)
+                self.doc.set_param(self.node_id, param.name, value,
+                                   getattr(f.editor, "merge_key", None))
         except EditRefused as e:
             f.set_error(str(e))
             return
