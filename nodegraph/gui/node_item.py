@@ -214,12 +214,12 @@ class NodeItem(QGraphicsItem):
         badge_w = self._paint_badge(painter) if self.badge else 0.0
         width = self.rect.width() - 20 - badge_w
         painter.setFont(TITLE_FONT)
-        painter.setPen(QColor(theme.TEXT))
+        painter.setPen(QColor(theme.HEADER_TEXT))
         title = QFontMetricsF(TITLE_FONT).elidedText(self.node_id, Qt.TextElideMode.ElideRight,
                                                      width)
         painter.drawText(QRectF(10, 4, width, 18), Qt.AlignmentFlag.AlignVCenter, title)
         painter.setFont(TYPE_FONT)
-        painter.setPen(QColor("#c9d1db"))
+        painter.setPen(QColor(theme.HEADER_DIM))
         kind = self.block_type if self.known else f"{self.block_type} (unknown)"
         kind = QFontMetricsF(TYPE_FONT).elidedText(kind, Qt.TextElideMode.ElideMiddle,
                                                    self.rect.width() - 20)
@@ -234,7 +234,7 @@ class NodeItem(QGraphicsItem):
         painter.setBrush(QColor(0, 0, 0, 90))
         painter.drawRoundedRect(rect, 7, 7)
         painter.setFont(BADGE_FONT)
-        painter.setPen(QColor(theme.TEXT))
+        painter.setPen(QColor(theme.HEADER_TEXT))
         painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.badge)
         return w + 6
 
