@@ -21,6 +21,7 @@ from nodegraph.gui import commands as cmd
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.layout import auto_layout
 from nodegraph.gui.rename_editor import CanvasRename
+from nodegraph.gui.reroute import Reroutes
 from nodegraph.gui.scene import GraphScene
 from nodegraph.gui.search_popup import SearchPopup
 from nodegraph.gui.view import GraphView
@@ -56,6 +57,7 @@ class EditActions:
         self.snap_to_grid = False
         self.grid = 24.0
         self.renamer = CanvasRename(doc, scene, view, notify)
+        self.reroutes = Reroutes(doc, scene)
 
     # -- adding ----------------------------------------------------------------------------
 
@@ -120,6 +122,7 @@ class EditActions:
     # -- selection edits -------------------------------------------------------------------
 
     def delete_selection(self) -> None:
+        self.reroutes.delete_selected()
         self.doc.delete(self.scene.selected_node_ids(), self.scene.selected_edges(),
                         self.scene.selected_note_ids())
 

@@ -22,8 +22,8 @@ GESTURES = [
     ("Drag an input's wire away", "pick the wire up: drop it elsewhere or on nothing"),
     ("Shift+click, Shift+drag", "add to the selection"),
     ("Ctrl+right-drag", "knife: cut the wires the stroke crosses"),
-    ("Alt+click a wire", "add a reroute point there (drag it to bend the wire; "
-                         "double-click it to remove it)"),
+    ("Double-click a wire", "add a reroute point there (drag it to bend the wire; "
+                            "double-click it to remove it)"),
     ("Wheel", "zoom about the cursor"),
     ("Middle or right drag, Space+drag", "pan"),
     ("Double-click a group", "open its body in a tab"),

@@ -43,6 +43,7 @@ class WireItem(QGraphicsPathItem):
         self.has_error = False
         self._label_rect = QRectF()
         self._bounds = QRectF()  # kept, not computed per call: Qt asks for it very often
+        self.via: list[QPointF] = []  # reroute points the wire passes through (reroute.py)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
         self.setAcceptHoverEvents(True)
         self.setZValue(0)
@@ -59,7 +60,10 @@ class WireItem(QGraphicsPathItem):
         self.target.update()
 
     def update_path(self) -> None:
-        path = bezier(self.source.anchor(), self.target.anchor())
+        points = [self.source.anchor(), *self.via, self.target.anchor()]
+        path = bezier(points[0], points[1])
+        for a, b in zip(points[1:], points[2:], strict=False):  # through each reroute point
+            path.connectPath(bezier(a, b))
         self.prepareGeometryChange()
         self.setPath(path)
         self._place_label()
