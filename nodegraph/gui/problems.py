@@ -10,14 +10,40 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QLabel,
+    QStyledItemDelegate,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from nodegraph.errors import Problem
 from nodegraph.gui import theme
 
 NODE_ROLE = Qt.ItemDataRole.UserRole
+
+
+class _WrapDelegate(QStyledItemDelegate):
+    """Rows as tall as their longest cell wrapped at its column's width (a tree view asks
+    its delegate for one line otherwise, and cuts the rest off)."""
+
+    def __init__(self, tree: QTreeWidget):
+        super().__init__(tree)
+        self.tree = tree
+
+    def sizeHint(self, option, index) -> QSize:
+        hint = super().sizeHint(option, index)
+        width = self.tree.columnWidth(index.column()) - 12
+        text = index.data() or ""
+        if width <= 0 or not text:
+            return hint
+        rect = option.fontMetrics.boundingRect(QRect(0, 0, width, 100_000),
+                                               int(Qt.TextFlag.TextWordWrap), text)
+        return QSize(hint.width(), max(hint.height(), rect.height() + 6))
 
 
 class ProblemsView(QWidget):
@@ -35,6 +61,7 @@ class ProblemsView(QWidget):
         self.table.setWordWrap(True)
         self.table.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.table.setUniformRowHeights(False)
+        self.table.setItemDelegate(_WrapDelegate(self.table))
         header = self.table.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(1, header.ResizeMode.Stretch)  # the message gets the room
