@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem, QLabel
 
@@ -51,12 +51,13 @@ class GroupPorts:
     def __init__(self, canvas):
         self.canvas = canvas
         self.tags: list[PortTag] = []
-        self.header = QLabel(canvas.view.viewport())
+        # a child of the view, not of its viewport: the viewport moves its children when
+        # the canvas pans
+        self.header = QLabel(canvas.view)
         self.header.setObjectName("group_ports")
         self.header.setTextFormat(Qt.TextFormat.RichText)
         self.header.setStyleSheet(f"background: {theme.LABEL_BG}; color: {theme.TEXT}; "
                                   f"border: 1px solid {theme.NODE_BORDER}; padding: 4px 8px;")
-        self.header.move(8, 8)
         canvas.doc.changed.connect(lambda *_: self.refresh())
         canvas.doc.graph_replaced.connect(self.refresh)
         self.refresh()
@@ -80,6 +81,7 @@ class GroupPorts:
         self.header.setText(f"group <b>{html.escape(defn.name)}</b> · inputs: {ins}"
                             f" · outputs: {outs}")
         self.header.adjustSize()
+        self.header.move(self.canvas.view.viewport().geometry().topLeft() + QPoint(8, 8))
         self.header.show()
         self.header.raise_()
 

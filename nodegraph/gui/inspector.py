@@ -302,8 +302,10 @@ class Inspector(QScrollArea):
         kind.setWordWrap(True)
         kind.setToolTip(spec.doc if spec else "")
         if spec is not None and spec.kind == "procedure":
-            kind.setText(kind.text() + "<br><br>" + html.escape(_first_paragraph(spec.doc))
-                         + "<br><i>A procedure runs after training, on the trained model; "
+            more = _first_paragraph(spec.doc)
+            more = "" if more.rstrip(".") == spec.summary.rstrip(".") else html.escape(more)
+            kind.setText(kind.text() + "<br><br>" + (more + "<br>" if more else "")
+                         + "<i>A procedure runs after training, on the trained model; "
                            "it is not part of the forward pass, so it has no wires.</i>")
             run = QPushButton("Run on the trained model")
             run.setObjectName("run_procedure")

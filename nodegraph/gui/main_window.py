@@ -341,9 +341,11 @@ class MainWindow(QMainWindow):
         for view in [self.view, *(c.view for c in self.group_tabs.canvases)]:
             view.setBackgroundBrush(QColor(theme.CANVAS))
             view.resetCachedContent()
-            view.scene().update()
+            for item in view.scene().items():  # cards cache their pixmaps: redraw them
+                item.update()
             view.viewport().update()
         self.plots.canvas.setBackground(theme.BASE)
+        self.palette.set_registry(self.doc.graph.registry)  # its colours are set per item
         if remember:
             self.settings.setValue("view/theme", name)
         if getattr(self, "start_page", None) is not None and self.start_page.isVisible():

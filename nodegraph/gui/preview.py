@@ -135,6 +135,7 @@ class PreviewPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.shape)
         layout.addWidget(self.table, 1)
+        layout.addStretch(0)  # with the table hidden, a message stays at the top
         self._layout = layout
         self.outputs: dict[str, torch.Tensor] = {}
         self.port.currentTextChanged.connect(self._show_port)

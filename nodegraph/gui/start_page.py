@@ -151,7 +151,7 @@ class StartPage(QFrame):
         self.gallery.setObjectName("gallery")
         self.gallery.setViewMode(QListWidget.ViewMode.IconMode)
         self.gallery.setIconSize(THUMB)
-        self.gallery.setGridSize(QSize(THUMB.width() + 28, THUMB.height() + 64))
+        self.gallery.setGridSize(QSize(THUMB.width() + 28, THUMB.height() + 62))
         self.gallery.setSpacing(4)
         self.gallery.setResizeMode(QListWidget.ResizeMode.Adjust)
         self.gallery.setMovement(QListWidget.Movement.Static)
@@ -193,10 +193,12 @@ class StartPage(QFrame):
         placeholder.fill(QColor(theme.CANVAS))
         for path in files.example_files():
             text = self.texts.get(path.name, "")
-            item = QListWidgetItem(QIcon(placeholder), path.stem + ("\n" + text if text else ""))
+            short = text if len(text) <= 56 else text[:54].rsplit(" ", 1)[0] + " …"
+            item = QListWidgetItem(QIcon(placeholder), path.stem + ("\n" + short if text else ""))
             item.setData(PATH_ROLE, str(path))
             item.setToolTip(f"{path.name}: {text}" if text else path.name)
             item.setTextAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+            item.setSizeHint(QSize(THUMB.width() + 20, THUMB.height() + 58))  # 3 text lines
             self.gallery.addItem(item)
             self._todo.append(item)
         self.recent_list.clear()

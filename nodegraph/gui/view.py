@@ -122,9 +122,10 @@ class GraphView(QGraphicsView):
                 self.resetTransform()
                 self.centerOn(0, 0)
                 return
-            rect = items[0].sceneBoundingRect()
-            for i in items[1:]:
-                rect = rect.united(i.sceneBoundingRect())
+            rect = QRectF()
+            for i in items:  # with what a card carries beside it (a group port's tag)
+                rect = rect.united(i.sceneBoundingRect()).united(
+                    i.mapRectToScene(i.childrenBoundingRect()))
         self.fitInView(rect.adjusted(-60, -60, 60, 60), Qt.AspectRatioMode.KeepAspectRatio)
         if self.zoom > 1.0:
             self.set_zoom(1.0)
