@@ -64,7 +64,6 @@ def straighten(corners: dict[str, tuple[float, float]], wires: list[tuple],
     that input sits level with that output. The first wire into a card decides.
     """
     placed = dict(corners)
-    done: set[str] = set()
     for node in order:
         if node not in corners:
             continue
@@ -72,7 +71,6 @@ def straighten(corners: dict[str, tuple[float, float]], wires: list[tuple],
             if dst == node and src in placed and src != node:
                 placed[node] = (placed[node][0], placed[src][1] + src_dy - dst_dy)
                 break
-        done.add(node)
     return {n: p for n, p in placed.items() if p != corners[n]}
 
 

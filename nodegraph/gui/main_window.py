@@ -57,7 +57,7 @@ from nodegraph.gui.runner import TrainingRunner
 from nodegraph.gui.scene import GraphScene
 from nodegraph.gui.start_page import StartPage
 from nodegraph.gui.validator import Validator
-from nodegraph.gui.view import GraphView
+from nodegraph.gui.view import GraphView, graph_file
 from nodegraph.gui.watch import install as install_watch
 from nodegraph.spec import Registry
 
@@ -106,6 +106,7 @@ class MainWindow(QMainWindow):
                                     recovery.parent / "thumbnails")
         self.start_page.open_requested.connect(lambda p: self.file_actions.open(p))
         self.view.installEventFilter(self)
+        self.setAcceptDrops(True)
         self._shown_path: str | None = None
         self._restore_settings()
         self._update_title()
@@ -266,6 +267,17 @@ class MainWindow(QMainWindow):
         self.start_page.place()
         self.start_page.show()
         self.start_page.raise_()
+
+    def dragEnterEvent(self, event) -> None:
+        """A graph file dragged anywhere onto the window (a dock, the start page) opens."""
+        if graph_file(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        path = graph_file(event.mimeData())
+        if path:
+            event.acceptProposedAction()
+            self.file_actions.open(path)
 
     def eventFilter(self, obj, event) -> bool:
         if obj is self.view and event.type() == QEvent.Type.Resize:

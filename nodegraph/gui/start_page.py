@@ -92,11 +92,13 @@ def render_thumbnail(path: str | Path, registry=None, size: QSize = THUMB) -> QI
 
 
 class ThumbnailCache:
-    """Thumbnails by file content and theme: in memory, and as PNGs in `folder`."""
+    """Thumbnails by file content and theme: in memory (shared by the windows of one
+    process, so each is drawn once), and as PNGs in `folder` (for the next start)."""
+
+    memory: dict[str, QImage] = {}
 
     def __init__(self, folder: Path | None, registry=None):
         self.folder, self.registry = folder, registry
-        self.memory: dict[str, QImage] = {}
 
     def key(self, path: Path) -> str:
         digest = hashlib.sha1(path.read_bytes()).hexdigest()[:16]
@@ -109,21 +111,21 @@ class ThumbnailCache:
             key = self.key(path)
         except OSError:
             return None
-        if key in self.memory:
-            return self.memory[key]
         disk = self.folder / f"{key}.png" if self.folder else None
-        image = QImage(str(disk)) if disk is not None and disk.exists() else QImage()
-        if image.isNull():
+        image = self.memory.get(key)
+        if image is None and disk is not None and disk.exists():
+            image = QImage(str(disk))
+        if image is None or image.isNull():
             try:
                 image = render_thumbnail(path, self.registry)
             except Exception:  # a file the gallery cannot draw: shown without a picture
                 return None
-            if disk is not None:
-                try:
-                    disk.parent.mkdir(parents=True, exist_ok=True)
-                    image.save(str(disk), "PNG")
-                except OSError:
-                    pass  # a read-only state folder: the memory cache still serves
+        if disk is not None and not disk.exists():
+            try:
+                disk.parent.mkdir(parents=True, exist_ok=True)
+                image.save(str(disk), "PNG")
+            except OSError:
+                pass  # a read-only state folder: the memory cache still serves
         self.memory[key] = image
         return image
 
@@ -181,7 +183,7 @@ class StartPage(QFrame):
         row.addLayout(main, 1)
         row.addLayout(side)
         self._todo: list[QListWidgetItem] = []
-        self._timer = QTimer(self, interval=0)
+        self._timer = QTimer(self, interval=10)  # one picture per tick: input stays quick
         self._timer.timeout.connect(self._draw_next)
         self.fill()
 
