@@ -96,6 +96,8 @@ class MainWindow(QMainWindow):
         self.node_views = node_views.install(self)  # per-node view dock, View menu
         self.watch = install_watch(self)  # animation, badges, timeline, step-through
         self.inspector.run_procedure = self.run_procedure
+        # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
+        self.view.viewport().installEventFilter(self)
         self._windows: list[MainWindow] = []
         self._preview_cache: tuple[int, object] | None = None
         self._slow_previews = 0
@@ -282,6 +284,9 @@ class MainWindow(QMainWindow):
     def eventFilter(self, obj, event) -> bool:
         if obj is self.view and event.type() == QEvent.Type.Resize:
             self.start_page.place()
+        elif (obj is self.view.viewport() and event.type() == QEvent.Type.ContextMenu
+              and event.modifiers() & Qt.KeyboardModifier.ControlModifier):
+            return True  # Ctrl+right-drag cuts wires: no node menu over the knife
         return False
 
     def keyPressEvent(self, event) -> None:

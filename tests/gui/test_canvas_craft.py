@@ -234,3 +234,27 @@ def test_window_size_docks_and_zoom_are_remembered(make_window, xor_file):
     assert abs(again.x() - centre.x()) < 2 and abs(again.y() - centre.y()) < 2
     assert second.docks["plots"].isHidden()
     assert second.settings.value("window/geometry") is not None
+
+
+def test_shift_drag_band_adds_to_the_selection_and_ctrl_right_opens_no_menu(xor_window):
+    from PySide6.QtGui import QContextMenuEvent
+
+    w = xor_window
+    w.view.fit()
+    click_node(w, "hidden")
+    loss = w.scene.nodes["loss"].sceneBoundingRect()
+    start = loss.topLeft() - QPointF(15, 15)
+    assert not w.scene.items(start)
+    end = loss.bottomRight() + QPointF(5, 5)
+    mouse(w, QMouseEvent.Type.MouseButtonPress, start, modifiers=SHIFT)
+    for i in range(1, 5):
+        mouse(w, QMouseEvent.Type.MouseMove, start + (end - start) * (i / 4), button=NONE,
+              modifiers=SHIFT)
+    mouse(w, QMouseEvent.Type.MouseButtonRelease, end, buttons=NONE, modifiers=SHIFT)
+    assert {"hidden", "loss"} <= set(w.scene.selected_node_ids())
+    viewport = w.view.viewport()
+    at = w.view.mapFromScene(w.scene.nodes["act"].sceneBoundingRect().center())
+    event = QContextMenuEvent(QContextMenuEvent.Reason.Mouse, at, viewport.mapToGlobal(at),
+                              CTRL)
+    QApplication.sendEvent(viewport, event)
+    assert w.node_views.context_menu is None  # no node menu popped up over the knife
