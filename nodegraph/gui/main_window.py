@@ -11,11 +11,10 @@ and the zoom and place of each file it showed; an empty canvas shows the start p
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QPointF, QSettings, Qt, QTimer
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QColor
 from PySide6.QtWidgets import (
     QApplication,
@@ -58,11 +57,11 @@ from nodegraph.gui.scene import GraphScene
 from nodegraph.gui.start_page import StartPage
 from nodegraph.gui.validator import Validator
 from nodegraph.gui.view import GraphView, graph_file
+from nodegraph.gui.view_places import ViewPlaces
 from nodegraph.gui.watch import install as install_watch
 from nodegraph.spec import Registry
 
 SLOW_PREVIEW_S = 0.5
-MAX_PLACES = 50  # files whose zoom and place are remembered
 
 
 class MainWindow(QMainWindow):
@@ -79,6 +78,7 @@ class MainWindow(QMainWindow):
         self.doc.edit_guard = self._may_edit
         self.scene = GraphScene(self.doc, self)
         self.view = GraphView(self.scene)
+        self.places = ViewPlaces(self.settings, self.view)  # zoom and place per file
         self.setCentralWidget(self.view)
         self.validator = Validator(self.doc, self)
         self.runner = TrainingRunner(self)
@@ -109,7 +109,7 @@ class MainWindow(QMainWindow):
         self.start_page.open_requested.connect(lambda p: self.file_actions.open(p))
         self.view.installEventFilter(self)
         self.setAcceptDrops(True)
-        self._shown_path: str | None = None
+        self._shown_path: str | None = None  # the file whose place the view shows
         self._restore_settings()
         self._update_title()
         if path:
@@ -230,7 +230,8 @@ class MainWindow(QMainWindow):
         d.graph_replaced.connect(
             lambda: self.preview.show_message("Select a node and press Preview."))
         self.view.file_dropped.connect(lambda p: self.file_actions.open(p))
-        d.graph_replaced.connect(self._remember_place)
+        # before the view shows the next file: store where it was on this one
+        d.graph_replaced.connect(lambda: self.places.remember(self._shown_path))
         d.graph_replaced.connect(self._update_start_page)
         d.changed.connect(self._update_start_page)
 
@@ -244,7 +245,7 @@ class MainWindow(QMainWindow):
         self.setWindowModified(self.doc.dirty)
 
     def _after_open(self) -> None:
-        if not self._restore_place():
+        if not self.places.restore(self.doc.path):
             self.view.fit()
         self._shown_path = self.doc.path
         self._update_start_page()
@@ -311,40 +312,10 @@ class MainWindow(QMainWindow):
 
     def save_settings(self) -> None:
         """Remember the window's size, dock layout and this file's zoom and place."""
-        self._remember_place()
+        self.places.remember(self._shown_path)
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         self.settings.sync()
-
-    def _places(self) -> dict:
-        try:
-            places = json.loads(str(self.settings.value("view/places", "{}")))
-        except ValueError:
-            return {}
-        return places if isinstance(places, dict) else {}
-
-    def _remember_place(self, *_) -> None:
-        """Store the zoom and centre shown for the file on the canvas (before it goes)."""
-        if not self._shown_path:
-            return
-        places = self._places()
-        centre = self.view.mapToScene(self.view.viewport().rect().center())
-        places.pop(self._shown_path, None)
-        places[self._shown_path] = [round(self.view.zoom, 4), round(centre.x(), 1),
-                                    round(centre.y(), 1)]
-        while len(places) > MAX_PLACES:
-            places.pop(next(iter(places)))
-        self.settings.setValue("view/places", json.dumps(places))
-
-    def _restore_place(self) -> bool:
-        place = self._places().get(self.doc.path or "")
-        if not (isinstance(place, list) and len(place) == 3
-                and all(isinstance(v, int | float) for v in place)):
-            return False
-        self.view.set_zoom(place[0])
-        self.view.centerOn(QPointF(place[1], place[2]))
-        self.view.zoom_changed.emit(self.view.zoom)
-        return True
 
     def set_theme(self, name: str, remember: bool = True) -> None:
         """Switch between the dark and the light theme (View > Theme); remembered."""
