@@ -115,3 +115,15 @@ def test_a_procedure_node_says_what_it_does_and_runs_from_the_inspector(make_win
     view = dock.view(TrajectoryView)
     assert view is not None
     qtbot.waitUntil(lambda: view.data is not None, timeout=60_000)
+
+
+def test_preview_shows_the_trained_weights_once_a_run_ends(xor_window, qtbot):
+    w = xor_window
+    assert w.validator.wait(60)
+    click_node(w, "out")
+    qtbot.waitUntil(lambda: "initial weights" in w.preview.title.text(), timeout=20_000)
+    w.epochs.setValue(3)
+    assert w.start_training()
+    qtbot.waitUntil(lambda: not w.runner.running, timeout=60_000)
+    qtbot.waitUntil(lambda: "trained weights" in w.preview.title.text(), timeout=20_000)
+    assert w.preview.shape.text().startswith("shape (")
