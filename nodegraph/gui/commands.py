@@ -133,15 +133,20 @@ class Disconnect(QUndoCommand):
 class SetParam(QUndoCommand):
     """Set a param (or, with value=RESET, go back to the block's default).
 
-    Consecutive changes of the same param merge into one step (spinning a spin box).
+    Changes merge into one step only when they come from one spin interaction (arrows,
+    wheel or Up/Down in one spin box without typing in between): both carry the same
+    `merge_key`. A typed value confirmed with Enter has none, so two typed edits are two
+    steps and the earlier value can always be brought back.
     """
 
     RESET = _UNSET
 
-    def __init__(self, doc: Document, node_id: str, name: str, value: Any):
+    def __init__(self, doc: Document, node_id: str, name: str, value: Any,
+                 merge_key: object = None):
         text = f"Reset {node_id}.{name}" if value is _UNSET else f"Set {node_id}.{name}"
         super().__init__(text)
         self.doc, self.node_id, self.name, self.value = doc, node_id, name, value
+        self.merge_key = merge_key
         old = doc.graph.node(node_id).params.get(name, _UNSET)
         self.old = old if old is _UNSET else copy.deepcopy(old)  # deepcopy would clone _UNSET
 
@@ -163,6 +168,8 @@ class SetParam(QUndoCommand):
     def mergeWith(self, other: QUndoCommand) -> bool:
         if not isinstance(other, SetParam) or (other.node_id, other.name) != (
                 self.node_id, self.name):
+            return False
+        if self.merge_key is None or other.merge_key != self.merge_key:
             return False
         self.value = other.value
         return True

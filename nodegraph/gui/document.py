@@ -217,8 +217,9 @@ class Document(QObject):
         count = len(commands) - (1 if notes else 0) + len(notes)
         return self.push_macro(f"Delete {count} item(s)", commands)
 
-    def set_param(self, node_id: str, name: str, value: Any) -> bool:
-        """Set a checked param value; raises EditRefused with the reason when it is invalid."""
+    def set_param(self, node_id: str, name: str, value: Any, merge_key: object = None) -> bool:
+        """Set a checked param value; raises EditRefused with the reason when it is invalid.
+        Edits with the same non-None `merge_key` (one spin interaction) merge into one step."""
         node = self.graph.node(node_id)
         spec = self.graph.registry.get(node.type)
         param = spec.param(name)
@@ -230,7 +231,7 @@ class Document(QObject):
             raise EditRefused(str(e)) from None
         if node.params.get(name, cmd.SetParam.RESET) == value:
             return False
-        return self.push(cmd.SetParam(self, node_id, name, value))
+        return self.push(cmd.SetParam(self, node_id, name, value, merge_key))
 
     def reset_param(self, node_id: str, name: str) -> bool:
         if name not in self.graph.node(node_id).params:

@@ -3,8 +3,10 @@ comments and backdrops.
 
 These are the gestures of the canvas turned into document edits: a block dropped from the
 palette or chosen in the search popup, a wire dropped loose (add a compatible block and
-wire it in one step), delete, the clipboard (JSON, so it works between windows), select
-all and auto-layout. Refused edits are shown in the status bar, never raised at the user.
+wire it in one step), delete, the clipboard (JSON, so it works between windows; a paste
+lands under the mouse when it is on the canvas), select all, auto-layout, the knife, and
+arranging a selection (align, distribute, straighten, snap to the grid). Refused edits
+are shown in the status bar, never raised at the user.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication
 
-from nodegraph.gui import annotations, clipboard, ranking
+from nodegraph.gui import annotations, arrange, clipboard, knife, ranking
 from nodegraph.gui import commands as cmd
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.layout import auto_layout
+from nodegraph.gui.rename_editor import CanvasRename
+from nodegraph.gui.reroute import Reroutes
 from nodegraph.gui.scene import GraphScene
 from nodegraph.gui.search_popup import SearchPopup
 from nodegraph.gui.view import GraphView
@@ -26,6 +30,7 @@ from nodegraph.gui.wiring import (
     compatible_input,
     compatible_output,
 )
+from nodegraph.model.errors import GraphError
 
 CARD_OFFSET = QPointF(90, 30)  # a new card is centred on the cursor, not hung from it
 
@@ -43,11 +48,16 @@ class EditActions:
         scene.wire_rewired.connect(self.rewire)
         scene.wire_detached.connect(self.doc.disconnect)
         scene.wire_dropped.connect(self.offer_for_loose_wire)
-        scene.nodes_moved.connect(self.doc.move)
+        scene.nodes_moved.connect(self._moved)
         scene.notes_moved.connect(self.doc.move_with_notes)
         scene.note_text_edited.connect(lambda note, text: self.doc.edit_note(note, text))
         view.block_dropped.connect(self.add_block)
         view.search_requested.connect(self.offer_any_block)
+        view.knife_cut.connect(self.cut_wires)
+        self.snap_to_grid = False
+        self.grid = 24.0
+        self.renamer = CanvasRename(doc, scene, view, notify)
+        self.reroutes = Reroutes(doc, scene)
 
     # -- adding ----------------------------------------------------------------------------
 
@@ -117,8 +127,13 @@ class EditActions:
     # -- selection edits -------------------------------------------------------------------
 
     def delete_selection(self) -> None:
+        self.reroutes.delete_selected()
         self.doc.delete(self.scene.selected_node_ids(), self.scene.selected_edges(),
                         self.scene.selected_note_ids())
+
+    def rename_selected(self) -> bool:
+        """Open the rename field over the selected card (F2)."""
+        return self.renamer.start()
 
     def select_all(self) -> None:
         self.scene.select_nodes(list(self.scene.nodes))
@@ -137,10 +152,16 @@ class EditActions:
             self.delete_selection()
 
     def paste(self, at: QPointF | None = None) -> list[str]:
+        """Paste the clip with its top-left corner at `at`, under the mouse when it is on
+        the canvas, else in the middle of the view (never at the copied place off-screen)."""
         doc = clipboard.parse(QApplication.clipboard().text())
         if doc is None:
             self.notify("The clipboard holds no nodes to paste.")
             return []
+        if at is None:
+            at = self.view.cursor_scene_pos()
+        if at is None:
+            at = self.view.mapToScene(self.view.viewport().rect().center()) - CARD_OFFSET
         return self._paste(doc, at)
 
     def duplicate(self) -> list[str]:
@@ -162,10 +183,14 @@ class EditActions:
     # -- comments and backdrops ------------------------------------------------------------
 
     def add_comment(self, pos: QPointF | None = None, text: str = "Comment") -> str:
-        """A comment at `pos` (default: the middle of the view), its text ready to type."""
+        """A comment at `pos` (default: free canvas nearest the middle of the view, never
+        on top of a card), its text ready to type."""
         if pos is None:
-            pos = self.view.mapToScene(self.view.viewport().rect().center())
-        note = self.doc.add_note("comment", (pos.x() - 100, pos.y() - 40, 200, 80), text)
+            centre = self.view.mapToScene(self.view.viewport().rect().center())
+            rect = self._free_rect(centre, 200, 80)
+        else:
+            rect = (pos.x() - 100, pos.y() - 40, 200, 80)
+        note = self.doc.add_note("comment", rect, text)
         self._select_note(note)
         return note
 
@@ -196,6 +221,82 @@ class EditActions:
         item = self.scene.notes.get(note_id)
         if item is not None:
             item.setSelected(True)
+
+    def _free_rect(self, centre: QPointF, w: float, h: float) -> tuple:
+        """A w × h rectangle clear of every card, as near `centre` as a spiral search of
+        grid steps finds (the middle itself when it is free)."""
+        from PySide6.QtCore import QRectF
+        cards = [i.sceneBoundingRect().adjusted(-12, -12, 12, 12)
+                 for i in self.scene.nodes.values()]
+        step = self.grid
+        for ring in range(0, 60):
+            for dx in range(-ring, ring + 1):
+                for dy in range(-ring, ring + 1):
+                    if max(abs(dx), abs(dy)) != ring:
+                        continue
+                    r = QRectF(centre.x() - w / 2 + dx * step * 2,
+                               centre.y() - h / 2 + dy * step, w, h)
+                    if not any(r.intersects(c) for c in cards):
+                        return (r.x(), r.y(), w, h)
+        return (centre.x() - w / 2, centre.y() - h / 2, w, h)
+
+    # -- the knife and arranging -----------------------------------------------------------
+
+    def cut_wires(self, points: list) -> int:
+        """Cut every wire the knife stroke through `points` crosses: one undo step."""
+        edges = knife.cut(self.scene.wires.values(), points)
+        if edges and self.doc.push_macro(f"Cut {len(edges)} wire(s)",
+                                         [cmd.Disconnect(self.doc, e) for e in edges]):
+            self.notify(f"Cut {len(edges)} wire(s)")
+        return len(edges)
+
+    def _moved(self, before: dict, after: dict) -> None:
+        if self.snap_to_grid:
+            after = arrange.snap(after, self.grid)
+        self.doc.move(before, after)
+
+    def set_snap(self, on: bool) -> None:
+        self.snap_to_grid = bool(on)
+
+    def _selected_rects(self) -> dict:
+        rects = {}
+        for n in self.scene.selected_node_ids():
+            r = self.scene.nodes[n].sceneBoundingRect()
+            p = self.scene.nodes[n].pos()
+            rects[n] = (p.x(), p.y(), r.width(), r.height())
+        return rects
+
+    def _arrange(self, after: dict, text: str) -> bool:
+        if not after:
+            self.notify("Select the cards to arrange first (two or more; three to "
+                        "distribute).")
+            return False
+        if self.snap_to_grid and text != "Straighten":
+            after = arrange.snap(after, self.grid)
+        return self.doc.move(self.scene.item_positions(after), after, text)
+
+    def align(self, edge: str) -> bool:
+        return self._arrange(arrange.align(self._selected_rects(), edge), f"Align {edge}")
+
+    def distribute(self, axis: str) -> bool:
+        return self._arrange(arrange.distribute(self._selected_rects(), axis),
+                             "Distribute " + ("horizontally" if axis == "x" else "vertically"))
+
+    def straighten(self) -> bool:
+        """Level the wires among the selected cards (or all cards when none is selected)."""
+        chosen = self.scene.selected_node_ids() or list(self.scene.nodes)
+        corners = self.scene.item_positions(chosen)
+        wires = []
+        for e, wire in self.scene.wires.items():
+            if e.src in corners and e.dst in corners:
+                src, dst = self.scene.nodes[e.src], self.scene.nodes[e.dst]
+                wires.append((e.src, wire.source.anchor().y() - src.pos().y(),
+                              e.dst, wire.target.anchor().y() - dst.pos().y()))
+        try:
+            order = [n for n in self.doc.graph.topological_order() if n in corners]
+        except GraphError:  # a cycle the validator reports: keep the graph's order
+            order = list(corners)
+        return self._arrange(arrange.straighten(corners, wires, order), "Straighten")
 
     layout_direction = "LR"  # the direction Auto-layout used last ("LR" or "TB")
 

@@ -2,9 +2,11 @@
 
 The canvas sits in a tab widget whose first tab is the graph itself; opening a group
 instance (double-click it, or Edit > Open Group) adds a tab with the group's body, titled
-with the path to it (`xor › block`), and nested groups open further tabs. A body tab edits
-the group's definition itself (`graph.groups[name].body`) through a document of its own
-that shares the window's undo stack, so Undo steps through edits on every level in order
+with the path to it (`xor › block`), and nested groups open further tabs; a body's tab
+marks the inner ports that stand for the group's inputs and outputs (`group_ports`).
+A body tab edits the group's definition itself (`graph.groups[name].body`) through a
+document of its own that shares the window's undo stack, so Undo steps through edits on
+every level in order
 and Save writes the body into the file's groups section. Each edit in a body revalidates
 the whole graph; the body's canvas then shows the shapes and problems of the instance it was
 opened from (a body has no shapes of its own: they come from what feeds the instance), and
@@ -23,6 +25,7 @@ from PySide6.QtWidgets import QTabBar, QTabWidget
 from nodegraph.check.validate import Report
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.edit_actions import EditActions
+from nodegraph.gui.group_ports import GroupPorts
 from nodegraph.gui.scene import GraphScene
 from nodegraph.gui.view import GraphView
 from nodegraph.model import groups
@@ -239,6 +242,8 @@ class GroupTabs(QTabWidget):
         self.canvases.append(canvas)
         self.addTab(canvas.view, canvas.title)
         self.setCurrentIndex(self.count() - 1)
+        canvas.ports = GroupPorts(canvas)  # the group's own ports, marked in its body
+        canvas.edit_actions.set_snap(self.window_.edit_actions.snap_to_grid)
         canvas.view.fit()
         report = self.window_.validator.report
         if report is not None:

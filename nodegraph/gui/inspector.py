@@ -1,7 +1,10 @@
 """The inspector: the selected node's id, ports with their shapes, and a form of its params.
 
 The form is generated from the block's declared params (see `param_widgets`); a value the
-declaration refuses is not applied, and the reason appears under the field. Every accepted
+declaration refuses is not applied, and the reason appears under the field. With several
+nodes selected it shows the params they share (same name and kind), and a value set there
+is set on all of them in one undo step. A procedure node's page says what it does and has
+a Run button that runs it on the current (trained) weights and opens its view. Every accepted
 change is an undoable edit. With no node selected the inspector shows the graph's training
 settings, declared the same way. It follows the graph: undo, redo and renames update the
 fields in place, so tabbing through the form keeps its focus. A form is built once per
@@ -22,6 +25,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QScrollArea,
     QStackedWidget,
     QToolButton,
@@ -102,6 +106,8 @@ class Inspector(QScrollArea):
         self._training_page: QWidget | None = None
         self._training_fields: dict[str, _Field] = {}
         self._pages: dict[str, _NodePage] = {}  # node forms by block type
+        self.multi_nodes: list[str] = []  # the nodes a shared-params page edits
+        self.run_procedure = None  # set by the window: runs a procedure node, opens its view
         doc.changed.connect(self._on_change)
         doc.graph_replaced.connect(self._new_graph)
         self._new_graph()
@@ -131,9 +137,95 @@ class Inspector(QScrollArea):
     # -- what is shown ---------------------------------------------------------------------
 
     def show_selection(self, node_ids: list[str]) -> None:
+        if len(node_ids) > 1 and self._show_shared(node_ids):
+            return
         self.show_node(node_ids[0] if len(node_ids) == 1 else None, len(node_ids))
 
+    # -- several nodes: their shared params ------------------------------------------------
+
+    def shared_params(self, node_ids: list[str]) -> list[Param]:
+        """The params every one of `node_ids` has, with the same kind and choices, in the
+        first node's declaration order."""
+        g = self.doc.graph
+        specs = [g.registry.get(g.nodes[n].type) if g.nodes[n].type in g.registry else None
+                 for n in node_ids if n in g.nodes]
+        if not specs or any(s is None for s in specs):
+            return []
+        shared = []
+        for param in specs[0].params:
+            others = [s.param(param.name) for s in specs[1:]]
+            if all(o is not None and (o.kind, tuple(o.choices), o.nullable) == (
+                    param.kind, tuple(param.choices), param.nullable) for o in others):
+                shared.append(param)
+        return shared
+
+    def _show_shared(self, node_ids: list[str]) -> bool:
+        params = self.shared_params(node_ids)
+        if not params:
+            return False
+        self.node_id = None
+        self.id_edit = self.id_error = self.ports_label = None
+        self.multi_nodes = list(node_ids)
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        layout.setAlignment(Qt.AlignmentFlag.AlignTop)
+        title = QLabel(f"{len(node_ids)} nodes selected")
+        title.setProperty("role", "title")
+        types = sorted({self.doc.graph.nodes[n].type for n in node_ids})
+        hint = QLabel("Shared params of " + ", ".join(types) + ": a value set here is set "
+                      "on every selected node (one undo step). A field left blank differs "
+                      "between them.")
+        hint.setProperty("role", "dim")
+        hint.setWordWrap(True)
+        layout.addWidget(title)
+        layout.addWidget(hint)
+        form = self._form(layout)
+        self.fields = {}
+        for param in params:
+            self._add_field(form, param, lambda v, p=param: self._commit_shared(p, v),
+                            lambda *_, p=param: self._commit_shared(p, pw.UNSET))
+        self._refill_shared()
+        self._show_page(page)
+        return True
+
+    def _refill_shared(self) -> None:
+        for name, f in self.fields.items():
+            values = [self.doc.graph.nodes[n].params.get(name, pw.UNSET)
+                      for n in self.multi_nodes if n in self.doc.graph.nodes]
+            same = bool(values) and all(v == values[0] for v in values)
+            shown = values[0] if same else pw.UNSET
+            if shown is pw.UNSET and same and not f.param.required:
+                shown = f.param.default
+            f.show(shown, same and values[0] is not pw.UNSET)
+
+    def _commit_shared(self, param: Param, value: Any) -> None:
+        from nodegraph.gui import commands as cmd
+
+        f = self.fields[param.name]
+        if pw.is_parse_error(value):
+            f.set_error(str(value))
+            return
+        g, commands = self.doc.graph, []
+        for n in self.multi_nodes:
+            if n not in g.nodes:
+                continue
+            own = g.registry.get(g.nodes[n].type).param(param.name)
+            if value is pw.UNSET:
+                if param.name in g.nodes[n].params:
+                    commands.append(cmd.SetParam(self.doc, n, param.name, cmd.SetParam.RESET))
+                continue
+            try:
+                checked = own.check(value)
+            except Exception as e:  # the declaration's own words: shown under the field
+                f.set_error(str(e))
+                return
+            if g.nodes[n].params.get(param.name, cmd.SetParam.RESET) != checked:
+                commands.append(cmd.SetParam(self.doc, n, param.name, checked))
+        self.doc.push_macro(f"Set {param.name} on {len(commands)} nodes", commands)
+        f.set_error("")
+
     def show_node(self, node_id: str | None, count: int = 0) -> None:
+        self.multi_nodes = []
         self.node_id = node_id if node_id in self.doc.graph.nodes else None
         self.id_edit = self.id_error = self.ports_label = None
         if self.node_id is None:
@@ -209,11 +301,25 @@ class Inspector(QScrollArea):
             f" — {html.escape(spec.summary)}" if spec else " — unknown block type"))
         kind.setWordWrap(True)
         kind.setToolTip(spec.doc if spec else "")
+        if spec is not None and spec.kind == "procedure":
+            more = _first_paragraph(spec.doc)
+            more = "" if more.rstrip(".") == spec.summary.rstrip(".") else html.escape(more)
+            kind.setText(kind.text() + "<br><br>" + (more + "<br>" if more else "")
+                         + "<i>A procedure runs after training, on the trained model; "
+                           "it is not part of the forward pass, so it has no wires.</i>")
+            run = QPushButton("Run on the trained model")
+            run.setObjectName("run_procedure")
+            run.setToolTip("run this procedure on the current weights (trained ones after "
+                           "a run) and open its view")
+            run.clicked.connect(lambda *_: self.run_procedure and self.node_id
+                                and self.run_procedure(self.node_id))
         page.ports_label.setProperty("role", "dim")
         page.ports_label.setWordWrap(True)
         page.ports_label.setTextFormat(Qt.TextFormat.RichText)
         for w in (page.id_edit, page.id_error, kind, page.ports_label):
             layout.addWidget(w)
+        if spec is not None and spec.kind == "procedure":
+            layout.addWidget(run)
         if spec is None:
             page.raw.setWordWrap(True)
             layout.addWidget(page.raw)
@@ -301,6 +407,13 @@ class Inspector(QScrollArea):
                 self._show_param_problems()
 
     def _on_change(self, event) -> None:
+        if self.multi_nodes and event.kind in ("param_changed", "node_removed",
+                                               "node_renamed"):
+            if event.kind == "param_changed" and event.node in self.multi_nodes:
+                self._refill_shared()
+            elif event.kind != "param_changed":
+                self.show_node(None)
+            return
         if event.kind == "node_renamed" and event.name == self.node_id:
             self.node_id = event.node
             if self.id_edit is not None:
@@ -331,7 +444,8 @@ class Inspector(QScrollArea):
             if value is pw.UNSET:
                 self.doc.reset_param(self.node_id, param.name)
             else:
-                self.doc.set_param(self.node_id, param.name, value)
+                self.doc.set_param(self.node_id, param.name, value,
+                                   getattr(f.editor, "merge_key", None))
         except EditRefused as e:
             f.set_error(str(e))
             return
@@ -372,3 +486,7 @@ def _error_label() -> QLabel:
     label.setWordWrap(True)
     label.setVisible(False)
     return label
+
+
+def _first_paragraph(doc: str) -> str:
+    return doc.strip().split("\n\n", 1)[0].replace("\n", " ")

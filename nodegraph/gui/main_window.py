@@ -4,6 +4,9 @@ It creates the parts and connects them; each part does its own job. Graph change
 document -> scene/inspector/validator; validation reports flow validator -> scene (errors
 painted on nodes and wires), problems list and inspector; training events flow runner ->
 plots, status bar and log. Edits made while a run is going ask first whether to stop it.
+
+The window remembers, in its QSettings, its size and dock layout, the theme, snapping,
+and the zoom and place of each file it showed; an empty canvas shows the start page.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
+from PySide6.QtGui import QCloseEvent, QColor
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDockWidget,
     QLabel,
@@ -23,11 +27,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph.gui import block_prefs, collapse, files, menus, node_views
+from nodegraph.gui import block_prefs, collapse, files, image_export, menus, node_views, theme
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.file_actions import FileActions
 from nodegraph.gui.group_tabs import GroupTabs
+from nodegraph.gui.help import Help
 from nodegraph.gui.inspector import Inspector
 from nodegraph.gui.log_view import LogView
 from nodegraph.gui.palette import Palette
@@ -38,8 +43,10 @@ from nodegraph.gui.prompts import Prompts
 from nodegraph.gui.run_status import RunStatus
 from nodegraph.gui.runner import TrainingRunner
 from nodegraph.gui.scene import GraphScene
+from nodegraph.gui.start_page import StartPage
 from nodegraph.gui.validator import Validator
-from nodegraph.gui.view import GraphView
+from nodegraph.gui.view import GraphView, graph_file
+from nodegraph.gui.view_places import ViewPlaces
 from nodegraph.gui.watch import install as install_watch
 from nodegraph.model import settings as training_settings
 from nodegraph.model.events import (
@@ -71,6 +78,7 @@ class MainWindow(QMainWindow):
         self.doc.edit_guard = self._may_edit
         self.scene = GraphScene(self.doc, self)
         self.view = GraphView(self.scene)
+        self.places = ViewPlaces(self.settings, self.view)  # zoom and place per file
         self.setCentralWidget(self.view)
         self.validator = Validator(self.doc, self)
         self.runner = TrainingRunner(self)
@@ -79,6 +87,7 @@ class MainWindow(QMainWindow):
         self.file_actions = FileActions(self.doc, self.prompts, self.recent, recovery,
                                         self.notify, self._after_open)
         self._build_docks()
+        self.help = Help(self)
         self.actions_by_name = menus.build(self)
         self._build_toolbar()
         self._build_status_bar()
@@ -88,18 +97,28 @@ class MainWindow(QMainWindow):
         self.watch = install_watch(self)  # animation, badges, timeline, step-through
         self.block_prefs = block_prefs.install(self)  # recent and starred blocks
         self.collapser = collapse.install(self)  # cards shown as their title bar only
+        self.inspector.run_procedure = self.run_procedure
+        # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
+        self.view.viewport().installEventFilter(self)
         self._windows: list[MainWindow] = []
         self._preview_cache: tuple[int, object] | None = None
         self._slow_previews = 0
         self.autosave_timer = QTimer(self, interval=autosave_ms or files.autosave_interval_ms())
         self.autosave_timer.timeout.connect(self.file_actions.autosave)
         self.autosave_timer.start()
-        self.resize(1500, 920)
+        self.start_page = StartPage(self.view, self.recent, self.doc.graph.base_registry,
+                                    recovery.parent / "thumbnails")
+        self.start_page.open_requested.connect(lambda p: self.file_actions.open(p))
+        self.view.installEventFilter(self)
+        self.setAcceptDrops(True)
+        self._shown_path: str | None = None  # the file whose place the view shows
+        self._restore_settings()
         self._update_title()
         if path:
             self.file_actions.open(path)
         else:
             self.file_actions.recover_untitled()
+        self._update_start_page()
 
     # -- construction ----------------------------------------------------------------------
 
@@ -206,7 +225,17 @@ class MainWindow(QMainWindow):
                            RunFinished)
         self.runner.failed.connect(self._on_run_failed)
         self.runner.state_changed.connect(self._on_run_state)
-        self.preview.refresh_button.clicked.connect(self.preview_selected)
+        self.preview.refresh_button.clicked.connect(lambda: self.preview_selected())
+        self._preview_timer = QTimer(self, singleShot=True, interval=250)
+        self._preview_timer.timeout.connect(self._refresh_preview)
+        d.changed.connect(self._graph_edited)
+        d.graph_replaced.connect(
+            lambda: self.preview.show_message("Select a node and press Preview."))
+        self.view.file_dropped.connect(lambda p: self.file_actions.open(p))
+        # before the view shows the next file: store where it was on this one
+        d.graph_replaced.connect(lambda: self.places.remember(self._shown_path))
+        d.graph_replaced.connect(self._update_start_page)
+        d.changed.connect(self._update_start_page)
 
     # -- reactions -------------------------------------------------------------------------
 
@@ -218,8 +247,122 @@ class MainWindow(QMainWindow):
         self.setWindowModified(self.doc.dirty)
 
     def _after_open(self) -> None:
-        self.view.fit()
+        if not self.places.restore(self.doc.path):
+            self.view.fit()
+        self._shown_path = self.doc.path
+        self._update_start_page()
         self.validator.schedule()
+
+    # -- start page, settings, theme, export -----------------------------------------------
+
+    def _update_start_page(self, *_) -> None:
+        empty = not self.doc.graph.nodes and not self.doc.notes()
+        if empty and self.start_page.isHidden():
+            self.start_page.fill()
+            self.start_page.place()
+            self.start_page.show()
+            self.start_page.raise_()
+        elif not empty and not self.start_page.isHidden():
+            self.start_page.hide()
+
+    def show_start_page(self) -> None:
+        """Help > Start Page: the gallery over the canvas, even with a graph open (Escape
+        or a click on the canvas's own tab closes it)."""
+        self.start_page.fill()
+        self.start_page.place()
+        self.start_page.show()
+        self.start_page.raise_()
+
+    def dragEnterEvent(self, event) -> None:
+        """A graph file dragged anywhere onto the window (a dock, the start page) opens."""
+        if graph_file(event.mimeData()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        path = graph_file(event.mimeData())
+        if path:
+            event.acceptProposedAction()
+            self.file_actions.open(path)
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.view and event.type() == QEvent.Type.Resize:
+            self.start_page.place()
+        elif (obj is self.view.viewport() and event.type() == QEvent.Type.ContextMenu
+              and event.modifiers() & Qt.KeyboardModifier.ControlModifier):
+            return True  # Ctrl+right-drag cuts wires: no node menu over the knife
+        return False
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() == Qt.Key.Key_Escape and self.start_page.isVisible() and (
+                self.doc.graph.nodes or self.doc.notes()):
+            self.start_page.hide()
+            return
+        super().keyPressEvent(event)
+
+    def _restore_settings(self) -> None:
+        s = self.settings
+        self.resize(1500, 920)
+        geometry, state = s.value("window/geometry"), s.value("window/state")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if state is not None:
+            self.restoreState(state)
+        self.set_theme(str(s.value("view/theme", theme.CURRENT)), remember=False)
+        snap = str(s.value("view/snap", "false")).lower() == "true"
+        self.actions_by_name["snap"].setChecked(snap)
+        self.edit_actions.set_snap(snap)
+
+    def save_settings(self) -> None:
+        """Remember the window's size, dock layout and this file's zoom and place."""
+        self.places.remember(self._shown_path)
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.sync()
+
+    def set_theme(self, name: str, remember: bool = True) -> None:
+        """Switch between the dark and the light theme (View > Theme); remembered."""
+        if name not in theme.THEMES:
+            name = "dark"
+        theme.apply(QApplication.instance(), name)
+        for key in theme.THEMES:
+            action = self.actions_by_name.get(f"theme_{key}")
+            if action is not None:
+                action.setChecked(key == name)
+        for view in [self.view, *(c.view for c in self.group_tabs.canvases)]:
+            view.setBackgroundBrush(QColor(theme.CANVAS))
+            view.resetCachedContent()
+            for item in view.scene().items():  # cards cache their pixmaps: redraw them
+                item.update()
+            view.viewport().update()
+        self.plots.canvas.setBackground(theme.BASE)
+        self.palette.set_registry(self.doc.graph.registry)  # its colours are set per item
+        if remember:
+            self.settings.setValue("view/theme", name)
+        if getattr(self, "start_page", None) is not None and self.start_page.isVisible():
+            self.start_page.fill()
+
+    def set_snap(self, on: bool) -> None:
+        self.edit_actions.set_snap(on)
+        for canvas in self.group_tabs.canvases:
+            canvas.edit_actions.set_snap(on)
+        self.settings.setValue("view/snap", bool(on))
+
+    def export_image(self, path: str | None = None) -> bool:
+        """File > Export Image: the graph in front as PNG or SVG, by the name's suffix."""
+        if path is None:
+            stem = Path(self.doc.path).stem if self.doc.path else "graph"
+            path = self.prompts.image_path(str(Path.cwd() / f"{stem}.png"))
+            if not path:
+                return False
+        if Path(path).suffix.lower() not in image_export.FORMATS:
+            path += ".png"
+        try:
+            size = image_export.export(self.group_tabs.current_scene(), path)
+        except (OSError, ValueError) as e:
+            self.prompts.error("Cannot export the image", str(e))
+            return False
+        self.notify(f"Exported {path} ({size.width()} × {size.height()})")
+        return True
 
     def _on_graph_changed(self, event) -> None:
         if event.kind == "training_changed":
@@ -306,6 +449,7 @@ class MainWindow(QMainWindow):
             self.notify("Training paused")
         elif state == "idle":
             self.run_status.idle()
+            self._graph_edited()  # trained weights now: show them
 
     def _log_run_event(self, event) -> None:
         if isinstance(event, RunStarted):
@@ -345,14 +489,51 @@ class MainWindow(QMainWindow):
         instance = (node or "").split("__", 1)[0]
         return instance if instance in self.scene.nodes else None
 
+    def run_procedure(self, node: str | None = None) -> bool:
+        """Run a procedure node (sampling, a forecast) on the current weights — the trained
+        ones after a run — and show what it made in its node view."""
+        if node is None:
+            chosen = self.scene.selected_node_ids()
+            node = chosen[0] if len(chosen) == 1 else None
+        g = self.doc.graph
+        if node not in g.nodes or g.nodes[node].type not in g.registry or \
+                g.registry.get(g.nodes[node].type).kind != "procedure":
+            self.notify("Select a procedure node (procedures.*) to run it.")
+            return False
+        if self.runner.running:
+            self.notify("Wait for the run to end: a procedure runs on the trained model.")
+            return False
+        self.node_views.open(node)
+        return True
+
     # -- preview ---------------------------------------------------------------------------
 
-    def preview_selected(self) -> None:
-        nodes = self.scene.selected_node_ids()
-        if len(nodes) != 1:
+    def _graph_edited(self, *_) -> None:
+        """Keep the Preview true: run it again shortly (edits come in bursts), or, when
+        previewing on select is off, clear what no longer holds."""
+        if self.preview.node is None:
+            return
+        if self.preview.auto.isChecked() and self.docks["preview"].isVisible():
+            self._preview_timer.start()
+        else:
+            self.preview.mark_stale()
+
+    def _refresh_preview(self) -> None:
+        node = self.preview.node
+        if node is None:
+            return
+        if node not in self.doc.graph.nodes:
             self.preview.show_message("Select one node to preview its output.")
             return
-        node = nodes[0]
+        self.preview_selected(node)
+
+    def preview_selected(self, node: str | None = None) -> None:
+        if node is None:
+            nodes = self.scene.selected_node_ids()
+            if len(nodes) != 1:
+                self.preview.show_message("Select one node to preview its output.")
+                return
+            node = nodes[0]
         trained = self.runner.result is not None and self.runner.revision == self.doc.revision
         try:
             if trained:
@@ -361,7 +542,8 @@ class MainWindow(QMainWindow):
                 compiled, note = self._untrained_compiled(), "(initial weights)"
             outputs = node_outputs(self.doc.graph, node, compiled)
         except Exception as e:  # a graph that cannot run yet: say why, in the panel
-            self.preview.show_message(preview_error(e))
+            self.preview.title.setText(f"<b>{node}</b> cannot run yet")
+            self.preview.show_message(preview_error(e), node)
             return
         self.preview.show_outputs(node, outputs, note)
 
@@ -393,6 +575,7 @@ class MainWindow(QMainWindow):
         if not self.file_actions.maybe_save():
             event.ignore()
             return
+        self.save_settings()
         if self.runner.running:
             self.runner.stop()
             self.runner.wait(10)

@@ -308,11 +308,11 @@ class NodeItem(QGraphicsItem):
         font.setPixelSize(math.ceil(max(TITLE_FONT.pointSizeF() * 4 / 3, TITLE_PX / lod)))
         self.title_px = font.pixelSize() * lod
         painter.setFont(font)
-        painter.setPen(QColor(theme.TEXT))
+        painter.setPen(QColor(theme.HEADER_TEXT))
         title = QFontMetricsF(font).elidedText(self.node_id, Qt.TextElideMode.ElideRight, width)
         painter.drawText(QRectF(10, 4, width, 18), Qt.AlignmentFlag.AlignVCenter, title)
         painter.setFont(TYPE_FONT)
-        painter.setPen(QColor("#c9d1db"))
+        painter.setPen(QColor(theme.HEADER_DIM))
         kind = self.block_type if self.known else f"{self.block_type} (unknown)"
         kind = QFontMetricsF(TYPE_FONT).elidedText(kind, Qt.TextElideMode.ElideRight,
                                                    self.rect.width() - 20)
@@ -327,7 +327,7 @@ class NodeItem(QGraphicsItem):
         painter.setBrush(QColor(0, 0, 0, 90))
         painter.drawRoundedRect(rect, 7, 7)
         painter.setFont(BADGE_FONT)
-        painter.setPen(QColor(theme.TEXT))
+        painter.setPen(QColor(theme.HEADER_TEXT))
         painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.badge)
         return w + 6
 

@@ -12,11 +12,13 @@ without calling back. Checking the value against the declaration is the caller's
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Callable
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -38,9 +40,43 @@ INT_LIMIT = 2**31 - 1
 UNSET = object()  # the value shown for a required param nobody set
 
 
-class IntEditor(QSpinBox):
+class _SpinSession:
+    """Marks the values one spin interaction makes (arrows, wheel, Up/Down, PageUp/Down
+    with no typing in between) with one `merge_key`, so undo takes them back as one step;
+    a typed value confirmed with Enter has no key and is a step of its own."""
+
+    _STEP_KEYS = (Qt.Key.Key_Up, Qt.Key.Key_Down, Qt.Key.Key_PageUp, Qt.Key.Key_PageDown)
+    _sessions = itertools.count(1)
+
+    def _init_session(self) -> None:
+        self._stepping = False
+        self._session = next(self._sessions)
+
+    @property
+    def merge_key(self) -> object:
+        return self._session if self._stepping else None
+
+    def stepBy(self, steps: int) -> None:
+        self._stepping = True
+        try:
+            super().stepBy(steps)
+        finally:
+            self._stepping = False
+
+    def keyPressEvent(self, event) -> None:
+        if event.key() not in self._STEP_KEYS:
+            self._session = next(self._sessions)  # typing ends the interaction
+        super().keyPressEvent(event)
+
+    def focusOutEvent(self, event) -> None:
+        self._session = next(self._sessions)
+        super().focusOutEvent(event)
+
+
+class IntEditor(_SpinSession, QSpinBox):
     def __init__(self, param: Param, commit: Commit):
         super().__init__()
+        self._init_session()
         self.param, self._commit = param, commit
         low = int(param.min) if param.min is not None else -INT_LIMIT + 1
         high = int(param.max) if param.max is not None else INT_LIMIT
@@ -60,11 +96,12 @@ class IntEditor(QSpinBox):
         self._commit(UNSET if self.param.required and value == self.minimum() else value)
 
 
-class FloatEditor(QDoubleSpinBox):
+class FloatEditor(_SpinSession, QDoubleSpinBox):
     """A spin box that shows numbers compactly (0.05, 1e-08) instead of fixed decimals."""
 
     def __init__(self, param: Param, commit: Commit):
         super().__init__()
+        self._init_session()
         self.param, self._commit = param, commit
         self.setDecimals(12)
         low = param.min if param.min is not None else -1e12

@@ -6,13 +6,16 @@ without gradients; the selected
 node's outputs are shown as a shape, summary numbers, a table of values and, for outputs
 shaped like images ((N, C, H, W) with 1 or 3 channels, or (N, H, W)), the first sample as
 an image. After a run the trained weights are used, as long as the graph has not changed
-since the run started.
+since the run started. The panel never shows what no longer holds: the window refreshes
+it after every change of the graph and at the end of a run, or clears it when previewing
+on select is off (`mark_stale`).
 """
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 import torch
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -71,6 +74,7 @@ class PreviewPanel(QWidget):
         super().__init__(parent)
         self.title = QLabel("Select a node and press Preview.")
         self.title.setWordWrap(True)
+        self.node: str | None = None  # the node shown, if any
         self.port = QComboBox()
         self.refresh_button = QPushButton("Preview")
         self.refresh_button.setToolTip("run one batch through the graph up to this node")
@@ -81,6 +85,8 @@ class PreviewPanel(QWidget):
         self.shape = QLabel()
         self.shape.setProperty("role", "dim")
         self.shape.setWordWrap(True)
+        self.shape.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.shape.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.table = QTableWidget()
         self._image: pg.ImageView | None = None  # made on first use: it is slow to build
         top = QHBoxLayout()
@@ -93,6 +99,7 @@ class PreviewPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.shape)
         layout.addWidget(self.table, 1)
+        layout.addStretch(0)  # with the table hidden, a message stays at the top
         self._layout = layout
         self.outputs: dict[str, torch.Tensor] = {}
         self.port.currentTextChanged.connect(self._show_port)
@@ -114,6 +121,8 @@ class PreviewPanel(QWidget):
 
     def show_outputs(self, node: str, outputs: dict[str, torch.Tensor], note: str = "") -> None:
         self.outputs = outputs
+        self.node = node
+        self.table.show()
         self.title.setText(f"<b>{node}</b> on one training batch {note}")
         self.port.blockSignals(True)
         self.port.clear()
@@ -123,15 +132,31 @@ class PreviewPanel(QWidget):
             self._show_port(next(iter(outputs)))
         else:
             self.show_message(f"'{node}' has no tensor output to preview (metrics and "
-                              "optimizers report numbers during training).")
+                              "optimizers report numbers during training).", node)
 
-    def show_message(self, text: str) -> None:
+    def show_message(self, text: str, node: str | None = None) -> None:
+        """Say `text` in place of values (a message gets the table's room: never cut)."""
+        self.node = node
+        self.outputs = {}
+        self.port.blockSignals(True)
+        self.port.clear()
+        self.port.blockSignals(False)
+        if node is None:
+            self.title.setText("Preview")
         self.shape.setText(text)
+        self.shape.setToolTip(text)
+        self.table.hide()
         self.table.clear()
         self.table.setRowCount(0)
         self.table.setColumnCount(0)
         if self._image is not None:
             self._image.hide()
+
+    def mark_stale(self) -> None:
+        """The graph changed and no refresh follows: drop the values, say so."""
+        if self.node is not None or self.outputs:
+            self.show_message("The graph changed since this preview: press Preview to "
+                              "run it again.")
 
     def _show_port(self, port: str) -> None:
         t = self.outputs.get(port)

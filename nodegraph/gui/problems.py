@@ -1,20 +1,49 @@
 """The problems list: every validation problem with where it is and what to do.
 
 One row per problem, errors first, with its location (node.port), message and hint.
-Clicking a row selects the node on the canvas. The summary line above says whether the
-graph is ready to train.
+Long messages wrap onto more lines (never cut off with "…"), and every cell's tooltip
+holds the whole problem. Clicking a row selects the node on the canvas. The summary line
+above says whether the graph is ready to train.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+import html
+
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QLabel,
+    QStyledItemDelegate,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from nodegraph.gui import theme
 from nodegraph.model.errors import Problem
 
 NODE_ROLE = Qt.ItemDataRole.UserRole
+
+
+class _WrapDelegate(QStyledItemDelegate):
+    """Rows as tall as their longest cell wrapped at its column's width (a tree view asks
+    its delegate for one line otherwise, and cuts the rest off)."""
+
+    def __init__(self, tree: QTreeWidget):
+        super().__init__(tree)
+        self.tree = tree
+
+    def sizeHint(self, option, index) -> QSize:
+        hint = super().sizeHint(option, index)
+        width = self.tree.columnWidth(index.column()) - 12
+        text = index.data() or ""
+        if width <= 0 or not text:
+            return hint
+        rect = option.fontMetrics.boundingRect(QRect(0, 0, width, 100_000),
+                                               int(Qt.TextFlag.TextWordWrap), text)
+        return QSize(hint.width(), max(hint.height(), rect.height() + 6))
 
 
 class ProblemsView(QWidget):
@@ -30,6 +59,9 @@ class ProblemsView(QWidget):
         self.table.setHeaderLabels(["Where", "Problem", "Hint"])
         self.table.setRootIsDecorated(False)
         self.table.setWordWrap(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideNone)
+        self.table.setUniformRowHeights(False)
+        self.table.setItemDelegate(_WrapDelegate(self.table))
         header = self.table.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(1, header.ResizeMode.Stretch)  # the message gets the room
@@ -40,6 +72,8 @@ class ProblemsView(QWidget):
         layout.addWidget(self.summary)
         layout.addWidget(self.table)
         self.table.itemClicked.connect(self._on_click)
+        # rows grow and shrink with the column: re-wrap when a column is resized
+        header.sectionResized.connect(lambda *_: self.table.doItemsLayout())
         self.problems: list[Problem] = []
         self.set_problems([])
 
@@ -50,8 +84,9 @@ class ProblemsView(QWidget):
             item = QTreeWidgetItem(self.table, [p.location(), p.message, p.hint])
             color = QColor(theme.ERROR if p.severity == "error" else theme.WARNING)
             item.setForeground(0, QBrush(color))
-            item.setToolTip(1, p.message)
-            item.setToolTip(2, p.hint)
+            tip = _tooltip(p)
+            for column in range(3):
+                item.setToolTip(column, tip)
             item.setData(0, NODE_ROLE, p.node)
         errors = sum(p.severity == "error" for p in problems)
         warnings = len(problems) - errors
@@ -66,3 +101,9 @@ class ProblemsView(QWidget):
         node = item.data(0, NODE_ROLE)
         if node:
             self.node_clicked.emit(node)
+
+
+def _tooltip(p: Problem) -> str:
+    """The whole problem as rich text (Qt wraps rich-text tooltips at a readable width)."""
+    text = f"<b>{html.escape(p.location())}</b>: {html.escape(p.message)}"
+    return text + (f"<br><i>hint: {html.escape(p.hint)}</i>" if p.hint else "")

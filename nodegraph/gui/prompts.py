@@ -97,3 +97,8 @@ class Prompts:
         if path and not path.endswith(".json"):
             path += ".json"
         return path or None
+
+    def image_path(self, suggested: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self.parent, "Export image", suggested,
+                                              "PNG image (*.png);;SVG vector image (*.svg)")
+        return path or None

@@ -40,6 +40,7 @@ class GraphScene(QGraphicsScene):
     notes_moved = Signal(dict, dict, dict)  # node positions before, after; changed notes
     note_text_edited = Signal(str, str)  # note id, new text
     open_requested = Signal(str)  # a group instance was double-clicked: open its body
+    reroute_requested = Signal(object, QPointF)  # a wire double-clicked: Edge, scene pos
 
     def __init__(self, doc: Document, parent=None):
         super().__init__(parent)
@@ -440,6 +441,10 @@ class GraphScene(QGraphicsScene):
             item.node if isinstance(item, PortItem) else None)
         if card is not None and card.block_type.startswith("group."):
             self.open_requested.emit(card.node_id)
+            event.accept()
+            return
+        if isinstance(item, WireItem) and event.button() == Qt.MouseButton.LeftButton:
+            self.reroute_requested.emit(item.edge, event.scenePos())
             event.accept()
             return
         super().mouseDoubleClickEvent(event)

@@ -1,7 +1,9 @@
-"""The editor's look: a dark theme with readable contrast, in one place.
+"""The editor's look: a dark and a light theme with readable contrast, in one place.
 
 Colours are named by role (canvas, node body, text, selection, error) so painting code
-never holds a hex literal. Block families get a header colour each; port and wire colours
+never holds a hex literal; it reads them from this module when it paints, so switching
+theme (`use`) rebinds the role names and repaints, and every card follows. Block
+families get a header colour each; port and wire colours
 come from the port types in `nodegraph.model.types`. Sizes are in logical pixels and fonts in
 points, so the look survives high-DPI screens (Qt scales both).
 """
@@ -16,24 +18,31 @@ from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory
 
 from nodegraph.gui import _compat  # noqa: F401  (before any Qt call: a PySide6 bug guard)
 
-CANVAS = "#1b1e23"
-GRID = "#262a31"
-GRID_MAJOR = "#2f343c"
-NODE_BODY = "#2a2f37"
-NODE_BORDER = "#414854"
-TEXT = "#e6e9ee"
-TEXT_DIM = "#a3acb8"
-SELECTION = "#f2c14e"
-ERROR = "#ff6b6b"
-WARNING = "#f0a35e"
-OK = "#5cc689"
-HOVER = "#7fb8ff"
-LABEL_BG = "#14161a"
-WINDOW = "#23272e"
-BASE = "#1b1e23"
-ALTERNATE = "#262a31"
-BUTTON = "#2e333b"
-HIGHLIGHT = "#3d6fb4"
+THEMES = {
+    "dark": {
+        "CANVAS": "#1b1e23", "GRID": "#262a31", "GRID_MAJOR": "#2f343c",
+        "NODE_BODY": "#2a2f37", "NODE_BORDER": "#414854", "TEXT": "#e6e9ee",
+        "TEXT_DIM": "#a3acb8", "SELECTION": "#f2c14e", "ERROR": "#ff6b6b",
+        "WARNING": "#f0a35e", "OK": "#5cc689", "HOVER": "#7fb8ff", "LABEL_BG": "#14161a",
+        "WINDOW": "#23272e", "BASE": "#1b1e23", "ALTERNATE": "#262a31", "BUTTON": "#2e333b",
+        "HIGHLIGHT": "#3d6fb4", "HEADER_TEXT": "#f4f6f9", "HEADER_DIM": "#c9d1db",
+        "DISABLED": "#6b7380", "CHECK_BORDER": "#6b7482",
+    },
+    "light": {
+        "CANVAS": "#f3f4f6", "GRID": "#e4e7eb", "GRID_MAJOR": "#d3d8de",
+        "NODE_BODY": "#ffffff", "NODE_BORDER": "#a9b2bd", "TEXT": "#1c2229",
+        "TEXT_DIM": "#55606d", "SELECTION": "#d48a00", "ERROR": "#cf3030",
+        "WARNING": "#b9600c", "OK": "#1f7a47", "HOVER": "#2563c4", "LABEL_BG": "#ffffff",
+        "WINDOW": "#e9ecef", "BASE": "#ffffff", "ALTERNATE": "#f2f4f6", "BUTTON": "#dde1e6",
+        "HIGHLIGHT": "#3d6fb4", "HEADER_TEXT": "#ffffff", "HEADER_DIM": "#e8edf3",
+        "DISABLED": "#9aa2ac", "CHECK_BORDER": "#7d8793",
+    },
+}
+CURRENT = "dark"
+CANVAS = GRID = GRID_MAJOR = NODE_BODY = NODE_BORDER = TEXT = TEXT_DIM = SELECTION = ""
+ERROR = WARNING = OK = HOVER = LABEL_BG = WINDOW = BASE = ALTERNATE = BUTTON = ""
+HIGHLIGHT = HEADER_TEXT = HEADER_DIM = DISABLED = CHECK_BORDER = ""
+globals().update(THEMES["dark"])
 
 CATEGORY_COLORS = {
     "data": "#3f9e6e", "layers": "#3f7fc0", "activations": "#2f9c98", "losses": "#c5493f",
@@ -65,7 +74,9 @@ def font(point_size: float = 9.0, bold: bool = False, mono: bool = False) -> QFo
     return f
 
 
-STYLESHEET = f"""
+def stylesheet() -> str:
+    """The application style sheet in the current theme's colours."""
+    return f"""
 QMainWindow::separator {{ background: {NODE_BORDER}; width: 1px; height: 1px; }}
 QDockWidget {{ color: {TEXT}; font-weight: bold; }}
 QDockWidget::title {{ background: {BUTTON}; padding: 4px 8px; }}
@@ -91,7 +102,11 @@ QHeaderView::section {{ background: {BUTTON}; color: {TEXT}; border: none; paddi
 """
 
 
-def dark_palette() -> QPalette:
+STYLESHEET = stylesheet()
+
+
+def palette() -> QPalette:
+    """The widget palette in the current theme's colours."""
     p = QPalette()
     roles = {
         QPalette.ColorRole.Window: WINDOW, QPalette.ColorRole.WindowText: TEXT,
@@ -106,8 +121,11 @@ def dark_palette() -> QPalette:
         p.setColor(role, QColor(color))
     for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text,
                  QPalette.ColorRole.ButtonText):
-        p.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b7380"))
+        p.setColor(QPalette.ColorGroup.Disabled, role, QColor(DISABLED))
     return p
+
+
+dark_palette = palette  # the name older callers use
 
 
 class EditorStyle(QProxyStyle):
@@ -123,7 +141,7 @@ class EditorStyle(QProxyStyle):
         checked = bool(option.state & QStyle.StateFlag.State_On)
         enabled = bool(option.state & QStyle.StateFlag.State_Enabled)
         painter.setPen(QPen(QColor(HOVER if option.state & QStyle.StateFlag.State_MouseOver
-                                   else "#6b7482"), 1.2))
+                                   else CHECK_BORDER), 1.2))
         painter.setBrush(QColor(HIGHLIGHT if checked and enabled else BASE))
         painter.drawRoundedRect(r, 3, 3)
         if checked:
@@ -138,12 +156,28 @@ class EditorStyle(QProxyStyle):
         painter.restore()
 
 
-def apply(app: QApplication) -> None:
-    """Give the whole application the editor's theme (once: re-applying repolishes all)."""
-    if app.property("nodegraph_theme"):
+def apply(app: QApplication, name: str | None = None) -> None:
+    """Give the whole application the editor's theme (once, or again when `name` differs
+    from the theme in use: re-applying repolishes every widget)."""
+    name = name or CURRENT
+    if app.property("nodegraph_theme") == name:
         return
-    app.setProperty("nodegraph_theme", True)
-    app.setStyle(EditorStyle(QStyleFactory.create("Fusion")))
-    app.setPalette(dark_palette())
-    app.setFont(font(9.5))
-    app.setStyleSheet(STYLESHEET)
+    first = not app.property("nodegraph_theme")
+    app.setProperty("nodegraph_theme", name)
+    use(name)
+    if first:
+        app.setStyle(EditorStyle(QStyleFactory.create("Fusion")))
+        app.setFont(font(9.5))
+    app.setPalette(palette())
+    app.setStyleSheet(stylesheet())
+
+
+def use(name: str) -> None:
+    """Rebind the colour roles to theme `name` ("dark" or "light"); painting code reads
+    them at paint time, so a repaint shows the new theme."""
+    global CURRENT, STYLESHEET
+    if name not in THEMES:
+        raise ValueError(f"unknown theme {name!r}: choose one of {', '.join(THEMES)}")
+    globals().update(THEMES[name])
+    CURRENT = name
+    STYLESHEET = stylesheet()

@@ -101,6 +101,7 @@ class WireItem(QGraphicsPathItem):
         self._points: list | None = None  # the routed polyline, None for the plain curve
         self._cards: list = []  # the other cards near it (labels keep clear of them)
         self._bounds = QRectF()  # kept, not computed per call: Qt asks for it very often
+        self.via: list[QPointF] = []  # reroute points the wire passes through (reroute.py)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable)
         self.setAcceptHoverEvents(True)
         self.setZValue(0)
@@ -122,9 +123,15 @@ class WireItem(QGraphicsPathItem):
         a, b = self.source.anchor(), self.target.anchor()
         self._points = None
         scene = self.scene()
-        if scene is not None and route and not getattr(scene, "adding", False):
-            self._points = self._route((a.x(), a.y()), (b.x(), b.y()), scene)
-        path = rounded(self._points) if self._points else bezier(a, b)
+        if self.via:  # the user's reroute points: through each of them, unrouted
+            points = [a, *self.via, b]
+            path = bezier(points[0], points[1])
+            for p, q in zip(points[1:], points[2:], strict=False):
+                path.connectPath(bezier(p, q))
+        else:
+            if scene is not None and route and not getattr(scene, "adding", False):
+                self._points = self._route((a.x(), a.y()), (b.x(), b.y()), scene)
+            path = rounded(self._points) if self._points else bezier(a, b)
         self.prepareGeometryChange()
         self.setPath(path)
         self._place_label()

@@ -22,6 +22,7 @@ class ScriptedPrompts:
         self.restore = True
         self.save_to: str | None = None
         self.open_from: str | None = None
+        self.image_to: str | None = None  # where File > Export Image writes
         self.group: str | None = "block"  # the name given to a new group
         self.trust = False  # a file naming code of the user's is not trusted
 
@@ -56,6 +57,10 @@ class ScriptedPrompts:
 
     def save_path(self, suggested):
         return self.save_to
+
+    def image_path(self, suggested):
+        self.asked.append(("image", suggested))
+        return self.image_to
 
     def kinds(self) -> list[str]:
         return [a[0] for a in self.asked]

@@ -109,3 +109,12 @@ XOR_WIRES = [
     (("data", "y"), ("loss", "target")), (("loss", "loss"), ("opt", "loss")),
     (("out", "output"), ("accuracy", "input")), (("data", "y"), ("accuracy", "target")),
 ]
+
+
+def click_node(window, node: str, modifiers=None) -> None:
+    """Click a card's title bar with the left button (optionally holding modifiers)."""
+    item = window.scene.nodes[node]
+    at = item.mapToScene(item.boundingRect().center().x(), 12)
+    mods = modifiers or Qt.KeyboardModifier.NoModifier
+    mouse(window, QMouseEvent.Type.MouseButtonPress, at, modifiers=mods)
+    mouse(window, QMouseEvent.Type.MouseButtonRelease, at, buttons=NONE, modifiers=mods)

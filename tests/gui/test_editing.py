@@ -128,7 +128,8 @@ def test_zoom_and_fit(xor_window):
     w.actions_by_name["fit"].trigger()
     visible = w.view.mapToScene(w.view.viewport().rect()).boundingRect()
     assert all(visible.contains(i.sceneBoundingRect()) for i in w.scene.nodes.values())
-    assert w.actions_by_name["fit"].shortcut().toString() == "F"
+    assert w.actions_by_name["fit"].shortcut().toString() == "Home"
+    assert w.actions_by_name["frame"].shortcut().toString() == "F"  # frame selected
     assert "Ctrl+L" in w.actions_by_name["layout"].shortcut().toString()
 
 

@@ -159,3 +159,25 @@ def test_deleting_a_tied_node_takes_its_tie_and_undo_brings_it_back(xor_window):
     assert "out" not in g.nodes and g.ties == []
     w.undo()
     assert "out" in g.nodes and g.ties == [Tie("hidden", "bias", "out", "bias")]
+
+
+def test_a_groups_tab_shows_its_input_and_output_ports(xor_window):
+    w = xor_window
+    _group_hidden_layer(w)
+    card = w.scene.nodes["block"]
+    mouse(w, QMouseEvent.Type.MouseButtonDblClick, card.sceneBoundingRect().center())
+    canvas = w.group_tabs.current_canvas()
+    defn = w.doc.graph.groups["block"]
+    (name_in,), (name_out,) = list(defn.inputs), list(defn.outputs)
+    assert sorted(canvas.ports.lines()) == sorted([f"▶ {name_in}", f"{name_out} ▶"])
+    tag = next(t for t in canvas.ports.tags if not t.output)
+    inner, port = defn.inputs[name_in][0]
+    assert tag.parentItem() is canvas.scene.nodes[inner]  # carried by the card
+    anchor = canvas.scene.nodes[inner].port(port, False).anchor()
+    assert tag.sceneBoundingRect().right() < anchor.x()  # beside the port, not on it
+    header = canvas.ports.header.text()
+    assert name_in in header and f"{inner}.{port}" in header and name_out in header
+    assert canvas.ports.header.isVisible()
+    canvas.doc.rename(inner, "dense")  # the marks follow a rename
+    assert "dense" in canvas.ports.header.text()
+    assert canvas.ports.tags[0].parentItem() is canvas.scene.nodes["dense"]
