@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nodegraph import allowlist
+from nodegraph import allowlist, gcpause
 from nodegraph.dataset import Dataset
 from nodegraph.errors import NodegraphError, NodeRuntimeError, Problem, ValidationError
 from nodegraph.graph import Graph
@@ -165,7 +165,7 @@ def compile(graph: Graph, device: str | torch.device | None = None, seed: int | 
 
     Raises ValidationError listing every problem when the graph cannot run.
     """
-    with allowlist.trusting(graph.trusted):  # blocks naming Python resolve as validated
+    with allowlist.trusting(graph.trusted), gcpause.paused():  # names resolve as validated
         return _compile(graph, device, seed, for_training)
 
 
@@ -249,7 +249,8 @@ def _build_optimizers(compiled: Compiled, sinks: list[str]) -> None:
         upstream = graph.upstream([loss_edge.src])
         scope = _members(report, params.get("scope")) or sorted(upstream)
         trainable = _parameters(module, scope)
-        named = [(name, p) for name, p in _named(module) if any(p is t for t in trainable)]
+        chosen = {id(p) for p in trainable}  # by identity, in one look-up each
+        named = [(name, p) for name, p in _named(module) if id(p) in chosen]
         spec = report.specs[nid]
         last = i == len(opt_nodes) - 1
         # the last optimizer's forward also computes every loss and metric, so the epoch's

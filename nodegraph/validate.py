@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from nodegraph import allowlist, footprint, groups, settings
+from nodegraph import allowlist, footprint, gcpause, groups, settings
 from nodegraph.dataset import Dataset, files_relative_to
 from nodegraph.errors import GraphError, NodegraphError, PortError, Problem, ValidationError
 from nodegraph.graph import Graph
@@ -86,7 +86,7 @@ def validate(graph: Graph, for_training: bool = False) -> Report:
     A graph with groups is checked in its flattened form (`report.flat`), and the problems,
     shapes and parameter counts are reported back on the group instances.
     """
-    with allowlist.trusting(graph.trusted):
+    with allowlist.trusting(graph.trusted), gcpause.paused():
         if graph.folder is not None:  # a graph from a file reads its data beside the file
             with files_relative_to(graph.folder):
                 return _validated(graph, for_training)
@@ -465,6 +465,7 @@ def _infer(graph: Graph, report: Report) -> None:
                                                f"{spec.id} '{node_id}' cannot run on its "
                                                f"inputs {_shapes(inputs)}: {_first_line(e)}",
                                                "check the shapes of the wires into it"))
+    _trim_op_cache(len(report.order))
 
 
 def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
@@ -503,6 +504,15 @@ _op_cache: OrderedDict[tuple, tuple[tuple[tuple, ...], int, tuple[int, int, int]
     OrderedDict()
 
 
+def _trim_op_cache(nodes: int) -> None:
+    """Forget the least recently used shapes beyond what the graph just inferred needs: the
+    cache holds at least twice the graph, so a graph larger than `_CACHE_SIZE` nodes does
+    not evict its own entries while it is walked (warm would be as slow as cold)."""
+    limit = max(_CACHE_SIZE, 2 * nodes)
+    while len(_op_cache) > limit:
+        _op_cache.popitem(last=False)
+
+
 def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int, tuple]:
     """Output meta tensors, trainable-parameter count and the bytes of its parameters,
     buffers and the tensors one forward makes (`footprint.run_counted`), of an op block.
@@ -523,8 +533,6 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict) -> tuple[tuple, int
         hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count,
                (*footprint.module_bytes(module), work))
         _op_cache[key] = hit
-        if len(_op_cache) > _CACHE_SIZE:
-            _op_cache.popitem(last=False)
     else:
         _op_cache.move_to_end(key)
     shapes, count, nbytes = hit
