@@ -193,7 +193,9 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
                           tuple((node_id, p.name) for p in spec.outputs))
     _bind(blocks, report)
     _tie(graph, steps)  # the flat graph's ties include those declared in group bodies
-    module = GraphModule(blocks, steps).to(dev)  # moves the blocks in place
+    module = GraphModule(blocks, steps)
+    if any(t.device != dev for t in (*module.parameters(), *module.buffers())):
+        module.to(dev)  # moves the blocks in place (a walk of every module: only when needed)
 
     datasets = {nid: ds.to(dev) for nid, ds in report.datasets.items()}
     compiled = Compiled(user_graph, report, module, dev, datasets, exec_graph=graph)
