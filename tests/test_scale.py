@@ -141,3 +141,34 @@ def test_validation_runs_without_collections():
     finally:
         gc.callbacks.remove(note)
     assert collections == []
+
+
+def test_a_training_step_lets_go_of_what_nothing_reads_after_it():
+    """The step's plan drops intermediate outputs once the loss is finite (held through
+    backward they cost the CNN page faults every step), keeps what the trainer reads — the
+    losses, the metrics' inputs, the batch — and keeps everything when the loss is not
+    finite, so the node where it went wrong can still be named."""
+    import torch
+
+    from nodegraph.events import Emitter
+    from nodegraph.settings import resolve
+    from nodegraph.train import RunControl, Trainer
+
+    g = nodegraph.load("examples/xor.json")
+    g.training["device"] = "cpu"
+    compiled = nodegraph.compile(g)
+    trainer = Trainer(compiled, resolve(g.training)[0], Emitter(), RunControl(), None)
+    batch = next(trainer.batches("train", shuffle=False))
+    run = compiled.optimizers[0]
+    values = dict(batch)
+    trainer.step(run, values)
+    produced = {k for _, _, _, outs in run.plan for k in outs}
+    kept = {run.loss_key, *(k for m in compiled.metrics for k in m.keys)}
+    assert set(values) == set(batch) | (produced & kept)
+    assert produced - kept  # the hidden layers' outputs were there to drop
+    full = compiled.module.run(compiled.module.full_plan, dict(batch))
+    assert produced <= set(full)  # other plans still give every value
+    poisoned = {k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
+                for k, v in batch.items()}
+    trainer.step(run, poisoned)
+    assert produced <= set(poisoned)
