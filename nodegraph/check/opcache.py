@@ -48,6 +48,13 @@ class OpCache:
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
 
+    def make_room(self, entries: int) -> None:
+        """Hold at least `entries`: the cache grows with the largest graph validated, so a
+        graph larger than the default size does not evict its own entries while it is
+        walked (warm validation would be as slow as cold)."""
+        with self._lock:
+            self.size = max(self.size, entries)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

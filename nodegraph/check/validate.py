@@ -25,7 +25,7 @@ from nodegraph.check.opcache import OpCache
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
-from nodegraph.model import allowlist, groups, references, settings
+from nodegraph.model import allowlist, gcpause, groups, references, settings
 from nodegraph.model.errors import (
     GraphError,
     NodegraphError,
@@ -101,7 +101,7 @@ def validate(graph: Graph, for_training: bool = False, cache: OpCache | None = N
     what inference learnt for the next call (default: see `nodegraph.check.opcache`).
     """
     cache = cache if cache is not None else opcache.default(graph.registry)
-    with allowlist.trusting(graph.trusted):
+    with allowlist.trusting(graph.trusted), gcpause.paused():
         if graph.folder is not None:  # a graph from a file reads its data beside the file
             with files_relative_to(graph.folder):
                 return _validated(graph, for_training, cache)
@@ -445,6 +445,7 @@ def _check_edges(graph: Graph, report: Report) -> None:
 def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
     """Walk the nodes in order, giving each output a meta tensor of its shape and dtype."""
     broken = {p.node for p in report.errors}
+    cache.make_room(2 * len(report.order))  # a big graph must not evict its own entries
     for node_id in report.order:
         spec = report.specs.get(node_id)
         params = report.params.get(node_id)

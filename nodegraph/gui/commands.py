@@ -29,17 +29,12 @@ MERGE_PARAM = 1
 
 def _move_last_node_to(graph: Graph, index: int) -> None:
     """Put the most recently added node back at `index` in the graph's node order."""
-    items = list(graph.nodes.items())
-    items.insert(index, items.pop())
-    graph.nodes = dict(items)
+    graph.move_node(next(reversed(graph.nodes)), index)
 
 
 def _move_last_edge_to(graph: Graph, index: int) -> None:
-    """Put the most recently added wire back at `index`; a new list, so the graph's wire
-    index (keyed on the list) rebuilds."""
-    edges = list(graph.edges)
-    edges.insert(index, edges.pop())
-    graph.edges = edges
+    """Put the most recently added wire back at `index` in the graph's wire order."""
+    graph.move_edge(graph.edges[-1], index)
 
 
 class AddNode(QUndoCommand):

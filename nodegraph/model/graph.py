@@ -17,16 +17,18 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
 
-from nodegraph.model import references
+from nodegraph.model import gcpause, references
 from nodegraph.model.errors import GraphError, ParamError, Problem
 from nodegraph.model.events import Emitter
 from nodegraph.model.groups import GroupDef, GroupRegistry
 from nodegraph.model.spec import Registry, default_registry
 from nodegraph.model.types import why_incompatible
+from nodegraph.model.wires import Wires
 
 NODE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PortRef = tuple[str, str]
@@ -88,15 +90,21 @@ class GraphChanged:
 
 
 class Graph:
-    """Blocks and wires, with training settings and UI data kept aside."""
+    """Blocks and wires, with training settings and UI data kept aside.
+
+    The graph owns its storage: `nodes` is a read-only view and `edges` a tuple, and every
+    change goes through a method here, which keeps the wire indexes (`nodegraph.model.wires`)
+    current — so traversals cost what they visit, never a scan of every wire.
+    """
 
     def __init__(self, name: str = "untitled", registry: Registry | None = None):
         self.name = name
         self.base_registry = registry if registry is not None else default_registry()
+        gcpause.freeze_imports()  # the block library is loaded: collections skip it from now
         self.groups: dict[str, GroupDef] = {}  # subgraphs by name, used as `group.NAME`
         self.ties: list[Tie] = []  # parameters shared between two different blocks
-        self.nodes: dict[str, Node] = {}
-        self.edges: list[Edge] = []
+        self._nodes: dict[str, Node] = {}
+        self._wires = Wires()  # the edges, in order, indexed by node
         self.training: dict[str, Any] = {}
         self.ui: dict[str, Any] = {}
         self.extra: dict[str, Any] = {}  # unknown top-level file keys, round-tripped
@@ -105,11 +113,6 @@ class Graph:
         # modules outside nodegraph.model.allowlist this graph may import: the user's choice
         # (--trust, the editor's prompt), never read from the file
         self.trusted: frozenset[str] = frozenset()
-        self._edits = 0  # counts wire edits, so the wire index knows when to rebuild
-        self._index_key: tuple | None = None
-        self._edge_index: tuple[dict, dict] = ({}, {})
-        self._edge_set: set[Edge] = set()  # the wires again, for duplicate checks
-        self._edge_set_key: tuple | None = None
         self.events = Emitter()
 
     @property
@@ -121,73 +124,57 @@ class Graph:
 
     # -- queries -------------------------------------------------------------------------
 
+    @property
+    def nodes(self) -> MappingProxyType[str, Node]:
+        """The nodes by id, in the graph's order (read-only: edit through the methods)."""
+        return MappingProxyType(self._nodes)
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        """The wires in the graph's order, which a saved file keeps (read-only)."""
+        return self._wires.all()
+
     def __contains__(self, node_id: str) -> bool:
-        return node_id in self.nodes
+        return node_id in self._nodes
 
     def __iter__(self) -> Iterator[Node]:
-        return iter(self.nodes.values())
+        return iter(self._nodes.values())
 
     def __len__(self) -> int:
-        return len(self.nodes)
+        return len(self._nodes)
 
     def node(self, node_id: str) -> Node:
         try:
-            return self.nodes[node_id]
+            return self._nodes[node_id]
         except KeyError:
             raise GraphError(f"no node '{node_id}' in the graph") from None
 
     def edges_into(self, node_id: str) -> list[Edge]:
-        return self._index()[0].get(node_id, [])
+        """The wires into `node_id`, in the graph's order."""
+        return self._wires.into(node_id)
 
     def edges_from(self, node_id: str) -> list[Edge]:
-        return self._index()[1].get(node_id, [])
+        """The wires out of `node_id`, in the graph's order."""
+        return self._wires.out_of(node_id)
 
     def source_of(self, node_id: str, port: str) -> Edge | None:
         """The wire feeding input `port` of `node_id`, if any."""
-        return next((e for e in self.edges_into(node_id) if e.dst_port == port), None)
-
-    def _index(self) -> tuple[dict[str, list[Edge]], dict[str, list[Edge]]]:
-        """Wires by target and by source, rebuilt when the edge list has changed (so large
-        graphs validate in linear time)."""
-        key = (id(self.edges), len(self.edges), self._edits)
-        if self._index_key != key:
-            into: dict[str, list[Edge]] = {}
-            out: dict[str, list[Edge]] = {}
-            for e in self.edges:
-                into.setdefault(e.dst, []).append(e)
-                out.setdefault(e.src, []).append(e)
-            self._edge_index, self._index_key = (into, out), key
-        return self._edge_index
-
-    def _has_edge(self, edge: Edge) -> bool:
-        """Whether the wire exists, in constant time: a set follows the edge list, rebuilt
-        when the list was replaced or grew behind the graph's back (a list scan per connect
-        made loading a 3,000-node file take seconds)."""
-        key = (id(self.edges), len(self.edges))
-        if self._edge_set_key != key:
-            self._edge_set, self._edge_set_key = set(self.edges), key
-        return edge in self._edge_set
+        return self._wires.feeding(node_id, port)
 
     def upstream(self, node_ids: Iterable[str]) -> set[str]:
-        """The given nodes and every node that feeds them, directly or not."""
-        seen: set[str] = set()
-        todo = list(node_ids)
-        while todo:
-            n = todo.pop()
-            if n not in seen:
-                seen.add(n)
-                todo.extend(e.src for e in self.edges if e.dst == n)
-        return seen
+        """The given nodes and every node that feeds them, directly or not (each wire read
+        once)."""
+        return self._wires.upstream(node_ids)
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """A networkx view: one node per block (attribute `type`), one edge per wire between
         two of them (a wire naming a missing node, left by a lenient edit, is the
         validator's to report, not a node to invent)."""
         g = nx.MultiDiGraph()
-        for n in self.nodes.values():
+        for n in self._nodes.values():
             g.add_node(n.id, type=n.type)
         for e in self.edges:
-            if e.src not in self.nodes or e.dst not in self.nodes:
+            if e.src not in self._nodes or e.dst not in self._nodes:
                 continue
             g.add_edge(e.src, e.dst, src_port=e.src_port, dst_port=e.dst_port)
         return g
@@ -200,7 +187,7 @@ class Graph:
         cost seconds on a 10,000-node expansion). Raises GraphError naming the nodes of a
         cycle when there is one.
         """
-        ids = list(self.nodes)
+        ids = list(self._nodes)
         rank = {nid: i for i, nid in enumerate(ids)}
         succ = self._successors()
         waiting = dict.fromkeys(ids, 0)
@@ -228,7 +215,7 @@ class Graph:
         no recursion limit, linear time)."""
         succ = self._successors()
         state: dict[str, int] = {}  # 1: on the current path, 2: done
-        for root in self.nodes:
+        for root in self._nodes:
             if root in state:
                 continue
             path, todo = [root], [iter(succ[root])]
@@ -248,11 +235,7 @@ class Graph:
 
     def _successors(self) -> dict[str, list[str]]:
         """The nodes each node's wires lead to (wires naming missing nodes left out)."""
-        succ: dict[str, list[str]] = {n: [] for n in self.nodes}
-        for e in self.edges:
-            if e.src in succ and e.dst in succ:
-                succ[e.src].append(e.dst)
-        return succ
+        return self._wires.successors(self._nodes, self._nodes)
 
     # -- edits ---------------------------------------------------------------------------
 
@@ -261,27 +244,45 @@ class Graph:
         return self.add_node(Node(id or self.new_id(type), type, dict(params)))
 
     def add_node(self, node: Node, strict: bool = True) -> str:
+        """Add `node` (last in the graph's order); `strict` checks its type and params."""
         if not NODE_ID.match(node.id):
             raise GraphError(f"node id '{node.id}' must start with a letter or _ and hold only "
                              "letters, digits and _")
-        if node.id in self.nodes:
+        if node.id in self._nodes:
             raise GraphError(f"a node with id '{node.id}' already exists")
         if strict:
             node.type = self._spec(node.type).id
             for name, value in node.params.items():
                 node.params[name] = self._check_param(node.id, node.type, name, value)
-        self.nodes[node.id] = node
+        self._nodes[node.id] = node
         self.events.emit(GraphChanged("node_added", node=node.id))
         return node.id
 
     def remove(self, node_id: str) -> None:
         """Remove a node and every wire and tie touching it."""
         self.node(node_id)
-        for e in [e for e in self.edges if node_id in (e.src, e.dst)]:
-            self.disconnect(e)
+        for e in dict.fromkeys([*self._wires.into(node_id), *self._wires.out_of(node_id)]):
+            self.disconnect(e)  # wires in, then wires out (a loop to itself once)
         self.ties = [t for t in self.ties if node_id not in (t.src, t.dst)]
-        del self.nodes[node_id]
+        del self._nodes[node_id]
         self.events.emit(GraphChanged("node_removed", node=node_id))
+
+    def move_node(self, node_id: str, index: int) -> None:
+        """Put a node at position `index` of the graph's order (the order breaks ties in
+        the topological order, so undo puts a node back where it was). No event: nothing
+        a listener shows changes."""
+        node = self.node(node_id)
+        items = [(k, v) for k, v in self._nodes.items() if k != node_id]
+        items.insert(index, (node_id, node))
+        self._nodes.clear()
+        self._nodes.update(items)
+
+    def move_edge(self, edge: Edge, index: int) -> None:
+        """Put a wire at position `index` of the graph's order (as a file saves it)."""
+        try:
+            self._wires.move(edge, index)
+        except KeyError:
+            raise GraphError(f"no wire {edge}") from None
 
     def connect(self, source: PortRef, target: PortRef, strict: bool = True,
                 replace: bool = False) -> Edge:
@@ -290,7 +291,7 @@ class Graph:
         An input takes one wire: with `replace` the old wire goes, otherwise it is an error.
         """
         edge = Edge(source[0], source[1], target[0], target[1])
-        if self._has_edge(edge):
+        if edge in self._wires:
             raise GraphError(f"{edge} already exists")
         if strict:
             self._check_edge(edge)
@@ -302,23 +303,15 @@ class Graph:
                 self.disconnect(old)
             if self._reaches(edge.dst, edge.src):
                 raise GraphError(f"wiring {edge} would make a cycle")
-        self._has_edge(edge)  # (the set is current before the append, so it can follow it)
-        self.edges.append(edge)
-        self._edge_set.add(edge)
-        self._edge_set_key = (id(self.edges), len(self.edges))
-        self._edits += 1
+        self._wires.add(edge)
         self.events.emit(GraphChanged("edge_added", edge=edge))
         return edge
 
     def disconnect(self, edge: Edge) -> None:
         try:
-            self.edges.remove(edge)
-        except ValueError:
+            self._wires.remove(edge)
+        except KeyError:
             raise GraphError(f"no wire {edge}") from None
-        if self._edge_set_key == (id(self.edges), len(self.edges) + 1):
-            self._edge_set.discard(edge)
-            self._edge_set_key = (id(self.edges), len(self.edges))
-        self._edits += 1
         self.events.emit(GraphChanged("edge_removed", edge=edge))
 
     def set_param(self, node_id: str, name: str, value: Any) -> None:
@@ -340,13 +333,14 @@ class Graph:
         if not NODE_ID.match(new):
             raise GraphError(f"node id '{new}' must start with a letter or _ and hold only "
                              "letters, digits and _")
-        if new in self.nodes:
+        if new in self._nodes:
             raise GraphError(f"a node with id '{new}' already exists")
         node = self.node(old)
         node.id = new
-        self.nodes = {(new if k == old else k): v for k, v in self.nodes.items()}
-        self.edges = [Edge(new if e.src == old else e.src, e.src_port,
-                           new if e.dst == old else e.dst, e.dst_port) for e in self.edges]
+        items = [((new if k == old else k), v) for k, v in self._nodes.items()]
+        self._nodes.clear()
+        self._nodes.update(items)
+        self._wires.rename(old, new, Edge)
         self._rename_references(old, new)
         self.ties = [Tie(references.renamed_id(t.src, old, new), t.src_param,
                          references.renamed_id(t.dst, old, new), t.dst_param)
@@ -380,7 +374,7 @@ class Graph:
         if base[0].isdigit():
             base = "n_" + base
         candidate, i = base, 2
-        while candidate in self.nodes:
+        while candidate in self._nodes:
             candidate, i = f"{base}_{i}", i + 1
         return candidate
 
@@ -399,8 +393,8 @@ class Graph:
         """Nodes, wires, settings and UI data, without the group definitions."""
         g = Graph(self.name, self.base_registry)
         g.ties = list(self.ties)
-        g.nodes = {k: copy.deepcopy(v) for k, v in self.nodes.items()}
-        g.edges = list(self.edges)
+        g._nodes.update((k, copy.deepcopy(v)) for k, v in self._nodes.items())
+        g._wires = self._wires.copy()
         g.training = copy.deepcopy(self.training)
         g.ui = copy.deepcopy(self.ui)
         g.extra = copy.deepcopy(self.extra)
@@ -447,12 +441,4 @@ class Graph:
 
     def _reaches(self, start: str, goal: str) -> bool:
         """True when `goal` is downstream of `start` (or is `start`)."""
-        seen, todo = set(), [start]
-        while todo:
-            n = todo.pop()
-            if n == goal:
-                return True
-            if n not in seen:
-                seen.add(n)
-                todo.extend(e.dst for e in self.edges if e.src == n)
-        return False
+        return self._wires.reaches(start, goal)

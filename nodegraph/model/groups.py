@@ -277,7 +277,7 @@ def flatten(graph) -> Flat:
                 edge = Edge(src[0], src[1], dst[0], dst[1])
                 if edge not in wired:  # a set: a list scan made large expansions quadratic
                     wired.add(edge)
-                    flat.graph.edges.append(edge)
+                    flat.graph.connect(edge.source, edge.target, strict=False)
 
     expand(graph, "", None, ())
     # a port of a nested instance leads on to inner nodes: list those, so a caller
@@ -414,7 +414,7 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
     incoming, outgoing = [], []
     for e in graph.edges:
         if e.src in chosen and e.dst in chosen:
-            body.edges.append(e)
+            body.connect(e.source, e.target, strict=False)
         elif e.dst in chosen:
             incoming.append(e)
         elif e.src in chosen:
