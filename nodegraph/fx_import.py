@@ -41,7 +41,7 @@ from safetensors.torch import save_file
 from torch import nn
 from torch.nn import functional as F
 
-from nodegraph import allowlist
+from nodegraph import allowlist, fx_targets
 from nodegraph.errors import NodegraphError
 from nodegraph.export.record import Recorder, recording
 from nodegraph.export.source import torch_path
@@ -620,7 +620,9 @@ class Imported:
     graph: Graph
     weights: dict[str, torch.Tensor]
     outputs: list[tuple[str, str]]
-    max_difference: float = 0.0
+    max_difference: float = 0.0  # relative to the largest output (at least 1)
+    reference: list[torch.Tensor] = field(default_factory=list)  # the module's outputs
+    placeholders: list[str] = field(default_factory=list)  # the input nodes, in order
 
 
 def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
@@ -640,11 +642,12 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     """
     inputs = example_inputs if isinstance(example_inputs, tuple | list) else (example_inputs,)
     inputs = tuple(torch.as_tensor(x) for x in inputs)
-    root, recorder, target = _instantiate(module_or_instance, kwargs or {})
+    kwargs = dict(kwargs or {})
+    root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
     traced = trace(root)
     values = _run(traced, inputs)
-    importer = Importer(root, traced, values, recorder, target, kwargs or {})
+    importer = Importer(root, traced, values, recorder, target, kwargs)
     planned = importer.plan()
     placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
     [output] = [n for n in traced.graph.nodes if n.op == "output"]
@@ -684,21 +687,25 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
         from nodegraph.fileformat import save
 
         save(graph, base)
-    return Imported(graph, weights, out_keys, difference)
+    return Imported(graph, weights, out_keys, difference,
+                    [t.detach() for t in _leaves(reference, torch.Tensor)],
+                    [ids[p] for p in placeholders])
 
 
 def _instantiate(obj: Any, kwargs: dict) -> tuple[nn.Module, Recorder | None, str | None]:
     """The module to trace, the recorder that watched it being built (when it was built
-    here) and the import path of its class."""
+    here) and the import path of what builds it again (its class, or its factory)."""
     if isinstance(obj, nn.Module):
         return obj, None, _import_path(type(obj)) if _rebuilds_default(type(obj)) else None
+    model_name = path = None
     if isinstance(obj, str):  # named by the user on the command line: imported as asked
-        obj = allowlist.import_path(obj, "module")
-    if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
-        raise NodegraphError(f"{obj!r} is not an nn.Module class")
-    with recording(nn.Module) as recorder:
-        module = obj(**kwargs)
-    return module, recorder, _import_path(obj)
+        obj, path, model_name = fx_targets.resolve(obj)
+    elif isinstance(obj, type):
+        path = _import_path(obj)
+    built = fx_targets.build(obj, kwargs, model_name, path)
+    kwargs.clear()
+    kwargs.update(built.kwargs)
+    return built.module, built.recorder, built.target
 
 
 def _rebuilds_default(cls: type) -> bool:

@@ -18,6 +18,7 @@ Arguments are JSON. A few values JSON has no word for are written as one-key obj
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -122,12 +123,15 @@ class OpaqueModule(nn.Module):
     def __init__(self, target: str, kwargs: dict, path: str = "", index: int | None = None):
         super().__init__()
         cls = resolve(target, "target", allowlist.MODULES)
-        if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        if not callable(cls) or isinstance(cls, type) and not issubclass(cls, nn.Module):
             raise ParamError(f"target {target!r} is not an nn.Module class")
         try:
             root = cls(**decode(kwargs))
         except TypeError as e:
             raise ParamError(f"{target} cannot be built with {kwargs}: {e}") from None
+        if not isinstance(root, nn.Module):  # a factory (torchvision.models:resnet18)
+            raise ParamError(f"target {target!r} returned a {type(root).__name__}, not an "
+                             "nn.Module")
         try:
             self.module = root.get_submodule(path) if path else root
         except AttributeError:
@@ -160,6 +164,91 @@ class OpaqueFunction(nn.Module):
         return self.function(*args, **kwargs)
 
 
+# -- what the Python export writes: the same modules, needing only torch and the named code --
+
+
+def by_path(path: str):
+    """The object named ``module:qualname``, imported."""
+    module_name, _, qualname = path.partition(":")
+    obj = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def decoded(value, inputs):
+    """A JSON argument of an imported call as its Python value ({"input": k} is input k)."""
+    if isinstance(value, list):
+        return [decoded(v, inputs) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1:
+        return {k: decoded(v, inputs) for k, v in value.items()}
+    (key, arg), = value.items()
+    if key == "input":
+        return inputs[arg]
+    if key == "size":
+        return inputs[arg[0]].shape[arg[1]]
+    if key == "tuple":
+        return tuple(decoded(v, inputs) for v in arg)
+    if key == "slice":
+        return slice(*arg)
+    if key == "ellipsis":
+        return Ellipsis
+    if key == "dtype":
+        return getattr(torch, arg)
+    if key == "function":
+        return by_path(arg)
+    return {key: decoded(arg, inputs)}
+
+
+class ImportedModule(nn.Module):
+    """A module built from its import path (``torchvision.models:resnet18``) and keyword
+    arguments, or one of its submodules; `index` picks one element of a tuple output."""
+
+    def __init__(self, target, kwargs=None, path="", index=None):
+        super().__init__()
+        root = by_path(target)(**(kwargs or {}))
+        self.module = root.get_submodule(path) if path else root
+        self.index = index
+
+    def forward(self, *inputs):
+        count = max((i + 1 for i, x in enumerate(inputs) if x is not None), default=0)
+        out = self.module(*inputs[:count])
+        return out if self.index is None else out[self.index]
+
+
+class ImportedCall(nn.Module):
+    """A call of a function named ``module:qualname`` with fixed JSON arguments."""
+
+    def __init__(self, function, args, kwargs):
+        super().__init__()
+        self.function = by_path(function)
+        self.args, self.kwargs = args, kwargs
+
+    def forward(self, *inputs):
+        return self.function(*decoded(self.args, inputs), **decoded(self.kwargs, inputs))
+
+
+def _module_export(p, x):
+    return ImportedModule, {"target": p.target, "kwargs": decode(p.kwargs), "path": p.path,
+                            "index": p.index}
+
+
+def _function_export(p, x):
+    return ImportedCall, {"function": p.function, "args": p.args, "kwargs": p.kwargs}
+
+
+def _importable(target: str) -> str:
+    """`target`, its package made importable first where it needs help (torchvision beside
+    a CPU torch, see `nodegraph.fx_targets.load_torchvision`)."""
+    if allowlist.top_module(target) in ("torchvision", "timm"):
+        from nodegraph.fx_targets import load_torchvision
+
+        load_torchvision()
+    return target
+
+
 def _arrays(p):
     x, y = read_npz(p.path, (p.x_key, p.y_key))
     if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
@@ -176,7 +265,7 @@ BLOCKS = [
           "node.module.*. `nodegraph import` puts here what no block of the library "
           "expresses. torch.nn classes build anywhere; a class of another module only in a "
           "graph the user trusts (--trust, or the editor's prompt).",
-          lambda p, x: OpaqueModule(p.target, p.kwargs, p.path, p.index),
+          lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index),
           inputs=INPUTS, outputs=["output"],
           params=[str_param("target", doc="the class, as module:QualName "
                             "(torch.nn:TransformerEncoderLayer)"),
@@ -185,7 +274,8 @@ BLOCKS = [
                             "(encoder.layers.0); empty means the object itself"),
                   int_param("index", None, "when the module returns a tuple: the element that "
                             "is the output; empty means all of it", min=0, nullable=True)],
-          keywords=("imported", "custom", "fx", "module"), code=code_named),
+          keywords=("imported", "custom", "fx", "module"), code=code_named,
+          export=_module_export),
     block("opaque.Function", "op",
           "A call of a torch function or tensor method with fixed extra arguments.\n\n"
           "`function` is module:qualname (torch:mean, torch:Tensor.transpose, operator:add); "
@@ -197,7 +287,8 @@ BLOCKS = [
           params=[str_param("function", doc="what to call, as module:qualname"),
                   Param("args", "json", [{"input": 0}], "positional arguments"),
                   Param("kwargs", "json", {}, "keyword arguments")],
-          keywords=("imported", "function", "fx", "call"), code=code_named),
+          keywords=("imported", "function", "fx", "call"), code=code_named,
+          export=_function_export),
     block("opaque.Arrays", "data",
           "Arrays from an .npz archive with their dtypes: the example inputs of an imported "
           "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "
