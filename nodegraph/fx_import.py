@@ -20,6 +20,7 @@ written, the imported graph is compiled and must give the module's outputs.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import json
 import linecache
@@ -39,106 +40,39 @@ import torch
 import torch.fx
 from safetensors.torch import save_file
 from torch import nn
-from torch.nn import functional as F
 
 from nodegraph import allowlist, fx_targets
 from nodegraph.errors import NodegraphError
 from nodegraph.export.record import Recorder, recording
 from nodegraph.export.source import torch_path
 from nodegraph.graph import Graph
+from nodegraph.spec import default_registry, torch_functions, torch_modules
 
 TOLERANCE = 1e-5
 
 
-# -- what a module maps to -----------------------------------------------------------------
+# -- what a module maps to: the blocks' own torch declarations (`BlockSpec.torch`) ----------
 
 
-def _sizes(v: Any) -> list[int] | str:
-    return v if isinstance(v, str) else list(v) if isinstance(v, tuple | list) else [v]
+@functools.cache
+def _equivalents() -> tuple[dict[type, Any], dict[Any, list[Any]]]:
+    """Module classes and functions to the blocks that declare them (default registry)."""
+    registry = default_registry()
+    return torch_modules(registry), torch_functions(registry)
 
 
-def _conv(m) -> dict:
-    return {"out_channels": m.out_channels, "kernel_size": _sizes(m.kernel_size),
-            "stride": _sizes(m.stride), "padding": _sizes(m.padding),
-            "dilation": _sizes(m.dilation), "groups": m.groups, "bias": m.bias is not None,
-            "padding_mode": m.padding_mode}
+def module_block(module: nn.Module) -> tuple[str, dict] | None:
+    """The block (id, params) computing `module` exactly, if the library has one."""
+    spec = _equivalents()[0].get(type(module))
+    if spec is None:
+        return None
+    params = spec.torch.params(module)
+    return None if params is None else (spec.id, params)
 
 
-def _pool(m) -> dict:
-    out = {"kernel_size": _sizes(m.kernel_size), "padding": _sizes(m.padding),
-           "ceil_mode": m.ceil_mode,
-           "stride": _sizes(m.stride) if m.stride is not None else None}
-    if hasattr(m, "count_include_pad"):
-        out["count_include_pad"] = m.count_include_pad
-    if hasattr(m, "dilation"):
-        out["dilation"] = _sizes(m.dilation)
-    return out
-
-
-def _stats(m) -> dict:
-    return {"eps": m.eps, "momentum": m.momentum, "affine": m.affine,
-            "track_running_stats": m.track_running_stats}
-
-
-MODULES: dict[type, tuple[str, Callable[[Any], dict]]] = {
-    nn.Linear: ("layers.Linear", lambda m: {"out_features": m.out_features,
-                                            "bias": m.bias is not None}),
-    nn.Conv1d: ("layers.Conv1d", _conv),
-    nn.Conv2d: ("layers.Conv2d", _conv),
-    nn.ConvTranspose2d: ("layers.ConvTranspose2d", lambda m: {
-        **{k: v for k, v in _conv(m).items() if k != "padding_mode"},
-        "output_padding": _sizes(m.output_padding)}),
-    nn.MaxPool1d: ("layers.MaxPool1d", _pool), nn.MaxPool2d: ("layers.MaxPool2d", _pool),
-    nn.AvgPool1d: ("layers.AvgPool1d", _pool), nn.AvgPool2d: ("layers.AvgPool2d", _pool),
-    nn.ReLU: ("activations.ReLU", lambda m: {}),
-    nn.Tanh: ("activations.Tanh", lambda m: {}),
-    nn.Sigmoid: ("activations.Sigmoid", lambda m: {}),
-    nn.GELU: ("activations.GELU", lambda m: {"approximate": m.approximate}),
-    nn.ELU: ("activations.ELU", lambda m: {"alpha": m.alpha}),
-    nn.LeakyReLU: ("activations.LeakyReLU", lambda m: {"negative_slope": m.negative_slope}),
-    nn.Softplus: ("activations.Softplus", lambda m: {"beta": m.beta, "threshold": m.threshold}),
-    nn.PReLU: ("activations.PReLU", lambda m: {"num_parameters": m.num_parameters}),
-    nn.Softmax: ("activations.Softmax", lambda m: {"dim": m.dim}),
-    nn.LogSoftmax: ("activations.LogSoftmax", lambda m: {"dim": m.dim}),
-    nn.Identity: ("layers.Identity", lambda m: {}),
-    nn.Flatten: ("layers.Flatten", lambda m: {"start_dim": m.start_dim, "end_dim": m.end_dim}),
-    nn.Dropout: ("layers.Dropout", lambda m: {"p": m.p}),
-    nn.BatchNorm1d: ("norm.BatchNorm1d", _stats), nn.BatchNorm2d: ("norm.BatchNorm2d", _stats),
-    nn.InstanceNorm2d: ("norm.InstanceNorm2d", _stats),
-    nn.LayerNorm: ("norm.LayerNorm", lambda m: {
-        "dims": len(m.normalized_shape), "eps": m.eps,
-        "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None}),
-    nn.Embedding: ("layers.Embedding", lambda m: {
-        "num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim,
-        "padding_idx": m.padding_idx}),
-}
-
-# function or method name -> block: one tensor argument, params from the others
-UNARY: dict[Any, tuple[str, Callable[[list, dict], dict | None]]] = {}
-for _fn in (F.relu, torch.relu, "relu"):
-    UNARY[_fn] = ("activations.ReLU", lambda a, k: {})
-for _fn in (torch.tanh, F.tanh, "tanh"):
-    UNARY[_fn] = ("activations.Tanh", lambda a, k: {})
-for _fn in (torch.sigmoid, F.sigmoid, "sigmoid"):
-    UNARY[_fn] = ("activations.Sigmoid", lambda a, k: {})
-for _fn in (F.softmax, torch.softmax, "softmax"):
-    UNARY[_fn] = ("activations.Softmax", lambda a, k: {"dim": k.get("dim", a[0] if a else None)})
-for _fn in (F.log_softmax, torch.log_softmax, "log_softmax"):
-    UNARY[_fn] = ("activations.LogSoftmax",
-                  lambda a, k: {"dim": k.get("dim", a[0] if a else None)})
-for _fn in (torch.flatten, "flatten"):
-    UNARY[_fn] = ("layers.Flatten", lambda a, k: {"start_dim": k.get("start_dim", a[0] if a
-                                                                    else 0),
-                                                  "end_dim": k.get("end_dim", a[1] if len(a) > 1
-                                                                   else -1)})
-UNARY[F.gelu] = ("activations.GELU", lambda a, k: {"approximate": k.get("approximate", "none")})
-UNARY["detach"] = ("layers.StopGradient", lambda a, k: {})
-UNARY[F.dropout] = ("layers.Dropout", lambda a, k: {"p": k.get("p", a[0] if a else 0.5)})
-
-BINARY = {operator.add: "layers.Add", torch.add: "layers.Add", "add": "layers.Add",
-          operator.mul: "layers.Multiply", torch.mul: "layers.Multiply",
-          "mul": "layers.Multiply", operator.matmul: "layers.MatMul",
-          torch.matmul: "layers.MatMul", "matmul": "layers.MatMul"}
+def function_blocks(fn: Any) -> list[Any]:
+    """The blocks declaring `fn` (a function, or a Tensor method's name)."""
+    return _equivalents()[1].get(fn, []) if _hashable(fn) else []
 
 
 # -- one call of the traced graph as a node --------------------------------------------------
@@ -164,6 +98,8 @@ class Importer:
         self.recorder, self.root_target, self.root_kwargs = recorder, root_target, root_kwargs
         self.planned: dict[Any, Planned] = {}  # fx node -> its node
         self.symbols: dict[Any, Any] = {}  # fx node with a non-tensor value -> how to get it
+        self.order: list[Planned] = []  # every planned node, inputs before their users
+        self.extra: list[Planned] = []  # nodes planned before the next, that no fx node is
 
     def plan(self) -> list[Planned]:
         for node in self.traced.graph.nodes:
@@ -173,8 +109,13 @@ class Importer:
             if not isinstance(value, torch.Tensor) and node.op != "call_module":
                 self.symbols[node] = self._symbol(node)
                 continue
-            self.planned[node] = self._node(node)
-        return list(self.planned.values())
+            planned = self._node(node)
+            for item in self.extra:  # the head of a chain (a long concatenation)
+                self.order.append(item)
+            self.extra.clear()
+            self.planned[node] = planned
+            self.order.append(planned)
+        return self.order
 
     # -- values that are not tensors: sizes and constants --------------------------------
 
@@ -214,42 +155,52 @@ class Importer:
             return self._attribute(node)
         if node.op == "call_module":
             module = self.root.get_submodule(node.target)
-            mapped = MODULES.get(type(module))
+            mapped = module_block(module)
             if mapped is not None and len(node.args) == 1 and not node.kwargs:
                 block, params = mapped
-                return Planned(node.name, block, params(module), [node.args[0]],
+                return Planned(node.name, block, params, [node.args[0]],
                                dict(module.state_dict()))
             return self._opaque_module(node, module)
         fn = node.target
         tensors = [a for a in node.args if self._is_tensor(a)]
         constants = [a for a in node.args if not self._is_tensor(a)]
-        key = fn  # a function, or a method's name
-        if _hashable(key) and key in UNARY and len(tensors) == 1 and node.args[:1] == \
-                (tensors[0],) and self._constant_args(constants, node.kwargs):
-            block, params = UNARY[key]
-            made = params([self._const(c) for c in constants],
-                          {k: self._const(v) for k, v in node.kwargs.items()})
-            if None not in made.values() and self._fits(block, made, node):
-                return Planned(node.name, block, _json(made), [tensors[0]])
-        if _hashable(key) and key in BINARY and len(node.args) == 2 and len(tensors) == 2 \
-                and not node.kwargs:
-            return Planned(node.name, BINARY[key], {}, list(node.args))
+        for spec in function_blocks(fn):  # a function or a method's name
+            arity = sum(not port.optional for port in spec.inputs)
+            if len(tensors) != arity or tuple(node.args[:arity]) != tuple(tensors) or \
+                    not self._constant_args(constants, node.kwargs):
+                continue
+            made = spec.torch.call([self._const(c) for c in constants],
+                                   {k: self._const(v) for k, v in node.kwargs.items()})
+            if made is not None and self._fits(spec.id, made, node):
+                return Planned(node.name, spec.id, _json(made), tensors)
         reshaped = self._reshape(node)
         if reshaped is not None:
             return reshaped
-        if fn in (torch.cat, torch.concat) and len(node.args[0]) == 2 and \
-                all(self._is_tensor(a) for a in node.args[0]):
-            dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
+        if fn in (torch.cat, torch.concat) and isinstance(node.args[0], list | tuple) and \
+                all(self._is_tensor(a) for a in node.args[0]) and len(node.args[0]) >= 2:
+            dim = self._const(node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0))
             if isinstance(dim, int) and dim % self.values[node].ndim != 0:
-                return Planned(node.name, "layers.Concat", {"dim": dim}, list(node.args[0]))
+                return self._concat(node, list(node.args[0]), dim)
         return self._opaque_function(node)
 
+    def _concat(self, node, parts: list, dim: int) -> Planned:
+        """torch.cat of any number of tensors: layers.Concat joins up to 8, so longer lists
+        become a chain, each Concat taking the one before as its first part."""
+        first, rest = parts[:8], parts[8:]
+        planned, n = Planned(node.name if not rest else f"{node.name}_part0", "layers.Concat",
+                             {"dim": dim}, first), 0
+        while rest:
+            self.extra.append(planned)
+            n += 1
+            chunk, rest = rest[:7], rest[7:]
+            planned = Planned(node.name if not rest else f"{node.name}_part{n}", "layers.Concat",
+                              {"dim": dim}, [planned, *chunk])
+        return planned
+
     def _fits(self, block: str, params: dict, node) -> bool:
-        """Blocks that keep the batch dim first: Flatten and Softmax may not touch dim 0."""
-        if block in ("layers.Flatten",):
+        """Blocks keep the batch dim first: Flatten may not start at dim 0."""
+        if block == "layers.Flatten":
             return params["start_dim"] % self.values[node.args[0]].ndim != 0
-        if block in ("activations.Softmax", "activations.LogSoftmax"):
-            return params["dim"] is not None
         return True
 
     def _reshape(self, node) -> Planned | None:
@@ -559,7 +510,8 @@ class _Tracer(torch.fx.Tracer):
     (a TransformerEncoderLayer is one opaque block), as one call."""
 
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
-        return type(m) in MODULES or super().is_leaf_module(m, qualname)
+        # (the class only: reading the module's attributes here would add them to the trace)
+        return type(m) in _equivalents()[0] or super().is_leaf_module(m, qualname)
 
 
 def trace(module: nn.Module) -> torch.fx.GraphModule:
@@ -727,6 +679,8 @@ def _leaves(value: Any, kind: type) -> list:
 
 
 def _source_of(value, ids: dict, importer: Importer) -> tuple[str, str]:
+    if isinstance(value, Planned):  # a link of a chain (see Importer._concat)
+        return (value.id, "output")
     symbol = importer.symbols.get(value)
     if isinstance(symbol, _Alias):
         value = symbol.node

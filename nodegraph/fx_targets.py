@@ -95,7 +95,7 @@ def resolve(target: str) -> tuple[Any, str, str | None]:
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise NodegraphError(f"{module_name} has no {attr!r}")
+            raise NodegraphError(f"{module_name} has no {attr}")
         obj = getattr(obj, part)
     return obj, f"{module_name}:{attr}", None
 
