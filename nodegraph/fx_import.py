@@ -30,7 +30,6 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,12 +42,13 @@ from torch import nn
 
 from nodegraph import allowlist, fx_targets
 from nodegraph.errors import NodegraphError
-from nodegraph.export.record import Recorder, recording
+from nodegraph.export.record import Recorder
 from nodegraph.export.source import torch_path
 from nodegraph.graph import Graph
 from nodegraph.spec import default_registry, torch_functions, torch_modules
 
-TOLERANCE = 1e-5
+TOLERANCE = 1e-5  # relative to the largest output value (at least 1)
+MAX_INPUTS = 8  # tensor inputs of an opaque block (nodes.opaque.INPUTS)
 
 
 # -- what a module maps to: the blocks' own torch declarations (`BlockSpec.torch`) ----------
@@ -98,6 +98,7 @@ class Importer:
         self.recorder, self.root_target, self.root_kwargs = recorder, root_target, root_kwargs
         self.planned: dict[Any, Planned] = {}  # fx node -> its node
         self.symbols: dict[Any, Any] = {}  # fx node with a non-tensor value -> how to get it
+        self.tuples: set[Any] = set()  # fx nodes returning tuples read element by element
         self.order: list[Planned] = []  # every planned node, inputs before their users
         self.extra: list[Planned] = []  # nodes planned before the next, that no fx node is
 
@@ -106,6 +107,15 @@ class Importer:
             if node.op in ("placeholder", "output") or node in self.symbols:
                 continue  # (a getitem folded into the module before it is in symbols)
             value = self.values.get(node)
+            if self._tensors(node):  # x.chunk(2): each element read is one node
+                continue
+            if node.op == "call_function" and node.target is operator.getitem and \
+                    node.args[0] in self.tuples:
+                planned = self._opaque_function(node.args[0])
+                planned.id, planned.params["index"] = node.name, node.args[1]
+                self.planned[node] = planned
+                self.order.append(planned)
+                continue
             if not isinstance(value, torch.Tensor) and node.op != "call_module":
                 self.symbols[node] = self._symbol(node)
                 continue
@@ -116,6 +126,22 @@ class Importer:
             self.planned[node] = planned
             self.order.append(planned)
         return self.order
+
+    def _tensors(self, node) -> bool:
+        """True (and noted) when a function or method returns a tuple of tensors whose
+        elements forward reads one by one (chunk, split, unbind)."""
+        value = self.values.get(node)
+        if node.op not in ("call_function", "call_method") or not isinstance(
+                value, tuple | list) or not value or not all(
+                isinstance(v, torch.Tensor) for v in value):
+            return False
+        if not all(u.op == "call_function" and u.target is operator.getitem and
+                   isinstance(u.args[1], int) for u in node.users):
+            raise NodegraphError(f"'{node.name}' ({_describe(node)}) returns {len(value)} "
+                                 "tensors and forward uses them together; a block passes "
+                                 "one tensor per output (pick them one by one: a, b = ...)")
+        self.tuples.add(node)
+        return True
 
     # -- values that are not tensors: sizes and constants --------------------------------
 
@@ -129,8 +155,14 @@ class Importer:
             return self._size(args[0], None)
         if node.op == "call_function" and target is operator.getitem and \
                 isinstance(self.symbols.get(args[0]), tuple) and \
-                self.symbols[args[0]][0] == "shape" and isinstance(args[1], int):
-            return self._size(self.symbols[args[0]][1], args[1])
+                self.symbols[args[0]][0] == "shape":
+            tensor = self.symbols[args[0]][1]
+            if isinstance(args[1], int):
+                return self._size(tensor, args[1])
+            if isinstance(args[1], slice):  # x.shape[-2:]: fixed unless it holds dim 0
+                dims = range(self.values[tensor].ndim)[args[1]]
+                if 0 not in dims:
+                    return _Constant(tuple(self.values[tensor].shape[d] for d in dims))
         parts = [self.symbols.get(a) for a in node.all_input_nodes]
         if any(isinstance(p, tuple) for p in parts):
             raise NodegraphError(f"'{node.name}' ({_describe(node)}) computes with the batch "
@@ -248,12 +280,17 @@ class Importer:
         return getattr(self.root.get_submodule(owner) if owner else self.root, name)
 
     def _opaque_module(self, node, module: nn.Module) -> Planned:
-        args = list(node.args) + list(node.kwargs.values())
-        if len(node.kwargs) or len(args) > 4 or not all(self._is_tensor(a) for a in args):
+        args = list(node.args)
+        tensor_kwargs = [k for k, v in node.kwargs.items() if self._is_tensor(v)]
+        if len(args) > MAX_INPUTS or not all(self._is_tensor(a) for a in args) or tensor_kwargs \
+                or not self._constant_args([], node.kwargs):
             raise NodegraphError(f"'{node.target}' ({type(module).__name__}) is called with "
-                                 "other arguments than up to 4 tensors; a graph cannot pass "
-                                 "them")
+                                 f"other arguments than up to {MAX_INPUTS} tensors and "
+                                 "constant keyword arguments; a graph cannot pass them (keep "
+                                 "its caller whole with --leaf)")
         params = self._construction(node.target, module)
+        if node.kwargs:  # need_weights=False: fixed for every call
+            params["call_kwargs"] = _json({k: self._const(v) for k, v in node.kwargs.items()})
         index = self._index_used(node)
         if index is not None:
             params["index"] = index
@@ -281,6 +318,11 @@ class Importer:
         target = _import_path(type(module))
         if call is not None and target is not None:
             kwargs = _kwargs(call.cls, call.args, call.varkw)
+            if kwargs is not None and call.varargs:  # nn.LSTM(16, 32): LSTM(*args, **kw)
+                try:
+                    kwargs = {"*": _json(list(call.varargs)), **kwargs}
+                except NodegraphError:
+                    kwargs = None
             if kwargs is not None:
                 return {"target": target, "kwargs": kwargs}
         if target is not None:
@@ -330,9 +372,9 @@ class Importer:
             return inputs.index(tensor)
 
         args, kwargs = encode(list(node.args)), encode(dict(node.kwargs))
-        if len(inputs) > 4:
+        if len(inputs) > MAX_INPUTS:
             raise NodegraphError(f"'{node.name}' ({_describe(node)}) takes {len(inputs)} "
-                                 "tensors; an opaque function block takes up to 4")
+                                 f"tensors; an opaque function block takes up to {MAX_INPUTS}")
         return Planned(node.name, "opaque.Function",
                        {"function": _function_path(node), "args": args, "kwargs": kwargs},
                        inputs)
@@ -506,28 +548,86 @@ def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
 
 
 class _Tracer(torch.fx.Tracer):
-    """torch.fx's tracer, keeping every module the library maps, and every torch.nn module
-    (a TransformerEncoderLayer is one opaque block), as one call."""
+    """torch.fx's tracer, keeping every module the library maps, every torch.nn module (a
+    TransformerEncoderLayer is one opaque block), every subclass of a torch.nn layer that
+    another library extends (timm's BatchNormAct2d: its weights stay one module's) and the
+    modules named in `leaves` as one call."""
+
+    def __init__(self, leaves: frozenset[str] = frozenset()):
+        super().__init__()
+        self.leaves = leaves
 
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
         # (the class only: reading the module's attributes here would add them to the trace)
-        return type(m) in _equivalents()[0] or super().is_leaf_module(m, qualname)
+        return type(m) in _equivalents()[0] or qualname in self.leaves or isinstance(
+            m, EXTENDED) or super().is_leaf_module(m, qualname)
 
 
-def trace(module: nn.Module) -> torch.fx.GraphModule:
-    """The fx graph of `module`, or an error naming the construct fx cannot follow."""
-    try:
-        graph = _Tracer().trace(module)
-    except torch.fx.proxy.TraceError as e:
-        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
-                             f"{e} (fx follows only code whose path does not depend on the "
-                             "values of tensors: an `if` or `for` on a tensor, or a tensor "
-                             "turned into a Python number, stops it)") from None
-    except Exception as e:
-        text = " ".join(str(e).split())[:300]
-        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
-                             f"{type(e).__name__}: {text}") from None
-    return torch.fx.GraphModule(module, graph)
+# torch.nn layers whose subclasses elsewhere keep their weights and state in one module
+EXTENDED = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.Linear,
+            nn.modules.conv._ConvNd)
+
+
+def trace(module: nn.Module, leaves: Iterable[str] = ()) -> torch.fx.GraphModule:
+    """The fx graph of `module`, or an error naming the construct fx cannot follow.
+
+    Submodules named in `leaves` stay one call. So does, found by tracing again, a
+    submodule whose forward calls a function outside torch that fx does not enter (one
+    marked with `torch.fx.wrap`, as torchvision's stochastic_depth) or whose control flow
+    depends on tensor values: such a module becomes one opaque block."""
+    leaves = set(leaves)
+    names = dict(module.named_modules())
+    unknown = [leaf for leaf in leaves if leaf not in names]
+    if unknown:
+        raise NodegraphError(f"--leaf {unknown[0]}: {type(module).__name__} has no submodule "
+                             f"of that name (e.g. {', '.join(list(names)[1:4])})")
+    for _ in range(len(names) + 1):
+        try:
+            graph = _Tracer(frozenset(leaves)).trace(module)
+        except Exception as e:
+            owner = _failing_module(e, module)
+            if owner and owner not in leaves:
+                leaves.add(owner)
+                continue
+            raise _trace_error(module, e) from None
+        outside = {_owner(n) for n in graph.nodes if n.op == "call_function"
+                   and callable_path(n.target) is None and _owner(n)}
+        if not outside - leaves:
+            break
+        leaves |= outside
+    traced = torch.fx.GraphModule(module, graph)
+    traced.graph.eliminate_dead_code()  # an unused tuple element (`out, _ = lstm(x)`)
+    traced.recompile()
+    return traced
+
+
+def _owner(node) -> str:
+    """The innermost submodule whose forward made the fx node ('' for the root's)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    return next(reversed(stack), "") if stack else ""
+
+
+def _failing_module(error: BaseException, root: nn.Module) -> str:
+    """The innermost submodule of `root` whose forward raised `error` while tracing."""
+    paths = {id(m): name for name, m in root.named_modules() if name}
+    owner = ""
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        this = frame.f_locals.get("self")
+        if id(this) in paths and frame.f_code.co_name == "forward":
+            owner = paths[id(this)]
+    return owner
+
+
+def _trace_error(module: nn.Module, e: Exception) -> NodegraphError:
+    if isinstance(e, torch.fx.proxy.TraceError):
+        return NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
+                              f"{e} (fx follows only code whose path does not depend on the "
+                              "values of tensors: an `if` or `for` on a tensor, or a tensor "
+                              "turned into a Python number, stops it; keep the module that "
+                              "does it as one block with --leaf MODULE_PATH)")
+    text = " ".join(str(e).split())[:300]
+    return NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
+                          f"{type(e).__name__}: {text}")
 
 
 def _where(error: BaseException) -> str:
@@ -584,7 +684,8 @@ def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path
 
 
 def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
-                 kwargs: dict | None = None, name: str | None = None) -> Imported:
+                 kwargs: dict | None = None, name: str | None = None,
+                 leaves: Iterable[str] = ()) -> Imported:
     """Trace `module_or_instance` — an nn.Module, its class, or ``"module:Class"`` (built
     with `kwargs`) — on `example_inputs` (a tensor or a tuple of them) into a graph.
 
@@ -597,7 +698,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     kwargs = dict(kwargs or {})
     root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
-    traced = trace(root)
+    traced = trace(root, leaves)
     values = _run(traced, inputs)
     importer = Importer(root, traced, values, recorder, target, kwargs)
     planned = importer.plan()

@@ -32,7 +32,7 @@ from nodegraph.spec import Param, Port, block, int_param, str_param
 from nodes._data_files import read_npz
 
 INPUTS = [Port("input", doc="the first argument"),
-          *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in (2, 3, 4))]
+          *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in range(2, 9))]
 DTYPES = {name: value for name in dir(torch) if isinstance(value := getattr(torch, name),
                                                             torch.dtype)}
 
@@ -120,13 +120,15 @@ def _present(inputs: tuple) -> tuple:
 class OpaqueModule(nn.Module):
     """A module built from an import path and keyword arguments (or a submodule of one)."""
 
-    def __init__(self, target: str, kwargs: dict, path: str = "", index: int | None = None):
+    def __init__(self, target: str, kwargs: dict, path: str = "", index: int | None = None,
+                 call_kwargs: dict | None = None):
         super().__init__()
         cls = resolve(target, "target", allowlist.MODULES)
         if not callable(cls) or isinstance(cls, type) and not issubclass(cls, nn.Module):
             raise ParamError(f"target {target!r} is not an nn.Module class")
+        kwargs = dict(decode(kwargs))
         try:
-            root = cls(**decode(kwargs))
+            root = cls(*kwargs.pop("*", ()), **kwargs)
         except TypeError as e:
             raise ParamError(f"{target} cannot be built with {kwargs}: {e}") from None
         if not isinstance(root, nn.Module):  # a factory (torchvision.models:resnet18)
@@ -137,19 +139,20 @@ class OpaqueModule(nn.Module):
         except AttributeError:
             raise ParamError(f"{target} has no submodule {path!r}") from None
         self.index = index
+        self.call_kwargs = decode(call_kwargs or {})
 
     def forward(self, *inputs):
-        out = self.module(*_present(inputs))
+        out = self.module(*_present(inputs), **self.call_kwargs)
         return out if self.index is None else out[self.index]
 
 
 class OpaqueFunction(nn.Module):
     """A call of a torch function (or tensor method) with fixed extra arguments."""
 
-    def __init__(self, function: str, args: list, kwargs: dict):
+    def __init__(self, function: str, args: list, kwargs: dict, index: int | None = None):
         super().__init__()
         self.function = resolve(function, "function")
-        self.args, self.kwargs = args, kwargs
+        self.args, self.kwargs, self.index = args, kwargs, index
 
     def forward(self, *inputs):
         args, kwargs = decode(self.args, inputs), decode(self.kwargs, inputs)
@@ -160,8 +163,10 @@ class OpaqueFunction(nn.Module):
             if "device" in kwargs:
                 kwargs["device"] = "meta"
             with torch.device("meta"):
-                return self.function(*args, **kwargs)
-        return self.function(*args, **kwargs)
+                out = self.function(*args, **kwargs)
+        else:
+            out = self.function(*args, **kwargs)
+        return out if self.index is None else out[self.index]
 
 
 # -- what the Python export writes: the same modules, needing only torch and the named code --
@@ -206,37 +211,41 @@ class ImportedModule(nn.Module):
     """A module built from its import path (``torchvision.models:resnet18``) and keyword
     arguments, or one of its submodules; `index` picks one element of a tuple output."""
 
-    def __init__(self, target, kwargs=None, path="", index=None):
+    def __init__(self, target, kwargs=None, path="", index=None, call_kwargs=None):
         super().__init__()
-        root = by_path(target)(**(kwargs or {}))
+        kwargs = dict(kwargs or {})
+        root = by_path(target)(*kwargs.pop("*", ()), **kwargs)
         self.module = root.get_submodule(path) if path else root
         self.index = index
+        self.call_kwargs = call_kwargs or {}
 
     def forward(self, *inputs):
         count = max((i + 1 for i, x in enumerate(inputs) if x is not None), default=0)
-        out = self.module(*inputs[:count])
+        out = self.module(*inputs[:count], **self.call_kwargs)
         return out if self.index is None else out[self.index]
 
 
 class ImportedCall(nn.Module):
     """A call of a function named ``module:qualname`` with fixed JSON arguments."""
 
-    def __init__(self, function, args, kwargs):
+    def __init__(self, function, args, kwargs, index=None):
         super().__init__()
         self.function = by_path(function)
-        self.args, self.kwargs = args, kwargs
+        self.args, self.kwargs, self.index = args, kwargs, index
 
     def forward(self, *inputs):
-        return self.function(*decoded(self.args, inputs), **decoded(self.kwargs, inputs))
+        out = self.function(*decoded(self.args, inputs), **decoded(self.kwargs, inputs))
+        return out if self.index is None else out[self.index]
 
 
 def _module_export(p, x):
     return ImportedModule, {"target": p.target, "kwargs": decode(p.kwargs), "path": p.path,
-                            "index": p.index}
+                            "index": p.index, "call_kwargs": decode(p.call_kwargs)}
 
 
 def _function_export(p, x):
-    return ImportedCall, {"function": p.function, "args": p.args, "kwargs": p.kwargs}
+    return ImportedCall, {"function": p.function, "args": p.args, "kwargs": p.kwargs,
+                          "index": p.index}
 
 
 def _importable(target: str) -> str:
@@ -265,7 +274,8 @@ BLOCKS = [
           "node.module.*. `nodegraph import` puts here what no block of the library "
           "expresses. torch.nn classes build anywhere; a class of another module only in a "
           "graph the user trusts (--trust, or the editor's prompt).",
-          lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index),
+          lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index,
+                                    p.call_kwargs),
           inputs=INPUTS, outputs=["output"],
           params=[str_param("target", doc="the class, as module:QualName "
                             "(torch.nn:TransformerEncoderLayer)"),
@@ -273,7 +283,9 @@ BLOCKS = [
                   str_param("path", "", "a submodule of the built object, dotted "
                             "(encoder.layers.0); empty means the object itself"),
                   int_param("index", None, "when the module returns a tuple: the element that "
-                            "is the output; empty means all of it", min=0, nullable=True)],
+                            "is the output; empty means all of it", min=0, nullable=True),
+                  Param("call_kwargs", "json", {}, "constant keyword arguments of each call "
+                        "(need_weights=False)")],
           keywords=("imported", "custom", "fx", "module"), code=code_named,
           export=_module_export),
     block("opaque.Function", "op",
@@ -282,11 +294,14 @@ BLOCKS = [
           "`args` and `kwargs` are JSON, with {\"input\": k} for input k and "
           "{\"size\": [k, d]} for its size in dim d. Made by `nodegraph import` for "
           "operations no block expresses.",
-          lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs),
+          lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs, p.index),
           inputs=INPUTS, outputs=["output"],
           params=[str_param("function", doc="what to call, as module:qualname"),
                   Param("args", "json", [{"input": 0}], "positional arguments"),
-                  Param("kwargs", "json", {}, "keyword arguments")],
+                  Param("kwargs", "json", {}, "keyword arguments"),
+                  int_param("index", None, "when the call returns a tuple (chunk, split, "
+                            "unbind): the element that is the output", min=0,
+                            nullable=True)],
           keywords=("imported", "function", "fx", "call"), code=code_named,
           export=_function_export),
     block("opaque.Arrays", "data",
