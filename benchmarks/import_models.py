@@ -36,6 +36,7 @@ TIMM_SIZE = {"vit_tiny_patch16_224": 224, "deit_tiny_patch16_224": 224, "levit_1
              "swin_tiny_patch4_window7_224": 224, "mobilevitv2_050": 256,
              "hrnet_w18_small": 64}
 TORCHVISION_SIZE = {"vit_": 224, "swin_": 224, "maxvit_t": 224, "inception_v3": 299,
+                    "alexnet": 224, "vgg": 224,
                     "googlenet": 64}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nodegraph import allowlist
+from nodegraph import allowlist, fx_weights
 from nodegraph.dataset import Dataset
 from nodegraph.errors import NodegraphError, NodeRuntimeError, Problem, ValidationError
 from nodegraph.graph import Graph
@@ -135,6 +135,7 @@ class Compiled:
     loss_keys: dict[str, Key] = field(default_factory=dict)  # loss node -> its output
     eval_plan: tuple[Step, ...] = ()
     exec_graph: Graph | None = None  # what runs: the graph with its groups expanded
+    weights_file: Any = None  # the imported weights file loaded into it (see fx_weights)
 
     def parameter_count(self) -> int:
         seen = {id(p): p.numel() for p in self.module.parameters() if p.requires_grad}
@@ -160,13 +161,17 @@ def resolve_device(name: str) -> torch.device:
 
 
 def compile(graph: Graph, device: str | torch.device | None = None, seed: int | None = None,
-            for_training: bool = True) -> Compiled:
-    """Validate `graph` and build its module, datasets, optimizers and metrics.
+            for_training: bool = True, referenced_weights: bool = True) -> Compiled:
+    """Validate `graph` and build its module, datasets, optimizers and metrics; with
+    `referenced_weights`, load the weights file an imported graph names (`fx_weights`).
 
     Raises ValidationError listing every problem when the graph cannot run.
     """
     with allowlist.trusting(graph.trusted):  # blocks naming Python resolve as validated
-        return _compile(graph, device, seed, for_training)
+        compiled = _compile(graph, device, seed, for_training)
+    if referenced_weights:
+        compiled.weights_file = fx_weights.load_referenced(compiled, graph)
+    return compiled
 
 
 def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,

@@ -40,7 +40,7 @@ import torch.fx
 from safetensors.torch import save_file
 from torch import nn
 
-from nodegraph import allowlist, fx_targets
+from nodegraph import allowlist, fx_targets, fx_weights
 from nodegraph.errors import NodegraphError
 from nodegraph.export.record import Recorder
 from nodegraph.export.source import torch_path
@@ -714,9 +714,10 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     npz = base.with_name(base.stem + ".inputs.npz")
     weights_path = base.with_name(base.stem + ".safetensors")
     graph = Graph(graph_name)
+    graph.folder = base.parent.absolute()  # relative paths (data, weights) start there
     ids = {p: p.name for p in placeholders}
     for p in placeholders:
-        graph.add("opaque.Arrays", id=ids[p], path=_absolute(npz), x_key=p.name, y_key="output")
+        graph.add("opaque.Arrays", id=ids[p], path=npz.name, x_key=p.name, y_key="output")
     weights: dict[str, torch.Tensor] = {}
     for item in planned:
         graph.add(item.type, id=item.id, **item.params)
@@ -727,7 +728,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     out_keys = [_source_of(o, ids, importer) for o in outs]
     allowlist.trust(graph)  # the user's own module, imported at their request
     graph.extra["imported"] = {"source": target or type(root).__qualname__,
-                               "weights": _absolute(weights_path),
+                               "weights": weights_path.name,  # beside the graph
                                "outputs": [f"{n}.{p}" for n, p in out_keys]}
     arrays = {p.name: x.numpy() for p, x in zip(placeholders, inputs, strict=False)}
     arrays["output"] = first.detach().numpy() if first is not None and first.ndim and \
@@ -792,18 +793,12 @@ def _source_of(value, ids: dict, importer: Importer) -> tuple[str, str]:
     raise NodegraphError(f"'{value}' is not a tensor a block can pass on")
 
 
-def _absolute(path: Path) -> str:
-    """A path as the graph file stores it: absolute, since data blocks read their files
-    from the working folder of whoever runs the graph."""
-    return str(path.resolve())
-
-
 def _check(graph, weights, out_keys, placeholders, ids, inputs, reference) -> float:
     """Compile the graph with the module's weights and compare the outputs."""
     from nodegraph.compile import compile
     from nodegraph.export.weights import load_weights as load
 
-    compiled = compile(graph, device="cpu", for_training=False)
+    compiled = compile(graph, device="cpu", for_training=False, referenced_weights=False)
     load(compiled, weights)
     compiled.module.eval()
     values = {(ids[p], "x"): x for p, x in zip(placeholders, inputs, strict=False)}
@@ -833,10 +828,10 @@ def load_weights(compiled) -> None:
 
     from nodegraph.export.weights import load_weights as load
 
-    info = compiled.graph.extra.get("imported") or {}
-    if "weights" not in info:
+    path = fx_weights.referenced(compiled.graph)
+    if path is None:
         raise NodegraphError("this graph was not made by nodegraph import: it names no weights")
-    load(compiled, load_file(info["weights"]))
+    load(compiled, load_file(str(path)))
 
 
 # -- the command ---------------------------------------------------------------------------------
