@@ -194,7 +194,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _print_problems(report.problems, args.graph)
     else:
         print(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
-              f"{sum(report.param_counts.values()):,} parameters)")
+              f"{sum(report.param_counts.values()):,} parameters)"
+              + ("" if _trains(graph) else "; forward-only: no optimizer, so `run` cannot "
+                 "train it (add a loss and an optimizer; `nodegraph import` does with --loss "
+                 "and --optimizer)"))
     return 0 if report.ok else EXIT_PROBLEMS
 
 
