@@ -569,7 +569,8 @@ EXTENDED = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.Linea
             nn.modules.conv._ConvNd)
 
 
-def trace(module: nn.Module, leaves: Iterable[str] = ()) -> torch.fx.GraphModule:
+def trace(module: nn.Module, leaves: Iterable[str] = (),
+          inputs: int | None = None) -> torch.fx.GraphModule:
     """The fx graph of `module`, or an error naming the construct fx cannot follow.
 
     Submodules named in `leaves` stay one call. So does, found by tracing again, a
@@ -582,9 +583,10 @@ def trace(module: nn.Module, leaves: Iterable[str] = ()) -> torch.fx.GraphModule
     if unknown:
         raise NodegraphError(f"--leaf {unknown[0]}: {type(module).__name__} has no submodule "
                              f"of that name (e.g. {', '.join(list(names)[1:4])})")
+    concrete = _defaults_after(module, inputs)
     for _ in range(len(names) + 1):
         try:
-            graph = _Tracer(frozenset(leaves)).trace(module)
+            graph = _Tracer(frozenset(leaves)).trace(module, concrete_args=concrete)
         except Exception as e:
             owner = _failing_module(e, module)
             if owner and owner not in leaves:
@@ -592,7 +594,8 @@ def trace(module: nn.Module, leaves: Iterable[str] = ()) -> torch.fx.GraphModule
                 continue
             raise _trace_error(module, e) from None
         outside = {_owner(n) for n in graph.nodes if n.op == "call_function"
-                   and callable_path(n.target) is None and _owner(n)}
+                   and callable_path(n.target) is None and _owner(n) and getattr(
+                       n.target, "__module__", "").split(".")[0] != "torch"}
         if not outside - leaves:
             break
         leaves |= outside
@@ -600,6 +603,21 @@ def trace(module: nn.Module, leaves: Iterable[str] = ()) -> torch.fx.GraphModule
     traced.graph.eliminate_dead_code()  # an unused tuple element (`out, _ = lstm(x)`)
     traced.recompile()
     return traced
+
+
+def _defaults_after(module: nn.Module, count: int | None) -> dict | None:
+    """forward's arguments past the first `count`, at their defaults (timm's
+    ``forward(x, attn_mask=None)``): constants of the trace, not inputs of the graph."""
+    if count is None:
+        return None
+    try:
+        signature = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        return None
+    named = [p for p in signature.parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    rest = {p.name: p.default for p in named[count:] if p.default is not p.empty}
+    return rest or None
 
 
 def _owner(node) -> str:
@@ -702,11 +720,13 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     kwargs = dict(kwargs or {})
     root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
-    traced = trace(root, leaves)
+    traced = trace(root, leaves, len(inputs))
     values = _run(traced, inputs)
     importer = Importer(root, traced, values, recorder, target, kwargs)
+    for extra in [n for n in traced.graph.nodes if n.op == "placeholder"][len(inputs):]:
+        importer.symbols[extra] = _Constant(values.get(extra))  # a default left as it is
     planned = importer.plan()
-    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"][:len(inputs)]
     [output] = [n for n in traced.graph.nodes if n.op == "output"]
     outs = _leaves(output.args[0], torch.fx.Node)
     with torch.no_grad():
@@ -763,8 +783,9 @@ def _instantiate(obj: Any, kwargs: dict) -> tuple[nn.Module, Recorder | None, st
     elif isinstance(obj, type):
         path = _import_path(obj)
     built = fx_targets.build(obj, kwargs, model_name, path)
+    given = dict(built.kwargs)  # (timm: with the model name)
     kwargs.clear()
-    kwargs.update(built.kwargs)
+    kwargs.update(given)
     return built.module, built.recorder, built.target
 
 

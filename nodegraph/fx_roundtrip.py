@@ -119,7 +119,7 @@ def _onnx(imported, inputs, reference, folder, result) -> None:
 
 
 def _train(imported, inputs, reference, folder, result) -> None:
-    """One SGD step on the sum of squared outputs: every weight gets a finite gradient."""
+    """One SGD step on the squared distance of the outputs from 1: every weight gets a finite gradient."""
     from nodegraph.compile import compile
     from nodegraph.export.weights import load_weights
 
@@ -129,7 +129,7 @@ def _train(imported, inputs, reference, folder, result) -> None:
     values = {(p, "x"): x for p, x in zip(imported.placeholders, inputs, strict=True)}
     params = [p for p in compiled.module.parameters() if p.requires_grad]
     got = compiled.module.run(compiled.module.full_plan, values)
-    loss = sum(got[key].float().pow(2).mean() for key in imported.outputs)
+    loss = sum((got[key].float() - 1).pow(2).mean() for key in imported.outputs)
     loss.backward()
     missing = [i for i, p in enumerate(params) if p.grad is None or
                not torch.isfinite(p.grad).all()]

@@ -76,7 +76,7 @@ def _special(key: str, arg: Any, inputs: tuple) -> Any:
             raise ParamError(f"{{'dtype': {arg!r}}}: not a torch dtype (float32, int64, ...)")
         return DTYPES[arg]
     if key == "function":
-        return resolve(arg, "function")
+        return resolve(arg, "function", _kind(arg))
     return {key: decode(arg, inputs)}
 
 
@@ -94,9 +94,15 @@ def code_named(params: dict) -> list[tuple[str, str, str]]:
         named.append(("function", params["function"], allowlist.FUNCTIONS))
     if "target" in params:
         named.append(("target", params["target"], allowlist.MODULES))
-    for name in ("args", "kwargs"):
-        named += [(name, path, allowlist.FUNCTIONS) for path in _functions_in(params.get(name))]
+    for name in ("args", "kwargs", "call_kwargs"):
+        named += [(name, path, _kind(path)) for path in _functions_in(params.get(name))]
     return named
+
+
+def _kind(path: Any) -> str:
+    """A {"function": ...} may name a torch.nn class too (timm's act_layer=nn.Hardswish)."""
+    return allowlist.MODULES if allowlist.allowed(path, allowlist.MODULES) else \
+        allowlist.FUNCTIONS
 
 
 def _functions_in(value: Any, depth: int = 0) -> list[Any]:
