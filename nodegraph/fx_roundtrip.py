@@ -119,7 +119,8 @@ def _onnx(imported, inputs, reference, folder, result) -> None:
 
 
 def _train(imported, inputs, reference, folder, result) -> None:
-    """One SGD step on the squared distance of the outputs from 1: every weight gets a finite gradient."""
+    """One SGD step on the squared distance of the outputs from 1 (a head that starts at
+    zero still passes gradients back): every weight gets a finite gradient."""
     from nodegraph.compile import compile
     from nodegraph.export.weights import load_weights
 
