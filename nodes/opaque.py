@@ -146,10 +146,39 @@ class OpaqueModule(nn.Module):
             raise ParamError(f"{target} has no submodule {path!r}") from None
         self.index = index
         self.call_kwargs = decode(call_kwargs or {})
+        self.recipe = (target, kwargs, path)
 
     def forward(self, *inputs):
-        out = self.module(*_present(inputs), **self.call_kwargs)
+        try:
+            out = self.module(*_present(inputs), **self.call_kwargs)
+        except (NotImplementedError, RuntimeError) as e:
+            if "meta" not in str(e) or not any(isinstance(x, torch.Tensor) and x.is_meta
+                                               for x in inputs):
+                raise
+            out = self._shapes_on_cpu(inputs)
         return out if self.index is None else out[self.index]
+
+    def _shapes_on_cpu(self, inputs: tuple):
+        """Shape inference of a module that reads tensor values (an `if` on a sum, the
+        reason it was kept whole): a CPU copy runs on zeros, and the outputs' shapes come
+        back as meta tensors."""
+        target, kwargs, path = self.recipe
+        cls = resolve(target, "target", allowlist.MODULES)
+        with torch.device("cpu"):
+            kwargs = dict(kwargs)
+            root = cls(*kwargs.pop("*", ()), **kwargs)
+            real = root.get_submodule(path) if path else root
+            zeros = [torch.zeros(x.shape, dtype=x.dtype) if isinstance(x, torch.Tensor)
+                     else x for x in _present(inputs)]
+            with torch.no_grad():
+                out = real(*zeros, **self.call_kwargs)
+
+        def meta(v):
+            if isinstance(v, torch.Tensor):
+                return torch.empty(v.shape, dtype=v.dtype, device="meta")
+            return type(v)(meta(x) for x in v) if isinstance(v, tuple | list) else v
+
+        return meta(out)
 
 
 class OpaqueFunction(nn.Module):
