@@ -594,8 +594,9 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
                 continue
             raise _trace_error(module, e) from None
         outside = {_owner(n) for n in graph.nodes if n.op == "call_function"
-                   and callable_path(n.target) is None and _owner(n) and getattr(
-                       n.target, "__module__", "").split(".")[0] != "torch"}
+                   and callable_path(n.target) is None and _owner(n) and (getattr(
+                       n.target, "__module__", None) or "").split(".")[0] not in (
+                       "torch", "builtins", "_operator", "operator", "math")}
         if not outside - leaves:
             break
         leaves |= outside
