@@ -561,7 +561,19 @@ class _Tracer(torch.fx.Tracer):
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
         # (the class only: reading the module's attributes here would add them to the trace)
         return type(m) in _equivalents()[0] or qualname in self.leaves or isinstance(
-            m, EXTENDED) or super().is_leaf_module(m, qualname)
+            m, EXTENDED) or _train_only(type(m)) and not any(True for _ in m.children()) \
+            or super().is_leaf_module(m, qualname)
+
+
+@functools.cache
+def _train_only(cls: type) -> bool:
+    """True when `cls.forward` reads `self.training` (timm's DropPath, a dropout of one's
+    own): traced in eval mode it would vanish, so a childless one stays a module whose
+    train/eval difference survives."""
+    try:
+        return "self.training" in inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return False
 
 
 # torch.nn layers whose subclasses elsewhere keep their weights and state in one module

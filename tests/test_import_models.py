@@ -189,3 +189,26 @@ def test_library_blocks_replace_opaque_ones(tmp_path):
     assert not any(t in ("opaque.Module", "opaque.Function") for t in types)
     text = (tmp_path / "m.json").read_text()
     assert "torch.nn:Hardswish" not in text
+
+
+@needs_timm
+def test_drop_path_keeps_its_train_eval_difference(tmp_path):
+    """The trace runs in eval mode; a module that reads self.training stays a module."""
+    import nodegraph
+    from nodegraph.fx_import import import_graph
+
+    torch.manual_seed(0)
+    imported = import_graph("timm:resnet10t", torch.randn(2, 3, 32, 32), tmp_path / "r.json",
+                            {"num_classes": 4, "drop_path_rate": 0.5})
+    graph = imported.graph
+    assert any(n.params.get("target") == "timm.layers.drop:DropPath" for n in graph)
+    compiled = nodegraph.compile(graph, device="cpu", for_training=False)
+    x, key = torch.randn(16, 3, 32, 32), imported.outputs[0]
+
+    def run():
+        return compiled.module.run(compiled.module.full_plan, {("x", "x"): x})[key]
+
+    compiled.module.eval()
+    assert torch.equal(run(), run())
+    compiled.module.train()
+    assert not torch.equal(run(), run())
