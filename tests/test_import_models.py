@@ -199,7 +199,7 @@ def test_drop_path_keeps_its_train_eval_difference(tmp_path):
 
     torch.manual_seed(0)
     imported = import_graph("timm:resnet10t", torch.randn(2, 3, 32, 32), tmp_path / "r.json",
-                            {"num_classes": 4, "drop_path_rate": 0.5})
+                            {"num_classes": 4, "drop_path_rate": 0.5, "zero_init_last": False})
     graph = imported.graph
     assert any(n.params.get("target") == "timm.layers.drop:DropPath" for n in graph)
     compiled = nodegraph.compile(graph, device="cpu", for_training=False)
