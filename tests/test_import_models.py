@@ -113,7 +113,9 @@ TORCHVISION = [  # (id, target, kwargs, input shape, slow)
     ("efficientnet_b0", f"{TV}:efficientnet_b0", {"num_classes": 10}, (2, 3, 32, 32), True),
     ("mnasnet0_5", f"{TV}:mnasnet0_5", {"num_classes": 10}, (2, 3, 32, 32), True),
     ("regnet_x_400mf", f"{TV}:regnet_x_400mf", {"num_classes": 10}, (2, 3, 32, 32), True),
-    ("densenet121", f"{TV}:densenet121", {"num_classes": 10}, (2, 3, 32, 32), True),
+    ("densenet_small_config", "torchvision.models.densenet:DenseNet",  # a 10-way cat
+     {"growth_rate": 4, "block_config": [9, 2], "num_init_features": 8, "bn_size": 2,
+      "num_classes": 10}, (2, 3, 32, 32), False),
     ("googlenet", f"{TV}:googlenet", {"num_classes": 10, "aux_logits": False,
                                        "init_weights": False}, (2, 3, 64, 64), True),
     ("convnext_tiny", f"{TV}:convnext_tiny", {"num_classes": 10}, (2, 3, 32, 32), True),
