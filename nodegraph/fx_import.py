@@ -44,12 +44,15 @@ from torch import nn
 from nodegraph import allowlist, fx_finish, fx_targets, fx_weights
 from nodegraph.errors import NodegraphError
 from nodegraph.export.record import Recorder
-from nodegraph.export.source import torch_path
+from nodegraph.export.source import MAX_TENSOR_LITERAL, torch_path
 from nodegraph.graph import Graph
 from nodegraph.spec import default_registry, torch_functions, torch_modules
 
 TOLERANCE = 1e-5  # relative to the largest output value (at least 1)
 MAX_INPUTS = 8  # tensor inputs of an opaque block (nodes.opaque.INPUTS)
+# values of a buffer written into the graph as a layers.Constant (and into the Python export
+# as a literal); a module reading a larger one directly is kept whole
+MAX_CONSTANT = MAX_TENSOR_LITERAL
 
 
 # -- what a module maps to: the blocks' own torch declarations (`BlockSpec.torch`) ----------
@@ -266,7 +269,7 @@ class Importer:
             return Planned(node.name, "layers.Parameter",
                            {"shape": list(value.shape), "init": "zeros"}, [],
                            {"value": value.detach().clone()})
-        if value.numel() > 4096:
+        if value.numel() > MAX_CONSTANT:
             raise NodegraphError(f"'{node.target}' is a buffer of {value.numel()} values used "
                                  "directly in forward; too large to write into the graph")
         dtype = {torch.float32: "float32", torch.float64: "float64", torch.int64: "int64",
@@ -609,6 +612,8 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
                    and callable_path(n.target) is None and _owner(n) and (getattr(
                        n.target, "__module__", None) or "").split(".")[0] not in (
                        "torch", "builtins", "_operator", "operator", "math")}
+        outside |= {n.target.rpartition(".")[0] for n in graph.nodes if n.op == "get_attr"
+                    and "." in n.target and _big_buffer(module, n.target)}
         if not outside - leaves:
             break
         leaves |= outside
@@ -631,6 +636,15 @@ def _defaults_after(module: nn.Module, count: int | None) -> dict | None:
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     rest = {p.name: p.default for p in named[count:] if p.default is not p.empty}
     return rest or None
+
+
+def _big_buffer(root: nn.Module, target: str) -> bool:
+    """A buffer too large to write into the graph as a constant (levit's attention bias
+    indices), read directly in forward: its module is kept whole instead."""
+    owner, _, name = target.rpartition(".")
+    value = getattr(root.get_submodule(owner), name, None)
+    return isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter) and \
+        value.numel() > MAX_CONSTANT
 
 
 def _owner(node) -> str:
