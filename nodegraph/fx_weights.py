@@ -3,11 +3,13 @@
 `nodegraph import` saves the module's weights beside the graph and writes their file name,
 relative to the graph's folder, into ``graph.extra["imported"]["weights"]``. `compile`
 loads them (so `run`, `export`, the editor and `nodegraph.compile` start from the
-imported module, not from fresh random weights); a graph without that entry is untouched.
+imported module, not from fresh random weights); nodes added or changed since the import
+keep fresh weights (with a warning naming them); a graph without that entry is untouched.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -42,14 +44,16 @@ def load_referenced(compiled: Any, graph: Any) -> Path | None:
     except Exception as e:
         raise NodegraphError(f"{path}: not a readable safetensors file ({e})") from None
     expected = compiled.module.block_state()
-    missing = sorted(set(expected) - set(weights))
-    wrong = sorted(k for k in set(expected) & set(weights)
-                   if tuple(expected[k].shape) != tuple(weights[k].shape))
-    if missing or wrong:
-        shown = ", ".join((missing + wrong)[:5])
-        raise NodegraphError(f"{path} does not fit the graph (keys node.param): {shown} "
-                             f"{'missing' if missing else 'of another shape'}; the graph was "
-                             "changed since it was imported: remove extra.imported.weights "
-                             "or export the weights again")
-    compiled.module.load_block_state({k: v for k, v in weights.items() if k in expected})
+    fits = {k: v for k, v in weights.items()
+            if k in expected and tuple(expected[k].shape) == tuple(v.shape)}
+    if expected and not fits:
+        raise NodegraphError(f"{path} does not fit the graph (keys node.param): none of its "
+                             "weights match; remove extra.imported.weights from the graph to "
+                             "start from fresh weights")
+    fresh = sorted({k.partition(".")[0] for k in set(expected) - set(fits)})
+    if fresh:  # nodes added or changed since the import start from fresh weights
+        warnings.warn(f"{path.name}: {len(fresh)} node(s) changed since the import start from "
+                      f"fresh weights: {', '.join(fresh[:8])}" + (" ..." if len(fresh) > 8
+                                                                  else ""), stacklevel=2)
+    compiled.module.load_block_state(fits, strict=False)
     return path

@@ -210,3 +210,18 @@ def test_a_timm_name(models):
                  "--kwargs", '{"num_classes": 4}']) == 0
     graph = nodegraph.load("r.json")
     assert graph.extra["imported"]["source"] == "timm:create_model"
+
+
+def test_a_node_changed_after_the_import_starts_fresh_the_rest_keeps_its_weights(models):
+    assert main(["import", f"{models}:MLP", "-o", "m.json", "--input-shape", "4,16",
+                 "--kwargs", '{"width": 8}']) == 0
+    graph = nodegraph.load("m.json")
+    graph.nodes["net_3"].params["out_features"] = 5  # a new head
+    from safetensors.torch import load_file
+
+    saved = load_file("m.safetensors")
+    with pytest.warns(UserWarning, match="net_3"):
+        compiled = nodegraph.compile(graph, device="cpu", for_training=False)
+    state = compiled.module.block_state()
+    assert torch.equal(state["net_0.weight"], saved["net_0.weight"])
+    assert state["net_3.weight"].shape == (5, 8)
