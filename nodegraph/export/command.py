@@ -60,7 +60,7 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
         if weights is not None or carried.startswith("the imported"):
             from nodegraph import checkpoint
 
-            beside = out.with_suffix(".safetensors")
+            beside = out.with_name(out.stem + ".weights.safetensors")  # not the graph's own
             checkpoint.save_weights(beside, weights if weights is not None else
                                     _state(graph))
             print(f"  weights: {carried}, saved in {beside}; the class starts from fresh "
