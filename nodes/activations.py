@@ -12,9 +12,17 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from nodegraph.model.errors import ParamError, PortError
-from nodegraph.model.spec import choice_param, family, float_param, int_param
+from nodegraph.model.spec import (
+    TorchEquivalent,
+    choice_param,
+    family,
+    float_param,
+    int_param,
+    with_torch,
+)
 from nodes._shapes import dim_index, need_float
 from nodes.layers.dense import Fn
 
@@ -151,6 +159,15 @@ BLOCKS = [
     _act("SiLU", "Sigmoid-weighted linear unit x·σ(x) (swish).\n\nSmooth and non-monotonic "
          "near zero; the usual activation of diffusion U-Nets and timestep MLPs.",
          lambda p, x: nn.SiLU(), keywords=("swish",)),
+    _act("ReLU6", "ReLU capped at 6: min(max(0, x), 6).\n\nThe activation of MobileNet v1/v2, "
+         "kept bounded for low-precision inference.", lambda p, x: nn.ReLU6(),
+         keywords=("relu6", "clipped", "mobilenet")),
+    _act("Hardswish", "Hard swish x·ReLU6(x + 3)/6: a piecewise approximation of SiLU.\n\n"
+         "Cheap on mobile hardware; the activation of MobileNetV3.",
+         lambda p, x: nn.Hardswish(), keywords=("hard swish", "mobilenet", "silu")),
+    _act("Hardsigmoid", "Hard sigmoid ReLU6(x + 3)/6: 0 below -3, 1 above 3, linear "
+         "between.\n\nThe gate of MobileNetV3's squeeze-and-excitation.",
+         lambda p, x: nn.Hardsigmoid(), keywords=("hard sigmoid", "gate", "mobilenet")),
     _act("Softplus", "Softplus log(1 + exp(beta·x)) / beta: a smooth ReLU.\n\nAbove "
          "beta·x > threshold it returns x, for numerical stability. Gives positive outputs "
          "(variances, rates).",
@@ -169,3 +186,50 @@ BLOCKS = [
          "stable log-probabilities, for a negative log-likelihood.",
          _softmax(log=True), SOFTMAX_PARAMS, ("log probabilities", "nll")),
 ]
+
+
+def _dim(args: list, kwargs: dict) -> dict | None:
+    dim = kwargs.get("dim", args[0] if args else None)
+    return {"dim": dim} if isinstance(dim, int) and not kwargs.keys() - {"dim", "dtype",
+                                                                          "_stacklevel"} \
+        and kwargs.get("dtype") is None else None
+
+
+def _none(args: list, kwargs: dict) -> dict | None:
+    """A call with no params (an `inplace` flag changes nothing in a graph)."""
+    return {} if not args and not kwargs.keys() - {"inplace"} or args == [True] or \
+        args == [False] else None
+
+
+# what each block computes in PyTorch: `nodegraph import` turns these into the block
+BLOCKS = with_torch(BLOCKS, {
+    "activations.ReLU": TorchEquivalent((nn.ReLU,), lambda m: {},
+                                        (F.relu, torch.relu, "relu"), _none),
+    "activations.ReLU6": TorchEquivalent((nn.ReLU6,), lambda m: {}, (F.relu6,), _none),
+    "activations.Hardswish": TorchEquivalent((nn.Hardswish,), lambda m: {}, (F.hardswish,),
+                                             _none),
+    "activations.Hardsigmoid": TorchEquivalent((nn.Hardsigmoid,), lambda m: {},
+                                               (F.hardsigmoid,), _none),
+    "activations.SiLU": TorchEquivalent((nn.SiLU,), lambda m: {}, (F.silu,), _none),
+    "activations.Tanh": TorchEquivalent((nn.Tanh,), lambda m: {},
+                                        (torch.tanh, F.tanh, "tanh"), _none),
+    "activations.Sigmoid": TorchEquivalent((nn.Sigmoid,), lambda m: {},
+                                           (torch.sigmoid, F.sigmoid, "sigmoid"), _none),
+    "activations.GELU": TorchEquivalent(
+        (nn.GELU,), lambda m: {"approximate": m.approximate}, (F.gelu,),
+        lambda a, k: {"approximate": k.get("approximate", "none")} if not a and
+        not k.keys() - {"approximate"} else None),
+    "activations.ELU": TorchEquivalent((nn.ELU,), lambda m: {"alpha": m.alpha}),
+    "activations.LeakyReLU": TorchEquivalent((nn.LeakyReLU,),
+                                             lambda m: {"negative_slope": m.negative_slope}),
+    "activations.Softplus": TorchEquivalent((nn.Softplus,),
+                                            lambda m: {"beta": m.beta, "threshold": m.threshold}),
+    "activations.PReLU": TorchEquivalent((nn.PReLU,),
+                                         lambda m: {"num_parameters": m.num_parameters}),
+    "activations.Softmax": TorchEquivalent(
+        (nn.Softmax,), lambda m: {"dim": m.dim} if m.dim is not None else None,
+        (F.softmax, torch.softmax, "softmax"), _dim),
+    "activations.LogSoftmax": TorchEquivalent(
+        (nn.LogSoftmax,), lambda m: {"dim": m.dim} if m.dim is not None else None,
+        (F.log_softmax, torch.log_softmax, "log_softmax"), _dim),
+})

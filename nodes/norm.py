@@ -21,11 +21,13 @@ from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
     Param,
+    TorchEquivalent,
     block,
     bool_param,
     float_param,
     int_param,
     nodes_param,
+    with_torch,
 )
 from nodes._shapes import fmt, need_float, need_ndim
 
@@ -159,3 +161,19 @@ BLOCKS = [
           _penalty(2), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
           keywords=("ridge", "l2", "regularization", "weight decay", "tikhonov")),
 ]
+
+
+def _stats(m: nn.Module) -> dict:
+    return {"eps": m.eps, "momentum": m.momentum, "affine": m.affine,
+            "track_running_stats": m.track_running_stats}
+
+
+# what each block computes in PyTorch: `nodegraph import` turns these into the block
+BLOCKS = with_torch(BLOCKS, {
+    "norm.BatchNorm1d": TorchEquivalent((nn.BatchNorm1d,), _stats),
+    "norm.BatchNorm2d": TorchEquivalent((nn.BatchNorm2d,), _stats),
+    "norm.InstanceNorm2d": TorchEquivalent((nn.InstanceNorm2d,), _stats),
+    "norm.LayerNorm": TorchEquivalent((nn.LayerNorm,), lambda m: {
+        "dims": len(m.normalized_shape), "eps": m.eps,
+        "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None}),
+})

@@ -18,6 +18,7 @@ Arguments are JSON. A few values JSON has no word for are written as one-key obj
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from nodegraph.model.spec import Param, Port, block, int_param, str_param
 from nodes.data._files import read_npz
 
 INPUTS = [Port("input", doc="the first argument"),
-          *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in (2, 3, 4))]
+          *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in range(2, 9))]
 DTYPES = {name: value for name in dir(torch) if isinstance(value := getattr(torch, name),
                                                             torch.dtype)}
 
@@ -75,7 +76,7 @@ def _special(key: str, arg: Any, inputs: tuple) -> Any:
             raise ParamError(f"{{'dtype': {arg!r}}}: not a torch dtype (float32, int64, ...)")
         return DTYPES[arg]
     if key == "function":
-        return resolve(arg, "function")
+        return resolve(arg, "function", _kind(arg))
     return {key: decode(arg, inputs)}
 
 
@@ -93,9 +94,15 @@ def code_named(params: dict) -> list[tuple[str, str, str]]:
         named.append(("function", params["function"], allowlist.FUNCTIONS))
     if "target" in params:
         named.append(("target", params["target"], allowlist.MODULES))
-    for name in ("args", "kwargs"):
-        named += [(name, path, allowlist.FUNCTIONS) for path in _functions_in(params.get(name))]
+    for name in ("args", "kwargs", "call_kwargs"):
+        named += [(name, path, _kind(path)) for path in _functions_in(params.get(name))]
     return named
+
+
+def _kind(path: Any) -> str:
+    """A {"function": ...} may name a torch.nn class too (timm's act_layer=nn.Hardswish)."""
+    return allowlist.MODULES if allowlist.allowed(path, allowlist.MODULES) else \
+        allowlist.FUNCTIONS
 
 
 def _functions_in(value: Any, depth: int = 0) -> list[Any]:
@@ -119,33 +126,68 @@ def _present(inputs: tuple) -> tuple:
 class OpaqueModule(nn.Module):
     """A module built from an import path and keyword arguments (or a submodule of one)."""
 
-    def __init__(self, target: str, kwargs: dict, path: str = "", index: int | None = None):
+    def __init__(self, target: str, kwargs: dict, path: str = "", index: int | None = None,
+                 call_kwargs: dict | None = None):
         super().__init__()
         cls = resolve(target, "target", allowlist.MODULES)
-        if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        if not callable(cls) or isinstance(cls, type) and not issubclass(cls, nn.Module):
             raise ParamError(f"target {target!r} is not an nn.Module class")
+        kwargs = dict(decode(kwargs))
         try:
-            root = cls(**decode(kwargs))
+            root = cls(*kwargs.pop("*", ()), **kwargs)
         except TypeError as e:
             raise ParamError(f"{target} cannot be built with {kwargs}: {e}") from None
+        if not isinstance(root, nn.Module):  # a factory (torchvision.models:resnet18)
+            raise ParamError(f"target {target!r} returned a {type(root).__name__}, not an "
+                             "nn.Module")
         try:
             self.module = root.get_submodule(path) if path else root
         except AttributeError:
             raise ParamError(f"{target} has no submodule {path!r}") from None
         self.index = index
+        self.call_kwargs = decode(call_kwargs or {})
+        self.recipe = (target, kwargs, path)
 
     def forward(self, *inputs):
-        out = self.module(*_present(inputs))
+        try:
+            out = self.module(*_present(inputs), **self.call_kwargs)
+        except (NotImplementedError, RuntimeError) as e:
+            if "meta" not in str(e) or not any(isinstance(x, torch.Tensor) and x.is_meta
+                                               for x in inputs):
+                raise
+            out = self._shapes_on_cpu(inputs)
         return out if self.index is None else out[self.index]
+
+    def _shapes_on_cpu(self, inputs: tuple):
+        """Shape inference of a module that reads tensor values (an `if` on a sum, the
+        reason it was kept whole): a CPU copy runs on zeros, and the outputs' shapes come
+        back as meta tensors."""
+        target, kwargs, path = self.recipe
+        cls = resolve(target, "target", allowlist.MODULES)
+        with torch.device("cpu"):
+            kwargs = dict(kwargs)
+            root = cls(*kwargs.pop("*", ()), **kwargs)
+            real = root.get_submodule(path) if path else root
+            zeros = [torch.zeros(x.shape, dtype=x.dtype) if isinstance(x, torch.Tensor)
+                     else x for x in _present(inputs)]
+            with torch.no_grad():
+                out = real(*zeros, **self.call_kwargs)
+
+        def meta(v):
+            if isinstance(v, torch.Tensor):
+                return torch.empty(v.shape, dtype=v.dtype, device="meta")
+            return type(v)(meta(x) for x in v) if isinstance(v, tuple | list) else v
+
+        return meta(out)
 
 
 class OpaqueFunction(nn.Module):
     """A call of a torch function (or tensor method) with fixed extra arguments."""
 
-    def __init__(self, function: str, args: list, kwargs: dict):
+    def __init__(self, function: str, args: list, kwargs: dict, index: int | None = None):
         super().__init__()
         self.function = resolve(function, "function")
-        self.args, self.kwargs = args, kwargs
+        self.args, self.kwargs, self.index = args, kwargs, index
 
     def forward(self, *inputs):
         args, kwargs = decode(self.args, inputs), decode(self.kwargs, inputs)
@@ -156,8 +198,99 @@ class OpaqueFunction(nn.Module):
             if "device" in kwargs:
                 kwargs["device"] = "meta"
             with torch.device("meta"):
-                return self.function(*args, **kwargs)
-        return self.function(*args, **kwargs)
+                out = self.function(*args, **kwargs)
+        else:
+            out = self.function(*args, **kwargs)
+        return out if self.index is None else out[self.index]
+
+
+# -- what the Python export writes: the same modules, needing only torch and the named code --
+
+
+def by_path(path: str):
+    """The object named ``module:qualname``, imported."""
+    module_name, _, qualname = path.partition(":")
+    obj = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def decoded(value, inputs):
+    """A JSON argument of an imported call as its Python value ({"input": k} is input k)."""
+    if isinstance(value, list):
+        return [decoded(v, inputs) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1:
+        return {k: decoded(v, inputs) for k, v in value.items()}
+    (key, arg), = value.items()
+    if key == "input":
+        return inputs[arg]
+    if key == "size":
+        return inputs[arg[0]].shape[arg[1]]
+    if key == "tuple":
+        return tuple(decoded(v, inputs) for v in arg)
+    if key == "slice":
+        return slice(*arg)
+    if key == "ellipsis":
+        return Ellipsis
+    if key == "dtype":
+        return getattr(torch, arg)
+    if key == "function":
+        return by_path(arg)
+    return {key: decoded(arg, inputs)}
+
+
+class ImportedModule(nn.Module):
+    """A module built from its import path (``torchvision.models:resnet18``) and keyword
+    arguments, or one of its submodules; `index` picks one element of a tuple output."""
+
+    def __init__(self, target, kwargs=None, path="", index=None, call_kwargs=None):
+        super().__init__()
+        kwargs = dict(kwargs or {})
+        root = by_path(target)(*kwargs.pop("*", ()), **kwargs)
+        self.module = root.get_submodule(path) if path else root
+        self.index = index
+        self.call_kwargs = call_kwargs or {}
+
+    def forward(self, *inputs):
+        count = max((i + 1 for i, x in enumerate(inputs) if x is not None), default=0)
+        out = self.module(*inputs[:count], **self.call_kwargs)
+        return out if self.index is None else out[self.index]
+
+
+class ImportedCall(nn.Module):
+    """A call of a function named ``module:qualname`` with fixed JSON arguments."""
+
+    def __init__(self, function, args, kwargs, index=None):
+        super().__init__()
+        self.function = by_path(function)
+        self.args, self.kwargs, self.index = args, kwargs, index
+
+    def forward(self, *inputs):
+        out = self.function(*decoded(self.args, inputs), **decoded(self.kwargs, inputs))
+        return out if self.index is None else out[self.index]
+
+
+def _module_export(p, x):
+    return ImportedModule, {"target": p.target, "kwargs": decode(p.kwargs), "path": p.path,
+                            "index": p.index, "call_kwargs": decode(p.call_kwargs)}
+
+
+def _function_export(p, x):
+    return ImportedCall, {"function": p.function, "args": p.args, "kwargs": p.kwargs,
+                          "index": p.index}
+
+
+def _importable(target: str) -> str:
+    """`target`, its package made importable first where it needs help (torchvision beside
+    a CPU torch, see `nodegraph.model.packages`)."""
+    if allowlist.top_module(target) in ("torchvision", "timm"):
+        from nodegraph.model.packages import load_torchvision
+
+        load_torchvision()
+    return target
 
 
 def _arrays(p):
@@ -176,7 +309,8 @@ BLOCKS = [
           "node.module.*. `nodegraph import` puts here what no block of the library "
           "expresses. torch.nn classes build anywhere; a class of another module only in a "
           "graph the user trusts (--trust, or the editor's prompt).",
-          lambda p, x: OpaqueModule(p.target, p.kwargs, p.path, p.index),
+          lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index,
+                                    p.call_kwargs),
           inputs=INPUTS, outputs=["output"],
           params=[str_param("target", doc="the class, as module:QualName "
                             "(torch.nn:TransformerEncoderLayer)"),
@@ -184,20 +318,27 @@ BLOCKS = [
                   str_param("path", "", "a submodule of the built object, dotted "
                             "(encoder.layers.0); empty means the object itself"),
                   int_param("index", None, "when the module returns a tuple: the element that "
-                            "is the output; empty means all of it", min=0, nullable=True)],
-          keywords=("imported", "custom", "fx", "module"), code=code_named),
+                            "is the output; empty means all of it", min=0, nullable=True),
+                  Param("call_kwargs", "json", {}, "constant keyword arguments of each call "
+                        "(need_weights=False)")],
+          keywords=("imported", "custom", "fx", "module"), code=code_named,
+          export=_module_export),
     block("opaque.Function", "op",
           "A call of a torch function or tensor method with fixed extra arguments.\n\n"
           "`function` is module:qualname (torch:mean, torch:Tensor.transpose, operator:add); "
           "`args` and `kwargs` are JSON, with {\"input\": k} for input k and "
           "{\"size\": [k, d]} for its size in dim d. Made by `nodegraph import` for "
           "operations no block expresses.",
-          lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs),
+          lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs, p.index),
           inputs=INPUTS, outputs=["output"],
           params=[str_param("function", doc="what to call, as module:qualname"),
                   Param("args", "json", [{"input": 0}], "positional arguments"),
-                  Param("kwargs", "json", {}, "keyword arguments")],
-          keywords=("imported", "function", "fx", "call"), code=code_named),
+                  Param("kwargs", "json", {}, "keyword arguments"),
+                  int_param("index", None, "when the call returns a tuple (chunk, split, "
+                            "unbind): the element that is the output", min=0,
+                            nullable=True)],
+          keywords=("imported", "function", "fx", "call"), code=code_named,
+          export=_function_export),
     block("opaque.Arrays", "data",
           "Arrays from an .npz archive with their dtypes: the example inputs of an imported "
           "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "

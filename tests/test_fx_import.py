@@ -184,7 +184,7 @@ def test_imported_graph_exports_back_to_python(tmp_path):
     from safetensors.torch import load_file
 
     model = namespace[result.class_name]()
-    model.load_state_dict(load_file(graph.extra["imported"]["weights"]))
+    model.load_state_dict(load_file(tmp_path / graph.extra["imported"]["weights"]))
     model.eval()
     with torch.no_grad():
         assert torch.allclose(model(x), net(x), atol=1e-6)

@@ -48,7 +48,7 @@ def describe(graph: Graph, report: Report) -> dict[str, Any]:
 def capabilities(graph: Graph) -> dict[str, Any]:
     """Whether the graph can run forward and whether it can train, and why not."""
     kinds = {graph.registry.get(n.type).kind for n in graph if n.type in graph.registry}
-    missing = [what for what, kind in (("a data block", "data"), ("an optimizer", "optimizer"))
+    missing = [what for what, kind in (("data block", "data"), ("optimizer", "optimizer"))
                if kind not in kinds]
     return {"forward": True, "train": not missing,
             "why_not_train": f"it has no {' and no '.join(missing)}" if missing else None}

@@ -528,7 +528,13 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache
     if hit is None:
         with torch.device("meta"):
             module = spec.build(params, inputs)
-        out, work = footprint.run_counted(module, [inputs.get(p.name) for p in spec.inputs])
+        args = [inputs.get(p.name) for p in spec.inputs]
+        try:
+            out, work = footprint.run_counted(module, args)
+        except ValueError as e:  # batch norm on one sample: shapes as in eval mode
+            if "more than 1 value per channel" not in str(e):
+                raise
+            out, work = footprint.run_counted(module.eval(), args)
         outs = (out,) if len(spec.outputs) == 1 else tuple(out)
         count = sum(p.numel() for p in module.parameters() if p.requires_grad)
         hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count,

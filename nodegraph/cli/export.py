@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from nodegraph.cli.main import add_graph_argument, open_graph
+from nodegraph.runtime import referenced_weights as fx_weights
 
 
 def register(subparsers) -> None:
@@ -21,7 +23,7 @@ def register(subparsers) -> None:
                    help="trained weights (a checkpoint's last/model.safetensors) for onnx and "
                    "weights")
     p.add_argument("--train", action="store_true",
-                   help="weights: train the graph first and export what it learns")
+                   help="train the graph first and export what it learns (every target)")
     p.add_argument("--outputs", nargs="+", metavar="NODE[.PORT]",
                    help="onnx: the values to output (default: the predictions)")
     p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
@@ -45,6 +47,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace, graph, out: Path) -> None:
+    weights, carried = _weights(args, graph)
     if args.to == "python":
         from nodegraph.interop.export.python import to_python
 
@@ -54,11 +57,20 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
         for node, block in result.saved_data.items():
             print(f"  the data of '{node}' ({block}) is saved in {result.npz}: the script "
                   "cannot make it again without nodegraph")
+        if weights is not None or carried.startswith("the imported"):
+            from nodegraph.runtime import checkpoint
+
+            beside = out.with_name(out.stem + ".weights.safetensors")  # not the graph's own
+            checkpoint.save_weights(beside, weights if weights is not None else
+                                    _state(graph))
+            print(f"  weights: {carried}, saved in {beside}; the class starts from fresh "
+                  f"weights: model.load_state_dict(safetensors.torch.load_file("
+                  f"'{beside.name}'))")
+        else:
+            _say_untrained(carried, "the class starts from them")
     elif args.to == "onnx":
         from nodegraph.interop.export.onnx import to_onnx
-        from nodegraph.interop.export.weights import read_weights
 
-        weights = read_weights(args.weights) if args.weights else None
         result = to_onnx(graph, out, args.outputs, weights)
         check = ("the outputs depend on random draws, so onnxruntime's were not compared"
                  if result.random else
@@ -67,8 +79,50 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
                  f"onnxruntime agrees with the graph to {result.max_difference:.2g}")
         print(f"wrote {out}: inputs {', '.join(result.inputs) or '-'}; outputs "
               f"{', '.join(result.outputs)}; {check}")
+        print(f"  weights: {carried}")
+        _say_untrained(carried, "the file carries them")
     else:
         from nodegraph.interop.export.weights import to_weights
 
-        count = to_weights(graph, out, args.weights, args.train)
-        print(f"wrote {count} tensors to {out} (keys node.param)")
+        referenced = fx_weights.referenced(graph)
+        source = args.weights or (None if args.train else referenced)
+        count = to_weights(graph, out, source, args.train)
+        print(f"wrote {count} tensors to {out} (keys node.param); weights: {carried}")
+
+
+def _weights(args: argparse.Namespace, graph) -> tuple[dict | None, str]:
+    """The weights an export carries (None: what compile gives) and a phrase naming them."""
+    from nodegraph.interop.export.weights import read_weights
+
+    if args.weights:
+        return read_weights(args.weights), f"from {args.weights}"
+    if args.train:
+        from nodegraph.runtime.train import train
+
+        print("training the graph first (--train) ...", file=sys.stderr)
+        module = train(graph).module
+        return ({k.removeprefix("blocks."): v.detach().clone()
+                 for k, v in module.state_dict().items()}, "trained here (--train)")
+    referenced = fx_weights.referenced(graph)
+    if referenced is not None:
+        return None, f"the imported weights in {referenced.name}"
+    return None, UNTRAINED
+
+
+UNTRAINED = "UNTRAINED (freshly initialised)"
+
+
+def _say_untrained(carried: str, what: str) -> None:
+    if carried == UNTRAINED:
+        print(f"warning: these weights are untrained, freshly initialised, and {what}; pass "
+              "--train to train the graph first, or --weights FILE (a checkpoint's "
+              "last/model.safetensors from nodegraph run --checkpoint-dir)", file=sys.stderr)
+
+
+def _state(graph) -> dict:
+    """The weights compile loads for `graph` (its referenced file), keyed node.param."""
+    from nodegraph.runtime.compile import compile
+
+    compiled = compile(graph, device="cpu", for_training=False)
+    return {k.removeprefix("blocks."): v.detach().clone()
+            for k, v in compiled.module.state_dict().items()}

@@ -27,7 +27,7 @@ EXIT_INTERRUPTED = 130
 # the line here is what the command list shows.
 COMMANDS: dict[str, tuple[str, str]] = {
     "blocks": ("nodegraph.cli.blocks", "list every block type with its ports and params"),
-    "import": ("nodegraph.interop.fx_import",
+    "import": ("nodegraph.cli.import_model",
                "trace a PyTorch module into an editable graph file"),
     "forward": ("nodegraph.cli.forward",
                 "run the graph forward on one batch and save every output (.npz)"),
@@ -222,7 +222,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         _print_problems(report.problems, args.graph)
     if report.ok:
         can = capabilities(graph)
-        trains = "trainable" if can["train"] else f"forward only: {can['why_not_train']}"
+        trains = "trainable" if can["train"] else (
+            f"forward-only: {can['why_not_train']}, so `run` cannot train it (add a loss and "
+            "an optimizer; `nodegraph import` does with --loss and --optimizer)")
         print(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
               f"{sum(report.param_counts.values()):,} parameters; {trains})")
     return 0 if report.ok else EXIT_PROBLEMS

@@ -19,17 +19,14 @@ written, the imported graph is compiled and must give the module's outputs.
 
 from __future__ import annotations
 
-import argparse
+import functools
 import inspect
-import json
 import linecache
 import math
 import operator
-import os
-import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,106 +36,45 @@ import torch
 import torch.fx
 from safetensors.torch import save_file
 from torch import nn
-from torch.nn import functional as F
 
-from nodegraph.interop.export.record import Recorder, recording
-from nodegraph.interop.export.source import torch_path
+from nodegraph.interop import fx_finish, fx_targets
+from nodegraph.interop.export.record import Recorder
+from nodegraph.interop.export.source import MAX_TENSOR_LITERAL, torch_path
 from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
+from nodegraph.model.spec import default_registry, torch_functions, torch_modules
+from nodegraph.runtime import referenced_weights as fx_weights
 
-TOLERANCE = 1e-5
-
-
-# -- what a module maps to -----------------------------------------------------------------
-
-
-def _sizes(v: Any) -> list[int] | str:
-    return v if isinstance(v, str) else list(v) if isinstance(v, tuple | list) else [v]
-
-
-def _conv(m) -> dict:
-    return {"out_channels": m.out_channels, "kernel_size": _sizes(m.kernel_size),
-            "stride": _sizes(m.stride), "padding": _sizes(m.padding),
-            "dilation": _sizes(m.dilation), "groups": m.groups, "bias": m.bias is not None,
-            "padding_mode": m.padding_mode}
+TOLERANCE = 1e-5  # relative to the largest output value (at least 1)
+MAX_INPUTS = 8  # tensor inputs of an opaque block (nodes.opaque.INPUTS)
+# values of a buffer written into the graph as a layers.Constant (and into the Python export
+# as a literal); a module reading a larger one directly is kept whole
+MAX_CONSTANT = MAX_TENSOR_LITERAL
 
 
-def _pool(m) -> dict:
-    out = {"kernel_size": _sizes(m.kernel_size), "padding": _sizes(m.padding),
-           "ceil_mode": m.ceil_mode,
-           "stride": _sizes(m.stride) if m.stride is not None else None}
-    if hasattr(m, "count_include_pad"):
-        out["count_include_pad"] = m.count_include_pad
-    if hasattr(m, "dilation"):
-        out["dilation"] = _sizes(m.dilation)
-    return out
+# -- what a module maps to: the blocks' own torch declarations (`BlockSpec.torch`) ----------
 
 
-def _stats(m) -> dict:
-    return {"eps": m.eps, "momentum": m.momentum, "affine": m.affine,
-            "track_running_stats": m.track_running_stats}
+@functools.cache
+def _equivalents() -> tuple[dict[type, Any], dict[Any, list[Any]]]:
+    """Module classes and functions to the blocks that declare them (default registry)."""
+    registry = default_registry()
+    return torch_modules(registry), torch_functions(registry)
 
 
-MODULES: dict[type, tuple[str, Callable[[Any], dict]]] = {
-    nn.Linear: ("layers.Linear", lambda m: {"out_features": m.out_features,
-                                            "bias": m.bias is not None}),
-    nn.Conv1d: ("layers.Conv1d", _conv),
-    nn.Conv2d: ("layers.Conv2d", _conv),
-    nn.ConvTranspose2d: ("layers.ConvTranspose2d", lambda m: {
-        **{k: v for k, v in _conv(m).items() if k != "padding_mode"},
-        "output_padding": _sizes(m.output_padding)}),
-    nn.MaxPool1d: ("layers.MaxPool1d", _pool), nn.MaxPool2d: ("layers.MaxPool2d", _pool),
-    nn.AvgPool1d: ("layers.AvgPool1d", _pool), nn.AvgPool2d: ("layers.AvgPool2d", _pool),
-    nn.ReLU: ("activations.ReLU", lambda m: {}),
-    nn.Tanh: ("activations.Tanh", lambda m: {}),
-    nn.Sigmoid: ("activations.Sigmoid", lambda m: {}),
-    nn.GELU: ("activations.GELU", lambda m: {"approximate": m.approximate}),
-    nn.ELU: ("activations.ELU", lambda m: {"alpha": m.alpha}),
-    nn.LeakyReLU: ("activations.LeakyReLU", lambda m: {"negative_slope": m.negative_slope}),
-    nn.Softplus: ("activations.Softplus", lambda m: {"beta": m.beta, "threshold": m.threshold}),
-    nn.PReLU: ("activations.PReLU", lambda m: {"num_parameters": m.num_parameters}),
-    nn.Softmax: ("activations.Softmax", lambda m: {"dim": m.dim}),
-    nn.LogSoftmax: ("activations.LogSoftmax", lambda m: {"dim": m.dim}),
-    nn.Identity: ("layers.Identity", lambda m: {}),
-    nn.Flatten: ("layers.Flatten", lambda m: {"start_dim": m.start_dim, "end_dim": m.end_dim}),
-    nn.Dropout: ("layers.Dropout", lambda m: {"p": m.p}),
-    nn.BatchNorm1d: ("norm.BatchNorm1d", _stats), nn.BatchNorm2d: ("norm.BatchNorm2d", _stats),
-    nn.InstanceNorm2d: ("norm.InstanceNorm2d", _stats),
-    nn.LayerNorm: ("norm.LayerNorm", lambda m: {
-        "dims": len(m.normalized_shape), "eps": m.eps,
-        "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None}),
-    nn.Embedding: ("layers.Embedding", lambda m: {
-        "num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim,
-        "padding_idx": m.padding_idx}),
-}
+def module_block(module: nn.Module) -> tuple[str, dict] | None:
+    """The block (id, params) computing `module` exactly, if the library has one."""
+    spec = _equivalents()[0].get(type(module))
+    if spec is None:
+        return None
+    params = spec.torch.params(module)
+    return None if params is None else (spec.id, params)
 
-# function or method name -> block: one tensor argument, params from the others
-UNARY: dict[Any, tuple[str, Callable[[list, dict], dict | None]]] = {}
-for _fn in (F.relu, torch.relu, "relu"):
-    UNARY[_fn] = ("activations.ReLU", lambda a, k: {})
-for _fn in (torch.tanh, F.tanh, "tanh"):
-    UNARY[_fn] = ("activations.Tanh", lambda a, k: {})
-for _fn in (torch.sigmoid, F.sigmoid, "sigmoid"):
-    UNARY[_fn] = ("activations.Sigmoid", lambda a, k: {})
-for _fn in (F.softmax, torch.softmax, "softmax"):
-    UNARY[_fn] = ("activations.Softmax", lambda a, k: {"dim": k.get("dim", a[0] if a else None)})
-for _fn in (F.log_softmax, torch.log_softmax, "log_softmax"):
-    UNARY[_fn] = ("activations.LogSoftmax",
-                  lambda a, k: {"dim": k.get("dim", a[0] if a else None)})
-for _fn in (torch.flatten, "flatten"):
-    UNARY[_fn] = ("layers.Flatten", lambda a, k: {"start_dim": k.get("start_dim", a[0] if a
-                                                                    else 0),
-                                                  "end_dim": k.get("end_dim", a[1] if len(a) > 1
-                                                                   else -1)})
-UNARY[F.gelu] = ("activations.GELU", lambda a, k: {"approximate": k.get("approximate", "none")})
-UNARY["detach"] = ("layers.StopGradient", lambda a, k: {})
-UNARY[F.dropout] = ("layers.Dropout", lambda a, k: {"p": k.get("p", a[0] if a else 0.5)})
 
-BINARY = {operator.add: "layers.Add", torch.add: "layers.Add", "add": "layers.Add",
-          operator.mul: "layers.Multiply", torch.mul: "layers.Multiply",
-          "mul": "layers.Multiply", operator.matmul: "layers.MatMul",
-          torch.matmul: "layers.MatMul", "matmul": "layers.MatMul"}
+def function_blocks(fn: Any) -> list[Any]:
+    """The blocks declaring `fn` (a function, or a Tensor method's name)."""
+    return _equivalents()[1].get(fn, []) if _hashable(fn) else []
 
 
 # -- one call of the traced graph as a node --------------------------------------------------
@@ -164,17 +100,50 @@ class Importer:
         self.recorder, self.root_target, self.root_kwargs = recorder, root_target, root_kwargs
         self.planned: dict[Any, Planned] = {}  # fx node -> its node
         self.symbols: dict[Any, Any] = {}  # fx node with a non-tensor value -> how to get it
+        self.tuples: set[Any] = set()  # fx nodes returning tuples read element by element
+        self.order: list[Planned] = []  # every planned node, inputs before their users
+        self.extra: list[Planned] = []  # nodes planned before the next, that no fx node is
 
     def plan(self) -> list[Planned]:
         for node in self.traced.graph.nodes:
             if node.op in ("placeholder", "output") or node in self.symbols:
                 continue  # (a getitem folded into the module before it is in symbols)
             value = self.values.get(node)
+            if self._tensors(node):  # x.chunk(2): each element read is one node
+                continue
+            if node.op == "call_function" and node.target is operator.getitem and \
+                    node.args[0] in self.tuples:
+                planned = self._opaque_function(node.args[0])
+                planned.id, planned.params["index"] = node.name, node.args[1]
+                self.planned[node] = planned
+                self.order.append(planned)
+                continue
             if not isinstance(value, torch.Tensor) and node.op != "call_module":
                 self.symbols[node] = self._symbol(node)
                 continue
-            self.planned[node] = self._node(node)
-        return list(self.planned.values())
+            planned = self._node(node)
+            for item in self.extra:  # the head of a chain (a long concatenation)
+                self.order.append(item)
+            self.extra.clear()
+            self.planned[node] = planned
+            self.order.append(planned)
+        return self.order
+
+    def _tensors(self, node) -> bool:
+        """True (and noted) when a function or method returns a tuple of tensors whose
+        elements forward reads one by one (chunk, split, unbind)."""
+        value = self.values.get(node)
+        if node.op not in ("call_function", "call_method") or not isinstance(
+                value, tuple | list) or not value or not all(
+                isinstance(v, torch.Tensor) for v in value):
+            return False
+        if not all(u.op == "call_function" and u.target is operator.getitem and
+                   isinstance(u.args[1], int) for u in node.users):
+            raise NodegraphError(f"'{node.name}' ({_describe(node)}) returns {len(value)} "
+                                 "tensors and forward uses them together; a block passes "
+                                 "one tensor per output (pick them one by one: a, b = ...)")
+        self.tuples.add(node)
+        return True
 
     # -- values that are not tensors: sizes and constants --------------------------------
 
@@ -188,8 +157,14 @@ class Importer:
             return self._size(args[0], None)
         if node.op == "call_function" and target is operator.getitem and \
                 isinstance(self.symbols.get(args[0]), tuple) and \
-                self.symbols[args[0]][0] == "shape" and isinstance(args[1], int):
-            return self._size(self.symbols[args[0]][1], args[1])
+                self.symbols[args[0]][0] == "shape":
+            tensor = self.symbols[args[0]][1]
+            if isinstance(args[1], int):
+                return self._size(tensor, args[1])
+            if isinstance(args[1], slice):  # x.shape[-2:]: fixed unless it holds dim 0
+                dims = range(self.values[tensor].ndim)[args[1]]
+                if 0 not in dims:
+                    return _Constant(tuple(self.values[tensor].shape[d] for d in dims))
         parts = [self.symbols.get(a) for a in node.all_input_nodes]
         if any(isinstance(p, tuple) for p in parts):
             raise NodegraphError(f"'{node.name}' ({_describe(node)}) computes with the batch "
@@ -214,42 +189,52 @@ class Importer:
             return self._attribute(node)
         if node.op == "call_module":
             module = self.root.get_submodule(node.target)
-            mapped = MODULES.get(type(module))
+            mapped = module_block(module)
             if mapped is not None and len(node.args) == 1 and not node.kwargs:
                 block, params = mapped
-                return Planned(node.name, block, params(module), [node.args[0]],
+                return Planned(node.name, block, params, [node.args[0]],
                                dict(module.state_dict()))
             return self._opaque_module(node, module)
         fn = node.target
         tensors = [a for a in node.args if self._is_tensor(a)]
         constants = [a for a in node.args if not self._is_tensor(a)]
-        key = fn  # a function, or a method's name
-        if _hashable(key) and key in UNARY and len(tensors) == 1 and node.args[:1] == \
-                (tensors[0],) and self._constant_args(constants, node.kwargs):
-            block, params = UNARY[key]
-            made = params([self._const(c) for c in constants],
-                          {k: self._const(v) for k, v in node.kwargs.items()})
-            if None not in made.values() and self._fits(block, made, node):
-                return Planned(node.name, block, _json(made), [tensors[0]])
-        if _hashable(key) and key in BINARY and len(node.args) == 2 and len(tensors) == 2 \
-                and not node.kwargs:
-            return Planned(node.name, BINARY[key], {}, list(node.args))
+        for spec in function_blocks(fn):  # a function or a method's name
+            arity = sum(not port.optional for port in spec.inputs)
+            if len(tensors) != arity or tuple(node.args[:arity]) != tuple(tensors) or \
+                    not self._constant_args(constants, node.kwargs):
+                continue
+            made = spec.torch.call([self._const(c) for c in constants],
+                                   {k: self._const(v) for k, v in node.kwargs.items()})
+            if made is not None and self._fits(spec.id, made, node):
+                return Planned(node.name, spec.id, _json(made), tensors)
         reshaped = self._reshape(node)
         if reshaped is not None:
             return reshaped
-        if fn in (torch.cat, torch.concat) and len(node.args[0]) == 2 and \
-                all(self._is_tensor(a) for a in node.args[0]):
-            dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
+        if fn in (torch.cat, torch.concat) and isinstance(node.args[0], list | tuple) and \
+                all(self._is_tensor(a) for a in node.args[0]) and len(node.args[0]) >= 2:
+            dim = self._const(node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0))
             if isinstance(dim, int) and dim % self.values[node].ndim != 0:
-                return Planned(node.name, "layers.Concat", {"dim": dim}, list(node.args[0]))
+                return self._concat(node, list(node.args[0]), dim)
         return self._opaque_function(node)
 
+    def _concat(self, node, parts: list, dim: int) -> Planned:
+        """torch.cat of any number of tensors: layers.Concat joins up to 8, so longer lists
+        become a chain, each Concat taking the one before as its first part."""
+        first, rest = parts[:8], parts[8:]
+        planned, n = Planned(node.name if not rest else f"{node.name}_part0", "layers.Concat",
+                             {"dim": dim}, first), 0
+        while rest:
+            self.extra.append(planned)
+            n += 1
+            chunk, rest = rest[:7], rest[7:]
+            planned = Planned(node.name if not rest else f"{node.name}_part{n}", "layers.Concat",
+                              {"dim": dim}, [planned, *chunk])
+        return planned
+
     def _fits(self, block: str, params: dict, node) -> bool:
-        """Blocks that keep the batch dim first: Flatten and Softmax may not touch dim 0."""
-        if block in ("layers.Flatten",):
+        """Blocks keep the batch dim first: Flatten may not start at dim 0."""
+        if block == "layers.Flatten":
             return params["start_dim"] % self.values[node.args[0]].ndim != 0
-        if block in ("activations.Softmax", "activations.LogSoftmax"):
-            return params["dim"] is not None
         return True
 
     def _reshape(self, node) -> Planned | None:
@@ -282,7 +267,7 @@ class Importer:
             return Planned(node.name, "layers.Parameter",
                            {"shape": list(value.shape), "init": "zeros"}, [],
                            {"value": value.detach().clone()})
-        if value.numel() > 4096:
+        if value.numel() > MAX_CONSTANT:
             raise NodegraphError(f"'{node.target}' is a buffer of {value.numel()} values used "
                                  "directly in forward; too large to write into the graph")
         dtype = {torch.float32: "float32", torch.float64: "float64", torch.int64: "int64",
@@ -297,12 +282,17 @@ class Importer:
         return getattr(self.root.get_submodule(owner) if owner else self.root, name)
 
     def _opaque_module(self, node, module: nn.Module) -> Planned:
-        args = list(node.args) + list(node.kwargs.values())
-        if len(node.kwargs) or len(args) > 4 or not all(self._is_tensor(a) for a in args):
+        args = list(node.args)
+        tensor_kwargs = [k for k, v in node.kwargs.items() if self._is_tensor(v)]
+        if len(args) > MAX_INPUTS or not all(self._is_tensor(a) for a in args) or tensor_kwargs \
+                or not self._constant_args([], node.kwargs):
             raise NodegraphError(f"'{node.target}' ({type(module).__name__}) is called with "
-                                 "other arguments than up to 4 tensors; a graph cannot pass "
-                                 "them")
+                                 f"other arguments than up to {MAX_INPUTS} tensors and "
+                                 "constant keyword arguments; a graph cannot pass them (keep "
+                                 "its caller whole with --leaf)")
         params = self._construction(node.target, module)
+        if node.kwargs:  # need_weights=False: fixed for every call
+            params["call_kwargs"] = _json({k: self._const(v) for k, v in node.kwargs.items()})
         index = self._index_used(node)
         if index is not None:
             params["index"] = index
@@ -330,6 +320,11 @@ class Importer:
         target = _import_path(type(module))
         if call is not None and target is not None:
             kwargs = _kwargs(call.cls, call.args, call.varkw)
+            if kwargs is not None and call.varargs:  # nn.LSTM(16, 32): LSTM(*args, **kw)
+                try:
+                    kwargs = {"*": _json(list(call.varargs)), **kwargs}
+                except NodegraphError:
+                    kwargs = None
             if kwargs is not None:
                 return {"target": target, "kwargs": kwargs}
         if target is not None:
@@ -379,9 +374,9 @@ class Importer:
             return inputs.index(tensor)
 
         args, kwargs = encode(list(node.args)), encode(dict(node.kwargs))
-        if len(inputs) > 4:
+        if len(inputs) > MAX_INPUTS:
             raise NodegraphError(f"'{node.name}' ({_describe(node)}) takes {len(inputs)} "
-                                 "tensors; an opaque function block takes up to 4")
+                                 f"tensors; an opaque function block takes up to {MAX_INPUTS}")
         return Planned(node.name, "opaque.Function",
                        {"function": _function_path(node), "args": args, "kwargs": kwargs},
                        inputs)
@@ -555,27 +550,128 @@ def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
 
 
 class _Tracer(torch.fx.Tracer):
-    """torch.fx's tracer, keeping every module the library maps, and every torch.nn module
-    (a TransformerEncoderLayer is one opaque block), as one call."""
+    """torch.fx's tracer, keeping every module the library maps, every torch.nn module (a
+    TransformerEncoderLayer is one opaque block), every subclass of a torch.nn layer that
+    another library extends (timm's BatchNormAct2d: its weights stay one module's) and the
+    modules named in `leaves` as one call."""
+
+    def __init__(self, leaves: frozenset[str] = frozenset()):
+        super().__init__()
+        self.leaves = leaves
 
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
-        return type(m) in MODULES or super().is_leaf_module(m, qualname)
+        # (the class only: reading the module's attributes here would add them to the trace)
+        return type(m) in _equivalents()[0] or qualname in self.leaves or isinstance(
+            m, EXTENDED) or _train_only(type(m)) and not any(True for _ in m.children()) \
+            or super().is_leaf_module(m, qualname)
 
 
-def trace(module: nn.Module) -> torch.fx.GraphModule:
-    """The fx graph of `module`, or an error naming the construct fx cannot follow."""
+@functools.cache
+def _train_only(cls: type) -> bool:
+    """True when `cls.forward` reads `self.training` (timm's DropPath, a dropout of one's
+    own): traced in eval mode it would vanish, so a childless one stays a module whose
+    train/eval difference survives."""
     try:
-        graph = _Tracer().trace(module)
-    except torch.fx.proxy.TraceError as e:
-        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
-                             f"{e} (fx follows only code whose path does not depend on the "
-                             "values of tensors: an `if` or `for` on a tensor, or a tensor "
-                             "turned into a Python number, stops it)") from None
-    except Exception as e:
-        text = " ".join(str(e).split())[:300]
-        raise NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
-                             f"{type(e).__name__}: {text}") from None
-    return torch.fx.GraphModule(module, graph)
+        return "self.training" in inspect.getsource(cls.forward)
+    except (OSError, TypeError):
+        return False
+
+
+# torch.nn layers whose subclasses elsewhere keep their weights and state in one module
+EXTENDED = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.Linear,
+            nn.modules.conv._ConvNd)
+
+
+def trace(module: nn.Module, leaves: Iterable[str] = (),
+          inputs: int | None = None) -> torch.fx.GraphModule:
+    """The fx graph of `module`, or an error naming the construct fx cannot follow.
+
+    Submodules named in `leaves` stay one call. So does, found by tracing again, a
+    submodule whose forward calls a function outside torch that fx does not enter (one
+    marked with `torch.fx.wrap`, as torchvision's stochastic_depth) or whose control flow
+    depends on tensor values: such a module becomes one opaque block."""
+    leaves = set(leaves)
+    names = dict(module.named_modules())
+    unknown = [leaf for leaf in leaves if leaf not in names]
+    if unknown:
+        raise NodegraphError(f"--leaf {unknown[0]}: {type(module).__name__} has no submodule "
+                             f"of that name (e.g. {', '.join(list(names)[1:4])})")
+    concrete = _defaults_after(module, inputs)
+    for _ in range(len(names) + 1):
+        try:
+            graph = _Tracer(frozenset(leaves)).trace(module, concrete_args=concrete)
+        except Exception as e:
+            owner = _failing_module(e, module)
+            if owner and owner not in leaves:
+                leaves.add(owner)
+                continue
+            raise _trace_error(module, e) from None
+        outside = {_owner(n) for n in graph.nodes if n.op == "call_function"
+                   and callable_path(n.target) is None and _owner(n) and (getattr(
+                       n.target, "__module__", None) or "").split(".")[0] not in (
+                       "torch", "builtins", "_operator", "operator", "math")}
+        outside |= {n.target.rpartition(".")[0] for n in graph.nodes if n.op == "get_attr"
+                    and "." in n.target and _big_buffer(module, n.target)}
+        if not outside - leaves:
+            break
+        leaves |= outside
+    traced = torch.fx.GraphModule(module, graph)
+    traced.graph.eliminate_dead_code()  # an unused tuple element (`out, _ = lstm(x)`)
+    traced.recompile()
+    return traced
+
+
+def _defaults_after(module: nn.Module, count: int | None) -> dict | None:
+    """forward's arguments past the first `count`, at their defaults (timm's
+    ``forward(x, attn_mask=None)``): constants of the trace, not inputs of the graph."""
+    if count is None:
+        return None
+    try:
+        signature = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        return None
+    named = [p for p in signature.parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    rest = {p.name: p.default for p in named[count:] if p.default is not p.empty}
+    return rest or None
+
+
+def _big_buffer(root: nn.Module, target: str) -> bool:
+    """A buffer too large to write into the graph as a constant (levit's attention bias
+    indices), read directly in forward: its module is kept whole instead."""
+    owner, _, name = target.rpartition(".")
+    value = getattr(root.get_submodule(owner), name, None)
+    return isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter) and \
+        value.numel() > MAX_CONSTANT
+
+
+def _owner(node) -> str:
+    """The innermost submodule whose forward made the fx node ('' for the root's)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    return next(reversed(stack), "") if stack else ""
+
+
+def _failing_module(error: BaseException, root: nn.Module) -> str:
+    """The innermost submodule of `root` whose forward raised `error` while tracing."""
+    paths = {id(m): name for name, m in root.named_modules() if name}
+    owner = ""
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        this = frame.f_locals.get("self")
+        if id(this) in paths and frame.f_code.co_name == "forward":
+            owner = paths[id(this)]
+    return owner
+
+
+def _trace_error(module: nn.Module, e: Exception) -> NodegraphError:
+    if isinstance(e, torch.fx.proxy.TraceError):
+        return NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
+                              f"{e} (fx follows only code whose path does not depend on the "
+                              "values of tensors: an `if` or `for` on a tensor, or a tensor "
+                              "turned into a Python number, stops it; keep the module that "
+                              "does it as one block with --leaf MODULE_PATH)")
+    text = " ".join(str(e).split())[:300]
+    return NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
+                          f"{type(e).__name__}: {text}")
 
 
 def _where(error: BaseException) -> str:
@@ -620,7 +716,9 @@ class Imported:
     graph: Graph
     weights: dict[str, torch.Tensor]
     outputs: list[tuple[str, str]]
-    max_difference: float = 0.0
+    max_difference: float = 0.0  # relative to the largest output (at least 1)
+    reference: list[torch.Tensor] = field(default_factory=list)  # the module's outputs
+    placeholders: list[str] = field(default_factory=list)  # the input nodes, in order
 
 
 def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
@@ -630,9 +728,13 @@ def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path
 
 
 def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
-                 kwargs: dict | None = None, name: str | None = None) -> Imported:
-    """Trace `module_or_instance` — an nn.Module, its class, or ``"module:Class"`` (built
-    with `kwargs`) — on `example_inputs` (a tensor or a tuple of them) into a graph.
+                 kwargs: dict | None = None, name: str | None = None,
+                 leaves: Iterable[str] = (), loss: str | None = None,
+                 optimizer: str | None = None) -> Imported:
+    """Trace `module_or_instance` — an nn.Module, its class or factory, or a target string
+    (see `fx_targets`; built with `kwargs`) — on `example_inputs` (a tensor or a tuple of
+    them) into a graph; the submodules named in `leaves` stay opaque blocks, and `loss` /
+    `optimizer` (see `fx_finish.add_training`) make it trainable at once.
 
     With `path` the graph is saved there, with its weights (``STEM.safetensors``) and
     example inputs (``STEM.inputs.npz``) beside it; without, those two go to a temporary
@@ -640,13 +742,16 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     """
     inputs = example_inputs if isinstance(example_inputs, tuple | list) else (example_inputs,)
     inputs = tuple(torch.as_tensor(x) for x in inputs)
-    root, recorder, target = _instantiate(module_or_instance, kwargs or {})
+    kwargs = dict(kwargs or {})
+    root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
-    traced = trace(root)
+    traced = trace(root, leaves, len(inputs))
     values = _run(traced, inputs)
-    importer = Importer(root, traced, values, recorder, target, kwargs or {})
+    importer = Importer(root, traced, values, recorder, target, kwargs)
+    for extra in [n for n in traced.graph.nodes if n.op == "placeholder"][len(inputs):]:
+        importer.symbols[extra] = _Constant(values.get(extra))  # a default left as it is
     planned = importer.plan()
-    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"]
+    placeholders = [n for n in traced.graph.nodes if n.op == "placeholder"][:len(inputs)]
     [output] = [n for n in traced.graph.nodes if n.op == "output"]
     outs = _leaves(output.args[0], torch.fx.Node)
     with torch.no_grad():
@@ -658,9 +763,10 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     npz = base.with_name(base.stem + ".inputs.npz")
     weights_path = base.with_name(base.stem + ".safetensors")
     graph = Graph(graph_name)
+    graph.folder = base.parent.absolute()  # relative paths (data, weights) start there
     ids = {p: p.name for p in placeholders}
     for p in placeholders:
-        graph.add("opaque.Arrays", id=ids[p], path=_absolute(npz), x_key=p.name, y_key="output")
+        graph.add("opaque.Arrays", id=ids[p], path=npz.name, x_key=p.name, y_key="output")
     weights: dict[str, torch.Tensor] = {}
     for item in planned:
         graph.add(item.type, id=item.id, **item.params)
@@ -671,7 +777,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     out_keys = [_source_of(o, ids, importer) for o in outs]
     allowlist.trust(graph)  # the user's own module, imported at their request
     graph.extra["imported"] = {"source": target or type(root).__qualname__,
-                               "weights": _absolute(weights_path),
+                               "weights": weights_path.name,  # beside the graph
                                "outputs": [f"{n}.{p}" for n, p in out_keys]}
     arrays = {p.name: x.numpy() for p, x in zip(placeholders, inputs, strict=False)}
     arrays["output"] = first.detach().numpy() if first is not None and first.ndim and \
@@ -680,25 +786,32 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     np.savez(npz, **arrays)
     difference = _check(graph, weights, out_keys, placeholders, ids, inputs, reference)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(weights_path))
+    fx_finish.add_training(graph, base.parent, loss, optimizer)
+    graph.ui["positions"] = fx_finish.layered_positions(graph)
     if path is not None:
         from nodegraph.model.fileformat import save
 
         save(graph, base)
-    return Imported(graph, weights, out_keys, difference)
+    return Imported(graph, weights, out_keys, difference,
+                    [t.detach() for t in _leaves(reference, torch.Tensor)],
+                    [ids[p] for p in placeholders])
 
 
 def _instantiate(obj: Any, kwargs: dict) -> tuple[nn.Module, Recorder | None, str | None]:
     """The module to trace, the recorder that watched it being built (when it was built
-    here) and the import path of its class."""
+    here) and the import path of what builds it again (its class, or its factory)."""
     if isinstance(obj, nn.Module):
         return obj, None, _import_path(type(obj)) if _rebuilds_default(type(obj)) else None
+    model_name = path = None
     if isinstance(obj, str):  # named by the user on the command line: imported as asked
-        obj = allowlist.import_path(obj, "module")
-    if not (isinstance(obj, type) and issubclass(obj, nn.Module)):
-        raise NodegraphError(f"{obj!r} is not an nn.Module class")
-    with recording(nn.Module) as recorder:
-        module = obj(**kwargs)
-    return module, recorder, _import_path(obj)
+        obj, path, model_name = fx_targets.resolve(obj)
+    elif isinstance(obj, type):
+        path = _import_path(obj)
+    built = fx_targets.build(obj, kwargs, model_name, path)
+    given = dict(built.kwargs)  # (timm: with the model name)
+    kwargs.clear()
+    kwargs.update(given)
+    return built.module, built.recorder, built.target
 
 
 def _rebuilds_default(cls: type) -> bool:
@@ -720,6 +833,8 @@ def _leaves(value: Any, kind: type) -> list:
 
 
 def _source_of(value, ids: dict, importer: Importer) -> tuple[str, str]:
+    if isinstance(value, Planned):  # a link of a chain (see Importer._concat)
+        return (value.id, "output")
     symbol = importer.symbols.get(value)
     if isinstance(symbol, _Alias):
         value = symbol.node
@@ -730,18 +845,12 @@ def _source_of(value, ids: dict, importer: Importer) -> tuple[str, str]:
     raise NodegraphError(f"'{value}' is not a tensor a block can pass on")
 
 
-def _absolute(path: Path) -> str:
-    """A path as the graph file stores it: absolute, since data blocks read their files
-    from the working folder of whoever runs the graph."""
-    return str(path.resolve())
-
-
 def _check(graph, weights, out_keys, placeholders, ids, inputs, reference) -> float:
     """Compile the graph with the module's weights and compare the outputs."""
     from nodegraph.interop.export.weights import load_weights as load
     from nodegraph.runtime.compile import compile
 
-    compiled = compile(graph, device="cpu", for_training=False)
+    compiled = compile(graph, device="cpu", for_training=False, referenced_weights=False)
     load(compiled, weights)
     compiled.module.eval()
     values = {(ids[p], "x"): x for p, x in zip(placeholders, inputs, strict=False)}
@@ -771,60 +880,10 @@ def load_weights(compiled) -> None:
 
     from nodegraph.interop.export.weights import load_weights as load
 
-    info = compiled.graph.extra.get("imported") or {}
-    if "weights" not in info:
+    path = fx_weights.referenced(compiled.graph)
+    if path is None:
         raise NodegraphError("this graph was not made by nodegraph import: it names no weights")
-    load(compiled, load_file(info["weights"]))
+    load(compiled, load_file(str(path)))
 
 
 # -- the command ---------------------------------------------------------------------------------
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "import", help="trace a PyTorch module into an editable graph file",
-        description="Trace module:Class with torch.fx. Known layers and functions become "
-        "blocks, the rest opaque blocks; weights and example inputs are saved beside the "
-        "graph.")
-    p.add_argument("target", metavar="module:Class")
-    p.add_argument("-o", "--output", required=True, metavar="GRAPH.json")
-    p.add_argument("--kwargs", default="{}", metavar="JSON",
-                   help="keyword arguments of the class's constructor")
-    p.add_argument("--input-shape", action="append", default=[], metavar="N,C,H,W",
-                   help="an example input of this shape (random normal); one per argument")
-    p.add_argument("--inputs", metavar="FILE.npz",
-                   help="example inputs, one array per forward argument, in order")
-    p.set_defaults(func=cmd_import)
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    sys.path.insert(0, os.getcwd())  # module:Class from the working folder, as python -m does
-    try:
-        kwargs = json.loads(args.kwargs)
-    except json.JSONDecodeError as e:
-        raise NodegraphError(f"--kwargs is not JSON: {e}") from None
-    if args.inputs:
-        with np.load(args.inputs) as archive:
-            examples = tuple(torch.as_tensor(archive[k]) for k in archive.files)
-    elif args.input_shape:
-        generator = torch.Generator().manual_seed(0)
-        try:
-            shapes = [[int(d) for d in s.split(",")] for s in args.input_shape]
-        except ValueError:
-            raise NodegraphError("--input-shape takes sizes like 8,1,28,28") from None
-        examples = tuple(torch.randn(s, generator=generator) for s in shapes)
-    else:
-        raise NodegraphError("give example inputs: --input-shape N,... (one per forward "
-                             "argument) or --inputs FILE.npz")
-    result = import_graph(args.target, examples, args.output, kwargs)
-    graph = result.graph
-    opaque = [f"{n.id} ({n.params.get('target') or n.params.get('function')})"
-              for n in graph if n.type.startswith("opaque.") and n.type != "opaque.Arrays"]
-    print(f"wrote {args.output}: {len(graph)} nodes" + (f", opaque: {', '.join(opaque)}"
-                                                         if opaque else ""))
-    info = graph.extra["imported"]
-    print(f"  weights in {info['weights']} (load with "
-          "nodegraph.interop.fx_import.load_weights); the "
-          f"graph's outputs {', '.join(info['outputs'])} match the module's to "
-          f"{result.max_difference:.2g}")
-    return 0

@@ -294,6 +294,7 @@ class BlockSpec:
     # no dataset (compile does)
     meta: Callable[[Any], Any] | None = None
     category: str = field(default="")
+    torch: TorchEquivalent | None = None  # the PyTorch code it computes (see below)
 
     def __post_init__(self) -> None:
         if not BLOCK_ID.match(self.id):
@@ -450,6 +451,52 @@ LOSS_OUT = Port("loss", LOSS, "the scalar loss")
 LOSS_IN = Port("loss", LOSS, "the loss this optimizer minimises")
 SCHEDULE_OUT = Port("schedule", SCHEDULE, "attach to an optimizer's schedule input")
 SCHEDULE_IN = Port("schedule", SCHEDULE, "an optional learning-rate schedule", optional=True)
+
+
+# -- torch equivalents: the PyTorch code a block computes, read by import and export --------
+
+
+@dataclass(frozen=True)
+class TorchEquivalent:
+    """The PyTorch modules and functions a block computes exactly, so `nodegraph import`
+    turns them into the block and no table outside `nodes/` has to know.
+
+    `params(module)` gives the block's params from an instance of one of `modules` (None:
+    this instance does not fit the block); `call(args, kwargs)` gives them from the
+    constant arguments of a call of one of `functions` (torch functions, or Tensor method
+    names as strings) whose tensor arguments come first and feed the block's inputs in
+    port order (None: this call does not fit).
+    """
+
+    modules: tuple[type, ...] = ()
+    params: Callable[[Any], dict[str, Any] | None] | None = None
+    functions: tuple[Any, ...] = ()
+    call: Callable[[list, dict], dict[str, Any] | None] | None = None
+
+
+def with_torch(specs: Iterable[BlockSpec], table: dict[str, TorchEquivalent]) -> list[BlockSpec]:
+    """`specs` with the torch equivalents of `table` (by block id) declared on them."""
+    from dataclasses import replace
+
+    specs = list(specs)
+    unknown = set(table) - {s.id for s in specs}
+    if unknown:
+        raise ValueError(f"torch equivalents for blocks not declared here: {sorted(unknown)}")
+    return [replace(s, torch=table[s.id]) if s.id in table else s for s in specs]
+
+
+def torch_modules(registry: Registry) -> dict[type, BlockSpec]:
+    """Each module class some block of `registry` declares as its torch equivalent."""
+    return {cls: spec for spec in registry if spec.torch for cls in spec.torch.modules}
+
+
+def torch_functions(registry: Registry) -> dict[Any, list[BlockSpec]]:
+    """Each function (or Tensor method name) to the blocks that declare it, in id order."""
+    out: dict[Any, list[BlockSpec]] = {}
+    for spec in registry:
+        for fn in spec.torch.functions if spec.torch else ():
+            out.setdefault(fn, []).append(spec)
+    return out
 
 
 class UnknownBlockError(NodegraphError):

@@ -34,6 +34,7 @@ from nodegraph.model.errors import (
 )
 from nodegraph.model.graph import Graph
 from nodegraph.model.types import LOSS
+from nodegraph.runtime import referenced_weights as weights_file
 
 Key = tuple[str, str]
 Step = tuple[str, nn.Module, tuple[Key | None, ...], tuple[Key, ...]]
@@ -176,6 +177,7 @@ class Compiled:
     loss_keys: dict[str, Key] = field(default_factory=dict)  # loss node -> its output
     eval_plan: tuple[Step, ...] = ()
     exec_graph: Graph | None = None  # what runs: the graph with its groups expanded
+    weights_file: Any = None  # the imported weights file loaded into it (see fx_weights)
 
     def parameter_count(self) -> int:
         seen = {id(p): p.numel() for p in self.module.parameters() if p.requires_grad}
@@ -201,13 +203,17 @@ def resolve_device(name: str) -> torch.device:
 
 
 def compile(graph: Graph, device: str | torch.device | None = None, seed: int | None = None,
-            for_training: bool = True) -> Compiled:
-    """Validate `graph` and build its module, datasets, optimizers and metrics.
+            for_training: bool = True, referenced_weights: bool = True) -> Compiled:
+    """Validate `graph` and build its module, datasets, optimizers and metrics; with
+    `referenced_weights`, load the weights file an imported graph names.
 
     Raises ValidationError listing every problem when the graph cannot run.
     """
     with allowlist.trusting(graph.trusted), gcpause.paused():  # names resolve as validated
-        return _compile(graph, device, seed, for_training)
+        compiled = _compile(graph, device, seed, for_training)
+    if referenced_weights:
+        compiled.weights_file = weights_file.load_referenced(compiled, graph)
+    return compiled
 
 
 def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,

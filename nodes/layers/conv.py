@@ -19,7 +19,15 @@ from torch import nn
 from torch.nn import functional as F
 
 from nodegraph.model.errors import ParamError, PortError
-from nodegraph.model.spec import Param, bool_param, choice_param, float_param, int_param
+from nodegraph.model.spec import (
+    Param,
+    TorchEquivalent,
+    bool_param,
+    choice_param,
+    float_param,
+    int_param,
+    with_torch,
+)
 from nodes._shapes import fmt, need_float, need_ndim
 from nodes.layers.dense import Fn, layer_op, start_weights, weight_params
 
@@ -211,6 +219,13 @@ def _global_pool(reduce: Callable[[torch.Tensor], torch.Tensor], name: str):
     return build
 
 
+def _adaptive_avg_pool(p, x):
+    need_ndim(x, "input", (4,), "(N, C, H, W)", "adaptive pooling here is 2-D, over images")
+    if len(p.output_size) != 2:
+        raise ParamError(f"output_size must hold 2 sizes (height, width), got {p.output_size}")
+    return nn.AdaptiveAvgPool2d(tuple(p.output_size))
+
+
 UPSAMPLE_DIMS = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "bicubic": (4,),
                  "trilinear": (5,)}
 
@@ -327,6 +342,14 @@ BLOCKS = [
              "Linear at the end of a CNN, and works for any input size.",
              _global_pool(lambda t: t.mean(-1), "global mean"),
              keywords=("global average pooling", "gap", "pool")),
+    layer_op("AdaptiveAvgPool2d",
+             "Average pooling to a fixed output size (H_out, W_out), whatever the input "
+             "size.\n\nInput (N, C, H, W); window i covers rows floor(i·H/H_out) to "
+             "ceil((i+1)·H/H_out). (1, 1) is global average pooling kept 4-D, as torchvision's "
+             "classifiers end.",
+             _adaptive_avg_pool,
+             [Param("output_size", "ints", [1, 1], "output height and width", min=1)],
+             keywords=("adaptive", "pool", "global average pooling", "resize")),
     layer_op("GlobalMaxPool",
              "Maximum over all spatial dims: (N, C, ...) -> (N, C).\n\nAsks of each channel "
              "whether its feature occurs anywhere in the input.",
@@ -344,3 +367,51 @@ BLOCKS = [
                     words=("same", "valid"))],
              keywords=("sobel", "scharr", "edge detection", "laplacian", "filter", "kernel")),
 ]
+
+
+def _sizes(v: Any) -> list[int] | str:
+    return v if isinstance(v, str) else list(v) if isinstance(v, tuple | list) else [v]
+
+
+def _conv_of(m: nn.Module) -> dict:
+    return {"out_channels": m.out_channels, "kernel_size": _sizes(m.kernel_size),
+            "stride": _sizes(m.stride), "padding": _sizes(m.padding),
+            "dilation": _sizes(m.dilation), "groups": m.groups, "bias": m.bias is not None,
+            "padding_mode": m.padding_mode}
+
+
+def _pool_of(m: nn.Module) -> dict | None:
+    if getattr(m, "return_indices", False) or getattr(m, "divisor_override", None):
+        return None
+    out = {"kernel_size": _sizes(m.kernel_size), "padding": _sizes(m.padding),
+           "ceil_mode": m.ceil_mode,
+           "stride": _sizes(m.stride) if m.stride is not None else None}
+    if hasattr(m, "count_include_pad"):
+        out["count_include_pad"] = m.count_include_pad
+    if hasattr(m, "dilation"):
+        out["dilation"] = _sizes(m.dilation)
+    return out
+
+
+def _adaptive_of(size: Any) -> dict | None:
+    size = [size, size] if isinstance(size, int) else list(size)
+    return {"output_size": size} if len(size) == 2 and all(
+        isinstance(s, int) for s in size) else None
+
+
+# what each block computes in PyTorch: `nodegraph import` turns these into the block
+BLOCKS = with_torch(BLOCKS, {
+    "layers.Conv1d": TorchEquivalent((nn.Conv1d,), _conv_of),
+    "layers.Conv2d": TorchEquivalent((nn.Conv2d,), _conv_of),
+    "layers.ConvTranspose2d": TorchEquivalent((nn.ConvTranspose2d,), lambda m: {
+        **{k: v for k, v in _conv_of(m).items() if k != "padding_mode"},
+        "output_padding": _sizes(m.output_padding)} if m.padding_mode == "zeros" else None),
+    **{f"layers.{kind}Pool{dims}d": TorchEquivalent((getattr(nn, f"{kind}Pool{dims}d"),),
+                                                    _pool_of)
+       for kind in ("Max", "Avg") for dims in (1, 2)},
+    "layers.AdaptiveAvgPool2d": TorchEquivalent(
+        (nn.AdaptiveAvgPool2d,), lambda m: _adaptive_of(m.output_size),
+        (F.adaptive_avg_pool2d,),
+        lambda a, k: _adaptive_of(k.get("output_size", a[0] if a else None))
+        if len(a) + len(k) == 1 else None),
+})

@@ -15,23 +15,27 @@ examples of the notes, threshold units), and `trainable` false freezes them.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
     Port,
+    TorchEquivalent,
     block,
     bool_param,
     choice_param,
     family,
     float_param,
     int_param,
+    with_torch,
 )
 from nodes._shapes import dim_index, fmt, need_broadcast, need_float, need_index, need_ndim
 
@@ -256,16 +260,25 @@ def _permute(p, x):
     return Fn(lambda v: v.permute(0, *dims), f"permute(0, {dims})")
 
 
+CONCAT_PORTS = "abcdefgh"
+
+
 def _concat(p, x):
-    a, b = x["a"], x["b"]
+    parts = [(port, x[port]) for port in CONCAT_PORTS if x.get(port) is not None]
+    a = parts[0][1]
     dim = dim_index(p.dim, a.ndim, "a", a.shape)
-    same_rest = a.ndim == b.ndim and all(
-        i == dim or sa == sb for i, (sa, sb) in enumerate(zip(a.shape, b.shape, strict=True)))
-    if not same_rest:
-        raise PortError("b", f"cannot be joined to 'a' along dim {p.dim}: 'a' is "
-                        f"{fmt(a.shape)} and 'b' is {fmt(b.shape)}",
-                        "all dims except the joined one must match")
-    return Fn(lambda u, v: torch.cat((u, v), dim), f"cat(dim={dim})")
+    for port, t in parts[1:]:
+        same_rest = a.ndim == t.ndim and all(
+            i == dim or sa == st for i, (sa, st) in enumerate(zip(a.shape, t.shape,
+                                                                  strict=True)))
+        if not same_rest:
+            raise PortError(port, f"cannot be joined to 'a' along dim {p.dim}: 'a' is "
+                            f"{fmt(a.shape)} and '{port}' is {fmt(t.shape)}",
+                            "all dims except the joined one must match")
+    if len(parts) == 2 and [q for q, _ in parts] == ["a", "b"]:
+        return Fn(lambda a, b, c, d, e, f, g, h: torch.cat((a, b), dim), f"cat(dim={dim})")
+    return Fn(lambda a, b, c, d, e, f, g, h: torch.cat(
+        [t for t in (a, b, c, d, e, f, g, h) if t is not None], dim), f"cat(dim={dim})")
 
 
 def _split(p, x):
@@ -456,10 +469,13 @@ BLOCKS = [
         _permute, [Param("dims", "ints", doc="new order of dims 1..ndim-1", min=1)],
         keywords=("transpose", "swap axes", "channels last")),
     layer_op("Concat",
-        "Joins `a` and `b` along a dim.\n\nAll other dims must match; along `dim` the sizes "
-        "add up. dim 1 joins features or channels.",
+        "Joins `a`, `b` and up to six more parts (c to h) along a dim, in port order.\n\n"
+        "All other dims must match; along `dim` the sizes add up. dim 1 joins features or "
+        "channels.",
         _concat, [int_param("dim", 1, "dim to join along (-1 = last)")],
-        inputs=TENSOR_AB, keywords=("cat", "join", "stack", "merge")),
+        inputs=[*TENSOR_AB, *(Port(c, doc="a further part, joined after the ones before",
+                                   optional=True) for c in CONCAT_PORTS[2:])],
+        keywords=("cat", "join", "stack", "merge")),
     layer_op("Split",
         "Cuts the input in two along a dim: the first split_size entries to `a`, the rest "
         "to `b`.\n\nThe inverse of Concat; e.g. a head that outputs μ and log σ² together.",
@@ -531,3 +547,42 @@ BLOCKS = [
          choice_param("dtype", tuple(DTYPES), "float32", "element type")],
         inputs=(), keywords=("fixed", "literal", "tensor")),
 ]
+
+
+def _binary(args: list, kwargs: dict) -> dict | None:
+    return {} if not args and not kwargs else None
+
+
+def _flatten_call(args: list, kwargs: dict) -> dict | None:
+    start = kwargs.get("start_dim", args[0] if args else 0)
+    end = kwargs.get("end_dim", args[1] if len(args) > 1 else -1)
+    return {"start_dim": start, "end_dim": end} if isinstance(start, int) and \
+        isinstance(end, int) and start != 0 else None
+
+
+def _dropout_call(args: list, kwargs: dict) -> dict | None:
+    p = kwargs.get("p", args[0] if args else 0.5)
+    return {"p": p} if isinstance(p, float | int) and not kwargs.keys() - {"p", "training",
+                                                                           "inplace"} else None
+
+
+# what each block computes in PyTorch: `nodegraph import` turns these into the block
+BLOCKS = with_torch(BLOCKS, {
+    "layers.Linear": TorchEquivalent((nn.Linear,), lambda m: {
+        "out_features": m.out_features, "bias": m.bias is not None}),
+    "layers.Identity": TorchEquivalent((nn.Identity,), lambda m: {}),
+    "layers.Flatten": TorchEquivalent(
+        (nn.Flatten,), lambda m: {"start_dim": m.start_dim, "end_dim": m.end_dim}
+        if m.start_dim != 0 else None, (torch.flatten, "flatten"), _flatten_call),
+    "layers.Dropout": TorchEquivalent((nn.Dropout,), lambda m: {"p": m.p}, (F.dropout,),
+                                      _dropout_call),
+    "layers.Embedding": TorchEquivalent((nn.Embedding,), lambda m: {
+        "num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim,
+        "padding_idx": m.padding_idx} if m.max_norm is None else None),
+    "layers.StopGradient": TorchEquivalent(functions=("detach",), call=_binary),
+    "layers.Add": TorchEquivalent(functions=(operator.add, torch.add, "add"), call=_binary),
+    "layers.Multiply": TorchEquivalent(functions=(operator.mul, torch.mul, "mul"),
+                                       call=_binary),
+    "layers.MatMul": TorchEquivalent(functions=(operator.matmul, torch.matmul, "matmul"),
+                                     call=_binary),
+})

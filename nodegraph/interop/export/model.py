@@ -439,8 +439,12 @@ class ModelWriter:
             side = "nodegraph's" if key in expected else "the exported"
             self.problems.setdefault(node, f"the weight '{key}' exists only in {side} module")
         fixups: dict[str, dict[str, torch.Tensor]] = {}
+        by_node: dict[str, list[str]] = {}  # one pass over the keys, not one per node
+        for k in expected:
+            if k in got:
+                by_node.setdefault(k.split(".", 1)[0], []).append(k)
         for nid in self.parts.order:
-            keys = [k for k in expected if k.split(".", 1)[0] == nid and k in got]
+            keys = by_node.get(nid, [])
             wrong = [k for k in keys if expected[k].shape != got[k].shape
                      or not _close(expected[k], got[k])]
             if not wrong:
@@ -517,7 +521,9 @@ def _close(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
+        if torch.equal(a, b):  # one cheap pass, and the usual case for weights
+            return True
         if not a.dtype.is_floating_point:
-            return bool(torch.equal(a, b))
+            return False
         return bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
     return a is b or a == b

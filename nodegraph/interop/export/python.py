@@ -70,7 +70,9 @@ def to_python(graph: Graph, path: str | Path, source_name: str | None = None) ->
     training = trains(graph)
     with torch.random.fork_rng(devices=[]):
         with recording(*RECORDED) as recorder:
-            compiled = compile(graph, device="cpu", seed=opts["seed"], for_training=training)
+            # the class starts from fresh weights, as compile does without an imported file
+            compiled = compile(graph, device="cpu", seed=opts["seed"], for_training=training,
+                               referenced_weights=False)
         rng = torch.get_rng_state()
         initial = full_state(compiled.module)
         parts = partition(compiled)

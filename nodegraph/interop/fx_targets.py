@@ -1,0 +1,141 @@
+"""What `nodegraph import TARGET` builds: a class, a factory, a file's class, a timm name.
+
+A target is ``module:attr`` (``mymodels:MLP``, ``torchvision.models:resnet18``) or
+``path/to/file.py:attr``; `attr` may be an nn.Module class or any callable that returns an
+nn.Module (torchvision and timm expose their models as factories). ``timm:NAME`` is
+short for ``timm:create_model`` with that model name. The module is built here with the
+user's keyword arguments while its constructor calls are recorded (see `export.record`),
+and a missing constructor argument is named instead of surfacing as a TypeError.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from nodegraph.interop.export.record import Recorder, recording
+from nodegraph.model import allowlist
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.packages import load_torchvision
+
+
+@dataclass
+class Built:
+    """The module to trace and how it can be rebuilt by an opaque block."""
+
+    module: nn.Module
+    recorder: Recorder | None
+    target: str | None  # module:qualname of the class (or factory) that builds it again
+    kwargs: dict
+
+
+
+def import_module(name: str) -> Any:
+    """`importlib.import_module`, with torchvision made importable first when needed."""
+    if name.split(".")[0] in ("torchvision", "timm"):
+        load_torchvision()
+    return importlib.import_module(name)
+
+
+def resolve(target: str) -> tuple[Any, str, str | None]:
+    """The object TARGET names, the module:qualname path an opaque block can import it by,
+    and the model name when TARGET is ``timm:NAME``."""
+    head, sep, attr = target.rpartition(":")
+    if not sep or not head or not attr:
+        raise NodegraphError(f"{target!r}: name the model as module:Class (mymodels:MLP), "
+                             "module:factory (torchvision.models:resnet18), "
+                             "path/to/file.py:Class, or timm:MODEL_NAME")
+    if head.endswith(".py") or "/" in head or "\\" in head:
+        module_name = _from_file(Path(head))
+    else:
+        module_name = head
+    try:
+        module = import_module(module_name)
+    except ModuleNotFoundError as e:
+        raise NodegraphError(
+            f"cannot import {module_name!r} ({e}): run nodegraph from the folder that holds "
+            f"{module_name.split('.')[0]}, name the file itself (path/to/{module_name}.py:"
+            f"{attr}), add its folder to PYTHONPATH, or pip install -e your package") from None
+    if module_name == "timm" and not hasattr(module, attr):
+        return module.create_model, "timm:create_model", attr
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise NodegraphError(f"{module_name} has no {attr}")
+        obj = getattr(obj, part)
+    return obj, f"{module_name}:{attr}", None
+
+
+def _from_file(path: Path) -> str:
+    """The module name of a .py file, its folder put on sys.path (a file inside a package,
+    one with __init__.py beside it, is imported as part of that package)."""
+    if not path.is_file():
+        raise NodegraphError(f"{path}: no such file")
+    path = path.resolve()
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return ".".join(parts)
+
+
+def build(obj: Any, kwargs: dict, model_name: str | None = None,
+          path: str | None = None) -> Built:
+    """Build the module `obj` (a class, a factory, or an nn.Module) names, recording its
+    constructor calls."""
+    if isinstance(obj, nn.Module):
+        return Built(obj, None, None, {})
+    if model_name is not None:
+        kwargs = {"model_name": model_name, **kwargs}
+    if not callable(obj):
+        raise NodegraphError(f"{path or obj!r} is neither an nn.Module class nor a function "
+                             "that returns one")
+    missing = _missing(obj, kwargs)
+    if missing:
+        raise NodegraphError(
+            f"{path or obj!r} needs the constructor argument{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)}: give {'them' if len(missing) > 1 else 'it'} with --kwargs "
+            + "'{" + ", ".join(f'"{m}": ...' for m in missing) + "}'")
+    unknown = _unknown(obj, kwargs)
+    if unknown:
+        raise NodegraphError(f"{path or obj!r} takes no argument {', '.join(unknown)}")
+    with allowlist.trusting(allowlist.trusted_now() | {allowlist.top_module(path or "x:y")}):
+        with recording(nn.Module) as recorder:
+            try:
+                module = obj(**kwargs)
+            except TypeError as e:
+                raise NodegraphError(f"{path or obj!r} cannot be built with {kwargs}: "
+                                     f"{e}") from None
+    if not isinstance(module, nn.Module):
+        raise NodegraphError(f"{path or obj!r} returned a {type(module).__name__}, not an "
+                             "nn.Module")
+    return Built(module, recorder, path, kwargs)
+
+
+def _missing(fn: Any, kwargs: dict) -> list[str]:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    return [name for name, p in signature.parameters.items()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and name not in kwargs]
+
+
+def _unknown(fn: Any, kwargs: dict) -> list[str]:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        return []
+    return [k for k in kwargs if k not in signature.parameters]

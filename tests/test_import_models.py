@@ -1,0 +1,216 @@
+"""Real architectures through `nodegraph import` and every way out of the graph.
+
+Each case imports a torchvision or timm model (random weights, small configurations and
+inputs), or a small module that shows one failure class of issue #15, and holds the graph
+to the model: validation's output shape, the compiled graph (relative 1e-5), the Python
+export, ONNX through onnxruntime (relative 1e-4), and one training step in which every
+weight gets a gradient. torchvision and timm come with the `models` extra (`make setup`
+installs it); without them those cases are skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+from torch import nn
+
+from nodegraph.interop.fx_roundtrip import round_trip
+
+HAVE_TORCHVISION = importlib.util.find_spec("torchvision") is not None
+HAVE_TIMM = importlib.util.find_spec("timm") is not None
+needs_torchvision = pytest.mark.skipif(not HAVE_TORCHVISION, reason="torchvision is not "
+                                       "installed: pip install -e '.[models]' (make setup)")
+needs_timm = pytest.mark.skipif(not HAVE_TIMM, reason="timm is not installed: pip install "
+                                "-e '.[models]' (make setup)")
+COMPILED, PYTHON, ONNX = 1e-5, 1e-5, 1e-4
+
+
+# -- small modules, one failure class each ------------------------------------------------------
+
+
+class LstmHead(nn.Module):
+    """`out, _ = lstm(x)` (an unused tuple element) and nn.LSTM(16, 32, num_layers=2)
+    (positional constructor arguments through *args)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+        self.head = nn.Linear(32, 3)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+class Encoder(nn.Module):
+    """nn.TransformerEncoder: under no_grad its fused path has no ONNX form."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(dim=1))
+
+
+class NormMlp(nn.Module):
+    """BatchNorm1d on (N, C), imported on one sample."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Huge(nn.Module):
+    """Outputs near 1e5: ONNX's float rounding is relative."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc(x) * 1e5
+
+
+class Gated(nn.Module):
+    """chunk / split / unbind: tuple-returning methods read element by element."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 16)
+
+    def forward(self, x):
+        a, b = self.fc(x).chunk(2, dim=-1)
+        c, d = torch.split(x, 4, dim=1)
+        first = x.unbind(1)[0]
+        return a * torch.sigmoid(b) + torch.cat([c, d], 1) + first[:, None]
+
+
+ALL = ("validate", "python", "onnx", "train")
+# (id, class, input shape, ways out): batch norm cannot train on one sample (in PyTorch too)
+CASES = [
+    ("lstm", LstmHead, (2, 5, 16), ALL),
+    ("transformer_encoder", Encoder, (2, 6, 16), ALL),
+    ("batchnorm_batch1", NormMlp, (1, 16), ALL[:3]),
+    ("huge_outputs", Huge, (2, 32), ALL),
+    ("tuple_methods", Gated, (3, 8), ALL),
+]
+TV = "torchvision.models"
+TORCHVISION = [  # (id, target, kwargs, input shape, slow)
+    ("resnet18", f"{TV}:resnet18", {"num_classes": 10}, (2, 3, 32, 32), False),
+    ("mobilenet_v3_small", f"{TV}:mobilenet_v3_small", {"num_classes": 10}, (2, 3, 32, 32),
+     False),
+    ("squeezenet1_1", f"{TV}:squeezenet1_1", {"num_classes": 10}, (2, 3, 64, 64), False),
+    ("shufflenet_v2_x0_5", f"{TV}:shufflenet_v2_x0_5", {"num_classes": 10}, (2, 3, 32, 32),
+     False),
+    ("efficientnet_b0", f"{TV}:efficientnet_b0", {"num_classes": 10}, (2, 3, 32, 32), True),
+    ("mnasnet0_5", f"{TV}:mnasnet0_5", {"num_classes": 10}, (2, 3, 32, 32), True),
+    ("regnet_x_400mf", f"{TV}:regnet_x_400mf", {"num_classes": 10}, (2, 3, 32, 32), True),
+    ("densenet_small_config", "torchvision.models.densenet:DenseNet",  # a 10-way cat
+     {"growth_rate": 4, "block_config": [9, 2], "num_init_features": 8, "bn_size": 2,
+      "num_classes": 10}, (2, 3, 32, 32), False),
+    ("googlenet", f"{TV}:googlenet", {"num_classes": 10, "aux_logits": False,
+                                       "init_weights": False}, (2, 3, 64, 64), True),
+    ("convnext_tiny", f"{TV}:convnext_tiny", {"num_classes": 10}, (2, 3, 32, 32), True),
+    ("vit_small_config", "torchvision.models.vision_transformer:VisionTransformer",
+     {"image_size": 32, "patch_size": 8, "num_layers": 2, "num_heads": 2, "hidden_dim": 32,
+      "mlp_dim": 64, "num_classes": 10}, (2, 3, 32, 32), False),
+    ("swin_small_config", "torchvision.models.swin_transformer:SwinTransformer",
+     {"patch_size": [4, 4], "embed_dim": 16, "depths": [2, 2], "num_heads": [2, 2],
+      "window_size": [4, 4], "num_classes": 10}, (2, 3, 32, 32), False),
+    ("lraspp_segmentation", "torchvision.models.segmentation:lraspp_mobilenet_v3_large",
+     {"num_classes": 3, "weights_backbone": None}, (2, 3, 64, 64), True),
+]
+TIMM = [
+    ("timm_resnet10t", "timm:resnet10t", {"num_classes": 10}, (2, 3, 32, 32), False),
+    ("timm_mobilenetv3_small", "timm:mobilenetv3_small_050", {"num_classes": 10},
+     (2, 3, 32, 32), False),
+    ("timm_efficientnet_b0", "timm:efficientnet_b0", {"num_classes": 10}, (2, 3, 32, 32),
+     True),
+    ("timm_vit_small_config", "timm.models.vision_transformer:VisionTransformer",
+     {"img_size": 32, "patch_size": 8, "embed_dim": 32, "depth": 2, "num_heads": 2,
+      "num_classes": 10}, (2, 3, 32, 32), False),
+    ("timm_mixer_small_config", "timm.models.mlp_mixer:MlpMixer",
+     {"num_classes": 10, "img_size": 32, "patch_size": 8, "num_blocks": 2, "embed_dim": 32},
+     (2, 3, 32, 32), False),
+    ("timm_convmixer_small_config", "timm.models.convmixer:ConvMixer",
+     {"dim": 32, "depth": 2, "kernel_size": 3, "patch_size": 4, "num_classes": 10},
+     (2, 3, 32, 32), False),
+    ("timm_levit", "timm:levit_128s", {"num_classes": 10}, (2, 3, 224, 224), True),
+    ("timm_mobilevitv2", "timm:mobilevitv2_050", {"num_classes": 10}, (2, 3, 64, 64), True),
+]
+
+
+def _check(result, ways=ALL) -> None:
+    assert not result.errors, result.errors
+    assert result.shape_ok
+    assert result.compiled <= COMPILED
+    assert result.python <= PYTHON
+    assert result.onnx <= ONNX
+    assert result.trained or "train" not in ways
+
+
+def _params(cases, needs):
+    return [pytest.param(target, kwargs, shape, id=name,
+                         marks=[needs, *([pytest.mark.slow] if slow else [])])
+            for name, target, kwargs, shape, slow in cases]
+
+
+@pytest.mark.parametrize("cls,shape,ways", [pytest.param(c, s, w, id=n)
+                                            for n, c, s, w in CASES])
+def test_failure_class_modules_round_trip(cls, shape, ways, tmp_path):
+    torch.manual_seed(0)
+    _check(round_trip(cls, (torch.randn(*shape),), tmp_path, ways=ways), ways)
+
+
+@pytest.mark.parametrize("target,kwargs,shape", _params(TORCHVISION, needs_torchvision)
+                         + _params(TIMM, needs_timm))
+def test_architectures_round_trip(target, kwargs, shape, tmp_path):
+    torch.manual_seed(0)
+    _check(round_trip(target, (torch.randn(*shape),), tmp_path, dict(kwargs)))
+
+
+@needs_torchvision
+def test_library_blocks_replace_opaque_ones(tmp_path):
+    """Hardswish, Hardsigmoid, AdaptiveAvgPool2d, SiLU and a 5-way cat are blocks."""
+    from nodegraph.interop.fx_import import import_graph
+
+    torch.manual_seed(0)
+    graph = import_graph("torchvision.models:mobilenet_v3_small", torch.randn(2, 3, 32, 32),
+                         tmp_path / "m.json", {"num_classes": 10}).graph
+    types = {n.type for n in graph}
+    assert {"activations.Hardswish", "activations.Hardsigmoid",
+            "layers.AdaptiveAvgPool2d"} <= types
+    assert not any(t in ("opaque.Module", "opaque.Function") for t in types)
+    text = (tmp_path / "m.json").read_text()
+    assert "torch.nn:Hardswish" not in text
+
+
+@needs_timm
+def test_drop_path_keeps_its_train_eval_difference(tmp_path):
+    """The trace runs in eval mode; a module that reads self.training stays a module."""
+    import nodegraph
+    from nodegraph.interop.fx_import import import_graph
+
+    torch.manual_seed(0)
+    imported = import_graph("timm:resnet10t", torch.randn(2, 3, 32, 32), tmp_path / "r.json",
+                            {"num_classes": 4, "drop_path_rate": 0.5, "zero_init_last": False})
+    graph = imported.graph
+    assert any(n.params.get("target") == "timm.layers.drop:DropPath" for n in graph)
+    compiled = nodegraph.compile(graph, device="cpu", for_training=False)
+    x, key = torch.randn(16, 3, 32, 32), imported.outputs[0]
+
+    def run():
+        return compiled.module.run(compiled.module.full_plan, {("x", "x"): x})[key]
+
+    compiled.module.eval()
+    assert torch.equal(run(), run())
+    compiled.module.train()
+    assert not torch.equal(run(), run())
