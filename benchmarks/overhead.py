@@ -91,6 +91,12 @@ def bench_step(rounds: int, steps: int) -> float:
     torch.manual_seed(0)
     model = hand_mlp([784, 256, 256, 10])
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return compare("step", *step_pair(trainer, run, batch, model, opt, steps), rounds,
+                   per=steps)
+
+
+def step_pair(trainer, run, batch, model, opt, steps: int):
+    """`steps` training steps on one batch: the trainer's, and the hand-written loop's."""
     x, y = batch[("data", "x")], batch[("data", "y")]
 
     def graph_steps():
@@ -104,7 +110,7 @@ def bench_step(rounds: int, steps: int) -> float:
             loss.backward()
             opt.step()
 
-    return compare("step", graph_steps, hand_steps, rounds, per=steps)
+    return graph_steps, hand_steps
 
 
 # -- (a') one step of the digits CNN --------------------------------------------------------
@@ -137,20 +143,8 @@ def bench_cnn_step(rounds: int, steps: int) -> float:
         mine.load_state_dict(theirs.state_dict())
     lr = g.node("opt").params.get("lr", 1e-3)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    x, y = batch[("data", "x")], batch[("data", "y")]
-
-    def graph_steps():
-        for _ in range(steps):
-            trainer.step(run, dict(batch))
-
-    def hand_steps():
-        for _ in range(steps):
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-
-    return compare("cnn step", graph_steps, hand_steps, rounds, per=steps)
+    return compare("cnn step", *step_pair(trainer, run, batch, model, opt, steps), rounds,
+                   per=steps)
 
 
 # -- (b) a whole run ---------------------------------------------------------------------
