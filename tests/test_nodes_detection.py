@@ -15,6 +15,7 @@ import torch
 
 import nodegraph
 from nodegraph.model.errors import PortError
+from nodegraph.model.packages import load_torchvision
 from nodes import _detection_boxes as bx
 from nodes import _detection_heads as hd
 from nodes._detection_data import shapes
@@ -48,6 +49,7 @@ def giou_one(a, b) -> float:
 
 def torchvision_ops():
     try:
+        load_torchvision()  # beside a CPU torch, the CUDA wheel needs its op schemas declared
         from torchvision import ops
     except Exception as e:  # the CUDA wheel's compiled ops fail to register beside CPU torch
         pytest.skip(f"torchvision does not import here ({type(e).__name__}: "
@@ -461,6 +463,7 @@ def test_mean_ap_agrees_with_cocoeval(seed):
 
 def test_mean_ap_agrees_with_torchmetrics():
     try:
+        load_torchvision()
         from torchmetrics.detection import MeanAveragePrecision
 
         reference = MeanAveragePrecision(iou_type="bbox")
