@@ -21,35 +21,43 @@ from nodegraph.model.spec import LOSS_OUT, Port, block, bool_param, choice_param
 from nodegraph.model.types import LOSS
 from nodes._shapes import fmt, need_float, need_same_shape
 
-REDUCTION = choice_param("reduction", ("mean", "sum", "none"), "mean",
-                         "average the per-element losses, add them up, or output them "
-                         "unreduced (shaped like the input; no optimizer takes that)")
-BATCH_REDUCTION = choice_param("reduction", ("batchmean", "sum", "none"), "batchmean",
+REDUCTION = choice_param("reduction", ("mean", "sum"), "mean",
+                         "average the per-element losses, or add them up")
+BATCH_REDUCTION = choice_param("reduction", ("batchmean", "sum"), "batchmean",
                                "sum over everything but the batch, then average over the "
-                               "batch (the true divergence per sample), add it all up, or "
-                               "output one divergence per sample (N,)")
+                               "batch (the true divergence per sample), or add it all up")
+# the loss blocks' own, with `none`: blocks elsewhere import the two above
+REDUCTIONS = choice_param("reduction", ("mean", "sum", "none"), "mean",
+                          "average the per-element losses, add them up, or output them "
+                          "unreduced (shaped like the input; no optimizer takes that)")
+BATCH_REDUCTIONS = choice_param("reduction", ("batchmean", "sum", "none"), "batchmean",
+                                "sum over everything but the batch, then average over the "
+                                "batch (the true divergence per sample), add it all up, or "
+                                "output one divergence per sample (N,)")
 SCALE = float_param("scale", 1.0, "multiply the loss by this factor (0.5 for ½·MSE)")
 PAIR = ["input", "target"]
 
 
 class _Scaled(nn.Module):
-    """A loss times a constant factor: ½·MSE without a WeightedSum."""
+    """A loss times a constant factor: ½·MSE without a WeightedSum. It makes the loss from
+    its class and arguments, so an export can write the call back as code."""
 
-    def __init__(self, loss: nn.Module, scale: float):
+    def __init__(self, scale: float, loss: type, args: dict):
         super().__init__()
-        self.loss, self.scale = loss, scale
+        self.scale, self.loss = scale, loss(**args)
 
     def forward(self, *args):
         return self.scale * self.loss(*args)
 
 
 def scaled(build: Callable) -> Callable:
-    """`build` whose loss is multiplied by the `scale` param; a scale of 1 (the default, and
-    files written before the param) leaves the module exactly as it was."""
+    """A block build from `build`, which gives the loss's class and arguments, multiplied by
+    the `scale` param; a scale of 1 (the default, and files written before the param) makes
+    exactly the module it made before."""
     def wrapped(p, x):
-        module = build(p, x)
+        cls, args = build(p, x)
         scale = p.get("scale", 1.0)
-        return module if scale == 1.0 else _Scaled(module, scale)
+        return cls(**args) if scale == 1.0 else _Scaled(scale, cls, args)
 
     return wrapped
 
@@ -107,7 +115,8 @@ def _gaussian_nll(p, x):
                         f"have size 1 in the last dimension {fmt((*mean[:-1], 1))} for one "
                         "variance per sample", "give the variance head as many outputs as the "
                         "mean head, or one")
-    return _GaussianNLL(p.var_input == "log_variance", p.full, p.eps, p.reduction)
+    return _GaussianNLL, {"log_var": p.var_input == "log_variance", "full": p.full,
+                          "eps": p.eps, "reduction": p.reduction}
 
 
 # -- classification --------------------------------------------------------------------
@@ -116,7 +125,7 @@ def _gaussian_nll(p, x):
 @elementwise
 def _bce_logits(p):
     pos_weight = None if p.pos_weight is None else torch.tensor(p.pos_weight)
-    return nn.BCEWithLogitsLoss(reduction=p.reduction, pos_weight=pos_weight)
+    return nn.BCEWithLogitsLoss, {"reduction": p.reduction, "pos_weight": pos_weight}
 
 
 class _CrossEntropy(nn.CrossEntropyLoss):
@@ -158,7 +167,7 @@ def _cross_entropy(p, x):
                             "use class indices (integers) or one probability per class")
     else:
         _need_class_indices(scores, target)
-    return _CrossEntropy(reduction=p.reduction, label_smoothing=p.label_smoothing)
+    return _CrossEntropy, {"reduction": p.reduction, "label_smoothing": p.label_smoothing}
 
 
 class _Hinge(nn.Module):
@@ -191,7 +200,7 @@ def _hinge(p, x):
         raise PortError("target", f"'input' is {fmt(scores.shape)} but 'target' is "
                         f"{fmt(target.shape)}; one label per score",
                         "targets are -1/+1 (or 0/1) shaped like the scores")
-    return _Hinge(p.margin, p.reduction)
+    return _Hinge, {"margin": p.margin, "reduction": p.reduction}
 
 
 # -- divergences -----------------------------------------------------------------------
@@ -218,7 +227,7 @@ def _kl_divergence(p, x):
     if x["input"].ndim < 2:
         raise PortError("input", f"needs one score per class (N, classes), got "
                         f"{fmt(x['input'].shape)}")
-    return _KLDivergence(p.input_kind == "logits", p.reduction)
+    return _KLDivergence, {"logits": p.input_kind == "logits", "reduction": p.reduction}
 
 
 class _GaussianKL(nn.Module):
@@ -240,7 +249,7 @@ def _gaussian_kl(p, x):
     need_float(x, "mu")
     need_float(x, "logvar")
     need_same_shape(x, "mu", "logvar")
-    return _GaussianKL(p.reduction)
+    return _GaussianKL, {"reduction": p.reduction}
 
 
 # -- combining -------------------------------------------------------------------------
@@ -271,26 +280,28 @@ def _weighted_sum(p, x):
 
 BLOCKS = [
     block("losses.MSE", "op", "Mean squared error between prediction and target.",
-          scaled(elementwise(lambda p: nn.MSELoss(reduction=p.reduction))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTION, SCALE], keywords=("l2", "regression", "squared")),
+          scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": p.reduction}))), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE], keywords=("l2", "regression", "squared")),
     block("losses.SSE", "op",
           "Sum of squared errors ‖y − ŷ‖² (MSE without the 1/n).\n\n"
           "The least-squares objective as the notes write it; it grows with the batch size, "
           "so a gradient step needs a smaller learning rate than with MSE.",
-          scaled(elementwise(lambda p: nn.MSELoss(reduction="sum"))), inputs=PAIR,
+          scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": "sum"}))), inputs=PAIR,
           outputs=[LOSS_OUT], params=[SCALE], keywords=("least squares", "regression", "squared")),
     block("losses.MAE", "op",
           "Mean absolute error |y − ŷ| (L1 loss).\n\n"
           "Less sensitive to outliers than MSE; its minimiser is the median, not the mean.",
-          scaled(elementwise(lambda p: nn.L1Loss(reduction=p.reduction))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTION, SCALE], keywords=("l1", "regression", "absolute")),
+          scaled(elementwise(lambda p: (nn.L1Loss, {"reduction": p.reduction}))), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
+          keywords=("l1", "regression", "absolute")),
     block("losses.Huber", "op",
           "Huber loss: squared for errors below `delta`, linear above.\n\n"
           "0.5·e² when |e| < delta, else delta·(|e| − 0.5·delta): MSE's smooth minimum "
           "with MAE's robustness to outliers.",
-          scaled(elementwise(lambda p: nn.HuberLoss(reduction=p.reduction, delta=p.delta))),
+          scaled(elementwise(lambda p: (nn.HuberLoss,
+                                        {"reduction": p.reduction, "delta": p.delta}))),
           inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTION, SCALE,
+          params=[REDUCTIONS, SCALE,
                   float_param("delta", 1.0, "error size where the loss turns from "
                               "quadratic to linear", min=1e-12)],
           keywords=("smooth l1", "robust", "regression")),
@@ -309,7 +320,7 @@ BLOCKS = [
           outputs=[LOSS_OUT],
           params=[choice_param("var_input", ("variance", "log_variance"), "variance",
                                "what the var port carries: σ² (must be positive) or log σ²"),
-                  REDUCTION, SCALE,
+                  REDUCTIONS, SCALE,
                   float_param("eps", 1e-6, "smallest variance (variance input only)", min=0),
                   bool_param("full", False, "add the constant 0.5·log 2π, so the value is "
                              "the exact negative log-density")],
@@ -318,15 +329,15 @@ BLOCKS = [
           "Binary cross-entropy on probabilities: −[y log p + (1 − y) log(1 − p)].\n\n"
           "Feed probabilities (after a Sigmoid); for raw scores use BCEWithLogits, which "
           "is the same loss computed stably.",
-          scaled(elementwise(lambda p: nn.BCELoss(reduction=p.reduction))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTION, SCALE],
+          scaled(elementwise(lambda p: (nn.BCELoss, {"reduction": p.reduction}))), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
           keywords=("binary", "logistic", "classification", "log loss")),
     block("losses.BCEWithLogits", "op",
           "Binary cross-entropy on logits (sigmoid built in, numerically stable).\n\n"
           "Targets are 0/1 floats shaped like the logits. `pos_weight` > 1 counts each "
           "positive sample that many times, for rare positive classes.",
           scaled(_bce_logits), inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTION, SCALE,
+          params=[REDUCTIONS, SCALE,
                   float_param("pos_weight", None, "weight of the positive class's "
                               "term; empty means 1", min=0, nullable=True)],
           keywords=("binary", "logistic", "classification")),
@@ -336,7 +347,7 @@ BLOCKS = [
           "dimension, so (N, L, C) scores of a sequence model take (N, L) targets; index "
           "targets of -100 are ignored.",
           scaled(_cross_entropy), inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTION, SCALE, float_param("label_smoothing", 0.0,
+          params=[REDUCTIONS, SCALE, float_param("label_smoothing", 0.0,
                                          "move this much probability mass to the other "
                                          "classes evenly", min=0, max=1)],
           keywords=("softmax", "classification", "nll", "categorical")),
@@ -346,7 +357,7 @@ BLOCKS = [
           "as −1. Several scores per sample: targets are class indices and the loss is "
           "torch's multi-class margin loss. Add an L2 penalty on the weights for the SVM.",
           scaled(_hinge), inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTION, SCALE, float_param("margin", 1.0, "the margin scores must clear",
+          params=[REDUCTIONS, SCALE, float_param("margin", 1.0, "the margin scores must clear",
                                          min=0)],
           keywords=("svm", "margin", "classification", "max margin")),
     block("losses.KLDivergence", "op",
@@ -362,7 +373,7 @@ BLOCKS = [
           params=[choice_param("input_kind", ("logits", "log_probs"), "logits",
                                "logits: raw scores, softmax built in; log_probs: after "
                                "LogSoftmax (torch's kl_div convention)"),
-                  BATCH_REDUCTION, SCALE],
+                  BATCH_REDUCTIONS, SCALE],
           keywords=("kl", "relative entropy", "distillation", "divergence")),
     block("losses.GaussianKL", "op",
           "KL(N(μ, σ²) ‖ N(0, 1)) in closed form, from μ and log σ²: the VAE's prior term.\n\n"
@@ -372,7 +383,7 @@ BLOCKS = [
           scaled(_gaussian_kl),
           inputs=[Port("mu", doc="means of the approximate posterior"),
                   Port("logvar", doc="log-variances log σ², shaped like mu")],
-          outputs=[LOSS_OUT], params=[BATCH_REDUCTION, SCALE],
+          outputs=[LOSS_OUT], params=[BATCH_REDUCTIONS, SCALE],
           keywords=("vae", "elbo", "kl", "prior", "latent")),
     block("losses.WeightedSum", "op",
           "A weighted sum of up to four losses, w_a·a + w_b·b + w_c·c + w_d·d.\n\n"

@@ -371,3 +371,22 @@ def test_unreduced_loss_into_an_optimizer_is_refused_on_its_port():
     assert "mse.loss" in problems[0].message and "(4, 1)" in problems[0].message
     assert "reduction" in problems[0].hint
     assert validate(_line_graph("sum"), for_training=True).ok
+
+
+def test_scaled_loss_exports_to_python_with_the_same_curve(tmp_path):
+    import importlib.util
+
+    import nodegraph
+    from nodegraph.interop.export import to_python
+
+    g = _line_graph("mean")
+    g.set_param("mse", "scale", 0.5)
+    g.training.update(epochs=2, device="cpu")
+    path = to_python(g, tmp_path / "half_mse.py").path
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _, mine = module.train(log=lambda line: None)
+    theirs = nodegraph.train(g, device="cpu")
+    assert [h["train"]["mse"] for h in mine["history"]] == pytest.approx(
+        [h["train"]["mse"] for h in theirs.history], rel=1e-6)
