@@ -26,7 +26,46 @@ REDUCTION = choice_param("reduction", ("mean", "sum"), "mean",
 BATCH_REDUCTION = choice_param("reduction", ("batchmean", "sum"), "batchmean",
                                "sum over everything but the batch, then average over the "
                                "batch (the true divergence per sample), or add it all up")
+# the loss blocks' own, with `none`: blocks elsewhere import the two above
+REDUCTIONS = choice_param("reduction", ("mean", "sum", "none"), "mean",
+                          "average the per-element losses, add them up, or output them "
+                          "unreduced (shaped like the input; no optimizer takes that)")
+BATCH_REDUCTIONS = choice_param("reduction", ("batchmean", "sum", "none"), "batchmean",
+                                "sum over everything but the batch, then average over the "
+                                "batch (the true divergence per sample), add it all up, or "
+                                "output one divergence per sample (N,)")
+SCALE = float_param("scale", 1.0, "multiply the loss by this factor (0.5 for ½·MSE)")
 PAIR = ["input", "target"]
+
+
+class _Scaled(nn.Module):
+    """A loss times a constant factor: ½·MSE without a WeightedSum. It makes the loss from
+    its class and arguments, so an export can write the call back as code."""
+
+    def __init__(self, scale: float, loss: type, args: dict):
+        super().__init__()
+        self.scale, self.loss = scale, loss(**args)
+
+    def forward(self, *args):
+        return self.scale * self.loss(*args)
+
+
+def scaled(build: Callable) -> Callable:
+    """A block build from `build`, which gives the loss's class and arguments, multiplied by
+    the `scale` param; a scale of 1 (the default, and files written before the param) makes
+    exactly the module it made before."""
+    def wrapped(p, x):
+        cls, args = build(p, x)
+        scale = p.get("scale", 1.0)
+        return cls(**args) if scale == 1.0 else _Scaled(scale, cls, args)
+
+    return wrapped
+
+
+def _reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
+    if reduction == "none":
+        return loss
+    return loss.mean() if reduction == "mean" else loss.sum()
 
 
 def elementwise(make: Callable[[dict], nn.Module]) -> Callable:
@@ -63,7 +102,7 @@ class _GaussianNLL(nn.Module):
         loss = 0.5 * (log_var + (input - target) ** 2 * inv_var)
         if self.full:
             loss = loss + 0.5 * math.log(2 * math.pi)
-        return loss.mean() if self.reduction == "mean" else loss.sum()
+        return _reduce(loss, self.reduction)
 
 
 def _gaussian_nll(p, x):
@@ -76,7 +115,8 @@ def _gaussian_nll(p, x):
                         f"have size 1 in the last dimension {fmt((*mean[:-1], 1))} for one "
                         "variance per sample", "give the variance head as many outputs as the "
                         "mean head, or one")
-    return _GaussianNLL(p.var_input == "log_variance", p.full, p.eps, p.reduction)
+    return _GaussianNLL, {"log_var": p.var_input == "log_variance", "full": p.full,
+                          "eps": p.eps, "reduction": p.reduction}
 
 
 # -- classification --------------------------------------------------------------------
@@ -85,7 +125,7 @@ def _gaussian_nll(p, x):
 @elementwise
 def _bce_logits(p):
     pos_weight = None if p.pos_weight is None else torch.tensor(p.pos_weight)
-    return nn.BCEWithLogitsLoss(reduction=p.reduction, pos_weight=pos_weight)
+    return nn.BCEWithLogitsLoss, {"reduction": p.reduction, "pos_weight": pos_weight}
 
 
 class _CrossEntropy(nn.CrossEntropyLoss):
@@ -99,8 +139,11 @@ class _CrossEntropy(nn.CrossEntropyLoss):
         classes = input.shape[-1]
         rows = input.reshape(-1, classes)
         if target.dtype.is_floating_point:
-            return super().forward(rows, target.reshape(-1, classes))
-        return super().forward(rows, target.reshape(-1))
+            loss = super().forward(rows, target.reshape(-1, classes))
+        else:
+            loss = super().forward(rows, target.reshape(-1))
+        # unreduced: one loss per row of scores, (N,) or (N, L)
+        return loss.reshape(input.shape[:-1]) if self.reduction == "none" else loss
 
 
 def _need_class_indices(scores: torch.Tensor, target: torch.Tensor) -> None:
@@ -124,7 +167,7 @@ def _cross_entropy(p, x):
                             "use class indices (integers) or one probability per class")
     else:
         _need_class_indices(scores, target)
-    return _CrossEntropy(reduction=p.reduction, label_smoothing=p.label_smoothing)
+    return _CrossEntropy, {"reduction": p.reduction, "label_smoothing": p.label_smoothing}
 
 
 class _Hinge(nn.Module):
@@ -141,7 +184,7 @@ class _Hinge(nn.Module):
         t = target.reshape(input.shape).to(input.dtype)
         t = torch.where(t == 0, -torch.ones_like(t), t)  # {0, 1} labels read as {-1, +1}
         loss = torch.clamp(self.margin - t * input, min=0)
-        return loss.mean() if self.reduction == "mean" else loss.sum()
+        return _reduce(loss, self.reduction)
 
 
 def _hinge(p, x):
@@ -157,7 +200,7 @@ def _hinge(p, x):
         raise PortError("target", f"'input' is {fmt(scores.shape)} but 'target' is "
                         f"{fmt(target.shape)}; one label per score",
                         "targets are -1/+1 (or 0/1) shaped like the scores")
-    return _Hinge(p.margin, p.reduction)
+    return _Hinge, {"margin": p.margin, "reduction": p.reduction}
 
 
 # -- divergences -----------------------------------------------------------------------
@@ -172,6 +215,8 @@ class _KLDivergence(nn.Module):
 
     def forward(self, input, target):
         log_q = F.log_softmax(input, dim=-1) if self.logits else input
+        if self.reduction == "none":  # one divergence per distribution (row)
+            return F.kl_div(log_q, target, reduction="none").sum(-1)
         return F.kl_div(log_q, target, reduction=self.reduction)
 
 
@@ -182,7 +227,7 @@ def _kl_divergence(p, x):
     if x["input"].ndim < 2:
         raise PortError("input", f"needs one score per class (N, classes), got "
                         f"{fmt(x['input'].shape)}")
-    return _KLDivergence(p.input_kind == "logits", p.reduction)
+    return _KLDivergence, {"logits": p.input_kind == "logits", "reduction": p.reduction}
 
 
 class _GaussianKL(nn.Module):
@@ -194,6 +239,8 @@ class _GaussianKL(nn.Module):
 
     def forward(self, mu, logvar):
         per_dim = 0.5 * (torch.exp(logvar) + mu ** 2 - 1.0 - logvar)
+        if self.reduction == "none":  # one divergence per sample: sum all but the batch
+            return per_dim.reshape(mu.shape[0], -1).sum(1)
         total = per_dim.sum()
         return total / mu.shape[0] if self.reduction == "batchmean" else total
 
@@ -202,7 +249,7 @@ def _gaussian_kl(p, x):
     need_float(x, "mu")
     need_float(x, "logvar")
     need_same_shape(x, "mu", "logvar")
-    return _GaussianKL(p.reduction)
+    return _GaussianKL, {"reduction": p.reduction}
 
 
 # -- combining -------------------------------------------------------------------------
@@ -233,27 +280,30 @@ def _weighted_sum(p, x):
 
 BLOCKS = [
     block("losses.MSE", "op", "Mean squared error between prediction and target.",
-          elementwise(lambda p: nn.MSELoss(reduction=p.reduction)), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTION], keywords=("l2", "regression", "squared")),
+          scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": p.reduction}))), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE], keywords=("l2", "regression", "squared")),
     block("losses.SSE", "op",
           "Sum of squared errors ‖y − ŷ‖² (MSE without the 1/n).\n\n"
           "The least-squares objective as the notes write it; it grows with the batch size, "
           "so a gradient step needs a smaller learning rate than with MSE.",
-          elementwise(lambda p: nn.MSELoss(reduction="sum")), inputs=PAIR,
-          outputs=[LOSS_OUT], keywords=("least squares", "regression", "squared")),
+          scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": "sum"}))), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[SCALE], keywords=("least squares", "regression", "squared")),
     block("losses.MAE", "op",
           "Mean absolute error |y − ŷ| (L1 loss).\n\n"
           "Less sensitive to outliers than MSE; its minimiser is the median, not the mean.",
-          elementwise(lambda p: nn.L1Loss(reduction=p.reduction)), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTION], keywords=("l1", "regression", "absolute")),
+          scaled(elementwise(lambda p: (nn.L1Loss, {"reduction": p.reduction}))), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
+          keywords=("l1", "regression", "absolute")),
     block("losses.Huber", "op",
           "Huber loss: squared for errors below `delta`, linear above.\n\n"
           "0.5·e² when |e| < delta, else delta·(|e| − 0.5·delta): MSE's smooth minimum "
           "with MAE's robustness to outliers.",
-          elementwise(lambda p: nn.HuberLoss(reduction=p.reduction, delta=p.delta)),
+          scaled(elementwise(lambda p: (nn.HuberLoss,
+                                        {"reduction": p.reduction, "delta": p.delta}))),
           inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTION, float_param("delta", 1.0, "error size where the loss turns from "
-                                         "quadratic to linear", min=1e-12)],
+          params=[REDUCTIONS, SCALE,
+                  float_param("delta", 1.0, "error size where the loss turns from "
+                              "quadratic to linear", min=1e-12)],
           keywords=("smooth l1", "robust", "regression")),
     block("losses.GaussianNLL", "op",
           "Negative log-likelihood of the target under N(input, var).\n\n"
@@ -262,7 +312,7 @@ BLOCKS = [
           "GaussianNLLLoss does) or, with "
           "var_input = log_variance, log σ² — an unconstrained network output needs no "
           "softplus then. With a fixed σ² = 1 it is MSE/2 plus a constant.",
-          _gaussian_nll,
+          scaled(_gaussian_nll),
           inputs=[Port("input", doc="the predicted mean μ"),
                   Port("target", doc="the observed value y"),
                   Port("var", doc="the predicted variance σ² (or log σ², see var_input), "
@@ -270,7 +320,7 @@ BLOCKS = [
           outputs=[LOSS_OUT],
           params=[choice_param("var_input", ("variance", "log_variance"), "variance",
                                "what the var port carries: σ² (must be positive) or log σ²"),
-                  REDUCTION,
+                  REDUCTIONS, SCALE,
                   float_param("eps", 1e-6, "smallest variance (variance input only)", min=0),
                   bool_param("full", False, "add the constant 0.5·log 2π, so the value is "
                              "the exact negative log-density")],
@@ -279,24 +329,25 @@ BLOCKS = [
           "Binary cross-entropy on probabilities: −[y log p + (1 − y) log(1 − p)].\n\n"
           "Feed probabilities (after a Sigmoid); for raw scores use BCEWithLogits, which "
           "is the same loss computed stably.",
-          elementwise(lambda p: nn.BCELoss(reduction=p.reduction)), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTION],
+          scaled(elementwise(lambda p: (nn.BCELoss, {"reduction": p.reduction}))), inputs=PAIR,
+          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
           keywords=("binary", "logistic", "classification", "log loss")),
     block("losses.BCEWithLogits", "op",
           "Binary cross-entropy on logits (sigmoid built in, numerically stable).\n\n"
           "Targets are 0/1 floats shaped like the logits. `pos_weight` > 1 counts each "
           "positive sample that many times, for rare positive classes.",
-          _bce_logits, inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTION, float_param("pos_weight", None, "weight of the positive class's "
-                                         "term; empty means 1", min=0, nullable=True)],
+          scaled(_bce_logits), inputs=PAIR, outputs=[LOSS_OUT],
+          params=[REDUCTIONS, SCALE,
+                  float_param("pos_weight", None, "weight of the positive class's "
+                              "term; empty means 1", min=0, nullable=True)],
           keywords=("binary", "logistic", "classification")),
     block("losses.CrossEntropy", "op",
           "Cross-entropy of class scores (logits) against class indices or probabilities.\n\n"
           "Softmax is built in: feed raw scores, not probabilities. Classes are the last "
           "dimension, so (N, L, C) scores of a sequence model take (N, L) targets; index "
           "targets of -100 are ignored.",
-          _cross_entropy, inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTION, float_param("label_smoothing", 0.0,
+          scaled(_cross_entropy), inputs=PAIR, outputs=[LOSS_OUT],
+          params=[REDUCTIONS, SCALE, float_param("label_smoothing", 0.0,
                                          "move this much probability mass to the other "
                                          "classes evenly", min=0, max=1)],
           keywords=("softmax", "classification", "nll", "categorical")),
@@ -305,8 +356,8 @@ BLOCKS = [
           "One score s per sample: targets t are −1/+1; 0/1 labels work too, 0 being read "
           "as −1. Several scores per sample: targets are class indices and the loss is "
           "torch's multi-class margin loss. Add an L2 penalty on the weights for the SVM.",
-          _hinge, inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTION, float_param("margin", 1.0, "the margin scores must clear",
+          scaled(_hinge), inputs=PAIR, outputs=[LOSS_OUT],
+          params=[REDUCTIONS, SCALE, float_param("margin", 1.0, "the margin scores must clear",
                                          min=0)],
           keywords=("svm", "margin", "classification", "max margin")),
     block("losses.KLDivergence", "op",
@@ -315,24 +366,24 @@ BLOCKS = [
           "distribution, given as logits (softmax built in) or as log-probabilities "
           "(input_kind). The target must be probabilities. Used for distillation and "
           "label distributions; with one-hot targets it equals cross-entropy.",
-          _kl_divergence,
+          scaled(_kl_divergence),
           inputs=[Port("input", doc="the model's scores: logits or log-probabilities"),
                   Port("target", doc="the target probabilities p (rows sum to 1)")],
           outputs=[LOSS_OUT],
           params=[choice_param("input_kind", ("logits", "log_probs"), "logits",
                                "logits: raw scores, softmax built in; log_probs: after "
                                "LogSoftmax (torch's kl_div convention)"),
-                  BATCH_REDUCTION],
+                  BATCH_REDUCTIONS, SCALE],
           keywords=("kl", "relative entropy", "distillation", "divergence")),
     block("losses.GaussianKL", "op",
           "KL(N(μ, σ²) ‖ N(0, 1)) in closed form, from μ and log σ²: the VAE's prior term.\n\n"
           "0.5·Σ(σ² + μ² − 1 − log σ²), summed over the latent dimensions and averaged "
           "over the batch (reduction batchmean) or summed (sum). Pair it with a "
           "reconstruction loss in a WeightedSum to minimise the negative ELBO.",
-          _gaussian_kl,
+          scaled(_gaussian_kl),
           inputs=[Port("mu", doc="means of the approximate posterior"),
                   Port("logvar", doc="log-variances log σ², shaped like mu")],
-          outputs=[LOSS_OUT], params=[BATCH_REDUCTION],
+          outputs=[LOSS_OUT], params=[BATCH_REDUCTIONS, SCALE],
           keywords=("vae", "elbo", "kl", "prior", "latent")),
     block("losses.WeightedSum", "op",
           "A weighted sum of up to four losses, w_a·a + w_b·b + w_c·c + w_d·d.\n\n"

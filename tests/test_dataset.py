@@ -184,3 +184,26 @@ def test_data_params_changes_defaults_and_refuses_unknown_names():
     assert changed["batch_size"] == 4 and changed["folds"] == 5
     with pytest.raises(ValueError, match="not data params"):
         data_params(batchsize=4)
+
+
+@pytest.mark.parametrize("how", ["zscore", "minmax"])
+def test_fitted_normalisation_is_readable_and_reapplies_to_raw_inputs(how):
+    x, idx = _with_outlying_test_rows()
+    ds = from_arrays({"x": x, "y": x[:, :1]}, {"normalize": how, "batch_size": 0},
+                     given_splits=idx)
+    train = x[:30]
+    centre = train.mean(0) if how == "zscore" else train.min(0)
+    scale = train.std(0) if how == "zscore" else train.max(0) - train.min(0)
+    state = ds.normalization_state()
+    assert set(state) == {"x.centre", "x.scale"}  # y is not normalised
+    np.testing.assert_allclose(state["x.centre"].numpy(), centre, rtol=1e-5)
+    np.testing.assert_allclose(state["x.scale"].numpy(), scale, rtol=1e-5)
+    raw_test = torch.as_tensor(x[30:])
+    torch.testing.assert_close(ds.normalize_raw("x", raw_test), ds.tensors("test")["x"])
+    torch.testing.assert_close(ds.normalize_raw("y", raw_test), raw_test)  # not normalised
+
+
+def test_no_normalisation_has_no_state():
+    x, idx = _with_outlying_test_rows()
+    ds = from_arrays({"x": x, "y": x[:, :1]}, {"batch_size": 0}, given_splits=idx)
+    assert ds.normalization_state() == {}

@@ -551,3 +551,40 @@ def test_softmax_regression_learns_iris_under_5_fold_cross_validation(one_thread
         assert len(result.history) == 30 and result.final["train"]["acc"] > 0.9
         accuracy.append(result.final["val"]["acc"])
     assert min(accuracy) > 0.8 and np.mean(accuracy) > 0.9, accuracy
+
+
+# -- data.Table without targets (inference) ---------------------------------------------
+
+def _inference_table(**params):
+    from nodegraph.model.graph import Graph
+
+    g = Graph("predict")
+    g.add("data.Table", id="t", columns=["a", "b"], rows=[[1, 2], [3, 4], [5, 6]],
+          inputs=["a", "b"], **params)
+    g.add("layers.Linear", id="fc", out_features=1)
+    g.connect(("t", "x"), ("fc", "input"))
+    return g
+
+
+def test_table_without_targets_has_an_empty_y_and_runs_forward():
+    g = _inference_table()
+    report = nodegraph.validate(g)
+    assert report.ok, [str(p) for p in report.errors]
+    assert report.shape("t", "y") == (3, 0)
+    out = nodegraph.forward(g)
+    x = out[("t", "x")]
+    assert torch.equal(x, torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    assert out[("t", "y")].shape == (3, 0)
+    fc = nodegraph.compile(g, for_training=False).module.module_of("fc")
+    assert torch.allclose(out[("fc", "output")], fc(x))
+
+
+def test_table_without_targets_refuses_a_loss_and_a_stratified_split():
+    g = _inference_table()
+    g.add("losses.MSE", id="mse")
+    g.connect(("fc", "output"), ("mse", "input"))
+    g.connect(("t", "y"), ("mse", "target"))
+    problems = nodegraph.validate(g).errors
+    assert any(p.node == "mse" and p.port == "target" for p in problems), problems
+    report = nodegraph.validate(_inference_table(split="stratified"))
+    assert any(p.node == "t" and "target" in p.message for p in report.errors), report.errors

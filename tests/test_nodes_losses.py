@@ -244,3 +244,149 @@ def test_cross_entropy_takes_sequences_and_ignores_minus_100():
     got = run_op("losses.CrossEntropy", {"input": logits, "target": target})
     want = F.cross_entropy(logits.permute(0, 2, 1), target, ignore_index=-100)
     assert got.item() == pytest.approx(want.item(), rel=1e-6)
+
+
+# -- reduction none and scale ----------------------------------------------------------
+
+SCALE = 0.5
+LOGITS, CLASSES = torch.randn(6, 4), torch.tensor([0, 3, 1, 2, 2, 0])
+PROBS = torch.rand(6, 3)
+BITS = (torch.rand(6, 3) > 0.5).float()
+# (block, inputs, params, torch's unreduced loss): reductions of the last are the reference
+PER_ELEMENT = [
+    ("losses.MSE", {"input": PRED, "target": TARGET}, {},
+     lambda: F.mse_loss(PRED, TARGET, reduction="none")),
+    ("losses.MAE", {"input": PRED, "target": TARGET}, {},
+     lambda: F.l1_loss(PRED, TARGET, reduction="none")),
+    ("losses.Huber", {"input": PRED, "target": TARGET}, {"delta": 0.7},
+     lambda: F.huber_loss(PRED, TARGET, reduction="none", delta=0.7)),
+    ("losses.BCE", {"input": PROBS, "target": BITS}, {},
+     lambda: F.binary_cross_entropy(PROBS, BITS, reduction="none")),
+    ("losses.BCEWithLogits", {"input": PRED, "target": BITS}, {"pos_weight": 2.0},
+     lambda: F.binary_cross_entropy_with_logits(PRED, BITS, reduction="none",
+                                                pos_weight=torch.tensor(2.0))),
+    ("losses.CrossEntropy", {"input": LOGITS, "target": CLASSES}, {"label_smoothing": 0.1},
+     lambda: F.cross_entropy(LOGITS, CLASSES, reduction="none", label_smoothing=0.1)),
+    ("losses.GaussianNLL", {"input": PRED, "target": TARGET, "var": PROBS + 0.1}, {},
+     lambda: F.gaussian_nll_loss(PRED, TARGET, PROBS + 0.1, reduction="none")),
+    ("losses.Hinge", {"input": LOGITS, "target": CLASSES}, {"margin": 0.5},
+     lambda: F.multi_margin_loss(LOGITS, CLASSES, margin=0.5, reduction="none")),
+]
+
+
+@pytest.mark.parametrize("case", PER_ELEMENT, ids=[c[0] for c in PER_ELEMENT])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_reduction_and_scale_match_torch(case, reduction):
+    block_id, inputs, params, unreduced = case
+    want = unreduced()
+    want = {"mean": want.mean(), "sum": want.sum(), "none": want}[reduction]
+    got = run_op(block_id, inputs, reduction=reduction, scale=SCALE, **params)
+    assert got.shape == want.shape
+    close(got, SCALE * want, 1e-5)
+    close(run_op(block_id, inputs, reduction=reduction, **params), want, 1e-5)
+
+
+def test_half_mse_is_scale_one_half():
+    got = run_op("losses.MSE", {"input": PRED, "target": TARGET}, scale=0.5)
+    close(got, 0.5 * ((PRED - TARGET) ** 2).mean())
+    close(run_op("losses.SSE", {"input": PRED, "target": TARGET}, scale=0.5),
+          0.5 * ((PRED - TARGET) ** 2).sum(), 1e-5)
+
+
+def test_default_scale_builds_the_same_torch_module():
+    """Files written before `scale` existed build exactly the module they built before."""
+    from torch import nn
+
+    assert type(build("losses.MSE", {"input": PRED, "target": TARGET})[-1]) is nn.MSELoss
+    assert type(build("losses.MSE", {"input": PRED, "target": TARGET}, scale=2.0)[-1]) \
+        is not nn.MSELoss
+
+
+def test_cross_entropy_none_keeps_the_sequence_shape():
+    logits, target = torch.randn(3, 5, 7), torch.randint(0, 7, (3, 5))
+    target[0, 0] = -100
+    got = run_op("losses.CrossEntropy", {"input": logits, "target": target}, reduction="none")
+    want = F.cross_entropy(logits.permute(0, 2, 1), target, reduction="none")
+    assert got.shape == (3, 5)
+    close(got, want, 1e-5)
+
+
+def test_hinge_single_score_none_is_per_element():
+    s, t = torch.tensor([2.0, -0.3, 0.5, -1.2]), torch.tensor([1.0, 1.0, 0.0, 1.0])
+    got = run_op("losses.Hinge", {"input": s, "target": t}, reduction="none", scale=2.0)
+    close(got, 2.0 * torch.tensor([0.0, 1.3, 1.5, 2.2]))
+
+
+def test_divergences_none_give_one_value_per_sample():
+    logits, p = torch.randn(5, 4), torch.softmax(torch.randn(5, 4), -1)
+    got = run_op("losses.KLDivergence", {"input": logits, "target": p}, reduction="none",
+                 scale=0.25)
+    want = F.kl_div(F.log_softmax(logits, -1), p, reduction="none").sum(-1)
+    assert got.shape == (5,)
+    close(got, 0.25 * want, 1e-5)
+    close(run_op("losses.KLDivergence", {"input": logits, "target": p}, scale=0.25),
+          0.25 * F.kl_div(F.log_softmax(logits, -1), p, reduction="batchmean"), 1e-5)
+    mu, logvar = torch.randn(5, 3), torch.randn(5, 3)
+    q = torch.distributions.Normal(mu, (0.5 * logvar).exp())
+    prior = torch.distributions.Normal(torch.zeros(3), torch.ones(3))
+    per_sample = torch.distributions.kl_divergence(q, prior).sum(-1)
+    got = run_op("losses.GaussianKL", {"mu": mu, "logvar": logvar}, reduction="none", scale=3.0)
+    assert got.shape == (5,)
+    close(got, 3.0 * per_sample, 1e-5)
+    close(run_op("losses.GaussianKL", {"mu": mu, "logvar": logvar}, scale=3.0),
+          3.0 * per_sample.mean(), 1e-5)
+
+
+def _line_graph(reduction: str):
+    from nodegraph.model.graph import Graph
+
+    g = Graph("per sample")
+    g.add("data.NoisyLine", id="data", n=16, batch_size=4, val_fraction=0.0)
+    g.add("layers.Linear", id="lin", out_features=1)
+    g.add("losses.MSE", id="mse", reduction=reduction)
+    g.add("optimizers.SGD", id="opt", lr=0.1)
+    g.connect(("data", "x"), ("lin", "input"))
+    g.connect(("lin", "output"), ("mse", "input"))
+    g.connect(("data", "y"), ("mse", "target"))
+    g.connect(("mse", "loss"), ("opt", "loss"))
+    return g
+
+
+def test_unreduced_loss_has_the_per_element_shape():
+    from nodegraph.check.validate import validate
+
+    g = _line_graph("none")
+    g.remove("opt")
+    report = validate(g)
+    assert report.ok, [str(p) for p in report.errors]
+    assert report.shape("mse", "loss") == (4, 1)
+
+
+def test_unreduced_loss_into_an_optimizer_is_refused_on_its_port():
+    from nodegraph.check.validate import validate
+
+    report = validate(_line_graph("none"), for_training=True)
+    problems = [p for p in report.errors if p.node == "opt" and p.port == "loss"]
+    assert problems, [str(p) for p in report.errors]
+    assert "mse.loss" in problems[0].message and "(4, 1)" in problems[0].message
+    assert "reduction" in problems[0].hint
+    assert validate(_line_graph("sum"), for_training=True).ok
+
+
+def test_scaled_loss_exports_to_python_with_the_same_curve(tmp_path):
+    import importlib.util
+
+    import nodegraph
+    from nodegraph.interop.export import to_python
+
+    g = _line_graph("mean")
+    g.set_param("mse", "scale", 0.5)
+    g.training.update(epochs=2, device="cpu")
+    path = to_python(g, tmp_path / "half_mse.py").path
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _, mine = module.train(log=lambda line: None)
+    theirs = nodegraph.train(g, device="cpu")
+    assert [h["train"]["mse"] for h in mine["history"]] == pytest.approx(
+        [h["train"]["mse"] for h in theirs.history], rel=1e-6)

@@ -552,6 +552,7 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
         spec, params = report.specs.get(node_id), report.params.get(node_id)
         if spec is None or params is None or spec.kind != "optimizer":
             continue
+        _check_scalar_loss(graph, report, node_id, spec.id)
         try:
             optimizer = spec.build(params, [("stand_in.weight",
                                              torch.nn.Parameter(torch.zeros(2, 2)))])
@@ -569,6 +570,20 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
             report.problems.append(Problem(edge.src, None, "bad_config",
                                            f"{sched.id} '{edge.src}' on optimizer "
                                            f"'{node_id}': {first_line(e)}"))
+
+
+def _check_scalar_loss(graph: Graph, report: Report, opt: str, opt_block: str) -> None:
+    """An optimizer minimises one number: a loss left unreduced (reduction none) is refused
+    on the optimizer's loss port, naming the loss node and port that feed it."""
+    edge = graph.source_of(opt, "loss")
+    meta = report.outputs.get(edge.source) if edge else None
+    if meta is None or meta.ndim == 0:
+        return
+    report.problems.append(Problem(
+        opt, "loss", "shape_mismatch",
+        f"{opt_block} '{opt}' needs a scalar on 'loss', but {edge.src}.{edge.src_port} "
+        f"is {tuple(meta.shape)} (unreduced per-sample losses)",
+        f"set reduction to mean or sum on '{edge.src}', or reduce it before the optimizer"))
 
 
 # Checked for training, which is compile's default: how to ask for inference instead.

@@ -93,6 +93,9 @@ class Dataset:
                                  f"{ {k: len(t) for k, t in tensors.items()} }")
         self.batch_size = batch_size
         self.shuffle = shuffle
+        # the normalisation fitted on the training split, per port: {"centre", "scale"}
+        # tensors such that the port holds (raw - centre) / scale; empty when none
+        self.normalization: dict[str, dict[str, torch.Tensor]] = {}
         self._split = {name: {k: t[idx] for k, t in tensors.items()}
                        for name, idx in splits.items() if len(idx) > 0}
 
@@ -109,6 +112,20 @@ class Dataset:
 
     def tensors(self, split: str) -> dict[str, torch.Tensor]:
         return self._split[split]
+
+    def normalization_state(self) -> dict[str, torch.Tensor]:
+        """The fitted normalisation as flat tensors keyed `port.centre` / `port.scale`, the
+        form weights are saved in."""
+        return {f"{port}.{k}": v for port, st in self.normalization.items()
+                for k, v in st.items()}
+
+    def normalize_raw(self, port: str, raw: torch.Tensor) -> torch.Tensor:
+        """Raw values of `port` scaled as this dataset scaled its own (identity if it did
+        not), so a prediction on new raw inputs sees what training saw."""
+        st = self.normalization.get(port)
+        if st is None:
+            return raw
+        return (raw - st["centre"].to(raw.device)) / st["scale"].to(raw.device)
 
     def step_batch(self, split: str = "train") -> int:
         n = self.size(split)
@@ -230,22 +247,35 @@ def _stratified(labels: np.ndarray, val_fraction: float, test_fraction: float,
     return {s: np.sort(np.concatenate(parts)) for s, parts in out.items()}
 
 
-def normalise(arrays: dict[str, np.ndarray], train_idx: np.ndarray, how: str,
-              ports: Sequence[str] = ("x",)) -> dict[str, np.ndarray]:
-    """Scale `ports` with statistics of the training rows only (z-score or min-max)."""
+def fit_normalisation(arrays: dict[str, np.ndarray], train_idx: np.ndarray, how: str,
+                      ports: Sequence[str] = ("x",)) -> dict[str, dict[str, np.ndarray]]:
+    """Per port, the `centre` and `scale` (z-score: mean and std; min-max: min and range)
+    of the training rows, a scale of 0 read as 1: what a prediction on raw inputs must
+    apply as (raw - centre) / scale."""
     if how == "none":
-        return arrays
-    out = dict(arrays)
+        return {}
+    stats = {}
     for port in ports:
         if port not in arrays:
             continue
-        a = arrays[port].astype(np.float32)
-        train = a[train_idx]
+        train = arrays[port].astype(np.float32)[train_idx]
         if how == "zscore":
             centre, scale = train.mean(axis=0), train.std(axis=0)
         else:
             centre, scale = train.min(axis=0), train.max(axis=0) - train.min(axis=0)
-        out[port] = (a - centre) / np.where(scale > 0, scale, 1.0)
+        stats[port] = {"centre": centre, "scale": np.where(scale > 0, scale, 1.0)}
+    return stats
+
+
+def normalise(arrays: dict[str, np.ndarray], train_idx: np.ndarray, how: str,
+              ports: Sequence[str] = ("x",),
+              stats: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, np.ndarray]:
+    """Scale `ports` with statistics of the training rows only (z-score or min-max), or
+    with `stats` from `fit_normalisation` when given."""
+    stats = fit_normalisation(arrays, train_idx, how, ports) if stats is None else stats
+    out = dict(arrays)
+    for port, st in stats.items():
+        out[port] = (arrays[port].astype(np.float32) - st["centre"]) / st["scale"]
     return out
 
 
@@ -267,10 +297,15 @@ def from_arrays(arrays: dict[str, np.ndarray], p: dict, stratify: str = "y",
         idx = _split_around(n, np.asarray(test_rows, dtype=np.int64), p, labels)
     else:
         idx = _split(n, p, labels, p.get("test_fraction", 0.0))
-    arrays = normalise(arrays, idx["train"], p.get("normalize", "none"), normalize_ports)
+    how = p.get("normalize", "none")
+    stats = fit_normalisation(arrays, idx["train"], how, normalize_ports)
+    arrays = normalise(arrays, idx["train"], how, normalize_ports, stats)
     tensors = {k: _to_tensor(v) for k, v in arrays.items()}
     splits = {k: torch.as_tensor(v, dtype=torch.long) for k, v in idx.items()}
-    return Dataset(tensors, splits, p.get("batch_size", 32), p.get("shuffle", True))
+    data = Dataset(tensors, splits, p.get("batch_size", 32), p.get("shuffle", True))
+    data.normalization = {port: {k: torch.as_tensor(v) for k, v in st.items()}
+                          for port, st in stats.items()}
+    return data
 
 
 def _split(n: int, p: dict, labels: np.ndarray | None,

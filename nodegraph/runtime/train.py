@@ -405,7 +405,8 @@ class _Sums:
             v = values.get(key)
             if v is None:
                 continue
-            v = float(v.detach()) if self.on_cpu else v.detach()
+            v = v.detach() if v.ndim == 0 else v.detach().mean()  # reduction none: per sample
+            v = float(v) if self.on_cpu else v
             self.last[node] = v
             self.sums[node] += v * n
             if self.on_cpu and not math.isfinite(v):

@@ -297,8 +297,11 @@ def _table(p):
                if c not in cols]
     if missing:
         raise NodegraphError(f"columns {missing} are not in the table (columns: {cols})")
-    if not p.inputs or not p.targets:
-        raise NodegraphError("name at least one input column and one target column")
+    if not p.inputs:
+        raise NodegraphError("name at least one input column")
+    if not p.targets and p.get("split") == "stratified":
+        raise NodegraphError("a stratified split needs a target column; name one in targets "
+                             "or choose another split")
 
     def column(name, dtype):
         try:
@@ -307,7 +310,9 @@ def _table(p):
             raise NodegraphError(f"column '{name}' holds a value that is not a number") from None
 
     x = np.stack([column(c, np.float32) for c in p.inputs], axis=1)
-    if p.target_kind == "class":
+    if not p.targets:  # inference only: y is empty, (N, 0), and nothing may train on it
+        y = np.zeros((len(rows), 0), dtype=np.float32)
+    elif p.target_kind == "class":
         y = column(p.targets[0], np.float64).astype(np.int64)
     else:
         y = np.stack([column(c, np.float32) for c in p.targets], axis=1)
@@ -584,13 +589,15 @@ _point_sets = [
 _inline = [
     block("data.Table", "data",
           "A small table typed into the graph file: named columns, rows of numbers.\n\n"
-          "`inputs` name the columns that form x, `targets` those that form y. An optional "
+          "`inputs` name the columns that form x, `targets` those that form y. With no "
+          "targets (a table to predict on) y is empty, (N, 0). An optional "
           "split column holding train/val/test fixes the split by hand.",
           _table, **XY,
           params=[Param("columns", "strs", doc="column names, in row order"),
                   Param("rows", "json", doc="the rows: a list of lists of values"),
                   Param("inputs", "strs", doc="columns that form the input x"),
-                  Param("targets", "strs", doc="columns that form the target y"),
+                  Param("targets", "strs", [], "columns that form the target y; empty "
+                        "for inference only (y is then empty, (N, 0))"),
                   TARGET_KIND,
                   str_param("split_column", "", "a column of train/val/test labels; empty "
                             "means split by the split params"),
