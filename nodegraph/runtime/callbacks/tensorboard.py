@@ -132,8 +132,8 @@ def numbers(stats: dict[str, Any]) -> dict[str, float]:
 
 
 def hyperparameters(graph: Graph, opts: dict[str, Any]) -> dict[str, Any]:
-    """`node.param` for each number, text or flag param of a node (defaults included), `training.key` for
-    each such training setting: the values TensorBoard's HParams tab can compare."""
+    """`node.param` for each number, text or flag param of a node (defaults included),
+    `training.key` for each such training setting: what the HParams tab can compare."""
     def plain(v) -> bool:
         return isinstance(v, (bool, str)) or (isinstance(v, Real) and math.isfinite(v))
 
