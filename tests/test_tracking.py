@@ -95,3 +95,30 @@ def _env() -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def test_mlflow_records_params_metrics_and_graph(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    # MLflow 3 keeps the file store only on request; a local store needs no server
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = (tmp_path / "store").as_uri()
+    graph = load(XOR)
+    graph.set_training("seed", 3)
+    result = train(graph, epochs=3, mlflow=uri)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("xor-mlp")
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED"
+    assert run.data.params["opt.lr"] == "0.05"
+    assert run.data.params["training.seed"] == "3"
+    losses = client.get_metric_history(run.info.run_id, "train.loss")
+    assert [m.step for m in sorted(losses, key=lambda m: m.step)] == [1, 2, 3]
+    assert [m.value for m in sorted(losses, key=lambda m: m.step)] == pytest.approx(
+        [h["train"]["loss"] for h in result.history])
+    assert len(client.get_metric_history(run.info.run_id, "lr.opt")) == 3
+    (artifact,) = client.list_artifacts(run.info.run_id)
+    assert artifact.path == "xor-mlp.json"
+    saved = client.download_artifacts(run.info.run_id, artifact.path, str(tmp_path))
+    assert load(saved).training["seed"] == 3  # the graph as it ran, settings included

@@ -120,11 +120,13 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
           checkpoint_dir: str | Path | None = None, resume: bool = False,
           control: RunControl | None = None,
           prepare: Callable[[Compiled], None] | None = None,
-          callbacks: Iterable[Callback] = (), log_dir: str | Path | None = None) -> RunResult:
+          callbacks: Iterable[Callback] = (), log_dir: str | Path | None = None,
+          mlflow: str | None = None) -> RunResult:
     """Train `graph` and return its history; arguments override the file's training section.
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
     weights there); `callbacks` join the loop after the trainer's own; `log_dir` (or
-    `training.log_dir`) writes TensorBoard event files there."""
+    `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI)
+    records the run in MLflow."""
     opts = training_options(graph, epochs=epochs, seed=seed, device=device, log_dir=log_dir)
     if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
         outputs.check_folder(checkpoint_dir, "checkpoint folder")
@@ -140,6 +142,10 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         board = TensorBoard(opts["log_dir"], graph, opts)
         board.attach(events)  # before the trainer is built: it probes for the histograms
         callbacks = [*callbacks, board]
+    if mlflow and (group is None or group.rank == 0):
+        from nodegraph.runtime.callbacks.mlflow import MLflow
+
+        callbacks = [*callbacks, MLflow(mlflow, graph, opts)]
     fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
     if prepare is not None:
         prepare(compiled)
