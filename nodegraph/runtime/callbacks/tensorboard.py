@@ -33,7 +33,9 @@ def summary_writer(log_dir: Path):
     except ImportError as e:  # torch imports tensorboard's protobufs itself
         raise NodegraphError(f"--log-dir / training.log_dir needs the tensorboard package "
                              f"({e}); install it with pip install 'nodegraph[tracking]'") from e
-    return SummaryWriter(log_dir=str(log_dir))
+    # the writer's thread flushes every few seconds: a live TensorBoard follows the run, and
+    # a fast epoch does not wait for the disk
+    return SummaryWriter(log_dir=str(log_dir), flush_secs=5)
 
 
 class TensorBoard(Callback):
@@ -86,7 +88,6 @@ class TensorBoard(Callback):
                 w.add_scalar(f"{split}/{key}", value, epoch)
         for node, lr in entry["lr"].items():
             w.add_scalar(f"lr/{node}", lr, epoch)
-        w.flush()
 
     def on_run_end(self, trainer) -> None:
         from torch.utils.tensorboard.summary import hparams as hparam_summaries
