@@ -97,6 +97,10 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="continue from the checkpoint in DIR")
     run.add_argument("--probe-out", metavar="FILE.jsonl", help="record activation and gradient "
                      "probe frames for replay in the editor")
+    run.add_argument("--log-dir", metavar="DIR", help="write TensorBoard event files here "
+                     "(scalars, learning rates, hyperparameters, probe histograms)")
+    run.add_argument("--mlflow", metavar="URI", help="record the run in MLflow at this "
+                     "tracking URI (params, metrics per epoch, the graph as an artifact)")
     run.add_argument("--quiet", action="store_true", help="print only the final result")
     run.add_argument("--compile", action="store_true", help="run the training forward through "
                      "torch.compile (inductor); falls back to eager where it cannot")
@@ -184,7 +188,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         with _beside(args.graph):
             result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
                            events=events, checkpoint_dir=args.checkpoint_dir,
-                           resume=args.resume, prepare=prepare)
+                           resume=args.resume, prepare=prepare, log_dir=args.log_dir,
+                           mlflow=args.mlflow)
     except KeyboardInterrupt:
         renderer.close()
         if not args.checkpoint_dir:

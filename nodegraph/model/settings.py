@@ -55,6 +55,8 @@ TRAINING_PARAMS: tuple[Param, ...] = (
                  "run the training forward through torch.compile with this backend; falls back "
                  "to eager when compilation fails"),
     int_param("eval_batch_size", 1024, "batch size for evaluation passes", min=1),
+    str_param("log_dir", "", "write TensorBoard event files here (scalars, learning rates, "
+              "hyperparameters, probe histograms; needs the tracking extra); empty: none"),
 )
 
 _BY_NAME = {p.name: p for p in TRAINING_PARAMS}

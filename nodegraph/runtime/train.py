@@ -120,17 +120,32 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
           checkpoint_dir: str | Path | None = None, resume: bool = False,
           control: RunControl | None = None,
           prepare: Callable[[Compiled], None] | None = None,
-          callbacks: Iterable[Callback] = ()) -> RunResult:
+          callbacks: Iterable[Callback] = (), log_dir: str | Path | None = None,
+          mlflow: str | None = None) -> RunResult:
     """Train `graph` and return its history; arguments override the file's training section.
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
-    weights there); `callbacks` join the loop after the trainer's own."""
-    opts = training_options(graph, epochs=epochs, seed=seed, device=device)
+    weights there); `callbacks` join the loop after the trainer's own; `log_dir` (or
+    `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI)
+    records the run in MLflow."""
+    opts = training_options(graph, epochs=epochs, seed=seed, device=device, log_dir=log_dir)
     if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
         outputs.check_folder(checkpoint_dir, "checkpoint folder")
+    if opts["log_dir"]:
+        outputs.check_folder(opts["log_dir"], "log folder (--log-dir, training.log_dir)")
     group = distributed.current()
     device = distributed.setup(group, opts.device) if group else opts.device
     compiled = compile_for(graph, opts, device)
     events = events or Emitter()
+    if opts["log_dir"] and (group is None or group.rank == 0):  # one writer under DDP
+        from nodegraph.runtime.callbacks.tensorboard import TensorBoard
+
+        board = TensorBoard(opts["log_dir"], graph, opts)
+        board.attach(events)  # before the trainer is built: it probes for the histograms
+        callbacks = [*callbacks, board]
+    if mlflow and (group is None or group.rank == 0):
+        from nodegraph.runtime.callbacks.mlflow import MLflow
+
+        callbacks = [*callbacks, MLflow(mlflow, graph, opts)]
     fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
     if prepare is not None:
         prepare(compiled)
@@ -142,9 +157,11 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
 
 
 def training_options(graph: Graph, **overrides):
-    """The graph's training section with the non-None `overrides` (epochs, seed, device)."""
+    """The graph's training section with the non-None `overrides` (epochs, seed, device,
+    log_dir)."""
     opts, problems = settings.resolve(
-        {**graph.training, **{k: v for k, v in overrides.items() if v is not None}})
+        {**graph.training, **{k: str(v) if isinstance(v, Path) else v
+                              for k, v in overrides.items() if v is not None}})
     if problems:
         raise ValidationError(problems)
     return opts
