@@ -26,4 +26,5 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check nodegraph nodes tests benchmarks examples tools
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/nodegraph blocks --markdown --check docs/blocks.md

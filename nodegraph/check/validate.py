@@ -161,9 +161,9 @@ def _report_on_instances(report: Report, flat: groups.Flat) -> None:
     report.flat = flat
     problems = []
     for p in report.problems:
-        origin = flat.origin.get(p.node, p.node)
-        if origin != p.node:
-            inner = p.node[len(origin) + len(groups.SEP):].replace(groups.SEP, "/")
+        node = p.node
+        if node is not None and (origin := flat.origin.get(node, node)) != node:
+            inner = node[len(origin) + len(groups.SEP):].replace(groups.SEP, "/")
             p = Problem(origin, p.port, p.kind, f"inside, at '{inner}': {p.message}", p.hint,
                         p.severity)
         problems.append(p)
@@ -262,11 +262,12 @@ def _check_ties(graph: Graph, report: Report) -> None:
         for (node, param), (_, why) in zip(ends, found, strict=True):
             if why:
                 _tie_problem(report, seen, node, param, why)
-        if all(t is not None for t, _ in found) and found[0][0].shape != found[1][0].shape:
+        src_t, dst_t = found[0][0], found[1][0]
+        if src_t is not None and dst_t is not None and src_t.shape != dst_t.shape:
             _tie_problem(report, seen, tie.dst, tie.dst_param,
-                         f"cannot tie it {tuple(found[1][0].shape)} to "
+                         f"cannot tie it {tuple(dst_t.shape)} to "
                          f"{_shown(report, tie.src)}.{tie.src_param} "
-                         f"{tuple(found[0][0].shape)}: shapes differ")
+                         f"{tuple(src_t.shape)}: shapes differ")
 
 
 def _check_binds(report: Report) -> None:
@@ -274,7 +275,7 @@ def _check_binds(report: Report) -> None:
     `compile` builds: op nodes with a module of their own."""
     shared = report.flat.shared if report.flat else {}
     for node, spec in report.specs.items():
-        names = report.params.get(node, {}).get(spec.binds) if spec.binds else None
+        names = report.params.get(node, Params()).get(spec.binds) if spec.binds else None
         if spec.kind not in ("op", "metric") or not isinstance(names, list):
             continue
         bad = [n for n in names if not isinstance(n, str) or n in shared
@@ -428,10 +429,10 @@ def _check_edges(graph: Graph, report: Report) -> None:
             if reason:
                 report.problems.append(Problem(e.dst, e.dst_port, "type_mismatch",
                                                f"wire from {e.src}.{e.src_port}: {reason}"))
-    for (node, port), count in fed.items():
+    for (node_id, port_name), count in fed.items():
         if count > 1:
-            report.problems.append(Problem(node, port, "multiple_inputs",
-                                           f"input '{port}' is fed by {count} wires",
+            report.problems.append(Problem(node_id, port_name, "multiple_inputs",
+                                           f"input '{port_name}' is fed by {count} wires",
                                            "an input takes one wire; remove the extra ones"))
     for node in graph:
         spec = report.specs.get(node.id)
@@ -562,7 +563,7 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
             continue
         edge = graph.source_of(node_id, "schedule")
         sched = report.specs.get(edge.src) if edge else None
-        if sched is None or edge.src not in report.params:
+        if edge is None or sched is None or edge.src not in report.params:
             continue
         try:
             sched.build(report.params[edge.src], optimizer)
@@ -606,7 +607,7 @@ def _check_trainable(graph: Graph, report: Report) -> None:
         if edge is None:
             continue
         upstream = graph.upstream([edge.src])
-        named = report.params.get(opt, {}).get("scope") or []  # unknown ones: `references`
+        named = report.params.get(opt, Params()).get("scope") or []  # unknown ones: `references`
         scope = [m for s in named for m in (report.flat.members(s) if report.flat else None)
                  or [s]]
         counted = [n for n in (scope or upstream) if report.param_counts.get(n)]

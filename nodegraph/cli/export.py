@@ -71,14 +71,14 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
     elif args.to == "onnx":
         from nodegraph.interop.export.onnx import to_onnx
 
-        result = to_onnx(graph, out, args.outputs, weights)
+        onnx = to_onnx(graph, out, args.outputs, weights)
         check = ("the outputs depend on random draws, so onnxruntime's were not compared"
-                 if result.random else
+                 if onnx.random else
                  "onnxruntime is not installed, so the file was not checked"
-                 if result.max_difference is None else
-                 f"onnxruntime agrees with the graph to {result.max_difference:.2g}")
-        print(f"wrote {out}: inputs {', '.join(result.inputs) or '-'}; outputs "
-              f"{', '.join(result.outputs)}; {check}")
+                 if onnx.max_difference is None else
+                 f"onnxruntime agrees with the graph to {onnx.max_difference:.2g}")
+        print(f"wrote {out}: inputs {', '.join(onnx.inputs) or '-'}; outputs "
+              f"{', '.join(onnx.outputs)}; {check}")
         print(f"  weights: {carried}")
         _say_untrained(carried, "the file carries them")
     else:

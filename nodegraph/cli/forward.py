@@ -55,7 +55,7 @@ def cmd_forward(args: argparse.Namespace) -> int:
     arrays = {f"{n}.{p}": t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16
               else t.detach().cpu().numpy() for (n, p), t in outputs.items()}
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, allow_pickle=True, **arrays)  # numpy's default, named for mypy
     _write_bytes(Path(args.out), buffer.getvalue())
     for name, a in arrays.items():
         print(f"  {name:<28} {str(a.shape):<18} {a.dtype}")

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,7 +106,7 @@ class Sweep:
 
 def sweep(graph: str | Path, grid: dict[str, list[Any]], out: str | Path, jobs: int = 1,
           metric: str | None = None, epochs: int | None = None,
-          extra: list[str] = (), echo=print) -> Sweep:
+          extra: Sequence[str] = (), echo=print) -> Sweep:
     """Run every combination of `grid` on `graph` (with the `nodegraph run` arguments
     `extra`), writing into `out`; `metric` (split.key) picks the best."""
     from nodegraph.cli.main import with_assignments
@@ -169,10 +170,10 @@ def _execute(run: Run, graph, epochs, extra, env, metric) -> Run:
 
 
 def _mark_best(runs: list[Run], metric: str) -> None:
-    done = [r for r in runs if r.value is not None]
+    done = [(r, r.value) for r in runs if r.value is not None]
     if done:
         pick = max if monitor_rises(metric, "auto") else min
-        pick(done, key=lambda r: r.value).best = True
+        pick(done, key=lambda done_run: done_run[1])[0].best = True
 
 
 def _write_summary(path: Path, runs: list[Run], targets: list[str], metric: str) -> None:

@@ -26,7 +26,7 @@ import math
 import operator
 import tempfile
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -489,7 +489,7 @@ def _json(value: Any) -> Any:
                          "file")
 
 
-def _kwargs(cls: type, args: dict, varkw: dict) -> dict | None:
+def _kwargs(cls: Callable[..., Any], args: dict, varkw: dict) -> dict | None:
     """Recorded constructor arguments as JSON, those equal to their default left out."""
     try:
         signature = inspect.signature(cls)
@@ -562,12 +562,13 @@ class _Tracer(torch.fx.Tracer):
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
         # (the class only: reading the module's attributes here would add them to the trace)
         return type(m) in _equivalents()[0] or qualname in self.leaves or isinstance(
-            m, EXTENDED) or _train_only(type(m)) and not any(True for _ in m.children()) \
-            or super().is_leaf_module(m, qualname)
+            m, EXTENDED) or _train_only(type(m)) and not any(  # type: ignore[arg-type]
+            True for _ in m.children()) or super().is_leaf_module(m, qualname)
+        # (the ignore: torch's Module.__hash__ stub makes mypy think a class unhashable)
 
 
 @functools.cache
-def _train_only(cls: type) -> bool:
+def _train_only(cls: type[nn.Module]) -> bool:
     """True when `cls.forward` reads `self.training` (timm's DropPath, a dropout of one's
     own): traced in eval mode it would vanish, so a childless one stays a module whose
     train/eval difference survives."""

@@ -35,6 +35,7 @@ class Estimator(nn.Module):
     `fit_arrays` (numpy in, named numpy arrays out) and `predict` (torch, from buffers)."""
 
     STATE: tuple[str, ...] = ()
+    fitted: torch.Tensor  # a bool buffer: whether `fit` has run
 
     def __init__(self) -> None:
         super().__init__()
@@ -50,7 +51,7 @@ class Estimator(nn.Module):
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def out_meta(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def out_meta(self, x: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
         """An empty tensor shaped like the prediction, for shape inference on meta inputs."""
         raise NotImplementedError
 
@@ -77,7 +78,7 @@ class Estimator(nn.Module):
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The fitted state as numpy arrays (what views read)."""
-        return {name: self._buffers[name].detach().cpu().numpy() for name in self.STATE}
+        return {name: self.get_buffer(name).detach().cpu().numpy() for name in self.STATE}
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # a fresh module holds empty buffers: take the saved shapes and dtypes first
@@ -95,7 +96,7 @@ def estimator_steps(compiled) -> list[tuple[str, Estimator, tuple]]:
 
 
 def split_inputs(compiled, node: str, in_keys: tuple, split: str,
-                 chunk: int = 4096) -> list[torch.Tensor]:
+                 chunk: int = 4096) -> list[torch.Tensor | None]:
     """The values wired into `node` over the whole of `split`, computed by the graph
     upstream of it in eval mode without gradients."""
     graph = compiled.exec_graph or compiled.graph
@@ -133,8 +134,12 @@ def fit_estimators(compiled, emit: Callable[[str], Any] | None = None) -> list[s
         if not inputs or inputs[0] is None:
             raise NodeRuntimeError(node, "has no train split to fit on",
                                    "wire it to a data block with a train split")
+        wired = [t for t in inputs if t is not None]
+        if len(wired) != len(inputs):
+            raise NodeRuntimeError(node, "has an input that is not wired, so it cannot fit",
+                                   "wire its target")
         try:
-            module.fit(*inputs)
+            module.fit(*wired)
         except NodegraphError as e:
             raise NodeRuntimeError(node, str(e)) from None
         except (ValueError, TypeError) as e:  # scikit-learn's words for data it refuses

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -191,7 +191,7 @@ class _Allocations(TorchDispatchMode):
 _ALIASING = {torch.ops.aten._unsafe_view.default, torch.ops.aten.alias.default}
 
 
-def run_counted(module: torch.nn.Module, args: list) -> tuple[object, int]:
+def run_counted(module: torch.nn.Module, args: list) -> tuple[Any, int]:
     """`module(*args)` on meta inputs, and the bytes of the tensors it made on the way."""
     try:
         with _Allocations() as counted:

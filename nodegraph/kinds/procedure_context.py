@@ -112,13 +112,13 @@ class ProcedureContext:
             raise NodegraphError(f"'{node}' is not a block with a forward pass or a group "
                                  "instance, so a procedure cannot loop around it")
         feeds = {target: port for port, targets in inputs.items() for target in targets}
-        plan = []
+        steps = []
         for step_node, module, in_keys, out_keys in c.module.plan(members):
             ports = [p.name for p in c.report.specs[step_node].inputs]
             keys = tuple(("", feeds[(step_node, port)]) if (step_node, port) in feeds else key
                          for port, key in zip(ports, in_keys, strict=True))
-            plan.append((step_node, module, keys, out_keys))
-        plan = tuple(plan)
+            steps.append((step_node, module, keys, out_keys))
+        plan = tuple(steps)
 
         def call(**given: torch.Tensor) -> dict[str, torch.Tensor]:
             unknown = set(given) - set(inputs)
@@ -130,7 +130,8 @@ class ProcedureContext:
                 values = c.module.run(plan, {("", port): v for port, v in given.items()})
             return {port: values[key] for port, key in outputs.items()}
 
-        call.inputs, call.outputs = list(inputs), list(outputs)  # port names, in order
+        # port names, in order (mypy does not model attributes set on a function)
+        call.inputs, call.outputs = list(inputs), list(outputs)  # type: ignore[attr-defined]
         return call
 
     def batch(self, split: str = "train") -> dict[str, torch.Tensor]:

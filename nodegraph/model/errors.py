@@ -105,7 +105,7 @@ class GraphError(NodegraphError):
 class PortError(NodegraphError):
     """Raised by a block's build when an input's shape or dtype does not fit; names the port."""
 
-    def __init__(self, port: str, message: str, hint: str = "",
+    def __init__(self, port: str | None, message: str, hint: str = "",
                  kind: ProblemKind | str = ProblemKind.SHAPE_MISMATCH):
         self.port, self.hint, self.kind = port, hint, kind
         super().__init__(message)

@@ -343,10 +343,11 @@ def _read_ties(graph: Graph, ties: Any, problems: list[Problem]) -> None:
 def _edge_ends(entry: Any) -> tuple[tuple[str, str], tuple[str, str]] | None:
     if not isinstance(entry, dict):
         return None
-    ends = entry.get("from"), entry.get("to")
+    src: Any = entry.get("from")
+    dst: Any = entry.get("to")
     if all(isinstance(x, list) and len(x) == 2 and all(isinstance(s, str) for s in x)
-           for x in ends):
-        return tuple(ends[0]), tuple(ends[1])
+           for x in (src, dst)):
+        return (src[0], src[1]), (dst[0], dst[1])
     return None
 
 

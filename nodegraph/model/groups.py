@@ -63,7 +63,7 @@ def is_group(block_type: str) -> bool:
     return block_type.startswith(PREFIX)
 
 
-def group_spec(defn: GroupDef, registry: Registry) -> BlockSpec:
+def group_spec(defn: GroupDef, registry: Registry | GroupRegistry) -> BlockSpec:
     """The block declaration of a group: its ports typed as the inner ports they stand for."""
     def inner_type(node: str, port: str, outputs: bool):
         inner = defn.body.nodes.get(node)
@@ -101,7 +101,7 @@ def _port_type(registry, block_type: str, port: str, outputs: bool, seen: set[st
         ref = defn.outputs.get(port) if outputs else next(iter(defn.inputs.get(port) or []),
                                                            None)
         inner = defn.body.nodes.get(ref[0]) if ref else None
-        if inner is None:
+        if inner is None or ref is None:
             return TENSOR
         block_type, port = inner.type, ref[1]
     spec = _spec_or_none(registry, block_type)

@@ -69,14 +69,14 @@ def resolve(training: dict[str, Any]) -> tuple[Params, list[Problem]]:
     for param in TRAINING_PARAMS:
         values[param.name] = param.default
     for name, value in training.items():
-        param = _BY_NAME.get(name)
-        if param is None:
+        found = _BY_NAME.get(name)
+        if found is None:
             known = ", ".join(_BY_NAME)
             problems.append(Problem(None, f"training.{name}", "unknown_param",
                                     f"unknown training setting '{name}' (known: {known})"))
             continue
         try:
-            values[name] = param.check(value)
+            values[name] = found.check(value)
         except Exception as e:
             problems.append(Problem(None, f"training.{name}", "bad_param", str(e)))
     return values, problems

@@ -353,7 +353,7 @@ class BlockSpec:
 
     def to_dict(self) -> dict:
         def port(p: Port) -> dict:
-            d = {"name": p.name, "type": p.type.name, "doc": p.doc}
+            d: dict[str, Any] = {"name": p.name, "type": p.type.name, "doc": p.doc}
             if p.optional:
                 d["optional"] = True
             if p.views:

@@ -54,7 +54,7 @@ class Plan(tuple):
     loss: Key | None = None
 
 
-def _lean(steps: tuple[Step, ...], loss: Key, keep: set[Key]) -> Plan:
+def _lean(steps: tuple[Step, ...], loss: Key, keep: set[Key | None]) -> Plan:
     """`steps` as a Plan that lets go of every output it makes except those in `keep`."""
     plan = Plan(steps)
     plan.drop = tuple(k for _, _, _, outs in steps for k in outs if k not in keep)
@@ -88,7 +88,7 @@ class GraphModule(nn.Module):
         node = None
         try:
             for node, module, in_keys, out_keys in plan:  # noqa: B007 (node names failures)
-                out = module(*[values.get(k) for k in in_keys])
+                out = module(*[None if k is None else values.get(k) for k in in_keys])
                 if len(out_keys) == 1:
                     values[out_keys[0]] = out
                 else:
@@ -98,8 +98,8 @@ class GraphModule(nn.Module):
         except Exception as e:
             message = first_line(e)
             raise NodeRuntimeError(node, f"{type(e).__name__}: {message}") from e
-        drop = getattr(plan, "drop", None)
-        if drop and _finite_on_cpu(values.get(plan.loss)) and \
+        drop, loss = getattr(plan, "drop", None), getattr(plan, "loss", None)
+        if drop and loss is not None and _finite_on_cpu(values.get(loss)) and \
                 not torch.compiler.is_compiling():
             for key in drop:
                 values.pop(key, None)
@@ -263,7 +263,7 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
                                     for e in graph.edges_into(m.node))]
     compiled.eval_plan = module.plan(graph.upstream(sinks))
     if for_training:
-        _build_optimizers(compiled, sinks)
+        _build_optimizers(compiled, graph, sinks)
     return compiled
 
 
@@ -290,14 +290,17 @@ def _source(graph: Graph, node: str, port: str) -> Key | None:
     return None if edge is None else edge.source
 
 
-def _build_optimizers(compiled: Compiled, sinks: list[str]) -> None:
-    graph, report, module = compiled.exec_graph, compiled.report, compiled.module
+def _build_optimizers(compiled: Compiled, graph: Graph, sinks: list[str]) -> None:
+    """`graph`: what runs (`compiled.exec_graph`)."""
+    report, module = compiled.report, compiled.module
     opt_nodes = [nid for nid in report.order if report.specs[nid].kind == "optimizer"]
     # what the trainer reads after a step: every loss (the epoch's sums), the metrics' inputs
     keep = {*compiled.loss_keys.values(), *(k for m in compiled.metrics for k in m.keys)}
     for i, nid in enumerate(opt_nodes):
         params = report.params[nid]
         loss_edge = graph.source_of(nid, "loss")
+        if loss_edge is None:  # validate reports this before compile gets here
+            raise NodeRuntimeError(nid, "its loss input is not wired", "wire a loss into it")
         upstream = graph.upstream([loss_edge.src])
         scope = _members(report, params.get("scope")) or sorted(upstream)
         trainable = _parameters(module, scope)
@@ -332,11 +335,11 @@ def _members(report: Report, nodes: list[str] | None) -> list[str]:
 def _tie(graph: Graph, steps: dict[str, Step]) -> None:
     """Make each tied parameter one Parameter object used by both blocks."""
     for tie in graph.ties:
-        ends = [steps.get(tie.src), steps.get(tie.dst)]
-        if None in ends:
+        src_step, dst_step = steps.get(tie.src), steps.get(tie.dst)
+        if src_step is None or dst_step is None:
             raise ValidationError([Problem(tie.dst, tie.dst_param, "bad_tie",
                                            "ties join parameters of blocks with weights")])
-        src, dst = ends[0][1], ends[1][1]
+        src, dst = src_step[1], dst_step[1]
         source = dict(src.named_parameters()).get(tie.src_param)
         target = dict(dst.named_parameters()).get(tie.dst_param)
         if source is None or target is None:

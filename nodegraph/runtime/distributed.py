@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -55,8 +56,8 @@ class Group:
         dist.all_reduce(t)
         return t.tolist()
 
-    def gather(self, obj: object) -> list[object]:
-        out: list[object] = [None] * self.world
+    def gather(self, obj: Any) -> list[Any]:
+        out: list[Any] = [None] * self.world
         dist.all_gather_object(out, obj)
         return out
 

@@ -140,7 +140,8 @@ def _endless(trainer: Trainer) -> Iterator[dict]:
     """Training batches, starting over (reshuffled) whenever the split runs out."""
     while True:
         empty = True
-        for values in trainer.batches("train", trainer.primary.shuffle):
+        shuffle = trainer.primary is not None and trainer.primary.shuffle
+        for values in trainer.batches("train", shuffle):
             empty = False
             yield values
         if empty:

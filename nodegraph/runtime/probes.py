@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -227,7 +227,7 @@ class _Watch:
 
     def __init__(self, prober: Prober, module: torch.nn.Module, ports: dict[str, list[str]]):
         self.prober, self.ports, self.order = prober, ports, list(ports)
-        self.blocks = module.blocks
+        self.blocks = cast(torch.nn.ModuleDict, module.blocks)
         self.outputs: dict[str, dict[str, OutputSummary]] = {}
         self.grads: dict[str, dict[str, GradSummary]] = {}
         self.handles: list[Any] = []

@@ -11,7 +11,14 @@ import sys
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from nodegraph.model.events import (
     Emitter,
@@ -44,7 +51,8 @@ class ConsoleRenderer:
         self.err = Console(stderr=True, highlight=False, soft_wrap=True)
         self.out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
         self.progress: Progress | None = None
-        self.epoch_task = self.step_task = None
+        self.epoch_task: TaskID | None = None
+        self.step_task: TaskID | None = None
 
     def attach(self, events: Emitter) -> None:
         # only what it draws: a listener for everything would switch on the probes
@@ -59,7 +67,8 @@ class ConsoleRenderer:
             return
         if isinstance(event, RunStarted):
             self._start(event)
-        elif isinstance(event, StepEnded) and self.progress is not None:
+        elif (isinstance(event, StepEnded) and self.progress is not None
+              and self.step_task is not None):
             self.progress.update(self.step_task, completed=event.step, total=event.steps)
         elif isinstance(event, EpochEnded):
             self._epoch(event)
@@ -82,7 +91,7 @@ class ConsoleRenderer:
         self.step_task = self.progress.add_task("steps ", total=e.steps_per_epoch)
 
     def _epoch(self, e: EpochEnded) -> None:
-        if self.progress is not None:
+        if self.progress is not None and self.epoch_task is not None:
             self.progress.update(self.epoch_task, completed=e.epoch)
         every = max(1, e.epochs // 20)  # about twenty lines for a long run
         if e.epoch % every and e.epoch != e.epochs and e.epoch != 1:

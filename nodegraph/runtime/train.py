@@ -272,7 +272,7 @@ class Trainer:
             if o.scheduler is not None and not o.per_step:
                 o.scheduler.step()
         hooks.on_validation_end(self)  # the monitor; the best weights
-        entry = {"epoch": state.epoch, "train": state.train, "val": state.val,
+        entry: dict[str, Any] = {"epoch": state.epoch, "train": state.train, "val": state.val,
                  "lr": {o.node: o.optimizer.param_groups[0]["lr"] for o in self.active},
                  "seconds": round(time.perf_counter() - began, 4)}
         if len(state.stages) > 1:
@@ -293,7 +293,8 @@ class Trainer:
         loss_every = self.opts["loss_every"]
         before, after = self.callbacks.step_start, self.callbacks.step_end
         step = 0
-        for step, values in enumerate(self.batches("train", self.primary.shuffle), 1):
+        shuffle = self.primary is not None and self.primary.shuffle  # None: no data to batch
+        for step, values in enumerate(self.batches("train", shuffle), 1):
             if self.ddp is not None:
                 values, self.scale = self.ddp.shard(values)
             if control.stopped:
@@ -314,7 +315,8 @@ class Trainer:
             if c.metrics:
                 with torch.no_grad():
                     for m in c.metrics:
-                        m.metric.update(*[_detach(values.get(k)) for k in m.keys])
+                        m.metric.update(*[_detach(None if k is None else values.get(k))
+                                          for k in m.keys])
             if want_steps:
                 loss = sums.last_total() if step % loss_every == 0 or step == steps else None
                 events.emit(StepEnded(epoch, step, steps, loss))
@@ -376,7 +378,7 @@ class Trainer:
             c.module.run(c.eval_plan, values)
             sums.add(values, next(iter(values.values())).shape[0])
             for m in c.metrics:
-                m.metric.update(*[values.get(k) for k in m.keys])
+                m.metric.update(*[None if k is None else values.get(k) for k in m.keys])
         c.module.train(was_training)
         return {**sums.means(), **_metric_values(c)}
 

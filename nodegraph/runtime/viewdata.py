@@ -526,10 +526,10 @@ def detections(compiled: Compiled, node: str, split: str | None = None, limit: i
                  for i in range(len(x))]
     grid = cells = matches = None
     encoders = _nodes_of(compiled, "detection.GridEncode")
-    if encoders:
+    encoder = compiled.module.module_of(encoders[0]) if encoders else None
+    if encoders and encoder is not None:
         p = compiled.report.params[encoders[0]]  # the graph's own encoder, on one image
-        t = compiled.module.module_of(encoders[0])(gt_boxes[:1], gt_labels[:1],
-                                                   gt_mask[:1].float())
+        t = encoder(gt_boxes[:1], gt_labels[:1], gt_mask[:1].float())
         grid = p["grid"]
         cells = []
         for j, (box, _) in enumerate(truth[0]):
@@ -540,9 +540,9 @@ def detections(compiled: Compiled, node: str, split: str | None = None, limit: i
                 cells.append((r, c, j))
     if "logits" in out:
         losses = _nodes_of(compiled, "detection.SetLoss")
-        p = compiled.report.params[losses[0]] if losses else {}
+        lp = compiled.report.params[losses[0]] if losses else {}
         matcher = compiled.graph.registry.get("detection.SetMatch")  # the loss's matching
-        given = {k: p[k] for k in ("image_size", "w_class", "w_l1", "w_giou") if k in p}
+        given = {k: lp[k] for k in ("image_size", "w_class", "w_l1", "w_giou") if k in lp}
         params, _ = matcher.resolve_params(given or {"image_size": x.shape[-1]})
         args = (out["logits"][:1], boxes[:1], gt_boxes[:1], gt_labels[:1],
                 gt_mask[:1].float())

@@ -142,8 +142,12 @@ def pruning_path(compiled, node: str, max_points: int = 40) -> PruningPath:
     data = {}
     for split in ("train", "val", "test"):
         if all(ds.has(split) for ds in compiled.datasets.values()):
-            x, y = split_inputs(compiled, node, in_keys, split)
-            data[split] = (x.detach().cpu().numpy(), y.detach().cpu().numpy().reshape(len(y), -1))
+            xt, yt = split_inputs(compiled, node, in_keys, split)
+            if xt is None or yt is None:
+                raise NodegraphError(f"'{node}' needs its inputs and target wired to show "
+                                     "its pruning path")
+            data[split] = (xt.detach().cpu().numpy(),
+                           yt.detach().cpu().numpy().reshape(len(yt), -1))
     if "train" not in data:
         raise NodegraphError("the data has no train split")
     classifier = hasattr(module, "num_classes")

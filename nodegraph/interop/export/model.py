@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ast
 import keyword
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -201,10 +202,13 @@ class ModelWriter:
 
     def _block(self, nid: str, seen: dict[int, str]) -> BlockCode:
         module = self.c.module.module_of(nid)
+        if module is None:
+            raise Unexportable(f"internal error: '{nid}' runs no module")
         spec = self.c.report.specs[nid]
-        if is_function_wrapper(module):
+        if is_function_wrapper(module):  # so `module.fn` is callable
             args = [placeholder(i) for i in range(len(spec.inputs))]
-            return BlockCode(nid, template=self.source.inline(module.fn, args))
+            fn = cast(Callable[..., Any], module.fn)
+            return BlockCode(nid, template=self.source.inline(fn, args))
         if reserved_attribute(nid):
             raise Unexportable(f"its id '{nid}' is also the name of an nn.Module method or "
                                "attribute; rename the node")
@@ -237,7 +241,7 @@ class ModelWriter:
         lines = []
         for nid in self.parts.order:
             module = self.c.module.module_of(nid)
-            if self.blocks[nid].inline or self.blocks[nid].alias:
+            if module is None or self.blocks[nid].inline or self.blocks[nid].alias:
                 continue
             for path, p in module.named_parameters(remove_duplicate=False):
                 owner = first.setdefault(id(p), (nid, path))
@@ -285,7 +289,7 @@ class ModelWriter:
         with several outputs), never one the file uses at the top level."""
         taken = set(self.source.bound) | {"self"}
         for code in self.blocks.values():
-            if code.inline:
+            if code.template is not None:  # inline
                 taken |= {n.id for n in ast.walk(ast.parse(code.template)) if
                           isinstance(n, ast.Name)}
         names: dict[Key, str] = {}
@@ -407,6 +411,8 @@ class ModelWriter:
 
     def expression(self, nid: str, args: list[str]) -> str:
         text = self.blocks[nid].template
+        if text is None:
+            raise Unexportable(f"internal error: '{nid}' is not written inline")
         for i, arg in enumerate(args):
             text = text.replace(placeholder(i), arg)
         return text
@@ -468,7 +474,7 @@ class ModelWriter:
         try:
             with torch.no_grad():
                 for i, (nid, module, in_keys, out_keys) in enumerate(self.c.module.full_plan):
-                    args = [values.get(k) for k in in_keys]
+                    args = [None if k is None else values.get(k) for k in in_keys]
                     torch.manual_seed(i)
                     try:
                         expected = module(*args)

@@ -157,7 +157,8 @@ def _export(module: nn.Module, example: tuple, path, in_names, out_names, dynami
             contextlib.redirect_stderr(io.StringIO()), _fastpath_off(fastpath), _quiet_fds():
         warnings.simplefilter("ignore")
         torch.onnx.export(module, example, str(path) if not isinstance(path, io.BytesIO)
-                          else path, input_names=in_names, output_names=out_names,
+                          else path,  # type: ignore[arg-type]  # it writes to a BytesIO too
+                          input_names=in_names, output_names=out_names,
                           dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
 
 

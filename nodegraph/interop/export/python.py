@@ -104,7 +104,7 @@ def to_python(graph: Graph, path: str | Path, source_name: str | None = None) ->
     npz = None
     if arrays:
         npz = path.with_name(npz_name)
-        np.savez(npz, **arrays)
+        np.savez(npz, allow_pickle=True, **arrays)  # numpy's default, named for mypy
     return PythonExport(path, model.name, training, npz,
                         {d.node: compiled.report.specs[d.node].id for d in data
                          if d.arrays is not None})

@@ -27,7 +27,7 @@ class Call:
     """One constructor call: the object made and every argument its `__init__` received."""
 
     obj: Any
-    cls: type
+    cls: Callable[..., Any]  # a class, or a function that builds the object
     args: dict[str, Any]  # by parameter name, defaults included
     varargs: tuple = ()
     varkw: dict[str, Any] = field(default_factory=dict)

@@ -271,7 +271,7 @@ class ScriptWriter:
             self.problems[o.node] = "its optimizer was not made by a Python constructor call"
             return []
         lines = self._recorded(o.node, name, call, self._param_groups(o, call))
-        if o.scheduler is not None:
+        if o.scheduler is not None and o.schedule_node is not None:  # set together
             sched = self.recorder.get(o.scheduler)
             if sched is None:
                 self.problems[o.schedule_node] = "its scheduler was not made by a Python " \
@@ -316,7 +316,8 @@ class ScriptWriter:
             node = paths[id(p)].split(".", 1)[0]
             if not nodes or nodes[-1] != node:
                 nodes.append(node)
-        whole = [p for n in nodes for p in self.c.module.module_of(n).parameters()]
+        modules = [self.c.module.module_of(n) for n in nodes]  # each has one: it owns `params`
+        whole = [p for m in modules if m is not None for p in m.parameters()]
         if _same(params, whole):
             if len(nodes) == 1 and not as_list:
                 return f"model.{nodes[0]}.parameters()"

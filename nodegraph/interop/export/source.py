@@ -199,7 +199,7 @@ class Source:
             return
         text = f"{name} = {self.value(value)}"
         if len(text) > LINE and isinstance(value, dict | list | tuple) and value:
-            open_, close = {dict: "{}", list: "[]", tuple: "()"}[type(value)]
+            open_, close = {dict: ("{", "}"), list: ("[", "]"), tuple: ("(", ")")}[type(value)]
             items = ([f"{self.value(k)}: {self.value(v)}" for k, v in value.items()]
                      if isinstance(value, dict) else [self.value(v) for v in value])
             text = f"{name} = {open_}\n" + "".join(f"    {i},\n" for i in items) + close
@@ -317,7 +317,7 @@ class Source:
     def inline(self, fn: Callable, args: list[str]) -> str:
         """An expression applying `fn` to the argument expressions `args` (a tuple is
         written without its parentheses, for unpacking)."""
-        if getattr(fn, "__name__", None) == "<lambda>":
+        if isinstance(fn, types.FunctionType) and fn.__name__ == "<lambda>":
             lam = self.lambda_expr(fn)
             names = [a.arg for a in lam.args.args]
             if lam.args.vararg or lam.args.kwonlyargs or len(names) != len(args):

@@ -13,7 +13,7 @@ import keyword
 import linecache
 import textwrap
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from nodegraph.model.errors import Unexportable
 
@@ -24,7 +24,7 @@ def expr(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
 
-def copy(node: ast.AST) -> ast.AST:
+def copy(node: ast.AST) -> ast.expr:
     return ast.parse(ast.unparse(node), mode="eval").body
 
 
@@ -34,7 +34,7 @@ def free_names(tree: ast.AST) -> set[str]:
     comprehension)."""
     found: set[str] = set()
 
-    def bound_in(body: list[ast.AST]) -> set[str]:
+    def bound_in(body: Sequence[ast.AST]) -> set[str]:
         out: set[str] = set()
         for stmt in body:
             for node in _walk_scope(stmt):
@@ -74,8 +74,8 @@ def free_names(tree: ast.AST) -> set[str]:
             visit(node.body, bound | params(node.args))
             return
         if isinstance(node, ast.ClassDef):
-            for outer in (*node.decorator_list, *node.bases, *node.keywords):
-                visit(outer, bound)
+            for part in (*node.decorator_list, *node.bases, *node.keywords):
+                visit(part, bound)
             class_bound = bound | bound_in(node.body)
             for stmt in node.body:
                 # methods do not see class-level names; other statements do
@@ -194,7 +194,7 @@ def _is_one(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is float and node.value == 1.0
 
 
-def simplify(node: ast.AST) -> ast.AST:
+def simplify(node: ast.expr) -> ast.expr:
     return ast.fix_missing_locations(_Simplify().visit(node))
 
 
@@ -288,8 +288,8 @@ def _layout(node: ast.AST, column: int, reserve: int = 0) -> str:
     pair = brackets.get(type(node))
     if pair is None:
         return flat
-    items = list(zip(node.keys, node.values, strict=True)) if isinstance(node, ast.Dict) \
-        else node.elts
+    items: list = list(zip(node.keys, node.values, strict=True)) if isinstance(node, ast.Dict) \
+        else node.elts if isinstance(node, ast.List | ast.Tuple | ast.Set) else []
     return pair[0] + _items(items, column + 1, reserve + 1) + pair[1]
 
 
@@ -326,7 +326,7 @@ def _item(item, column: int | None, reserve: int) -> str:
     return key + _layout(value, column + len(key), reserve)
 
 
-class _Unparser(ast._Unparser):
+class _Unparser(ast._Unparser):  # type: ignore[name-defined]  # private: not in typeshed
     """ast.unparse writing strings in double quotes, as the project does."""
 
     def _write_constant(self, value):

@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodegraph.model.errors import NodegraphError
+
 HOOKS = ("on_run_start", "on_stage_start", "on_epoch_start", "on_step_start", "on_step_end",
          "on_validation_end", "on_epoch_end", "on_run_end", "on_exception")
 
@@ -74,8 +76,11 @@ class LoopState:
     def end_stage(self) -> None:
         """End the stage under way after this epoch; the next stage starts, or, when none
         with epochs follows, the run ends early."""
-        following = next((i for i, (si, _) in enumerate(self.schedule) if si > self.stage),
-                         None)
+        current = self.stage
+        if current is None:
+            raise NodegraphError("end_stage() was called before the run started a stage: "
+                                 "call it from on_epoch_end or later, not on_run_start")
+        following = next((i for i, (si, _) in enumerate(self.schedule) if si > current), None)
         if following is None:
             self.index, self.stopped_early = len(self.schedule), True
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from nodegraph.runtime.callbacks.base import Callback
-from nodegraph.runtime.probes import Prober
+from nodegraph.runtime.probes import Prober, _Watch
 
 
 class Probing(Callback):
@@ -17,7 +17,7 @@ class Probing(Callback):
 
     def __init__(self, prober: Prober, ports: dict[str, list[str]]):
         self.prober, self.ports = prober, ports
-        self.watch = None
+        self.watch: _Watch | None = None
         self.start = 0.0
 
     def on_step_start(self, trainer, values: dict) -> None:
