@@ -47,8 +47,9 @@ def test_favourites_and_recent_blocks_rise_among_equals():
     specs = registry()
     base = ids(rank("relu", specs))
     assert base[0] == "activations.ReLU"
-    assert ids(rank("relu", specs, favourites={"activations.LeakyReLU"}))[1] == \
-        "activations.LeakyReLU"
+    starred = ids(rank("relu", specs, favourites={"activations.PReLU"}))
+    assert starred[0] == "activations.ReLU"  # a favourite does not beat a better match
+    assert starred.index("activations.PReLU") < base.index("activations.PReLU")  # its equals
     assert ids(rank("", specs, recent=["layers.Embedding"]))[0] == "layers.Embedding"
 
 
