@@ -577,7 +577,9 @@ def _check_scalar_loss(graph: Graph, report: Report, opt: str, opt_block: str) -
     """An optimizer minimises one number: a loss left unreduced (reduction none) is refused
     on the optimizer's loss port, naming the loss node and port that feed it."""
     edge = graph.source_of(opt, "loss")
-    meta = report.outputs.get(edge.source) if edge else None
+    if edge is None:
+        return
+    meta = report.outputs.get(edge.source)
     if meta is None or meta.ndim == 0:
         return
     report.problems.append(Problem(

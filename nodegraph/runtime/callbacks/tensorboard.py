@@ -44,8 +44,8 @@ class TensorBoard(Callback):
     def __init__(self, log_dir: str | Path, graph: Graph, opts: dict[str, Any]):
         self.log_dir = Path(log_dir)
         self.graph, self.opts = graph, opts
-        self.writer = None
-        self.trainer = None
+        self.writer: Any = None  # a SummaryWriter once the run starts (tensorboard is lazy)
+        self.trainer: Any = None
 
     def attach(self, events: Emitter) -> None:
         """Listen for step losses and probe frames; called before the trainer is built, so
@@ -73,8 +73,8 @@ class TensorBoard(Callback):
                 n = math.prod(s.shape)
                 add_histogram(w, f"activations/{node}.{port}", s.hist, step,
                               n * s.mean, n * (s.std ** 2 + s.mean ** 2))
-        for node, ports in frame.grads.items():
-            for port, g in ports.items():
+        for node, grads in frame.grads.items():
+            for port, g in grads.items():
                 add_histogram(w, f"gradients/{node}.{port}", g.hist, step, None, g.norm ** 2)
         for name, p in frame.params.items():
             if math.isfinite(p.grad_norm):
