@@ -55,6 +55,9 @@ TRAINING_PARAMS: tuple[Param, ...] = (
                  "run the training forward through torch.compile with this backend; falls back "
                  "to eager when compilation fails"),
     int_param("eval_batch_size", 1024, "batch size for evaluation passes", min=1),
+    int_param("threads", None, "CPU threads for the run's arithmetic; empty: OMP_NUM_THREADS "
+              "when set, else chosen from the model's work per step and the idle cores",
+              min=1, nullable=True),
 )
 
 _BY_NAME = {p.name: p for p in TRAINING_PARAMS}
