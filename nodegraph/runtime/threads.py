@@ -64,7 +64,7 @@ def physical_cores() -> int:
     return max(1, min(usable, len(cores) or usable))
 
 
-def busy_cores(samples: int = 5, interval: float = 0.01) -> int:
+def busy_cores(samples: int = 5, interval: float = 0.005) -> int:
     """Cores other processes keep busy right now: the runnable tasks of /proc/loadavg less
     this one (the median of a few reads, as one read is noisy); 0 where it cannot be read."""
     counts = []
@@ -137,10 +137,13 @@ def choose(compiled, setting: int | None, environ=os.environ) -> Choice:
         return Choice(torch.get_num_threads(), f"torch's default; the model runs on "
                       f"{compiled.device}")
     flops, how = step_flops(compiled)
-    cores, busy = physical_cores(), busy_cores()
+    cores = physical_cores()
+    splits = automatic(flops, cores, 0) > 1
+    busy = busy_cores() if splits else 0  # the load matters only to a step worth splitting
     threads = automatic(flops, cores, busy)
-    return Choice(threads, f"chosen for {_amount(flops)} FLOPs per step ({how}), "
-                  f"{cores} core{'s' if cores != 1 else ''}, {busy} busy with other work; "
+    where = (f"{cores} core{'s' if cores != 1 else ''}, {busy} busy with other work" if splits
+             else "too small to split")
+    return Choice(threads, f"chosen for {_amount(flops)} FLOPs per step ({how}), {where}; "
                   "set training.threads or --threads to override")
 
 
