@@ -20,7 +20,9 @@ os.environ.pop("OMP_NUM_THREADS", None)  # torch's own default, and the automati
 
 import argparse  # noqa: E402
 import multiprocessing as mp  # noqa: E402
+import signal  # noqa: E402
 import statistics  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 
 import torch  # noqa: E402
@@ -113,6 +115,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--examples", nargs="*", default=list(EXAMPLES))
     args = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so a killed run stops its neighbour
     print(f"torch default threads: {DEFAULT}; CPUs: {os.cpu_count()}")
     worst = 0.0
     for label, ctx in (("idle", None), ("neighbour", Neighbour)):

@@ -65,16 +65,31 @@ def test_a_large_step_gets_every_idle_core_and_no_more():
 
 
 def test_a_large_convolution_is_counted_large(idle_eight_cores):
-    # a 3x3 conv of 64 -> 64 channels on 32x32 images, batch 32: 2·64·64·9·32·32·32 FLOPs
-    conv = torch.nn.Conv2d(64, 64, 3, padding=1)
+    # a 3x3 conv of 64 -> 64 channels on 32x32 images, batch 32: 2·64·64·9·32·32·32 FLOPs,
+    # as torch's own counter says
     from torch.utils.flop_counter import FlopCounterMode
 
-    counter = FlopCounterMode(display=False)
-    with counter, torch.no_grad():
-        conv(torch.zeros(32, 64, 32, 32))
-    flops = counter.get_total_flops()
-    assert flops == 2 * 64 * 64 * 9 * 32 * 32 * 32
+    conv, x = torch.nn.Conv2d(64, 64, 3, padding=1), torch.zeros(32, 64, 32, 32)
+    with torch.no_grad():
+        flops = threads.layer_flops(conv, lambda: conv(x))
+        reference = FlopCounterMode(display=False)
+        with reference:
+            conv(x)
+    assert flops == 2 * 64 * 64 * 9 * 32 * 32 * 32 == reference.get_total_flops()
     assert threads.automatic(threads.TRAIN_FACTOR * flops, cores=8, busy=0) == 8
+
+
+def test_linear_layers_count_like_torchs_counter():
+    mlp = torch.nn.Sequential(torch.nn.Linear(30, 50), torch.nn.ReLU(), torch.nn.Linear(50, 7))
+    x = torch.zeros(16, 30)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.no_grad():
+        ours = threads.layer_flops(mlp, lambda: mlp(x))
+        reference = FlopCounterMode(display=False)
+        with reference:
+            mlp(x)
+    assert ours == reference.get_total_flops() == 2 * 16 * (30 * 50 + 50 * 7)
 
 
 def test_override_order_setting_then_environment_then_automatic(idle_eight_cores):
@@ -148,3 +163,12 @@ def test_physical_cores_is_at_least_one_and_at_most_the_usable_cpus():
     n = threads.physical_cores()
     assert 1 <= n <= len(os.sched_getaffinity(0))
     assert threads.busy_cores(samples=1) >= 0
+
+
+def test_run_threads_option_reaches_the_trainer_and_is_said(capsys, monkeypatch):
+    from nodegraph.cli.main import main
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # --threads wins over the environment too
+    assert main(["run", "examples/xor.json", "--epochs", "1", "--threads", "1"]) == 0
+    out = capsys.readouterr()
+    assert "using 1 CPU thread (training.threads / --threads)" in out.out + out.err
