@@ -4,8 +4,9 @@ physical core) and one thread, on the machine as it is and with a CPU-burning ne
 (one busy-looping process per CPU, started here).
 
 The time is the training loop's (the sum of the epochs' seconds) plus, for the automatic
-choice, what choosing cost (counting the FLOPs, reading the load). Variants alternate,
-`--repeats` times, so drift in the machine's load hits all alike; the ratio is of medians.
+choice, what choosing cost (counting the FLOPs, reading the load). Variants alternate, each
+in every place of the order in turn, `--repeats` times, so drift in the machine's load hits
+all alike; the ratio is of medians.
 Prints one line per example and load, `auto/best` last: the automatic choice's time over
 the better of the other two. Target: auto/best <= 1.10 everywhere.
 
@@ -93,8 +94,9 @@ def _choice_cost(compiled) -> float:
 def measure(name: str, epochs: int, repeats: int) -> dict[str, float]:
     times: dict[str, list[float]] = {"auto": [], "default": [], "one": []}
     picks = []
-    for _ in range(repeats):
-        for variant, threads in (("auto", None), ("default", DEFAULT), ("one", 1)):
+    variants = [("auto", None), ("default", DEFAULT), ("one", 1)]
+    for r in range(repeats):  # each variant takes each place in the order in turn
+        for variant, threads in variants[r % 3:] + variants[:r % 3]:
             seconds, msg = one_run(name, epochs, threads)
             times[variant].append(seconds)
             if variant == "auto":
