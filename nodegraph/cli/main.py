@@ -92,6 +92,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="change a param (or training.KEY) for this run; repeatable")
     run.add_argument("--seed", type=int)
     run.add_argument("--device", help="cpu, cuda, cuda:N or auto")
+    run.add_argument("--threads", type=int, metavar="N", help="CPU threads for the arithmetic "
+                     "(overrides training.threads and OMP_NUM_THREADS; default: chosen from "
+                     "the model's work per step)")
     run.add_argument("--metrics-out", metavar="FILE.json", help="write history and final metrics")
     run.add_argument("--checkpoint-dir", metavar="DIR", help="write checkpoints here each epoch")
     run.add_argument("--resume", action="store_true", help="continue from the checkpoint in DIR")
@@ -189,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
                            events=events, checkpoint_dir=args.checkpoint_dir,
                            resume=args.resume, prepare=prepare, log_dir=args.log_dir,
-                           mlflow=args.mlflow)
+                           mlflow=args.mlflow, threads=args.threads)
     except KeyboardInterrupt:
         renderer.close()
         if not args.checkpoint_dir:

@@ -57,6 +57,9 @@ TRAINING_PARAMS: tuple[Param, ...] = (
     int_param("eval_batch_size", 1024, "batch size for evaluation passes", min=1),
     str_param("log_dir", "", "write TensorBoard event files here (scalars, learning rates, "
               "hyperparameters, probe histograms; needs the tracking extra); empty: none"),
+    int_param("threads", None, "CPU threads for the run's arithmetic; empty: OMP_NUM_THREADS "
+              "when set, else chosen from the model's work per step and the idle cores",
+              min=1, nullable=True),
 )
 
 _BY_NAME = {p.name: p for p in TRAINING_PARAMS}

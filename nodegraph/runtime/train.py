@@ -43,6 +43,7 @@ from nodegraph.model.events import (
 )
 from nodegraph.model.graph import Graph
 from nodegraph.runtime import distributed
+from nodegraph.runtime import threads as cpu_threads
 from nodegraph.runtime.callbacks import (
     BestWeights,
     Callback,
@@ -121,13 +122,15 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
           control: RunControl | None = None,
           prepare: Callable[[Compiled], None] | None = None,
           callbacks: Iterable[Callback] = (), log_dir: str | Path | None = None,
-          mlflow: str | None = None) -> RunResult:
+          mlflow: str | None = None, threads: int | None = None) -> RunResult:
     """Train `graph` and return its history; arguments override the file's training section.
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
     weights there); `callbacks` join the loop after the trainer's own; `log_dir` (or
     `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI)
-    records the run in MLflow."""
-    opts = training_options(graph, epochs=epochs, seed=seed, device=device, log_dir=log_dir)
+    records the run in MLflow. The CPU thread count is chosen for the run
+    (`nodegraph.runtime.threads`) and put back after it."""
+    opts = training_options(graph, epochs=epochs, seed=seed, device=device, log_dir=log_dir,
+                            threads=threads)
     if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
         outputs.check_folder(checkpoint_dir, "checkpoint folder")
     if opts["log_dir"]:
@@ -151,14 +154,17 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         prepare(compiled)
     if group:
         torch.manual_seed(opts.seed + group.rank)  # same weights everywhere, own dropout masks
-    return Trainer(compiled, opts, events, control or RunControl(),
-                   Path(checkpoint_dir) if checkpoint_dir else None, group,
-                   callbacks).run(resume)
+    choice = cpu_threads.choose(compiled, opts.threads)
+    events.emit(Message(f"using {choice.text}"))
+    with cpu_threads.using(choice.threads):
+        return Trainer(compiled, opts, events, control or RunControl(),
+                       Path(checkpoint_dir) if checkpoint_dir else None, group,
+                       callbacks).run(resume)
 
 
 def training_options(graph: Graph, **overrides):
     """The graph's training section with the non-None `overrides` (epochs, seed, device,
-    log_dir)."""
+    log_dir, threads)."""
     opts, problems = settings.resolve(
         {**graph.training, **{k: str(v) if isinstance(v, Path) else v
                               for k, v in overrides.items() if v is not None}})
