@@ -25,6 +25,7 @@ from nodegraph.gui import theme
 from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS
 from nodegraph.gui.overlays import CanvasMarks
 from nodegraph.model.graph import Edge
+from nodegraph.model.types import BOXES
 from nodegraph.runtime.probes import TraceRecord, trace_batch
 
 WIRE_VALUES = 12  # a wire with at most this many numbers shows them all
@@ -51,6 +52,19 @@ def fmt_values(t: torch.Tensor, limit: int = WIRE_VALUES) -> str:
     return "\n".join(", ".join(fmt_number(v) for v in row.flatten().tolist()) for row in t)
 
 
+def fmt_boxes(t: torch.Tensor, limit: int = 4) -> str:
+    """Boxes (…, K, 4) as the corners of the first image's boxes, one a line; padding rows
+    (all zeros) are left out, as the mask would."""
+    b = t.detach().float()
+    while b.ndim > 2:
+        b = b[0]
+    rows = [r for r in b.reshape(-1, 4).tolist() if any(r)]
+    lines = [f"({fmt_number(x0)}, {fmt_number(y0)})–({fmt_number(x1)}, {fmt_number(y1)})"
+             for x0, y0, x1, y1 in rows[:limit]]
+    more = [f"… {len(rows) - limit} more"] if len(rows) > limit else []
+    return "\n".join([f"{len(rows)} box(es) of image 0", *lines, *more])
+
+
 @dataclass(frozen=True)
 class Stop:
     phase: str  # "forward" or "backward"
@@ -60,8 +74,10 @@ class Stop:
 class StepTrace:
     """One traced batch and the walk over it (Qt-free: the panel and the canvas read it)."""
 
-    def __init__(self, records: list[TraceRecord], edges: list[Edge]):
+    def __init__(self, records: list[TraceRecord], edges: list[Edge],
+                 boxes: frozenset[tuple[str, str]] = frozenset()):
         self.records = records
+        self.boxes = boxes  # (node, output port) pairs that carry boxes
         self.by_node = {r.node: r for r in records}
         self.edges = edges
         backward = [i for i in reversed(range(len(records))) if records[i].grads]
@@ -71,7 +87,15 @@ class StepTrace:
 
     @staticmethod
     def of(compiled, edges: list[Edge]) -> StepTrace:
-        return StepTrace(trace_batch(compiled), edges)
+        specs = compiled.report.specs
+        boxes = frozenset((n, p.name) for n, spec in specs.items() for p in spec.outputs
+                          if p.type == BOXES)
+        return StepTrace(trace_batch(compiled), edges, boxes)
+
+    def _fmt(self, node: str, port: str, t: torch.Tensor, limit: int = WIRE_VALUES) -> str:
+        if (node, port) in self.boxes and t.shape[-1:] == (4,):
+            return fmt_boxes(t)
+        return fmt_values(t, limit)
 
     @property
     def stop(self) -> Stop:
@@ -110,7 +134,7 @@ class StepTrace:
             at = rank[e.src] if e.src in rank else rank.get(e.dst)
             value = self.value(e)
             if at is not None and at <= reached and value is not None:
-                out[e] = fmt_values(value)
+                out[e] = self._fmt(e.src, e.src_port, value)
         return out
 
     def shown_grads(self) -> dict[Edge, str]:
@@ -130,8 +154,12 @@ class StepTrace:
         """The panel's text for the current stop."""
         r, stop = self.record, self.stop
         if stop.phase == "forward":
-            lines = [_entry(f"input {name}", t) for name, t in r.inputs.items()]
-            lines += [_entry(f"output {name}", t) for name, t in r.outputs.items()]
+            sources = {e.dst_port: (e.src, e.src_port) for e in self.edges if e.dst == r.node}
+            lines = [_entry(f"input {name}", t, self._fmt(*sources.get(name, ("", "")), t,
+                                                          PANEL_VALUES))
+                     for name, t in r.inputs.items()]
+            lines += [_entry(f"output {name}", t, self._fmt(r.node, name, t, PANEL_VALUES))
+                      for name, t in r.outputs.items()]
         else:
             lines = [_entry(f"∂L/∂{name}", g) for name, g in r.grads.items()]
         return "\n".join(lines)
@@ -143,9 +171,9 @@ class StepTrace:
         return f"{stop.phase.capitalize()} {done}/{count}: {self.record.node}"
 
 
-def _entry(name: str, t: torch.Tensor) -> str:
-    """One tensor of the panel: its name and shape, then its values, indented."""
-    values = fmt_values(t, PANEL_VALUES).splitlines()
+def _entry(name: str, t: torch.Tensor, text: str | None = None) -> str:
+    """One tensor of the panel: its name and shape, then its values (`text`), indented."""
+    values = (fmt_values(t, PANEL_VALUES) if text is None else text).splitlines()
     return f"{name} {tuple(t.shape)}:\n" + "\n".join("  " + line for line in values)
 
 

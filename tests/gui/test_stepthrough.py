@@ -101,3 +101,23 @@ def test_step_uses_the_trained_weights_after_a_run_and_waits_for_a_running_one(x
 ])
 def test_values_are_printed_as_a_student_reads_them(values, text):
     assert fmt_values(values) == text
+
+
+def test_box_tensors_read_as_corners_on_wires_and_in_the_panel():
+    """A wire of port type boxes shows the first image's boxes as corners, padding left out;
+    a tensor of 4 features that is not boxes stays numbers."""
+    from nodegraph.gui.stepthrough import StepTrace, fmt_boxes
+    from nodegraph.runtime.probes import TraceRecord
+
+    boxes = torch.tensor([[[2.0, 3, 10, 12], [20, 21, 30, 40], [0, 0, 0, 0]],
+                          [[1.0, 1, 2, 2], [0, 0, 0, 0], [0, 0, 0, 0]]])
+    assert fmt_boxes(boxes) == "2 box(es) of image 0\n(2, 3)–(10, 12)\n(20, 21)–(30, 40)"
+    records = [TraceRecord("nms", {}, {"boxes": boxes, "scores": torch.ones(2, 3, 4)}, {}),
+               TraceRecord("map", {"boxes": boxes, "scores": torch.ones(2, 3, 4)}, {}, {})]
+    edges = [Edge("nms", "boxes", "map", "boxes"), Edge("nms", "scores", "map", "scores")]
+    trace = StepTrace(records, edges, frozenset({("nms", "boxes")}))
+    trace.move(1)
+    shown = trace.shown_values()
+    assert shown[edges[0]].startswith("2 box(es) of image 0\n(2, 3)–(10, 12)")
+    assert "box" not in shown[edges[1]]  # (2, 3, 4) scores are not boxes
+    assert "(20, 21)–(30, 40)" in trace.describe()
