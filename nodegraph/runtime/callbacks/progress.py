@@ -162,9 +162,8 @@ class Progress(Callback):
     def timing(self) -> str:
         elapsed = time.monotonic() - self.began
         share = self.fraction()
-        if 0 < share < 1:
-            return f"{elapsed:.1f} s, ~{elapsed * (1 - share) / share:.0f} s left"
-        return f"{elapsed:.1f} s"
+        left = elapsed * (1 - share) / share if 0 < share < 1 else 0.0
+        return f"{elapsed:.1f} s, ~{left:.0f} s left" if left >= 1 else f"{elapsed:.1f} s"
 
     def status(self, word: str) -> str:
         """`epoch 3/10  step 12/20  45%  (1.2 s, ~2 s left)  training` and the numbers."""
