@@ -23,7 +23,7 @@ def parse(text: str) -> ET.Element:
 
 
 def cards(root: ET.Element) -> dict[str, ET.Element]:
-    return {g.get("id").removeprefix("node-"): g
+    return {g.get("data-node"): g
             for g in root.iterfind(".//s:g[@class='card']", NS)}
 
 

@@ -146,7 +146,8 @@ def _card(c: Card, colors: dict[str, str]) -> str:
     bar = darker(header)
     w, h = NODE_WIDTH, c.height
     kind = c.type if c.known else f"{c.type} (unknown)"
-    out = [f"<g class='card' id={quoteattr('node-' + c.id)} "
+    # data-node, not id: a notebook inlines every drawing into one page, where ids must differ
+    out = [f"<g class='card' data-node={quoteattr(c.id)} "
            f"transform='translate({c.x:.1f},{c.y:.1f})' font-family='{FONT}'>",
            f"<title>{escape(c.id)}: {escape(kind)}</title>",
            f"<rect width='{w}' height='{h:.1f}' rx='6' fill='{colors['NODE_BODY']}'/>",
