@@ -113,8 +113,11 @@ def test_headers_take_the_editors_colours_by_block_family_and_wires_their_port_t
 
 def test_darker_matches_qcolor_darker():
     qtgui = pytest.importorskip("PySide6.QtGui")
-    for hex_ in [*svg.CATEGORY_COLORS.values(), *svg.SPARE_COLORS]:
-        assert svg.darker(hex_) == qtgui.QColor(hex_).darker(135).name()
+    for hex_ in [*svg.CATEGORY_COLORS.values(), *svg.SPARE_COLORS, svg.COMMENT_COLOR]:
+        for factor in (135, 160, 330):  # Qt rounds in 16-bit HSV: one step apart at most
+            ours = bytes.fromhex(svg.darker(hex_, factor / 100)[1:])
+            qts = bytes.fromhex(qtgui.QColor(hex_).darker(factor).name()[1:])
+            assert max(abs(a - b) for a, b in zip(ours, qts, strict=True)) <= 1, (hex_, factor)
 
 
 def test_the_colours_are_the_editors():
@@ -161,3 +164,32 @@ def test_a_wide_drawing_is_scaled_to_the_notebooks_width():
         view[2] / view[3], rel=0.01)
     with pytest.raises(ValueError, match="unknown theme"):
         svg.graph_svg(graph, theme="blue")
+
+
+def test_backdrops_go_behind_the_cards_and_comments_over_them():
+    graph = nodegraph.load("examples/xor.json")
+    graph.ui["comments"] = [
+        {"id": "note_1", "kind": "backdrop", "rect": [-40, -60, 500, 300], "text": "model",
+         "color": "#4f8a5b"},
+        {"id": "note_2", "kind": "comment", "rect": [700, 300, 200, 90],
+         "text": "the loss falls below 0.01 after about 200 epochs\nsecond line"},
+        {"id": "note_3", "kind": "comment", "rect": [0, 0, 10], "text": "no size"},
+        {"id": "note_4", "kind": "backdrop", "rect": [0, 0, 50, 50], "color": "red<"},
+    ]
+    root = parse(svg.graph_svg(graph))
+    kinds = [g.get("class") for g in root.findall("s:g", NS)]
+    assert kinds.index("backdrop") < kinds.index("wires") < kinds.index("card")
+    assert kinds[-1] == "comment" and kinds.count("backdrop") == 2  # the bad rect left out
+    view = [float(v) for v in root.get("viewBox").split()]
+    assert view[0] <= -40 - 24 and view[1] <= -60 - 24  # the backdrop's corner is inside
+    assert view[0] + view[2] >= 900 and view[1] + view[3] >= 390
+    backdrops = root.findall("s:g[@class='backdrop']", NS)
+    assert backdrops[0].find("s:rect", NS).get("fill") == "#4f8a5b"
+    assert backdrops[1].find("s:rect", NS).get("fill") == svg.BACKDROP_COLOR  # "red<" refused
+    comment = root.find("s:g[@class='comment']", NS)
+    lines = [t.text for t in comment.iterfind("s:text", NS)]
+    assert len(lines) >= 3 and lines[-1] == "second line"  # wrapped to the note's width
+    assert " ".join(lines[:-1]) == "the loss falls below 0.01 after about 200 epochs"
+    assert all(len(line) * 6.9 <= 200 - 28 for line in lines)
+    ys = [float(t.get("y")) for t in comment.iterfind("s:text", NS)]
+    assert ys == sorted(ys) and ys[-1] < 90  # one under the other, inside the note

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import colorsys
 import math
+import re
+import textwrap
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +30,11 @@ from nodegraph.model.spec import BlockSpec
 # copies of nodegraph.gui.theme (that module imports Qt)
 THEMES = {
     "dark": {"CANVAS": "#1b1e23", "NODE_BODY": "#2a2f37", "NODE_BORDER": "#414854",
+             "TEXT": "#e6e9ee",
              "TEXT_DIM": "#a3acb8", "HEADER_TEXT": "#f4f6f9", "HEADER_DIM": "#c9d1db",
              "ERROR": "#ff6b6b"},
     "light": {"CANVAS": "#f3f4f6", "NODE_BODY": "#ffffff", "NODE_BORDER": "#a9b2bd",
+              "TEXT": "#1c2229",
               "TEXT_DIM": "#55606d", "HEADER_TEXT": "#ffffff", "HEADER_DIM": "#e8edf3",
               "ERROR": "#cf3030"},
 }
@@ -41,6 +45,10 @@ CATEGORY_COLORS = {
 SPARE_COLORS = ("#5f8f3e", "#b0704a", "#4a7fa0", "#9a5a8a", "#6a6fb8", "#3e9a8a")
 UNKNOWN_COLOR = "#6b7380"  # a block type the registry does not know (theme.DISABLED)
 WIRE_COLOR = "#4f9dde"  # a wire from a port the registry does not know (a tensor's colour)
+COMMENT_COLOR = "#c9b458"  # nodegraph.gui.annotations: a note without a colour of its own
+BACKDROP_COLOR = "#3f6f9e"
+NOTE_TITLE = 28.0  # a backdrop's title bar
+HEX = re.compile(r"^#[0-9A-Fa-f]{6}$")
 
 NODE_WIDTH = 176.0
 HEADER_HEIGHT = 40.0
@@ -107,11 +115,15 @@ def graph_svg(graph: Graph, theme: str = "dark", max_width: float | None = None)
                           + f" font-family='{FONT}' font-size='13'>"
                           + escape(f"{graph.name}: an empty graph") + "</text>"],
                          (0, 0, 260, 60), colors, max_width)
-    left = min(c.x for c in cards.values()) - MARGIN
-    top = min(c.y for c in cards.values()) - MARGIN
-    right = max(c.x + NODE_WIDTH for c in cards.values()) + MARGIN
-    bottom = max(c.y + c.height for c in cards.values()) + MARGIN
-    parts = ["<g class='wires' fill='none' stroke-width='2'>"]
+    notes = _notes(graph)
+    boxes = [(c.x, c.y, NODE_WIDTH, c.height) for c in cards.values()]
+    boxes += [tuple(n["rect"]) for n in notes]
+    left = min(x for x, _, _, _ in boxes) - MARGIN
+    top = min(y for _, y, _, _ in boxes) - MARGIN
+    right = max(x + w for x, _, w, _ in boxes) + MARGIN
+    bottom = max(y + h for _, y, _, h in boxes) + MARGIN
+    parts = [_backdrop(n, colors) for n in notes if n["kind"] == "backdrop"]
+    parts.append("<g class='wires' fill='none' stroke-width='2'>")
     for e in graph.edges:
         if e.src in cards and e.dst in cards:
             a = cards[e.src].port_at(e.src_port, output=True)
@@ -121,6 +133,7 @@ def graph_svg(graph: Graph, theme: str = "dark", max_width: float | None = None)
                          f"<title>{escape(str(e))}</title></path>")
     parts.append("</g>")
     parts += [_card(c, colors) for c in cards.values()]
+    parts += [_comment(n, colors) for n in notes if n["kind"] == "comment"]
     return _document(parts, (left, top, right - left, bottom - top), colors, max_width)
 
 
@@ -173,6 +186,55 @@ def _card(c: Card, colors: dict[str, str]) -> str:
                f"stroke='{colors['NODE_BORDER']}' stroke-width='1'/>")
     out.append("</g>")
     return "".join(out)
+
+
+def _notes(graph: Graph) -> list[dict[str, Any]]:
+    """The well-formed comments and backdrops of `ui.comments` (the editor's
+    `annotations.is_note`; others are left out, as the editor leaves them out)."""
+    found = graph.ui.get("comments") if isinstance(graph.ui, dict) else None
+    out = []
+    for note in found if isinstance(found, list) else []:
+        rect = note.get("rect") if isinstance(note, dict) else None
+        if (isinstance(note, dict) and note.get("kind") in ("comment", "backdrop")
+                and isinstance(rect, list) and len(rect) == 4
+                and all(isinstance(v, int | float) and not isinstance(v, bool) for v in rect)):
+            color = note.get("color")
+            ok = isinstance(color, str) and HEX.match(color) is not None
+            out.append({**note, "color": color if ok else (
+                COMMENT_COLOR if note["kind"] == "comment" else BACKDROP_COLOR)})
+    return out
+
+
+def _backdrop(note: dict[str, Any], colors: dict[str, str]) -> str:
+    """A titled, tinted rectangle behind cards (the editor's `_paint_backdrop`)."""
+    x, y, w, h = note["rect"]
+    color, title = note["color"], str(note.get("text", ""))
+    return (f"<g class='backdrop' transform='translate({x:.1f},{y:.1f})' font-family='{FONT}'>"
+            f"<rect width='{w:.1f}' height='{h:.1f}' rx='8' fill='{color}' "
+            f"fill-opacity='{48 / 255:.3f}'/>"
+            f"<path d='M0,{NOTE_TITLE} V8 Q0,0 8,0 H{w - 8:.1f} Q{w:.1f},0 {w:.1f},8 "
+            f"V{NOTE_TITLE} Z' fill='{color}' fill-opacity='{200 / 255:.3f}'/>"
+            f"<text x='8' y='{NOTE_TITLE / 2 + 5:.1f}' font-size='14.5' font-weight='bold' "
+            f"fill='{colors['TEXT']}'>{escape(_elide(title, w - 16, 8.8))}</text></g>")
+
+
+def _comment(note: dict[str, Any], colors: dict[str, str]) -> str:
+    """A text note over the canvas, its words wrapped to its width (`_paint_comment`)."""
+    x, y, w, h = note["rect"]
+    color = note["color"]
+    room = max(int((w - 28) // 6.9), 4)
+    lines = [part for para in str(note.get("text", "")).splitlines()
+             for part in (textwrap.wrap(para, room) or [""])]
+    lines = lines[:max(int((h - 16) // 16), 1)]
+    # a text element per line: SVG Tiny renderers (Qt's) place no tspan by x and dy
+    text = "".join(f"<text x='14' y='{22 + 16 * i}' font-size='12.5' "
+                   f"fill='{colors['TEXT']}'>{escape(line)}</text>"
+                   for i, line in enumerate(lines))
+    return (f"<g class='comment' transform='translate({x:.1f},{y:.1f})' font-family='{FONT}'>"
+            f"<rect width='{w:.1f}' height='{h:.1f}' rx='4' fill='{darker(color, 3.3)}' "
+            f"fill-opacity='{235 / 255:.3f}' stroke='{darker(color, 1.6)}'/>"
+            f"<rect width='4' height='{h:.1f}' fill='{color}'/>"
+            f"{text}</g>")
 
 
 def _elide(text: str, width: float, char_width: float) -> str:
