@@ -3,11 +3,11 @@
 Half of the users never open the editor; in a notebook `Graph._repr_svg_` shows this
 drawing. It looks like the editor's canvas — cards with the node id over the block type, a
 header in the block family's colour, typed ports with their names on the card's sides,
-wires as the editor's horizontal S-curves in the colour of their port type — but it is
-plain text built here, so the core stays free of Qt. Cards sit where the file's
-`ui.positions` put them (the editor's top-left corners); a graph without positions (built
-in code) is laid out in layers by `layered_positions`, a small topological layout (the
-editor's grandalf layout lives in the GUI's dependencies).
+wires as the editor's horizontal S-curves in the colour of their port type, the file's
+backdrops and comments — but it is plain text built here, so the core stays free of Qt.
+Cards sit where the file's `ui.positions` put them (the editor's top-left corners); a
+graph without positions (built in code) is laid out in layers by `layered_positions`, a
+small topological layout (the editor's grandalf layout lives in the GUI's dependencies).
 
 The colours are copies of `nodegraph.gui.theme`'s (tests/test_svg.py checks they match).
 """
