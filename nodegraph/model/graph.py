@@ -378,6 +378,12 @@ class Graph:
             candidate, i = f"{base}_{i}", i + 1
         return candidate
 
+    def _repr_svg_(self) -> str:
+        """The graph drawn as cards and wires, for Jupyter (`nodegraph.model.svg`)."""
+        from nodegraph.model.svg import graph_svg
+
+        return graph_svg(self, max_width=960)
+
     def copy(self) -> Graph:
         """An independent copy with no listeners."""
         g = self._copy_body()

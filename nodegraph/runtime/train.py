@@ -122,13 +122,20 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
           control: RunControl | None = None,
           prepare: Callable[[Compiled], None] | None = None,
           callbacks: Iterable[Callback] = (), log_dir: str | Path | None = None,
-          mlflow: str | None = None, threads: int | None = None) -> RunResult:
+          mlflow: str | None = None, threads: int | None = None,
+          progress: bool | str = False) -> RunResult:
     """Train `graph` and return its history; arguments override the file's training section.
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
     weights there); `callbacks` join the loop after the trainer's own; `log_dir` (or
     `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI)
-    records the run in MLflow. The CPU thread count is chosen for the run
-    (`nodegraph.runtime.threads`) and put back after it."""
+    records the run in MLflow; `progress` (True, "notebook" or "text") shows a progress bar
+    and the loss curves in a notebook, a progress line elsewhere. The CPU thread count is
+    chosen for the run (`nodegraph.runtime.threads`) and put back after it."""
+    shown = None
+    if progress:  # a bad choice fails before the compile
+        from nodegraph.runtime.callbacks.progress import mode_of
+
+        shown = mode_of(progress)
     opts = training_options(graph, epochs=epochs, seed=seed, device=device, log_dir=log_dir,
                             threads=threads)
     if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
@@ -145,6 +152,10 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         board = TensorBoard(opts["log_dir"], graph, opts)
         board.attach(events)  # before the trainer is built: it probes for the histograms
         callbacks = [*callbacks, board]
+    if shown and (group is None or group.rank == 0):
+        from nodegraph.runtime.callbacks.progress import Progress
+
+        callbacks = [*callbacks, Progress(shown)]
     if mlflow and (group is None or group.rank == 0):
         from nodegraph.runtime.callbacks.mlflow import MLflow
 
