@@ -40,7 +40,8 @@ def write_plot(result: SearchResult, folder: Path) -> Path:
     curves.set(xlabel="epoch", ylabel=result.metric, title="per-epoch values (pruned dashed)")
     if result.best is not None:
         curves.legend()
-    finished = [t for t in result.trials if t.value is not None and math.isfinite(t.value)]
+    finished = [t for t in result.trials if t.state == "COMPLETE" and t.value is not None
+                and math.isfinite(t.value)]
     values.scatter([t.number for t in finished], [t.value for t in finished], label="complete")
     pruned = [t for t in result.trials if t.state == "PRUNED" and t.curve]
     values.scatter([t.number for t in pruned], [t.curve[-1][1] for t in pruned], marker="x",

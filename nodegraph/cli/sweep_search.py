@@ -18,7 +18,7 @@ from pathlib import Path
 
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
-from nodegraph.runtime.search import SearchResult, TrialRow
+from nodegraph.runtime.search import SearchResult, TrialRow, shown
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -113,7 +113,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def _settings(t: TrialRow) -> str:
-    return "  ".join(f"{k}={json.dumps(v)}" for k, v in t.params.items())
+    return "  ".join(f"{k}={shown(v)}" for k, v in t.params.items())
 
 
 def _format(value: float | None) -> str:
@@ -126,7 +126,7 @@ def table(result: SearchResult, targets: list[str]) -> str:
     rows = [["", "trial", *targets, result.metric, "state", "epochs"]]
     for t in sorted(result.trials, key=lambda t: t.number):
         rows.append(["*" if t.best else "", str(t.number),
-                     *(json.dumps(t.params[k]) if k in t.params else "-" for k in targets),
+                     *(shown(t.params[k]) if k in t.params else "-" for k in targets),
                      _format(t.value), t.state, str(len(t.curve))])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

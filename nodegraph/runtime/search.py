@@ -79,6 +79,11 @@ def encode(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, list | dict) else value
 
 
+def shown(value: Any) -> str:
+    """A param value as the tables print it: floats to 6 significant digits, else JSON."""
+    return f"{value:.6g}" if isinstance(value, float) else json.dumps(value)
+
+
 def decode(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in "[{":
         try:
@@ -232,15 +237,31 @@ def storage_for(url: str | None):
 
     if "://" not in url:
         url = f"sqlite:///{Path(url).resolve()}"
+    kwargs: dict[str, Any] = {}
     if url.startswith("sqlite:///"):
         folder = Path(url[len("sqlite:///"):]).parent
         if not folder.is_dir():
             raise NodegraphError(f"--study {url}: the folder {folder} does not exist")
-        return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+        kwargs = {"engine_kwargs": {"connect_args": {"timeout": 60}}}
     try:
-        return optuna.storages.RDBStorage(url)
-    except (ImportError, ModuleNotFoundError, ValueError) as e:
+        return _retrying(lambda: optuna.storages.RDBStorage(url, **kwargs))
+    except (ImportError, ValueError) as e:
         raise NodegraphError(f"--study {url}: Optuna cannot open this storage ({e})") from None
+
+
+def _retrying(make, tries: int = 6):
+    """`make()`, tried again when the database refuses: processes that open a new SQLite
+    file at once race to create its tables, and all but one see "already exists"."""
+    import sqlalchemy.exc
+
+    for attempt in range(tries):
+        try:
+            return make()
+        except (sqlalchemy.exc.OperationalError, sqlalchemy.exc.IntegrityError) as e:
+            if attempt == tries - 1:
+                raise NodegraphError(f"--study: the storage refused the study ({e})") from None
+            time.sleep(0.2 + 0.5 * attempt)
+    raise AssertionError("unreachable")
 
 
 def open_study(storage, name: str | None, sampler, pruner,
@@ -248,18 +269,13 @@ def open_study(storage, name: str | None, sampler, pruner,
     """The study `name` in `storage`, created on first use and joined afterwards (by this
     and every other process that runs the same search)."""
     import optuna
-    import sqlalchemy.exc
 
-    for attempt in range(5):  # two processes creating one SQLite file's tables may collide
-        try:
-            study = optuna.create_study(storage=storage, study_name=name, sampler=sampler,
-                                        pruner=pruner, direction=direction,
-                                        load_if_exists=True)
-            break
-        except sqlalchemy.exc.OperationalError as e:
-            if attempt == 4:
-                raise NodegraphError(f"--study: the storage refused the study ({e})") from None
-            time.sleep(0.5 + attempt)
+    def create():
+        return optuna.create_study(storage=storage, study_name=name, sampler=sampler,
+                                   pruner=pruner, direction=direction, load_if_exists=True)
+
+    # a study in memory needs no retries, nor SQLAlchemy's import (most of a second)
+    study = create() if storage is None else _retrying(create)
     if study.direction.name.lower() != direction:
         raise NodegraphError(f"--study-name {study.study_name}: the stored study seeks to "
                              f"{study.direction.name.lower()} its value but this search "
@@ -356,7 +372,7 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
 
     def report(study_, frozen) -> None:
         value = "-" if frozen.value is None else f"{frozen.value:.6g}"
-        settings = "  ".join(f"{k}={json.dumps(v)}" for k, v in frozen.params.items())
+        settings = "  ".join(f"{k}={shown(decode(v))}" for k, v in frozen.params.items())
         note = frozen.user_attrs.get("error", "")
         echo(f"  trial {frozen.number:>3} {frozen.state.name:<8} {value:>10}  {settings}"
              + (f"  ({note})" if note else ""))
