@@ -252,3 +252,34 @@ def test_with_matplotlib_the_plot_is_a_png(tmp_path):
     path = write_plot(_result(), tmp_path)
     assert path == tmp_path / "trials.png"
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+
+
+def test_a_failing_trial_is_recorded_and_the_search_goes_on(tmp_path, capsys):
+    out = tmp_path / "s"
+    # 3 outputs against XOR's one target column: that trial's graph does not validate
+    assert main(["sweep", XOR, "--search", "grid", "--param", "out.out_features=choice:1,3",
+                 "--epochs", "3", "--metric", "train.accuracy", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    rows = {r["out.out_features"]: r for r in _rows(out / "summary.csv")}
+    assert rows["3"]["state"] == "FAIL" and "'loss'" in rows["3"]["error"]
+    assert rows["1"]["state"] == "COMPLETE" and rows["1"]["best"] == "*"
+    assert "1 trial(s) failed" in err
+
+
+def test_an_unknown_storage_is_a_users_error(tmp_path, capsys):
+    for url, words in (("foo://bar", "Optuna cannot open this storage"),
+                       (str(tmp_path / "no" / "s.db"), "does not exist")):
+        assert main(["sweep", XOR, "--search", "grid", "--param", "opt.lr=choice:0.1",
+                     "--study", url, "-o", str(tmp_path / "o")]) == 1
+        assert words in capsys.readouterr().err
+
+
+def test_a_stored_study_keeps_its_direction(tmp_path, capsys):
+    db = str(tmp_path / "s.db")
+    base = ["sweep", XOR, "--search", "grid", "--param", "opt.lr=choice:0.1", "--epochs", "2",
+            "--study", db, "--study-name", "one", "-o", str(tmp_path / "o")]
+    assert main(base) == 0
+    capsys.readouterr()
+    assert main([*base, "--metric", "train.accuracy"]) == 1
+    err = capsys.readouterr().err
+    assert "seeks to minimize" in err and "would maximize" in err

@@ -105,6 +105,10 @@ def cmd_search(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     print(f"best: trial {best.number} ({_settings(best)}) with {metric} {best.value:.6g}")
+    failed = [str(t.number) for t in result.trials if t.state == "FAIL"]
+    if failed:
+        print(f"{len(failed)} trial(s) failed: {', '.join(failed)} (summary.csv says why)",
+              file=sys.stderr)
     if args.write:
         fileformat.save(build(best.params), args.write)
         print(f"wrote {args.write} with the best params")

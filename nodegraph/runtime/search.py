@@ -243,9 +243,11 @@ def storage_for(url: str | None):
         if not folder.is_dir():
             raise NodegraphError(f"--study {url}: the folder {folder} does not exist")
         kwargs = {"engine_kwargs": {"connect_args": {"timeout": 60}}}
+    import sqlalchemy.exc
+
     try:
         return _retrying(lambda: optuna.storages.RDBStorage(url, **kwargs))
-    except (ImportError, ValueError) as e:
+    except (ImportError, ValueError, sqlalchemy.exc.ArgumentError) as e:
         raise NodegraphError(f"--study {url}: Optuna cannot open this storage ({e})") from None
 
 
@@ -358,7 +360,7 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
             result = train(build(params), epochs=epochs, callbacks=[pruning],
                            log_dir=folder / f"trial-{trial.number:03d}" if folder else None)
         except NodegraphError as e:
-            trial.set_user_attr("error", str(e)[:500])
+            trial.set_user_attr("error", " ".join(str(e).split())[:500])
             raise
         if pruning.pruned:
             raise optuna.TrialPruned(f"pruned after epoch {pruning.epochs}")
