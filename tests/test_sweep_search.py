@@ -36,12 +36,15 @@ def _rows(path: Path) -> list[dict]:
 
 
 def test_two_processes_share_one_study_on_sqlite_and_find_the_best(tmp_path):
+    """Two `nodegraph sweep` commands started at once on one SQLite file."""
     db = tmp_path / "study.db"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    # the first process also starts a helper of its own (--jobs 2): three on one study
     procs = [subprocess.Popen(
         [sys.executable, "-m", "nodegraph", "sweep", XOR, "--search", "grid", *GRID,
          "--epochs", "20", "--pruner", "none", "--study", f"sqlite:///{db}",
-         "--study-name", "xor-grid", "-o", str(tmp_path / f"out{i}")],
+         "--study-name", "xor-grid", "-o", str(tmp_path / f"out{i}"),
+         *(["--jobs", "2"] if i == 0 else [])],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path)
         for i in range(2)]
     outputs = [p.communicate(timeout=120)[0] for p in procs]
@@ -52,14 +55,16 @@ def test_two_processes_share_one_study_on_sqlite_and_find_the_best(tmp_path):
     assert {(t.params["opt.lr"], t.params["hidden.out_features"]) for t in done} == {
         (0.001, 2), (0.001, 8), (0.1, 2), (0.1, 8)}
     assert len(done) == len(study.trials)
-    # both processes drew trials from the one study: each runs at least one before it sees
-    # the grid used up
-    assert len({t.user_attrs["worker"] for t in done}) == 2
+    # all three processes drew trials from the one study: each runs at least one before it
+    # sees the grid used up
+    assert len({t.user_attrs["worker"] for t in done}) == 3
+    assert "trial" in (tmp_path / "out0" / "worker-1.log").read_text()
     assert study.best_params == {"opt.lr": 0.1, "hidden.out_features": 8}
     for text in outputs:
         assert "best: trial" in text and "opt.lr=0.1  hidden.out_features=8" in text
-    # each process's summary lists the whole study, the best starred
-    rows = _rows(tmp_path / "out1" / "summary.csv")
+    # the summary lists the whole study, the best starred; the first process waited for its
+    # helper, so its summary holds every trial
+    rows = _rows(tmp_path / "out0" / "summary.csv")
     assert len(rows) == len(study.trials)
     starred = [r for r in rows if r["best"] == "*"]
     assert len(starred) == 1 and starred[0]["opt.lr"] == "0.1"
@@ -178,6 +183,9 @@ def test_grid_needs_values_and_search_flags_need_a_search(tmp_path, capsys):
     assert "needs --trials" in capsys.readouterr().err
     assert main(["sweep", XOR, "--grid", "opt.lr=0.1", "--trials", "3"]) == 1
     assert "add --search" in capsys.readouterr().err
+    assert main(["sweep", XOR, "--search", "grid", "--param", "opt.lr=choice:0.1",
+                 "--jobs", "2"]) == 1
+    assert "give --study" in capsys.readouterr().err
     assert main(["sweep", XOR, "--search", "tpe", "--param", "opt.lr=float:0.01:0.1",
                  "--trials", "2", "--pruner", "median:x"]) == 1
     assert "--pruner" in capsys.readouterr().err

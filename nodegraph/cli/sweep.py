@@ -215,7 +215,8 @@ def register(subparsers) -> None:
     p.add_argument("--grid", action="append", default=[], metavar="NODE.PARAM=v1,v2",
                    help="values to try for a param (or training.KEY); repeat for more")
     p.add_argument("--jobs", type=int, default=1, metavar="K", help="runs at a time, each "
-                   "in its own process (default 1)")
+                   "in its own process (default 1); with --search, K processes on the study "
+                   "given by --study")
     p.add_argument("--metric", help="split.key that picks the best run (default val.loss, "
                    "or train.loss without a validation split)")
     p.add_argument("--epochs", type=int, help="override training.epochs in every run")

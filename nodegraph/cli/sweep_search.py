@@ -45,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sampler-seed", type=int, metavar="S", help="seed of the sampler")
     g.add_argument("--write", metavar="BEST.json", help="save the graph with the best "
                    "trial's params")
+    g.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # a --jobs helper
     g.add_argument("--log-dir", metavar="DIR", help="TensorBoard event files, one folder per "
                    "trial (DIR/trial-000 ...)")
 
@@ -59,10 +60,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     from nodegraph.model import fileformat
     from nodegraph.runtime.search import grid_spaces, parse_space, search
 
-    if args.jobs != 1:
-        raise NodegraphError("--jobs runs --grid combinations side by side; a --search runs "
-                             "its trials in this process: start the same command in more "
-                             "processes with --study URL to search in parallel")
+    if args.jobs < 1:
+        raise NodegraphError("--jobs must be at least 1")
+    if args.jobs > 1 and not args.study:
+        raise NodegraphError(f"--jobs {args.jobs} runs the search in {args.jobs} processes, "
+                             "which share the study through its storage: give --study "
+                             "FILE.db (or a database URL)")
     try:
         import optuna  # noqa: F401
     except ImportError:
@@ -88,10 +91,35 @@ def cmd_search(args: argparse.Namespace) -> int:
         from nodegraph.model.outputs import check_file
 
         check_file(args.write, "--write")
-    result = search(build, spaces, metric, sampler=args.search or "tpe", trials=args.trials,
-                    pruner=args.pruner, storage=args.study,
-                    study_name=args.study_name or Path(args.graph).stem, epochs=args.epochs,
-                    log_dir=args.log_dir, seed=args.sampler_seed)
+    helpers: list = []
+
+    def start_helpers() -> None:  # once the study exists and the spaces passed their checks
+        if args.jobs > 1:
+            from nodegraph.cli import search_workers
+
+            helpers.extend(search_workers.start(getattr(args, "argv", []), args.jobs - 1, out))
+
+    try:
+        result = search(build, spaces, metric, sampler=args.search or "tpe",
+                        trials=args.trials, pruner=args.pruner, storage=args.study,
+                        study_name=args.study_name or Path(args.graph).stem,
+                        epochs=args.epochs, log_dir=args.log_dir, seed=args.sampler_seed,
+                        ready=start_helpers)
+    except BaseException:
+        if helpers:
+            from nodegraph.cli import search_workers
+
+            search_workers.stop(helpers)
+        raise
+    if args.worker:
+        return 0
+    if helpers:
+        from nodegraph.cli import search_workers
+        from nodegraph.runtime.search import refreshed
+
+        for complaint in search_workers.wait(helpers):
+            print(f"a helper process failed: {complaint}", file=sys.stderr)
+        result = refreshed(result)  # the trials the helpers ran since
     out.mkdir(parents=True, exist_ok=True)
     targets = [s.target for s in spaces]
     print(table(result, targets))

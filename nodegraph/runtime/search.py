@@ -309,6 +309,7 @@ class SearchResult:
     metric: str
     rises: bool
     study_name: str
+    study: Any = None  # the optuna.Study it came from
 
     @property
     def best(self) -> TrialRow | None:
@@ -329,10 +330,12 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
            sampler: str = "tpe", trials: int | None = None, pruner: str = "median",
            storage: str | None = None, study_name: str | None = None,
            epochs: int | None = None, log_dir: str | Path | None = None,
-           seed: int | None = None, echo: Callable[[str], None] = print) -> SearchResult:
+           seed: int | None = None, echo: Callable[[str], None] = print,
+           ready: Callable[[], None] | None = None) -> SearchResult:
     """Run trials of `build(params)` until the study holds `trials` finished ones (all
     processes together; for the grid, by default, until every combination ran).
-    `metric` (split.key) is minimised, or maximised for accuracy-like numbers."""
+    `metric` (split.key) is minimised, or maximised for accuracy-like numbers. `ready` is
+    called once the study is open, before the first trial (`--jobs` starts helpers there)."""
     import optuna
 
     from nodegraph.runtime.callbacks.pruning import TrialPruning
@@ -392,10 +395,17 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
         done = 0
     echo(f"searching {', '.join(s.target for s in spaces)} with the {sampler} sampler for "
          f"{'the best' if rises else 'the lowest'} {metric} (study {study.study_name})")
+    if ready is not None:
+        ready()
     if trials is None or done < trials:
         study.optimize(objective, n_trials=None if trials is None else trials - done,
                        catch=(NodegraphError,), callbacks=callbacks)
     return collect(study, metric, rises)
+
+
+def refreshed(result: SearchResult) -> SearchResult:
+    """`result` read again from its study: with the trials other processes ran since."""
+    return collect(result.study, result.metric, result.rises)
 
 
 def collect(study, metric: str, rises: bool) -> SearchResult:
@@ -408,4 +418,4 @@ def collect(study, metric: str, rises: bool) -> SearchResult:
     if done:
         pick = max if rises else min
         pick(done, key=lambda pair: pair[1])[0].best = True
-    return SearchResult(rows, metric, rises, study.study_name)
+    return SearchResult(rows, metric, rises, study.study_name, study)
