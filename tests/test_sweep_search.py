@@ -5,6 +5,7 @@ numbers; `--write` saves the best graph; bad search spaces are named with node a
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import subprocess
@@ -291,3 +292,11 @@ def test_a_stored_study_keeps_its_direction(tmp_path, capsys):
     assert main([*base, "--metric", "train.accuracy"]) == 1
     err = capsys.readouterr().err
     assert "seeks to minimize" in err and "would maximize" in err
+
+
+def test_the_files_log_dir_becomes_one_folder_per_trial(tmp_path, capsys):
+    logs = tmp_path / "tb"
+    assert main(["sweep", XOR, "--search", "grid", "--param", "opt.lr=choice:0.1,0.01",
+                 "--epochs", "2", "--set", f"training.log_dir={json.dumps(str(logs))}",
+                 "-o", str(tmp_path / "o")]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in logs.iterdir()) == ["trial-000", "trial-001"]

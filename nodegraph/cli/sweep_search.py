@@ -103,7 +103,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         result = search(build, spaces, metric, sampler=args.search or "tpe",
                         trials=args.trials, pruner=args.pruner, storage=args.study,
                         study_name=args.study_name or Path(args.graph).stem,
-                        epochs=args.epochs, log_dir=args.log_dir, seed=args.sampler_seed,
+                        epochs=args.epochs, seed=args.sampler_seed,
+                        # the file's training.log_dir, too, becomes one folder per trial
+                        log_dir=args.log_dir or base.training.get("log_dir") or None,
                         ready=start_helpers)
     except BaseException:
         if helpers:
