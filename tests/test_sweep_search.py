@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,6 +19,8 @@ from nodegraph.cli.main import main
 from nodegraph.cli.search_plot import best_so_far, text_plot, write_plot
 from nodegraph.model import fileformat
 from nodegraph.model.errors import NodegraphError
+from nodegraph.model.events import Emitter
+from nodegraph.runtime.callbacks.base import LoopState, Stage
 from nodegraph.runtime.callbacks.pruning import TrialPruning
 from nodegraph.runtime.search import SearchResult, Space, TrialRow, parse_space
 from nodegraph.runtime.train import train
@@ -121,12 +124,25 @@ def test_the_pruning_callback_reports_each_epoch_and_ends_the_run():
     assert len(result.history) == 4 and len(trial.reports) == 4 and not result.stopped_early
 
 
-def test_a_missing_number_prunes_at_once():
+def test_a_missing_number_is_the_users_mistake_and_nan_prunes_at_once():
+    pruning = TrialPruning(_Trial(prune_at=99), "val.loss")  # xor keeps no validation split
+    with pytest.raises(NodegraphError, match=r"no val.loss .* among train.loss, "
+                                             r"train.accuracy"):
+        train(fileformat.load(XOR), epochs=5, callbacks=[pruning])
+    # a diverged epoch (the loop's state after its validation) ends the run at once
     trial = _Trial(prune_at=99)
-    pruning = TrialPruning(trial, "val.loss")  # xor keeps no validation split
-    result = train(fileformat.load(XOR), epochs=5, callbacks=[pruning])
-    assert pruning.pruned and len(result.history) == 1
-    assert len(trial.reports) == 1 and math.isnan(trial.reports[0][1])
+    pruning = TrialPruning(trial, "train.loss")
+    state = LoopState([Stage("main", 10, ["opt"], [])])
+    trainer = SimpleNamespace(state=state, events=Emitter())
+    for loss in (0.7, float("inf")):
+        state.epoch += 1
+        state.train = {"loss": loss}
+        pruning.on_validation_end(trainer)
+        state.index += 1
+        pruning.on_epoch_end(trainer)
+    assert pruning.pruned and state.finished and state.stopped_early
+    assert trial.reports[0] == (1, 0.7) and trial.reports[1][0] == 2
+    assert math.isnan(trial.reports[1][1])
 
 
 def test_random_and_tpe_draw_within_the_spaces_and_a_stored_study_resumes(tmp_path, capsys):
@@ -187,6 +203,12 @@ def test_grid_needs_values_and_search_flags_need_a_search(tmp_path, capsys):
     assert main(["sweep", XOR, "--search", "grid", "--param", "opt.lr=choice:0.1",
                  "--jobs", "2"]) == 1
     assert "give --study" in capsys.readouterr().err
+    # a number the runs do not compute stops the search at its first trial
+    assert main(["sweep", XOR, "--search", "grid", "--param", "opt.lr=choice:0.1,0.01",
+                 "--metric", "val.loss", "--epochs", "2", "-o", str(tmp_path / "m")]) == 1
+    err = capsys.readouterr().err
+    assert "no val.loss to watch" in err and "train.accuracy" in err
+    assert err.count("no val.loss") == 1
     assert main(["sweep", XOR, "--search", "tpe", "--param", "opt.lr=float:0.01:0.1",
                  "--trials", "2", "--pruner", "median:x"]) == 1
     assert "--pruner" in capsys.readouterr().err

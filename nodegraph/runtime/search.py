@@ -338,7 +338,7 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
     called once the study is open, before the first trial (`--jobs` starts helpers there)."""
     import optuna
 
-    from nodegraph.runtime.callbacks.pruning import TrialPruning
+    from nodegraph.runtime.callbacks.pruning import MissingNumber, TrialPruning
     from nodegraph.runtime.train import train
 
     if trials is not None and trials < 1:
@@ -354,6 +354,7 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
                        pruner_for(pruner, rises), direction)
     worker = f"{socket.gethostname()}:{os.getpid()}"
     folder = Path(log_dir) if log_dir else None
+    fatal: list[NodegraphError] = []  # a mistake every trial would repeat: ends the search
 
     def objective(trial) -> float:
         params = {s.target: s.suggest(trial) for s in spaces}
@@ -364,6 +365,9 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
                            log_dir=folder / f"trial-{trial.number:03d}" if folder else None)
         except NodegraphError as e:
             trial.set_user_attr("error", " ".join(str(e).split())[:500])
+            if isinstance(e, MissingNumber):
+                fatal.append(e)
+                study.stop()
             raise
         if pruning.pruned:
             raise optuna.TrialPruned(f"pruned after epoch {pruning.epochs}")
@@ -400,6 +404,8 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
     if trials is None or done < trials:
         study.optimize(objective, n_trials=None if trials is None else trials - done,
                        catch=(NodegraphError,), callbacks=callbacks)
+    if fatal:
+        raise fatal[0]
     return collect(study, metric, rises)
 
 

@@ -3,8 +3,9 @@
 After each validation the watched number (`val.loss`, `train.accuracy` …) goes to the search
 trial as that epoch's intermediate value; when the trial's pruner says the run is hopeless
 the run ends after this epoch, and `pruned` tells the search to mark the trial pruned. A
-number that is missing or not finite (a diverged run) ends the run at once: nothing good can
-follow it, and Optuna's pruners treat NaN as the worst value anyway.
+number that is not finite (a diverged run) ends the run at once: nothing good can follow it,
+and Optuna's pruners treat NaN as the worst value anyway. A number the run does not compute
+at all is the user's mistake, reported with the numbers it does compute.
 
 The trial is duck-typed (`report(value, step)`, `should_prune()`), so this module imports no
 Optuna; the search (`nodegraph.runtime.search`) hands in an `optuna.Trial`.
@@ -14,9 +15,14 @@ from __future__ import annotations
 
 import math
 
+from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import Message
 from nodegraph.runtime.callbacks.base import Callback
 from nodegraph.runtime.callbacks.monitor import lookup
+
+
+class MissingNumber(NodegraphError):
+    """The watched number is not among the run's numbers: every trial would fail alike."""
 
 
 class TrialPruning(Callback):
@@ -33,7 +39,12 @@ class TrialPruning(Callback):
         value = lookup(self.key, s.train, s.val)
         self.epochs = s.epoch
         self.last = value
-        if value is None or not math.isfinite(value):
+        if value is None:
+            have = [f"{split}.{k}" for split, stats in (("train", s.train), ("val", s.val))
+                    for k, v in stats.items() if isinstance(v, int | float)]
+            raise MissingNumber(f"the run has no {self.key} to watch; choose --metric among "
+                                 f"{', '.join(have) or 'its numbers (it computes none)'}")
+        if not math.isfinite(value):
             self.trial.report(float("nan"), s.epoch)
             self.pruned = True
             return
