@@ -232,6 +232,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if sweep_search.wants_search(args):
         return sweep_search.cmd_search(args)
     search_only = [flag for flag, value in (("--trials", args.trials), ("--study", args.study),
+                                            ("--study-name", args.study_name),
+                                            ("--sampler-seed", args.sampler_seed),
                                             ("--write", args.write), ("--log-dir", args.log_dir))
                    if value is not None]
     if search_only:

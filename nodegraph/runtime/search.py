@@ -398,7 +398,7 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
     else:
         done = 0
     echo(f"searching {', '.join(s.target for s in spaces)} with the {sampler} sampler for "
-         f"{'the best' if rises else 'the lowest'} {metric} (study {study.study_name})")
+         f"{'the highest' if rises else 'the lowest'} {metric} (study {study.study_name})")
     if ready is not None:
         ready()
     if trials is None or done < trials:
