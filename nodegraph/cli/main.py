@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "learning-rate range test: loss against a growing rate"),
     "sample": ("nodegraph.cli.sample", "run a procedure block (sampling, recall, decoding, "
                "forecasting) and write its trajectory"),
-    "sweep": ("nodegraph.cli.sweep", "train every combination of a parameter grid"),
+    "sweep": ("nodegraph.cli.sweep", "train a parameter grid, or search one on Optuna"),
 }
 
 

@@ -1,5 +1,8 @@
 """`nodegraph sweep GRAPH --grid NODE.PARAM=v1,v2 ...`: every combination, one run each.
 
+(With `--search` or `--param` the sweep is a search on an Optuna study instead:
+`nodegraph.cli.sweep_search`.)
+
 Each combination of the grid is one `nodegraph run ... --set ... --metrics-out` in a process
 of its own (up to `--jobs` at a time), so runs cannot disturb each other and a crash ends
 only its own run. Each writes its metrics file and log into the output folder; when all are
@@ -26,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nodegraph.cli import sweep_search
 from nodegraph.cli.main import add_graph_argument, open_graph
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.settings import monitor_rises
+from nodegraph.runtime.search import final_value as metric_of
 
 
 @dataclass
@@ -80,16 +85,6 @@ def _value(text: str) -> Any:
 
 def combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
-
-
-def metric_of(result: dict, key: str) -> float | None:
-    """`split.name` from a metrics file: the final numbers, else the last epoch's."""
-    split, _, name = key.partition(".")
-    for stats in (result.get("final", {}).get(split),
-                  (result.get("history") or [{}])[-1].get(split)):
-        if isinstance(stats, dict) and isinstance(stats.get(name), int | float):
-            return float(stats[name])
-    return None
 
 
 @dataclass
@@ -213,12 +208,15 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "sweep", description="Each combination runs as `nodegraph run GRAPH --set ...`; the folder "
         "gets one metrics file and log per run and summary.csv; the best run is marked. Runs go "
-        "one at a time unless --jobs says more.")
+        "one at a time unless --jobs says more. With --search (or --param) the sweep is a "
+        "search on an Optuna study: random, TPE or grid sampling, pruning of bad trials, a "
+        "study shared by several processes through --study.")
     add_graph_argument(p)
     p.add_argument("--grid", action="append", default=[], metavar="NODE.PARAM=v1,v2",
                    help="values to try for a param (or training.KEY); repeat for more")
     p.add_argument("--jobs", type=int, default=1, metavar="K", help="runs at a time, each "
-                   "in its own process (default 1)")
+                   "in its own process (default 1); with --search, K processes on the study "
+                   "given by --study")
     p.add_argument("--metric", help="split.key that picks the best run (default val.loss, "
                    "or train.loss without a validation split)")
     p.add_argument("--epochs", type=int, help="override training.epochs in every run")
@@ -226,10 +224,21 @@ def register(subparsers) -> None:
                    help="a fixed change for every run; repeatable")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="where runs and summary go (default: GRAPH-sweep beside the graph)")
+    sweep_search.add_arguments(p)
     p.set_defaults(func=cmd_sweep)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    if sweep_search.wants_search(args):
+        return sweep_search.cmd_search(args)
+    search_only = [flag for flag, value in (("--trials", args.trials), ("--study", args.study),
+                                            ("--study-name", args.study_name),
+                                            ("--sampler-seed", args.sampler_seed),
+                                            ("--write", args.write), ("--log-dir", args.log_dir))
+                   if value is not None]
+    if search_only:
+        raise NodegraphError(f"{', '.join(search_only)} belong to a search: add --search "
+                             "random|tpe|grid")
     grid = parse_grid(args.grid)
     if args.jobs < 1:
         raise NodegraphError("--jobs must be at least 1")
