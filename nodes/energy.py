@@ -38,6 +38,7 @@ from nodegraph.model.spec import (
     float_param,
     int_param,
 )
+from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
 
 # -- Hopfield designs ------------------------------------------------------------------------
@@ -475,3 +476,5 @@ BLOCKS = [
           inputs=[Port("input", doc="per-sample log pseudo-likelihood, (N,)")],
           keywords=("rbm", "likelihood", "score")),
 ]
+
+BLOCKS = with_dtype(BLOCKS, ('BernoulliRBM', 'HopfieldHebbian', 'HopfieldNewhop'))

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, bool_param, choice_param, float_param, int_param
 
@@ -48,6 +49,7 @@ DATA_PARAMS: tuple[Param, ...] = (
               "train; chronological folds train only on the folds before it", min=0),
     choice_param("normalize", ("none", "zscore", "minmax"), "none",
                  "scale the inputs with statistics of the training split only"),
+    DTYPE_PARAM,
 )
 
 
@@ -140,6 +142,13 @@ class Dataset:
     def to(self, device: torch.device | str) -> Dataset:
         self._split = {s: {k: t.to(device) for k, t in part.items()}
                        for s, part in self._split.items()}
+        return self
+
+    def astype(self, dtype: torch.dtype) -> Dataset:
+        """Floating ports in `dtype` (labels and indices keep their integer type)."""
+        if dtype != torch.float32:
+            self._split = {s: {k: t.to(dtype) if t.is_floating_point() else t
+                               for k, t in part.items()} for s, part in self._split.items()}
         return self
 
     def num_batches(self, split: str) -> int:

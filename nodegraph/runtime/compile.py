@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from nodegraph.check.validate import Report, check
+from nodegraph.kinds import dtypes
 from nodegraph.kinds.datameta import materialise
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.metric import Metric
@@ -228,11 +229,15 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     torch.manual_seed(training.get("seed", 0) if seed is None else seed)
 
     ops = [n for n in report.order if report.specs[n].kind == "op"]
+    kinds = dtypes.node_dtypes(report, training)
+    _check_dtype_device(kinds, dev)
     blocks = {}
     for node_id in ops:  # a node sharing another's weights gets no module of its own
         if node_id not in shared:
             inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(node_id)}
-            blocks[node_id] = report.specs[node_id].build(report.params[node_id], inputs)
+            with dtypes.building(kinds[node_id]):
+                module = report.specs[node_id].build(report.params[node_id], inputs)
+            blocks[node_id] = dtypes.cast_module(module, kinds[node_id])
     steps = {}
     for node_id in ops:
         spec = report.specs[node_id]
@@ -245,7 +250,7 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     if any(t.device != dev for t in (*module.parameters(), *module.buffers())):
         module.to(dev)  # moves the blocks in place (a walk of every module: only when needed)
 
-    datasets = {nid: ds.to(dev) for nid, ds in datasets.items()}
+    datasets = {nid: ds.astype(kinds[nid]).to(dev) for nid, ds in datasets.items()}
     compiled = Compiled(user_graph, report, module, dev, datasets, exec_graph=graph)
     compiled.loss_keys = {nid: (nid, p.name) for nid in report.order
                           for p in report.specs[nid].outputs if p.type == LOSS
@@ -265,6 +270,14 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     if for_training:
         _build_optimizers(compiled, graph, sinks)
     return compiled
+
+
+def _check_dtype_device(kinds: dict[str, torch.dtype], device: torch.device) -> None:
+    """Refuse, on the first node that asks for it, a dtype the device cannot compute in."""
+    for node, dtype in kinds.items():
+        why = dtypes.check_device(dtype, device)
+        if why is not None:
+            raise ValidationError([Problem(node, "dtype", "bad_config", why)])
 
 
 def _bind(blocks: dict[str, nn.Module], report: Report) -> None:

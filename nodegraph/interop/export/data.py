@@ -201,7 +201,7 @@ def _normalise_lines(p, split: bool) -> list[str]:
 
 
 def _tensor(port: str, t: torch.Tensor, rows: str = "") -> str:
-    dtype = "torch.long" if t.dtype == torch.long else "torch.float32"
+    dtype = "torch.long" if t.dtype == torch.long else str(t.dtype)  # the graph's dtype
     return f'"{port}": torch.as_tensor({port}{rows}, dtype={dtype})'
 
 
