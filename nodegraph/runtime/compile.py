@@ -131,9 +131,16 @@ class GraphModule(nn.Module):
             out[k.removeprefix("blocks.")] = v
         return out
 
+    def computed_keys(self) -> set[str]:
+        """Keys of buffers a block computes from its params outside autograd (a Hopfield
+        design): saved with the weights, but a file written before they were may lack them,
+        and the computed values then stay."""
+        return {f"{node}.{name}" for node, block in self.blocks.items()
+                for name in getattr(block, "computed_state", ())}
+
     def load_block_state(self, state: dict[str, torch.Tensor], strict: bool = True) -> None:
         expected = set(self.block_state())
-        missing = expected - set(state)
+        missing = expected - set(state) - self.computed_keys()
         unexpected = set(state) - {k.removeprefix("blocks.") for k in self.state_dict()}
         if strict and (missing or unexpected):
             raise RuntimeError(f"weights do not fit: missing {sorted(missing)[:5]}, "

@@ -33,7 +33,9 @@ def load_weights(compiled: Compiled, weights: dict[str, torch.Tensor],
     fit (a weight missing from `source`, one of another shape, one the graph lacks)."""
     expected = compiled.module.block_state()  # a tied tensor may come under any of its names
     every = {k.removeprefix("blocks."): v for k, v in compiled.module.state_dict().items()}
-    problems = [_where(k, "is missing from the file") for k in sorted(set(expected) - set(weights))]
+    optional = compiled.module.computed_keys()  # older files lack computed buffers
+    problems = [_where(k, "is missing from the file")
+                for k in sorted(set(expected) - set(weights) - optional)]
     problems += [_where(k, f"is {_shape(weights[k])} in the file but {_shape(every[k])} in "
                         "the graph") for k in sorted(set(weights) & set(every))
                  if weights[k].shape != every[k].shape]
