@@ -456,7 +456,8 @@ def test_rbm_checks_its_input():
 
 META_CASES = [
     ("energy.HopfieldHebbian", {"input": torch.zeros(4, 2)},
-     {"patterns": TARGETS_2D, "update": "async", "steps": 3}, [(4, 2), (4, 4, 2), (4, 4), (4,), (2, 2), (2,)]),
+     {"patterns": TARGETS_2D, "update": "async", "steps": 3},
+     [(4, 2), (4, 4, 2), (4, 4), (4,), (2, 2), (2,)]),
     ("energy.HopfieldNewhop", {"input": torch.zeros(4, 3)}, {"targets": TARGETS_3D},
      [(4, 3), (4, 51, 3), (4, 51), (4,), (3, 3), (3,)]),
     ("energy.BernoulliRBM", {"input": torch.zeros(4, 6)}, {"n_components": 5, "method": "pcd",
