@@ -129,6 +129,17 @@ class Dataset:
             return raw
         return (raw - st["centre"].to(raw.device)) / st["scale"].to(raw.device)
 
+    def renormalize(self, port: str, centre: torch.Tensor, scale: torch.Tensor) -> None:
+        """Scale `port` with other statistics (a trained model's, from its weights file)
+        instead of those fitted here: the raw values are recovered and scaled anew."""
+        old = self.normalization[port]
+        for part in self._split.values():
+            t = part[port]
+            raw = t * old["scale"].to(t.device) + old["centre"].to(t.device)
+            part[port] = ((raw - centre.to(t.device)) / scale.to(t.device)).to(t.dtype)
+        self.normalization[port] = {"centre": centre.detach().cpu(),
+                                    "scale": scale.detach().cpu()}
+
     def step_batch(self, split: str = "train") -> int:
         n = self.size(split)
         return n if self.batch_size == 0 else min(self.batch_size, n)

@@ -139,6 +139,9 @@ class GraphModule(nn.Module):
                 for name in getattr(block, "computed_state", ())}
 
     def load_block_state(self, state: dict[str, torch.Tensor], strict: bool = True) -> None:
+        """Load weights keyed `node.param`; a data block's saved normalisation in the same
+        file is not a weight (see `nodegraph.runtime.normalization`) and is skipped."""
+        state = {k: v for k, v in state.items() if not k.startswith("normalization/")}
         expected = set(self.block_state())
         missing = expected - set(state) - self.computed_keys()
         unexpected = set(state) - {k.removeprefix("blocks.") for k in self.state_dict()}
