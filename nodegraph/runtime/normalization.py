@@ -28,8 +28,10 @@ FIELDS = ("centre", "scale")
 
 
 def state(compiled: Any) -> dict[str, torch.Tensor]:
-    """Every data block's fitted normalisation, keyed as the weights file stores it."""
-    return {f"{PREFIX}{node}/{key}": value for node, ds in compiled.datasets.items()
+    """Every data block's fitted normalisation, keyed as the weights file stores it (none
+    for a run without datasets)."""
+    datasets = getattr(compiled, "datasets", None) or {}
+    return {f"{PREFIX}{node}/{key}": value for node, ds in datasets.items()
             for key, value in ds.normalization_state().items()}
 
 

@@ -116,9 +116,10 @@ def _refuse_bfloat16(compiled: Compiled) -> None:
                      .values()] for nid, ds in compiled.datasets.items()}
     tensors.update({nid: [*m.parameters(), *m.buffers()]
                     for nid, m in compiled.module.blocks.items()})
-    bad = {nid: "it computes in bfloat16, which the ONNX export cannot carry (onnxruntime "
-           "runs few bfloat16 operators on the CPU, so the file cannot be checked)"
-           for nid, ts in tensors.items() if any(t.dtype == torch.bfloat16 for t in ts)}
+    bad: dict[str | None, str] = {
+        nid: "it computes in bfloat16, which the ONNX export cannot carry (onnxruntime runs "
+        "few bfloat16 operators on the CPU, so the file cannot be checked)"
+        for nid, ts in tensors.items() if any(t.dtype == torch.bfloat16 for t in ts)}
     if bad:
         raise unexportable(bad, "set its dtype (or training.dtype) to float32 or float64 "
                            "for the export; the trained weights load into either")
