@@ -183,3 +183,22 @@ def test_onnx_export_refuses_bfloat16(tmp_path):
     with pytest.raises(nodegraph.ValidationError, match="bfloat16") as info:
         to_onnx(graph("bfloat16"), tmp_path / "m.onnx")
     assert "float32 or float64" in str(info.value)
+
+
+def test_python_export_of_a_data_recipe_makes_float64_tensors(tmp_path):
+    """A data block the exporter writes as code (NoisyLine) makes its tensors in the
+    graph's dtype, checked against nodegraph's own by the exporter."""
+    from nodegraph.interop.export.python import to_python
+
+    g = nodegraph.load(ROOT / "examples" / "line_fit.json")
+    g.training.update(dtype="float64", epochs=1)
+    export = to_python(g, tmp_path / "line.py")
+    text = export.path.read_text()
+    assert export.npz is None  # written as code, not saved arrays
+    assert 'torch.as_tensor(x[rows], dtype=torch.float64)' in text
+    namespace: dict = {"__name__": "exported"}
+    exec(compile(text, str(export.path), "exec"), namespace)
+    data = namespace["load_data"]()
+    assert data["train"]["x"].dtype == torch.float64
+    ours = nodegraph.compile(g, device="cpu").datasets["data"].tensors("train")["x"]
+    assert torch.equal(data["train"]["x"], ours)
