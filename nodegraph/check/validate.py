@@ -530,7 +530,7 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache,
            tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())), dtype)
     hit = cache.get(key)
     if hit is None:
-        with torch.device("meta"), dtypes.building(dtype):
+        with torch.device("meta"):  # no draws to match: cast, not built in the dtype
             module = dtypes.cast_module(spec.build(params, inputs), dtype)
         _check_dtypes(spec, node_id, module, inputs, dtype)
         args = [inputs.get(p.name) for p in spec.inputs]

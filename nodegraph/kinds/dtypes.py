@@ -84,8 +84,11 @@ def building(dtype: torch.dtype) -> Iterator[None]:
 
 def cast_module(module: Any, dtype: torch.dtype) -> Any:
     """`module` with its floating weights and buffers in `dtype` (a module that fixes its
-    own, like a Hopfield design, is cast too); float32 leaves the module untouched."""
-    if dtype != torch.float32 and isinstance(module, torch.nn.Module):
+    own, like a Hopfield design, is cast too); float32 leaves the module untouched, unless
+    another thread's `building` changed torch's default dtype while it was built (the
+    default is global, not per thread)."""
+    if isinstance(module, torch.nn.Module) and (
+            dtype != torch.float32 or torch.get_default_dtype() != torch.float32):
         module.to(dtype)
     return module
 

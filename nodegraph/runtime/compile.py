@@ -35,6 +35,7 @@ from nodegraph.model.errors import (
 )
 from nodegraph.model.graph import Graph
 from nodegraph.model.types import LOSS
+from nodegraph.runtime import normalization
 from nodegraph.runtime import referenced_weights as weights_file
 
 Key = tuple[str, str]
@@ -141,7 +142,7 @@ class GraphModule(nn.Module):
     def load_block_state(self, state: dict[str, torch.Tensor], strict: bool = True) -> None:
         """Load weights keyed `node.param`; a data block's saved normalisation in the same
         file is not a weight (see `nodegraph.runtime.normalization`) and is skipped."""
-        state = {k: v for k, v in state.items() if not k.startswith("normalization/")}
+        state = {k: v for k, v in state.items() if not k.startswith(normalization.PREFIX)}
         expected = set(self.block_state())
         missing = expected - set(state) - self.computed_keys()
         unexpected = set(state) - {k.removeprefix("blocks.") for k in self.state_dict()}
