@@ -157,9 +157,8 @@ class Dataset:
 
     def astype(self, dtype: torch.dtype) -> Dataset:
         """Floating ports in `dtype` (labels and indices keep their integer type)."""
-        if dtype != torch.float32:
-            self._split = {s: {k: t.to(dtype) if t.is_floating_point() else t
-                               for k, t in part.items()} for s, part in self._split.items()}
+        self._split = {s: {k: t.to(dtype) if t.is_floating_point() else t
+                           for k, t in part.items()} for s, part in self._split.items()}
         return self
 
     def num_batches(self, split: str) -> int:
