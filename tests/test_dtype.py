@@ -202,3 +202,14 @@ def test_python_export_of_a_data_recipe_makes_float64_tensors(tmp_path):
     assert data["train"]["x"].dtype == torch.float64
     ours = nodegraph.compile(g, device="cpu").datasets["data"].tensors("train")["x"]
     assert torch.equal(data["train"]["x"], ours)
+
+
+def test_onnx_export_carries_float64(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from nodegraph.interop.export.onnx import to_onnx
+
+    result = to_onnx(graph("float64"), tmp_path / "m.onnx")
+    model = onnx.load(str(result.path))
+    assert [i.type.tensor_type.elem_type for i in model.graph.input] == [onnx.TensorProto.DOUBLE]
+    assert result.max_difference is not None and result.max_difference < 1e-12
