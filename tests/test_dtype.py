@@ -213,3 +213,19 @@ def test_onnx_export_carries_float64(tmp_path):
     model = onnx.load(str(result.path))
     assert [i.type.tensor_type.elem_type for i in model.graph.input] == [onnx.TensorProto.DOUBLE]
     assert result.max_difference is not None and result.max_difference < 1e-12
+
+
+def test_python_export_of_bfloat16_saved_data(tmp_path):
+    """numpy has no bfloat16: the saved arrays are float32 and the script casts them back,
+    giving nodegraph's tensors exactly."""
+    from nodegraph.interop.export.python import to_python
+
+    g = graph("bfloat16")
+    export = to_python(g, tmp_path / "bf.py")
+    namespace: dict = {"__name__": "exported", "__file__": str(export.path)}
+    exec(compile(export.path.read_text(), str(export.path), "exec"), namespace)
+    data = namespace["load_data"]()
+    ours = nodegraph.compile(g, device="cpu").datasets["data"].tensors("train")
+    for port in ("x", "y"):
+        assert data["train"][port].dtype == torch.bfloat16
+        assert torch.equal(data["train"][port], ours[port])
