@@ -23,6 +23,7 @@ from nodegraph.model.spec import (
     int_param,
     with_torch,
 )
+from nodes._dtype import with_dtype
 from nodes._shapes import dim_index, need_float
 from nodes.layers.dense import Fn
 
@@ -233,3 +234,5 @@ BLOCKS = with_torch(BLOCKS, {
         (nn.LogSoftmax,), lambda m: {"dim": m.dim} if m.dim is not None else None,
         (F.log_softmax, torch.log_softmax, "log_softmax"), _dim),
 })
+
+BLOCKS = with_dtype(BLOCKS, ('PReLU',))

@@ -40,6 +40,7 @@ from nodegraph.model.spec import (
     float_param,
     int_param,
 )
+from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_ndim
 from nodes.generative import sinusoidal
 from nodes.layers.dense import init_values
@@ -612,3 +613,7 @@ BLOCKS = [
                   bool_param("bias", True, "learn a bias per token")],
           keywords=("language model", "logits", "vocabulary", "output layer", "gpt")),
 ]
+
+BLOCKS = with_dtype(BLOCKS, ("LMHead", "LearnedPositionalEncoding", "MultiHeadCrossAttention",
+                             "MultiHeadSelfAttention", "PatchEmbedding",
+                             "TransformerDecoderBlock", "TransformerEncoderBlock", "ClsToken"))

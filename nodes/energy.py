@@ -38,6 +38,7 @@ from nodegraph.model.spec import (
     float_param,
     int_param,
 )
+from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
 
 # -- Hopfield designs ------------------------------------------------------------------------
@@ -115,15 +116,22 @@ ACTIVATIONS = {"sign": sign_keep, "satlins": satlins}
 
 
 class HopfieldRecall(nn.Module):
-    """Iterates x ← f(Wx + b) from the given states, synchronously or unit by unit."""
+    """Iterates x ← f(Wx + b) from the given states, synchronously or unit by unit.
+
+    W and b are computed outside autograd (designed from the params), and are outputs and
+    buffers saved with the weights, so a reloaded model recalls with the saved design even
+    where recomputing it would round differently; files from before they were saved lack
+    them and keep the recomputed design (`computed_state`)."""
+
+    computed_state = ("weight", "bias")  # may be missing from a weights file
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor, activation: str,
                  update: str, steps: int, tol: float):
         super().__init__()
         device = torch.get_default_device()  # meta while the graph is validated
-        # fixed by the params (the design is recomputed from them), so not saved
-        self.register_buffer("weight", weight.to(device, torch.float32), persistent=False)
-        self.register_buffer("bias", bias.to(device, torch.float32), persistent=False)
+        dtype = torch.get_default_dtype()  # the graph's dtype (nodegraph.kinds.dtypes)
+        self.register_buffer("weight", weight.to(device, dtype))
+        self.register_buffer("bias", bias.to(device, dtype))
         self.activation, self.update, self.steps, self.tol = activation, update, steps, tol
 
     def energy(self, x: torch.Tensor) -> torch.Tensor:
@@ -143,7 +151,8 @@ class HopfieldRecall(nn.Module):
         if input.is_meta:  # validation: the shapes, without iterating (a meta step is slow)
             trajectory = input.new_empty(input.shape[0], self.steps + 1, input.shape[1])
             return (input.new_empty(input.shape), trajectory, self.energy(trajectory),
-                    input.new_empty(input.shape[0], dtype=torch.int64))
+                    input.new_empty(input.shape[0], dtype=torch.int64), self.weight,
+                    self.bias)
         states = [input]
         for _ in range(self.steps):
             states.append(self.step(states[-1]))
@@ -154,7 +163,7 @@ class HopfieldRecall(nn.Module):
         moved = (trajectory[:, 1:] - trajectory[:, :-1]).abs().amax(-1)
         settled = moved <= self.tol
         iterations = torch.where(settled.any(1), settled.int().argmax(1) + 1, -1)
-        return states[-1], trajectory, self.energy(trajectory), iterations
+        return states[-1], trajectory, self.energy(trajectory), iterations, self.weight, self.bias
 
 
 def _need_units(x: dict, units: int) -> None:
@@ -398,6 +407,10 @@ RECALL_OUTPUTS = [
     Port("energy", doc="E = −½xᵀWx − bᵀx of each state, (N, steps + 1)"),
     Port("iterations", doc="per sample, the first iteration that moved no unit by more than "
          "tol; −1 when still moving after `steps`"),
+    Port("weight", doc="the designed weights W, (units, units): computed from the params, "
+         "saved with the model"),
+    Port("bias", doc="the designed bias b, (units,): zero for a Hebbian design; saved with "
+         "the model"),
 ]
 RECALL_INPUT = [Port("input", doc="starting states, (N, units): noisy or partial patterns")]
 PATTERN_DOC = ("one pattern per row, e.g. [[1, 1], [-1, -1], [1, -1]], values ±1 "
@@ -475,3 +488,5 @@ BLOCKS = [
           inputs=[Port("input", doc="per-sample log pseudo-likelihood, (N,)")],
           keywords=("rbm", "likelihood", "score")),
 ]
+
+BLOCKS = with_dtype(BLOCKS, ('BernoulliRBM', 'HopfieldHebbian', 'HopfieldNewhop'))

@@ -27,6 +27,7 @@ from nodegraph.model.spec import (
     float_param,
     int_param,
 )
+from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim, need_same_shape
 from nodes.losses import BATCH_REDUCTION, REDUCTION
 
@@ -372,3 +373,5 @@ BLOCKS = [
           outputs=[LOSS_OUT], params=[REDUCTION],
           keywords=("normalizing flow", "likelihood", "density", "nll", "change of variables")),
 ]
+
+BLOCKS = with_dtype(BLOCKS, ('AffineCoupling', 'TimestepEmbedding'))

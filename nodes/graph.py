@@ -13,6 +13,7 @@ from torch import nn
 
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import Port, block, bool_param, choice_param, int_param
+from nodes._dtype import with_dtype
 from nodes._shapes import fmt
 from nodes.layers.dense import start_weights, weight_params
 
@@ -85,3 +86,5 @@ BLOCKS = [
           keywords=("gnn", "graph convolution", "kipf", "message passing", "node "
                     "classification")),
 ]
+
+BLOCKS = with_dtype(BLOCKS, ('GCN',))

@@ -29,6 +29,7 @@ from nodegraph.model.spec import (
     nodes_param,
     with_torch,
 )
+from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
 
 EPS = float_param("eps", 1e-5, "added to the variance so it is never divided by zero",
@@ -177,3 +178,5 @@ BLOCKS = with_torch(BLOCKS, {
         "dims": len(m.normalized_shape), "eps": m.eps,
         "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None}),
 })
+
+BLOCKS = with_dtype(BLOCKS, ('BatchNorm1d', 'BatchNorm2d', 'InstanceNorm2d', 'LayerNorm'))

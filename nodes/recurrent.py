@@ -31,6 +31,7 @@ from torch import nn
 
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import Port, block, bool_param, choice_param, float_param, int_param
+from nodes._dtype import with_dtype
 from nodes._shapes import fmt
 from nodes.layers.dense import init_values
 
@@ -331,3 +332,5 @@ BLOCKS = [
                               "−3)")],
           keywords=("gate", "skip", "carry", "deep", "srivastava")),
 ]
+
+BLOCKS = with_dtype(BLOCKS, ('RNN', 'LSTM', 'GRU', 'Highway'))

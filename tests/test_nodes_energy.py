@@ -64,7 +64,7 @@ def test_newhop_2d_attractors_spurious_state_and_unstable_points():
 def test_newhop_2d_convergence_counts():
     """Digest E11: 90 % of random starts converge within about 21 iterations."""
     m = hopfield("energy.HopfieldNewhop", 2, targets=TARGETS_2D, steps=100)
-    out, _, _, iterations = m(uniform_starts(2))
+    out, _, _, iterations = m(uniform_starts(2))[:4]
     assert (iterations > 0).all()
     assert torch.quantile(iterations.double(), 0.9).item() == 21
     assert set(map(tuple, out.tolist())) == {(1, 1), (-1, -1), (1, -1), (-1, 1)}
@@ -133,7 +133,7 @@ def test_newhop_3d_convergence_counts_and_final_states():
     90th percentile is 24 over 10⁵ starts and 23–25 over samples of 1000, the maximum
     43–52, so those two figures are checked within the spread of a 1000-start sample."""
     m = hopfield("energy.HopfieldNewhop", 3, targets=TARGETS_3D, steps=120)
-    out, trajectory, energy, iterations = m(uniform_starts(3))
+    out, trajectory, energy, iterations = m(uniform_starts(3))[:4]
     steps = iterations.double()
     assert steps.median().item() == 12
     assert 23 <= torch.quantile(steps, 0.9).item() <= 25
@@ -146,7 +146,7 @@ def test_newhop_3d_convergence_counts_and_final_states():
 def test_hopfield_energy_is_the_quadratic_form():
     m = hopfield("energy.HopfieldNewhop", 3, targets=TARGETS_3D, steps=3)
     x = uniform_starts(3, 4)
-    _, trajectory, energy, _ = m(x)
+    _, trajectory, energy, _ = m(x)[:4]
     w, b = m.weight, m.bias
     want = torch.stack([-0.5 * torch.einsum("ni,ij,nj->n", s, w, s) - s @ b
                         for s in trajectory.unbind(1)], 1)
@@ -189,7 +189,7 @@ def test_hebbian_recalls_corrupted_patterns(update):
     m = hopfield("energy.HopfieldHebbian", 100, patterns=patterns.tolist(), update=update)
     flips = torch.rand(3, 100) < 0.1
     noisy = torch.where(flips, -patterns, patterns)
-    out, _, energy, iterations = m(noisy)
+    out, _, energy, iterations = m(noisy)[:4]
     assert torch.equal(out, patterns)
     assert (energy[:, -1] < energy[:, 0]).all() and (iterations > 0).all()
 
@@ -198,12 +198,12 @@ def test_async_energy_never_rises_while_sync_can_cycle():
     m_sync = hopfield("energy.HopfieldHebbian", 2, patterns=[[1, 1]], steps=6)
     m_async = hopfield("energy.HopfieldHebbian", 2, patterns=[[1, 1]], update="async", steps=6)
     start = torch.tensor([[1.0, -1.0]])
-    out, trajectory, _, iterations = m_sync(start)
+    out, trajectory, _, iterations = m_sync(start)[:4]
     assert torch.equal(trajectory[0, 1], torch.tensor([-1.0, 1.0]))  # a 2-cycle
     assert torch.equal(out, start) and iterations.item() == -1
     torch.manual_seed(0)
     starts = torch.randint(0, 2, (50, 2)).float() * 2 - 1
-    out, _, energy, iterations = m_async(starts)
+    out, _, energy, iterations = m_async(starts)[:4]
     assert (energy[:, 1:] <= energy[:, :-1] + 1e-6).all()
     assert (iterations > 0).all() and (out[:, 0] == out[:, 1]).all()
 
@@ -456,9 +456,10 @@ def test_rbm_checks_its_input():
 
 META_CASES = [
     ("energy.HopfieldHebbian", {"input": torch.zeros(4, 2)},
-     {"patterns": TARGETS_2D, "update": "async", "steps": 3}, [(4, 2), (4, 4, 2), (4, 4), (4,)]),
+     {"patterns": TARGETS_2D, "update": "async", "steps": 3},
+     [(4, 2), (4, 4, 2), (4, 4), (4,), (2, 2), (2,)]),
     ("energy.HopfieldNewhop", {"input": torch.zeros(4, 3)}, {"targets": TARGETS_3D},
-     [(4, 3), (4, 51, 3), (4, 51), (4,)]),
+     [(4, 3), (4, 51, 3), (4, 51), (4,), (3, 3), (3,)]),
     ("energy.BernoulliRBM", {"input": torch.zeros(4, 6)}, {"n_components": 5, "method": "pcd",
                                                           "pseudo_likelihood": "exact"},
      [(), (4, 5), (4, 6), (4,)]),

@@ -20,6 +20,7 @@ noisy probes (the digit plus Gaussian noise of sd 0.2 to 2.0); y is the clean di
 
     python examples/builders/hopfield.py
     nodegraph run examples/hopfield_2d.json    # also hopfield_3d, hopfield_digits
+    nodegraph sample examples/hopfield_3d.json recall    # recall step by step, W and b saved
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ def hopfield_2d() -> Graph:
 
 def hopfield_3d() -> Graph:
     starts = np.concatenate([np.asarray(NAMED_3D), uniform_starts(3)])
-    return recall_graph("hopfield-3d", starts, nearest(starts, TARGETS_3D), TARGETS_3D)
+    g = recall_graph("hopfield-3d", starts, nearest(starts, TARGETS_3D), TARGETS_3D)
+    # `nodegraph sample examples/hopfield_3d.json recall`: 8 uniform starts, step by step
+    g.add("procedures.HopfieldRecall", id="recall", model="hopfield", count=8, steps=60)
+    return g
 
 
 def digit_patterns() -> np.ndarray:

@@ -22,7 +22,7 @@ import torch
 
 from nodegraph.check import opcache
 from nodegraph.check.opcache import OpCache
-from nodegraph.kinds import footprint
+from nodegraph.kinds import dtypes, footprint
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
 from nodegraph.model import allowlist, gcpause, groups, references, settings
@@ -460,7 +460,8 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
             inputs[e.dst_port] = meta
         else:
             try:
-                _infer_node(node_id, spec, params, inputs, report, cache)
+                dtype = dtypes.node_dtype(spec, params, graph.training)
+                _infer_node(node_id, spec, params, inputs, report, cache, dtype)
             except PortError as e:
                 report.problems.append(Problem(node_id, e.port, e.kind,
                                                f"{spec.id} '{node_id}' {e}", e.hint))
@@ -475,11 +476,11 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
 
 
 def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
-                report: Report, cache: OpCache) -> None:
+                report: Report, cache: OpCache, dtype: torch.dtype = torch.float32) -> None:
     if spec.kind == "data":
         data = _data_meta(node_id, spec, params, report)
         report.data[node_id] = data
-        meta = data.meta()
+        meta = {k: dtypes.cast_tensor(v, dtype) for k, v in data.meta().items()}
         missing = [p.name for p in spec.outputs if p.name not in meta]
         if missing:
             raise NodegraphError(f"the dataset provides no {missing}")
@@ -488,7 +489,7 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
         b = meta[spec.outputs[0].name].shape[0] if spec.outputs else None
         report.batch_size = report.batch_size if report.batch_size is not None else b
     elif spec.kind == "op":
-        outs, count, nbytes = _infer_op(spec, params, inputs, cache)
+        outs, count, nbytes = _infer_op(spec, params, inputs, cache, dtype, node_id)
         report.param_counts[node_id] = count
         footprint.check_op(spec, params, inputs, sum(nbytes))
         report.module_bytes[node_id] = nbytes
@@ -518,17 +519,20 @@ def _data_meta(node_id: str, spec: BlockSpec, params: Params, report: Report) ->
     return DataMeta.of(dataset)
 
 
-def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache
+def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache,
+              dtype: torch.dtype = torch.float32, node_id: str = ""
               ) -> tuple[tuple, int, tuple]:
     """Output meta tensors, trainable-parameter count and the bytes of its parameters,
     buffers and the tensors one forward makes (`footprint.run_counted`), of an op block,
-    remembered in `cache` by block, params and input shapes."""
+    remembered in `cache` by block, params, dtype and input shapes. A floating input in
+    another dtype than the block's weights is a PortError (see `nodegraph.kinds.dtypes`)."""
     key = (spec.id, id(spec.build), allowlist.trusted_now(), repr(sorted(params.items())),
-           tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())))
+           tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())), dtype)
     hit = cache.get(key)
     if hit is None:
-        with torch.device("meta"):
-            module = spec.build(params, inputs)
+        with torch.device("meta"):  # no draws to match: cast, not built in the dtype
+            module = dtypes.cast_module(spec.build(params, inputs), dtype)
+        _check_dtypes(spec, node_id, module, inputs, dtype)
         args = [inputs.get(p.name) for p in spec.inputs]
         try:
             out, work = footprint.run_counted(module, args)
@@ -543,6 +547,20 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache
         cache.put(key, hit)
     shapes, count, nbytes = hit
     return tuple(torch.empty(s, dtype=d, device="meta") for s, d in shapes), count, nbytes
+
+
+def _check_dtypes(spec: BlockSpec, node_id: str, module: Any, inputs: dict,
+                  dtype: torch.dtype) -> None:
+    """Refuse a floating input whose dtype differs from the block's weights (torch would
+    fail, or silently compute in the other dtype), on the port that receives it."""
+    if not dtypes.has_float_state(module):
+        return
+    for port in spec.inputs:
+        value = inputs.get(port.name)
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and \
+                value.dtype != dtype:
+            message, hint = dtypes.mismatch(port.name, value.dtype, dtype)
+            raise PortError(port.name, message, hint, kind="dtype_mismatch")
 
 
 def _check_optimizers(graph: Graph, report: Report) -> None:

@@ -94,8 +94,10 @@ def _weights(args: argparse.Namespace, graph) -> tuple[dict | None, str]:
     """The weights an export carries (None: what compile gives) and a phrase naming them."""
     from nodegraph.interop.export.weights import read_weights
 
-    if args.weights:
-        return read_weights(args.weights), f"from {args.weights}"
+    if args.weights:  # weights only: a checkpoint's normalisation entries are not weights
+        from nodegraph.runtime.normalization import split
+
+        return split(read_weights(args.weights))[0], f"from {args.weights}"
     if args.train:
         from nodegraph.runtime.train import train
 

@@ -18,6 +18,9 @@ def register(sub) -> None:
     add_graph_argument(p)
     p.add_argument("--inputs", metavar="FILE.npz", help="arrays named NODE.PORT (e.g. data.x) "
                    "that replace those outputs; by default a batch of the data blocks")
+    p.add_argument("--normalized", action="store_true", help="the --inputs of a data block "
+                   "that normalises are already scaled (by default they are raw values, "
+                   "scaled with the statistics saved in --weights or fitted on the data)")
     p.add_argument("--split", default="train", choices=("train", "val", "test"))
     p.add_argument("--batch", type=int, default=0, help="which batch of the split (from 0)")
     p.add_argument("--weights", metavar="FILE.safetensors", help="trained weights to use")
@@ -51,7 +54,7 @@ def cmd_forward(args: argparse.Namespace) -> int:
 
             _weights_loader(args.weights)(compiled)
         outputs = forward(graph, inputs, split=args.split, batch=args.batch, compiled=compiled,
-                          nodes=set(args.node) or None)
+                          nodes=set(args.node) or None, raw=not args.normalized)
     arrays = {f"{n}.{p}": t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16
               else t.detach().cpu().numpy() for (n, p), t in outputs.items()}
     buffer = io.BytesIO()

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, bool_param, choice_param, float_param, int_param
 
@@ -48,6 +49,7 @@ DATA_PARAMS: tuple[Param, ...] = (
               "train; chronological folds train only on the folds before it", min=0),
     choice_param("normalize", ("none", "zscore", "minmax"), "none",
                  "scale the inputs with statistics of the training split only"),
+    DTYPE_PARAM,
 )
 
 
@@ -127,6 +129,17 @@ class Dataset:
             return raw
         return (raw - st["centre"].to(raw.device)) / st["scale"].to(raw.device)
 
+    def renormalize(self, port: str, centre: torch.Tensor, scale: torch.Tensor) -> None:
+        """Scale `port` with other statistics (a trained model's, from its weights file)
+        instead of those fitted here: the raw values are recovered and scaled anew."""
+        old = self.normalization[port]
+        for part in self._split.values():
+            t = part[port]
+            raw = t * old["scale"].to(t.device) + old["centre"].to(t.device)
+            part[port] = ((raw - centre.to(t.device)) / scale.to(t.device)).to(t.dtype)
+        self.normalization[port] = {"centre": centre.detach().cpu(),
+                                    "scale": scale.detach().cpu()}
+
     def step_batch(self, split: str = "train") -> int:
         n = self.size(split)
         return n if self.batch_size == 0 else min(self.batch_size, n)
@@ -140,6 +153,12 @@ class Dataset:
     def to(self, device: torch.device | str) -> Dataset:
         self._split = {s: {k: t.to(device) for k, t in part.items()}
                        for s, part in self._split.items()}
+        return self
+
+    def astype(self, dtype: torch.dtype) -> Dataset:
+        """Floating ports in `dtype` (labels and indices keep their integer type)."""
+        self._split = {s: {k: t.to(dtype) if t.is_floating_point() else t
+                           for k, t in part.items()} for s, part in self._split.items()}
         return self
 
     def num_batches(self, split: str) -> int:

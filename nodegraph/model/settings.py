@@ -54,6 +54,9 @@ TRAINING_PARAMS: tuple[Param, ...] = (
     choice_param("compile", ("off", "inductor", "aot_eager", "eager"), "off",
                  "run the training forward through torch.compile with this backend; falls back "
                  "to eager when compilation fails"),
+    choice_param("dtype", ("float32", "float64", "bfloat16"), "float32",
+                 "element type of the whole graph's data and weights; a data block or layer "
+                 "may override it with its own dtype param"),
     int_param("eval_batch_size", 1024, "batch size for evaluation passes", min=1),
     str_param("log_dir", "", "write TensorBoard event files here (scalars, learning rates, "
               "hyperparameters, probe histograms; needs the tracking extra); empty: none"),

@@ -1,7 +1,9 @@
 """Checkpoints as safetensors plus a small JSON, written so a crash never loses the last one.
 
 A checkpoint is a folder `last/` inside the run's checkpoint directory:
-``model.safetensors`` (weights keyed `node.param`), ``state.safetensors`` (optimizer
+``model.safetensors`` (weights keyed `node.param`, and each data block's fitted
+normalisation under ``normalization/NODE/PORT.centre|scale``, which weight loaders skip:
+see `nodegraph.runtime.normalization`), ``state.safetensors`` (optimizer
 moments and random-number-generator states) and ``trainer.json`` (epoch, history,
 early-stopping counters, schedule states, optimizer hyper-parameters). It is written to a
 temporary folder first and swapped in with renames, so at any instant there is one complete

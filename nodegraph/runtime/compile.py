@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from nodegraph.check.validate import Report, check
+from nodegraph.kinds import dtypes
 from nodegraph.kinds.datameta import materialise
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.metric import Metric
@@ -34,6 +35,7 @@ from nodegraph.model.errors import (
 )
 from nodegraph.model.graph import Graph
 from nodegraph.model.types import LOSS
+from nodegraph.runtime import normalization
 from nodegraph.runtime import referenced_weights as weights_file
 
 Key = tuple[str, str]
@@ -130,9 +132,19 @@ class GraphModule(nn.Module):
             out[k.removeprefix("blocks.")] = v
         return out
 
+    def computed_keys(self) -> set[str]:
+        """Keys of buffers a block computes from its params outside autograd (a Hopfield
+        design): saved with the weights, but a file written before they were may lack them,
+        and the computed values then stay."""
+        return {f"{node}.{name}" for node, block in self.blocks.items()
+                for name in getattr(block, "computed_state", ())}
+
     def load_block_state(self, state: dict[str, torch.Tensor], strict: bool = True) -> None:
+        """Load weights keyed `node.param`; a data block's saved normalisation in the same
+        file is not a weight (see `nodegraph.runtime.normalization`) and is skipped."""
+        state = {k: v for k, v in state.items() if not k.startswith(normalization.PREFIX)}
         expected = set(self.block_state())
-        missing = expected - set(state)
+        missing = expected - set(state) - self.computed_keys()
         unexpected = set(state) - {k.removeprefix("blocks.") for k in self.state_dict()}
         if strict and (missing or unexpected):
             raise RuntimeError(f"weights do not fit: missing {sorted(missing)[:5]}, "
@@ -228,11 +240,15 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     torch.manual_seed(training.get("seed", 0) if seed is None else seed)
 
     ops = [n for n in report.order if report.specs[n].kind == "op"]
+    kinds = dtypes.node_dtypes(report, training)
+    _check_dtype_device(kinds, dev)
     blocks = {}
     for node_id in ops:  # a node sharing another's weights gets no module of its own
         if node_id not in shared:
             inputs = {e.dst_port: report.outputs[e.source] for e in graph.edges_into(node_id)}
-            blocks[node_id] = report.specs[node_id].build(report.params[node_id], inputs)
+            with dtypes.building(kinds[node_id]):
+                module = report.specs[node_id].build(report.params[node_id], inputs)
+            blocks[node_id] = dtypes.cast_module(module, kinds[node_id])
     steps = {}
     for node_id in ops:
         spec = report.specs[node_id]
@@ -245,7 +261,7 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     if any(t.device != dev for t in (*module.parameters(), *module.buffers())):
         module.to(dev)  # moves the blocks in place (a walk of every module: only when needed)
 
-    datasets = {nid: ds.to(dev) for nid, ds in datasets.items()}
+    datasets = {nid: ds.astype(kinds[nid]).to(dev) for nid, ds in datasets.items()}
     compiled = Compiled(user_graph, report, module, dev, datasets, exec_graph=graph)
     compiled.loss_keys = {nid: (nid, p.name) for nid in report.order
                           for p in report.specs[nid].outputs if p.type == LOSS
@@ -265,6 +281,14 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     if for_training:
         _build_optimizers(compiled, graph, sinks)
     return compiled
+
+
+def _check_dtype_device(kinds: dict[str, torch.dtype], device: torch.device) -> None:
+    """Refuse, on the first node that asks for it, a dtype the device cannot compute in."""
+    for node, dtype in kinds.items():
+        why = dtypes.check_device(dtype, device)
+        if why is not None:
+            raise ValidationError([Problem(node, "dtype", "bad_config", why)])
 
 
 def _bind(blocks: dict[str, nn.Module], report: Report) -> None:

@@ -21,6 +21,7 @@ import torch
 
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
+from nodegraph.runtime import normalization
 from nodegraph.runtime.compile import Compiled, Key, compile
 
 SPLITS = ("train", "val", "test")
@@ -28,17 +29,22 @@ SPLITS = ("train", "val", "test")
 
 def forward(graph: Graph, inputs: Mapping[Any, Any] | None = None, split: str = "train",
             batch: int = 0, compiled: Compiled | None = None,
-            nodes: set[str] | None = None) -> dict[Key, torch.Tensor]:
+            nodes: set[str] | None = None, raw: bool = True) -> dict[Key, torch.Tensor]:
     """Run `graph` forward once and return every output it computed, keyed (node, port).
 
     `inputs` maps output ports ("node.port" or (node, port)) to tensors or arrays; without
     it, batch number `batch` of `split` comes from the graph's data blocks. `compiled` reuses
     a compiled graph (trained weights, say); `nodes` limits the run to what those nodes need.
+    Inputs to a data block's normalised port are `raw`, as its files hold them, and are
+    scaled as the block scales its own (`nodegraph.runtime.normalization`); raw=False takes
+    them as already scaled.
     """
     compiled = compiled or compile(graph, for_training=False)
     run_graph = compiled.exec_graph or compiled.graph
     values: dict[Key, Any] = (_given(compiled, inputs) if inputs is not None
                               else _batch(compiled, split, batch, nodes))
+    if inputs is not None and raw:
+        values = normalization.normalize_inputs(compiled, values)
     module = compiled.module
     wanted = run_graph.upstream(_members(compiled, nodes)) if nodes is not None else None
     plan = tuple(step for step in module.full_plan if wanted is None or step[0] in wanted)

@@ -28,6 +28,7 @@ from nodegraph.kinds.procedure_context import ProcedureContext as Interface
 from nodegraph.model.errors import NodegraphError, NodeRuntimeError, first_line
 from nodegraph.model.events import Emitter, EpochEnded
 from nodegraph.model.graph import Graph
+from nodegraph.runtime import normalization
 from nodegraph.runtime.compile import Compiled, compile
 from nodegraph.runtime.train import RunControl, Trainer, training_options
 
@@ -75,10 +76,12 @@ def run_procedure(graph: Graph | Compiled, node: str, events: Emitter | None = N
                              f"{', '.join(names) or 'none'})")
     if weights is not None:
         try:
-            compiled.module.load_block_state(load_file(str(weights)))
+            tensors = load_file(str(weights))
+            compiled.module.load_block_state(tensors)
         except (OSError, RuntimeError) as e:
             raise NodegraphError(f"cannot load weights from {weights}: "
                                  f"{first_line(e)}") from None
+        normalization.apply(compiled, normalization.split(tensors)[1], weights)
     params = dict(compiled.report.params[node])
     for key, value in overrides.items():
         param = spec.param(key)

@@ -28,6 +28,7 @@ from nodegraph.model.spec import (
     int_param,
     with_torch,
 )
+from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
 from nodes.layers.dense import Fn, layer_op, start_weights, weight_params
 
@@ -415,3 +416,5 @@ BLOCKS = with_torch(BLOCKS, {
         lambda a, k: _adaptive_of(k.get("output_size", a[0] if a else None))
         if len(a) + len(k) == 1 else None),
 })
+
+BLOCKS = with_dtype(BLOCKS, ('Conv1d', 'Conv2d', 'ConvTranspose2d', 'FixedConv2d'))

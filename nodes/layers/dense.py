@@ -37,6 +37,7 @@ from nodegraph.model.spec import (
     int_param,
     with_torch,
 )
+from nodes._dtype import with_dtype
 from nodes._shapes import dim_index, fmt, need_broadcast, need_float, need_index, need_ndim
 
 # -- shared pieces -----------------------------------------------------------------------
@@ -586,3 +587,5 @@ BLOCKS = with_torch(BLOCKS, {
     "layers.MatMul": TorchEquivalent(functions=(operator.matmul, torch.matmul, "matmul"),
                                      call=_binary),
 })
+
+BLOCKS = with_dtype(BLOCKS, ('Linear', 'Embedding', 'Parameter', 'RBF', 'Scale'))

@@ -23,7 +23,7 @@ def recall(name: str):
     """(starts, expected attractor, final state, energy per step, iterations) of the file."""
     compiled = nodegraph.compile(example(name), device="cpu", for_training=False)
     data = compiled.datasets["data"].tensors("train")
-    out, _, energy, iterations = compiled.module.module_of("hopfield")(data["x"])
+    out, _, energy, iterations = compiled.module.module_of("hopfield")(data["x"])[:4]
     return data["x"], data["y"], out, energy, iterations
 
 

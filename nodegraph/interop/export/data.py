@@ -201,7 +201,7 @@ def _normalise_lines(p, split: bool) -> list[str]:
 
 
 def _tensor(port: str, t: torch.Tensor, rows: str = "") -> str:
-    dtype = "torch.long" if t.dtype == torch.long else "torch.float32"
+    dtype = "torch.long" if t.dtype == torch.long else str(t.dtype)  # the graph's dtype
     return f'"{port}": torch.as_tensor({port}{rows}, dtype={dtype})'
 
 
@@ -266,16 +266,24 @@ def _names(names) -> str:
 
 def _saved(node: str, function: str, block: str, npz_name: str, dataset: Dataset) -> DataCode:
     present = [s for s in SPLITS if dataset.has(s)]
-    arrays = {f"{node}/{s}/{port}": t.cpu().numpy() for s in present
-              for port, t in dataset.tensors(s).items()}
+    # numpy has no bfloat16: such ports are saved as float32 (exactly) and cast back
+    arrays = {f"{node}/{s}/{port}": (t.float() if t.dtype == torch.bfloat16 else t).cpu().numpy()
+              for s in present for port, t in dataset.tensors(s).items()}
     ports = dataset.ports
+    bf16 = [p for p, t in dataset.tensors(present[0]).items() if t.dtype == torch.bfloat16]
+    cast = [] if not bf16 else [
+        "for part in data.values():  # saved as float32: numpy has no bfloat16",
+        f"    for port in {_names(bf16)}:",
+        "        part[port] = part[port].to(torch.bfloat16)"]
     text = "\n".join([
         f"def {function}():",
         f'    """{block} \'{node}\': its splits as nodegraph made them, saved beside this '
         'script."""',
         f'    with np.load(Path(__file__).with_name("{npz_name}")) as arrays:',
-        f"        return {{name: {{port: torch.from_numpy(arrays[f\"{node}/{{name}}/{{port}}\"])",
+        f"        data = {{name: {{port: torch.from_numpy(arrays[f\"{node}/{{name}}/{{port}}\"])",
         f"                       for port in {_names(ports)}}}",
-        f"                for name in {_names(present)}}}"])
+        f"                for name in {_names(present)}}}",
+        *("    " + line for line in cast),
+        "    return data"])
     imports = [("numpy", "", "np"), ("torch", "", ""), ("pathlib", "Path", "")]
     return DataCode(node, function, text, imports, arrays)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import keyword
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import torch
@@ -35,6 +35,7 @@ from nodegraph.interop.export.syntax import (
     docstring,
     identifier,
 )
+from nodegraph.kinds import dtypes
 from nodegraph.model.errors import NodeRuntimeError, Problem, ValidationError, first_line
 from nodegraph.runtime.compile import Compiled, Key
 
@@ -219,9 +220,12 @@ class ModelWriter:
         if call is None:
             raise Unexportable(f"its module ({type(module).__name__}) was not made by a "
                                "Python constructor call the exporter could see")
+        dtype = (dtypes.node_dtype(spec, self.c.report.params[nid], self.c.graph.training)
+                 if dtypes.has_float_state(module) else torch.float32)
+        call, cast_lines = _in_dtype(call, dtype)
         callee, args = self.source.call(call)
         return BlockCode(nid, [*_body_lines(f"self.{nid}", callee, args),
-                               *self._after_building(nid, module)])
+                               *cast_lines(f"self.{nid}"), *self._after_building(nid, module)])
 
     def _declared_call(self, nid: str, module: nn.Module) -> Call | None:
         """The call the block's spec declares for its export (``BlockSpec.export``), given
@@ -503,6 +507,17 @@ class ModelWriter:
             self.problems.setdefault(nid, f"its exported code fails: {type(e).__name__}: "
                                      f"{first_line(e) if str(e).strip() else ''}")
             return None
+
+
+def _in_dtype(call: Call, dtype: torch.dtype) -> tuple[Call, Callable[[str], list[str]]]:
+    """`call` building its weights in `dtype` (torch's `dtype=` argument where the
+    constructor takes one), and the line that casts the module after it where it does not.
+    float32, every old graph's, changes nothing."""
+    if dtype == torch.float32:
+        return call, lambda target: []
+    if "dtype" in call.args:
+        return replace(call, args={**call.args, "dtype": dtype}), lambda target: []
+    return call, lambda target: [f"{target}.to({dtype})  # the graph's dtype"]
 
 
 def _body_lines(lhs: str, callee: str, args: list[str], extra: int = 0) -> list[str]:

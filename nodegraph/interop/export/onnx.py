@@ -67,6 +67,7 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     compiled = compile(graph, device="cpu", for_training=False)
     if weights is not None:
         load_weights(compiled, weights)
+    _refuse_bfloat16(compiled)
     compiled.module.eval()
     keys = _outputs(compiled, outputs)
     graph = executed(compiled)
@@ -106,6 +107,22 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
                              f"{result.max_difference:.3g} on the training data's first rows "
                              f"(outputs reach {_scale(expected):.3g})")
     return result
+
+
+def _refuse_bfloat16(compiled: Compiled) -> None:
+    """bfloat16 weights or data cannot be checked here: onnxruntime runs few bfloat16
+    operators on the CPU, so the file could not be held to the graph."""
+    tensors = {nid: [*ds.tensors(next(s for s in ("train", "val", "test") if ds.has(s)))
+                     .values()] for nid, ds in compiled.datasets.items()}
+    tensors.update({nid: [*m.parameters(), *m.buffers()]
+                    for nid, m in compiled.module.blocks.items()})
+    bad: dict[str | None, str] = {
+        nid: "it computes in bfloat16, which the ONNX export cannot carry (onnxruntime runs "
+        "few bfloat16 operators on the CPU, so the file cannot be checked)"
+        for nid, ts in tensors.items() if any(t.dtype == torch.bfloat16 for t in ts)}
+    if bad:
+        raise unexportable(bad, "set its dtype (or training.dtype) to float32 or float64 "
+                           "for the export; the trained weights load into either")
 
 
 def _scale(outputs: tuple) -> float:

@@ -16,7 +16,7 @@ import torch
 
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
-from nodegraph.runtime import checkpoint
+from nodegraph.runtime import checkpoint, normalization
 from nodegraph.runtime.compile import Compiled, compile
 
 
@@ -30,10 +30,14 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
 def load_weights(compiled: Compiled, weights: dict[str, torch.Tensor],
                  source: str | Path | None = None) -> None:
     """Load `node.param` weights into a compiled graph, or say node by node what does not
-    fit (a weight missing from `source`, one of another shape, one the graph lacks)."""
+    fit (a weight missing from `source`, one of another shape, one the graph lacks); the
+    data blocks' normalisation saved beside them is put back on the data blocks."""
+    weights, saved = normalization.split(weights)
     expected = compiled.module.block_state()  # a tied tensor may come under any of its names
     every = {k.removeprefix("blocks."): v for k, v in compiled.module.state_dict().items()}
-    problems = [_where(k, "is missing from the file") for k in sorted(set(expected) - set(weights))]
+    optional = compiled.module.computed_keys()  # older files lack computed buffers
+    problems = [_where(k, "is missing from the file")
+                for k in sorted(set(expected) - set(weights) - optional)]
     problems += [_where(k, f"is {_shape(weights[k])} in the file but {_shape(every[k])} in "
                         "the graph") for k in sorted(set(weights) & set(every))
                  if weights[k].shape != every[k].shape]
@@ -47,6 +51,7 @@ def load_weights(compiled: Compiled, weights: dict[str, torch.Tensor],
         what = f"the weights in '{source}'" if source else "the weights"
         raise NodegraphError(f"{what} do not fit this graph (keys are node.param):\n  {shown}")
     compiled.module.load_block_state(weights)
+    normalization.apply(compiled, saved, source)
 
 
 def _where(key: str, problem: str) -> str:
@@ -76,6 +81,6 @@ def to_weights(graph: Graph, path: str | Path, weights: str | Path | None = None
                              "--checkpoint-dir) or --train")
     # every name of a tied tensor, as the exported class's strict load_state_dict wants
     state = {k.removeprefix("blocks."): v.detach().clone() for k, v in
-             module.state_dict().items()}
+             module.state_dict().items()}  # not the data's normalisation: weights only
     checkpoint.save_weights(Path(path), state)
     return len(state)

@@ -12,7 +12,7 @@ import torch
 
 from nodegraph.model.errors import NodegraphError, first_line
 from nodegraph.model.events import Message
-from nodegraph.runtime import checkpoint
+from nodegraph.runtime import checkpoint, normalization
 from nodegraph.runtime.callbacks.base import Callback
 from nodegraph.runtime.callbacks.best import BestWeights
 from nodegraph.runtime.callbacks.monitor import Monitor
@@ -46,10 +46,11 @@ class Checkpointing(Callback):
                 "global_step": s.global_step, "monitor": self.monitor.state_dict(),
                 "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
                               if o.scheduler is not None}}
-        checkpoint.save(self.directory, c.module.block_state(),
+        checkpoint.save(self.directory, normalization.with_weights(c, c.module.block_state()),
                         {o.node: o.optimizer.state_dict() for o in c.optimizers}, tensors, info)
         if s.improved and self.best is not None:
-            checkpoint.save_weights(self.directory / "best.safetensors", c.module.block_state())
+            checkpoint.save_weights(self.directory / "best.safetensors",
+                                    normalization.with_weights(c, c.module.block_state()))
         trainer.events.emit(Message(f"checkpoint written: epoch {s.epoch}", "debug"))
 
     def load(self, trainer) -> None:
