@@ -111,8 +111,8 @@ def _diabetes(p):
 
 # -- files ----------------------------------------------------------------------------------
 
-def _csv(p):
-    names, rows = files.read_csv(p.path, p.header, p.delimiter)
+def _csv_columns(p, names: list[str]) -> tuple[list[int], list[int]]:
+    """The input and target column indices the params name, checked."""
     if not p.targets:
         raise NodegraphError("name at least one target column")
     targets = [files.column_index(names, c, p.path) for c in p.targets]
@@ -122,14 +122,29 @@ def _csv(p):
     if both or not inputs:
         raise NodegraphError(f"columns {both} are both inputs and targets" if both else
                              "no columns are left for the inputs")
+    if p.target_kind == "class" and len(targets) > 1:
+        raise NodegraphError("class targets come from one column; name only one target")
+    return inputs, targets
+
+
+def _csv(p):
+    names, rows = files.read_csv(p.path, p.header, p.delimiter)
+    inputs, targets = _csv_columns(p, names)
     x = np.stack([files.numeric_column(rows, i, names[i], p.path) for i in inputs], axis=1)
     if p.target_kind == "class":
-        if len(targets) > 1:
-            raise NodegraphError("class targets come from one column; name only one target")
         y = files.class_column(rows, targets[0])[0]
     else:
         y = np.stack([files.numeric_column(rows, i, names[i], p.path) for i in targets], axis=1)
     return from_arrays({"x": x.astype(np.float32), "y": _targets(y, p.target_kind, p.path)}, p)
+
+
+def _csv_meta(p):
+    """The CSV's shapes from its header and row count; cells that are not numbers are
+    found when compile reads the file."""
+    names, n = files.csv_shape(p.path, p.header, p.delimiter)
+    inputs, targets = _csv_columns(p, names)
+    y = ((), torch.int64) if p.target_kind == "class" else ((len(targets),), torch.float32)
+    return sized({"x": ((len(inputs),), torch.float32), "y": y}, n, p)
 
 
 def _numpy(p):
@@ -410,7 +425,7 @@ _files = [
           "Columns are named by header name or by index (0 first, -1 last). With no input "
           "columns named, every column that is not a target is an input. Class targets may "
           "be integers or text labels (numbered in sorted order).",
-          _csv, **XY,
+          _csv, **XY, meta=_csv_meta,
           params=[str_param("path", doc="the CSV file"),
                   bool_param("header", True, "the first row holds column names"),
                   str_param("delimiter", ",", "the character between cells ('tab' for tabs)"),

@@ -1,0 +1,74 @@
+"""Data blocks reading files describe them from a cheap look (a CSV's header and row
+count) exactly as the built dataset: shapes, dtypes, split sizes, batches, bytes; and refuse
+what the build refuses, with the same message."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodegraph.kinds import footprint
+from nodegraph.kinds.datameta import DataMeta
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import default_registry
+
+CSV = "a,b,c,label\n1,2,3,cat\n4,5,6,dog\n\n7,8,9,cat\n" + "".join(
+    f"{i},{i + 1},{i * 2},{'dog' if i % 3 else 'cat'}\n" for i in range(30))
+NUMBERS = "1\t2\t0.5\n3\t4\t1.5\n" * 20
+
+
+def _params(path, **given):
+    spec = default_registry().get("data.CSV")
+    params, problems = spec.resolve_params({"path": str(path), **given})
+    assert not problems, problems
+    return spec, params
+
+
+@pytest.mark.parametrize(("text", "given"), [
+    (CSV, {"targets": ["label"], "target_kind": "class"}),
+    (CSV, {"targets": ["c"], "inputs": ["a", "0"], "batch_size": 5, "val_fraction": 0.3,
+           "test_fraction": 0.1}),
+    (CSV.replace("label", "d").replace("cat", "1").replace("dog", "2"),
+     {"targets": ["c", "d"], "split": "chronological", "batch_size": 0}),
+    (NUMBERS, {"header": False, "delimiter": "tab", "folds": 4, "fold": 1}),
+])
+def test_csv_meta_matches_the_built_dataset(tmp_path, text, given):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    spec, params = _params(path, **given)
+    meta, built = spec.meta(params), spec.build(params)
+    assert meta == DataMeta.of(built)
+    assert meta.nbytes == footprint.dataset_bytes(built)
+    assert {k: (t.shape, t.dtype) for k, t in meta.meta().items()} == \
+        {k: (t.shape, t.dtype) for k, t in built.meta().items()}
+
+
+@pytest.mark.parametrize(("text", "given"), [
+    (CSV, {"targets": ["nope"]}),
+    (CSV, {"targets": ["label", "c"], "target_kind": "class"}),
+    (CSV, {"targets": ["c"], "inputs": ["c"]}),
+    (CSV, {"targets": []}),
+    ("a,b\n1,2\n3\n", {}),
+    ("a,b\n", {}),
+    ("", {}),
+    (CSV, {"delimiter": ";;"}),
+])
+def test_csv_meta_refuses_what_the_build_refuses(tmp_path, text, given):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    spec, params = _params(path, **given)
+    with pytest.raises(NodegraphError) as built:
+        spec.build(params)
+    with pytest.raises(NodegraphError) as meta:
+        spec.meta(params)
+    assert str(meta.value) == str(built.value)
+
+
+def test_csv_meta_reads_no_cells_as_numbers(tmp_path, monkeypatch):
+    """Validation's look at a CSV converts nothing (cells are read when compile builds)."""
+    from nodes.data import _files
+
+    path = tmp_path / "t.csv"
+    path.write_text(NUMBERS)
+    monkeypatch.setattr(_files, "numeric_column", lambda *a: pytest.fail("cells converted"))
+    spec, params = _params(path, header=False, delimiter="tab")
+    assert sum(spec.meta(params).sizes.values()) == 40
