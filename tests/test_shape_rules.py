@@ -182,6 +182,16 @@ def test_validation_uses_rules_and_reports_their_errors(monkeypatch):
     assert "expects (N, 5) but receives (N, 2)" in problem.message
 
 
+def test_a_too_large_layer_is_blamed_through_its_rule(monkeypatch):
+    """The memory check's search for the param to lower uses the rule too (no meta build)."""
+    monkeypatch.setattr(footprint, "run_counted", lambda *a: pytest.fail("meta forward"))
+    g = nodegraph.load(ROOT / "examples" / "xor.json")
+    g.set_param("hidden", "out_features", 10**12)
+    with footprint.memory_limit(8 * 2**30):
+        report = nodegraph.validate(g, for_training=True, cache=OpCache())
+    assert [(p.node, p.port) for p in report.errors] == [("hidden", "out_features")]
+
+
 def test_validate_xor_imports_no_dynamo_or_sympy():
     """Validation of xor runs no meta kernel and builds its optimizer without torch._dynamo
     (seconds of start-up); an optimizer built afterwards goes through torch's own wrapper
