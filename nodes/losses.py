@@ -320,6 +320,15 @@ def _weighted_sum(p, x):
     return _WeightedSum(tuple(p[f"w_{t}"] for t in TERMS))
 
 
+def _weighted_sum_shape(p, x):
+    _weighted_sum(p, x)  # the checks; the module holds only the weights
+    dtype = shapes.same_dtype(x)
+    if dtype is None:
+        return None
+    # one product per term, then one sum per term after the first
+    return shapes.Inferred((((), dtype),), work=(2 * len(x) - 1) * dtype.itemsize)
+
+
 BLOCKS = [
     block("losses.MSE", "op", "Mean squared error between prediction and target.",
           scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": p.reduction}))), inputs=PAIR,
@@ -440,5 +449,6 @@ BLOCKS = [
           inputs=[Port(t, LOSS, f"loss term {t}", optional=True) for t in TERMS],
           outputs=[LOSS_OUT],
           params=[float_param(f"w_{t}", 1.0, f"weight of loss {t}") for t in TERMS],
+          shape=_weighted_sum_shape,
           keywords=("combine", "elbo", "beta", "multi-task", "total")),
 ]
