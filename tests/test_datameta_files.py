@@ -4,7 +4,9 @@ what the build refuses, with the same message."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta
@@ -72,3 +74,64 @@ def test_csv_meta_reads_no_cells_as_numbers(tmp_path, monkeypatch):
     monkeypatch.setattr(_files, "numeric_column", lambda *a: pytest.fail("cells converted"))
     spec, params = _params(path, header=False, delimiter="tab")
     assert sum(spec.meta(params).sizes.values()) == 40
+
+
+def _folder(tmp_path, colour=True, sizes=((2, 3),)):
+    """cat: grey PGMs and a PBM; dog: PNGs (RGB, or grey+alpha) and a PPM."""
+    from tests.test_nodes_data import _png
+
+    root = tmp_path / "pets"
+    for name in ("cat", "dog"):
+        (root / name).mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    for i in range(4):
+        h, w = sizes[i % len(sizes)]
+        (root / "cat" / f"{i}.pgm").write_bytes(f"P5 {w} {h} 255\n".encode() + bytes(h * w))
+        rows = np.arange(h * w * (3 if colour else 2)).reshape(h, -1) % 256
+        (root / "dog" / f"{i}.png").write_bytes(_png(rows, 2 if colour else 4, 8,
+                                                     3 if colour else 2))
+    h, w = sizes[0]
+    (root / "cat" / "b.pbm").write_bytes(f"P1\n# a comment\n{w} {h}\n".encode()
+                                         + b"0 " * (h * w))
+    (root / "dog" / "c.ppm").write_bytes(f"P6 {w} {h} 255\n".encode() + bytes(3 * h * w))
+    (root / "dog" / "notes.txt").write_text("not an image")
+    return root
+
+
+@pytest.mark.parametrize(("colour", "given"), [
+    (True, {}),
+    (False, {"layout": "flat", "split": "random", "batch_size": 3}),
+    (True, {"grayscale": True, "val_fraction": 0.3, "test_fraction": 0.2}),
+    (True, {"size": 5, "split": "chronological"}),
+])
+def test_image_folder_meta_matches_the_built_dataset(tmp_path, colour, given):
+    spec = default_registry().get("data.ImageFolder")
+    params, problems = spec.resolve_params({"path": str(_folder(tmp_path, colour)), **given})
+    assert not problems
+    meta, built = spec.meta(params), spec.build(params)
+    assert meta == DataMeta.of(built)
+    assert meta.nbytes == footprint.dataset_bytes(built)
+
+
+def test_image_folder_meta_refuses_what_the_build_refuses(tmp_path):
+    spec = default_registry().get("data.ImageFolder")
+    mixed = _folder(tmp_path, sizes=((2, 3), (3, 2)))
+    (tmp_path / "pets2" / "a").mkdir(parents=True)
+    (tmp_path / "pets2" / "a" / "x.png").write_bytes(b"\xff\xd8\xff\xe0 not really")
+    for path in (mixed, tmp_path / "pets2", tmp_path / "missing", tmp_path / "pets2" / "a"):
+        params, _ = spec.resolve_params({"path": str(path)})
+        with pytest.raises(NodegraphError) as built:
+            spec.build(params)
+        with pytest.raises(NodegraphError) as meta:
+            spec.meta(params)
+        assert str(meta.value) == str(built.value)
+
+
+def test_image_folder_meta_decodes_no_pixels(tmp_path, monkeypatch):
+    from nodes.data import _images
+
+    monkeypatch.setattr(_images, "decode_png", lambda raw: pytest.fail("decoded"))
+    monkeypatch.setattr(_images, "decode_pnm", lambda raw: pytest.fail("decoded"))
+    spec = default_registry().get("data.ImageFolder")
+    params, _ = spec.resolve_params({"path": str(_folder(tmp_path))})
+    assert spec.meta(params).ports["x"] == ((3, 2, 3), torch.float32)

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from nodegraph.kinds import footprint
-from nodegraph.kinds.datameta import sized
-from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.datameta import DataMeta, sized
+from nodegraph.kinds.dataset import data_params, from_arrays, split_indices
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
@@ -33,7 +33,7 @@ from nodegraph.model.spec import (
 )
 from nodes.data import _files as files
 from nodes.data import _synthetic as syn
-from nodes.data._images import read_folder, resize, to_layout
+from nodes.data._images import folder_shape, read_folder, resize, to_layout
 
 X = Port("x", doc="inputs, one row per sample")
 Y = Port("y", doc="targets, one row per sample")
@@ -189,6 +189,19 @@ def _mnist(p):
 def _image_folder(p):
     images, labels, _ = read_folder(p.path, p.grayscale, p.size)
     return from_arrays({"x": to_layout(images, p.layout), "y": labels}, p)
+
+
+def _image_folder_meta(p):
+    """The folder's shapes from its listing and the images' headers; the labels come from
+    the listing, so a stratified split is known too."""
+    (c, h, w), labels = folder_shape(p.path, p.grayscale, p.size)
+    x = ((c, h, w) if p.layout == "image" else (c * h * w,), torch.float32)
+    ports = {"x": x, "y": ((), torch.int64)}
+    if p.split != "stratified":
+        return sized(ports, len(labels), p)
+    idx = split_indices(len(labels), p.val_fraction, p.test_fraction, p.split, p.split_seed,
+                        labels, p.folds, p.fold)
+    return DataMeta(ports, {s: len(i) for s, i in idx.items() if len(i) > 0}, p.batch_size)
 
 
 # -- synthetic ----------------------------------------------------------------------------
@@ -463,7 +476,7 @@ _files = [
           "Classes are numbered by sorted folder name. Reads PNG and PGM/PPM/PBM (JPEG "
           "would need Pillow); pixels in [0, 1]. All images must share a size unless `size` "
           "resizes them.",
-          _image_folder, **XY,
+          _image_folder, **XY, meta=_image_folder_meta,
           params=[str_param("path", doc="the folder holding one subfolder per class"),
                   bool_param("grayscale", False, "convert colour images to grey (1 channel)"),
                   int_param("size", None, "resize every image to size x size; empty keeps "
