@@ -249,3 +249,20 @@ def test_validate_xor_imports_no_dynamo_or_sympy():
     out = subprocess.run([sys.executable, "-c", code, str(ROOT / "examples" / "xor.json")],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.split() == ["[]", "True"]
+
+
+def _summary(report):
+    return (sorted((p.node, p.port, p.kind, p.message) for p in report.problems),
+            report.param_counts,
+            {k: (tuple(v.shape), v.dtype) for k, v in report.outputs.items()},
+            report.module_bytes, report.memory.total if report.memory else None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.json")),
+                         ids=lambda p: p.stem)
+def test_every_example_validates_the_same_with_rules_as_without(path, monkeypatch):
+    graph = nodegraph.load(path)
+    ruled = _summary(nodegraph.validate(graph, for_training=True, cache=OpCache()))
+    monkeypatch.setattr(shapes, "infer", lambda rule, params, inputs: None)
+    assert ruled == _summary(nodegraph.validate(graph, for_training=True, cache=OpCache()))
