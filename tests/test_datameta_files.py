@@ -135,3 +135,66 @@ def test_image_folder_meta_decodes_no_pixels(tmp_path, monkeypatch):
     spec = default_registry().get("data.ImageFolder")
     params, _ = spec.resolve_params({"path": str(_folder(tmp_path))})
     assert spec.meta(params).ports["x"] == ((3, 2, 3), torch.float32)
+
+
+def _npy_block(tmp_path, x, y, npz=False, **given):
+    if npz:
+        path = tmp_path / "d.npz"
+        np.savez(path, x=x, y=y)
+        given = {"path": str(path), **given}
+    else:
+        np.save(tmp_path / "x.npy", x)
+        np.save(tmp_path / "y.npy", y)
+        given = {"path": str(tmp_path / "x.npy"), "y_path": str(tmp_path / "y.npy"), **given}
+    spec = default_registry().get("data.NumPy")
+    params, problems = spec.resolve_params(given)
+    assert not problems
+    return spec, params
+
+
+R = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize(("x", "y", "npz", "given"), [
+    (R.normal(size=(20, 3)), R.normal(size=20), False, {}),
+    (R.normal(size=(20, 1, 4, 4)).astype(np.float16), R.integers(0, 3, (20, 1)), True,
+     {"target_kind": "class", "batch_size": 6}),
+    (np.arange(30), np.arange(60).reshape(30, 2, 1), False, {"val_fraction": 0.0}),
+    (R.integers(0, 9, (25, 2), dtype=np.uint8), R.integers(0, 2, 25), True,
+     {"target_kind": "class", "split": "chronological", "test_fraction": 0.2}),
+])
+def test_numpy_meta_matches_the_built_dataset(tmp_path, x, y, npz, given):
+    spec, params = _npy_block(tmp_path, x, y, npz, **given)
+    meta, built = spec.meta(params), spec.build(params)
+    assert meta == DataMeta.of(built)
+    assert meta.nbytes == footprint.dataset_bytes(built)
+
+
+@pytest.mark.parametrize(("x", "y", "given"), [
+    (np.zeros((5, 2)), np.zeros(4), {}),
+    (np.zeros(()), np.zeros(4), {}),
+    (np.array([["a", "b"]] * 4), np.zeros(4), {}),
+    (np.zeros((4, 2)), np.array(["x"] * 4), {}),
+    (np.zeros((4, 2)), np.zeros((4, 2)), {"target_kind": "class"}),
+])
+def test_numpy_meta_refuses_what_the_build_refuses(tmp_path, x, y, given):
+    for npz in (False, True):
+        spec, params = _npy_block(tmp_path, x, y, npz, **given)
+        with pytest.raises(NodegraphError) as built:
+            spec.build(params)
+        with pytest.raises(NodegraphError) as meta:
+            spec.meta(params)
+        assert str(meta.value) == str(built.value)
+
+
+def test_numpy_meta_leaves_unusual_files_to_the_build(tmp_path):
+    spec, params = _npy_block(tmp_path, np.zeros((4, 2)), np.zeros(4), npz=True,
+                              y_key="labels")
+    assert spec.meta(params) is None  # no such array: the build names the arrays there are
+    (tmp_path / "x.npy").write_bytes(b"not numpy")
+    spec, params = _npy_block(tmp_path, np.zeros((4, 2)), np.zeros(4))
+    (tmp_path / "x.npy").write_bytes(b"not numpy")
+    assert spec.meta(params) is None
+    (tmp_path / "x.npy").unlink()
+    with pytest.raises(NodegraphError, match="x file '.*x.npy'.* does not exist"):
+        spec.meta(params)

@@ -185,6 +185,29 @@ def read_npy(path: str, what: str) -> np.ndarray:
         raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
 
 
+def npy_header(path: str, what: str, key: str | None = None
+               ) -> tuple[tuple[int, ...], np.dtype] | None:
+    """The shape and dtype an .npy file (or array `key` of an .npz) holds, from its header;
+    None when the header cannot be read this way (`read_npy`/`read_npz` then say why)."""
+    p = resolve(path, what)
+    try:
+        if key is None:
+            with open(p, "rb") as f:
+                return _header(f)
+        with zipfile.ZipFile(p) as archive, archive.open(f"{key}.npy") as f:
+            return _header(f)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None
+
+
+def _header(f) -> tuple[tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(f)
+    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+            else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = read(f)
+    return tuple(shape), dtype
+
+
 def read_npz(path: str, keys: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
     """The arrays named `keys` from a .npz archive."""
     p = resolve(path, ".npz file")

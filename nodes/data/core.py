@@ -161,6 +161,37 @@ def _numpy(p):
     return from_arrays({"x": _inputs(x, where), "y": _targets(y, p.target_kind, where)}, p)
 
 
+def _numpy_meta(p):
+    """Shapes from the arrays' headers, checked as the build checks them; the values (class
+    indices whole and >= 0) are read when compile builds. None when a header does not read
+    as a plain numeric .npy (the build says why)."""
+    if p.path.lower().endswith(".npz"):
+        heads = [files.npy_header(p.path, ".npz file", k) for k in (p.x_key, p.y_key)]
+        where = p.path
+    else:
+        x = files.npy_header(p.path, "x file")  # x first: the build reads it first
+        heads = [x, x and files.npy_header(p.y_path, "y file (y_path)")]
+        where = f"{p.path} and {p.y_path}"
+    if None in heads or any(d.hasobject for _, d in heads):
+        return None
+    (xs, xd), (ys, yd) = heads
+    if not xs or not ys or xs[0] != ys[0]:
+        raise NodegraphError(f"{where}: x and y must hold the same number of samples, got "
+                             f"shapes {xs} and {ys}")
+    if xd.kind not in "biuf":
+        raise NodegraphError(f"{where}: inputs must be numbers, not {xd}")
+    if yd.kind not in "biuf":
+        raise NodegraphError(f"{where}: targets must be numbers, not {yd}")
+    if p.target_kind == "value":
+        y = ((math.prod(ys[1:]),), torch.float32)
+    elif ys[1:] != (1,) * (len(ys) - 1):
+        raise NodegraphError(f"{where}: class targets must be one class index per sample, "
+                             f"got shape {ys}")
+    else:
+        y = ((), torch.int64)
+    return sized({"x": (xs[1:] if len(xs) > 1 else (1,), torch.float32), "y": y}, xs[0], p)
+
+
 def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray, np.ndarray]:
     """Images (N, 1, H, W) in [0, 1] and int64 labels from one pair of IDX files."""
     images = files.read_idx(images_path, f"{part} images IDX file")
@@ -450,7 +481,7 @@ _files = [
     block("data.NumPy", "data",
           "Arrays saved with NumPy: a .npz archive, or an .npy for x and one for y.\n\n"
           "x keeps its shape (images stay images) as float32; y follows target_kind.",
-          _numpy, **XY,
+          _numpy, **XY, meta=_numpy_meta,
           params=[str_param("path", doc="the .npz archive, or the .npy file holding x"),
                   str_param("y_path", "", "the .npy file holding y (with an .npy path)"),
                   str_param("x_key", "x", "name of the x array inside an .npz"),
