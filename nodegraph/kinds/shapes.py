@@ -100,18 +100,6 @@ def weighted(outputs: list[tuple[Shape, torch.dtype]], weights: int, dtype: torc
                     buffers * dtype.itemsize, made)
 
 
-def broadcast(*shapes: Shape) -> Shape | None:
-    """The broadcast shape of `shapes` (torch's rules), or None when they do not broadcast."""
-    ndim = max(len(s) for s in shapes)
-    out = []
-    for i in range(ndim):
-        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0} - {1}
-        if len(sizes) > 1:
-            return None
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
-
-
 def same_dtype(x: dict[str, TensorMeta]) -> torch.dtype | None:
     """The one dtype of all inputs, or None when they differ (torch would promote or
     refuse: the meta path tells)."""
