@@ -77,6 +77,15 @@ def _step(p, x):
               f"heaviside(x − {threshold}, {value})")
 
 
+def _step_shape(p, x):
+    need_float(x, "input")
+    t = x["input"]
+    # two bool masks (x > 0, x == 0), each cast to t's dtype, the product and the sum; and
+    # x − θ first when θ is not 0
+    floats = 4 + (p.threshold != 0)
+    return shapes.Inferred(((t.shape, t.dtype),), work=floats * t.nbytes + 2 * t.numel())
+
+
 def _sigmoid(p, x):
     slope = p.slope
     return Fn(lambda t: torch.sigmoid(slope * t), f"sigmoid({slope}·x)")
@@ -130,7 +139,7 @@ BLOCKS = [
          [float_param("threshold", 0.0, "θ: the unit fires (outputs 1) for x > θ"),
           float_param("value_at_zero", 0.0, "the output at exactly x = θ (0 by default)",
                       min=0, max=1)],
-         ("heaviside", "threshold", "tlu", "perceptron")),
+         ("heaviside", "threshold", "tlu", "perceptron"), shape=_step_shape),
     _act("Sign", "Sign function: -1, 0 or 1.\n\nThe bipolar threshold of perceptrons and "
          "Hopfield units.", lambda p, x: Fn(torch.sign, "sign"), keywords=("bipolar",),
          shape=_made(1)),
