@@ -148,6 +148,9 @@ def main() -> None:
     print(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, {args.clock} clock, "
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     at = 5000 if 5000 in args.sizes else args.sizes[len(args.sizes) // 2]
+    # one-time costs (torch's lazy imports on the first optimizer, ~1.5 s) are not the
+    # smallest size's: pay them on a small graph first
+    nodegraph.compile(chain(8))
     for shape in args.shapes:
         make = chain if shape == "chain" else branchy
         rows = {n: measure(make, n, args.repeat) for n in args.sizes}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
-from scipy.optimize import linear_sum_assignment
 
 from nodes._detection_boxes import (
     box_iou,
@@ -124,6 +123,9 @@ def yolo_loss(head: torch.Tensor, target: torch.Tensor, image_size: float, ancho
 def hungarian(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The assignment of rows to columns with the least total cost (each column gets one
     row; with more rows than columns some rows stay free): scipy's linear_sum_assignment."""
+    # imported here: scipy.optimize costs ~0.3 s, and every command loads this module
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(cost)
     return rows, cols
 

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     TorchEquivalent,
@@ -37,6 +38,18 @@ def _elementwise(make: Callable) -> Callable:
 
 
 _act = family("activations", "op", wrap=_elementwise, inputs=["input"], outputs=["output"])
+
+
+def _made(work: int, dim: bool = False) -> shapes.Rule:
+    """The shape rule of an activation whose forward makes `work` tensors the size of its
+    input (a multiplied or divided input first, then the function); `dim`: it has one."""
+    def rule(p, x):
+        need_float(x, "input")
+        if dim:
+            t = x["input"]
+            dim_index(p.dim, t.ndim, "input", t.shape)
+        return shapes.like(x["input"], work)
+    return rule
 
 
 class _Heaviside(torch.autograd.Function):
@@ -63,6 +76,15 @@ def _step(p, x):
     # x − θ is exactly 0 only at x = θ (IEEE subtraction of unequal floats never gives 0)
     return Fn(lambda t: _Heaviside.apply(t - threshold, value),
               f"heaviside(x − {threshold}, {value})")
+
+
+def _step_shape(p, x):
+    need_float(x, "input")
+    t = x["input"]
+    # two bool masks (x > 0, x == 0), each cast to t's dtype, the product and the sum; and
+    # x − θ first when θ is not 0
+    floats = 4 + (p.threshold != 0)
+    return shapes.Inferred(((t.shape, t.dtype),), work=floats * t.nbytes + 2 * t.numel())
 
 
 def _sigmoid(p, x):
@@ -109,7 +131,8 @@ SOFTMAX_PARAMS = [int_param("dim", -1, "dim whose entries are normalised (-1 = l
 
 BLOCKS = [
     _act("Identity", "Identity activation f(x) = x.\n\nThe linear output of a regression "
-         "head.", lambda p, x: nn.Identity(), keywords=("linear", "none")),
+         "head.", lambda p, x: nn.Identity(), keywords=("linear", "none"),
+         shape=_made(0)),
     _act("Step", "Heaviside step: 1 for x > threshold, 0 below, `value_at_zero` at it.\n\n"
          "The threshold logic unit (TLU) of the perceptron; hand-set weights only, as its "
          "gradient is zero. A threshold θ is the same unit as a bias of −θ before the step.",
@@ -117,23 +140,28 @@ BLOCKS = [
          [float_param("threshold", 0.0, "θ: the unit fires (outputs 1) for x > θ"),
           float_param("value_at_zero", 0.0, "the output at exactly x = θ (0 by default)",
                       min=0, max=1)],
-         ("heaviside", "threshold", "tlu", "perceptron")),
+         ("heaviside", "threshold", "tlu", "perceptron"), shape=_step_shape),
     _act("Sign", "Sign function: -1, 0 or 1.\n\nThe bipolar threshold of perceptrons and "
-         "Hopfield units.", lambda p, x: Fn(torch.sign, "sign"), keywords=("bipolar",)),
+         "Hopfield units.", lambda p, x: Fn(torch.sign, "sign"), keywords=("bipolar",),
+         shape=_made(1)),
     _act("Sigmoid", "Logistic sigmoid 1 / (1 + exp(-slope·x)), squashing to (0, 1).\n\n"
          "Reads as a probability; a larger slope makes it closer to a step.", _sigmoid,
          [float_param("slope", 1.0, "steepness: multiplies x before the sigmoid")],
-         ("logistic",)),
+         ("logistic",),
+         shape=_made(2)),
     _act("Tanh", "Hyperbolic tangent, squashing to (-1, 1).\n\nZero-centred, unlike the "
-         "sigmoid.", lambda p, x: nn.Tanh(), keywords=("squash",)),
+         "sigmoid.", lambda p, x: nn.Tanh(), keywords=("squash",),
+         shape=_made(1)),
     _act("ReLU", "Rectified linear unit max(0, x).\n\nThe default hidden activation: cheap, "
          "and its gradient does not vanish for x > 0.", lambda p, x: nn.ReLU(),
-         keywords=("rectifier",)),
+         keywords=("rectifier",),
+         shape=_made(1)),
     _act("LeakyReLU", "Leaky ReLU: x for x >= 0, negative_slope·x below.\n\nKeeps a small "
          "gradient for negative inputs so units cannot die.",
          lambda p, x: nn.LeakyReLU(p.negative_slope),
          [float_param("negative_slope", 0.01, "slope for x < 0 (Keras uses 0.3)", min=0)],
-         ("leaky", "rectifier")),
+         ("leaky", "rectifier"),
+         shape=_made(1)),
     _act("PReLU", "Parametric ReLU: a leaky ReLU whose negative slope is learned.\n\nOne "
          "slope shared, or one per channel (dim 1).", _prelu,
          [int_param("num_parameters", 1, "number of slopes: 1 (shared) or the channel "
@@ -150,42 +178,52 @@ BLOCKS = [
          "Smooth, with negative outputs that push mean activations towards zero.",
          lambda p, x: nn.ELU(p.alpha), [float_param("alpha", 1.0, "the value approached "
                                                     "for very negative x is -alpha")],
-         ("exponential",)),
+         ("exponential",),
+         shape=_made(1)),
     _act("GELU", "Gaussian error linear unit x·Φ(x).\n\nThe smooth ReLU of transformers; "
          "`tanh` uses the faster approximation.",
          lambda p, x: nn.GELU(p.approximate),
          [choice_param("approximate", ("none", "tanh"), "none", "exact (none) or the tanh "
                        "approximation")],
-         ("gaussian", "transformer")),
+         ("gaussian", "transformer"),
+         shape=_made(1)),
     _act("SiLU", "Sigmoid-weighted linear unit x·σ(x) (swish).\n\nSmooth and non-monotonic "
          "near zero; the usual activation of diffusion U-Nets and timestep MLPs.",
-         lambda p, x: nn.SiLU(), keywords=("swish",)),
+         lambda p, x: nn.SiLU(), keywords=("swish",),
+         shape=_made(1)),
     _act("ReLU6", "ReLU capped at 6: min(max(0, x), 6).\n\nThe activation of MobileNet v1/v2, "
          "kept bounded for low-precision inference.", lambda p, x: nn.ReLU6(),
-         keywords=("relu6", "clipped", "mobilenet")),
+         keywords=("relu6", "clipped", "mobilenet"),
+         shape=_made(1)),
     _act("Hardswish", "Hard swish x·ReLU6(x + 3)/6: a piecewise approximation of SiLU.\n\n"
          "Cheap on mobile hardware; the activation of MobileNetV3.",
-         lambda p, x: nn.Hardswish(), keywords=("hard swish", "mobilenet", "silu")),
+         lambda p, x: nn.Hardswish(), keywords=("hard swish", "mobilenet", "silu"),
+         shape=_made(1)),
     _act("Hardsigmoid", "Hard sigmoid ReLU6(x + 3)/6: 0 below -3, 1 above 3, linear "
          "between.\n\nThe gate of MobileNetV3's squeeze-and-excitation.",
-         lambda p, x: nn.Hardsigmoid(), keywords=("hard sigmoid", "gate", "mobilenet")),
+         lambda p, x: nn.Hardsigmoid(), keywords=("hard sigmoid", "gate", "mobilenet"),
+         shape=_made(1)),
     _act("Softplus", "Softplus log(1 + exp(beta·x)) / beta: a smooth ReLU.\n\nAbove "
          "beta·x > threshold it returns x, for numerical stability. Gives positive outputs "
          "(variances, rates).",
          lambda p, x: nn.Softplus(p.beta, p.threshold),
          [float_param("beta", 1.0, "sharpness", min=1e-6),
           float_param("threshold", 20.0, "beta·x above which the result is linear")],
-         ("smooth relu", "positive")),
+         ("smooth relu", "positive"),
+         shape=_made(1)),
     _act("Satlins", "Symmetric saturating linear: clamp(x, -1, 1).\n\nMATLAB's satlins, "
          "the transfer function of newhop Hopfield networks.",
-         lambda p, x: nn.Hardtanh(-1.0, 1.0), keywords=("hardtanh", "clip", "hopfield")),
+         lambda p, x: nn.Hardtanh(-1.0, 1.0), keywords=("hardtanh", "clip", "hopfield"),
+         shape=_made(1)),
     _act("Softmax", "Softmax of x / temperature along `dim`: positive values summing to 1."
          "\n\nTurns class scores into probabilities. For training with cross-entropy feed "
          "the raw scores to the loss instead (it has softmax built in).",
-         _softmax(log=False), SOFTMAX_PARAMS, ("probabilities", "normalize", "temperature")),
+         _softmax(log=False), SOFTMAX_PARAMS, ("probabilities", "normalize", "temperature"),
+         shape=_made(2, dim=True)),
     _act("LogSoftmax", "Log of the softmax of x / temperature along `dim`.\n\nNumerically "
          "stable log-probabilities, for a negative log-likelihood.",
-         _softmax(log=True), SOFTMAX_PARAMS, ("log probabilities", "nll")),
+         _softmax(log=True), SOFTMAX_PARAMS, ("log probabilities", "nll"),
+         shape=_made(2, dim=True)),
 ]
 
 

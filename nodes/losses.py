@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import LOSS_OUT, Port, block, bool_param, choice_param, float_param
 from nodegraph.model.types import LOSS
@@ -77,6 +78,32 @@ def elementwise(make: Callable[[dict], nn.Module]) -> Callable:
         return make(p)
 
     return build
+
+
+def _loss_out(p, unreduced: tuple, dtype: torch.dtype, made: int,
+              reduction: str) -> shapes.Inferred:
+    """A loss of `dtype`, shaped `unreduced` or a scalar, after a forward that made `made`
+    bytes before it; a `scale` other than 1 makes one more."""
+    shape = unreduced if reduction == "none" else ()
+    out = shapes.nbytes(shape, dtype)
+    return shapes.Inferred(((shape, dtype),),
+                           work=made + out * (1 + (p.get("scale", 1.0) != 1.0)))
+
+
+def elementwise_shape(fused: bool = True, reduction: str | None = None) -> shapes.Rule:
+    """The shape rule of an `elementwise` loss: a `fused` kernel makes only the loss; an
+    unfused one (L1: difference, then its absolute value) makes the difference and the
+    unreduced loss before reducing. `reduction` fixed, or the block's param."""
+    def rule(p, x):
+        need_float(x, "input")
+        need_float(x, "target")
+        need_same_shape(x)
+        if shapes.same_dtype(x) is None or p.get("pos_weight") is not None:
+            return None  # mixed dtypes promote; a weight tensor adds its own work
+        t, how = x["input"], reduction or p.reduction
+        made = 0 if fused else t.nbytes * (1 + (how != "none"))
+        return _loss_out(p, t.shape, t.dtype, made, how)
+    return rule
 
 
 # -- regression ------------------------------------------------------------------------
@@ -154,7 +181,7 @@ def _need_class_indices(scores: torch.Tensor, target: torch.Tensor) -> None:
                         "scores (classes on the last dimension)")
 
 
-def _cross_entropy(p, x):
+def _cross_entropy_check(p, x):
     need_float(x, "input")
     scores, target = x["input"], x["target"]
     if scores.ndim < 2:
@@ -167,7 +194,22 @@ def _cross_entropy(p, x):
                             "use class indices (integers) or one probability per class")
     else:
         _need_class_indices(scores, target)
+
+
+def _cross_entropy(p, x):
+    _cross_entropy_check(p, x)
     return _CrossEntropy, {"reduction": p.reduction, "label_smoothing": p.label_smoothing}
+
+
+def _cross_entropy_shape(p, x):
+    _cross_entropy_check(p, x)
+    scores, target = x["input"], x["target"]
+    if scores.ndim != 2 or target.ndim != 1 or target.dtype != torch.int64 \
+            or p.label_smoothing != 0:
+        return None  # reshaped rows, probabilities, smoothing: the meta path counts them
+    # log-softmax of the scores, then nll_loss's total weight (a scalar) beside the loss
+    return _loss_out(p, scores.shape[:1], scores.dtype,
+                     scores.nbytes + scores.dtype.itemsize, p.reduction)
 
 
 class _Hinge(nn.Module):
@@ -278,22 +320,33 @@ def _weighted_sum(p, x):
     return _WeightedSum(tuple(p[f"w_{t}"] for t in TERMS))
 
 
+def _weighted_sum_shape(p, x):
+    _weighted_sum(p, x)  # the checks; the module holds only the weights
+    dtype = shapes.same_dtype(x)
+    if dtype is None:
+        return None
+    # one product per term, then one sum per term after the first
+    return shapes.Inferred((((), dtype),), work=(2 * len(x) - 1) * dtype.itemsize)
+
+
 BLOCKS = [
     block("losses.MSE", "op", "Mean squared error between prediction and target.",
           scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": p.reduction}))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE], keywords=("l2", "regression", "squared")),
+          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE], keywords=("l2", "regression", "squared"),
+          shape=elementwise_shape()),
     block("losses.SSE", "op",
           "Sum of squared errors ‖y − ŷ‖² (MSE without the 1/n).\n\n"
           "The least-squares objective as the notes write it; it grows with the batch size, "
           "so a gradient step needs a smaller learning rate than with MSE.",
           scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": "sum"}))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[SCALE], keywords=("least squares", "regression", "squared")),
+          outputs=[LOSS_OUT], params=[SCALE], keywords=("least squares", "regression", "squared"),
+          shape=elementwise_shape(reduction="sum")),
     block("losses.MAE", "op",
           "Mean absolute error |y − ŷ| (L1 loss).\n\n"
           "Less sensitive to outliers than MSE; its minimiser is the median, not the mean.",
           scaled(elementwise(lambda p: (nn.L1Loss, {"reduction": p.reduction}))), inputs=PAIR,
           outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
-          keywords=("l1", "regression", "absolute")),
+          keywords=("l1", "regression", "absolute"), shape=elementwise_shape(fused=False)),
     block("losses.Huber", "op",
           "Huber loss: squared for errors below `delta`, linear above.\n\n"
           "0.5·e² when |e| < delta, else delta·(|e| − 0.5·delta): MSE's smooth minimum "
@@ -304,7 +357,7 @@ BLOCKS = [
           params=[REDUCTIONS, SCALE,
                   float_param("delta", 1.0, "error size where the loss turns from "
                               "quadratic to linear", min=1e-12)],
-          keywords=("smooth l1", "robust", "regression")),
+          keywords=("smooth l1", "robust", "regression"), shape=elementwise_shape()),
     block("losses.GaussianNLL", "op",
           "Negative log-likelihood of the target under N(input, var).\n\n"
           "0.5·(log σ² + (y − μ)²/σ²) per element: regression that also learns its own "
@@ -331,7 +384,8 @@ BLOCKS = [
           "is the same loss computed stably.",
           scaled(elementwise(lambda p: (nn.BCELoss, {"reduction": p.reduction}))), inputs=PAIR,
           outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
-          keywords=("binary", "logistic", "classification", "log loss")),
+          keywords=("binary", "logistic", "classification", "log loss"),
+          shape=elementwise_shape()),
     block("losses.BCEWithLogits", "op",
           "Binary cross-entropy on logits (sigmoid built in, numerically stable).\n\n"
           "Targets are 0/1 floats shaped like the logits. `pos_weight` > 1 counts each "
@@ -340,7 +394,7 @@ BLOCKS = [
           params=[REDUCTIONS, SCALE,
                   float_param("pos_weight", None, "weight of the positive class's "
                               "term; empty means 1", min=0, nullable=True)],
-          keywords=("binary", "logistic", "classification")),
+          keywords=("binary", "logistic", "classification"), shape=elementwise_shape()),
     block("losses.CrossEntropy", "op",
           "Cross-entropy of class scores (logits) against class indices or probabilities.\n\n"
           "Softmax is built in: feed raw scores, not probabilities. Classes are the last "
@@ -350,7 +404,8 @@ BLOCKS = [
           params=[REDUCTIONS, SCALE, float_param("label_smoothing", 0.0,
                                          "move this much probability mass to the other "
                                          "classes evenly", min=0, max=1)],
-          keywords=("softmax", "classification", "nll", "categorical")),
+          keywords=("softmax", "classification", "nll", "categorical"),
+          shape=_cross_entropy_shape),
     block("losses.Hinge", "op",
           "Hinge loss max(0, margin − t·s) of a linear classifier (the soft-margin SVM).\n\n"
           "One score s per sample: targets t are −1/+1; 0/1 labels work too, 0 being read "
@@ -394,5 +449,6 @@ BLOCKS = [
           inputs=[Port(t, LOSS, f"loss term {t}", optional=True) for t in TERMS],
           outputs=[LOSS_OUT],
           params=[float_param(f"w_{t}", 1.0, f"weight of loss {t}") for t in TERMS],
+          shape=_weighted_sum_shape,
           keywords=("combine", "elbo", "beta", "multi-task", "total")),
 ]

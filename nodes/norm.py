@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
@@ -55,6 +56,24 @@ def _batch_norm(ndims: tuple[int, ...], layout: str, cls: type[nn.Module], hint:
         need_float(x, "input")
         return cls(t.shape[1], p.eps, p.momentum, p.affine, p.track_running_stats)
     return build
+
+
+def _batch_norm_shape(ndims: tuple[int, ...], layout: str, hint: str) -> shapes.Rule:
+    """Training mode on a batch: the output, and the batch mean and inverse std per channel
+    the kernel keeps for backward; γ and β trained, running mean and variance and the
+    batch counter (int64) as buffers."""
+    def rule(p, x):
+        t = need_ndim(x, "input", ndims, layout, hint)
+        need_float(x, "input")
+        dtype, c = t.dtype, t.shape[1]
+        if dtype != torch.get_default_dtype() or t.shape[0] == 1 or p.momentum is None \
+                or not p.track_running_stats:
+            return None  # another dtype, one sample (eval), cumulative or no statistics
+        made = t.nbytes + 2 * c * dtype.itemsize
+        return shapes.Inferred(((t.shape, dtype),), 2 * c * p.affine,
+                               2 * c * p.affine * dtype.itemsize,
+                               2 * c * dtype.itemsize + torch.int64.itemsize, made)
+    return rule
 
 
 def _layer_norm(p, x):
@@ -119,6 +138,8 @@ BLOCKS = [
           "Put it between a Linear and its activation.",
           _batch_norm((2, 3), "(N, C) or (N, C, L)", nn.BatchNorm1d,
                       "for images (N, C, H, W) use BatchNorm2d"),
+          shape=_batch_norm_shape((2, 3), "(N, C) or (N, C, L)",
+                                  "for images (N, C, H, W) use BatchNorm2d"),
           inputs=["input"], outputs=["output"], params=_stats_params(True, True),
           keywords=("batchnorm", "bn", "normalize", "standardize")),
     block("norm.BatchNorm2d", "op",
@@ -128,6 +149,7 @@ BLOCKS = [
           "averages. Adds 2·C weights and 2·C running statistics.",
           _batch_norm((4,), "(N, C, H, W)", nn.BatchNorm2d,
                       "for features (N, C) use BatchNorm1d"),
+          shape=_batch_norm_shape((4,), "(N, C, H, W)", "for features (N, C) use BatchNorm1d"),
           inputs=["input"], outputs=["output"], params=_stats_params(True, True),
           keywords=("batchnorm", "bn", "normalize", "cnn")),
     block("norm.LayerNorm", "op",

@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from nodegraph.check import opcache
+from nodegraph.check import eager, opcache
 from nodegraph.check.opcache import OpCache
-from nodegraph.kinds import dtypes, footprint
+from nodegraph.kinds import dtypes, footprint, shapes
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
 from nodegraph.model import allowlist, gcpause, groups, references, settings
@@ -525,7 +525,17 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache,
     """Output meta tensors, trainable-parameter count and the bytes of its parameters,
     buffers and the tensors one forward makes (`footprint.run_counted`), of an op block,
     remembered in `cache` by block, params, dtype and input shapes. A floating input in
-    another dtype than the block's weights is a PortError (see `nodegraph.kinds.dtypes`)."""
+    another dtype than the block's weights is a PortError (see `nodegraph.kinds.dtypes`).
+    A block's declared shape rule (`nodegraph.kinds.shapes`) gives them without building
+    anything, and needs no cache; it reads the node's resolved dtype from its `dtype` param
+    and declines (None) a mixed-dtype input, which the meta path below then reports."""
+    if spec.shape is not None:
+        ruled_params = {**params, "dtype": dtypes.name_of(dtype)} \
+            if dtypes.follows_graph(spec) else params
+        ruled = shapes.infer(spec.shape, ruled_params, inputs)
+        if ruled is not None:
+            return (tuple(torch.empty(s, dtype=d, device="meta") for s, d in ruled.outputs),
+                    ruled.count, ruled.nbytes)
     key = (spec.id, id(spec.build), allowlist.trusted_now(), repr(sorted(params.items())),
            tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())), dtype)
     hit = cache.get(key)
@@ -545,8 +555,8 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache,
         hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count,
                (*footprint.module_bytes(module), work))
         cache.put(key, hit)
-    shapes, count, nbytes = hit
-    return tuple(torch.empty(s, dtype=d, device="meta") for s, d in shapes), count, nbytes
+    outs, count, nbytes = hit
+    return tuple(torch.empty(s, dtype=d, device="meta") for s, d in outs), count, nbytes
 
 
 def _check_dtypes(spec: BlockSpec, node_id: str, module: Any, inputs: dict,
@@ -567,6 +577,11 @@ def _check_optimizers(graph: Graph, report: Report) -> None:
     """Build each optimizer on a stand-in parameter, and each schedule on the optimizer it
     feeds, so settings they refuse (momentum a schedule needs, mismatched lists) are
     reported on their node before a run."""
+    with eager.untraced():  # nothing is compiled here: no torch._dynamo import
+        _check_optimizers_eagerly(graph, report)
+
+
+def _check_optimizers_eagerly(graph: Graph, report: Report) -> None:
     for node_id in report.order:
         spec, params = report.specs.get(node_id), report.params.get(node_id)
         if spec is None or params is None or spec.kind != "optimizer":

@@ -11,6 +11,7 @@ built during validation as before, and its `Dataset` described by `DataMeta.of`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -83,7 +84,9 @@ def materialise(report, folder=None) -> dict[str, Dataset]:
     paths relative to `folder`, the graph file's). A failure the params did not predict
     (a file gone since validation) is a `data_error` on its node."""
     datasets = {}
-    with files_relative_to(folder):
+    # no folder (a graph built in code): paths as the caller's context has them, as
+    # validation read them
+    with files_relative_to(folder) if folder is not None else contextlib.nullcontext():
         for node_id in report.data:
             dataset = report.datasets.get(node_id)
             if dataset is None:

@@ -18,9 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from nodegraph.model import gcpause, references
 from nodegraph.model.errors import GraphError, ParamError, Problem
@@ -29,6 +27,9 @@ from nodegraph.model.groups import GroupDef, GroupRegistry
 from nodegraph.model.spec import Registry, default_registry
 from nodegraph.model.types import why_incompatible
 from nodegraph.model.wires import Wires
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 NODE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PortRef = tuple[str, str]
@@ -170,7 +171,9 @@ class Graph:
         """A networkx view: one node per block (attribute `type`), one edge per wire between
         two of them (a wire naming a missing node, left by a lenient edit, is the
         validator's to report, not a node to invent)."""
-        g = nx.MultiDiGraph()
+        import networkx  # 0.25 s: only for callers who ask for networkx
+
+        g = networkx.MultiDiGraph()
         for n in self._nodes.values():
             g.add_node(n.id, type=n.type)
         for e in self.edges:

@@ -293,6 +293,11 @@ class BlockSpec:
     # from the params alone) or None when only the data can tell; validation then builds
     # no dataset (compile does)
     meta: Callable[[Any], Any] | None = None
+    # ops only: shape(p, x) -> nodegraph.kinds.shapes.Inferred (output shapes and dtypes,
+    # parameter count and bytes from the params and the inputs' shapes and dtypes, in plain
+    # Python) or None where only building the module can tell; validation then runs no
+    # meta kernel for the node
+    shape: Callable[[Any, dict[str, Any]], Any] | None = None
     category: str = field(default="")
     torch: TorchEquivalent | None = None  # the PyTorch code it computes (see below)
 
@@ -315,6 +320,8 @@ class BlockSpec:
         if self.binds and getattr(self.param(self.binds), "kind", None) not in REFERENCE_KINDS:
             raise ValueError(f"block {self.id}: binds={self.binds!r} must name one of its "
                              "params of kind node or nodes")
+        if self.shape is not None and self.kind != "op":
+            raise ValueError(f"block {self.id}: only op blocks declare a shape rule")
         if not self.category:
             object.__setattr__(self, "category", self.id.split(".", 1)[0])
 

@@ -13,6 +13,7 @@ import gzip
 import io
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -81,23 +82,47 @@ def read_idx(path: str, what: str = "IDX file") -> np.ndarray:
 
 def read_csv(path: str, header: bool, delimiter: str) -> tuple[list[str], list[list[str]]]:
     """Column names (from the header, else "0", "1", ...) and the rows as text cells."""
+    rows: list[list[str]] = []
+    names = _csv_rows(path, header, delimiter, rows.append)
+    return names, rows
+
+
+def csv_shape(path: str, header: bool, delimiter: str) -> tuple[list[str], int]:
+    """Column names and the number of data rows, checked as `read_csv` checks them, without
+    keeping the cells (what validation needs of a CSV)."""
+    count = [0]
+
+    def counted(row: list[str]) -> None:
+        count[0] += 1
+
+    return _csv_rows(path, header, delimiter, counted), count[0]
+
+
+def _csv_rows(path: str, header: bool, delimiter: str,
+              take: Callable[[list[str]], None]) -> list[str]:
+    """The column names; each data row to `take`, after its cells are counted."""
     text = read_bytes(path, "CSV file").decode("utf-8-sig", errors="replace")
     delim = {"\\t": "\t", "tab": "\t", "space": " "}.get(delimiter, delimiter)
     if len(delim) != 1:
         raise NodegraphError(f"delimiter must be one character (or 'tab'), got {delimiter!r}")
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delim,
-                                  skipinitialspace=delim == " ") if any(c.strip() for c in r)]
-    if not rows:
+    rows = (r for r in csv.reader(io.StringIO(text), delimiter=delim,
+                                  skipinitialspace=delim == " ") if any(c.strip() for c in r))
+    first = next(rows, None)
+    if first is None:
         raise NodegraphError(f"CSV file '{path}' holds no rows")
-    names = [c.strip() for c in rows.pop(0)] if header else [str(i) for i in range(len(rows[0]))]
-    for i, row in enumerate(rows):
+    names = [c.strip() for c in first] if header else [str(i) for i in range(len(first))]
+    if not header:
+        take(first)
+    line = 2 - header  # data rows are numbered from 1
+    for row in rows:
         if len(row) != len(names):
-            line = i + 1 + header
             raise NodegraphError(f"CSV file '{path}': data row {line} has {len(row)} cells, "
                                  f"expected {len(names)}")
-    if not rows:
+        take(row)
+        line += 1
+    if line == 1:
         raise NodegraphError(f"CSV file '{path}' has a header but no data rows")
-    return names, rows
+    return names
 
 
 def column_index(names: list[str], ref: str, path: str) -> int:
@@ -158,6 +183,29 @@ def read_npy(path: str, what: str) -> np.ndarray:
         return np.load(p, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
+
+
+def npy_header(path: str, what: str, key: str | None = None
+               ) -> tuple[tuple[int, ...], np.dtype] | None:
+    """The shape and dtype an .npy file (or array `key` of an .npz) holds, from its header;
+    None when the header cannot be read this way (`read_npy`/`read_npz` then say why)."""
+    p = resolve(path, what)
+    try:
+        if key is None:
+            with open(p, "rb") as f:
+                return _header(f)
+        with zipfile.ZipFile(p) as archive, archive.open(f"{key}.npy") as f:
+            return _header(f)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None
+
+
+def _header(f) -> tuple[tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(f)
+    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+            else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = read(f)
+    return tuple(shape), dtype
 
 
 def read_npz(path: str, keys: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,29 @@ def read_image(path: str | Path) -> np.ndarray:
                          "installed)")
 
 
+def image_header(path: str | Path) -> tuple[int, int, int]:
+    """The (C, H, W) `read_image` gives for a file, from its header alone; the pixels
+    (and damage in them) are read when the data is built."""
+    raw = read_bytes(str(path), "image")
+    try:
+        if raw[:8] == b"\x89PNG\r\n\x1a\n":
+            width, height, _, colour, _, _, interlace = struct.unpack(">IIBBBBB",
+                                                                      raw[16:29])
+            if colour not in _PNG_CHANNELS:
+                raise ValueError(f"unknown PNG colour type {colour}")
+            if interlace:
+                raise ValueError("interlaced PNGs are not supported; save it without "
+                                 "interlacing")
+            return (3 if colour in (2, 3, 6) else 1), height, width
+        if raw[:1] == b"P" and raw[1:2] in b"123456":
+            kind = int(raw[1:2])
+            (_, width, height, *_), _ = _pnm_header(raw, 3 if kind in (1, 4) else 4)
+            return (3 if kind in (3, 6) else 1), height, width
+    except (ValueError, IndexError, struct.error) as e:
+        raise NodegraphError(f"image '{path}' is damaged: {e}") from e
+    return read_image(path).shape  # not an image: read_image says why
+
+
 # -- PNG ---------------------------------------------------------------------------------
 
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # colour type -> samples per pixel
@@ -183,6 +206,36 @@ def read_folder(root: str, grayscale: bool, size: int | None
     """Images (N, C, H, W), class indices (N,) and class names of a folder holding one
     subfolder per class (sorted by name). Grey images become RGB when any image is in
     colour, unless `grayscale` turns everything grey; `size` resizes to size × size."""
+    classes, listed = list_folder(root, size)
+    images, labels = [], []
+    for k, files in enumerate(listed):
+        for f in files:
+            image = read_image(f)
+            image = grey(image) if grayscale else image
+            images.append(image if size is None else resize(image[None], size)[0])
+            labels.append(k)
+    return _stack(images, root), np.array(labels, dtype=np.int64), classes
+
+
+def folder_shape(root: str, grayscale: bool, size: int | None
+                 ) -> tuple[tuple[int, int, int], np.ndarray]:
+    """The (C, H, W) of every image `read_folder` gives, and the class indices, from the
+    listing and the images' headers (refusing what it refuses, but damaged pixels)."""
+    _, listed = list_folder(root, size)
+    heads = [image_header(f) for files in listed for f in files]
+    labels = np.repeat(np.arange(len(listed), dtype=np.int64), [len(f) for f in listed])
+    channels = 1 if grayscale else max(c for c, _, _ in heads)
+    if size is not None:
+        return (channels, size, size), labels
+    shapes = sorted({(h, w) for _, h, w in heads})
+    if len(shapes) > 1:
+        raise _sizes_differ(root, shapes)
+    return (channels, *shapes[0]), labels
+
+
+def list_folder(root: str, size: int | None) -> tuple[list[str], list[list[Path]]]:
+    """The class names and each class's image files, sorted; refuses an empty folder or
+    class, and a `size` whose images cannot fit in memory."""
     folder = data_path(root)
     if not folder.is_dir():
         raise NodegraphError(f"image folder '{root}'{looked_at(root, folder)} "
@@ -204,14 +257,7 @@ def read_folder(root: str, grayscale: bool, size: int | None
         count = sum(map(len, listed))
         footprint.need(count * 3 * size * size * 4 * 3, "size", size,
                        f"{count:,} images of {size} x {size}")
-    images, labels = [], []
-    for k, files in enumerate(listed):
-        for f in files:
-            image = read_image(f)
-            image = grey(image) if grayscale else image
-            images.append(image if size is None else resize(image[None], size)[0])
-            labels.append(k)
-    return _stack(images, root), np.array(labels, dtype=np.int64), classes
+    return classes, listed
 
 
 def _stack(images: list[np.ndarray], root: str) -> np.ndarray:
@@ -220,9 +266,13 @@ def _stack(images: list[np.ndarray], root: str) -> np.ndarray:
         images = [np.repeat(i, 3, axis=0) if len(i) == 1 else i for i in images]
     shapes = sorted({i.shape[1:] for i in images})
     if len(shapes) > 1:
-        raise NodegraphError(f"images in '{root}' differ in size ({shapes[0]} and "
-                             f"{shapes[-1]}, height x width); set size to resize them all")
+        raise _sizes_differ(root, shapes)
     return np.stack(images)
+
+
+def _sizes_differ(root: str, shapes: list) -> NodegraphError:
+    return NodegraphError(f"images in '{root}' differ in size ({shapes[0]} and "
+                          f"{shapes[-1]}, height x width); set size to resize them all")
 
 
 # -- shaping -----------------------------------------------------------------------------

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from nodegraph.kinds import footprint
-from nodegraph.kinds.datameta import sized
-from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.datameta import DataMeta, sized
+from nodegraph.kinds.dataset import data_params, from_arrays, split_indices
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
@@ -33,7 +33,7 @@ from nodegraph.model.spec import (
 )
 from nodes.data import _files as files
 from nodes.data import _synthetic as syn
-from nodes.data._images import read_folder, resize, to_layout
+from nodes.data._images import folder_shape, read_folder, resize, to_layout
 
 X = Port("x", doc="inputs, one row per sample")
 Y = Port("y", doc="targets, one row per sample")
@@ -111,8 +111,8 @@ def _diabetes(p):
 
 # -- files ----------------------------------------------------------------------------------
 
-def _csv(p):
-    names, rows = files.read_csv(p.path, p.header, p.delimiter)
+def _csv_columns(p, names: list[str]) -> tuple[list[int], list[int]]:
+    """The input and target column indices the params name, checked."""
     if not p.targets:
         raise NodegraphError("name at least one target column")
     targets = [files.column_index(names, c, p.path) for c in p.targets]
@@ -122,14 +122,29 @@ def _csv(p):
     if both or not inputs:
         raise NodegraphError(f"columns {both} are both inputs and targets" if both else
                              "no columns are left for the inputs")
+    if p.target_kind == "class" and len(targets) > 1:
+        raise NodegraphError("class targets come from one column; name only one target")
+    return inputs, targets
+
+
+def _csv(p):
+    names, rows = files.read_csv(p.path, p.header, p.delimiter)
+    inputs, targets = _csv_columns(p, names)
     x = np.stack([files.numeric_column(rows, i, names[i], p.path) for i in inputs], axis=1)
     if p.target_kind == "class":
-        if len(targets) > 1:
-            raise NodegraphError("class targets come from one column; name only one target")
         y = files.class_column(rows, targets[0])[0]
     else:
         y = np.stack([files.numeric_column(rows, i, names[i], p.path) for i in targets], axis=1)
     return from_arrays({"x": x.astype(np.float32), "y": _targets(y, p.target_kind, p.path)}, p)
+
+
+def _csv_meta(p):
+    """The CSV's shapes from its header and row count; cells that are not numbers are
+    found when compile reads the file."""
+    names, n = files.csv_shape(p.path, p.header, p.delimiter)
+    inputs, targets = _csv_columns(p, names)
+    y = ((), torch.int64) if p.target_kind == "class" else ((len(targets),), torch.float32)
+    return sized({"x": ((len(inputs),), torch.float32), "y": y}, n, p)
 
 
 def _numpy(p):
@@ -144,6 +159,37 @@ def _numpy(p):
         raise NodegraphError(f"{where}: x and y must hold the same number of samples, got "
                              f"shapes {x.shape} and {y.shape}")
     return from_arrays({"x": _inputs(x, where), "y": _targets(y, p.target_kind, where)}, p)
+
+
+def _numpy_meta(p):
+    """Shapes from the arrays' headers, checked as the build checks them; the values (class
+    indices whole and >= 0) are read when compile builds. None when a header does not read
+    as a plain numeric .npy (the build says why)."""
+    if p.path.lower().endswith(".npz"):
+        heads = [files.npy_header(p.path, ".npz file", k) for k in (p.x_key, p.y_key)]
+        where = p.path
+    else:
+        x = files.npy_header(p.path, "x file")  # x first: the build reads it first
+        heads = [x, x and files.npy_header(p.y_path, "y file (y_path)")]
+        where = f"{p.path} and {p.y_path}"
+    if None in heads or any(d.hasobject for _, d in heads):
+        return None
+    (xs, xd), (ys, yd) = heads
+    if not xs or not ys or xs[0] != ys[0]:
+        raise NodegraphError(f"{where}: x and y must hold the same number of samples, got "
+                             f"shapes {xs} and {ys}")
+    if xd.kind not in "biuf":
+        raise NodegraphError(f"{where}: inputs must be numbers, not {xd}")
+    if yd.kind not in "biuf":
+        raise NodegraphError(f"{where}: targets must be numbers, not {yd}")
+    if p.target_kind == "value":
+        y = ((math.prod(ys[1:]),), torch.float32)
+    elif ys[1:] != (1,) * (len(ys) - 1):
+        raise NodegraphError(f"{where}: class targets must be one class index per sample, "
+                             f"got shape {ys}")
+    else:
+        y = ((), torch.int64)
+    return sized({"x": (xs[1:] if len(xs) > 1 else (1,), torch.float32), "y": y}, xs[0], p)
 
 
 def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray, np.ndarray]:
@@ -174,6 +220,19 @@ def _mnist(p):
 def _image_folder(p):
     images, labels, _ = read_folder(p.path, p.grayscale, p.size)
     return from_arrays({"x": to_layout(images, p.layout), "y": labels}, p)
+
+
+def _image_folder_meta(p):
+    """The folder's shapes from its listing and the images' headers; the labels come from
+    the listing, so a stratified split is known too."""
+    (c, h, w), labels = folder_shape(p.path, p.grayscale, p.size)
+    x = ((c, h, w) if p.layout == "image" else (c * h * w,), torch.float32)
+    ports = {"x": x, "y": ((), torch.int64)}
+    if p.split != "stratified":
+        return sized(ports, len(labels), p)
+    idx = split_indices(len(labels), p.val_fraction, p.test_fraction, p.split, p.split_seed,
+                        labels, p.folds, p.fold)
+    return DataMeta(ports, {s: len(i) for s, i in idx.items() if len(i) > 0}, p.batch_size)
 
 
 # -- synthetic ----------------------------------------------------------------------------
@@ -410,7 +469,7 @@ _files = [
           "Columns are named by header name or by index (0 first, -1 last). With no input "
           "columns named, every column that is not a target is an input. Class targets may "
           "be integers or text labels (numbered in sorted order).",
-          _csv, **XY,
+          _csv, **XY, meta=_csv_meta,
           params=[str_param("path", doc="the CSV file"),
                   bool_param("header", True, "the first row holds column names"),
                   str_param("delimiter", ",", "the character between cells ('tab' for tabs)"),
@@ -422,7 +481,7 @@ _files = [
     block("data.NumPy", "data",
           "Arrays saved with NumPy: a .npz archive, or an .npy for x and one for y.\n\n"
           "x keeps its shape (images stay images) as float32; y follows target_kind.",
-          _numpy, **XY,
+          _numpy, **XY, meta=_numpy_meta,
           params=[str_param("path", doc="the .npz archive, or the .npy file holding x"),
                   str_param("y_path", "", "the .npy file holding y (with an .npy path)"),
                   str_param("x_key", "x", "name of the x array inside an .npz"),
@@ -448,7 +507,7 @@ _files = [
           "Classes are numbered by sorted folder name. Reads PNG and PGM/PPM/PBM (JPEG "
           "would need Pillow); pixels in [0, 1]. All images must share a size unless `size` "
           "resizes them.",
-          _image_folder, **XY,
+          _image_folder, **XY, meta=_image_folder_meta,
           params=[str_param("path", doc="the folder holding one subfolder per class"),
                   bool_param("grayscale", False, "convert colour images to grey (1 channel)"),
                   int_param("size", None, "resize every image to size x size; empty keeps "

@@ -11,7 +11,6 @@ The batch is always the whole graph, in order: no batch size, no shuffling.
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
 
 from nodegraph.kinds.dataset import Dataset, data_params, from_arrays, split_indices
@@ -43,6 +42,8 @@ def graph_dataset(arrays: dict[str, np.ndarray], labels: np.ndarray,
 def karate_club() -> tuple[np.ndarray, np.ndarray]:
     """Zachary's karate club from networkx: the 0/1 adjacency (34, 34) of who met outside
     the club, and each member's side after the split (0 Mr. Hi, 1 the Officer)."""
+    import networkx as nx  # 0.25 s: only when the karate club is built
+
     g = nx.karate_club_graph()
     nodes = sorted(g.nodes)
     adjacency = nx.to_numpy_array(g, nodelist=nodes, weight=None)

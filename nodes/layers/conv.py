@@ -10,6 +10,7 @@ kernels, frozen), the same params as a Linear. Block ids stay in the `layers` fa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
@@ -134,20 +136,50 @@ def _need_groups(c: int, out: int, groups: int) -> None:
                         "choose groups that divides both (1 = ordinary convolution)")
 
 
+def _conv_geometry(p, x, dims: int) -> tuple[Any, tuple, tuple, Any, tuple]:
+    """The input, kernel, stride, padding and dilation of a convolution, checked."""
+    t = _signal(x, dims)
+    _need_groups(t.shape[1], p.out_channels, p.groups)
+    kernel, stride, dilation = (per_dim(v, dims) for v in (p.kernel_size, p.stride,
+                                                             p.dilation))
+    padding = per_dim(p.padding, dims)
+    if padding == "same" and set(stride) != {1}:
+        raise ParamError("padding 'same' needs stride 1; give the padding as a number")
+    _need_fits(t, kernel, dilation, padding, "dilated kernel")
+    return t, kernel, stride, padding, dilation
+
+
 def _conv(dims: int, cls: type[nn.Module]):
     def build(p, x):
-        t = _signal(x, dims)
-        _need_groups(t.shape[1], p.out_channels, p.groups)
-        kernel, stride, dilation = (per_dim(v, dims) for v in (p.kernel_size, p.stride,
-                                                                 p.dilation))
-        padding = per_dim(p.padding, dims)
-        if padding == "same" and set(stride) != {1}:
-            raise ParamError("padding 'same' needs stride 1; give the padding as a number")
-        _need_fits(t, kernel, dilation, padding, "dilated kernel")
+        t, kernel, stride, padding, dilation = _conv_geometry(p, x, dims)
         conv = cls(t.shape[1], p.out_channels, kernel, stride, padding, dilation, p.groups,
                    p.bias, p.padding_mode)
         return start_weights(conv, p, KERNEL_LAYOUT[dims])
     return build
+
+
+def _window_out(size: int, k: int, s: int, pad: int, d: int, ceil: bool = False) -> int:
+    """Output length of a sliding window (torch's formula; a ceil-mode window must start
+    inside the input or its left padding)."""
+    span = size + 2 * pad - d * (k - 1) - 1
+    out = (-(-span // s) if ceil else span // s) + 1
+    return out - 1 if ceil and (out - 1) * s >= size + pad else out
+
+
+def _conv_shape(dims: int):
+    def rule(p, x):
+        t, kernel, stride, padding, dilation = _conv_geometry(p, x, dims)
+        dtype = shapes.layer_dtype(p)
+        if p.weight is not None or p.bias_init is not None or t.dtype != dtype \
+                or isinstance(padding, str) or p.padding_mode != "zeros":
+            return None  # hand-set values, mixed dtypes, 'same'/'valid' or padding copies
+        spatial = tuple(_window_out(*a) for a in zip(t.shape[2:], kernel, stride, padding,
+                                                      dilation, strict=True))
+        c_in = t.shape[1] // p.groups
+        weights = p.out_channels * (c_in * math.prod(kernel) + p.bias)
+        return shapes.weighted([((t.shape[0], p.out_channels, *spatial), dtype)], weights,
+                               dtype, p.trainable)
+    return rule
 
 
 def _conv_transpose(p, x):
@@ -179,6 +211,31 @@ class MinPool2d(nn.MaxPool2d):
 
 POOLS = {("Max", 1): nn.MaxPool1d, ("Avg", 1): nn.AvgPool1d, ("Min", 1): MinPool1d,
          ("Max", 2): nn.MaxPool2d, ("Avg", 2): nn.AvgPool2d, ("Min", 2): MinPool2d}
+
+
+def _pool_geometry(p, x, dims: int) -> tuple[Any, tuple, tuple, tuple, tuple]:
+    """The input, window, stride, padding and dilation of a pooling, checked."""
+    t = _signal(x, dims)
+    kernel, padding = per_dim(p.kernel_size, dims), per_dim(p.padding, dims)
+    stride = kernel if p.stride is None else per_dim(p.stride, dims)
+    if any(2 * pad > k for pad, k in zip(padding, kernel, strict=True)):
+        raise ParamError(f"padding {list(padding)} must be at most half the kernel size "
+                         f"{list(kernel)}")
+    dilation = per_dim(p.dilation, dims) if "dilation" in p else (1,) * dims
+    _need_fits(t, kernel, dilation, padding, "pooling window")
+    return t, kernel, stride, padding, dilation
+
+
+def _max_pool_shape(dims: int):
+    def rule(p, x):
+        t, kernel, stride, padding, dilation = _pool_geometry(p, x, dims)
+        spatial = tuple(_window_out(*a, p.ceil_mode) for a in zip(
+            t.shape[2:], kernel, stride, padding, dilation, strict=True))
+        out = (*t.shape[:2], *spatial)
+        # the maxima, and the int64 index of each kept for backward
+        return shapes.Inferred(((out, t.dtype),), work=math.prod(out) * (
+            t.dtype.itemsize + torch.int64.itemsize))
+    return rule
 
 
 def _pool(kind: str, dims: int):
@@ -303,7 +360,8 @@ def _pool_block(kind: str, dims: int):
                     f"Input {LAYOUT[dims]}, pooled per channel; shrinks the spatial size "
                     "(by the stride, which defaults to the window) and adds no weights.",
                     _pool(kind, dims), _pool_params(kind, dims),
-                    keywords=("pool", "downsample", "subsample"))
+                    keywords=("pool", "downsample", "subsample"),
+                    shape=_max_pool_shape(dims) if kind == "Max" else None)
 
 
 # -- declarations -------------------------------------------------------------------------
@@ -311,10 +369,11 @@ def _pool_block(kind: str, dims: int):
 BLOCKS = [
     layer_op("Conv1d", _conv_doc(1), _conv(1, nn.Conv1d),
              [*_conv_params(1), *weight_params(KERNEL_LAYOUT[1])],
-             keywords=("convolution", "filter", "sequence", "temporal")),
+             keywords=("convolution", "filter", "sequence", "temporal"), shape=_conv_shape(1)),
     layer_op("Conv2d", _conv_doc(2), _conv(2, nn.Conv2d),
              [*_conv_params(2), *weight_params(KERNEL_LAYOUT[2])],
-             keywords=("convolution", "filter", "cnn", "image", "feature map")),
+             keywords=("convolution", "filter", "cnn", "image", "feature map"),
+             shape=_conv_shape(2)),
     layer_op("ConvTranspose2d",
              "Transposed 2-D convolution: a learnable upsampling (a deconvolution).\n\n"
              "Input (N, C, H, W); each input pixel stamps a weighted copy of the filters onto a "

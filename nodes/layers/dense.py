@@ -24,6 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
@@ -144,7 +145,8 @@ def _given_values(value: Any, shape: tuple[int, ...], layout: str) -> np.ndarray
 # -- dense layers and basis expansions ----------------------------------------------------
 
 
-def _linear(p, x):
+def _linear_in(p, x) -> int:
+    """in_features of a Linear on `x`, after checking the wire (meta tensor or TensorMeta)."""
     shape = x["input"].shape
     if len(shape) < 2:
         raise PortError("input", f"Linear needs at least (N, features), got {fmt(shape)}")
@@ -155,8 +157,22 @@ def _linear(p, x):
     if not x["input"].dtype.is_floating_point:
         raise PortError("input", f"Linear needs real numbers, got {x['input'].dtype}",
                         "class indices go through Embedding, not Linear", kind="dtype_mismatch")
-    return start_weights(nn.Linear(shape[-1], p.out_features, bias=p.bias), p,
+    return shape[-1]
+
+
+def _linear(p, x):
+    return start_weights(nn.Linear(_linear_in(p, x), p.out_features, bias=p.bias), p,
                          "(out_features, in_features)")
+
+
+def _linear_shape(p, x):
+    n_in = _linear_in(p, x)
+    t, dtype = x["input"], shapes.layer_dtype(p)
+    if p.weight is not None or p.bias_init is not None or t.dtype != dtype:
+        return None  # hand-set values are checked by building; mixed dtypes by torch
+    out = (*t.shape[:-1], p.out_features)
+    return shapes.weighted([(out, dtype)], p.out_features * (n_in + p.bias), dtype,
+                           p.trainable)
 
 
 def _features(x: dict) -> int:
@@ -225,7 +241,7 @@ def _rbf(p, x):
 # -- tensor plumbing -----------------------------------------------------------------------
 
 
-def _flatten(p, x):
+def _flatten_dims(p, x) -> tuple[int, int]:
     t = x["input"]
     start, end = (dim_index(d, t.ndim, "input", t.shape) for d in (p.start_dim, p.end_dim))
     if start == 0:
@@ -234,10 +250,25 @@ def _flatten(p, x):
     if end < start:
         raise PortError("input", f"end_dim {p.end_dim} comes before start_dim "
                         f"{p.start_dim} in {fmt(t.shape)}")
-    return nn.Flatten(start, end)
+    return start, end
 
 
-def _reshape(p, x):
+def _flatten(p, x):
+    return nn.Flatten(*_flatten_dims(p, x))
+
+
+def _flatten_shape(p, x):
+    start, end = _flatten_dims(p, x)
+    s = x["input"].shape
+    return _view(x["input"], (*s[:start], math.prod(s[start:end + 1]), *s[end + 1:]))
+
+
+def _view(t, shape) -> shapes.Inferred:
+    """One output that is a view of `t`: no new memory."""
+    return shapes.Inferred(((tuple(shape), t.dtype),))
+
+
+def _reshape_to(p, x) -> list[int]:
     t, shape = x["input"], list(p.shape)
     per_sample = math.prod(t.shape[1:])
     if 0 in shape or shape.count(-1) > 1:
@@ -249,7 +280,19 @@ def _reshape(p, x):
                         f"{fmt([0, *shape])}: {per_sample} values per sample do not fill "
                         f"{shape}", "the product of shape must equal the values per sample; "
                         "use -1 for one size to infer it")
+    return shape
+
+
+def _reshape(p, x):
+    shape = _reshape_to(p, x)
     return Fn(lambda v: v.reshape(v.shape[0], *shape), f"reshape to (N, {shape})")
+
+
+def _reshape_shape(p, x):
+    t, shape = x["input"], _reshape_to(p, x)
+    if -1 in shape:
+        shape[shape.index(-1)] = math.prod(t.shape[1:]) // -math.prod(shape)
+    return _view(t, (t.shape[0], *shape))
 
 
 def _permute(p, x):
@@ -264,7 +307,7 @@ def _permute(p, x):
 CONCAT_PORTS = "abcdefgh"
 
 
-def _concat(p, x):
+def _concat_parts(p, x) -> tuple[list, int]:
     parts = [(port, x[port]) for port in CONCAT_PORTS if x.get(port) is not None]
     a = parts[0][1]
     dim = dim_index(p.dim, a.ndim, "a", a.shape)
@@ -276,22 +319,48 @@ def _concat(p, x):
             raise PortError(port, f"cannot be joined to 'a' along dim {p.dim}: 'a' is "
                             f"{fmt(a.shape)} and '{port}' is {fmt(t.shape)}",
                             "all dims except the joined one must match")
+    return parts, dim
+
+
+def _concat(p, x):
+    parts, dim = _concat_parts(p, x)
     if len(parts) == 2 and [q for q, _ in parts] == ["a", "b"]:
         return Fn(lambda a, b, c, d, e, f, g, h: torch.cat((a, b), dim), f"cat(dim={dim})")
     return Fn(lambda a, b, c, d, e, f, g, h: torch.cat(
         [t for t in (a, b, c, d, e, f, g, h) if t is not None], dim), f"cat(dim={dim})")
 
 
-def _split(p, x):
+def _concat_shape(p, x):
+    parts, dim = _concat_parts(p, x)
+    dtype = shapes.same_dtype(x)
+    if dtype is None:
+        return None
+    shape = list(parts[0][1].shape)
+    shape[dim] = sum(t.shape[dim] for _, t in parts)
+    return shapes.weighted([(tuple(shape), dtype)], 0, dtype)
+
+
+def _split_at(p, x) -> int:
     t = x["input"]
     dim = dim_index(p.dim, t.ndim, "input", t.shape)
     if not 0 < p.split_size < t.shape[dim]:
         raise PortError("input", f"has size {t.shape[dim]} in dim {p.dim} ({fmt(t.shape)}): "
                         f"split_size {p.split_size} must leave something for both 'a' and 'b'",
                         f"choose split_size between 1 and {t.shape[dim] - 1}")
-    s = p.split_size
+    return dim
+
+
+def _split(p, x):
+    dim, s = _split_at(p, x), p.split_size
     return Fn(lambda v: (v.narrow(dim, 0, s), v.narrow(dim, s, v.shape[dim] - s)),
               f"split({s}, dim={dim})")
+
+
+def _split_shape(p, x):
+    t, dim = x["input"], _split_at(p, x)
+    a, b = list(t.shape), list(t.shape)
+    a[dim], b[dim] = p.split_size, t.shape[dim] - p.split_size
+    return shapes.Inferred(((tuple(a), t.dtype), (tuple(b), t.dtype)))
 
 
 def _arith(fn: Callable, verb: str):
@@ -299,6 +368,13 @@ def _arith(fn: Callable, verb: str):
         need_broadcast(x, verb)
         return Fn(fn, verb)
     return build
+
+
+def _arith_shape(verb: str):
+    def rule(p, x):
+        shape, dtype = tuple(need_broadcast(x, verb)), shapes.same_dtype(x)
+        return None if dtype is None else shapes.weighted([(shape, dtype)], 0, dtype)
+    return rule
 
 
 def _matmul(p, x):
@@ -315,14 +391,38 @@ def _matmul(p, x):
     return Fn(torch.matmul, "matmul")
 
 
-def _residual(p, x):
+def _scale_shape(p, x):
+    t = x["input"]
+    if not t.dtype.is_floating_point:
+        return None  # an integer input is promoted by torch
+    w = torch.get_default_dtype().itemsize  # torch.tensor(float) is in the default dtype
+    return shapes.Inferred(((t.shape, t.dtype),), int(p.learnable), w * p.learnable,
+                           w * (not p.learnable), t.nbytes)
+
+
+def _dropout_shape(p, x):
+    # training mode: a scaled random mask the size of the input, and the product
+    return None if p.p == 1 else shapes.like(x["input"], 0 if p.p == 0 else 2)
+
+
+def _residual_check(p, x):
     a, b = x["input"], x["skip"]
     if a.shape != b.shape:
         raise PortError("skip", f"cannot be added: 'input' is {fmt(a.shape)} but 'skip' is "
                         f"{fmt(b.shape)}; a residual connection needs equal shapes",
                         "put a projection (Linear, or a 1x1 Conv2d with matching stride) on "
                         "the skip path")
+
+
+def _residual(p, x):
+    _residual_check(p, x)
     return Fn(torch.add, "input + skip")
+
+
+def _residual_shape(p, x):
+    _residual_check(p, x)
+    dtype = shapes.same_dtype(x)
+    return None if dtype is None else shapes.like(x["input"])
 
 
 class Scale(nn.Module):
@@ -417,7 +517,7 @@ BLOCKS = [
           "`in_features` is inferred from the incoming wire. The weights start as `init` "
           "says, or as set by hand in `weight` (one row of in_features per output) and "
           "`bias_init`; trainable false freezes them, as in a threshold unit of the notes.",
-          _linear, inputs=["input"], outputs=["output"],
+          _linear, inputs=["input"], outputs=["output"], shape=_linear_shape,
           params=[int_param("out_features", doc="size of each output sample", min=1),
                   bool_param("bias", True, "learn an additive bias"),
                   int_param("in_features", None, "size of each input sample; empty means "
@@ -456,13 +556,13 @@ BLOCKS = [
         "Goes between a conv stack and Linear layers.",
         _flatten, [int_param("start_dim", 1, "first dim to flatten (0 is the batch)"),
                    int_param("end_dim", -1, "last dim to flatten (-1 = the last)")],
-        keywords=("unroll", "vectorize", "reshape")),
+        keywords=("unroll", "vectorize", "reshape"), shape=_flatten_shape),
     layer_op("Reshape",
         "Gives each sample a new shape, keeping the batch dim.\n\n`shape` excludes the batch: "
         "[1, 28, 28] turns (N, 784) into (N, 1, 28, 28). One size may be -1 (inferred).",
         _reshape, [Param("shape", "ints", doc="new shape of one sample, without the batch dim",
                          min=-1)],
-        keywords=("view", "unflatten")),
+        keywords=("view", "unflatten"), shape=_reshape_shape),
     layer_op("Permute",
         "Reorders the dims of each sample; the batch dim stays first.\n\n`dims` lists the "
         "non-batch dims in their new order, numbered as PyTorch numbers them (batch = 0), so "
@@ -476,20 +576,20 @@ BLOCKS = [
         _concat, [int_param("dim", 1, "dim to join along (-1 = last)")],
         inputs=[*TENSOR_AB, *(Port(c, doc="a further part, joined after the ones before",
                                    optional=True) for c in CONCAT_PORTS[2:])],
-        keywords=("cat", "join", "stack", "merge")),
+        keywords=("cat", "join", "stack", "merge"), shape=_concat_shape),
     layer_op("Split",
         "Cuts the input in two along a dim: the first split_size entries to `a`, the rest "
         "to `b`.\n\nThe inverse of Concat; e.g. a head that outputs μ and log σ² together.",
         _split, [int_param("split_size", doc="size of the first part, `a`", min=1),
                  int_param("dim", 1, "dim to cut (-1 = last)")],
         outputs=[Port("a", doc="the first split_size entries"), Port("b", doc="the rest")],
-        keywords=("chunk", "slice", "separate")),
+        keywords=("chunk", "slice", "separate"), shape=_split_shape),
     layer_op("Add", "Element-wise sum a + b.\n\nShapes must match or broadcast (a (N, F) plus a "
         "learned (F,) bias works).", _arith(torch.add, "add"), inputs=TENSOR_AB,
-        keywords=("sum", "plus")),
+        keywords=("sum", "plus"), shape=_arith_shape("add")),
     layer_op("Multiply", "Element-wise product a · b.\n\nShapes must match or broadcast; gates "
         "and masks multiply.", _arith(torch.mul, "multiply"), inputs=TENSOR_AB,
-        keywords=("product", "hadamard", "gate", "mask")),
+        keywords=("product", "hadamard", "gate", "mask"), shape=_arith_shape("multiply")),
     layer_op("MatMul", "Matrix product a @ b, batched over leading dims.\n\nThe last dim of `a` "
         "meets the second-to-last of `b` (as torch.matmul).", _matmul, inputs=TENSOR_AB,
         keywords=("matrix multiply", "dot", "bmm")),
@@ -498,13 +598,13 @@ BLOCKS = [
         lambda p, x: Scale(p.scale, p.learnable),
         [float_param("scale", 1.0, "the factor (its initial value when learnable)"),
          bool_param("learnable", True, "train the factor")],
-        keywords=("gain", "multiply", "factor")),
+        keywords=("gain", "multiply", "factor"), shape=_scale_shape),
     layer_op("ResidualAdd",
         "Adds a skip connection: output = input + skip, shapes checked.\n\nThe ResNet "
         "shortcut: wire the block's output to `input` and its input to `skip`.",
         _residual, inputs=[Port("input", doc="the branch output"),
                            Port("skip", doc="the shortcut, same shape")],
-        keywords=("skip connection", "shortcut", "resnet")),
+        keywords=("skip connection", "shortcut", "resnet"), shape=_residual_shape),
     layer_op("Embedding",
         "Looks up a learnable vector for each integer index (token, class, node id).\n\n"
         "Input of integers, any shape; output adds a last dim of embedding_dim.",
@@ -521,15 +621,17 @@ BLOCKS = [
         "co-adapted units.",
         lambda p, x: nn.Dropout(p.p), [float_param("p", 0.5, "probability of zeroing",
                                                    min=0, max=1)],
-        keywords=("regularization", "noise", "mask")),
+        keywords=("regularization", "noise", "mask"), shape=_dropout_shape),
     layer_op("StopGradient",
         "Passes values forward but no gradient back (detach).\n\nFreezes what lies before "
         "it for the loss after it, e.g. the generator when training a GAN discriminator.",
         lambda p, x: Fn(torch.Tensor.detach, "detach"),
-        keywords=("detach", "no grad", "freeze")),
+        keywords=("detach", "no grad", "freeze"),
+        shape=lambda p, x: _view(x["input"], x["input"].shape)),
     layer_op("Identity", "Passes the input through unchanged.\n\nA named tap point or a "
         "placeholder while editing.", lambda p, x: nn.Identity(),
-        keywords=("passthrough", "noop")),
+        keywords=("passthrough", "noop"),
+        shape=lambda p, x: _view(x["input"], x["input"].shape)),
     layer_op("Parameter",
         "A learnable tensor of a given shape, with no inputs.\n\nThe output is exactly "
         "`shape` (no batch dim); broadcasting adds it to batches, e.g. a learned "

@@ -1,0 +1,272 @@
+"""Declared shape rules give what the meta path gives: shapes, dtypes, counts, bytes, errors.
+
+Each case runs a block's rule and, separately, the meta path (the block built and run on
+meta tensors, `validate._infer_op` with the rule taken away); outputs, trainable-parameter
+counts and the (parameter, buffer, work) bytes must be equal, and a bad shape must raise
+the same error naming the same port. A rule may decline a case (None): the meta path then
+answers, and the cases marked `declines` check that it does so where meant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import nodegraph
+from nodegraph.check.opcache import OpCache
+from nodegraph.check.validate import _infer_op
+from nodegraph.kinds import footprint, shapes
+
+F32, F64, I64 = torch.float32, torch.float64, torch.int64
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def case(block, params=None, declines=False, **inputs):
+    """A block, its params and input (shape, dtype) pairs by port; `declines`: the rule
+    leaves this one to the meta path."""
+    return pytest.param(block, params or {}, inputs, declines,
+                        id=f"{block}-{params or ''}-{inputs}".replace(" ", ""))
+
+
+X = ((8, 5), F32)
+X3 = ((4, 6, 5), F32)
+X64 = ((8, 5), F64)
+IMG = ((2, 3, 7, 8), F32)
+XI = ((8, 5), I64)
+ACTIVATIONS = ["Identity", "Sign", "Sigmoid", "Tanh", "ReLU", "LeakyReLU", "ELU", "GELU",
+               "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus", "Satlins", "Softmax",
+               "LogSoftmax"]
+ELEMENTWISE_LOSSES = ["MSE", "SSE", "MAE", "Huber", "BCE", "BCEWithLogits"]
+
+CASES = [
+    case("layers.Linear", {"out_features": 3}, input=X),
+    case("layers.Linear", {"out_features": 3}, input=X3),
+    case("layers.Linear", {"out_features": 7, "bias": False}, input=((2, 3, 4, 5), F32)),
+    case("layers.Linear", {"out_features": 3, "trainable": False}, input=X),
+    case("layers.Linear", {"out_features": 3, "in_features": 4}, input=X),  # wrong width
+    case("layers.Linear", {"out_features": 3}, input=((8,), F32)),  # no feature dim
+    case("layers.Linear", {"out_features": 3}, input=XI),  # integers
+    case("layers.Linear", {"out_features": 3}, input=X64, declines=True),  # mixed dtypes
+    case("layers.Linear", {"out_features": 1, "weight": [1, 2, 3, 4, 5]}, input=X,
+         declines=True),
+    case("layers.Flatten", {}, input=((4, 3, 2, 5), F32)),
+    case("layers.Flatten", {"start_dim": 2}, input=((4, 3, 2, 5), F64)),
+    case("layers.Flatten", {"start_dim": 1, "end_dim": 2}, input=((4, 3, 2, 5), F32)),
+    case("layers.Flatten", {"start_dim": 0}, input=((4, 3), F32)),
+    case("layers.Flatten", {"start_dim": 4}, input=((4, 3), F32)),
+    case("layers.Reshape", {"shape": [2, 3]}, input=((4, 6), F32)),
+    case("layers.Reshape", {"shape": [-1, 2]}, input=((4, 3, 4), F64)),
+    case("layers.Reshape", {"shape": [5, 2]}, input=((4, 6), F32)),
+    case("layers.Concat", {}, a=X, b=((8, 2), F32)),
+    case("layers.Concat", {"dim": -1}, a=X3, b=((4, 6, 1), F32), c=((4, 6, 2), F32)),
+    case("layers.Concat", {"dim": 0}, a=X, b=((3, 5), F32)),
+    case("layers.Concat", {}, a=X, b=((7, 2), F32)),
+    case("layers.Concat", {}, a=X, b=((8, 2), F64), declines=True),
+    case("layers.Split", {"split_size": 2}, input=X),
+    case("layers.Split", {"split_size": 4, "dim": -1}, input=X3),
+    case("layers.Split", {"split_size": 5}, input=X),
+    case("layers.Add", {}, a=X, b=((5,), F32)),
+    case("layers.Add", {}, a=((8, 1, 5), F64), b=((3, 1), F64)),
+    case("layers.Add", {}, a=X, b=((4,), F32)),
+    case("layers.Add", {}, a=X, b=X64, declines=True),
+    case("layers.Multiply", {}, a=X, b=X),
+    case("layers.Multiply", {}, a=((8, 1), F32), b=((8, 7), F32)),
+    case("layers.ResidualAdd", {}, input=X3, skip=X3),
+    case("layers.ResidualAdd", {}, input=X, skip=((8, 4), F32)),
+    case("layers.Scale", {}, input=X),
+    case("layers.Scale", {"learnable": False}, input=X64),
+    case("layers.Scale", {}, input=XI, declines=True),
+    case("layers.Dropout", {}, input=X),
+    case("layers.Dropout", {"p": 0.25}, input=X3),
+    case("layers.Dropout", {"p": 0.1}, input=X64),
+    case("layers.Dropout", {"p": 0.0}, input=X),
+    case("layers.Identity", {}, input=X3),
+    case("layers.StopGradient", {}, input=X64),
+    *(case(f"activations.{a}", {}, input=shape) for a in ACTIVATIONS
+      for shape in (X, X3, X64)),
+    *(case(f"activations.{a}", {}, input=XI) for a in ("Tanh", "ReLU", "Softmax")),
+    case("activations.Sigmoid", {"slope": 2.0}, input=X),
+    case("activations.Step", {}, input=X),
+    case("activations.Step", {"threshold": 0.5, "value_at_zero": 1.0}, input=X3),
+    case("activations.Step", {}, input=X64),
+    case("activations.Step", {}, input=XI),
+    case("activations.LeakyReLU", {"negative_slope": 0.2}, input=X3),
+    case("activations.Softmax", {"dim": 1, "temperature": 2.0}, input=X3),
+    case("activations.LogSoftmax", {"dim": 3}, input=X3),
+    case("activations.GELU", {"approximate": "tanh"}, input=X64),
+    *(case(f"losses.{loss}", params, input=shape, target=shape)
+      for loss in ELEMENTWISE_LOSSES for shape in (((8, 1), F32), X3, X64)
+      for params in ({}, {"scale": 0.5})),
+    *(case(f"losses.{loss}", {"reduction": r}, input=X, target=X)
+      for loss in ELEMENTWISE_LOSSES if loss != "SSE" for r in ("sum", "none")),
+    *(case(f"losses.{loss}", {}, input=X, target=((8, 4), F32)) for loss in ("MSE", "BCE")),
+    case("losses.MSE", {}, input=XI, target=XI),
+    case("losses.MSE", {}, input=X, target=X64, declines=True),
+    case("losses.BCEWithLogits", {"pos_weight": 3.0}, input=X, target=X, declines=True),
+    case("norm.BatchNorm1d", {}, input=X),
+    case("norm.BatchNorm1d", {"affine": False}, input=X3),
+    case("norm.BatchNorm1d", {}, input=((4, 3, 2, 2), F32)),
+    case("norm.BatchNorm1d", {}, input=((8,), F32)),
+    case("norm.BatchNorm1d", {}, input=XI),
+    case("norm.BatchNorm1d", {}, input=((1, 5), F32), declines=True),
+    case("norm.BatchNorm1d", {}, input=X64, declines=True),
+    case("norm.BatchNorm1d", {"momentum": None}, input=X, declines=True),
+    case("norm.BatchNorm2d", {}, input=((4, 3, 5, 6), F32)),
+    case("norm.BatchNorm2d", {"affine": False}, input=((2, 7, 3, 3), F32)),
+    case("norm.BatchNorm2d", {}, input=X3),
+    case("layers.Conv2d", {"out_channels": 4}, input=IMG),
+    case("layers.Conv2d", {"out_channels": 6, "kernel_size": [5, 3], "stride": [2, 1],
+                           "padding": [1, 2], "dilation": [1, 2], "groups": 3}, input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "bias": False, "stride": [3]}, input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "trainable": False}, input=((1, 1, 3, 3), F32)),
+    case("layers.Conv2d", {"out_channels": 4}, input=X),
+    case("layers.Conv2d", {"out_channels": 4, "groups": 2}, input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "kernel_size": [9]}, input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "stride": [2], "padding": "same"}, input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "padding": "same"}, input=IMG, declines=True),
+    case("layers.Conv2d", {"out_channels": 4, "padding": [1], "padding_mode": "reflect"},
+         input=IMG, declines=True),
+    case("layers.Conv2d", {"out_channels": 4}, input=((2, 3, 7, 8), F64), declines=True),
+    case("layers.Conv1d", {"out_channels": 5, "kernel_size": [4], "stride": [2]},
+         input=((2, 3, 11), F32)),
+    case("layers.MaxPool2d", {}, input=IMG),
+    case("layers.MaxPool2d", {"kernel_size": [3], "stride": [2], "padding": [1]},
+         input=((2, 3, 8, 8), F64)),
+    case("layers.MaxPool2d", {"kernel_size": [3], "stride": [2], "ceil_mode": True},
+         input=((2, 3, 8, 9), F32)),
+    case("layers.MaxPool2d", {"kernel_size": [2, 3], "dilation": [2], "ceil_mode": True,
+                              "padding": [1]}, input=((1, 2, 9, 10), F32)),
+    case("layers.MaxPool2d", {"kernel_size": [4], "padding": [3]}, input=IMG),
+    case("layers.MaxPool2d", {"kernel_size": [9]}, input=IMG),
+    case("layers.MaxPool2d", {}, input=X3),
+    case("layers.MaxPool1d", {"kernel_size": [3], "ceil_mode": True}, input=((2, 3, 10), F32)),
+    case("losses.WeightedSum", {}, a=((), F32)),
+    case("losses.WeightedSum", {"w_b": 0.5}, a=((), F32), b=((), F32), d=((), F32)),
+    case("losses.WeightedSum", {}, a=((), F64), c=((), F64)),
+    case("losses.WeightedSum", {}, a=((), F32), b=((3,), F32)),
+    case("losses.WeightedSum", {}, a=((), F32), b=((), F64), declines=True),
+    case("losses.CrossEntropy", {}, input=X, target=((8,), I64)),
+    case("losses.CrossEntropy", {"reduction": "sum", "scale": 2.0}, input=X64,
+         target=((8,), I64)),
+    case("losses.CrossEntropy", {"reduction": "none"}, input=X, target=((8,), I64)),
+    case("losses.CrossEntropy", {}, input=X, target=((7,), I64)),
+    case("losses.CrossEntropy", {}, input=((8,), F32), target=((8,), I64)),
+    case("losses.CrossEntropy", {}, input=X3, target=((4, 6), I64), declines=True),
+    case("losses.CrossEntropy", {"label_smoothing": 0.1}, input=X, target=((8,), I64),
+         declines=True),
+]
+
+
+def _spec_params(block: str, params: dict):
+    spec = nodegraph.default_registry().get(block)
+    values, bad = spec.resolve_params(params)
+    assert not bad, bad
+    return spec, values
+
+
+def _outcome(fn):
+    """What `fn()` gives, or the error it raises as (class, port, message)."""
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 (compared below)
+        return type(e).__name__, getattr(e, "port", None), str(e)
+
+
+@pytest.mark.parametrize(("block", "params", "inputs", "declines"), CASES)
+def test_rule_equals_meta_path(block, params, inputs, declines):
+    spec, p = _spec_params(block, params)
+    assert spec.shape is not None, f"{block} declares no shape rule"
+    meta = {k: torch.empty(s, dtype=d, device="meta") for k, (s, d) in inputs.items()}
+    x = {k: shapes.TensorMeta(s, d) for k, (s, d) in inputs.items()}
+    ruled = _outcome(lambda: spec.shape(p, x))
+    without_rule = dataclasses.replace(spec, shape=None)
+    expected = _outcome(lambda: _infer_op(without_rule, p, meta, OpCache()))
+    if declines:
+        assert ruled is None
+        return
+    assert ruled is not None, "the rule declined a case it should answer"
+    if isinstance(expected, tuple) and isinstance(expected[0], str):  # an error
+        assert ruled == expected
+        return
+    assert isinstance(ruled, shapes.Inferred), ruled
+    outs, count, nbytes = expected
+    assert ruled.outputs == tuple((tuple(t.shape), t.dtype) for t in outs)
+    assert (ruled.count, ruled.nbytes) == (count, nbytes)
+
+
+def test_every_rule_is_tested():
+    tested = {c.values[0] for c in CASES}
+    ruled = {s.id for s in nodegraph.default_registry() if s.shape is not None}
+    assert ruled <= tested, sorted(ruled - tested)
+    assert {"layers.Linear", "activations.Tanh", "losses.MSE",
+            "losses.BCEWithLogits", "losses.CrossEntropy"} <= ruled
+
+
+def test_validation_uses_rules_and_reports_their_errors(monkeypatch):
+    """xor and a chain of Linear/Tanh validate without running any meta forward, and a rule's
+    error is reported as the meta path's was: on the node and port."""
+    def refuse(*args):
+        raise AssertionError("a meta forward ran")
+
+    monkeypatch.setattr(footprint, "run_counted", refuse)
+    report = nodegraph.validate(nodegraph.load(ROOT / "examples" / "xor.json"),
+                                for_training=True, cache=OpCache())
+    assert report.ok, report.problems
+    assert report.param_counts == {"hidden": 12, "act": 0, "out": 5, "loss": 0}
+    assert report.shape("out", "output") == (4, 1)
+    g = nodegraph.Graph("bad")
+    g.add("data.XOR", id="data")
+    g.add("layers.Linear", id="fc", out_features=3, in_features=5)
+    g.connect(("data", "x"), ("fc", "input"))
+    report = nodegraph.validate(g, cache=OpCache())
+    [problem] = report.errors
+    assert (problem.node, problem.port) == ("fc", "input")
+    assert "expects (N, 5) but receives (N, 2)" in problem.message
+
+
+def test_a_too_large_layer_is_blamed_through_its_rule(monkeypatch):
+    """The memory check's search for the param to lower uses the rule too (no meta build)."""
+    monkeypatch.setattr(footprint, "run_counted", lambda *a: pytest.fail("meta forward"))
+    g = nodegraph.load(ROOT / "examples" / "xor.json")
+    g.set_param("hidden", "out_features", 10**12)
+    with footprint.memory_limit(8 * 2**30):
+        report = nodegraph.validate(g, for_training=True, cache=OpCache())
+    assert [(p.node, p.port) for p in report.errors] == [("hidden", "out_features")]
+
+
+def test_validate_xor_imports_no_dynamo_or_sympy():
+    """Validation of xor runs no meta kernel and builds its optimizer without torch._dynamo
+    (seconds of start-up); an optimizer built afterwards goes through torch's own wrapper
+    again, which imports it."""
+    code = ("import sys, torch, nodegraph; from nodegraph.check.opcache import OpCache; "
+            "r = nodegraph.validate(nodegraph.load(sys.argv[1]), for_training=True, "
+            "cache=OpCache()); assert r.ok, r.problems; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sympy' "
+            "or m.startswith('torch._dynamo'))); "
+            "torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))]); "
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "examples" / "xor.json")],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["[]", "True"]
+
+
+def _summary(report):
+    return (sorted((p.node, p.port, p.kind, p.message) for p in report.problems),
+            report.param_counts,
+            {k: (tuple(v.shape), v.dtype) for k, v in report.outputs.items()},
+            report.module_bytes, report.memory.total if report.memory else None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.json")),
+                         ids=lambda p: p.stem)
+def test_every_example_validates_the_same_with_rules_as_without(path, monkeypatch):
+    graph = nodegraph.load(path)
+    ruled = _summary(nodegraph.validate(graph, for_training=True, cache=OpCache()))
+    monkeypatch.setattr(shapes, "infer", lambda rule, params, inputs: None)
+    assert ruled == _summary(nodegraph.validate(graph, for_training=True, cache=OpCache()))
