@@ -20,7 +20,7 @@ import torch
 import nodegraph
 from nodegraph.check.opcache import OpCache
 from nodegraph.check.validate import _infer_op
-from nodegraph.kinds import footprint, shapes
+from nodegraph.kinds import dtypes, footprint, shapes
 
 F32, F64, I64 = torch.float32, torch.float64, torch.int64
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +79,8 @@ CASES = [
     case("layers.ResidualAdd", {}, input=X3, skip=X3),
     case("layers.ResidualAdd", {}, input=X, skip=((8, 4), F32)),
     case("layers.Scale", {}, input=X),
-    case("layers.Scale", {"learnable": False}, input=X64),
+    case("layers.Scale", {"learnable": False}, input=X64, declines=True),  # mixed dtypes
+    case("layers.Scale", {"learnable": False, "dtype": "float64"}, input=X64),
     case("layers.Scale", {}, input=XI, declines=True),
     case("layers.Dropout", {}, input=X),
     case("layers.Dropout", {"p": 0.25}, input=X3),
@@ -185,7 +186,8 @@ def test_rule_equals_meta_path(block, params, inputs, declines):
     x = {k: shapes.TensorMeta(s, d) for k, (s, d) in inputs.items()}
     ruled = _outcome(lambda: spec.shape(p, x))
     without_rule = dataclasses.replace(spec, shape=None)
-    expected = _outcome(lambda: _infer_op(without_rule, p, meta, OpCache()))
+    dtype = dtypes.node_dtype(spec, p, {})  # the node's own dtype param, else float32
+    expected = _outcome(lambda: _infer_op(without_rule, p, meta, OpCache(), dtype))
     if declines:
         assert ruled is None
         return
@@ -265,8 +267,11 @@ def _summary(report):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.json")),
                          ids=lambda p: p.stem)
-def test_every_example_validates_the_same_with_rules_as_without(path, monkeypatch):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_example_validates_the_same_with_rules_as_without(path, dtype, monkeypatch):
     graph = nodegraph.load(path)
+    if dtype != "float32":  # the whole graph in another dtype: rules read it from training
+        graph.training["dtype"] = dtype
     ruled = _summary(nodegraph.validate(graph, for_training=True, cache=OpCache()))
     monkeypatch.setattr(shapes, "infer", lambda rule, params, inputs: None)
     assert ruled == _summary(nodegraph.validate(graph, for_training=True, cache=OpCache()))

@@ -530,7 +530,7 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache,
     anything, and needs no cache; it reads the node's resolved dtype from its `dtype` param
     and declines (None) a mixed-dtype input, which the meta path below then reports."""
     if spec.shape is not None:
-        ruled_params = {**params, "dtype": dtypes.name_of(dtype)} \
+        ruled_params = Params({**params, "dtype": dtypes.name_of(dtype)}) \
             if dtypes.follows_graph(spec) else params
         ruled = shapes.infer(spec.shape, ruled_params, inputs)
         if ruled is not None:

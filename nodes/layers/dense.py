@@ -392,10 +392,10 @@ def _matmul(p, x):
 
 
 def _scale_shape(p, x):
-    t = x["input"]
-    if not t.dtype.is_floating_point:
-        return None  # an integer input is promoted by torch
-    w = torch.get_default_dtype().itemsize  # torch.tensor(float) is in the default dtype
+    t, dtype = x["input"], shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # an integer input is promoted by torch, another float refused
+    w = dtype.itemsize  # the scale is held in the layer's dtype
     return shapes.Inferred(((t.shape, t.dtype),), int(p.learnable), w * p.learnable,
                            w * (not p.learnable), t.nbytes)
 
