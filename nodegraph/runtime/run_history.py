@@ -57,7 +57,8 @@ class RunRecord:
 
     def series(self, split: str, key: str) -> tuple[list[int], list[float]]:
         """(epochs, values) of one number of a split, e.g. ("val", "loss")."""
-        xs, ys = [], []
+        xs: list[int] = []
+        ys: list[float] = []
         for entry in self.history:
             value = entry.get(split, {}).get(key)
             if isinstance(value, int | float) and not isinstance(value, bool):
@@ -147,14 +148,15 @@ class RunHistory:
 
     def add(self, graph: Graph, started: str, seconds: float, history: list[dict],
             final: dict, *, stopped_early: bool = False, cancelled: bool = False,
-            settings: tuple[dict[str, Any], str] | None = None) -> RunRecord:
+            settings: tuple[dict[str, Any], str] | None = None,
+            extra: dict[str, Any] | None = None) -> RunRecord:
         """Record a run that ended (and write the file, when there is one). `settings` is
         `definition(graph)` taken when the run started, if the graph may have changed."""
         flat, digest = settings or definition(graph)
         status = "stopped" if cancelled else "early stop" if stopped_early else "finished"
         number = self.runs[-1].number + 1 if self.runs else 1
         record = RunRecord(number, started, round(seconds, 3), status, _plain(final),
-                           [_epoch(e) for e in history], flat, digest)
+                           [_epoch(e) for e in history], flat, digest, _plain(extra or {}))
         self.runs.append(record)
         del self.runs[:-MAX_RUNS]
         self.save()
