@@ -15,9 +15,11 @@ A contender's time is its whole call: building the model, training, the final ev
 
 Contenders alternate, each in every place of the order in turn, `--repeats` times, so drift
 in the machine's load hits all alike; printed are medians and the ratios of medians to the
-hand-written loop. Each contender's median test accuracy is printed and checked against the
-hand-written loop's (within `--tolerance`): a benchmark that trains different things
-compares nothing, so the run fails (exit 1) when one falls short.
+hand-written loop, by the wall clock and by the process's CPU time (one thread: what the
+work cost, which other processes on a busy machine skew less). Each contender's median test
+accuracy is printed and checked against the hand-written loop's (within `--tolerance`): a
+benchmark that trains different things compares nothing, so the run fails (exit 1) when
+one falls short.
 
 Lightning and Keras are no dependencies of nodegraph: they live in a venv of the
 benchmark's own, set up once from the repository root with
@@ -297,30 +299,36 @@ def measure(model: str, runs: dict[str, Callable], repeats: int) -> dict[str, li
     data = splits(model)
     names = list(runs)
     times: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
     accuracy: dict[str, list[float]] = {n: [] for n in names}
     for name in names:  # one untimed run each: lazy imports and first-call costs
         runs[name](model, data)
     for r in range(repeats):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            began = time.perf_counter()
+            began, began_cpu = time.perf_counter(), time.process_time()
             acc = runs[name](model, data)
             times[name].append(time.perf_counter() - began)
+            cpu[name].append(time.process_time() - began_cpu)
             accuracy[name].append(acc)
-    return {"times": times, "accuracy": accuracy}
+    return {"times": times, "cpu": cpu, "accuracy": accuracy}
 
 
 def report(model: str, found: dict, tolerance: float) -> bool:
-    times, accuracy = found["times"], found["accuracy"]
+    times, cpu, accuracy = found["times"], found["cpu"], found["accuracy"]
     base = statistics.median(times["hand loop"])
+    base_cpu = statistics.median(cpu["hand loop"])
     base_acc = statistics.median(accuracy["hand loop"])
     print(f"\n{model.upper()} ({EPOCHS[model]} epochs, batch {BATCH}, Adam {LR}, 1 thread)")
-    print(f"  {'contender':<20} {'median s':>9} {'min s':>7} {'ratio':>6} {'test acc':>9}")
+    print(f"  {'contender':<20} {'wall s':>8} {'min s':>7} {'ratio':>6} {'CPU s':>7} "
+          f"{'ratio':>6} {'test acc':>9}")
     ok = True
     for name in times:
         med, acc = statistics.median(times[name]), statistics.median(accuracy[name])
+        med_cpu = statistics.median(cpu[name])
         fine = acc >= FLOOR[model] and acc >= base_acc - tolerance
         ok &= fine
-        print(f"  {name:<20} {med:9.3f} {min(times[name]):7.3f} {med / base:5.2f}x "
+        print(f"  {name:<20} {med:8.3f} {min(times[name]):7.3f} {med / base:5.2f}x "
+              f"{med_cpu:7.3f} {med_cpu / base_cpu:5.2f}x "
               f"{acc:9.3f}{'' if fine else '  <- not comparable'}")
     return ok
 

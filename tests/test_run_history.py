@@ -98,6 +98,15 @@ def test_a_broken_history_file_is_reported_with_its_name(tmp_path):
     bad.write_text(json.dumps({"format": "nodegraph-runs", "runs": [{"number": 1}]}))
     with pytest.raises(GraphFileError, match=r"runs\[0\]"):
         load(bad)
+    good = {"number": 1, "started": "t", "seconds": 1.0, "status": "finished", "final": {},
+            "history": [], "settings": {}, "digest": "d"}
+    for field, value in (("history", {"a": 1}), ("history", [3]), ("settings", [])):
+        bad.write_text(json.dumps({"format": "nodegraph-runs", "runs": [{**good,
+                                                                          field: value}]}))
+        with pytest.raises(GraphFileError, match=rf"runs\[0\].*'{field}'"):
+            load(bad)
+    bad.write_text(json.dumps({"format": "nodegraph-runs", "runs": [good]}))
+    assert load(bad)[0].series("train", "loss") == ([], [])
 
 
 def test_history_path_sits_beside_the_graph():

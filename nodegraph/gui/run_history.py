@@ -105,6 +105,7 @@ class RunHistoryPanel(QWidget):
 
     def set_history(self, history: RunHistory) -> None:
         self.history = history
+        self.list.clear()  # another graph's runs: nothing of the last one stays picked
         self.refresh()
 
     def refresh(self) -> None:
@@ -135,7 +136,10 @@ class RunHistoryPanel(QWidget):
     def forget_selected(self) -> None:
         numbers = {r.number for r in self.selected()}
         if numbers:
-            self.history.remove(numbers)
+            try:
+                self.history.remove(numbers)
+            except OSError as e:  # the folder went read-only: forgotten here, not in the file
+                self.hint.setText(f"The run history could not be written: {e}")
             self.refresh()
 
     # -- the comparison --------------------------------------------------------------------

@@ -213,8 +213,22 @@ def load(path: str | Path) -> list[RunRecord]:
     names = RunRecord.__dataclass_fields__
     for i, item in enumerate(doc["runs"]):
         try:
-            runs.append(RunRecord(**{k: v for k, v in item.items() if k in names}))
+            if not isinstance(item, dict):
+                raise TypeError("expected an object")
+            run = RunRecord(**{k: v for k, v in item.items() if k in names})
+            for name, kind in _KINDS.items():
+                if not isinstance(getattr(run, name), kind):
+                    raise TypeError(f"'{name}' is not {kind[0].__name__}")
+            if not all(isinstance(e, dict) for e in run.history):
+                raise TypeError("'history' holds a non-object")
         except TypeError as e:
             raise GraphFileError(f"{p}: runs[{i}] is not a run record ({e}); move the file "
                                  "away to start a new one") from e
+        runs.append(run)
     return runs
+
+
+_KINDS: dict[str, tuple[type, ...]] = {
+    "number": (int,), "started": (str,), "seconds": (int, float), "status": (str,),
+    "final": (dict,), "history": (list,), "settings": (dict,), "digest": (str,),
+    "extra": (dict,)}

@@ -89,6 +89,11 @@ def test_an_unsaved_graphs_runs_go_with_it_to_its_file_and_a_stopped_run_counts(
     assert w.runner.wait(30)
     assert [r.status for r in w.run_history.history.runs] == ["finished", "stopped"]
     assert w.run_history.differences() == {}  # nothing picked yet
+    click_run(qtbot, w.run_history, 1)
+    qtbot.mouseClick(w.run_history.forget_button, Qt.MouseButton.LeftButton)
+    assert [r["status"] for r in json.loads(history_path(target).read_text())["runs"]] == [
+        "stopped"]
+    assert w.run_history.list.count() == 1
     # opening another file shows that file's runs, not these
     other = tmp_path / "other.json"
     save(xor_graph("other"), other)
