@@ -345,6 +345,7 @@ class MainWindow(QMainWindow):
                 item.update()
             view.viewport().update()
         self.plots.canvas.setBackground(theme.BASE)
+        self.run_history.apply_theme()
         self.palette.set_registry(self.doc.graph.registry)  # its colours are set per item
         if remember:
             self.settings.setValue("view/theme", name)

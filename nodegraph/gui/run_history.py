@@ -95,6 +95,12 @@ class RunHistoryPanel(QWidget):
         self.curves: dict[str, pg.PlotDataItem] = {}  # "run N split key" -> curve
         self.set_history(self.history)
 
+    def apply_theme(self) -> None:
+        """The theme's colours (View > Theme): background and legend text."""
+        self.canvas.setBackground(theme.BASE)
+        self.legend.setLabelTextColor(theme.TEXT)
+        self.compare_selected()
+
     def _plot(self, title: str, col: int) -> pg.PlotItem:
         plot = self.canvas.addPlot(row=0, col=col, title=title)
         plot.showGrid(x=True, y=True, alpha=0.15)

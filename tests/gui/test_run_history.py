@@ -7,6 +7,7 @@ import json
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from nodegraph.gui import theme
 from nodegraph.model.fileformat import save
 from nodegraph.runtime.run_history import history_path
 from tests.gui.driver import xor_graph
@@ -54,6 +55,10 @@ def test_two_runs_with_different_lr_are_overlaid_with_the_lr_difference(
     legend = [label.text for _, label in panel.legend.items]
     assert legend == ["run 1 (opt.lr 0.05)", "run 2 (opt.lr 0.2)"]
     assert panel.differences() == {"opt.lr": ["0.05", "0.2"]}
+    w.set_theme("light", remember=False)  # the panel follows the theme, its curves kept
+    assert panel.canvas.backgroundBrush().color().name() == theme.BASE.lower()
+    assert len(panel.curves) == len(names)
+    w.set_theme("dark", remember=False)
     # the history is kept beside the graph (never in it) and read back by a new window
     assert xor_file.read_text() == graph_text
     kept = json.loads(history_path(xor_file).read_text())
