@@ -7,13 +7,15 @@ records and the diff come from `nodegraph.runtime.run_history`, which keeps them
 NAME.runs.json beside the graph file; an unsaved graph keeps its runs in memory until it is
 saved. The panel records a run from the runner's events: the settings of the graph copy the
 runner trains (taken when Train was pressed, so edits during the run do not count), and the
-history of the RunFinished event.
+history of the RunFinished event. The examples that come with nodegraph keep their runs in
+memory (nothing is written into the installation) until saved elsewhere.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -31,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph.gui import theme
+from nodegraph.gui import files, theme
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import RunFinished, RunStarted
 from nodegraph.runtime.run_history import (
@@ -232,6 +234,12 @@ def format_value(value) -> str:
     return str(value)
 
 
+def shipped(path: str) -> bool:
+    """A graph of the examples folder that comes with nodegraph: its runs are kept in memory,
+    never written into the installation (Save As elsewhere keeps them in a file)."""
+    return Path(path).resolve().parent == files.examples_dir()
+
+
 class RunRecorder:
     """Records the window's runs in the history of the open graph and keeps the panel's
     history that of the open graph (loaded when a file opens, moved on Save As)."""
@@ -254,13 +262,13 @@ class RunRecorder:
         if self._pending_load:
             self._pending_load = False
             history = RunHistory()
-            if path:
+            if path and not shipped(path):
                 try:
                     history = RunHistory(history_path(path))
                 except NodegraphError as e:  # a broken file stays as it is: runs in memory
                     self.window.notify(str(e))
             self.panel.set_history(history)
-        elif path:  # Save As: the runs go with the graph to its new name
+        elif path and not shipped(path):  # Save As: the runs go with the graph
             self.panel.history.attach(history_path(path))
             self.panel.refresh()
 

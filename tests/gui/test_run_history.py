@@ -105,3 +105,13 @@ def test_an_unsaved_graphs_runs_go_with_it_to_its_file_and_a_stopped_run_counts(
     w.doc.undo_stack.setClean()
     w.file_actions.open(str(other))
     assert w.run_history.history.runs == [] and w.run_history.list.count() == 0
+
+
+def test_a_shipped_examples_runs_stay_in_memory(make_window, tmp_path):
+    from nodegraph.gui.files import examples_dir
+
+    example = examples_dir() / "xor.json"
+    w = make_window(str(example))
+    train(w, 3)
+    assert [r.status for r in w.run_history.history.runs] == ["finished"]
+    assert w.run_history.history.path is None and not history_path(example).exists()
