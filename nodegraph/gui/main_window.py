@@ -27,7 +27,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph.gui import block_prefs, collapse, files, image_export, menus, node_views, theme
+from nodegraph.gui import (
+    block_prefs,
+    collapse,
+    files,
+    image_export,
+    menus,
+    node_views,
+    run_history,
+    theme,
+)
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.file_actions import FileActions
@@ -97,6 +106,7 @@ class MainWindow(QMainWindow):
         self.watch = install_watch(self)  # animation, badges, timeline, step-through
         self.block_prefs = block_prefs.install(self)  # recent and starred blocks
         self.collapser = collapse.install(self)  # cards shown as their title bar only
+        self.run_recorder = run_history.install(self)  # the Runs dock: past runs compared
         self.inspector.run_procedure = self.run_procedure
         # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
         self.view.viewport().installEventFilter(self)
@@ -335,6 +345,7 @@ class MainWindow(QMainWindow):
                 item.update()
             view.viewport().update()
         self.plots.canvas.setBackground(theme.BASE)
+        self.run_history.apply_theme()
         self.palette.set_registry(self.doc.graph.registry)  # its colours are set per item
         if remember:
             self.settings.setValue("view/theme", name)

@@ -149,6 +149,7 @@ class TrainingRunner(QObject):
         self.control: RunControl | _ProcessControl | None = None
         self.result: RunResult | None = None
         self.revision: int | None = None  # document revision the last run trained
+        self.graph: Graph | None = None  # the copy the last run trained (the run history's)
         self._worker: _Worker | None = None
         self.train_cpu_seconds: float | None = None  # the last run's, in its thread or process
         self._listeners: list[tuple[Callable[[object], None], tuple[type, ...]]] = []
@@ -187,7 +188,7 @@ class TrainingRunner(QObject):
         if self.running:
             return
         copy = graph.copy()
-        self.result, self.revision = None, revision
+        self.result, self.revision, self.graph = None, revision, copy
         worker = None
         if self.in_process and copy.base_registry is default_registry():
             worker = self._process_worker(copy, options)
