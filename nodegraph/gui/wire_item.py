@@ -135,6 +135,7 @@ class WireItem(QGraphicsPathItem):
         self.prepareGeometryChange()
         self.setPath(path)
         self._place_label()
+        self._far_changed(scene)
 
     def _route(self, a: tuple, b: tuple, scene) -> list | None:
         src, dst = self.source.node, self.target.node
@@ -171,6 +172,13 @@ class WireItem(QGraphicsPathItem):
             self.has_error = any(p.severity == "error" for p in problems)
             self._update_tooltip()
             self.update()
+            self._far_changed(self.scene())
+
+    @staticmethod
+    def _far_changed(scene) -> None:
+        layer = getattr(scene, "far_wires", None)
+        if layer is not None:
+            layer.changed()
 
     def _place_label(self) -> None:
         if self.label:
