@@ -202,14 +202,14 @@ class SetUiValue(QUndoCommand):
 
     def __init__(self, doc: Document, key: str, value: Any, text: str):
         super().__init__(text)
-        self.doc, self.key, self.value = doc, key, value
-        self.old = doc.graph.ui.get(key)
+        self.doc, self.key, self.value = doc, key, copy.deepcopy(value)
+        self.old = copy.deepcopy(doc.graph.ui.get(key))  # others edit the ui in place
 
     def _write(self, value: Any) -> None:
         if value is None:
             self.doc.graph.ui.pop(self.key, None)
         else:
-            self.doc.graph.ui[self.key] = value
+            self.doc.graph.ui[self.key] = copy.deepcopy(value)
 
     def redo(self) -> None:
         self._write(self.value)
