@@ -193,6 +193,11 @@ class WireItem(QGraphicsPathItem):
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
             self._label_rect)
 
+    def shown_label_rect(self) -> QRectF:
+        """Where the shape label is drawn (empty when it has none or no room): the wave
+        keeps clear of it."""
+        return QRectF(self._label_rect) if self.label else QRectF()
+
     def relabel(self) -> None:
         """Place the label again (its size changed with the zoom)."""
         if self.label:
