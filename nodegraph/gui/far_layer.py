@@ -73,7 +73,7 @@ class FarLayer(QGraphicsItem):
         bounds = QRectF()
         self._failing = []
         for item in self._items.values():
-            if not item.isVisible():
+            if self.part == "wires" and not item.isVisible():  # picked up by a drag
                 continue
             if self.part == "wires":
                 color = QColor(theme.ERROR) if item.has_error else item.color
@@ -83,7 +83,7 @@ class FarLayer(QGraphicsItem):
                 color = item.header
                 rect = item.mapRectToScene(item.rect)
                 groups.setdefault(color.rgba(), (color, []))[1].append(rect)
-                if item.has_error:
+                if item.problems and item.has_error:
                     self._failing.append(item)
                 bounds = bounds.united(rect)
         if self.part == "wires":

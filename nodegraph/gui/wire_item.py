@@ -134,7 +134,12 @@ class WireItem(QGraphicsPathItem):
             path = rounded(self._points) if self._points else bezier(a, b)
         self.prepareGeometryChange()
         self.setPath(path)
-        self._place_label()
+        far = getattr(scene, "far_wires", None)
+        if route or far is None or not far.active:
+            self._place_label()
+        else:  # dragged while zoomed far out (no label shown): placed on the drop
+            self._label_rect = QRectF()
+            self._bounds = path.controlPointRect().adjusted(-4, -4, 4, 4)
         self._far_changed(scene)
 
     def _route(self, a: tuple, b: tuple, scene) -> list | None:
