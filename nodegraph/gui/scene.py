@@ -19,6 +19,7 @@ from nodegraph.gui.annotation_item import AnnotationItem
 from nodegraph.gui.card_index import CardIndex
 from nodegraph.gui.document import Document
 from nodegraph.gui.far_layer import FarLayer
+from nodegraph.gui.label_index import LabelIndex
 from nodegraph.gui.layout import auto_layout, saved_direction
 from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem, card_height
 from nodegraph.gui.wire_item import (
@@ -67,6 +68,7 @@ class GraphScene(QGraphicsScene):
         self._ports_shown = True
         self.adding = False  # many cards and wires are being added: wires route after
         self.card_index = CardIndex()  # where the cards are, for routing wires
+        self.label_index = LabelIndex()  # where the wires' shape labels are
         self._far = (False, False)  # zoomed out: wires, cards drawn by the far layers
         self.far_wires = self.far_cards = None  # made by rebuild (clear() deletes items)
         self.selectionChanged.connect(self._far_selection)
@@ -85,6 +87,7 @@ class GraphScene(QGraphicsScene):
         self.nodes.clear()
         self.wires.clear()
         self.notes.clear()
+        self.label_index = LabelIndex()
         self.far_wires = FarLayer(self.wires, "wires", WireItem)
         self.far_cards = FarLayer(self.nodes, "cards", NodeItem)
         self.addItem(self.far_wires)
@@ -206,6 +209,7 @@ class GraphScene(QGraphicsScene):
         wire = self.wires.pop(edge, None)
         if wire is not None:
             wire.detach()
+            self.label_index.put(wire, None)
             self.removeItem(wire)
             self.far_wires.changed()
 

@@ -139,6 +139,9 @@ class WireItem(QGraphicsPathItem):
             self._place_label()
         else:  # dragged while zoomed far out (no label shown): placed on the drop
             self._label_rect = QRectF()
+            labels = getattr(scene, "label_index", None)
+            if labels is not None:
+                labels.put(self, None)
             self._bounds = path.controlPointRect().adjusted(-4, -4, 4, 4)
         self._far_changed(scene)
 
@@ -186,7 +189,9 @@ class WireItem(QGraphicsPathItem):
             layer.changed()
 
     def _place_label(self) -> None:
-        if self.label:
+        if self.label and self._shown_by_sibling():
+            self._label_rect = QRectF()  # one label per output: the same tensor
+        elif self.label:
             scale = _label["scale"]
             w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
             h = 14.0 * scale
@@ -197,6 +202,10 @@ class WireItem(QGraphicsPathItem):
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
             self._label_rect)
+        labels = getattr(self.scene(), "label_index", None)
+        if labels is not None:
+            r = self._label_rect
+            labels.put(self, None if r.isEmpty() else (r.left(), r.top(), r.right(), r.bottom()))
 
     def shown_label_rect(self) -> QRectF:
         """Where the shape label is drawn (empty when it has none or no room): the wave
@@ -221,8 +230,26 @@ class WireItem(QGraphicsPathItem):
             points = curve_points(((a.x(), a.y()), (a.x() + dx, a.y()), (b.x() - dx, b.y()),
                                    (b.x(), b.y())), 16)
         cards = [*getattr(self, "_cards", []), _rect(self.source.node), _rect(self.target.node)]
-        avoid = [(r[0] - 4, r[1] - 4, r[2] + 4, r[3] + 4) for r in cards]
+        scene = self.scene()
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        # where the label could go: the wire's extent, and a label's size around it
+        region = (min(xs) - width, min(ys) - 2 * height, max(xs) + width, max(ys) + 2 * height)
+        index = getattr(scene, "card_index", None)
+        if index is not None:  # the cards beside the wire too (routing looked only ahead)
+            cards += [e[:4] for e in index.query(scene.nodes.values(), *region)]
+        side = theme.PORT_RADIUS + 4  # the port dots stand out of the cards' sides
+        avoid = [(r[0] - side, r[1] - 4, r[2] + side, r[3] + 4) for r in cards]
+        labels = getattr(scene, "label_index", None)
+        if labels is not None:  # and off the labels already placed
+            avoid += [(r[0] - 2, r[1] - 2, r[2] + 2, r[3] + 2)
+                      for r in labels.near(*region, but=self)]
         return label_spot(points, width, height, avoid, [(a.x(), a.y()), (b.x(), b.y())])
+
+    def _shown_by_sibling(self) -> bool:
+        """Another wire from the same output already shows this shape."""
+        return any(w is not self and w.label == self.label and not w._label_rect.isEmpty()
+                   for w in self.source.wires)
+
 
     def itemChange(self, change, value):
         if change == QGraphicsItem.GraphicsItemChange.ItemSceneHasChanged and value is not None:

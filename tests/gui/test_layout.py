@@ -203,3 +203,20 @@ def test_a_file_without_positions_opens_laid_out_in_its_saved_direction(make_win
     w = make_window(str(path))
     assert w.scene.nodes["data"].y() < w.scene.nodes["t3"].y()
     assert w.scene.nodes["data"].x() == w.scene.nodes["t3"].x()
+
+
+@pytest.mark.parametrize("name", ["yolo_shapes", "trees_vs_mlp", "detr_shapes"])
+def test_shape_labels_sit_on_no_card_dot_or_other_label(make_window, name):
+    from nodegraph.gui.canvas_check import defects
+
+    w = make_window(str(example_files()[0].parent / f"{name}.json"))
+    w.resize(1600, 1000)
+    w.view.fit()
+    w.validator.validate_now()
+    assert sum(not wire.shown_label_rect().isEmpty() for wire in w.scene.wires.values()) > 5
+    assert [d for d in defects(w.scene) if "label" in d] == []
+    shown = {}  # one label per output: a fan-out shows its shape once
+    for edge, wire in w.scene.wires.items():
+        if not wire.shown_label_rect().isEmpty():
+            assert (edge.src, edge.src_port) not in shown, edge
+            shown[edge.src, edge.src_port] = edge
