@@ -220,3 +220,13 @@ def test_shape_labels_sit_on_no_card_dot_or_other_label(make_window, name):
         if not wire.shown_label_rect().isEmpty():
             assert (edge.src, edge.src_port) not in shown, edge
             shown[edge.src, edge.src_port] = edge
+
+
+def test_a_wire_whose_port_columns_are_blocked_still_goes_around_the_cards(make_window):
+    from nodegraph.gui.canvas_check import defects
+
+    w = make_window(str(example_files()[0].parent / "rcnn_shapes.json"))  # cards stacked
+    w.resize(1600, 1000)  # right under the proposals' outputs
+    w.view.fit()
+    assert [d for d in defects(w.scene) if "runs under" in d] == []
+    assert _through_a_card(w) == []
