@@ -30,6 +30,7 @@ from nodegraph.model.graph import Edge
 
 SEARCH = 240.0  # how far beside the straight line cards are looked for when routing
 CORNER = 10.0  # radius of a routed wire's bends
+DUPLICATE_GAP = 120.0  # a fan-out's labels closer than this (Manhattan) are shown once
 
 LABEL_FONT = theme.font(7.0, mono=True)
 _label = {"scale": 1.0, "font": LABEL_FONT}  # labels grow as the view zooms out (see below)
@@ -189,13 +190,13 @@ class WireItem(QGraphicsPathItem):
             layer.changed()
 
     def _place_label(self) -> None:
-        if self.label and self._shown_by_sibling():
-            self._label_rect = QRectF()  # one label per output: the same tensor
-        elif self.label:
+        if self.label:
             scale = _label["scale"]
             w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
             h = 14.0 * scale
             mid = self._label_centre(w, h)
+            if mid is not None and self._said_nearby(mid):
+                mid = None  # a fan-out's wires run together: its shape once is enough
             self._label_rect = QRectF() if mid is None else \
                 QRectF(mid[0] - w / 2, mid[1] - h / 2, w, h)
         else:
@@ -218,6 +219,15 @@ class WireItem(QGraphicsPathItem):
             self.prepareGeometryChange()
             self._place_label()
             self.update()
+
+    def _said_nearby(self, at: tuple[float, float]) -> bool:
+        """Another wire from the same output shows this shape within DUPLICATE_GAP."""
+        for w in self.source.wires:
+            if w is not self and w.label == self.label and not w._label_rect.isEmpty():
+                c = w._label_rect.center()
+                if abs(c.x() - at[0]) + abs(c.y() - at[1]) < DUPLICATE_GAP:
+                    return True
+        return False
 
     def _label_centre(self, width: float, height: float) -> tuple[float, float] | None:
         """On the wire (or beside it), clear of every card and port dot; None when the wire
@@ -244,11 +254,6 @@ class WireItem(QGraphicsPathItem):
             avoid += [(r[0] - 2, r[1] - 2, r[2] + 2, r[3] + 2)
                       for r in labels.near(*region, but=self)]
         return label_spot(points, width, height, avoid, [(a.x(), a.y()), (b.x(), b.y())])
-
-    def _shown_by_sibling(self) -> bool:
-        """Another wire from the same output already shows this shape."""
-        return any(w is not self and w.label == self.label and not w._label_rect.isEmpty()
-                   for w in self.source.wires)
 
 
     def itemChange(self, change, value):

@@ -215,11 +215,6 @@ def test_shape_labels_sit_on_no_card_dot_or_other_label(make_window, name):
     w.validator.validate_now()
     assert sum(not wire.shown_label_rect().isEmpty() for wire in w.scene.wires.values()) > 5
     assert [d for d in defects(w.scene) if "label" in d] == []
-    shown = {}  # one label per output: a fan-out shows its shape once
-    for edge, wire in w.scene.wires.items():
-        if not wire.shown_label_rect().isEmpty():
-            assert (edge.src, edge.src_port) not in shown, edge
-            shown[edge.src, edge.src_port] = edge
 
 
 def test_a_wire_whose_port_columns_are_blocked_still_goes_around_the_cards(make_window):
