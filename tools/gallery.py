@@ -1,13 +1,15 @@
 """A picture of every example as a new user first sees it: opened at 1600x1000 and fitted.
 
     QT_QPA_PLATFORM=offscreen python tools/gallery.py [OUT_DIR] [--sheet docs/gallery.png]
-        [--size 1600x1000] [--only NAME ...] [--layout]
+        [--size 1600x1000] [--only NAME ...] [--layout] [--check]
 
 Writes OUT_DIR/<example>.png (the canvas of the real main window, after View > Fit) and a
 contact sheet of all of them with each file's name and fitted zoom, and prints each one's
 smallest title cap height on screen (9 px or more is readable). Look at each one: every
 card's title must be readable, no wire may run under a card, no label may sit on another.
 `--layout` presses Auto-layout first (to judge the layout rather than the saved positions).
+`--check` also lists what the eye should catch: wires through cards, shape labels on a
+card, on a port dot or on another label.
 """
 
 from __future__ import annotations
@@ -26,17 +28,20 @@ from PySide6.QtCore import QRectF, QSettings, Qt  # noqa: E402
 from PySide6.QtGui import QColor, QFont, QImage, QPainter  # noqa: E402
 
 from nodegraph.gui.app import application  # noqa: E402
+from nodegraph.gui.canvas_check import defects  # noqa: E402
 from nodegraph.gui.files import example_files  # noqa: E402
 from nodegraph.gui.main_window import MainWindow  # noqa: E402
 from nodegraph.gui.node_item import CAP  # noqa: E402
+from nodegraph.gui.wire_item import LABEL_LOD  # noqa: E402
 
 THUMB_W, THUMB_H, CAPTION = 480, 300, 22
 
 
-def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path
-          ) -> tuple[float, float]:
+def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path,
+          check: bool = False) -> tuple[float, float]:
     """Open `path` in a fresh window, fit it, save the canvas to `out`; the fitted zoom and
-    the smallest card title's cap height on screen, in pixels."""
+    the smallest card title's cap height on screen, in pixels (with `check`, print the
+    defects found)."""
     app = application()
     settings = QSettings(str(tmp / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(str(path), settings=settings, recovery_dir=tmp / "rec")
@@ -53,6 +58,8 @@ def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path
     window.view.grab().save(str(out))
     zoom = window.view.zoom
     smallest = min((i.title_px * CAP for i in window.scene.nodes.values()), default=0.0)
+    for line in defects(window.scene, zoom >= LABEL_LOD) if check else []:
+        print(f"  {path.stem}: {line}")
     window.doc.undo_stack.setClean()
     window.close()
     window.deleteLater()
@@ -92,6 +99,8 @@ def main() -> None:
     parser.add_argument("--size", default="1600x1000")
     parser.add_argument("--only", nargs="*", help="example names (without .json)")
     parser.add_argument("--layout", action="store_true", help="press Auto-layout first")
+    parser.add_argument("--check", action="store_true",
+                        help="list wires under cards and labels on cards, dots, labels")
     args = parser.parse_args()
     size = tuple(int(v) for v in args.size.split("x"))
     out = Path(args.out)
@@ -103,7 +112,7 @@ def main() -> None:
             if args.only and path.stem not in args.only:
                 continue
             png = out / f"{path.stem}.png"
-            zoom, cap = shoot(path, png, size, args.layout, Path(tmp))
+            zoom, cap = shoot(path, png, size, args.layout, Path(tmp), args.check)
             shots.append((path.stem, png, zoom))
             flag = "" if cap >= 9.0 else "  TITLES TOO SMALL"
             print(f"{png}  zoom {zoom:.0%}  smallest title cap {cap:.1f} px{flag}")

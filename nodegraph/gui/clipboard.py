@@ -1,9 +1,10 @@
 """Copy and paste as JSON, so a selection travels between windows through the clipboard.
 
 The clip is a small document in the graph file's own vocabulary: the copied nodes with
-their types, params and positions, and the wires among them (wires to nodes left behind
-are not copied). Pasting gives every node a fresh id where its old one is taken and
-shifts the positions, so pasting twice never stacks nodes on top of each other.
+their types, params and positions, and the wires among them with their reroute points
+(wires to nodes left behind are not copied). Pasting gives every node a fresh id where its
+old one is taken and shifts the positions (and the points), so pasting twice never stacks
+nodes on top of each other.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodegraph.gui import annotations
+from nodegraph.gui import annotations, reroute
 from nodegraph.gui.wiring import edges_among
-from nodegraph.model.graph import Graph, Node
+from nodegraph.model.graph import Edge, Graph, Node
 
 FORMAT = "nodegraph-clip"  # the clip travels as text; this marks it as ours
 
@@ -26,13 +27,17 @@ def copy_nodes(graph: Graph, node_ids: Iterable[str], note_ids: Iterable[str] = 
     ids = [n for n in graph.nodes if n in set(node_ids)]
     wanted = set(note_ids)
     positions = graph.ui.get("positions", {})
+    edges = edges_among(graph, ids)
+    bends = {reroute.edge_key(e): [list(p) for p in reroute.stored(graph.ui, e)]
+             for e in edges}
     doc = {"format": FORMAT, "version": 1,
            "nodes": {n: {"type": graph.nodes[n].type,
                          "params": copy.deepcopy(graph.nodes[n].params),
                          **copy.deepcopy(graph.nodes[n].extra)} for n in ids},
            "edges": [{"from": [e.src, e.src_port], "to": [e.dst, e.dst_port]}
-                     for e in edges_among(graph, ids)],
+                     for e in edges],
            "positions": {n: list(positions[n]) for n in ids if n in positions},
+           reroute.KEY: {k: points for k, points in bends.items() if points},
            annotations.KEY: [copy.deepcopy(n) for n in annotations.notes(graph.ui)
                              if n["id"] in wanted]}
     return json.dumps(doc, indent=1)
@@ -46,6 +51,7 @@ class Paste:
     edges: list[tuple[tuple[str, str], tuple[str, str]]] = field(default_factory=list)
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
     notes: list[dict[str, Any]] = field(default_factory=list)  # comments and backdrops
+    reroutes: dict[str, list] = field(default_factory=dict)  # new wire key: its points
 
 
 def parse(text: str) -> dict[str, Any] | None:
@@ -88,6 +94,7 @@ def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None
     notes = annotations.notes(doc)
     dx, dy = _shift(doc.get("positions") or {}, renamed, notes, at, offset)
     paste.positions = _place(doc.get("positions") or {}, renamed, at, (dx, dy))
+    paste.reroutes = _bends(doc, renamed, (dx, dy))
     taken_notes = [n["id"] for n in annotations.notes(graph.ui)]
     for note in notes:
         new = annotations.moved(note, dx, dy)
@@ -108,6 +115,23 @@ def _shift(positions: dict, renamed: dict[str, str], notes: list[dict], at, offs
     if not corners:
         return at
     return (at[0] - min(x for x, _ in corners), at[1] - min(y for _, y in corners))
+
+
+def _bends(doc: dict, renamed: dict[str, str], shift: tuple[float, float]
+           ) -> dict[str, list]:
+    """The copied wires' reroute points, keyed by the pasted wires, moved with the nodes."""
+    table = doc.get(reroute.KEY)
+    out: dict[str, list] = {}
+    for e in doc.get("edges", []) if isinstance(table, dict) else []:
+        try:
+            (s, sp), (d, dp) = e["from"], e["to"]
+        except (KeyError, TypeError, ValueError):
+            continue
+        points = reroute.stored({reroute.KEY: table}, Edge(s, sp, d, dp))
+        if points and s in renamed and d in renamed:
+            new = Edge(renamed[s], sp, renamed[d], dp)
+            out[reroute.edge_key(new)] = [[x + shift[0], y + shift[1]] for x, y in points]
+    return out
 
 
 def _fresh_id(old: str, taken: set[str]) -> str:

@@ -197,6 +197,27 @@ class MoveNodes(QUndoCommand):
         self.doc.set_positions(self.before)
 
 
+class SetUiValue(QUndoCommand):
+    """Set one entry of the file's `ui` section (None removes it): saved, undoable."""
+
+    def __init__(self, doc: Document, key: str, value: Any, text: str):
+        super().__init__(text)
+        self.doc, self.key, self.value = doc, key, copy.deepcopy(value)
+        self.old = copy.deepcopy(doc.graph.ui.get(key))  # others edit the ui in place
+
+    def _write(self, value: Any) -> None:
+        if value is None:
+            self.doc.graph.ui.pop(self.key, None)
+        else:
+            self.doc.graph.ui[self.key] = copy.deepcopy(value)
+
+    def redo(self) -> None:
+        self._write(self.value)
+
+    def undo(self) -> None:
+        self._write(self.old)
+
+
 class SetTraining(QUndoCommand):
     """Change a training setting (epochs, device, ...); None removes it."""
 

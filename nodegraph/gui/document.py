@@ -19,6 +19,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from nodegraph.gui import (
     _compat,  # noqa: F401  (before any Qt call: a PySide6 bug guard)
     annotations,
+    reroute,
 )
 from nodegraph.gui import commands as cmd
 from nodegraph.gui.clipboard import Paste
@@ -283,6 +284,10 @@ class Document(QObject):
         """Add pasted nodes and their wires as one step; returns the new ids."""
         commands: list[QUndoCommand] = [cmd.AddNode(self, n, paste.positions.get(n.id))
                                         for n in paste.nodes]
+        if paste.reroutes:  # before the wires: each wire finds its points when it is drawn
+            table = self.graph.ui.get(reroute.KEY)
+            table = {**(table if isinstance(table, dict) else {}), **paste.reroutes}
+            commands.append(cmd.SetUiValue(self, reroute.KEY, table, "Paste reroute points"))
         # pasted wires were valid where they were copied; like the loader, keep them as they are
         commands += [cmd.Connect(self, s, t, strict=False) for s, t in paste.edges]
         if paste.notes:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication
 from nodegraph.gui import annotations, arrange, clipboard, knife, ranking
 from nodegraph.gui import commands as cmd
 from nodegraph.gui.document import Document, EditRefused
-from nodegraph.gui.layout import auto_layout
+from nodegraph.gui.layout import DIRECTION_KEY, auto_layout, saved_direction
 from nodegraph.gui.rename_editor import CanvasRename
 from nodegraph.gui.reroute import Reroutes
 from nodegraph.gui.scene import GraphScene
@@ -298,16 +298,26 @@ class EditActions:
             order = list(corners)
         return self._arrange(arrange.straighten(corners, wires, order), "Straighten")
 
-    layout_direction = "LR"  # the direction Auto-layout used last ("LR" or "TB")
+    @property
+    def layout_direction(self) -> str:
+        """The direction Auto-layout used last ("LR" or "TB"), saved in the file's `ui`."""
+        return saved_direction(self.doc.graph.ui)
 
     def auto_layout(self, direction: str | None = None) -> None:
         """Arrange the graph in layers, in `direction` (else the last one chosen), shaped to
-        fill the canvas as it is now."""
-        if direction is not None:
-            self.layout_direction = direction
+        fill the canvas as it is now; a new direction is kept in the file (one undo step
+        with the moves)."""
+        old = self.layout_direction
+        direction = direction or old
         heights = {n: item.height for n, item in self.scene.nodes.items()}
         size = self.view.viewport().size()
         aspect = size.width() / max(1, size.height()) if size.height() > 50 else 1.6
-        after = auto_layout(self.doc.graph, heights, self.layout_direction, aspect)
+        after = auto_layout(self.doc.graph, heights, direction, aspect)
+        stack = self.doc.undo_stack
+        if direction != old:
+            stack.beginMacro("Auto-layout")
+            stack.push(cmd.SetUiValue(self.doc, DIRECTION_KEY, direction, "Layout direction"))
         self.doc.move(self.scene.item_positions(), after, "Auto-layout")
+        if direction != old:
+            stack.endMacro()
         self.view.fit()

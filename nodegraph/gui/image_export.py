@@ -41,6 +41,7 @@ def _paint(scene, painter: QPainter, target: QRectF, source: QRectF) -> None:
               if item.cacheMode() != QGraphicsItem.CacheMode.NoCache}
     for item in cached:
         item.setCacheMode(QGraphicsItem.CacheMode.NoCache)
+    far = scene.far_suspended() if hasattr(scene, "far_suspended") else None
     try:
         painter.fillRect(target, QColor(theme.CANVAS))
         painter.setRenderHints(QPainter.RenderHint.Antialiasing
@@ -50,6 +51,8 @@ def _paint(scene, painter: QPainter, target: QRectF, source: QRectF) -> None:
         scene.render(painter, target, source, Qt.AspectRatioMode.KeepAspectRatio)
         scene.setBackgroundBrush(brush)
     finally:
+        if far is not None:
+            scene.far_resume(far)
         for item, mode in cached.items():
             item.setCacheMode(mode)
         for item in selected:

@@ -21,6 +21,7 @@ from grandalf.layouts import SugiyamaLayout
 from nodegraph.model.graph import Graph
 
 DIRECTIONS = ("LR", "TB")
+DIRECTION_KEY = "layout_direction"  # in the file's `ui` section: the user's last choice
 CARD_WIDTH = 176.0  # theme.NODE_WIDTH, repeated here so this module needs no Qt
 RANK_GAP = {"LR": 110.0, "TB": 80.0}  # between layers: room for a wire and its shape label
 LANE_GAP = {"LR": 36.0, "TB": 60.0}  # between cards of one layer
@@ -30,6 +31,12 @@ SCREEN_ASPECT = 1.6  # width / height of the canvas the layout should fill
 MIN_BAND = 3  # never cut a network into bands thinner than this many layers
 MAX_BANDS = 60  # a 2,000-layer chain still fits a screen in 60 bands
 WRAP_COST = 0.8  # wrapping must buy more than 1 / WRAP_COST of zoom
+
+
+def saved_direction(ui: dict) -> str:
+    """The layout direction a file was last laid out in ("LR" for a file without one)."""
+    value = ui.get(DIRECTION_KEY)
+    return value if value in DIRECTIONS else "LR"
 
 
 def card_sizes(graph: Graph) -> dict[str, tuple[float, float]]:

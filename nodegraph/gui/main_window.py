@@ -344,7 +344,7 @@ class MainWindow(QMainWindow):
             for item in view.scene().items():  # cards cache their pixmaps: redraw them
                 item.update()
             view.viewport().update()
-        self.plots.canvas.setBackground(theme.BASE)
+        self.plots.restyle()
         self.run_history.apply_theme()
         self.palette.set_registry(self.doc.graph.registry)  # its colours are set per item
         if remember:

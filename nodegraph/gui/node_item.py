@@ -153,6 +153,7 @@ class NodeItem(QGraphicsItem):
         index = getattr(self.scene(), "card_index", None)
         if index is not None:
             index.invalidate()
+            self.scene().far_cards.changed()
         self.height = COLLAPSED_HEIGHT if collapsed else self.full_height
         self.rect = QRectF(0, 0, theme.NODE_WIDTH, self.height)
         self._bounds = self.rect.adjusted(-3, -3, 3, 3)
@@ -192,6 +193,9 @@ class NodeItem(QGraphicsItem):
             item.set_error(item.port.name in ports)
         self._update_tooltip()
         self.update()
+        layer = getattr(self.scene(), "far_cards", None)
+        if layer is not None:
+            layer.changed()
 
     @property
     def has_error(self) -> bool:
@@ -379,9 +383,11 @@ class NodeItem(QGraphicsItem):
         # called for every change of every card (select-all: a thousand calls): the enum
         # member is looked up once, and other changes return at once
         if change is _MOVED:  # plain curves while it moves; the scene routes them after
-            index = getattr(self.scene(), "card_index", None)
+            scene = self.scene()
+            index = getattr(scene, "card_index", None)
             if index is not None:
                 index.invalidate()
+                scene.far_cards.changed()
             for port in self.ports():
                 for wire in port.wires:
                     wire.update_path(route=False)

@@ -2,7 +2,8 @@
 
 The animation, the step-through and the timeline all paint through these items, so none of
 them touches the wires and cards themselves. A `WireOverlay` is a coloured stroke over one
-wire (above the wire, below the cards) with an optional pulse dot travelling along it; a
+wire (above the wire, below the cards; it leaves a gap where the wire's shape label is, so
+the wave never covers the shape) with an optional pulse dot travelling along it; a
 `WireLabel` is a small box of numbers beside the wire's middle, drawn above the cards so a
 long label is never hidden; a `NodeMark` is a child of a card (so it moves with it) that
 draws a highlight ring and a row of badges under the card.
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem
 
 from nodegraph.gui import theme
 from nodegraph.gui.badges import Badge
-from nodegraph.gui.node_item import NodeItem
-from nodegraph.gui.wire_item import WireItem
+from nodegraph.gui.node_item import NodeItem, detail
+from nodegraph.gui.wire_item import LABEL_LOD, WireItem
 from nodegraph.model.graph import Edge
 
 LABEL_FONT = theme.font(8.5, mono=True)
@@ -60,8 +61,17 @@ class WireOverlay(QGraphicsItem):
             self.dot.hide()
             return
         self.dot.set_look(self.color.lighter(125), self.width / 2 + 3)
-        self.dot.setPos(self.wire.path().pointAtPercent(min(1.0, max(0.0, pulse))))
-        self.dot.show()
+        at = self.wire.path().pointAtPercent(min(1.0, max(0.0, pulse)))
+        self.dot.setPos(at)
+        r = self.dot.radius + 2
+        # it passes under the shape label: hidden there, as the stroke is
+        self.dot.setVisible(not self._label_gap().intersects(QRectF(at.x() - r, at.y() - r,
+                                                                    2 * r, 2 * r)))
+
+    def _label_gap(self) -> QRectF:
+        """The wire's shape label with a margin: the stroke and the dot stay out of it."""
+        rect = self.wire.shown_label_rect()
+        return rect.adjusted(-2, -2, 2, 2) if not rect.isEmpty() else QRectF()
 
     def refresh(self) -> None:
         """Re-read the wire's path (the cards may have moved) and repaint."""
@@ -77,11 +87,22 @@ class WireOverlay(QGraphicsItem):
         if self.color is None:
             return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        gap = self._label_gap()
+        clip = not gap.isEmpty() and detail(option, painter) >= LABEL_LOD  # label drawn
+        if clip:  # the view does not save the painter's state between items: this does
+            painter.save()
+            keep = QPainterPath()
+            keep.addRect(self._bounds)
+            hole = QPainterPath()
+            hole.addRect(gap)
+            painter.setClipPath(keep.subtracted(hole), Qt.ClipOperation.IntersectClip)
         pen = QPen(self.color, self.width)
         pen.setCapStyle(Qt.PenCapStyle.RoundCap)
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self.wire.path())
+        if clip:
+            painter.restore()
 
 
 class PulseDot(QGraphicsItem):

@@ -74,6 +74,21 @@ class TrainingPlots(QWidget):
         self._timer.timeout.connect(self.redraw)
         self._timer.start()
 
+    def restyle(self) -> None:
+        """Background, axes, ticks, tick labels, titles and legends in the theme's colours
+        (after a switch between the dark and the light theme)."""
+        pg.setConfigOptions(background=theme.BASE, foreground=theme.TEXT_DIM)
+        self.canvas.setBackground(theme.BASE)
+        pen = pg.mkPen(theme.TEXT_DIM)
+        for plot in (self.loss_plot, self.metric_plot, self.step_plot):
+            for name in ("left", "bottom"):
+                axis = plot.getAxis(name)
+                axis.setPen(pen)
+                axis.setTickPen(pen)
+                axis.setTextPen(pen)  # the tick labels and the axis label
+            plot.setTitle(plot.titleLabel.text, color=theme.TEXT_DIM)
+            plot.legend.setLabelTextColor(theme.TEXT)
+
     def _plot(self, title: str, x_label: str, col: int) -> pg.PlotItem:
         plot = self.canvas.addPlot(row=0, col=col, title=title)
         plot.showGrid(x=True, y=True, alpha=0.15)

@@ -111,6 +111,22 @@ def route(a: Point, b: Point, cards: Sequence[Rect], source: Rect | None = None,
     for c in sorted((_simplify(c) for c in candidates), key=_length):
         if _free(c, obstacles):
             return c
+    return _wide_detour(a, b, x1, x2, obstacles)
+
+
+def _wide_detour(a: Point, b: Point, x1: float, x2: float, obstacles: list[Rect]
+                 ) -> list[Point] | None:
+    """When the ports' own columns are blocked (cards stacked right beside a port): turn
+    at a column past the cards in the way, cross along a free lane, come down at a column
+    before the input; the shortest free one, or None."""
+    cols_a = sorted({x1, *(r[2] + 1 for r in obstacles if r[2] + 1 > x1)})[:8]
+    cols_b = sorted({x2, *(r[0] - 1 for r in obstacles if r[0] - 1 < x2)}, reverse=True)[:8]
+    lanes = {a[1], b[1], *(r[1] - 1 for r in obstacles), *(r[3] + 1 for r in obstacles)}
+    candidates = [_simplify([a, (xa, a[1]), (xa, y), (xb, y), (xb, b[1]), b])
+                  for xa in cols_a for xb in cols_b for y in lanes]
+    for c in sorted(candidates, key=_length):
+        if _free(c, obstacles):
+            return c
     return None
 
 

@@ -18,9 +18,17 @@ from nodegraph.gui import annotations
 from nodegraph.gui.annotation_item import AnnotationItem
 from nodegraph.gui.card_index import CardIndex
 from nodegraph.gui.document import Document
-from nodegraph.gui.layout import auto_layout
+from nodegraph.gui.far_layer import FarLayer
+from nodegraph.gui.label_index import LabelIndex
+from nodegraph.gui.layout import auto_layout, saved_direction
 from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem, card_height
-from nodegraph.gui.wire_item import DragWire, WireItem, label_scale_for, set_label_scale
+from nodegraph.gui.wire_item import (
+    LABEL_LOD,
+    DragWire,
+    WireItem,
+    label_scale_for,
+    set_label_scale,
+)
 from nodegraph.gui.wiring import why_refused
 from nodegraph.model.errors import Problem
 from nodegraph.model.graph import Edge, GraphChanged
@@ -60,6 +68,10 @@ class GraphScene(QGraphicsScene):
         self._ports_shown = True
         self.adding = False  # many cards and wires are being added: wires route after
         self.card_index = CardIndex()  # where the cards are, for routing wires
+        self.label_index = LabelIndex()  # where the wires' shape labels are
+        self._far = (False, False)  # zoomed out: wires, cards drawn by the far layers
+        self.far_wires = self.far_cards = None  # made by rebuild (clear() deletes items)
+        self.selectionChanged.connect(self._far_selection)
         doc.graph_replaced.connect(self.rebuild)
         doc.changed.connect(self._on_change)
         doc.positions_changed.connect(self._on_positions)
@@ -75,6 +87,11 @@ class GraphScene(QGraphicsScene):
         self.nodes.clear()
         self.wires.clear()
         self.notes.clear()
+        self.label_index = LabelIndex()
+        self.far_wires = FarLayer(self.wires, "wires", WireItem)
+        self.far_cards = FarLayer(self.nodes, "cards", NodeItem)
+        self.addItem(self.far_wires)
+        self.addItem(self.far_cards)
         graph = self.doc.graph
         touching: dict[str, list[Edge]] = {}
         for e in graph.edges:
@@ -85,7 +102,7 @@ class GraphScene(QGraphicsScene):
         missing = [n for n in graph.nodes if not _valid_pos(positions.get(n))]
         if missing:  # a file written by a script: lay it out, keep positions that exist
             heights = {n: card_height(len(i), len(o)) for n, (i, o) in ports.items()}
-            laid = auto_layout(graph, heights)
+            laid = auto_layout(graph, heights, saved_direction(graph.ui))
             self.doc.set_positions({n: laid[n] for n in missing})
         self.card_index.invalidate()
         self.adding = True  # route the wires once all cards are in (one index build)
@@ -100,6 +117,8 @@ class GraphScene(QGraphicsScene):
             wire.update_path()
         for note in self.doc.notes():
             self._add_note(note)
+        self.far_wires.set_active(self._far[0])
+        self.far_cards.set_active(self._far[1])
 
     def _ports(self, node_id: str, edges: list[Edge]) -> tuple[list[Port], list[Port]]:
         """The node's inputs and outputs: its block's, plus any a wire names (so it shows)."""
@@ -136,6 +155,7 @@ class GraphScene(QGraphicsScene):
         self.addItem(item)
         self.nodes[node_id] = item
         self.card_index.invalidate()
+        self.far_cards.adopt(item)
         if not self._ports_shown:
             for port in item.ports():
                 port.setVisible(False)
@@ -151,6 +171,7 @@ class GraphScene(QGraphicsScene):
             self._remove_wire(edge)
         self.removeItem(item)
         self.card_index.invalidate()
+        self.far_cards.changed()
 
     def _port_item(self, node: str, port: str, output: bool) -> PortItem | None:
         item = self.nodes.get(node)
@@ -179,6 +200,7 @@ class GraphScene(QGraphicsScene):
         wire = WireItem(edge, src, dst)
         self.addItem(wire)
         self.wires[edge] = wire
+        self.far_wires.adopt(wire)
         if self.report is not None:
             self._paint_wire(wire)
         dst.update()
@@ -187,7 +209,9 @@ class GraphScene(QGraphicsScene):
         wire = self.wires.pop(edge, None)
         if wire is not None:
             wire.detach()
+            self.label_index.put(wire, None)
             self.removeItem(wire)
+            self.far_wires.changed()
 
     def _on_change(self, event: GraphChanged) -> None:
         if event.kind == "node_added":
@@ -283,6 +307,8 @@ class GraphScene(QGraphicsScene):
             self._paint_node(item)
         for wire in self.wires.values():
             self._paint_wire(wire)
+        self.far_cards.changed()
+        self.far_wires.changed()
 
     def mark_failed(self, node: str, message: str, hint: str = "") -> None:
         """Paint a run-time failure (NaN, a block's error) on its node until the next
@@ -291,6 +317,7 @@ class GraphScene(QGraphicsScene):
         if item is not None:
             item.set_problems([*item.problems, Problem(node, None, "runtime_error", message,
                                                        hint)])
+            self.far_cards.changed()
 
     def _paint_node(self, item: NodeItem) -> None:
         report = self.report
@@ -309,6 +336,9 @@ class GraphScene(QGraphicsScene):
         """Hide the port dots when cards are too small to wire (500 nodes stay fast); size
         the wires' shape labels to stay readable."""
         set_label_scale(label_scale_for(zoom), self.wires.values())
+        self._far = (zoom < LABEL_LOD, zoom < SIMPLE_LOD)
+        self.far_wires.set_active(self._far[0])
+        self.far_cards.set_active(self._far[1])
         show = zoom >= SIMPLE_LOD
         if show == self._ports_shown:
             return
@@ -316,6 +346,25 @@ class GraphScene(QGraphicsScene):
         for item in self.nodes.values():
             for port in item.ports():
                 port.setVisible(show)
+
+    def _far_selection(self) -> None:
+        if self.far_wires is not None:
+            self.far_wires.selection_changed()
+            self.far_cards.selection_changed()
+
+    def far_suspended(self) -> tuple[bool, bool]:
+        """Let every item draw itself (a picture at another scale); returns what to pass
+        to `far_resume`."""
+        state = self._far
+        self._far = (False, False)
+        self.far_wires.set_active(False)
+        self.far_cards.set_active(False)
+        return state
+
+    def far_resume(self, state: tuple[bool, bool]) -> None:
+        self._far = state
+        self.far_wires.set_active(state[0])
+        self.far_cards.set_active(state[1])
 
     # -- selection helpers -----------------------------------------------------------------
 
@@ -352,6 +401,7 @@ class GraphScene(QGraphicsScene):
             if old is not None and old in self.wires:
                 self._detached = old
                 self.wires[old].hide()
+                self.far_wires.changed()
                 port = self.wires[old].source
         self._drag_from = port
         self._drag = DragWire(port)
@@ -416,6 +466,7 @@ class GraphScene(QGraphicsScene):
             self.removeItem(self._drag)
         if self._detached is not None and self._detached in self.wires:
             self.wires[self._detached].show()
+            self.far_wires.changed()
         self._drag = self._drag_from = self._detached = self._hover = None
 
     @property

@@ -30,6 +30,7 @@ from nodegraph.model.graph import Edge
 
 SEARCH = 240.0  # how far beside the straight line cards are looked for when routing
 CORNER = 10.0  # radius of a routed wire's bends
+DUPLICATE_GAP = 120.0  # a fan-out's labels closer than this (Manhattan) are shown once
 
 LABEL_FONT = theme.font(7.0, mono=True)
 _label = {"scale": 1.0, "font": LABEL_FONT}  # labels grow as the view zooms out (see below)
@@ -134,7 +135,16 @@ class WireItem(QGraphicsPathItem):
             path = rounded(self._points) if self._points else bezier(a, b)
         self.prepareGeometryChange()
         self.setPath(path)
-        self._place_label()
+        far = getattr(scene, "far_wires", None)
+        if route or far is None or not far.active:
+            self._place_label()
+        else:  # dragged while zoomed far out (no label shown): placed on the drop
+            self._label_rect = QRectF()
+            labels = getattr(scene, "label_index", None)
+            if labels is not None:
+                labels.put(self, None)
+            self._bounds = path.controlPointRect().adjusted(-4, -4, 4, 4)
+        self._far_changed(scene)
 
     def _route(self, a: tuple, b: tuple, scene) -> list | None:
         src, dst = self.source.node, self.target.node
@@ -171,6 +181,13 @@ class WireItem(QGraphicsPathItem):
             self.has_error = any(p.severity == "error" for p in problems)
             self._update_tooltip()
             self.update()
+            self._far_changed(self.scene())
+
+    @staticmethod
+    def _far_changed(scene) -> None:
+        layer = getattr(scene, "far_wires", None)
+        if layer is not None:
+            layer.changed()
 
     def _place_label(self) -> None:
         if self.label:
@@ -178,12 +195,23 @@ class WireItem(QGraphicsPathItem):
             w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
             h = 14.0 * scale
             mid = self._label_centre(w, h)
+            if mid is not None and self._said_nearby(mid):
+                mid = None  # a fan-out's wires run together: its shape once is enough
             self._label_rect = QRectF() if mid is None else \
                 QRectF(mid[0] - w / 2, mid[1] - h / 2, w, h)
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
             self._label_rect)
+        labels = getattr(self.scene(), "label_index", None)
+        if labels is not None:
+            r = self._label_rect
+            labels.put(self, None if r.isEmpty() else (r.left(), r.top(), r.right(), r.bottom()))
+
+    def shown_label_rect(self) -> QRectF:
+        """Where the shape label is drawn (empty when it has none or no room): the wave
+        keeps clear of it."""
+        return QRectF(self._label_rect) if self.label else QRectF()
 
     def relabel(self) -> None:
         """Place the label again (its size changed with the zoom)."""
@@ -191,6 +219,15 @@ class WireItem(QGraphicsPathItem):
             self.prepareGeometryChange()
             self._place_label()
             self.update()
+
+    def _said_nearby(self, at: tuple[float, float]) -> bool:
+        """Another wire from the same output shows this shape within DUPLICATE_GAP."""
+        for w in self.source.wires:
+            if w is not self and w.label == self.label and not w._label_rect.isEmpty():
+                c = w._label_rect.center()
+                if abs(c.x() - at[0]) + abs(c.y() - at[1]) < DUPLICATE_GAP:
+                    return True
+        return False
 
     def _label_centre(self, width: float, height: float) -> tuple[float, float] | None:
         """On the wire (or beside it), clear of every card and port dot; None when the wire
@@ -203,8 +240,21 @@ class WireItem(QGraphicsPathItem):
             points = curve_points(((a.x(), a.y()), (a.x() + dx, a.y()), (b.x() - dx, b.y()),
                                    (b.x(), b.y())), 16)
         cards = [*getattr(self, "_cards", []), _rect(self.source.node), _rect(self.target.node)]
-        avoid = [(r[0] - 4, r[1] - 4, r[2] + 4, r[3] + 4) for r in cards]
+        scene = self.scene()
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        # where the label could go: the wire's extent, and a label's size around it
+        region = (min(xs) - width, min(ys) - 2 * height, max(xs) + width, max(ys) + 2 * height)
+        index = getattr(scene, "card_index", None)
+        if index is not None:  # the cards beside the wire too (routing looked only ahead)
+            cards += [e[:4] for e in index.query(scene.nodes.values(), *region)]
+        side = theme.PORT_RADIUS + 4  # the port dots stand out of the cards' sides
+        avoid = [(r[0] - side, r[1] - 4, r[2] + side, r[3] + 4) for r in cards]
+        labels = getattr(scene, "label_index", None)
+        if labels is not None:  # and off the labels already placed
+            avoid += [(r[0] - 2, r[1] - 2, r[2] + 2, r[3] + 2)
+                      for r in labels.near(*region, but=self)]
         return label_spot(points, width, height, avoid, [(a.x(), a.y()), (b.x(), b.y())])
+
 
     def itemChange(self, change, value):
         if change == QGraphicsItem.GraphicsItemChange.ItemSceneHasChanged and value is not None:

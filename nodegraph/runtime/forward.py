@@ -41,21 +41,23 @@ def forward(graph: Graph, inputs: Mapping[Any, Any] | None = None, split: str = 
     """
     compiled = compiled or compile(graph, for_training=False)
     run_graph = compiled.exec_graph or compiled.graph
+    wanted = run_graph.upstream(_members(compiled, nodes)) if nodes is not None else None
     values: dict[Key, Any] = (_given(compiled, inputs) if inputs is not None
-                              else _batch(compiled, split, batch, nodes))
+                              else _batch(compiled, split, batch, wanted, run_graph))
     if inputs is not None and raw:
         values = normalization.normalize_inputs(compiled, values)
     module = compiled.module
-    wanted = run_graph.upstream(_members(compiled, nodes)) if nodes is not None else None
     plan = tuple(step for step in module.full_plan if wanted is None or step[0] in wanted)
     runnable = _runnable(plan, set(values))
     was_training = module.training
-    module.eval()
+    if was_training:  # an eval-mode copy (the editor's preview) skips two module walks
+        module.eval()
     try:
         with torch.no_grad():
             module.run(runnable, values)
     finally:
-        module.train(was_training)
+        if was_training:
+            module.train(True)
     return _on_user_nodes(compiled, values)
 
 
@@ -95,9 +97,9 @@ def _key(key: Any) -> Key:
     raise NodegraphError(f"input {key!r}: name it 'node.port' or (node, port)")
 
 
-def _batch(compiled: Compiled, split: str, index: int, nodes: set[str] | None
-           ) -> dict[Key, Any]:
-    """Batch `index` of `split` from every data block."""
+def _batch(compiled: Compiled, split: str, index: int, wanted: set[str] | None,
+           run_graph: Graph) -> dict[Key, Any]:
+    """Batch `index` of `split` from every data block (of those in `wanted`, if given)."""
     if split not in SPLITS:
         raise NodegraphError(f"split '{split}': use one of {', '.join(SPLITS)}")
     if not compiled.datasets:
@@ -105,6 +107,8 @@ def _batch(compiled: Compiled, split: str, index: int, nodes: set[str] | None
                              "e.g. forward(graph, {'data.x': x})")
     values: dict[Key, Any] = {}
     for node, ds in compiled.datasets.items():
+        if wanted is not None and node not in wanted and node in run_graph:
+            continue  # a data block the wanted nodes do not read
         name = split if ds.has(split) else next((s for s in SPLITS if ds.has(s)), None)
         if name is None:
             continue

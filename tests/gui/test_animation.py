@@ -141,3 +141,32 @@ def test_an_edit_clears_the_wave_and_a_removed_wire_takes_its_marks_along(xor_wi
     assert all(marks.stroke(e).color is None for e in w.scene.wires)
     animator.play(frame)  # the old frame still plays on what is left of the graph
     assert wait_until(lambda: not animator.playing, 10)
+
+
+def test_the_wave_leaves_the_wires_shape_labels_readable(xor_window):
+    w = xor_window
+    w.view.minimap.set_enabled(False)
+    w.validator.validate_now()
+    w.view.set_zoom(1.0)
+    edge = Edge("hidden", "output", "act", "input")
+    wire = w.scene.wires[edge]
+    label = wire.shown_label_rect()
+    assert wire.label and not label.isEmpty()
+    w.view.centerOn(label.center())
+    marks = w.watch.marks
+    magenta = QColor("#ff00ff")  # a colour nothing else on the canvas has
+    stroke = marks.stroke(edge)
+    stroke.set_stroke(magenta, 14.0)  # the widest wave: wider than the label is tall
+    w.view.viewport().repaint()
+    image = w.view.viewport().grab().toImage()
+
+    def magenta_in(rect) -> int:
+        box = w.view.mapFromScene(rect).boundingRect()
+        return sum(image.pixelColor(x, y) == magenta for x in range(box.left(), box.right())
+                   for y in range(box.top(), box.bottom()))
+
+    assert magenta_in(label) == 0  # the label is drawn over nothing of the wave
+    assert magenta_in(wire.path().controlPointRect().adjusted(0, -8, 0, 8)) > 50  # beside it
+    stroke.set_pulse(0.5)  # the dot runs under the label: hidden there
+    at = stroke.dot.pos()
+    assert stroke.dot.isVisible() == (not label.adjusted(-8, -8, 8, 8).contains(at))

@@ -259,3 +259,29 @@ def test_shift_drag_band_adds_to_the_selection_and_ctrl_right_opens_no_menu(xor_
                               CTRL)
     QApplication.sendEvent(viewport, event)
     assert w.node_views.context_menu is None  # no node menu popped up over the knife
+
+
+def test_the_plots_axes_ticks_and_titles_follow_the_theme(xor_window):
+    w = xor_window
+    w.docks["plots"].show()
+    plots = w.plots
+    try:
+        w.actions_by_name["theme_light"].trigger()
+        light = QColor(theme.THEMES["light"]["TEXT_DIM"])
+        for plot in (plots.loss_plot, plots.metric_plot, plots.step_plot):
+            for name in ("left", "bottom"):
+                axis = plot.getAxis(name)
+                assert axis.textPen().color() == light == axis.pen().color()
+            assert light.name() in plot.titleLabel.item.toHtml()
+        axis = plots.loss_plot.getAxis("left")  # the tick labels, drawn: dark on light
+        rect = axis.mapRectToScene(axis.boundingRect())
+        image = plots.canvas.grab(plots.canvas.mapFromScene(rect).boundingRect()).toImage()
+        inked = [image.pixelColor(x, y) for x in range(image.width())
+                 for y in range(image.height())]
+        assert min(c.lightness() for c in inked) < 140  # text, darker than the background
+        assert max(c.lightness() for c in inked) > 200  # on the light background
+        w.actions_by_name["theme_dark"].trigger()
+        dark = QColor(theme.THEMES["dark"]["TEXT_DIM"])
+        assert plots.step_plot.getAxis("bottom").textPen().color() == dark
+    finally:
+        w.set_theme("dark")

@@ -158,3 +158,70 @@ def test_shape_labels_keep_off_cards_and_port_dots_or_stay_in_the_tooltip():
     assert box[0] > left[2] and box[2] < right[0]
     near = (230.0, 0.0, 406.0, 68.0)  # a gap too short for the label
     assert label_spot([a, (230.0, 50.0)], 60.0, 14.0, [left, near], [a, (230.0, 50.0)]) is None
+
+
+def _focus(w, qtbot):
+    w.activateWindow()
+    w.view.setFocus()
+    qtbot.waitUntil(lambda: w.view.hasFocus())
+
+
+def test_the_layout_direction_is_saved_in_the_file_and_restored_on_open(make_window, qtbot,
+                                                                         tmp_path):
+    old = tmp_path / "old.json"  # a file from before the direction was saved
+    nodegraph.save(chain(6), old)
+    w = make_window(str(old))
+    w.resize(1600, 1000)
+    assert w.edit_actions.layout_direction == "LR"  # opens as before
+    _focus(w, qtbot)
+    lr = w.scene.item_positions()  # laid out left to right on opening
+    qtbot.keyClick(w.view, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier
+                   | Qt.KeyboardModifier.ShiftModifier)  # Auto-layout Top to Bottom
+    assert w.doc.graph.ui["layout_direction"] == "TB"
+    assert w.scene.nodes["data"].y() < w.scene.nodes["t4"].y()
+    qtbot.keyClick(w.view, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+    assert nodegraph.load(old).ui["layout_direction"] == "TB"
+    w2 = make_window(str(old))
+    w2.resize(1600, 1000)
+    assert w2.edit_actions.layout_direction == "TB"
+    _focus(w2, qtbot)
+    w2.doc.set_positions({n: (0.0, 0.0) for n in w2.scene.nodes})  # a mess to tidy up
+    qtbot.keyClick(w2.view, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
+    ys = [w2.scene.nodes[n].y() for n in ["data", "t0", "t1", "t2"]]
+    assert ys == sorted(ys) and ys[0] < ys[-1]  # top to bottom, as the file said
+    _focus(w, qtbot)
+    qtbot.keyClick(w.view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert "layout_direction" not in w.doc.graph.ui  # one undo step with the moves
+    assert w.scene.item_positions() == lr
+
+
+def test_a_file_without_positions_opens_laid_out_in_its_saved_direction(make_window, tmp_path):
+    g = chain(5)
+    g.ui["layout_direction"] = "TB"
+    path = tmp_path / "tb.json"
+    nodegraph.save(g, path)
+    w = make_window(str(path))
+    assert w.scene.nodes["data"].y() < w.scene.nodes["t3"].y()
+    assert w.scene.nodes["data"].x() == w.scene.nodes["t3"].x()
+
+
+@pytest.mark.parametrize("name", ["yolo_shapes", "trees_vs_mlp", "detr_shapes"])
+def test_shape_labels_sit_on_no_card_dot_or_other_label(make_window, name):
+    from nodegraph.gui.canvas_check import defects
+
+    w = make_window(str(example_files()[0].parent / f"{name}.json"))
+    w.resize(1600, 1000)
+    w.view.fit()
+    w.validator.validate_now()
+    assert sum(not wire.shown_label_rect().isEmpty() for wire in w.scene.wires.values()) > 5
+    assert [d for d in defects(w.scene) if "label" in d] == []
+
+
+def test_a_wire_whose_port_columns_are_blocked_still_goes_around_the_cards(make_window):
+    from nodegraph.gui.canvas_check import defects
+
+    w = make_window(str(example_files()[0].parent / "rcnn_shapes.json"))  # cards stacked
+    w.resize(1600, 1000)  # right under the proposals' outputs
+    w.view.fit()
+    assert [d for d in defects(w.scene) if "runs under" in d] == []
+    assert _through_a_card(w) == []

@@ -3,6 +3,7 @@ they round-trip through the file's ui section and never change the model."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QMouseEvent
 
@@ -74,3 +75,43 @@ def test_a_renamed_node_keeps_its_wires_points(xor_window):
     renamed = Edge("hidden", "output", "tanh", "input")
     assert len(reroute.stored(w.doc.graph.ui, renamed)) == 1
     assert len(w.scene.wires[renamed].via) == 1
+
+
+def test_copy_paste_keeps_the_reroute_points_of_the_copied_wires(xor_window, qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from tests.gui.driver import click_node
+
+    ctrl, shift = Qt.KeyboardModifier.ControlModifier, Qt.KeyboardModifier.ShiftModifier
+    w = xor_window
+    w.view.fit()
+    _double_click(w, _clear_spot(w, WIRE))  # a point on hidden -> act
+    (point,) = reroute.stored(w.doc.graph.ui, WIRE)
+    w.activateWindow()
+    w.view.setFocus()
+    qtbot.waitUntil(lambda: w.view.hasFocus())
+    click_node(w, "hidden")
+    click_node(w, "act", shift)
+    QTest.keyClick(w.view, Qt.Key.Key_C, ctrl)
+    free = w.scene.itemsBoundingRect().bottomRight() + QPointF(150, 150)
+    w.view.centerOn(free)
+    mouse(w, QMouseEvent.Type.MouseMove, free, button=NONE, buttons=NONE)
+    QTest.keyClick(w.view, Qt.Key.Key_V, ctrl)
+    pasted = Edge("hidden_2", "output", "act_2", "input")
+    assert pasted in w.scene.wires
+    dx = w.doc.positions()["hidden_2"][0] - w.doc.positions()["hidden"][0]
+    dy = w.doc.positions()["hidden_2"][1] - w.doc.positions()["hidden"][1]
+    (copied,) = reroute.stored(w.doc.graph.ui, pasted)  # moved with the cards
+    assert copied == pytest.approx((point[0] + dx, point[1] + dy), abs=0.1)  # positions
+    # are stored to 0.1
+    assert reroute.stored(w.doc.graph.ui, WIRE) == [point]  # the original keeps its own
+    (dot,) = w.edit_actions.reroutes.dots[reroute.edge_key(pasted)]
+    assert (dot.pos().x(), dot.pos().y()) == copied
+    assert w.scene.wires[pasted].via == [QPointF(*copied)]  # the wire passes through it
+    QTest.keyClick(w.view, Qt.Key.Key_Z, ctrl)  # one undo takes the paste and its points
+    assert "hidden_2" not in w.doc.graph.nodes
+    assert reroute.edge_key(pasted) not in w.doc.graph.ui[reroute.KEY]
+    QTest.keyClick(w.view, Qt.Key.Key_Z, ctrl | shift)
+    assert reroute.stored(w.doc.graph.ui, pasted) == [copied]
+    assert len(w.edit_actions.reroutes.dots[reroute.edge_key(pasted)]) == 1

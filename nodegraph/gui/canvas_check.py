@@ -1,0 +1,30 @@
+"""What a look at the canvas should catch, found by geometry: wires drawn through cards
+and shape labels lying on a card, a port dot or another label (the gallery's --check and
+the tests use it; a person still looks at the pictures)."""
+
+from __future__ import annotations
+
+
+def defects(scene, labels_shown: bool = True) -> list[str]:
+    """Wires drawn through a card that is not one of their ends, and shape labels lying
+    on a card, a port dot or another label (when the zoom shows labels)."""
+    found = []
+    cards = {n: i.sceneBoundingRect().adjusted(2, 2, -2, -2) for n, i in scene.nodes.items()}
+    dots = [p.sceneBoundingRect().adjusted(4, 4, -4, -4) for i in scene.nodes.values()
+            for p in i.ports() if p.isVisible()]
+    labels = []
+    for edge, wire in scene.wires.items():
+        path = wire.path()
+        points = [path.pointAtPercent(i / 80) for i in range(1, 80)]
+        for node, rect in cards.items():
+            if node not in (edge.src, edge.dst) and any(rect.contains(p) for p in points):
+                found.append(f"wire {edge} runs under card {node}")
+        label = wire.shown_label_rect()
+        if label.isEmpty() or not labels_shown:
+            continue
+        found += [f"label of {edge} on card {n}" for n, r in cards.items() if r.intersects(label)]
+        found += [f"label of {edge} on a port dot" for d in dots if d.intersects(label)]
+        found += [f"labels of {edge} and {other} overlap" for other, r in labels
+                  if r.intersects(label)]
+        labels.append((edge, label))
+    return found
