@@ -6,7 +6,10 @@ row per example: time on each device, the final train loss on each and their rel
 difference. GPU kernels are not bit-identical to CPU ones, so small differences are
 expected; a failure on one device only, or a large difference, is a bug to look at.
 
-    python tools/cuda_check.py [--epochs 2] [--only NAME ...] [--out REPORT.md]
+    python tools/cuda_check.py [--epochs 2] [--only NAME ...] [--dtype float64]
+        [--out REPORT.md]
+
+`--dtype` sets `training.dtype` (float32, float64, bfloat16) on every example first.
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ def final_loss(result) -> float | None:
     return float(value) if value is not None else None
 
 
-def run_on(path: Path, device: str, epochs: int) -> tuple[str, float, float | None]:
+def run_on(path: Path, device: str, epochs: int, dtype: str | None = None
+           ) -> tuple[str, float, float | None]:
     """(status, seconds, final train loss) of training the example on `device`."""
     graph = nodegraph.load(path)
+    if dtype:
+        graph.training["dtype"] = dtype
     start = time.perf_counter()
     try:
         result = nodegraph.train(graph, epochs=epochs, device=device)
@@ -55,11 +61,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=None, help="example names (no .json)")
+    parser.add_argument("--dtype", default=None, help="training.dtype for every example")
     parser.add_argument("--out", default=None, help="also write the table to this file")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("no CUDA GPU here: this tool needs one")
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "
+          f"dtype {args.dtype or 'as in each file'}")
     paths = sorted(p for p in EXAMPLES.glob("*.json")
                    if args.only is None or p.stem in args.only)
     rows = ["| example | cuda | cuda s | cpu | cpu s | loss cuda | loss cpu | rel. diff |",
@@ -67,8 +75,8 @@ def main() -> None:
     for path in paths:
         if not trainable(path):
             continue
-        cuda = run_on(path, "cuda", args.epochs)
-        cpu = run_on(path, "cpu", args.epochs)
+        cuda = run_on(path, "cuda", args.epochs, args.dtype)
+        cpu = run_on(path, "cpu", args.epochs, args.dtype)
         diff = ""
         if cuda[2] is not None and cpu[2] is not None:
             diff = f"{abs(cuda[2] - cpu[2]) / max(abs(cpu[2]), 1e-12):.1e}"
