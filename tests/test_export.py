@@ -44,10 +44,10 @@ def load_module(path: Path):
 # A test fails when one of them exports (take it out) or when another example stops
 # exporting. Estimators (nodes/estimators.py) fit with scikit-learn when nodegraph runs the
 # graph, a step a plain script does not have. DETR's set loss matches with scipy's
-# linear_sum_assignment, whose (compiled) source cannot be copied.
+# linear_sum_assignment (in `hungarian`), whose (compiled) source cannot be copied.
 UNEXPORTABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "trees_vs_mlp": (("tree", "forest", "boosting"), "fitted by scikit-learn"),
-    "detr_shapes": (("loss",), "linear_sum_assignment")}
+    "detr_shapes": (("loss",), "hungarian")}
 # Examples whose estimators are unfitted until the graph runs: ONNX traces initial weights.
 UNFITTED = {"trees_vs_mlp"}
 

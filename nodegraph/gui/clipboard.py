@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodegraph.gui import annotations, reroute
+from nodegraph.gui import annotations
+from nodegraph.gui import reroute_points as reroute
 from nodegraph.gui.wiring import edges_among
 from nodegraph.model.graph import Edge, Graph, Node
 

@@ -16,25 +16,11 @@ from PySide6.QtGui import QBrush, QColor, QPainter, QPen, QUndoCommand
 from PySide6.QtWidgets import QGraphicsItem
 
 from nodegraph.gui import theme
+from nodegraph.gui.reroute_points import KEY, edge_key, stored
 from nodegraph.model.graph import Edge
 
-KEY = "reroutes"
 RADIUS = 6.0
 SAMPLES = 64  # steps along a wire to find where a new point goes
-
-
-def edge_key(edge: Edge) -> str:
-    return f"{edge.src}.{edge.src_port}->{edge.dst}.{edge.dst_port}"
-
-
-def stored(ui: dict, edge: Edge) -> list[tuple[float, float]]:
-    """The reroute points of `edge` in a graph's ui section (malformed entries skipped)."""
-    table = ui.get(KEY)
-    entry = table.get(edge_key(edge)) if isinstance(table, dict) else None
-    if not isinstance(entry, list):
-        return []
-    return [(float(p[0]), float(p[1])) for p in entry if isinstance(p, list | tuple)
-            and len(p) == 2 and all(isinstance(v, int | float) for v in p)]
 
 
 class SetReroutes(QUndoCommand):
