@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,9 @@ from typing import Any
 from nodegraph.model import allowlist
 from nodegraph.model.errors import GraphFileError, Problem
 from nodegraph.model.graph import NODE_ID, Graph, Node, Tie
-from nodegraph.model.groups import GROUP_NAME, GroupDef
-from nodegraph.model.groups import MAX_NODES as MAX_EXPANDED
-from nodegraph.model.outputs import is_special
+from nodegraph.model.groupdefs import GROUP_NAME, GroupDef
+from nodegraph.model.groupdefs import MAX_NODES as MAX_EXPANDED
+from nodegraph.model.outputs import atomic_write_text
 from nodegraph.model.spec import NAME as PORT_NAME
 from nodegraph.model.spec import Registry
 
@@ -417,24 +416,3 @@ def _pretty(value: Any, level: int, inline_depth: int | None = None) -> str:
 def save(graph: Graph, path: str | os.PathLike) -> None:
     """Write the graph atomically: a temp file beside the target, then a rename."""
     atomic_write_text(Path(path), dumps(graph))
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that a crash leaves the old file or the new, never half.
-    A target that is no regular file (``/dev/stdout``, a pipe) is written in place:
-    renaming over it would replace the device."""
-    if is_special(path):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from nodegraph.model import gcpause, references
 from nodegraph.model.errors import GraphError, ParamError, Problem
 from nodegraph.model.events import Emitter
-from nodegraph.model.groups import GroupDef, GroupRegistry
+from nodegraph.model.groupdefs import GroupDef, GroupRegistry
 from nodegraph.model.spec import Registry, default_registry
 from nodegraph.model.types import why_incompatible
 from nodegraph.model.wires import Wires
@@ -383,7 +383,7 @@ class Graph:
 
     def _repr_svg_(self) -> str:
         """The graph drawn as cards and wires, for Jupyter (`nodegraph.model.svg`)."""
-        from nodegraph.model.svg import graph_svg
+        from nodegraph.model.svg import graph_svg  # for notebooks only: not at start-up
 
         return graph_svg(self, max_width=960)
 

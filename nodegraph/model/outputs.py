@@ -161,8 +161,6 @@ class AtomicFile:
 
 def write_text(path: str | Path, text: str, what: str) -> None:
     """Replace `path` with `text` whole, or raise an `OutputError` naming it and `what`."""
-    from nodegraph.model.fileformat import atomic_write_text
-
     try:
         atomic_write_text(Path(path), text)
     except OSError as e:
@@ -184,3 +182,24 @@ def _file_in_the_way(path: Path) -> Path | None:
         if part.exists() or part.is_symlink():
             return None if part.is_dir() else part
     return None
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace `path` with `text` so that a crash leaves the old file or the new, never half.
+    A target that is no regular file (``/dev/stdout``, a pipe) is written in place:
+    renaming over it would replace the device."""
+    if is_special(path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nodegraph.model.errors import Problem, ProblemKind
-from nodegraph.model.groups import SEP, is_group
+from nodegraph.model.groupdefs import SEP, is_group
 from nodegraph.model.spec import BlockSpec, Param, Registry
 
 

@@ -54,7 +54,7 @@ import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -483,8 +483,6 @@ class TorchEquivalent:
 
 def with_torch(specs: Iterable[BlockSpec], table: dict[str, TorchEquivalent]) -> list[BlockSpec]:
     """`specs` with the torch equivalents of `table` (by block id) declared on them."""
-    from dataclasses import replace
-
     specs = list(specs)
     unknown = set(table) - {s.id for s in specs}
     if unknown:

@@ -20,12 +20,14 @@ import re
 import textwrap
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape, quoteattr
 
 from nodegraph.model.errors import GraphError
-from nodegraph.model.graph import Graph
 from nodegraph.model.spec import BlockSpec
+
+if TYPE_CHECKING:  # graph.py imports this module for `Graph._repr_svg_`
+    from nodegraph.model.graph import Graph
 
 # copies of nodegraph.gui.theme (that module imports Qt)
 THEMES = {
