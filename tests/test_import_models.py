@@ -93,6 +93,29 @@ class Gated(nn.Module):
         return a * torch.sigmoid(b) + torch.cat([c, d], 1) + first[:, None]
 
 
+class Recurrent(nn.Module):
+    """nn.LSTM and nn.MultiheadAttention mapped to library blocks when they fit exactly
+    (batch first, self-attention without a mask); `mapped=False` builds them time first,
+    which the blocks are not: they stay opaque."""
+
+    def __init__(self, mapped: bool = True):
+        super().__init__()
+        self.mapped = mapped
+        self.lstm = nn.LSTM(8, 16, num_layers=2, bidirectional=True, batch_first=mapped)
+        self.attention = nn.MultiheadAttention(32, 4, batch_first=mapped)
+        self.head = nn.Linear(32, 3)
+
+    def forward(self, x):
+        if self.mapped:
+            out, _ = self.lstm(x)
+            a, _ = self.attention(out, out, out, need_weights=False)
+        else:
+            out, _ = self.lstm(x.transpose(0, 1))
+            a, _ = self.attention(out, out, out)
+            a = a.transpose(0, 1)
+        return self.head(a.mean(1))
+
+
 ALL = ("validate", "python", "onnx", "train")
 # (id, class, input shape, ways out): batch norm cannot train on one sample (in PyTorch too)
 CASES = [
@@ -175,6 +198,21 @@ def test_failure_class_modules_round_trip(cls, shape, ways, tmp_path):
 def test_architectures_round_trip(target, kwargs, shape, tmp_path):
     torch.manual_seed(0)
     _check(round_trip(target, (torch.randn(*shape),), tmp_path, dict(kwargs)))
+
+
+@pytest.mark.parametrize("mapped", [True, False], ids=["blocks", "opaque"])
+def test_lstm_and_attention_become_library_blocks_when_they_fit(mapped, tmp_path):
+    """nn.LSTM -> recurrent.LSTM and nn.MultiheadAttention -> MultiHeadSelfAttention with
+    the module's own weights (outputs equal); a call or a configuration the block does not
+    compute stays an opaque module, equally exact."""
+    from nodegraph.model.fileformat import load
+
+    torch.manual_seed(0)
+    result = round_trip(lambda: Recurrent(mapped), (torch.randn(2, 5, 8),), tmp_path)
+    _check(result)
+    types = {n.id: n.type for n in load(tmp_path / "model.json")}
+    blocks = ("recurrent.LSTM", "attention.MultiHeadSelfAttention")
+    assert (types["lstm"], types["attention"]) == (blocks if mapped else ("opaque.Module",) * 2)
 
 
 @needs_torchvision

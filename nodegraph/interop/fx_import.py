@@ -190,8 +190,11 @@ class Importer:
         if node.op == "call_module":
             module = self.root.get_submodule(node.target)
             mapped = module_block(module)
-            if mapped is not None and len(node.args) == 1 and not node.kwargs:
+            if mapped is not None and self._maps_call(node, module):
                 block, params = mapped
+                if not isinstance(self.values[node], torch.Tensor):
+                    for user in node.users:  # out, _ = lstm(x): `out` is the block's output
+                        self.symbols[user] = _Alias(node)
                 return Planned(node.name, block, params, [node.args[0]],
                                dict(module.state_dict()))
             return self._opaque_module(node, module)
@@ -216,6 +219,23 @@ class Importer:
             if isinstance(dim, int) and dim % self.values[node].ndim != 0:
                 return self._concat(node, list(node.args[0]), dim)
         return self._opaque_function(node)
+
+    def _maps_call(self, node, module: nn.Module) -> bool:
+        """Whether this call of a module the library has a block for computes the block:
+        its one tensor (or that tensor as often as `module_call` allows, with constant
+        keywords), and of a tuple result only the first element read."""
+        args, fits = node.args, _equivalents()[0][type(module)].torch.module_call
+        if not args or any(a is not args[0] for a in args) or not self._is_tensor(args[0]) \
+                or not self._constant_args([], node.kwargs):
+            return False
+        kwargs = {k: self._const(v) for k, v in node.kwargs.items()}
+        if not (fits(len(args), kwargs) if fits else len(args) == 1 and not kwargs):
+            return False
+        if isinstance(self.values[node], torch.Tensor):
+            return True
+        return bool(node.users) and all(u.op == "call_function" and u.target is
+                                        operator.getitem and u.args[1] == 0
+                                        for u in node.users)
 
     def _concat(self, node, parts: list, dim: int) -> Planned:
         """torch.cat of any number of tensors: layers.Concat joins up to 8, so longer lists
