@@ -252,3 +252,51 @@ def test_drop_path_keeps_its_train_eval_difference(tmp_path):
     assert torch.equal(run(), run())
     compiled.module.train()
     assert not torch.equal(run(), run())
+
+
+class Shortcut(nn.Module):
+    """A residual branch with torchvision's StochasticDepth: an opaque torchvision module."""
+
+    def __init__(self):
+        super().__init__()
+        from nodegraph.model.packages import load_torchvision
+
+        self.fc = nn.Linear(8, 8)
+        self.drop = load_torchvision().ops.StochasticDepth(0.2, "row")
+
+    def forward(self, x):
+        return x + self.drop(self.fc(x))
+
+
+@needs_torchvision
+def test_exported_python_imports_torchvision_on_its_own(tmp_path):
+    """The exported file of a graph with opaque torchvision blocks runs in a fresh Python
+    without nodegraph's help (torchvision's ops declared by the file itself) and says what
+    it needs."""
+    import subprocess
+    import sys
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 8)
+    result = round_trip(Shortcut, (x,), tmp_path, ways=("python",))
+    assert not result.errors and result.opaque == 1 and result.python <= PYTHON
+    code = (tmp_path / "model_export.py").read_text()
+    assert "pip install torchvision" in code and "load_torchvision()" in code
+    script = (
+        "import runpy, sys, numpy, torch\n"
+        "from safetensors.torch import load_file\n"
+        f"ns = runpy.run_path({str(tmp_path / 'model_export.py')!r})\n"
+        "assert 'nodegraph' not in sys.modules\n"
+        "model = ns['Shortcut']().eval()\n"
+        f"model.load_state_dict(load_file({str(tmp_path / 'model.safetensors')!r}))\n"
+        f"x = torch.as_tensor(numpy.load({str(tmp_path / 'model.inputs.npz')!r})['x'])\n"
+        "with torch.no_grad():\n"
+        "    print(float(model(x).sum()))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import numpy as np
+
+    want = float(np.load(tmp_path / "model.inputs.npz")["output"].sum())  # the module's own
+    assert abs(float(done.stdout.split()[-1]) - want) <= 1e-4 * max(1.0, abs(want))
