@@ -71,8 +71,7 @@ def one(source: str, name: str, ways: tuple[str, ...]) -> dict:
     x = torch.randn(2, 3, size, size)
     target = f"timm:{name}" if source == "timm" else f"torchvision.models:{name}"
     kwargs = {"num_classes": 10}
-    if name in ("inception_v3", "googlenet"):
-        kwargs["aux_logits"] = False
+    if name in ("inception_v3", "googlenet"):  # with their training-only aux heads
         kwargs["init_weights"] = False
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()

@@ -139,8 +139,8 @@ TORCHVISION = [  # (id, target, kwargs, input shape, slow)
     ("densenet_small_config", "torchvision.models.densenet:DenseNet",  # a 10-way cat
      {"growth_rate": 4, "block_config": [9, 2], "num_init_features": 8, "bn_size": 2,
       "num_classes": 10}, (2, 3, 32, 32), False),
-    ("googlenet", f"{TV}:googlenet", {"num_classes": 10, "aux_logits": False,
-                                       "init_weights": False}, (2, 3, 64, 64), True),
+    ("googlenet", f"{TV}:googlenet", {"num_classes": 10, "init_weights": False},  # aux heads
+     (2, 3, 64, 64), True),
     ("convnext_tiny", f"{TV}:convnext_tiny", {"num_classes": 10}, (2, 3, 32, 32), True),
     ("vit_small_config", "torchvision.models.vision_transformer:VisionTransformer",
      {"image_size": 32, "patch_size": 8, "num_layers": 2, "num_heads": 2, "hidden_dim": 32,
@@ -300,3 +300,22 @@ def test_exported_python_imports_torchvision_on_its_own(tmp_path):
 
     want = float(np.load(tmp_path / "model.inputs.npz")["output"].sum())  # the module's own
     assert abs(float(done.stdout.split()[-1]) - want) <= 1e-4 * max(1.0, abs(want))
+
+
+@needs_torchvision
+def test_googlenet_keeps_its_training_only_aux_heads(tmp_path):
+    """googlenet computes its two auxiliary classifiers only while training: the graph has
+    them as extra outputs after the logits, with their weights; in eval mode its logits are
+    the module's, and a training step gives every weight, the aux heads' too, a gradient."""
+    from nodegraph.interop.fx_import import import_graph
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 64, 64)
+    imported = import_graph("torchvision.models:googlenet", x, tmp_path / "g.json",
+                            {"num_classes": 10, "init_weights": False})
+    assert len(imported.outputs) == 3 and len(imported.reference) == 1
+    assert len(imported.graph.extra["imported"]["training_outputs"]) == 2
+    assert any(k.startswith("aux1_fc2") for k in imported.weights)
+    result = round_trip("torchvision.models:googlenet", (x,), tmp_path / "rt",
+                        {"num_classes": 10, "init_weights": False}, ways=("validate", "train"))
+    assert not result.errors and result.compiled <= COMPILED and result.trained

@@ -637,9 +637,68 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
             break
         leaves |= outside
     traced = torch.fx.GraphModule(module, graph)
+    _plain_outputs(traced.graph)
     traced.graph.eliminate_dead_code()  # an unused tuple element (`out, _ = lstm(x)`)
     traced.recompile()
     return traced
+
+
+def _plain_outputs(graph: torch.fx.Graph) -> None:
+    """A named tuple returned by forward (torchvision's GoogLeNetOutputs while training)
+    becomes the plain tuple of its fields: each one an output of the graph."""
+    [output] = [n for n in graph.nodes if n.op == "output"]
+    value = output.args[0]
+    if isinstance(value, torch.fx.Node) and value.op == "call_function" and isinstance(
+            value.target, type) and issubclass(value.target, tuple) and \
+            hasattr(value.target, "_fields") and len(value.users) == 1:
+        fields = list(value.args) + [value.kwargs[f] for f in value.target._fields
+                                     if f in value.kwargs]
+        output.args = (tuple(fields),)
+        graph.erase_node(value)
+
+
+def _with_training_outputs(root: nn.Module, traced: torch.fx.GraphModule, leaves: Iterable[str],
+                           inputs: int) -> tuple[torch.fx.GraphModule, int]:
+    """The trace with the heads only training computes, and how many outputs they add.
+
+    Traced in eval mode, a model whose forward runs some submodules only `if
+    self.training` (googlenet's and inception's auxiliary classifiers) loses them and their
+    weights. When the eval trace leaves weights unused and a trace in training mode uses
+    them, that trace is taken instead: its extra outputs (after the eval ones, as
+    torchvision's GoogLeNetOutputs puts them) become outputs of the graph, so a training
+    step trains them too, and in eval mode the graph's first outputs are the module's. A
+    submodule that itself reads `self.training` stays one block there, so its own
+    train/eval difference survives."""
+    unused = _unused_weights(root, traced)
+    if not unused:
+        return traced, 0
+    reads = {name for name, m in root.named_modules() if name and _reads_training(type(m))}
+    root.train()
+    try:
+        trained = trace(root, set(leaves) | reads, inputs)
+    except NodegraphError:
+        return traced, 0
+    finally:
+        root.eval()
+    if len(_unused_weights(root, trained)) >= len(unused):
+        return traced, 0
+    outputs = [n for n in trained.graph.nodes if n.op == "output"][0].args[0]
+    before = [n for n in traced.graph.nodes if n.op == "output"][0].args[0]
+    extra = len(_leaves(outputs, torch.fx.Node)) - len(_leaves(before, torch.fx.Node))
+    return (trained, extra) if extra > 0 else (traced, 0)
+
+
+def _unused_weights(root: nn.Module, traced: torch.fx.GraphModule) -> set[str]:
+    """Names of `root`'s parameters that no call or attribute of the trace reaches."""
+    used = [n.target for n in traced.graph.nodes if n.op in ("call_module", "get_attr")]
+    return {name for name, _ in root.named_parameters()
+            if not any(name == u or name.startswith(u + ".") for u in used)}
+
+
+@functools.cache
+def _reads_training(cls: type[nn.Module]) -> bool:
+    """True when a module class (not torch's own) reads `self.training` in forward."""
+    return not cls.__module__.startswith("torch.") and _train_only(cls)
 
 
 def _defaults_after(module: nn.Module, count: int | None) -> dict | None:
@@ -767,6 +826,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
     traced = trace(root, leaves, len(inputs))
+    traced, heads = _with_training_outputs(root, traced, leaves, len(inputs))
     values = _run(traced, inputs)
     importer = Importer(root, traced, values, recorder, target, kwargs)
     for extra in [n for n in traced.graph.nodes if n.op == "placeholder"][len(inputs):]:
@@ -805,7 +865,10 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
         len(first) == len(inputs[0]) else inputs[0].numpy()
     base.parent.mkdir(parents=True, exist_ok=True)
     np.savez(npz, **arrays)
-    difference = _check(graph, weights, out_keys, placeholders, ids, inputs, reference)
+    if heads:  # the training-only heads (googlenet's aux logits), after the eval outputs
+        graph.extra["imported"]["training_outputs"] = graph.extra["imported"]["outputs"][-heads:]
+    difference = _check(graph, weights, out_keys[:len(out_keys) - heads], placeholders, ids,
+                        inputs, reference)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(weights_path))
     fx_finish.add_training(graph, base.parent, loss, optimizer)
     graph.ui["positions"] = fx_finish.layered_positions(graph)
