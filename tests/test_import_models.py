@@ -303,6 +303,7 @@ def test_exported_python_imports_torchvision_on_its_own(tmp_path):
 
 
 @needs_torchvision
+@pytest.mark.slow
 def test_googlenet_keeps_its_training_only_aux_heads(tmp_path):
     """googlenet computes its two auxiliary classifiers only while training: the graph has
     them as extra outputs after the logits, with their weights; in eval mode its logits are
