@@ -320,3 +320,28 @@ def test_googlenet_keeps_its_training_only_aux_heads(tmp_path):
     result = round_trip("torchvision.models:googlenet", (x,), tmp_path / "rt",
                         {"num_classes": 10, "init_weights": False}, ways=("validate", "train"))
     assert not result.errors and result.compiled <= COMPILED and result.trained
+
+
+class TrainScaled(nn.Module):
+    """A head only training computes, but training also changes the main output: the
+    training trace is not the eval one plus heads, so the eval trace is kept."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.aux = nn.Linear(4, 4), nn.Linear(4, 2)
+
+    def forward(self, x):
+        x = self.fc(x)
+        if self.training:
+            return x * 2, self.aux(x)
+        return x
+
+
+def test_training_heads_are_kept_only_when_the_eval_outputs_stay_the_same(tmp_path):
+    from nodegraph.interop.fx_import import import_graph
+
+    torch.manual_seed(0)
+    imported = import_graph(TrainScaled, torch.randn(3, 4), tmp_path / "t.json")
+    assert len(imported.outputs) == 1 and "training_outputs" not in imported.graph.extra[
+        "imported"]
+    assert not any(k.startswith("aux") for k in imported.weights)

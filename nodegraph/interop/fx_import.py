@@ -658,7 +658,7 @@ def _plain_outputs(graph: torch.fx.Graph) -> None:
 
 
 def _with_training_outputs(root: nn.Module, traced: torch.fx.GraphModule, leaves: Iterable[str],
-                           inputs: int) -> tuple[torch.fx.GraphModule, int]:
+                           inputs: tuple) -> tuple[torch.fx.GraphModule, int]:
     """The trace with the heads only training computes, and how many outputs they add.
 
     Traced in eval mode, a model whose forward runs some submodules only `if
@@ -668,24 +668,32 @@ def _with_training_outputs(root: nn.Module, traced: torch.fx.GraphModule, leaves
     torchvision's GoogLeNetOutputs puts them) become outputs of the graph, so a training
     step trains them too, and in eval mode the graph's first outputs are the module's. A
     submodule that itself reads `self.training` stays one block there, so its own
-    train/eval difference survives."""
+    train/eval difference survives. Where the training trace's first outputs are not the
+    eval trace's outputs in eval mode (training changes the main path), the eval trace is
+    kept."""
     unused = _unused_weights(root, traced)
     if not unused:
         return traced, 0
     reads = {name for name, m in root.named_modules() if name and _reads_training(type(m))}
     root.train()
     try:
-        trained = trace(root, set(leaves) | reads, inputs)
+        trained = trace(root, set(leaves) | reads, len(inputs))
     except NodegraphError:
         return traced, 0
     finally:
         root.eval()
     if len(_unused_weights(root, trained)) >= len(unused):
         return traced, 0
-    outputs = [n for n in trained.graph.nodes if n.op == "output"][0].args[0]
-    before = [n for n in traced.graph.nodes if n.op == "output"][0].args[0]
-    extra = len(_leaves(outputs, torch.fx.Node)) - len(_leaves(before, torch.fx.Node))
-    return (trained, extra) if extra > 0 else (traced, 0)
+    try:
+        with torch.no_grad():
+            before = _leaves(traced(*inputs), torch.Tensor)
+            after = _leaves(trained(*inputs), torch.Tensor)
+    except Exception:
+        return traced, 0
+    extra = len(after) - len(before)
+    same = all(a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-6)
+               for a, b in zip(before, after, strict=False))
+    return (trained, extra) if extra > 0 and same else (traced, 0)
 
 
 def _unused_weights(root: nn.Module, traced: torch.fx.GraphModule) -> set[str]:
@@ -826,7 +834,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
     traced = trace(root, leaves, len(inputs))
-    traced, heads = _with_training_outputs(root, traced, leaves, len(inputs))
+    traced, heads = _with_training_outputs(root, traced, leaves, inputs)
     values = _run(traced, inputs)
     importer = Importer(root, traced, values, recorder, target, kwargs)
     for extra in [n for n in traced.graph.nodes if n.op == "placeholder"][len(inputs):]:
