@@ -674,7 +674,8 @@ def _with_training_outputs(root: nn.Module, traced: torch.fx.GraphModule, leaves
     unused = _unused_weights(root, traced)
     if not unused:
         return traced, 0
-    reads = {name for name, m in root.named_modules() if name and _reads_training(type(m))}
+    reads = {name for name, m in root.named_modules()
+             if name and _reads_training(type(m))}  # type: ignore[arg-type]
     root.train()
     try:
         trained = trace(root, set(leaves) | reads, len(inputs))
@@ -706,7 +707,7 @@ def _unused_weights(root: nn.Module, traced: torch.fx.GraphModule) -> set[str]:
 @functools.cache
 def _reads_training(cls: type[nn.Module]) -> bool:
     """True when a module class (not torch's own) reads `self.training` in forward."""
-    return not cls.__module__.startswith("torch.") and _train_only(cls)
+    return not cls.__module__.startswith("torch.") and _train_only(cls)  # type: ignore[arg-type]
 
 
 def _defaults_after(module: nn.Module, count: int | None) -> dict | None:

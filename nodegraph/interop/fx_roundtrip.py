@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 
 @dataclass
@@ -96,7 +95,7 @@ def _python(imported, inputs, reference, folder, result) -> None:
     exported = to_python(imported.graph, folder / "model_export.py")
     namespace: dict[str, Any] = {"__name__": "exported"}
     exec(compile(exported.path.read_text(), str(exported.path), "exec"), namespace)
-    model: nn.Module = namespace[exported.class_name]()
+    model: Any = namespace[exported.class_name]()  # the exported class (has `losses`)
     model.load_state_dict(imported.weights, strict=False)
     model.eval()
     with torch.no_grad():  # `losses` names each output: `forward` returns them in run order
