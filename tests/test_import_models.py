@@ -345,3 +345,28 @@ def test_training_heads_are_kept_only_when_the_eval_outputs_stay_the_same(tmp_pa
     assert len(imported.outputs) == 1 and "training_outputs" not in imported.graph.extra[
         "imported"]
     assert not any(k.startswith("aux") for k in imported.weights)
+
+
+class AddsIndex(nn.Module):
+    """Makes a large tensor in forward (not a buffer): fx turns it into a constant."""
+
+    def forward(self, x):
+        return x + torch.arange(2048.0).reshape(1, 2048) / 2048
+
+
+class Indexed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.index = nn.Linear(4, 2048), AddsIndex()
+
+    def forward(self, x):
+        return self.index(self.fc(x)).mean(1, keepdim=True)
+
+
+def test_a_large_tensor_made_in_forward_keeps_its_module_whole(tmp_path):
+    """timm's swin made a 2401-value index while traced: its module is one opaque block."""
+    from nodegraph.model.fileformat import load
+
+    torch.manual_seed(0)
+    _check(round_trip(Indexed, (torch.randn(3, 4),), tmp_path))
+    assert load(tmp_path / "model.json").node("index").type == "opaque.Module"

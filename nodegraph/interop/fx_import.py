@@ -633,6 +633,10 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
                        "torch", "builtins", "_operator", "operator", "math")}
         outside |= {n.target.rpartition(".")[0] for n in graph.nodes if n.op == "get_attr"
                     and "." in n.target and _big_buffer(module, n.target)}
+        # a tensor made while tracing (fx's `_tensor_constantN`, timm swin's relative
+        # position index): kept inside the module whose forward made it
+        outside |= {_owner(n) for n in graph.nodes if n.op == "get_attr" and "." not in
+                    n.target and _owner(n) and _big_buffer(module, n.target)}
         if not outside - leaves:
             break
         leaves |= outside
