@@ -48,8 +48,8 @@ load_torchvision()'''
 
 
 def libraries(graph: Graph) -> list[str]:
-    """The model libraries (torchvision, timm) some node's params import by path."""
-    text = json.dumps([n.params for n in graph], default=str)
+    """The model libraries (torchvision, timm) some opaque block's params import by path."""
+    text = json.dumps([n.params for n in graph if n.type.startswith("opaque.")], default=str)
     return [lib for lib in LIBRARIES if f'"{lib}.' in text or f'"{lib}:' in text]
 
 
