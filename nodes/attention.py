@@ -33,12 +33,14 @@ from torch import nn
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     Port,
+    TorchEquivalent,
     block,
     bool_param,
     choice_param,
     family,
     float_param,
     int_param,
+    with_torch,
 )
 from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_ndim
@@ -617,3 +619,30 @@ BLOCKS = [
 BLOCKS = with_dtype(BLOCKS, ("LMHead", "LearnedPositionalEncoding", "MultiHeadCrossAttention",
                              "MultiHeadSelfAttention", "PatchEmbedding",
                              "TransformerDecoderBlock", "TransformerEncoderBlock", "ClsToken"))
+
+def _torch_mha(m: nn.MultiheadAttention) -> dict | None:
+    """attention.MultiHeadSelfAttention's params for a batch-first nn.MultiheadAttention
+    whose keys and values have the queries' width, with no extra bias or zero key: the same
+    parameters under the same names, so its weights load as they are."""
+    if type(m) is not nn.MultiheadAttention or not m.batch_first or \
+            not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
+        return None
+    bias = m.in_proj_bias is not None
+    if bias != (m.out_proj.bias is not None):
+        return None
+    return {"num_heads": m.num_heads, "bias": bias, "dropout": float(m.dropout),
+            "causal": False}
+
+
+def _self_attention_call(n: int, kwargs: dict) -> bool:
+    """mha(x, x, x): attention of a sequence to itself, no mask (the weights it may also
+    return are not the block's per-head ones, so only its first result maps)."""
+    unmasked = {"key_padding_mask": None, "attn_mask": None, "is_causal": False}
+    return n == 3 and all(k in ("need_weights", "average_attn_weights") or
+                          k in unmasked and v == unmasked[k] for k, v in kwargs.items())
+
+
+# what the blocks compute in PyTorch: `nodegraph import` and the Python export read these
+BLOCKS = with_torch(BLOCKS, {
+    "attention.MultiHeadSelfAttention": TorchEquivalent(
+        (nn.MultiheadAttention,), _torch_mha, module_call=_self_attention_call)})

@@ -30,7 +30,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.model.errors import PortError
-from nodegraph.model.spec import Port, block, bool_param, choice_param, float_param, int_param
+from nodegraph.model.spec import (
+    Port,
+    TorchEquivalent,
+    block,
+    bool_param,
+    choice_param,
+    float_param,
+    int_param,
+    with_torch,
+)
 from nodes._dtype import with_dtype
 from nodes._shapes import fmt
 from nodes.layers.dense import init_values
@@ -334,3 +343,17 @@ BLOCKS = [
 ]
 
 BLOCKS = with_dtype(BLOCKS, ('RNN', 'LSTM', 'GRU', 'Highway'))
+
+
+def _torch_lstm(m: nn.LSTM) -> dict | None:
+    """recurrent.LSTM's params for a batch-first nn.LSTM without projection (its `output`
+    is torch's first result; the block builds the same module, so the weights load)."""
+    if type(m) is not nn.LSTM or not m.batch_first or m.proj_size:
+        return None
+    return {"hidden_size": m.hidden_size, "num_layers": m.num_layers,
+            "bidirectional": m.bidirectional, "bias": m.bias, "dropout": float(m.dropout),
+            "convention": "pytorch"}
+
+
+# what the blocks compute in PyTorch: `nodegraph import` and the Python export read these
+BLOCKS = with_torch(BLOCKS, {"recurrent.LSTM": TorchEquivalent((nn.LSTM,), _torch_lstm)})

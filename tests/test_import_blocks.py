@@ -3,6 +3,8 @@ equivalents every block declares (`BlockSpec.torch`), read back from real module
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 import torch
 from blockcheck import run_op
@@ -65,3 +67,65 @@ def test_declared_torch_equivalents_give_params_that_rebuild_the_module():
     functions = torch_functions(registry)
     assert [s.id for s in functions[F.hardswish]] == ["activations.Hardswish"]
     assert [s.id for s in functions["add"]] == ["layers.Add"]
+
+
+@pytest.mark.parametrize("module", [
+    nn.Linear(3, 4, bias=False), nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False),
+    nn.LayerNorm(8, eps=1e-3), nn.BatchNorm2d(4, momentum=0.3),
+    nn.Embedding(10, 4, padding_idx=0), nn.MaxPool2d(3, 2, 1), nn.GELU("tanh"),
+    nn.Softmax(dim=1), nn.Dropout(0.3), nn.ConvTranspose2d(3, 4, 2, stride=2), nn.PReLU(3),
+    nn.Flatten(2), nn.ReLU(inplace=True)], ids=lambda m: type(m).__name__)
+def test_the_python_export_writes_declared_modules_from_the_declaration(module):
+    """The export's constructor call comes from `BlockSpec.torch` and the module's own
+    attributes (no recording): rebuilt from it, the module is the same."""
+    from nodegraph.interop.export.declared import torch_call
+
+    spec = torch_modules(default_registry())[type(module)]
+    call = torch_call(spec, module)
+    assert call is not None and call.cls is type(module)
+    rebuilt = call.cls(**call.args)
+    assert rebuilt.extra_repr() == module.extra_repr()
+    assert spec.torch.params(rebuilt) == spec.torch.params(module)
+
+
+def test_modules_the_declaration_does_not_describe_are_left_to_the_recording():
+    """A subclass of a declared class (the LSTM block's own, which returns (output,
+    last)) or a configuration the attributes do not show is not written from it."""
+    from nodegraph.interop.export.declared import torch_call
+    from nodes.recurrent import TorchLSTM
+
+    modules = torch_modules(default_registry())
+    assert torch_call(modules[nn.LSTM], TorchLSTM(4, 8, batch_first=True)) is None
+    assert torch_call(modules[nn.Linear], nn.Conv2d(2, 2, 1)) is None
+    assert torch_call(None, nn.Linear(2, 2)) is None
+
+
+def test_an_exported_graph_writes_torch_layers_from_their_declarations(tmp_path, monkeypatch):
+    """Built while nothing is recorded, a graph's Linear and LayerNorm are still written as
+    nn.Linear / nn.LayerNorm calls, and the file computes what the graph computes."""
+    import nodegraph
+    from nodegraph.interop.export import python as exporter
+    from nodegraph.interop.export.record import Recorder
+
+    g = nodegraph.Graph("declared")
+    g.add("data.Blobs", "data", n=64)
+    g.add("layers.Linear", "fc", out_features=8)
+    g.add("norm.LayerNorm", "ln")
+    g.connect(("data", "x"), ("fc", "input"))
+    g.connect(("fc", "output"), ("ln", "input"))
+
+    class Blind(Recorder):  # sees every constructor call but the two layers'
+        def get(self, obj):
+            return None if isinstance(obj, nn.Linear | nn.LayerNorm) else super().get(obj)
+
+    @contextmanager
+    def blind(*bases):
+        with real(*bases) as recorder:
+            recorder.__class__ = Blind
+            yield recorder
+
+    real = exporter.recording
+    monkeypatch.setattr(exporter, "recording", blind)
+    exported = exporter.to_python(g, tmp_path / "declared.py")
+    text = exported.path.read_text()
+    assert "self.fc = nn.Linear(2, 8)" in text and "self.ln = nn.LayerNorm((8,))" in text

@@ -190,8 +190,11 @@ class Importer:
         if node.op == "call_module":
             module = self.root.get_submodule(node.target)
             mapped = module_block(module)
-            if mapped is not None and len(node.args) == 1 and not node.kwargs:
+            if mapped is not None and self._maps_call(node, module):
                 block, params = mapped
+                if not isinstance(self.values[node], torch.Tensor):
+                    for user in node.users:  # out, _ = lstm(x): `out` is the block's output
+                        self.symbols[user] = _Alias(node)
                 return Planned(node.name, block, params, [node.args[0]],
                                dict(module.state_dict()))
             return self._opaque_module(node, module)
@@ -216,6 +219,23 @@ class Importer:
             if isinstance(dim, int) and dim % self.values[node].ndim != 0:
                 return self._concat(node, list(node.args[0]), dim)
         return self._opaque_function(node)
+
+    def _maps_call(self, node, module: nn.Module) -> bool:
+        """Whether this call of a module the library has a block for computes the block:
+        its one tensor (or that tensor as often as `module_call` allows, with constant
+        keywords), and of a tuple result only the first element read."""
+        args, fits = node.args, _equivalents()[0][type(module)].torch.module_call
+        if not args or any(a is not args[0] for a in args) or not self._is_tensor(args[0]) \
+                or not self._constant_args([], node.kwargs):
+            return False
+        kwargs = {k: self._const(v) for k, v in node.kwargs.items()}
+        if not (fits(len(args), kwargs) if fits else len(args) == 1 and not kwargs):
+            return False
+        if isinstance(self.values[node], torch.Tensor):
+            return True
+        return bool(node.users) and all(u.op == "call_function" and u.target is
+                                        operator.getitem and u.args[1] == 0
+                                        for u in node.users)
 
     def _concat(self, node, parts: list, dim: int) -> Planned:
         """torch.cat of any number of tensors: layers.Concat joins up to 8, so longer lists
@@ -613,13 +633,85 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
                        "torch", "builtins", "_operator", "operator", "math")}
         outside |= {n.target.rpartition(".")[0] for n in graph.nodes if n.op == "get_attr"
                     and "." in n.target and _big_buffer(module, n.target)}
+        # a tensor made while tracing (fx's `_tensor_constantN`, timm swin's relative
+        # position index): kept inside the module whose forward made it
+        outside |= {_owner(n) for n in graph.nodes if n.op == "get_attr" and "." not in
+                    n.target and _owner(n) and _big_buffer(module, n.target)}
         if not outside - leaves:
             break
         leaves |= outside
     traced = torch.fx.GraphModule(module, graph)
+    _plain_outputs(traced.graph)
     traced.graph.eliminate_dead_code()  # an unused tuple element (`out, _ = lstm(x)`)
     traced.recompile()
     return traced
+
+
+def _plain_outputs(graph: torch.fx.Graph) -> None:
+    """A named tuple returned by forward (torchvision's GoogLeNetOutputs while training)
+    becomes the plain tuple of its fields: each one an output of the graph."""
+    [output] = [n for n in graph.nodes if n.op == "output"]
+    value = output.args[0]
+    if isinstance(value, torch.fx.Node) and value.op == "call_function" and isinstance(
+            value.target, type) and issubclass(value.target, tuple) and \
+            hasattr(value.target, "_fields") and len(value.users) == 1:
+        fields = list(value.args) + [value.kwargs[f] for f in value.target._fields
+                                     if f in value.kwargs]
+        output.args = (tuple(fields),)
+        graph.erase_node(value)
+
+
+def _with_training_outputs(root: nn.Module, traced: torch.fx.GraphModule, leaves: Iterable[str],
+                           inputs: tuple) -> tuple[torch.fx.GraphModule, int]:
+    """The trace with the heads only training computes, and how many outputs they add.
+
+    Traced in eval mode, a model whose forward runs some submodules only `if
+    self.training` (googlenet's and inception's auxiliary classifiers) loses them and their
+    weights. When the eval trace leaves weights unused and a trace in training mode uses
+    them, that trace is taken instead: its extra outputs (after the eval ones, as
+    torchvision's GoogLeNetOutputs puts them) become outputs of the graph, so a training
+    step trains them too, and in eval mode the graph's first outputs are the module's. A
+    submodule that itself reads `self.training` stays one block there, so its own
+    train/eval difference survives. Where the training trace's first outputs are not the
+    eval trace's outputs in eval mode (training changes the main path), the eval trace is
+    kept."""
+    unused = _unused_weights(root, traced)
+    if not unused:
+        return traced, 0
+    reads = {name for name, m in root.named_modules()
+             if name and _reads_training(type(m))}  # type: ignore[arg-type]
+    root.train()
+    try:
+        trained = trace(root, set(leaves) | reads, len(inputs))
+    except NodegraphError:
+        return traced, 0
+    finally:
+        root.eval()
+    if len(_unused_weights(root, trained)) >= len(unused):
+        return traced, 0
+    try:
+        with torch.no_grad():
+            before = _leaves(traced(*inputs), torch.Tensor)
+            after = _leaves(trained(*inputs), torch.Tensor)
+    except Exception:
+        return traced, 0
+    extra = len(after) - len(before)
+    same = all(a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-6)
+               for a, b in zip(before, after, strict=False))
+    return (trained, extra) if extra > 0 and same else (traced, 0)
+
+
+def _unused_weights(root: nn.Module, traced: torch.fx.GraphModule) -> set[str]:
+    """Names of `root`'s parameters that no call or attribute of the trace reaches."""
+    used = [n.target for n in traced.graph.nodes if n.op in ("call_module", "get_attr")]
+    return {name for name, _ in root.named_parameters()
+            if not any(name == u or name.startswith(u + ".") for u in used)}
+
+
+@functools.cache
+def _reads_training(cls: type[nn.Module]) -> bool:
+    """True when a module class (not torch's own) reads `self.training` in forward."""
+    return not cls.__module__.startswith("torch.") and _train_only(cls)  # type: ignore[arg-type]
 
 
 def _defaults_after(module: nn.Module, count: int | None) -> dict | None:
@@ -747,6 +839,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
     traced = trace(root, leaves, len(inputs))
+    traced, heads = _with_training_outputs(root, traced, leaves, inputs)
     values = _run(traced, inputs)
     importer = Importer(root, traced, values, recorder, target, kwargs)
     for extra in [n for n in traced.graph.nodes if n.op == "placeholder"][len(inputs):]:
@@ -785,7 +878,10 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
         len(first) == len(inputs[0]) else inputs[0].numpy()
     base.parent.mkdir(parents=True, exist_ok=True)
     np.savez(npz, **arrays)
-    difference = _check(graph, weights, out_keys, placeholders, ids, inputs, reference)
+    if heads:  # the training-only heads (googlenet's aux logits), after the eval outputs
+        graph.extra["imported"]["training_outputs"] = graph.extra["imported"]["outputs"][-heads:]
+    difference = _check(graph, weights, out_keys[:len(out_keys) - heads], placeholders, ids,
+                        inputs, reference)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(weights_path))
     fx_finish.add_training(graph, base.parent, loss, optimizer)
     graph.ui["positions"] = fx_finish.layered_positions(graph)

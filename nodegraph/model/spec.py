@@ -473,12 +473,19 @@ class TorchEquivalent:
     constant arguments of a call of one of `functions` (torch functions, or Tensor method
     names as strings) whose tensor arguments come first and feed the block's inputs in
     port order (None: this call does not fit).
+
+    A module is called with its one tensor and nothing else unless `module_call(n, kwargs)`
+    says that a call passing that tensor `n` times (``mha(x, x, x)``) with these constant
+    keyword arguments computes the block too. A module returning a tuple (nn.LSTM,
+    nn.MultiheadAttention) maps only where forward reads its first element alone, the
+    block's first output.
     """
 
     modules: tuple[type, ...] = ()
     params: Callable[[Any], dict[str, Any] | None] | None = None
     functions: tuple[Any, ...] = ()
     call: Callable[[list, dict], dict[str, Any] | None] | None = None
+    module_call: Callable[[int, dict], bool] | None = None
 
 
 def with_torch(specs: Iterable[BlockSpec], table: dict[str, TorchEquivalent]) -> list[BlockSpec]:

@@ -25,6 +25,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from nodegraph.interop.export.declared import torch_call
 from nodegraph.interop.export.record import Call, Recorder
 from nodegraph.interop.export.source import MAX_TENSOR_LITERAL, Source
 from nodegraph.interop.export.syntax import (
@@ -216,7 +217,8 @@ class ModelWriter:
         if id(module) in seen:  # one module at two places: shared weights, called twice
             return BlockCode(nid, [], alias=seen[id(module)])
         seen[id(module)] = nid
-        call = self._declared_call(nid, module) or self.recorder.get(module)
+        call = self._declared_call(nid, module) or torch_call(
+            self.c.report.specs[nid], module) or self.recorder.get(module)
         if call is None:
             raise Unexportable(f"its module ({type(module).__name__}) was not made by a "
                                "Python constructor call the exporter could see")

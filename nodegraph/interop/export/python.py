@@ -25,6 +25,7 @@ from torch import nn
 
 from nodegraph.interop.export.data import DataCode, data_code
 from nodegraph.interop.export.model import ModelWriter, partition, unexportable
+from nodegraph.interop.export.packages import loader
 from nodegraph.interop.export.record import recording
 from nodegraph.interop.export.script import ScriptWriter
 from nodegraph.interop.export.source import Source
@@ -89,9 +90,10 @@ def to_python(graph: Graph, path: str | Path, source_name: str | None = None) ->
                     for nid in compiled.datasets]
             training_text = _training(compiled, recorder, source, parts, model, data, opts,
                                       source_name or graph.name)
+        prelude = loader(graph, source)  # torchvision importable beside a CPU torch
         for _ in range(2):  # a second round writes the values set by hand as literals
             text = _assemble(graph, source, [class_text, *filter(None, [training_text])],
-                             model.name, source_name, path, training)
+                             model.name, source_name, path, training, prelude)
             namespace = {"__name__": "nodegraph_export", "__file__": str(path)}
             exec(builtins.compile(text, str(path), "exec"), namespace)
             fixups = model.check(namespace, opts["seed"], rng, initial)
@@ -140,7 +142,8 @@ def _training(compiled, recorder, source, parts, model, data, opts, source_name)
 
 
 def _assemble(graph: Graph, source: Source, sections: list[str], name: str,
-              source_name: str | None, path: Path, training: bool) -> str:
+              source_name: str | None, path: Path, training: bool,
+              prelude: str | None = None) -> str:
     origin = f" from {source_name}" if source_name else ""
     paragraphs = [
         f"{graph.name} as plain PyTorch, exported by nodegraph{origin}.",
@@ -163,7 +166,7 @@ def _assemble(graph: Graph, source: Source, sections: list[str], name: str,
         doc.pop()
     doc.append('"""')
     model_defs = source.definitions("model")
-    rest = "\n\n\n".join([*model_defs, *sections])
+    rest = "\n\n\n".join([*filter(None, [prelude]), *model_defs, *sections])
     # isort leaves one blank line before a statement after the imports, two before a def
-    gap = "\n\n\n" if rest.startswith(("class ", "def ", "@")) else "\n\n"
+    gap = "\n\n\n" if rest.startswith(("class ", "def ", "@", "# ")) else "\n\n"
     return "\n".join(doc) + "\n\n" + source.import_lines() + gap + rest + "\n"

@@ -212,7 +212,8 @@ def call_lines(lhs: str, callee: str, parts: list[str], indent: int) -> list[str
     if len(head) > LINE // 2 and ", " in lhs:  # many targets: them in parentheses, wrapped
         tail = f") = {callee}({', '.join(parts)})"
         width = max(30, LINE - indent - 1 - len(tail))  # the last line keeps room for tail
-        targets = textwrap.wrap(lhs, width, break_on_hyphens=False)
+        targets = textwrap.wrap(lhs, width, break_on_hyphens=False,
+                                break_long_words=False)  # a name stays whole
         return _wrapped_targets(targets, callee, parts, pad)
     align = " " * len(head)
     laid = [reflow(p, len(head), 1) if len(head) + len(p) + 1 > LINE else p for p in parts]
