@@ -620,6 +620,7 @@ BLOCKS = with_dtype(BLOCKS, ("LMHead", "LearnedPositionalEncoding", "MultiHeadCr
                              "MultiHeadSelfAttention", "PatchEmbedding",
                              "TransformerDecoderBlock", "TransformerEncoderBlock", "ClsToken"))
 
+
 def _torch_mha(m: nn.MultiheadAttention) -> dict | None:
     """attention.MultiHeadSelfAttention's params for a batch-first nn.MultiheadAttention
     whose keys and values have the queries' width, with no extra bias or zero key: the same

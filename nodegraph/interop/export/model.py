@@ -17,6 +17,7 @@ with the reason.
 from __future__ import annotations
 
 import ast
+import inspect
 import keyword
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -517,9 +518,16 @@ def _in_dtype(call: Call, dtype: torch.dtype) -> tuple[Call, Callable[[str], lis
     float32, every old graph's, changes nothing."""
     if dtype == torch.float32:
         return call, lambda target: []
-    if "dtype" in call.args:
+    if "dtype" in call.args or _takes_dtype(call.cls):  # a declared call leaves it out
         return replace(call, args={**call.args, "dtype": dtype}), lambda target: []
     return call, lambda target: [f"{target}.to({dtype})  # the graph's dtype"]
+
+
+def _takes_dtype(fn: Callable[..., Any]) -> bool:
+    try:
+        return "dtype" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
 
 def _body_lines(lhs: str, callee: str, args: list[str], extra: int = 0) -> list[str]:
