@@ -158,11 +158,12 @@ def _eps_loss(p, x):
     return EpsLoss(p.reduction)
 
 
-def sinusoidal(t: torch.Tensor, dim: int, max_period: float) -> torch.Tensor:
+def sinusoidal(t: torch.Tensor, dim: int, max_period: float,
+               dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """[sin ω₀t, cos ω₀t, sin ω₁t, cos ω₁t, ...] with ω_k = max_period^(−2k/dim)."""
-    k = torch.arange(dim // 2, device=t.device, dtype=torch.float32)
+    k = torch.arange(dim // 2, device=t.device, dtype=dtype)
     omega = max_period ** (-2.0 * k / dim)
-    angles = t.reshape(-1, 1).float() * omega
+    angles = t.reshape(-1, 1).to(dtype) * omega
     return torch.stack([angles.sin(), angles.cos()], -1).flatten(1)
 
 
@@ -172,11 +173,18 @@ class TimestepEmbedding(nn.Module):
     def __init__(self, dim: int, max_period: float, mlp_features: int | None):
         super().__init__()
         self.dim, self.max_period = dim, max_period
+        # carries the block's dtype (a graph in float64 or bfloat16 casts it): the embedding
+        # is made in it, so the layers after it get what they hold their weights in
+        self.register_buffer("dtype_of", torch.zeros(()), persistent=False)
         self.mlp = None if mlp_features is None else nn.Sequential(
             nn.Linear(dim, mlp_features), nn.SiLU(), nn.Linear(mlp_features, mlp_features))
 
     def forward(self, t: torch.Tensor) -> torch.Tensor:
-        emb = sinusoidal(t, self.dim, self.max_period)
+        dtype = self.dtype_of.dtype
+        if dtype == torch.float64:
+            emb = sinusoidal(t.double(), self.dim, self.max_period, torch.float64)
+        else:  # float32, and bfloat16 from float32's angles (t up to thousands)
+            emb = sinusoidal(t, self.dim, self.max_period).to(dtype)
         return emb if self.mlp is None else self.mlp(emb)
 
 

@@ -229,3 +229,26 @@ def test_python_export_of_bfloat16_saved_data(tmp_path):
     for port in ("x", "y"):
         assert data["train"][port].dtype == torch.bfloat16
         assert torch.equal(data["train"][port], ours[port])
+
+
+def test_the_timestep_embedding_is_made_in_the_graphs_dtype():
+    from nodes.generative import TimestepEmbedding
+
+    t = torch.tensor([0, 1, 7, 999])
+    module = TimestepEmbedding(8, 10_000.0, None).to(torch.float64)
+    k = torch.arange(4, dtype=torch.float64)
+    angles = t.double().reshape(-1, 1) * 10_000.0 ** (-2.0 * k / 8)
+    expected = torch.stack([angles.sin(), angles.cos()], -1).flatten(1)
+    assert module(t).dtype == torch.float64 and torch.equal(module(t), expected)
+    assert TimestepEmbedding(8, 10_000.0, None)(t).dtype == torch.float32
+    bf16 = TimestepEmbedding(8, 10_000.0, None).to(torch.bfloat16)(t)  # rounded at the end
+    assert bf16.dtype == torch.bfloat16 and torch.equal(bf16, expected.float().bfloat16())
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+def test_a_diffusion_graph_validates_and_trains_in_another_dtype(dtype):
+    graph = nodegraph.load(ROOT / "examples" / "ddpm_toy.json")
+    graph.training["dtype"] = dtype
+    assert validate(graph, for_training=True).ok  # the embedding meets its layers' dtype
+    loss = nodegraph.train(graph, epochs=1).final["train"]["loss"]
+    assert np.isfinite(loss) and loss < 2.0  # unit-variance noise predicted: MSE below ~1
