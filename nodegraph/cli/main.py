@@ -60,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `nodegraph info --json | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush stays quiet
+        return 0
     except Exception as e:  # the edge: never let a traceback be the user's only clue
         if os.environ.get("NODEGRAPH_DEBUG"):
             traceback.print_exc()
