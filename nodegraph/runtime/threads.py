@@ -64,7 +64,7 @@ def physical_cores() -> int:
     return max(1, min(usable, len(cores) or usable))
 
 
-def busy_cores(samples: int = 5, interval: float = 0.005) -> int:
+def busy_cores(samples: int = 3, interval: float = 0.002) -> int:
     """Cores other processes keep busy right now: the runnable tasks of /proc/loadavg less
     this one (the median of a few reads, as one read is noisy); 0 where it cannot be read."""
     counts = []
