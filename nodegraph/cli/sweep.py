@@ -34,6 +34,7 @@ from nodegraph.cli.main import add_graph_argument, open_graph
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.settings import monitor_rises
 from nodegraph.runtime.search import final_value as metric_of
+from nodegraph.runtime.search import parse_value
 
 
 @dataclass
@@ -66,21 +67,13 @@ def parse_grid(items: list[str]) -> dict[str, list[Any]]:
             except json.JSONDecodeError as e:
                 raise NodegraphError(f"--grid '{item}': the list is not JSON ({e})") from None
         else:
-            values = [_value(v) for v in raw.split(",")]
+            values = [parse_value(v) for v in raw.split(",")]
         if target in grid:
             raise NodegraphError(f"--grid names {target} twice")
         grid[target] = values
     if not grid:
         raise NodegraphError("give at least one --grid NODE.PARAM=v1,v2")
     return grid
-
-
-def _value(text: str) -> Any:
-    text = text.strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:

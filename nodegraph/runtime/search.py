@@ -109,7 +109,7 @@ def parse_space(item: str) -> Space:
         raise NodegraphError(f"{where}: unknown kind '{kind}'; use one of {', '.join(KINDS)} "
                              "as in KIND:LOW:HIGH or choice:v1,v2")
     if kind == "choice":
-        values = [_value(v) for v in _split_choices(rest)]
+        values = [parse_value(v) for v in _split_choices(rest)]
         if not values:
             raise NodegraphError(f"{where}: choice needs at least one value: choice:v1,v2")
         return Space(target, kind, choices=tuple(values))
@@ -153,7 +153,8 @@ def _split_choices(text: str) -> list[str]:
     return [v for v in out if v.strip()]
 
 
-def _value(text: str) -> Any:
+def parse_value(text: str) -> Any:
+    """A command-line value: JSON where it parses (numbers, lists, true), else the text."""
     text = text.strip()
     try:
         return json.loads(text)

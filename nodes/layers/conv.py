@@ -240,14 +240,7 @@ def _max_pool_shape(dims: int):
 
 def _pool(kind: str, dims: int):
     def build(p, x):
-        t = _signal(x, dims)
-        kernel, padding = per_dim(p.kernel_size, dims), per_dim(p.padding, dims)
-        stride = kernel if p.stride is None else per_dim(p.stride, dims)
-        if any(2 * pad > k for pad, k in zip(padding, kernel, strict=True)):
-            raise ParamError(f"padding {list(padding)} must be at most half the kernel size "
-                             f"{list(kernel)}")
-        dilation = per_dim(p.dilation, dims) if "dilation" in p else (1,) * dims
-        _need_fits(t, kernel, dilation, padding, "pooling window")
+        _, kernel, stride, padding, dilation = _pool_geometry(p, x, dims)
         extra = ({"count_include_pad": p.count_include_pad} if kind == "Avg"
                  else {"dilation": dilation})
         return POOLS[kind, dims](kernel, stride, padding, ceil_mode=p.ceil_mode, **extra)
