@@ -48,6 +48,8 @@ from nodegraph.runtime.run_history import (
 MAX_OVERLAID = 4  # more curves than this in one plot read as noise
 
 
+LEGEND_LINE = 22  # px of one line of the runs' legend
+
 class RunHistoryPanel(QWidget):
     """The list of runs, their overlaid curves and the table of what differed."""
 
@@ -185,6 +187,14 @@ class RunHistoryPanel(QWidget):
                     xs, ys, pen=pg.mkPen(color, width=2, style=style))
             sample = pg.PlotDataItem(pen=pg.mkPen(color, width=2))
             self.legend.addItem(sample, legend_label(run, [(k, vs[i]) for k, vs in rows]))
+        # pyqtgraph's legend moves itself to its parent's corner, over the plots' titles,
+        # when it resizes for new lines: its row keeps their height, and the grid places
+        # it again
+        lines = -(-len(runs) // 2)  # two runs per line
+        grid = self.canvas.ci.layout
+        grid.setRowFixedHeight(1, LEGEND_LINE * lines)
+        grid.invalidate()
+        grid.activate()
         for plot in (self.loss_plot, self.metric_plot):
             plot.enableAutoRange()
 
