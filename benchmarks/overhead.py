@@ -82,18 +82,23 @@ def bench_step(rounds: int, steps: int) -> float:
         g = mlp_graph("data.NumPy", {"path": str(path), "batch_size": 128, "val_fraction": 0.0,
                                      "target_kind": "class"},
                       [256, 256, 10], 1e-3)
-        g.training["device"] = DEVICE
-        compiled = nodegraph.compile(g)
-    opts, _ = resolve(g.training)
-    trainer = Trainer(compiled, opts, Emitter(), RunControl(), None)
-    batch = next(trainer.batches("train", shuffle=False))
-    run = compiled.optimizers[0]
+        trainer, batch = trainer_and_batch(g)  # the data is read while the file exists
+    run = trainer.c.optimizers[0]
 
     torch.manual_seed(0)
     model = hand_mlp([784, 256, 256, 10]).to(DEVICE)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     return compare("step", *step_pair(trainer, run, batch, model, opt, steps), rounds,
                    per=steps)
+
+
+def trainer_and_batch(g: nodegraph.Graph) -> tuple[Trainer, dict]:
+    """The trainer's own step machinery for `g` on DEVICE, and its first training batch."""
+    g.training["device"] = DEVICE
+    compiled = nodegraph.compile(g)
+    opts, _ = resolve(g.training)
+    trainer = Trainer(compiled, opts, Emitter(), RunControl(), None)
+    return trainer, next(trainer.batches("train", shuffle=False))
 
 
 def step_pair(trainer, run, batch, model, opt, steps: int):
@@ -129,12 +134,8 @@ def hand_cnn() -> nn.Sequential:
 def bench_cnn_step(rounds: int, steps: int) -> float:
     """The compiled example against `hand_cnn` given the same weights, on the same batch."""
     g = nodegraph.load(CNN_FILE)
-    g.training["device"] = DEVICE
-    compiled = nodegraph.compile(g)
-    opts, _ = resolve(g.training)
-    trainer = Trainer(compiled, opts, Emitter(), RunControl(), None)
-    batch = next(trainer.batches("train", shuffle=False))
-    run = compiled.optimizers[0]
+    trainer, batch = trainer_and_batch(g)
+    compiled, run = trainer.c, trainer.c.optimizers[0]
     compiled.module.train()
 
     model = hand_cnn().to(DEVICE)

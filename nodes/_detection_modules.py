@@ -127,6 +127,12 @@ class NMS(nn.Module):
                 out_labels.masked_fill(zero, -1), mask.to(boxes.dtype))
 
 
+def _pooled_on_meta(features, boxes, size: int) -> torch.Tensor:
+    """What RoIAlign/RoIPool give while validating: (N, boxes, C, size, size) on meta."""
+    return torch.empty(features.shape[0], boxes.shape[1], features.shape[1], size, size,
+                       dtype=features.dtype, device="meta")
+
+
 class RoIAlign(nn.Module):
     def __init__(self, output_size: int, spatial_scale: float, sampling_ratio: int,
                  aligned: bool):
@@ -135,9 +141,7 @@ class RoIAlign(nn.Module):
 
     def forward(self, features, boxes):
         if _meta(features, boxes):
-            p = self.args[0]
-            return torch.empty(features.shape[0], boxes.shape[1], features.shape[1], p, p,
-                               dtype=features.dtype, device="meta")
+            return _pooled_on_meta(features, boxes, self.args[0])
         return roi_align(features, boxes, *self.args)
 
 
@@ -148,9 +152,7 @@ class RoIPool(nn.Module):
 
     def forward(self, features, boxes):
         if _meta(features, boxes):
-            p = self.args[0]
-            return torch.empty(features.shape[0], boxes.shape[1], features.shape[1], p, p,
-                               dtype=features.dtype, device="meta")
+            return _pooled_on_meta(features, boxes, self.args[0])
         return roi_pool(features, boxes, *self.args)
 
 
