@@ -24,7 +24,7 @@ from nodegraph.model import gcpause, references
 from nodegraph.model.errors import GraphError, ParamError, Problem
 from nodegraph.model.events import Emitter
 from nodegraph.model.groupdefs import GroupDef, GroupRegistry
-from nodegraph.model.spec import Registry, default_registry
+from nodegraph.model.spec import BlockSpec, Registry, default_registry
 from nodegraph.model.types import why_incompatible
 from nodegraph.model.wires import Wires
 
@@ -254,9 +254,10 @@ class Graph:
         if node.id in self._nodes:
             raise GraphError(f"a node with id '{node.id}' already exists")
         if strict:
-            node.type = self._spec(node.type).id
+            spec = self._spec(node.type)
+            node.type = spec.id
             for name, value in node.params.items():
-                node.params[name] = self._check_param(node.id, node.type, name, value)
+                node.params[name] = self._checked_param(node.id, spec, name, value)
         self._nodes[node.id] = node
         self.events.emit(GraphChanged("node_added", node=node.id))
         return node.id
@@ -320,7 +321,7 @@ class Graph:
     def set_param(self, node_id: str, name: str, value: Any) -> None:
         """Set a param, checked against the block's declaration."""
         node = self.node(node_id)
-        node.params[name] = self._check_param(node_id, node.type, name, value)
+        node.params[name] = self._checked_param(node_id, self._spec(node.type), name, value)
         self.events.emit(GraphChanged("param_changed", node_id, name=name, value=value))
 
     def reset_param(self, node_id: str, name: str) -> None:
@@ -419,8 +420,7 @@ class Graph:
         except Exception as e:
             raise GraphError(str(e)) from None
 
-    def _check_param(self, node_id: str, type: str, name: str, value: Any) -> Any:
-        spec = self._spec(type)
+    def _checked_param(self, node_id: str, spec: BlockSpec, name: str, value: Any) -> Any:
         param = spec.param(name)
         if param is None:
             known = ", ".join(p.name for p in spec.params) or "none"

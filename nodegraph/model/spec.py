@@ -55,6 +55,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -246,6 +247,7 @@ _CHECKERS: dict[str, Callable[[Param, Any], Any]] = {
     "node": _check_str, "nodes": _check_list(_check_str), "stage": _check_str,
 }
 REFERENCE_KINDS = ("node", "nodes")
+_MISSING = object()
 
 
 class Params(dict):
@@ -256,9 +258,10 @@ class Params(dict):
     """
 
     def __getattribute__(self, name: str) -> Any:
-        if not name.startswith("__") and dict.__contains__(self, name):
-            return dict.__getitem__(self, name)
-        return super().__getattribute__(name)
+        # one dict look-up first: blocks read their params this way on every node that
+        # validation infers (param names are lower_snake, so never a dunder)
+        value = dict.get(self, name, _MISSING)
+        return value if value is not _MISSING else super().__getattribute__(name)
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(name)
@@ -326,13 +329,26 @@ class BlockSpec:
             object.__setattr__(self, "category", self.id.split(".", 1)[0])
 
     def input(self, name: str) -> Port | None:
-        return next((p for p in self.inputs if p.name == name), None)
+        return self._by_name[0].get(name)
 
     def output(self, name: str) -> Port | None:
-        return next((p for p in self.outputs if p.name == name), None)
+        return self._by_name[1].get(name)
 
     def param(self, name: str) -> Param | None:
-        return next((p for p in self.params if p.name == name), None)
+        return self._by_name[2].get(name)
+
+    @cached_property
+    def naming_params(self) -> tuple[Param, ...]:
+        """The params whose values name nodes or stages (kinds node, nodes and stage), in
+        declaration order: what rename rewrites and validation looks up."""
+        return tuple(p for p in self.params if p.kind in (*REFERENCE_KINDS, "stage"))
+
+    @cached_property
+    def _by_name(self) -> tuple[dict[str, Port], dict[str, Port], dict[str, Param]]:
+        """Inputs, outputs and params by name (unique, checked above): the look-ups that
+        every edit and validation of every node make, in one step each."""
+        return ({p.name: p for p in self.inputs}, {p.name: p for p in self.outputs},
+                {p.name: p for p in self.params})
 
     @property
     def summary(self) -> str:
