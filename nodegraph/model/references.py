@@ -84,7 +84,7 @@ def _renamed_stage(stage: Any, old: str, new: str) -> Any:
 
 def named_in(spec: BlockSpec, params: dict[str, Any]) -> Iterator[tuple[Param, str]]:
     """Each (param, node id) that a node of block `spec` with `params` names."""
-    for param in spec.params:
+    for param in spec.naming_params:
         value = params.get(param.name)
         if param.kind == "node" and isinstance(value, str) and value:
             yield param, value
@@ -146,7 +146,7 @@ def problems(graph, flat_ids: frozenset[str] | set[str] = frozenset()) -> list[P
             kind = kind_of(graph.registry, target.type)
             if param.of and kind is not None and kind not in param.of:
                 wrong.setdefault(param.name, []).append(f"'{name}' ({kind})")
-        for param in spec.params:
+        for param in spec.naming_params:
             value = node.params.get(param.name)
             if param.name in missing:
                 names = ", ".join(f"'{n}'" for n in missing[param.name])
