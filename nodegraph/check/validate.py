@@ -101,7 +101,9 @@ def validate(graph: Graph, for_training: bool = False, cache: OpCache | None = N
     what inference learnt for the next call (default: see `nodegraph.check.opcache`).
     """
     cache = cache if cache is not None else opcache.default(graph.registry)
-    with allowlist.trusting(graph.trusted), gcpause.paused():
+    # the memory every node is checked against: read once, not once per node
+    with allowlist.trusting(graph.trusted), gcpause.paused(), \
+            footprint.memory_limit(footprint.limit_bytes()):
         if graph.folder is not None:  # a graph from a file reads its data beside the file
             with files_relative_to(graph.folder):
                 return _validated(graph, for_training, cache)

@@ -320,6 +320,8 @@ def _build_optimizers(compiled: Compiled, graph: Graph, sinks: list[str]) -> Non
     opt_nodes = [nid for nid in report.order if report.specs[nid].kind == "optimizer"]
     # what the trainer reads after a step: every loss (the epoch's sums), the metrics' inputs
     keep = {*compiled.loss_keys.values(), *(k for m in compiled.metrics for k in m.keys)}
+    named_all = _named(module)
+    by_block = _parameters_by_block(module)
     for i, nid in enumerate(opt_nodes):
         params = report.params[nid]
         loss_edge = graph.source_of(nid, "loss")
@@ -327,9 +329,9 @@ def _build_optimizers(compiled: Compiled, graph: Graph, sinks: list[str]) -> Non
             raise NodeRuntimeError(nid, "its loss input is not wired", "wire a loss into it")
         upstream = graph.upstream([loss_edge.src])
         scope = _members(report, params.get("scope")) or sorted(upstream)
-        trainable = _parameters(module, scope)
+        trainable = _parameters(module, scope, by_block)
         chosen = {id(p) for p in trainable}  # by identity, in one look-up each
-        named = [(name, p) for name, p in _named(module) if id(p) in chosen]
+        named = [(name, p) for name, p in named_all if id(p) in chosen]
         spec = report.specs[nid]
         last = i == len(opt_nodes) - 1
         # the last optimizer's forward also computes every loss and metric, so the epoch's
@@ -397,12 +399,23 @@ def _named(module: GraphModule) -> list[tuple[str, nn.Parameter]]:
     return [(k.removeprefix("blocks."), p) for k, p in module.named_parameters()]
 
 
-def _parameters(module: GraphModule, nodes: Iterable[str]) -> list[nn.Parameter]:
-    """Trainable parameters of `nodes`, each once (shared weights are not stepped twice)."""
+def _parameters_by_block(module: GraphModule) -> dict[int, list[nn.Parameter]]:
+    """Each block's parameters, keyed by the block's identity, from one walk of the model
+    (a walk per block cost more than the rest of the optimizers' set-up)."""
+    by_node: dict[str, list[nn.Parameter]] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        by_node.setdefault(name.split(".", 2)[1], []).append(p)  # blocks.<node>.<param>
+    return {id(block): by_node.get(nid, []) for nid, block in module.blocks.items()}
+
+
+def _parameters(module: GraphModule, nodes: Iterable[str],
+                by_block: dict[int, list[nn.Parameter]]) -> list[nn.Parameter]:
+    """Trainable parameters of `nodes`, each once (shared weights are not stepped twice);
+    `by_block` from `_parameters_by_block`."""
     seen, out = set(), []
     for nid in nodes:
         block = module.module_of(nid)
-        for p in block.parameters() if block is not None else ():
+        for p in by_block.get(id(block), ()) if block is not None else ():
             if p.requires_grad and id(p) not in seen:
                 seen.add(id(p))
                 out.append(p)
