@@ -15,6 +15,10 @@ the power-law exponent fitted over the sizes (time ~ size ** k: 1 is linear, 2 q
 Targets at 5,000 nodes: build < 0.1 s, validate < 0.5 s, compile < 0.5 s, each k <= 1.1.
 Run with OMP_NUM_THREADS=1 on a quiet machine (or `--clock cpu` on a busy one); each
 figure is the best of `--repeat`.
+
+Most of a compile is PyTorch making and initialising the layers, so beside it the script
+times the same model written by hand (`by_hand`: the same Linear layers from the same seed,
+and an Adam over them) and prints the ratio and the difference: what the graph adds.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ import math
 import os
 import time
 from collections.abc import Callable
+
+import torch
+from torch import nn
 
 import nodegraph
 
@@ -106,18 +113,34 @@ def clear_shape_cache() -> None:
     opcache.default(nodegraph.default_registry()).clear()
 
 
+def by_hand(layers: list[tuple[int, int, bool]]) -> None:
+    """The model a graph compiles to, written in PyTorch: its Linear layers (same sizes,
+    same order, same seed) in a ModuleList, and an Adam over them."""
+    torch.manual_seed(0)
+    model = nn.ModuleList(nn.Linear(i, o, bias=b) for i, o, b in layers)
+    torch.optim.Adam(model.parameters())
+
+
+def linear_layers(graph: nodegraph.Graph) -> list[tuple[int, int, bool]]:
+    blocks = nodegraph.compile(graph).module.blocks.values()
+    return [(m.in_features, m.out_features, m.bias is not None)
+            for m in blocks if isinstance(m, nn.Linear)]
+
+
 def measure(make: Callable[[int], nodegraph.Graph], n: int, repeat: int) -> dict[str, float]:
     graph = make(n)
     assert len(graph) == n, (len(graph), n)
     report = nodegraph.validate(graph, for_training=True)
     if not report.ok:
         raise SystemExit(f"{graph.name} does not validate: {report.errors[:3]}")
+    layers = linear_layers(graph)
     return {
         "build": best(lambda: make(n), repeat),
         "validate cold": best(lambda: nodegraph.validate(graph, for_training=True), repeat,
                               clear_shape_cache),
         "validate warm": best(lambda: nodegraph.validate(graph, for_training=True), repeat),
         "compile": best(lambda: nodegraph.compile(graph), repeat),
+        "by hand": best(lambda: by_hand(layers), repeat),
     }
 
 
@@ -162,6 +185,11 @@ def main() -> None:
             ok = "ok" if t < target and k <= 1.1 else "MISSED"
             print(f"{shape} {step}: {t:.3f} s at {at} nodes (target < {target} s), "
                   f"exponent {k:.2f} (target <= 1.1) {ok}")
+        hand = rows[at]["by hand"]
+        k = exponent(args.sizes, [rows[n]["by hand"] for n in args.sizes])
+        print(f"{shape} by hand: {hand:.3f} s at {at} nodes to make the same layers and Adam "
+              f"in PyTorch, exponent {k:.2f}; compile/by hand {rows[at]['compile'] / hand:.2f}, "
+              f"compile - by hand {rows[at]['compile'] - hand:.3f} s")
 
 
 if __name__ == "__main__":
