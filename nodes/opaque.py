@@ -30,7 +30,7 @@ from nodegraph.kinds.dataset import data_params, from_arrays
 from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.spec import Param, Port, block, int_param, str_param
-from nodes.data._files import npy_header, read_npz
+from nodes.data._files import npz_headers, read_npz
 
 INPUTS = [Port("input", doc="the first argument"),
           *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in range(2, 9))]
@@ -305,7 +305,7 @@ def _arrays(p):
 def _arrays_meta(p):
     """Shapes and dtypes from the arrays' headers; None where a header does not read as a
     plain numeric array (the build says why) or a stratified split needs y's values."""
-    heads = [npy_header(p.path, ".npz file", k) for k in (p.x_key, p.y_key)]
+    heads = npz_headers(p.path, (p.x_key, p.y_key))
     if None in heads or any(d.kind not in "biuf" for _, d in heads):
         return None
     (xs, xd), (ys, yd) = heads

@@ -238,6 +238,31 @@ def _header(f) -> tuple[tuple[int, ...], np.dtype]:
     return tuple(shape), dtype
 
 
+def npz_headers(path: str, keys: tuple[str, str]
+                ) -> list[tuple[tuple[int, ...], np.dtype] | None]:
+    """The shape and dtype of arrays `keys` of a .npz archive from their headers, refused
+    as `read_npz` refuses a missing file or array; None for an array whose header does not
+    read as a plain .npy (`read_npz` then says why)."""
+    p = resolve(path, ".npz file")
+    try:
+        with np.load(p, allow_pickle=False) as archive:  # lists the arrays, reads none
+            missing = [k for k in keys if k not in archive.files]
+            if missing:
+                raise NodegraphError(f"'{path}' has no array {missing[0]!r} (arrays: "
+                                     f"{', '.join(archive.files) or 'none'})")
+            names = archive.zip.namelist()
+            heads = []
+            for k in keys:
+                try:
+                    with archive.zip.open(f"{k}.npy" if f"{k}.npy" in names else k) as f:
+                        heads.append(_header(f))
+                except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                    heads.append(None)
+            return heads
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise NodegraphError(f"cannot read .npz file '{path}': {e}") from e
+
+
 def read_npz(path: str, keys: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
     """The arrays named `keys` from a .npz archive."""
     p = resolve(path, ".npz file")
