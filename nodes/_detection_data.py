@@ -10,12 +10,14 @@ inference and the editor's wire labels work as for any tensor.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from nodegraph.kinds.dataset import data_path
 from nodegraph.model.errors import NodegraphError
-from nodes.data._images import grey, read_image, resize
+from nodes.data._images import grey, image_header, read_image, resize
 
 CLASSES = ("square", "disc", "triangle")
 
@@ -41,6 +43,17 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (area - inter)
 
 
+def check_shapes(image_size: int, min_objects: int, max_objects: int, min_size: int,
+                 max_size: int) -> None:
+    """Refuse object counts and sizes `shapes` cannot draw."""
+    if not 1 <= min_objects <= max_objects:
+        raise NodegraphError(f"min_objects ({min_objects}) must be between 1 and max_objects "
+                             f"({max_objects})")
+    if not 2 <= min_size <= max_size <= image_size:
+        raise NodegraphError(f"need 2 <= min_size ({min_size}) <= max_size ({max_size}) <= "
+                             f"image_size ({image_size})")
+
+
 def shapes(n: int, image_size: int, min_objects: int, max_objects: int, min_size: int,
            max_size: int, max_overlap: float, noise: float, seed: int) -> dict[str, np.ndarray]:
     """`n` images (N, 3, S, S) in [0, 1] of squares, discs and triangles in random colours
@@ -48,12 +61,7 @@ def shapes(n: int, image_size: int, min_objects: int, max_objects: int, min_size
     pixels, so a box's edges lie on pixel edges), positions uniform inside the image, and a
     new shape is redrawn (up to 50 times) while it overlaps an earlier one with IoU above
     `max_overlap`. Later shapes are painted over earlier ones."""
-    if not 1 <= min_objects <= max_objects:
-        raise NodegraphError(f"min_objects ({min_objects}) must be between 1 and max_objects "
-                             f"({max_objects})")
-    if not 2 <= min_size <= max_size <= image_size:
-        raise NodegraphError(f"need 2 <= min_size ({min_size}) <= max_size ({max_size}) <= "
-                             f"image_size ({image_size})")
+    check_shapes(image_size, min_objects, max_objects, min_size, max_size)
     rng = np.random.default_rng(seed)
     images = np.empty((n, 3, image_size, image_size), np.float32)
     boxes = np.zeros((n, max_objects, 4), np.float32)
@@ -100,6 +108,46 @@ def read_coco(path: str, images: str, size: int | None, max_objects: int | None,
     `annotations` with image_id, category_id, bbox [x, y, w, h] in pixels; `categories`
     with id, name) and the folder holding the image files. Classes are numbered 0.. in the
     order of their category ids; images without annotations are kept (no objects)."""
+    def look(file: Path) -> tuple[np.ndarray, tuple[int, ...], tuple[int, int]]:
+        pixels = read_image(file)
+        if grayscale and pixels.shape[0] == 3:
+            pixels = grey(pixels)
+        h, w = pixels.shape[1:]
+        if size is not None:
+            pixels = resize(pixels[None], size)[0]
+        return pixels, pixels.shape, (h, w)
+
+    pictures, _, objects, m, names = _coco(path, images, max_objects, look)
+    n = len(pictures)
+    out = {"x": np.stack(pictures).astype(np.float32),
+           "boxes": np.zeros((n, m, 4), np.float32),
+           "labels": np.full((n, m), -1, np.int64),
+           "mask": np.zeros((n, m), np.float32)}
+    for r, objs in enumerate(objects):
+        for j, (box, cls) in enumerate(objs):
+            out["boxes"][r, j], out["labels"][r, j], out["mask"][r, j] = box, cls, 1.0
+    return out, names
+
+
+def coco_shape(path: str, images: str, size: int | None, max_objects: int | None,
+               grayscale: bool) -> tuple[int, tuple[int, int, int], int]:
+    """What `read_coco` gives, from the JSON and the images' headers: the number of images,
+    one image's (C, H, W) and the padded box count M; refused as it refuses (damage in the
+    pixels is found when the data is built)."""
+    def look(file: Path) -> tuple[None, tuple[int, ...], tuple[int, int]]:
+        c, h, w = image_header(file)
+        c = 1 if grayscale else c
+        return None, ((c, h, w) if size is None else (c, size, size)), (h, w)
+
+    _, shapes, _, m, _ = _coco(path, images, max_objects, look)
+    return len(shapes), shapes[0], m
+
+
+def _coco(path: str, images: str, max_objects: int | None, look: Callable
+          ) -> tuple[list, list[tuple[int, ...]], list[list[tuple]], int, list[str]]:
+    """The images as `look(file)` gives them with their (C, H, W) (and their height and
+    width before resizing, for the boxes), each image's objects (box in those pixels,
+    class), the padded box count and the class names, after every check of the file."""
     file = data_path(path)
     try:
         doc = json.loads(file.read_text())
@@ -118,23 +166,19 @@ def read_coco(path: str, images: str, size: int | None, max_objects: int | None,
         cats[c["id"]] = str(c.get("name", c["id"]))
     class_of = {cid: i for i, cid in enumerate(sorted(cats))}
     folder = data_path(images) if images else file.parent
-    rows, pictures, scale = {}, [], []
+    rows, pictures, shapes, scale = {}, [], [], []
     for k, im in enumerate(doc["images"]):
         where = f"{file.name}: images[{k}]"
         _need(isinstance(im, dict) and isinstance(im.get("id"), int)
               and isinstance(im.get("file_name"), str), where,
               "needs an integer 'id' and a 'file_name'")
         _need(im["id"] not in rows, where, f"image id {im['id']} appears twice")
-        pixels = read_image(folder / im["file_name"])
-        if grayscale and pixels.shape[0] == 3:
-            pixels = grey(pixels)
-        h, w = pixels.shape[1:]
-        if size is not None:
-            pixels = resize(pixels[None], size)[0]
+        picture, shape, (h, w) = look(folder / im["file_name"])
         rows[im["id"]] = len(pictures)
-        pictures.append(pixels)
-        scale.append((pixels.shape[2] / w, pixels.shape[1] / h))
-    shapes_seen = {p.shape for p in pictures}
+        pictures.append(picture)
+        shapes.append(tuple(shape))
+        scale.append((shape[2] / w, shape[1] / h))
+    shapes_seen = set(shapes)
     _need(len(shapes_seen) <= 1, str(file), f"images differ in size {sorted(shapes_seen)}; "
           "set `size` to resize them all")
     objects: list[list[tuple]] = [[] for _ in pictures]
@@ -159,13 +203,5 @@ def read_coco(path: str, images: str, size: int | None, max_objects: int | None,
     m = most if max_objects is None else max_objects
     _need(most <= m, str(file), f"an image has {most} boxes but max_objects is {m}; raise "
           "max_objects or leave it empty")
-    n = len(pictures)
-    _need(n > 0, str(file), "'images' is empty")
-    out = {"x": np.stack(pictures).astype(np.float32),
-           "boxes": np.zeros((n, max(m, 1), 4), np.float32),
-           "labels": np.full((n, max(m, 1)), -1, np.int64),
-           "mask": np.zeros((n, max(m, 1)), np.float32)}
-    for r, objs in enumerate(objects):
-        for j, (box, cls) in enumerate(objs):
-            out["boxes"][r, j], out["labels"][r, j], out["mask"][r, j] = box, cls, 1.0
-    return out, [cats[c] for c in sorted(cats)]
+    _need(len(pictures) > 0, str(file), "'images' is empty")
+    return pictures, shapes, objects, max(m, 1), [cats[c] for c in sorted(cats)]

@@ -25,11 +25,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import data_params, from_arrays
 from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.spec import Param, Port, block, int_param, str_param
-from nodes.data._files import read_npz
+from nodes.data._files import npz_headers, read_npz
 
 INPUTS = [Port("input", doc="the first argument"),
           *(Port(f"input_{i}", doc=f"argument {i}", optional=True) for i in range(2, 9))]
@@ -301,6 +302,21 @@ def _arrays(p):
     return from_arrays({"x": np.asarray(x), "y": np.asarray(y)}, p, normalize_ports=())
 
 
+def _arrays_meta(p):
+    """Shapes and dtypes from the arrays' headers; None where a header does not read as a
+    plain numeric array (the build says why) or a stratified split needs y's values."""
+    heads = npz_headers(p.path, (p.x_key, p.y_key))
+    if None in heads or any(d.kind not in "biuf" for _, d in heads):
+        return None
+    (xs, xd), (ys, yd) = heads
+    if not xs or not ys or xs[0] != ys[0]:
+        raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
+                             f"of samples, got shapes {xs} and {ys}")
+    ports = {k: (shape[1:], torch.int64 if d.kind in "iu" else torch.float32)
+             for k, (shape, d) in (("x", heads[0]), ("y", heads[1]))}
+    return sized(ports, xs[0], p)
+
+
 BLOCKS = [
     block("opaque.Module", "op",
           "A PyTorch module named by its import path, run as it is.\n\n"
@@ -344,7 +360,8 @@ BLOCKS = [
           "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "
           "the module's own output there); integer arrays stay integers, others become "
           "float32, and no normalisation is applied.",
-          _arrays, outputs=[Port("x", doc="the inputs"), Port("y", doc="the reference outputs")],
+          _arrays, meta=_arrays_meta,
+          outputs=[Port("x", doc="the inputs"), Port("y", doc="the reference outputs")],
           params=[str_param("path", doc="the .npz archive"),
                   str_param("x_key", "x", "name of the input array"),
                   str_param("y_key", "y", "name of the output array"),

@@ -13,9 +13,12 @@ from nodegraph.kinds.datameta import DataMeta
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import default_registry
 
-# the generators (blocks reading files need a file: tests/test_datameta_files.py)
+# the blocks needing no file (those reading one: tests/test_datameta_files.py and
+# tests/test_datameta_builtin.py, which also holds the lag-window blocks, whose window is
+# longer than the variants' n = 5)
 DECLARED = [s for s in default_registry() if s.kind == "data" and s.meta is not None
-            and not any(p.required for p in s.params)]
+            and not any(p.required for p in s.params)
+            and s.id not in ("data.LagWindows", "data.ChaoticSeries")]
 VARIANTS = [{}, {"val_fraction": 0.3, "test_fraction": 0.1, "batch_size": 0},
             {"split": "chronological", "val_fraction": 0.25, "batch_size": 7},
             {"folds": 3, "fold": 2, "test_fraction": 0.2}, {"n": 5}, {"n": 37},

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from nodegraph.kinds.dataset import SPLITS, Dataset, files_relative_to, split_indices
@@ -65,18 +67,31 @@ class DataMeta:
                    for shape, dtype in self.ports.values())
 
 
-def sized(ports: Ports, n: int, p: dict) -> DataMeta | None:
-    """The meta of `n` samples split and batched by the shared data params in `p`
-    (`nodegraph.kinds.dataset.DATA_PARAMS`), as `from_arrays` would; None for a stratified split,
-    whose sizes depend on the labels. Raises what the split would (fractions leaving no
-    training samples, a fold out of range)."""
-    if p.get("split", "random") == "stratified":
-        return None
+def split_sizes(n: int, p: dict, labels: np.ndarray | None = None) -> dict[str, int]:
+    """Samples per non-empty split when `n` samples are split by the shared data params in
+    `p` (`nodegraph.kinds.dataset.DATA_PARAMS`), as `from_arrays` splits them; raises what
+    the split would (fractions leaving no training samples, a fold out of range, a
+    stratified split without `labels`)."""
     idx = split_indices(n, p.get("val_fraction", 0.0), p.get("test_fraction", 0.0),
-                        p.get("split", "random"), p.get("split_seed", 0), None,
+                        p.get("split", "random"), p.get("split_seed", 0), labels,
                         p.get("folds", 0), p.get("fold", 0))
-    sizes = {s: len(i) for s, i in idx.items() if len(i) > 0}
-    return DataMeta(ports, sizes, p.get("batch_size", 32))
+    return {s: len(i) for s, i in idx.items() if len(i) > 0}
+
+
+def sized(ports: Ports, n: int, p: dict, labels: np.ndarray | None = None) -> DataMeta | None:
+    """The meta of `n` samples split and batched by the shared data params in `p`, as
+    `from_arrays` would; None for a stratified split without the class `labels` its sizes
+    depend on. Raises what the split would."""
+    if p.get("split", "random") == "stratified" and labels is None:
+        return None
+    return DataMeta(ports, split_sizes(n, p, labels), p.get("batch_size", 32))
+
+
+def labels_counted(counts: Sequence[int]) -> np.ndarray:
+    """Class labels with `counts[c]` samples of class c: a stratified split's sizes depend
+    on the counts alone, so a dataset whose class counts are known (a bundled one) is
+    sized without reading its labels."""
+    return np.repeat(np.arange(len(counts)), counts)
 
 
 def materialise(report, folder=None) -> dict[str, Dataset]:

@@ -62,20 +62,50 @@ def read_idx(path: str, what: str = "IDX file") -> np.ndarray:
     uint32 sizes, then the values in C order, big-endian.
     """
     raw = read_bytes(path, what)
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_TYPES:
+    dims, dtype, start = _idx_layout(raw, len(raw), path)
+    data = np.frombuffer(raw, dtype, int(np.prod(dims)), start)
+    return data.astype(dtype.newbyteorder("=")).reshape(dims)
+
+
+_IDX_HEAD = 4 + 4 * 255  # the longest header: the magic number and 255 sizes
+
+
+def idx_header(path: str, what: str = "IDX file") -> tuple[tuple[int, ...], np.dtype]:
+    """The dims and dtype `read_idx` gives for a file, checked as it checks them (the file
+    holds every value its header promises) without keeping the values: a gzipped file is
+    decompressed in pieces and counted, a plain one measured."""
+    p = resolve(path, what)
+    try:
+        with open(p, "rb") as f:
+            if f.read(2) == b"\x1f\x8b":
+                with gzip.open(p, "rb") as unzipped:
+                    head = unzipped.read(_IDX_HEAD)
+                    size = len(head) + sum(iter(lambda: len(unzipped.read(1 << 20)), 0))
+            else:
+                f.seek(0)
+                head = f.read(_IDX_HEAD)
+                size = p.stat().st_size
+    except (OSError, EOFError, zlib.error) as e:
+        raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
+    dims, dtype, _ = _idx_layout(head, size, path)
+    return dims, dtype
+
+
+def _idx_layout(head: bytes, size: int, path: str) -> tuple[tuple[int, ...], np.dtype, int]:
+    """The dims, big-endian dtype and first value's offset of an IDX file whose contents
+    (`size` bytes) begin with `head`; refuses a file that is not IDX or is cut short."""
+    if len(head) < 4 or head[0] != 0 or head[1] != 0 or head[2] not in _IDX_TYPES:
         raise NodegraphError(f"'{path}' is not an IDX file (its first bytes are "
-                             f"{raw[:4].hex(' ') or 'missing'})")
-    ndim, start = raw[3], 4 + 4 * raw[3]
-    if len(raw) < start:
+                             f"{head[:4].hex(' ') or 'missing'})")
+    ndim, start = head[3], 4 + 4 * head[3]
+    if size < start:
         raise NodegraphError(f"IDX file '{path}' ends inside its header")
-    dims = tuple(int(d) for d in np.frombuffer(raw, ">u4", ndim, 4))
-    dtype = np.dtype(_IDX_TYPES[raw[2]])
-    count = int(np.prod(dims))
-    if len(raw) - start < count * dtype.itemsize:
+    dims = tuple(int(d) for d in np.frombuffer(head, ">u4", ndim, 4))
+    dtype = np.dtype(_IDX_TYPES[head[2]])
+    if size - start < int(np.prod(dims)) * dtype.itemsize:
         raise NodegraphError(f"IDX file '{path}' is truncated: its header promises "
                              f"{'x'.join(map(str, dims))} values")
-    data = np.frombuffer(raw, dtype, count, start)
-    return data.astype(dtype.newbyteorder("=")).reshape(dims)
+    return dims, dtype, start
 
 
 # -- CSV ---------------------------------------------------------------------------------
@@ -206,6 +236,31 @@ def _header(f) -> tuple[tuple[int, ...], np.dtype]:
             else np.lib.format.read_array_header_2_0)
     shape, _, dtype = read(f)
     return tuple(shape), dtype
+
+
+def npz_headers(path: str, keys: tuple[str, str]
+                ) -> list[tuple[tuple[int, ...], np.dtype] | None]:
+    """The shape and dtype of arrays `keys` of a .npz archive from their headers, refused
+    as `read_npz` refuses a missing file or array; None for an array whose header does not
+    read as a plain .npy (`read_npz` then says why)."""
+    p = resolve(path, ".npz file")
+    try:
+        with np.load(p, allow_pickle=False) as archive:  # lists the arrays, reads none
+            missing = [k for k in keys if k not in archive.files]
+            if missing:
+                raise NodegraphError(f"'{path}' has no array {missing[0]!r} (arrays: "
+                                     f"{', '.join(archive.files) or 'none'})")
+            names = archive.zip.namelist()
+            heads = []
+            for k in keys:
+                try:
+                    with archive.zip.open(f"{k}.npy" if f"{k}.npy" in names else k) as f:
+                        heads.append(_header(f))
+                except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                    heads.append(None)
+            return heads
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise NodegraphError(f"cannot read .npz file '{path}': {e}") from e
 
 
 def read_npz(path: str, keys: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:

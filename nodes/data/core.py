@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from nodegraph.kinds import footprint
-from nodegraph.kinds.datameta import DataMeta, sized
+from nodegraph.kinds.datameta import DataMeta, labels_counted, sized, split_sizes
 from nodegraph.kinds.dataset import data_params, from_arrays, split_indices
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
@@ -97,6 +97,45 @@ def _sklearn_classes(name: str):
         x, y = _sklearn_dataset(name, return_X_y=True)
         return from_arrays({"x": x.astype(np.float32), "y": y.astype(np.int64)}, p)
     return build
+
+
+# what the scikit-learn sets hold, so validation need not load them: features and samples
+# per class (tests/test_datameta_builtin.py holds these to the loaded data)
+CLASS_COUNTS = {"load_digits": (64, (178, 182, 177, 183, 181, 182, 181, 179, 174, 180)),
+                "load_iris": (4, (50, 50, 50)),
+                "load_wine": (13, (59, 71, 48)),
+                "load_breast_cancer": (30, (212, 357))}
+DIABETES_SHAPE = (442, 10)
+
+
+def _counted(name: str, ports, p):
+    """The meta of bundled set `name` with these ports, split by its known class counts."""
+    counts = CLASS_COUNTS[name][1]
+    return sized(ports, sum(counts), p, labels_counted(counts))
+
+
+def _digits_meta(p):
+    x = (1, p.size, p.size) if p.layout == "image" else (p.size * p.size,)
+    return _counted("load_digits", {"x": (x, torch.float32), "y": ((), torch.int64)}, p)
+
+
+def _sklearn_classes_meta(name: str):
+    def meta(p):
+        return _counted(name, {"x": ((CLASS_COUNTS[name][0],), torch.float32),
+                               "y": ((), torch.int64)}, p)
+    return meta
+
+
+def _breast_cancer_meta(p):
+    return _counted("load_breast_cancer", {"x": ((30,), torch.float32),
+                                           "y": _Y[p.target]}, p)
+
+
+def _diabetes_meta(p):
+    """None for a stratified split: its sizes depend on how often each target value occurs,
+    which only the file tells."""
+    n, features = DIABETES_SHAPE
+    return sized({"x": ((features,), torch.float32), "y": ((1,), torch.float32)}, n, p)
 
 
 def _breast_cancer(p):
@@ -215,6 +254,37 @@ def _mnist(p):
         test_rows = np.arange(len(images), len(images) + len(test_x))
         images, labels = np.concatenate([images, test_x]), np.concatenate([labels, test_y])
     return from_arrays({"x": to_layout(images, p.layout), "y": labels}, p, test_rows=test_rows)
+
+
+def _idx_pair_meta(images_path: str, labels_path: str, part: str
+                   ) -> tuple[tuple[int, ...], np.ndarray]:
+    """The images' dims (N, height, width) from their IDX header and the labels (a small
+    file, read: their values are checked as the build checks them), refused as
+    `_idx_pair` refuses them."""
+    dims, _ = files.idx_header(images_path, f"{part} images IDX file")
+    labels = files.read_idx(labels_path, f"{part} labels IDX file")
+    if len(dims) != 3 or labels.ndim != 1 or dims[0] != len(labels):
+        raise NodegraphError(f"'{images_path}' must hold images (N, height, width) and "
+                             f"'{labels_path}' N labels; got {dims} and {labels.shape}")
+    return dims, _targets(labels, "class", labels_path)
+
+
+def _mnist_meta(p):
+    """The images' shapes from the IDX headers; the split is that of the build (stratified
+    on the labels, read), the test files, when given, forming the test split."""
+    dims, labels = _idx_pair_meta(p.images, p.labels, "training")
+    n_test, tested = 0, bool(p.test_images or p.test_labels)
+    if tested:
+        test_dims, _ = _idx_pair_meta(p.test_images, p.test_labels, "test")
+        if test_dims[1:] != dims[1:]:
+            raise NodegraphError(f"test images {test_dims[1:]} and training images "
+                                 f"{dims[1:]} differ in size")
+        n_test = test_dims[0]
+    x = (1, *dims[1:]) if p.layout == "image" else (dims[1] * dims[2],)
+    stratified = labels if p.split == "stratified" else None
+    sizes = split_sizes(dims[0], {**p, "test_fraction": 0.0} if tested else p, stratified)
+    return DataMeta({"x": (x, torch.float32), "y": ((), torch.int64)},
+                    {**sizes, **({"test": n_test} if n_test else {})}, p.batch_size)
 
 
 def _image_folder(p):
@@ -347,7 +417,9 @@ def _gaussian_mixture(p):
     return syn.gaussian_mixture(p.n, p.n_components, p.weights, p.noise, p.seed)[:2]
 
 
-def _table(p):
+def _table_columns(p) -> list[str]:
+    """The table's column names, after the checks of its shape and params the build makes
+    before reading a value."""
     cols = list(p.columns)
     rows = p.rows
     if not rows or any(not isinstance(r, list) or len(r) != len(cols) for r in rows):
@@ -361,29 +433,60 @@ def _table(p):
     if not p.targets and p.get("split") == "stratified":
         raise NodegraphError("a stratified split needs a target column; name one in targets "
                              "or choose another split")
+    return cols
 
-    def column(name, dtype):
-        try:
-            return np.array([r[cols.index(name)] for r in rows], dtype=dtype)
-        except (TypeError, ValueError):
-            raise NodegraphError(f"column '{name}' holds a value that is not a number") from None
 
-    x = np.stack([column(c, np.float32) for c in p.inputs], axis=1)
+def _table_column(p, cols: list[str], name: str, dtype) -> np.ndarray:
+    try:
+        return np.array([r[cols.index(name)] for r in p.rows], dtype=dtype)
+    except (TypeError, ValueError):
+        raise NodegraphError(f"column '{name}' holds a value that is not a number") from None
+
+
+def _table_targets(p, cols: list[str]) -> np.ndarray:
     if not p.targets:  # inference only: y is empty, (N, 0), and nothing may train on it
-        y = np.zeros((len(rows), 0), dtype=np.float32)
-    elif p.target_kind == "class":
-        y = column(p.targets[0], np.float64).astype(np.int64)
-    else:
-        y = np.stack([column(c, np.float32) for c in p.targets], axis=1)
-    given = None
-    if p.split_column:
-        labels = [r[cols.index(p.split_column)] for r in rows]
-        bad = sorted({str(v) for v in labels} - {"train", "val", "test"})
-        if bad:
-            raise NodegraphError(f"split column values must be train, val or test, not {bad}")
-        given = {s: np.array([i for i, v in enumerate(labels) if v == s], dtype=np.int64)
-                 for s in ("train", "val", "test")}
-    return from_arrays({"x": x, "y": y}, p, given_splits=given)
+        return np.zeros((len(p.rows), 0), dtype=np.float32)
+    if p.target_kind == "class":
+        return _table_column(p, cols, p.targets[0], np.float64).astype(np.int64)
+    return np.stack([_table_column(p, cols, c, np.float32) for c in p.targets], axis=1)
+
+
+def _table_splits(p, cols: list[str]) -> dict[str, np.ndarray] | None:
+    """The rows of each split the split column fixes; None without one."""
+    if not p.split_column:
+        return None
+    labels = [r[cols.index(p.split_column)] for r in p.rows]
+    bad = sorted({str(v) for v in labels} - {"train", "val", "test"})
+    if bad:
+        raise NodegraphError(f"split column values must be train, val or test, not {bad}")
+    if "train" not in labels:
+        raise NodegraphError(f"the split column '{p.split_column}' marks no row 'train'; "
+                             "every dataset needs training rows")
+    return {s: np.array([i for i, v in enumerate(labels) if v == s], dtype=np.int64)
+            for s in ("train", "val", "test")}
+
+
+def _table(p):
+    cols = _table_columns(p)
+    x = np.stack([_table_column(p, cols, c, np.float32) for c in p.inputs], axis=1)
+    y = _table_targets(p, cols)
+    return from_arrays({"x": x, "y": y}, p, given_splits=_table_splits(p, cols))
+
+
+def _table_meta(p):
+    """The table's shapes from its params; its values are checked as the build checks
+    them (they are in the params already), the dataset is not made."""
+    cols = _table_columns(p)
+    for c in p.inputs:
+        _table_column(p, cols, c, np.float32)
+    y = _table_targets(p, cols)
+    ports = {"x": ((len(p.inputs),), torch.float32),
+             "y": (tuple(y.shape[1:]), torch.int64 if y.dtype == np.int64 else torch.float32)}
+    given = _table_splits(p, cols)
+    if given is not None:
+        return DataMeta(ports, {s: len(i) for s, i in given.items() if len(i) > 0},
+                        p.batch_size)
+    return sized(ports, len(p.rows), p, y if p.split == "stratified" else None)
 
 
 # -- shared params ------------------------------------------------------------------------
@@ -430,7 +533,7 @@ _bundled = [
           "scikit-learn's handwritten digits: 1797 grey 8x8 images of 0-9.\n\n"
           "Real image data that ships with scikit-learn, so nothing is downloaded; "
           "`size` 28 upsamples bilinearly to 28x28 as a stand-in for MNIST. Pixels in [0, 1].",
-          _digits, **XY,
+          _digits, **XY, meta=_digits_meta,
           params=[choice_param("size", (8, 28), 8, "image side: 8 as stored, or 28 (bilinear "
                                "upsampling, an MNIST stand-in)"),
                   LAYOUT, *data_params(batch_size=64, val_fraction=0.2, split="stratified")],
@@ -439,24 +542,26 @@ _bundled = [
           "Fisher's iris flowers: 150 samples, 4 measurements, 3 species.\n\n"
           "The smallest real classification set; a linear softmax model separates it almost "
           "perfectly.",
-          _sklearn_classes("load_iris"), **XY, params=list(TABULAR),
+          _sklearn_classes("load_iris"), **XY, meta=_sklearn_classes_meta("load_iris"),
+          params=list(TABULAR),
           keywords=("flowers", "classification", "tabular", "sklearn")),
     block("data.Wine", "data",
           "Wine recognition: 178 wines, 13 chemical measurements, 3 cultivars.\n\n"
           "Features on very different scales: a case for z-score normalisation.",
-          _sklearn_classes("load_wine"), **XY, params=list(TABULAR),
+          _sklearn_classes("load_wine"), **XY, meta=_sklearn_classes_meta("load_wine"),
+          params=list(TABULAR),
           keywords=("classification", "tabular", "sklearn")),
     block("data.BreastCancer", "data",
           "Wisconsin breast cancer: 569 tumours, 30 features, malignant (0) or benign (1).\n\n"
           "A real binary classification set, for logistic regression and calibration: "
           "`target` binary gives the float (N, 1) column losses.BCEWithLogits takes, class "
           "the class indices of cross-entropy over two scores.",
-          _breast_cancer, **XY, params=[target_param("class"), *TABULAR],
+          _breast_cancer, **XY, meta=_breast_cancer_meta, params=[target_param("class"), *TABULAR],
           keywords=("binary", "classification", "tabular", "medical", "sklearn")),
     block("data.Diabetes", "data",
           "Diabetes progression: 442 patients, 10 features, a disease measure a year later.\n\n"
           "A real regression set; y is float (N, 1), in the original units.",
-          _diabetes, **XY,
+          _diabetes, **XY, meta=_diabetes_meta,
           params=[bool_param("scaled", True, "features mean-centred and scaled as "
                              "scikit-learn ships them (each column has unit norm)"),
                   *data_params(val_fraction=0.2)],
@@ -493,7 +598,7 @@ _files = [
           "Reads the idx3-ubyte images and idx1-ubyte labels (gzipped or not) you have on "
           "disk; nothing is downloaded. Pixels are scaled to [0, 1]. Given test files form "
           "the test split, as MNIST intends.",
-          _mnist, **XY,
+          _mnist, **XY, meta=_mnist_meta,
           params=[str_param("images", doc="IDX file of training images, e.g. "
                             "train-images-idx3-ubyte.gz"),
                   str_param("labels", doc="IDX file of their labels, e.g. "
@@ -651,7 +756,7 @@ _inline = [
           "`inputs` name the columns that form x, `targets` those that form y. With no "
           "targets (a table to predict on) y is empty, (N, 0). An optional "
           "split column holding train/val/test fixes the split by hand.",
-          _table, **XY,
+          _table, **XY, meta=_table_meta,
           params=[Param("columns", "strs", doc="column names, in row order"),
                   Param("rows", "json", doc="the rows: a list of lists of values"),
                   Param("inputs", "strs", doc="columns that form the input x"),

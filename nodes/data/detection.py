@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import functools
 
+import torch
+
 from nodegraph.kinds import footprint
+from nodegraph.kinds.datameta import DataMeta, Ports, split_sizes
 from nodegraph.kinds.dataset import data_params, from_arrays
 from nodegraph.model.spec import Port, block, bool_param, float_param, int_param, str_param
 from nodegraph.model.types import BOXES
-from nodes._detection_data import CLASSES, read_coco, shapes
+from nodes._detection_data import CLASSES, check_shapes, coco_shape, read_coco, shapes
 
 OUTPUTS = [Port("x", doc="images (N, C, H, W) in [0, 1]"),
            Port("boxes", BOXES, "true boxes (N, M, 4): x0, y0, x1, y1 in pixels, padded"),
@@ -28,14 +31,38 @@ OUTPUTS = [Port("x", doc="images (N, C, H, W) in [0, 1]"),
 _drawn = functools.lru_cache(maxsize=4)(shapes)
 
 
-def _shapes(p):
+def _need_images(p) -> None:
     per_image = (3 * p.image_size ** 2 + 6 * p.max_objects) * 4  # float32 pixels, objects
     # the drawn arrays, the dataset's tensors and its split copies
     footprint.need(3 * p.n * per_image, "n", p.n,
                    f"{p.n:,} images of {p.image_size}x{p.image_size}")
+
+
+def _ports(image: tuple[int, int, int], m: int) -> Ports:
+    """One sample's shapes of the detection ports: images (C, H, W), M objects."""
+    return {"x": (image, torch.float32), "boxes": ((m, 4), torch.float32),
+            "labels": ((m,), torch.int64), "mask": ((m,), torch.float32)}
+
+
+def _shapes_meta(p):
+    """Shapes from the params; the split has no class labels (no port `y`) to stratify."""
+    _need_images(p)
+    check_shapes(p.image_size, p.min_objects, p.max_objects, p.min_size, p.max_size)
+    return DataMeta(_ports((3, p.image_size, p.image_size), p.max_objects),
+                    split_sizes(p.n, p), p.batch_size)
+
+
+def _shapes(p):
+    _need_images(p)
     arrays = _drawn(p.n, p.image_size, p.min_objects, p.max_objects, p.min_size, p.max_size,
                     p.max_overlap, p.noise, p.seed)
     return from_arrays(arrays, p, normalize_ports=())
+
+
+def _coco_meta(p):
+    """Shapes from the annotation file and the images' headers."""
+    n, image, m = coco_shape(p.path, p.images, p.size, p.max_objects, p.grayscale)
+    return DataMeta(_ports(image, m), split_sizes(n, p), p.batch_size)
 
 
 def _coco(p):
@@ -50,7 +77,7 @@ BLOCKS = [
           "a dark noisy background; the class is the shape (0 square, 1 disc, 2 triangle), "
           "never the colour. Generated from `seed`, so runs compare. Boxes are padded to "
           "max_objects per image with a mask.",
-          _shapes, outputs=OUTPUTS,
+          _shapes, meta=_shapes_meta, outputs=OUTPUTS,
           params=[int_param("n", 1500, "number of images", min=1),
                   int_param("image_size", 64, "image side in pixels", min=8),
                   int_param("min_objects", 1, "fewest shapes per image", min=1),
@@ -71,7 +98,7 @@ BLOCKS = [
           "bbox [x, y, width, height] in pixels) and `categories` (id, name); classes are "
           "numbered 0, 1, … in the order of their ids. Images are PNG or PGM/PPM; `size` "
           "resizes them (and their boxes) to size x size.",
-          _coco, outputs=OUTPUTS,
+          _coco, meta=_coco_meta, outputs=OUTPUTS,
           params=[str_param("path", doc="the annotation JSON file"),
                   str_param("images", "", "the folder holding the image files; empty: the "
                             "JSON file's folder"),

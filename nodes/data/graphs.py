@@ -12,7 +12,9 @@ The batch is always the whole graph, in order: no batch size, no shuffling.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
+from nodegraph.kinds.datameta import DataMeta, labels_counted, split_sizes
 from nodegraph.kinds.dataset import Dataset, data_params, from_arrays, split_indices
 from nodegraph.model.spec import Port, block, choice_param
 
@@ -51,6 +53,21 @@ def karate_club() -> tuple[np.ndarray, np.ndarray]:
     return adjacency, labels
 
 
+# members on each side (Mr. Hi's, the Officer's), so validation need not import networkx;
+# tests/test_datameta_builtin.py holds them to the graph networkx ships
+KARATE_SIDES = (17, 17)
+
+
+def _karate_meta(p):
+    """Every split holds the whole graph (34 rows) once it labels any node; which splits do
+    follows from the split params and the sides' sizes."""
+    n = sum(KARATE_SIDES)
+    features = n if p.features == "identity" else 1
+    ports = {"x": ((features,), torch.float32), "adjacency": ((n,), torch.float32),
+             "y": ((), torch.int64)}
+    return DataMeta(ports, dict.fromkeys(split_sizes(n, p, labels_counted(KARATE_SIDES)), n), 0)
+
+
 def _karate(p):
     adjacency, labels = karate_club()
     n = len(labels)
@@ -74,7 +91,7 @@ BLOCKS = [
           "embedding per node) or the degree; every split sees the whole graph, its y "
           "holds the labels of its own nodes and −100 (ignored by cross-entropy) on the "
           "rest. The split params choose which nodes are labelled.",
-          _karate,
+          _karate, meta=_karate_meta,
           outputs=[Port("x", doc="node features (34, F)"),
                    Port("y", doc="the club (0 Mr. Hi, 1 Officer) of this split's nodes, −100 "
                         "elsewhere (34,)"),

@@ -21,9 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import torch
 from numpy.lib.stride_tricks import sliding_window_view
 
 from nodegraph.kinds import footprint
+from nodegraph.kinds.datameta import DataMeta, sized, split_sizes
 from nodegraph.kinds.dataset import Dataset, data_params, from_arrays, split_indices
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
@@ -44,14 +46,20 @@ from nodes.data import _files as files
 def lag_windows(series: np.ndarray, window: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
     """x[i] = series[i : i + window], y[i] = series[i + window - 1 + horizon], as (n, window)
     and (n, 1); horizon 1 is the next value."""
-    n = len(series) - window - horizon + 1
-    if n < 1:
-        raise NodegraphError(f"a series of {len(series)} values holds no window of {window} "
-                             f"plus a target {horizon} step(s) ahead; make the series longer "
-                             "or the window shorter")
+    n = window_count(len(series), window, horizon)
     x = sliding_window_view(series, window)[:n]
     y = series[window - 1 + horizon:][:n, None]
     return x, y
+
+
+def window_count(length: int, window: int, horizon: int) -> int:
+    """How many lag windows a series of `length` values holds; refuses none."""
+    n = length - window - horizon + 1
+    if n < 1:
+        raise NodegraphError(f"a series of {length} values holds no window of {window} "
+                             f"plus a target {horizon} step(s) ahead; make the series longer "
+                             "or the window shorter")
+    return n
 
 
 def need_windows(length: int, window: int) -> None:
@@ -95,6 +103,16 @@ def windows_dataset(series: np.ndarray, p: dict) -> Dataset:
                        {**p, "normalize": "none"}, given_splits=idx)
 
 
+def windows_meta(length: int, p: dict) -> DataMeta:
+    """What `windows_dataset` makes of a series of `length` values, from the length alone,
+    refused as it refuses."""
+    need_windows(length, p["window"])
+    n = window_count(length, p["window"], p["horizon"])
+    x = (p["window"], 1) if p["layout"] == "sequence" else (p["window"],)
+    return DataMeta({"x": (x, torch.float32), "y": ((1,), torch.float32)},
+                    split_sizes(n, p), p["batch_size"])
+
+
 def read_series(path: str, column: str, header: bool) -> np.ndarray:
     """A 1-D series from a .npy file (1-D, or a column of a 2-D array) or a CSV column."""
     if Path(path).suffix.lower() == ".npy":
@@ -112,6 +130,31 @@ def read_series(path: str, column: str, header: bool) -> np.ndarray:
     names, rows = files.read_csv(path, header, ",")
     i = files.column_index(names, column, path)
     return files.numeric_column(rows, i, names[i], path)
+
+
+def series_length(path: str, column: str, header: bool) -> int | None:
+    """The length of the series `read_series` gives, checked as it checks it: from an .npy
+    file's header (None when the header does not read as a plain array: the build says
+    why), or from a CSV column, read (its cells must be numbers)."""
+    if Path(path).suffix.lower() != ".npy":
+        return len(read_series(path, column, header))
+    head = files.npy_header(path, "series file")
+    if head is None or head[1].hasobject:
+        return None
+    shape, dtype = head
+    if len(shape) == 2:
+        try:
+            i = int(column)
+        except ValueError:
+            i = None
+        if i is None or not -shape[1] <= i < shape[1]:
+            raise NodegraphError(f"'{path}' holds a {shape} array; column must be an "
+                                 f"index below {shape[1]}, got {column!r}")
+        shape = shape[:1]
+    if len(shape) != 1 or dtype.kind not in "biuf":
+        raise NodegraphError(f"'{path}' must hold a 1-D series of numbers (or a 2-D "
+                             f"array and a column), got {dtype} {shape}")
+    return shape[0]
 
 
 # -- generated series ------------------------------------------------------------------------
@@ -145,21 +188,28 @@ MAX_RK4_STEPS = 100_000  # about 10 s of Python integration (the default n takes
 OBSERVABLES = {"x_squared": np.square, "abs_x": np.abs, "x": lambda v: v}
 
 
-def chaotic_series(n: int, dt: float, every: int, observable: str, transient: int,
-                   seed: int) -> np.ndarray:
-    """n samples of an observable of the Lorenz system's x, one every `every` RK4 steps of
-    size dt, after `transient` steps that let the start settle onto the attractor. The seed
-    perturbs the start (1, 1, 1)."""
+def need_steps(n: int, every: int, transient: int) -> int:
+    """The RK4 steps `n` samples one every `every` after `transient` take; refuses more
+    than MAX_RK4_STEPS (the integration is a Python loop, ~0.1 ms a step)."""
     steps = transient + (n - 1) * every
-    if steps > MAX_RK4_STEPS:  # the integration is a Python loop, ~0.1 ms a step
+    if steps > MAX_RK4_STEPS:
         blame = max((("n", n - 1), ("every", every), ("transient", transient)),
                     key=lambda kv: kv[1])[0]
         raise footprint.TooLarge(blame, f"asks for {steps:,} integration steps (transient + "
                                  f"(n - 1) x every), more than the {MAX_RK4_STEPS:,} this "
                                  "generator takes", "lower n, every or transient")
+    return steps
+
+
+def chaotic_series(n: int, dt: float, every: int, observable: str, transient: int,
+                   seed: int) -> np.ndarray:
+    """n samples of an observable of the Lorenz system's x, one every `every` RK4 steps of
+    size dt, after `transient` steps that let the start settle onto the attractor. The seed
+    perturbs the start (1, 1, 1)."""
+    steps = need_steps(n, every, transient)
     start = np.ones(3) + np.random.default_rng(seed).normal(0.0, 1.0, 3)
     with np.errstate(over="ignore", invalid="ignore"):  # a too large dt is reported below
-        states = rk4(lorenz(), start, dt, transient + (n - 1) * every)
+        states = rk4(lorenz(), start, dt, steps)
     x = states[transient::every, 0]
     if not np.all(np.isfinite(x)):
         raise NodegraphError(f"the integration diverged with dt = {dt}; use a smaller dt")
@@ -191,6 +241,26 @@ def _lag_windows(p):
     return windows_dataset(series, p)
 
 
+def _lag_windows_meta(p):
+    """Shapes from the series' length: the file's (see `series_length`) or `n`; None where
+    only reading the file tells."""
+    if p.path:
+        length = series_length(p.path, p.column, p.header)
+        return None if length is None else windows_meta(length, p)
+    need_windows(p.n, p.window)
+    if p.series == "lorenz":
+        need_steps(p.n, 5, 1000)
+    return windows_meta(p.n, p)
+
+
+def _chaotic_meta(p):
+    """Shapes from `n`. The one refusal not made here is a diverging integration, which
+    only integrating shows; dt's range (<= 0.05, inside RK4's stability region for the
+    Lorenz system) keeps it from happening."""
+    need_steps(p.n, p.every, p.transient)
+    return windows_meta(p.n, p)
+
+
 def _chaotic(p):
     return windows_dataset(chaotic_series(p.n, p.dt, p.every, p.observable, p.transient,
                                           p.seed), p)
@@ -217,27 +287,47 @@ def decode(ids, vocab: str) -> str:
     return "".join(vocab[int(i)] for i in ids)
 
 
-def token_windows(ids: np.ndarray, seq_len: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
-    """Contexts x[i] = ids[s : s + L] and targets y[i] = ids[s + 1 : s + L + 1] (each next
-    token), for starts s = 0, stride, 2·stride, ..."""
-    windows = max(0, -(-(len(ids) - seq_len) // stride))
+def context_count(length: int, seq_len: int, stride: int) -> int:
+    """How many contexts `token_windows` cuts from `length` tokens; refuses none, and more
+    than memory holds."""
+    windows = max(0, -(-(length - seq_len) // stride))
     # int64 contexts and targets, their index array, then the split copies
     footprint.need(windows * seq_len * 48, "stride" if stride < seq_len else "seq_len",
                    stride if stride < seq_len else seq_len,
                    f"{windows:,} contexts of {seq_len:,} tokens",
                    "raise 'stride' (overlapping contexts repeat the text) or lower 'seq_len'")
-    starts = np.arange(0, len(ids) - seq_len, stride)
-    if len(starts) == 0:
-        raise NodegraphError(f"the text has {len(ids)} characters, too few for one context "
+    if windows == 0:
+        raise NodegraphError(f"the text has {length} characters, too few for one context "
                              f"of {seq_len} plus its next character")
+    return windows
+
+
+def token_windows(ids: np.ndarray, seq_len: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
+    """Contexts x[i] = ids[s : s + L] and targets y[i] = ids[s + 1 : s + L + 1] (each next
+    token), for starts s = 0, stride, 2·stride, ..."""
+    starts = np.arange(0, context_count(len(ids), seq_len, stride) * stride, stride)
     take = starts[:, None] + np.arange(seq_len)
     return ids[take], ids[take + 1]
 
 
-def _token_text(p):
+def _text(p) -> str:
     text = p.text or BUNDLED_TEXT
-    if p.lowercase:
-        text = text.lower()
+    return text.lower() if p.lowercase else text
+
+
+def _token_text_meta(p):
+    """Shapes from the text's length (the text is a param, or bundled); a stratified split
+    numbers the text for the class of each context's first target."""
+    text, stride = _text(p), p.stride or p.seq_len
+    n = context_count(len(text), p.seq_len, stride)
+    labels = None
+    if p.split == "stratified":
+        labels = encode(text, vocabulary(text))[np.arange(n) * stride + 1]
+    return sized({k: ((p.seq_len,), torch.int64) for k in ("x", "y")}, n, p, labels)
+
+
+def _token_text(p):
+    text = _text(p)
     vocab = vocabulary(text)
     x, y = token_windows(encode(text, vocab), p.seq_len, p.stride or p.seq_len)
     dataset = from_arrays({"x": x, "y": y}, p, normalize_ports=())
@@ -275,7 +365,7 @@ BLOCKS = [
           "periods, plus noise), lorenz (ChaoticSeries' defaults) or random_walk (where "
           "the last value is the best forecast). Splits are chronological and "
           "normalisation uses the training windows' values only.",
-          _lag_windows, outputs=[X_WINDOW, Y_NEXT],
+          _lag_windows, meta=_lag_windows_meta, outputs=[X_WINDOW, Y_NEXT],
           params=[str_param("path", "", "a .npy file (1-D, or 2-D with `column`) or a "
                             ".csv file; empty uses the generator"),
                   str_param("column", "0", "the series' column: an index, or a CSV header "
@@ -294,7 +384,7 @@ BLOCKS = [
           "Lorenz-Haken equations): dx/dt = σ(y − x), dy/dt = x(ρ − z) − y, dz/dt = xy − "
           "βz with σ = 10, ρ = 28, β = 8/3, integrated by fixed-step RK4 and observed as "
           "x² (the intensity) every `every` steps. Short-term predictable, long-term not.",
-          _chaotic, outputs=[X_WINDOW, Y_NEXT],
+          _chaotic, meta=_chaotic_meta, outputs=[X_WINDOW, Y_NEXT],
           params=[int_param("n", 2000, "samples of the series", min=2),
                   float_param("dt", 0.01, "RK4 step size (time units)", min=1e-5, max=0.05),
                   int_param("every", 5, "RK4 steps between two samples", min=1),
@@ -312,7 +402,7 @@ BLOCKS = [
           "the same window shifted one character on: y[t] is the character after x[t]. "
           "Feed x to layers.Embedding (num_embeddings = the vocabulary size) and train "
           "with cross-entropy against y.",
-          _token_text,
+          _token_text, meta=_token_text_meta,
           outputs=[Port("x", doc="context token ids (N, seq_len), int64"),
                    Port("y", doc="the next token at every position (N, seq_len), int64")],
           params=[str_param("text", "", "the text to learn; empty uses the bundled one"),
