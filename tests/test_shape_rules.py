@@ -52,7 +52,20 @@ CASES = [
     case("layers.Linear", {"out_features": 3}, input=((8,), F32)),  # no feature dim
     case("layers.Linear", {"out_features": 3}, input=XI),  # integers
     case("layers.Linear", {"out_features": 3}, input=X64, declines=True),  # mixed dtypes
-    case("layers.Linear", {"out_features": 1, "weight": [1, 2, 3, 4, 5]}, input=X,
+    case("layers.Linear", {"out_features": 1, "weight": [1, 2, 3, 4, 5]}, input=X),
+    case("layers.Linear", {"out_features": 2, "weight": [[1, 0], [0, 1]],
+                           "bias_init": [0.5, -1], "trainable": False}, input=((4, 2), F32)),
+    case("layers.Linear", {"out_features": 2, "weight": [[1, 0], [0, 1]], "dtype": "float64",
+                           "init": "xavier_uniform"}, input=((4, 3, 2), F64)),
+    case("layers.Linear", {"out_features": 2, "weight": [1, 0]}, input=((4, 2), F32)),
+    case("layers.Linear", {"out_features": 1, "weight": [[1, 0, 2]]}, input=((4, 2), F32)),
+    case("layers.Linear", {"out_features": 2, "weight": [[1, 0], [1]]}, input=((4, 2), F32)),
+    case("layers.Linear", {"out_features": 2, "bias_init": [1.0]}, input=((4, 2), F32)),
+    case("layers.Linear", {"out_features": 1, "bias": False, "bias_init": [1.0]},
+         input=((4, 2), F32)),
+    case("layers.Linear", {"out_features": 1, "weight": [1, 2], "bias_init": [1, 2]},
+         input=((4, 3), F32)),  # the input's width is checked first
+    case("layers.Linear", {"out_features": 1, "weight": [1, 2, 3, 4, 5]}, input=X64,
          declines=True),
     case("layers.Flatten", {}, input=((4, 3, 2, 5), F32)),
     case("layers.Flatten", {"start_dim": 2}, input=((4, 3, 2, 5), F64)),
@@ -129,12 +142,48 @@ CASES = [
     case("layers.Conv2d", {"out_channels": 4, "groups": 2}, input=IMG),
     case("layers.Conv2d", {"out_channels": 4, "kernel_size": [9]}, input=IMG),
     case("layers.Conv2d", {"out_channels": 4, "stride": [2], "padding": "same"}, input=IMG),
-    case("layers.Conv2d", {"out_channels": 4, "padding": "same"}, input=IMG, declines=True),
-    case("layers.Conv2d", {"out_channels": 4, "padding": [1], "padding_mode": "reflect"},
+    case("layers.Conv2d", {"out_channels": 4, "padding": "same"}, input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "padding": "same", "kernel_size": [2, 4]},
+         input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "padding": "same", "kernel_size": [3, 2],
+                           "dilation": [2, 1], "dtype": "float64"}, input=((2, 3, 4, 5), F64)),
+    case("layers.Conv2d", {"out_channels": 4, "padding": "same", "kernel_size": [9]},
+         input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "padding": "valid", "kernel_size": [2]},
+         input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "padding": "valid", "kernel_size": [9]},
+         input=IMG),
+    *(case("layers.Conv2d", {"out_channels": 4, "padding": padding, "padding_mode": mode,
+                             **extra}, input=IMG)
+      for mode in ("reflect", "replicate", "circular")
+      for padding, extra in (([1], {}), ([2, 1], {"stride": [2]}), ("same", {}),
+                             ("same", {"kernel_size": [4, 2]}))),
+    case("layers.Conv2d", {"out_channels": 4, "padding": [0], "padding_mode": "reflect"},
+         input=IMG),
+    case("layers.Conv2d", {"out_channels": 4, "padding": [7], "padding_mode": "reflect"},
          input=IMG, declines=True),
+    case("layers.Conv2d", {"out_channels": 4, "padding": [7], "padding_mode": "replicate"},
+         input=IMG, declines=True),
+    case("layers.Conv2d", {"out_channels": 1, "kernel_size": [2], "stride": [2],
+                           "bias": False, "weight": [[1, 2], [3, 4]]},
+         input=((1, 1, 4, 4), F32)),
+    case("layers.Conv2d", {"out_channels": 2, "kernel_size": [1], "groups": 2,
+                           "weight": [[[[1]]], [[[2]]]], "bias_init": [0, 1]},
+         input=((1, 2, 3, 3), F32)),
+    case("layers.Conv2d", {"out_channels": 1, "kernel_size": [2], "weight": [[1, 2, 3]]},
+         input=((1, 1, 4, 4), F32)),
+    case("layers.Conv2d", {"out_channels": 2, "kernel_size": [2], "bias_init": [1, 2, 3]},
+         input=((1, 1, 4, 4), F32)),
+    case("layers.Conv2d", {"out_channels": 2, "bias": False, "bias_init": [1, 2]},
+         input=((1, 1, 4, 4), F32)),
     case("layers.Conv2d", {"out_channels": 4}, input=((2, 3, 7, 8), F64), declines=True),
     case("layers.Conv1d", {"out_channels": 5, "kernel_size": [4], "stride": [2]},
          input=((2, 3, 11), F32)),
+    case("layers.Conv1d", {"out_channels": 5, "kernel_size": [4], "padding": "same"},
+         input=((2, 3, 11), F32)),
+    case("layers.Conv1d", {"out_channels": 2, "kernel_size": [3], "padding": [2],
+                           "padding_mode": "circular", "weight": [[1, 2, 3], [3, 2, 1]]},
+         input=((2, 1, 11), F32)),
     case("layers.MaxPool2d", {}, input=IMG),
     case("layers.MaxPool2d", {"kernel_size": [3], "stride": [2], "padding": [1]},
          input=((2, 3, 8, 8), F64)),
@@ -255,6 +304,24 @@ def test_validate_xor_imports_no_dynamo_or_sympy():
     out = subprocess.run([sys.executable, "-c", code, str(ROOT / "examples" / "xor.json")],
                          capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.split() == ["[]", "True"]
+
+
+def test_small_examples_validate_without_dynamo():
+    """The hand-set threshold units and worked examples (Linear with given weights) validate
+    by their rules alone: torch._dynamo, which torch's meta kernels import (about a second
+    of a cold `nodegraph validate`), is not imported by any of them."""
+    code = ("import sys, nodegraph; from nodegraph.check.opcache import OpCache\n"
+            "for path in sys.argv[1:]:\n"
+            "    r = nodegraph.validate(nodegraph.load(path), for_training=True, "
+            "cache=OpCache())\n"
+            "    print(r.ok, 'torch._dynamo' in sys.modules)")
+    names = ["mlp_212", "xor_tlu", "nand_tlu", "backprop_appendix", "conv_arithmetic",
+             "edge_detection"]
+    out = subprocess.run([sys.executable, "-c", code,
+                          *(str(ROOT / "examples" / f"{n}.json") for n in names)],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    assert dict(zip(names, out.stdout.splitlines(), strict=True)) == {
+        n: "True False" for n in names}
 
 
 def _summary(report):

@@ -32,7 +32,7 @@ from nodegraph.model.spec import (
 )
 from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
-from nodes.layers.dense import Fn, layer_op, start_weights, weight_params
+from nodes.layers.dense import Fn, check_given, layer_op, start_weights, weight_params
 
 # -- window sizes -------------------------------------------------------------------------
 
@@ -166,19 +166,45 @@ def _window_out(size: int, k: int, s: int, pad: int, d: int, ceil: bool = False)
     return out - 1 if ceil and (out - 1) * s >= size + pad else out
 
 
+def _pad_sides(padding: tuple | str, kernel: tuple, dilation: tuple) -> list[tuple[int, int]]:
+    """Zeros (or copies) added before and after each spatial dim, as torch pads: 'same'
+    puts the odd one of d·(k-1) after."""
+    if padding == "valid":
+        return [(0, 0)] * len(kernel)
+    if padding == "same":
+        return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                for k, d in zip(kernel, dilation, strict=True)]
+    return [(pad, pad) for pad in padding]
+
+
 def _conv_shape(dims: int):
     def rule(p, x):
         t, kernel, stride, padding, dilation = _conv_geometry(p, x, dims)
-        dtype = shapes.layer_dtype(p)
-        if p.weight is not None or p.bias_init is not None or t.dtype != dtype \
-                or isinstance(padding, str) or p.padding_mode != "zeros":
-            return None  # hand-set values, mixed dtypes, 'same'/'valid' or padding copies
-        spatial = tuple(_window_out(*a) for a in zip(t.shape[2:], kernel, stride, padding,
-                                                      dilation, strict=True))
         c_in = t.shape[1] // p.groups
+        check_given(p, (p.out_channels, c_in, *kernel), p.out_channels if p.bias else None,
+                    KERNEL_LAYOUT[dims])
+        dtype = shapes.layer_dtype(p)
+        sides = _pad_sides(padding, kernel, dilation)
+        if t.dtype != dtype or (p.padding_mode != "zeros" and any(
+                max(s) >= size for s, size in zip(sides, t.shape[2:], strict=True))):
+            return None  # mixed dtypes; padding copies more than the input holds
+        spatial = tuple((size + a + b - d * (k - 1) - 1) // s + 1 for size, k, s, d, (a, b)
+                        in zip(t.shape[2:], kernel, stride, dilation, sides, strict=True))
+        out = (t.shape[0], p.out_channels, *spatial)
+        # a padded copy of the input is made first: by F.pad for a padding mode other than
+        # zeros, by the convolution for an uneven 'same' (only the odd one extra)
+        if p.padding_mode != "zeros":
+            padded = tuple(size + a + b for size, (a, b) in zip(t.shape[2:], sides,
+                                                              strict=True))
+        elif padding == "same" and any((a + b) % 2 for a, b in sides):
+            padded = tuple(size + (a + b) % 2 for size, (a, b) in zip(t.shape[2:], sides,
+                                                                      strict=True))
+        else:
+            padded = None
+        work = shapes.nbytes(out, dtype) + (
+            0 if padded is None else shapes.nbytes((*t.shape[:2], *padded), dtype))
         weights = p.out_channels * (c_in * math.prod(kernel) + p.bias)
-        return shapes.weighted([((t.shape[0], p.out_channels, *spatial), dtype)], weights,
-                               dtype, p.trainable)
+        return shapes.weighted([(out, dtype)], weights, dtype, p.trainable, work=work)
     return rule
 
 

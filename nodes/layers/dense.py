@@ -105,25 +105,36 @@ def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
     with `weight` and `bias` attributes (checked on meta tensors too, filled only on real
     ones)."""
     weight, bias = module.weight, module.bias
+    given = check_given(p, tuple(weight.shape), None if bias is None else bias.shape[0],
+                        layout)
     if p.init != "default":
         init_values(weight, lambda w: WEIGHT_INITS[p.init](w, p.init_std))
         if bias is not None:
             init_values(bias, nn.init.zeros_)
-    if p.weight is not None:
-        given = _given_values(p.weight, tuple(weight.shape), layout)
+    if given is not None:
         init_values(weight, lambda w: w.copy_(torch.from_numpy(given)))
     if p.bias_init is not None:
-        if bias is None:
-            raise ParamError("'bias_init' sets biases, but bias is off; turn bias on or "
-                             "clear bias_init")
-        if len(p.bias_init) != bias.shape[0]:
-            raise ParamError(f"'bias_init' needs {bias.shape[0]} values (one per output), "
-                             f"got {len(p.bias_init)}")
         values = torch.tensor(p.bias_init, dtype=torch.float32, device="cpu")
         init_values(bias, lambda b: b.copy_(values))
     if not p.trainable:
         module.requires_grad_(False)
     return module
+
+
+def check_given(p, shape: tuple[int, ...], biases: int | None, layout: str
+                ) -> np.ndarray | None:
+    """The hand-set `weight` as an array of the layer's weight `shape` (None when not set),
+    after checking it and `bias_init` against the layer (`biases` per output, None when
+    bias is off); shape rules call it too, so they refuse what building refuses."""
+    given = None if p.weight is None else _given_values(p.weight, shape, layout)
+    if p.bias_init is not None:
+        if biases is None:
+            raise ParamError("'bias_init' sets biases, but bias is off; turn bias on or "
+                             "clear bias_init")
+        if len(p.bias_init) != biases:
+            raise ParamError(f"'bias_init' needs {biases} values (one per output), "
+                             f"got {len(p.bias_init)}")
+    return given
 
 
 def _given_values(value: Any, shape: tuple[int, ...], layout: str) -> np.ndarray:
@@ -168,8 +179,10 @@ def _linear(p, x):
 def _linear_shape(p, x):
     n_in = _linear_in(p, x)
     t, dtype = x["input"], shapes.layer_dtype(p)
-    if p.weight is not None or p.bias_init is not None or t.dtype != dtype:
-        return None  # hand-set values are checked by building; mixed dtypes by torch
+    check_given(p, (p.out_features, n_in), p.out_features if p.bias else None,
+                "(out_features, in_features)")
+    if t.dtype != dtype:
+        return None  # mixed dtypes: torch's refusal is the meta path's
     out = (*t.shape[:-1], p.out_features)
     return shapes.weighted([(out, dtype)], p.out_features * (n_in + p.bias), dtype,
                            p.trainable)
