@@ -287,13 +287,24 @@ def _pool_params(kind: str, dims: int) -> list[Param]:
     return [*params, sizes("dilation", [1], "spacing between window taps", dims)]
 
 
+def _global_input(x: dict) -> Any:
+    return need_ndim(x, "input", range(3, 6), "(N, C, ...spatial)",
+                     "global pooling reduces the spatial dims of a conv output; this input "
+                     "has none")
+
+
 def _global_pool(reduce: Callable[[torch.Tensor], torch.Tensor], name: str):
     def build(p, x):
-        need_ndim(x, "input", range(3, 6), "(N, C, ...spatial)",
-                  "global pooling reduces the spatial dims of a conv output; this input has "
-                  "none")
+        _global_input(x)
         return Fn(lambda t: reduce(t.flatten(2)), name)
     return build
+
+
+def _global_pool_shape(p, x):
+    t = _global_input(x)
+    if not t.dtype.is_floating_point:
+        return None  # torch refuses the mean of integers; the meta path says how
+    return shapes.like(shapes.TensorMeta(t.shape[:2], t.dtype))  # one reduction
 
 
 def _adaptive_avg_pool(p, x):
@@ -420,7 +431,7 @@ BLOCKS = [
              "Mean over all spatial dims: (N, C, ...) -> (N, C).\n\nReplaces Flatten + a big "
              "Linear at the end of a CNN, and works for any input size.",
              _global_pool(lambda t: t.mean(-1), "global mean"),
-             keywords=("global average pooling", "gap", "pool")),
+             keywords=("global average pooling", "gap", "pool"), shape=_global_pool_shape),
     layer_op("AdaptiveAvgPool2d",
              "Average pooling to a fixed output size (H_out, W_out), whatever the input "
              "size.\n\nInput (N, C, H, W); window i covers rows floor(i·H/H_out) to "
@@ -432,7 +443,8 @@ BLOCKS = [
     layer_op("GlobalMaxPool",
              "Maximum over all spatial dims: (N, C, ...) -> (N, C).\n\nAsks of each channel "
              "whether its feature occurs anywhere in the input.",
-             _global_pool(lambda t: t.amax(-1), "global max"), keywords=("pool", "global")),
+             _global_pool(lambda t: t.amax(-1), "global max"), keywords=("pool", "global"),
+             shape=_global_pool_shape),
     layer_op("FixedConv2d",
              "Convolution with a fixed, hand-made filter, applied to each channel separately.\n\n"
              "Edge detectors from the notes: vertical_edge [[1,0,-1]]x3, Sobel and Scharr "

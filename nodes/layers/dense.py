@@ -242,6 +242,16 @@ def _polynomial(p, x):
     return PolynomialFeatures(p.degree, p.include_bias)
 
 
+def _polynomial_shape(p, x):
+    t = x["input"]
+    _features(x)
+    # one power each (x**1 too), the column of ones, then their concatenation
+    out = (*t.shape[:-1], t.shape[-1] * p.degree + p.include_bias)
+    ones = math.prod(t.shape[:-1]) * t.dtype.itemsize * p.include_bias
+    return shapes.Inferred(((out, t.dtype),),
+                           work=p.degree * t.nbytes + ones + shapes.nbytes(out, t.dtype))
+
+
 def _fourier(p, x):
     _features(x)
     return FourierFeatures(p.num_frequencies, p.frequency)
@@ -453,12 +463,26 @@ class Scale(nn.Module):
         return self.scale * x
 
 
-def _embedding(p, x):
+def _embedding_check(p, x):
     need_index(x, "input", "an embedding lookup")
     if p.padding_idx is not None and p.padding_idx >= p.num_embeddings:
         raise ParamError(f"padding_idx {p.padding_idx} must be below num_embeddings "
                          f"({p.num_embeddings})")
+
+
+def _embedding(p, x):
+    _embedding_check(p, x)
     return nn.Embedding(p.num_embeddings, p.embedding_dim, padding_idx=p.padding_idx)
+
+
+def _embedding_shape(p, x):
+    t = x["input"]
+    _embedding_check(p, x)  # the module is one (num_embeddings, embedding_dim) table
+    if t.dtype not in (torch.int64, torch.int32):
+        return None  # torch's lookup refuses other index types
+    dtype = shapes.layer_dtype(p)
+    return shapes.weighted([((*t.shape, p.embedding_dim), dtype)],
+                           p.num_embeddings * p.embedding_dim, dtype)
 
 
 # -- tensors without inputs ----------------------------------------------------------------
@@ -545,7 +569,7 @@ BLOCKS = [
         _polynomial,
         [int_param("degree", 2, "highest power", min=1, max=20),
          bool_param("include_bias", False, "prepend a column of ones (x⁰)")],
-        keywords=("basis", "polynomial regression", "feature map")),
+        keywords=("basis", "polynomial regression", "feature map"), shape=_polynomial_shape),
     layer_op("FourierFeatures",
         "Fourier basis expansion: sin(k·ω·x) and cos(k·ω·x) for k = 1..num_frequencies.\n\n"
         "All sines come first (feature-major, frequency inner), then the cosines in the "
@@ -627,7 +651,7 @@ BLOCKS = [
          int_param("embedding_dim", doc="length of each vector", min=1),
          int_param("padding_idx", None, "an index whose vector stays zero and untrained",
                    min=0, nullable=True)],
-        keywords=("lookup", "token", "word vector", "one-hot")),
+        keywords=("lookup", "token", "word vector", "one-hot"), shape=_embedding_shape),
     layer_op("Dropout",
         "Zeroes each value with probability p while training, scaling the rest by 1/(1-p)."
         "\n\nAt evaluation it passes values through unchanged. A regulariser against "
