@@ -271,6 +271,43 @@ CASES = [
     *(case(f"layers.{b}", {}, input=shape) for b in ("GlobalAvgPool", "GlobalMaxPool")
       for shape in (IMG, ((2, 3, 4), F64), ((2, 3, 4, 5, 6), F32), X, ((2, 3, 1, 1), F32))),
     case("layers.GlobalAvgPool", {}, input=((2, 3, 4), I64), declines=True),
+    case("layers.Constant", {"value": [[1, 2, 3]], "dtype": "int64"}),
+    case("layers.Constant", {"value": 1, "dtype": "bool"}),
+    case("layers.Constant", {"value": -1.0}, declines=True),
+    case("layers.Constant", {"value": [1.5], "dtype": "float64"}, declines=True),
+    case("layers.Upsample", {}, input=IMG),
+    case("layers.Upsample", {"scale_factor": 1.5, "mode": "bilinear"}, input=IMG),
+    case("layers.Upsample", {"scale_factor": 2.7}, input=((2, 3, 5), F64)),
+    case("layers.Upsample", {"scale_factor": 0.5, "mode": "linear", "align_corners": True},
+         input=((2, 3, 5), F32)),
+    case("layers.Upsample", {"scale_factor": 3, "mode": "bicubic"}, input=IMG),
+    case("layers.Upsample", {"scale_factor": 1.1, "mode": "trilinear"},
+         input=((1, 2, 3, 4, 5), F32)),
+    case("layers.Upsample", {"mode": "nearest"}, input=((1, 2, 3, 4, 5), F64)),
+    case("layers.Upsample", {"mode": "bilinear"}, input=((2, 3, 5), F32)),
+    case("layers.Upsample", {}, input=((2, 3, 5), I64)),
+    case("layers.Upsample", {"scale_factor": 0.1}, input=IMG, declines=True),
+    case("layers.ConvTranspose2d", {"out_channels": 4}, input=IMG),
+    case("layers.ConvTranspose2d", {"out_channels": 4, "kernel_size": [4], "stride": [2],
+                                    "padding": [1]}, input=IMG),
+    case("layers.ConvTranspose2d", {"out_channels": 6, "kernel_size": [3, 2], "stride": [2, 3],
+                                    "padding": [1, 0], "output_padding": [1, 2],
+                                    "dilation": [1, 2], "groups": 3, "bias": False},
+         input=IMG),
+    case("layers.ConvTranspose2d", {"out_channels": 4, "trainable": False, "dtype": "float64"},
+         input=((2, 3, 7, 8), F64)),
+    case("layers.ConvTranspose2d", {"out_channels": 1, "kernel_size": [2], "bias": False,
+                                    "weight": [[1, 2], [3, 4]]}, input=((1, 1, 3, 3), F32)),
+    case("layers.ConvTranspose2d", {"out_channels": 1, "kernel_size": [2],
+                                    "weight": [[1, 2, 3]]}, input=((1, 1, 3, 3), F32)),
+    case("layers.ConvTranspose2d", {"out_channels": 2, "bias_init": [1.0]}, input=IMG),
+    case("layers.ConvTranspose2d", {"out_channels": 4, "groups": 2}, input=IMG),
+    case("layers.ConvTranspose2d", {"out_channels": 4, "output_padding": [1]}, input=IMG),
+    case("layers.ConvTranspose2d", {"out_channels": 4}, input=X3),
+    case("layers.ConvTranspose2d", {"out_channels": 4}, input=((2, 3, 7, 8), F64),
+         declines=True),
+    case("layers.ConvTranspose2d", {"out_channels": 4, "kernel_size": [1], "padding": [3]},
+         input=((1, 3, 2, 2), F32), declines=True),
     case("layers.GlobalMaxPool", {}, input=((2, 3, 4), I64), declines=True),
     *(case("losses.CrossEntropy", {"label_smoothing": 0.1, "reduction": r, "scale": scale},
            input=scores, target=target)
@@ -390,6 +427,15 @@ def test_small_examples_validate_without_dynamo():
                          capture_output=True, text=True, check=True, cwd=ROOT)
     assert dict(zip(names, out.stdout.splitlines(), strict=True)) == {
         n: "True False" for n in names}
+
+
+def test_constant_rule_refuses_a_ragged_value_as_the_build_does():
+    """torch.tensor on the meta device takes [[1, 2], [3]] as (2, 2), so the meta path
+    passes what building the graph refuses; the rule reports the build's error."""
+    spec, p = _spec_params("layers.Constant", {"value": [[1, 2], [3]], "dtype": "int64"})
+    built = _outcome(lambda: spec.build(p, {}))
+    assert built[0] == "ParamError" and "rectangular" in built[2]
+    assert _outcome(lambda: spec.shape(p, {})) == built
 
 
 def _summary(report):

@@ -208,7 +208,8 @@ def _conv_shape(dims: int):
     return rule
 
 
-def _conv_transpose(p, x):
+def _conv_transpose_geometry(p, x) -> tuple[Any, tuple, tuple, tuple, tuple, tuple]:
+    """The input, kernel, stride, padding, output padding and dilation, checked."""
     t = _signal(x, 2)
     _need_groups(t.shape[1], p.out_channels, p.groups)
     kernel, stride, padding, output_padding, dilation = (
@@ -216,9 +217,30 @@ def _conv_transpose(p, x):
                                 p.dilation))
     if any(o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation, strict=True)):
         raise ParamError("output_padding must be smaller than the stride or the dilation")
+    return t, kernel, stride, padding, output_padding, dilation
+
+
+def _conv_transpose(p, x):
+    t, kernel, stride, padding, output_padding, dilation = _conv_transpose_geometry(p, x)
     conv = nn.ConvTranspose2d(t.shape[1], p.out_channels, kernel, stride, padding,
                               output_padding, p.groups, p.bias, dilation)
     return start_weights(conv, p, TRANSPOSED_LAYOUT)
+
+
+def _conv_transpose_shape(p, x):
+    t, kernel, stride, padding, output_padding, dilation = _conv_transpose_geometry(p, x)
+    c_in, c_out = t.shape[1], p.out_channels // p.groups
+    check_given(p, (c_in, c_out, *kernel), p.out_channels if p.bias else None,
+                TRANSPOSED_LAYOUT)
+    dtype = shapes.layer_dtype(p)
+    spatial = tuple((size - 1) * s - 2 * pad + d * (k - 1) + o + 1 for size, k, s, pad, o, d
+                    in zip(t.shape[2:], kernel, stride, padding, output_padding, dilation,
+                           strict=True))
+    if t.dtype != dtype or min(spatial) < 1:
+        return None  # mixed dtypes; padding that removes everything: torch says how
+    weights = c_in * c_out * math.prod(kernel) + p.out_channels * p.bias
+    return shapes.weighted([((t.shape[0], p.out_channels, *spatial), dtype)], weights, dtype,
+                           p.trainable)
 
 
 class MinPool1d(nn.MaxPool1d):
@@ -318,15 +340,30 @@ UPSAMPLE_DIMS = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "bicubi
                  "trilinear": (5,)}
 
 
-def _upsample(p, x):
+def _upsample_input(p, x) -> Any:
     layouts = {3: "(N, C, L)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
     ndims = UPSAMPLE_DIMS[p.mode]
-    need_ndim(x, "input", ndims, " or ".join(layouts[n] for n in ndims),
-              "choose a mode that matches the input: linear for (N, C, L), bilinear or "
-              "bicubic for images, trilinear for volumes")
+    t = need_ndim(x, "input", ndims, " or ".join(layouts[n] for n in ndims),
+                  "choose a mode that matches the input: linear for (N, C, L), bilinear or "
+                  "bicubic for images, trilinear for volumes")
     need_float(x, "input")
+    return t
+
+
+def _upsample(p, x):
+    _upsample_input(p, x)
     corners = None if p.mode == "nearest" else p.align_corners
     return nn.Upsample(scale_factor=p.scale_factor, mode=p.mode, align_corners=corners)
+
+
+def _upsample_shape(p, x):
+    """One interpolation kernel; each size is the product with the scale factor, rounded
+    down (as torch computes it when given a factor)."""
+    t = _upsample_input(p, x)
+    spatial = tuple(math.floor(float(size) * p.scale_factor) for size in t.shape[2:])
+    if min(spatial) < 1:
+        return None  # torch refuses an empty output; the meta path says how
+    return shapes.like(shapes.TensorMeta((*t.shape[:2], *spatial), t.dtype))
 
 
 FILTERS = {
@@ -416,7 +453,8 @@ BLOCKS = [
                     "exact size when stride > 1", 2, min=0),
               *[q for q in _conv_params(2) if q.name in ("groups", "bias", "dilation")],
               *weight_params(TRANSPOSED_LAYOUT)],
-             keywords=("deconvolution", "upsample", "transposed", "generator")),
+             keywords=("deconvolution", "upsample", "transposed", "generator"),
+             shape=_conv_transpose_shape),
     layer_op("Upsample",
              "Upsampling by a scale factor, without weights.\n\nnearest copies pixels; linear, "
              "bilinear, bicubic and trilinear interpolate (for (N, C, L), images and volumes).",
@@ -425,7 +463,7 @@ BLOCKS = [
               choice_param("mode", tuple(UPSAMPLE_DIMS), "nearest", "how new values are made"),
               bool_param("align_corners", False, "interpolating modes: align the corner pixels "
                          "of input and output")],
-             keywords=("resize", "interpolate", "zoom")),
+             keywords=("resize", "interpolate", "zoom"), shape=_upsample_shape),
     *[_pool_block(kind, dims) for dims in (1, 2) for kind in ("Max", "Avg", "Min")],
     layer_op("GlobalAvgPool",
              "Mean over all spatial dims: (N, C, ...) -> (N, C).\n\nReplaces Flatten + a big "

@@ -531,13 +531,26 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int
           "bool": torch.bool}
 
 
-def _constant(p, x):
+def _constant_value(p) -> torch.Tensor:
     try:
-        value = torch.tensor(p.value, dtype=DTYPES[p.dtype])
+        return torch.tensor(p.value, dtype=DTYPES[p.dtype])
     except (TypeError, ValueError, RuntimeError):
         raise ParamError("value must be a number or a rectangular nested list of numbers, "
                          f"got {p.value!r}") from None
-    return ConstantTensor(value)
+
+
+def _constant(p, x):
+    return ConstantTensor(_constant_value(p))
+
+
+def _constant_shape(p, x):
+    """An integer or boolean value is held as it is; a floating one is cast to the graph's
+    dtype, which a rule does not see (this block's own `dtype` names the value's type)."""
+    if DTYPES[p.dtype].is_floating_point:
+        return None
+    value = _constant_value(p)  # its checks; the tensor itself is the buffer
+    return shapes.Inferred(((tuple(value.shape), value.dtype),),
+                           buffer_bytes=value.numel() * value.element_size())
 
 
 # -- declarations --------------------------------------------------------------------------
@@ -685,7 +698,7 @@ BLOCKS = [
         _constant,
         [Param("value", "json", doc="a number or a rectangular nested list"),
          choice_param("dtype", tuple(DTYPES), "float32", "element type")],
-        inputs=(), keywords=("fixed", "literal", "tensor")),
+        inputs=(), keywords=("fixed", "literal", "tensor"), shape=_constant_shape),
 ]
 
 
