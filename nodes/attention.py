@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     Port,
@@ -392,11 +393,53 @@ def _layer_args(p, d_model: int) -> dict:
                 norm_first=p.norm_first, causal=p.causal)
 
 
-def _encoder(p, x):
+def _encoder_input(p, x):
     t = need_tokens(x, "input")
     need_heads(t.shape[-1], p.nhead)
     need_padding_mask(x, "key_padding_mask", t)
-    return EncoderLayer(**_layer_args(p, t.shape[-1]))
+    return t
+
+
+def _encoder(p, x):
+    return EncoderLayer(**_layer_args(p, _encoder_input(p, x).shape[-1]))
+
+
+def _dropout_elements(p: float, size: int) -> float:
+    """Elements a training-mode dropout makes on a tensor of `size`: a mask and the
+    product; nothing at p = 0; at p = 1 a zero scalar and the product."""
+    return 0 if p == 0 else size + 1 if p == 1 else 2 * size
+
+
+def _encoder_shape(p, x):
+    """EncoderLayer's forward, tensor by tensor (X: the (N, L, D) sequence, S: the scores
+    (N, heads, L, L), F: the feed-forward's hidden (N, L, ff), R: one value per position):
+    two LayerNorms (output, mean, rstd), the q, k, v projections, q and kᵀ copied for the
+    batched product, the scores, scaled, softmaxed (the weights output), v copied, the
+    weighted sum and the heads merged back (a copy), out_proj, the residual sum; the
+    feed-forward's two Linears, its activation and residual sum; dropout on the weights,
+    after each sublayer and inside the feed-forward; a causal mask (three bool (L, L)
+    tensors) is applied by a masked fill and a product."""
+    t, dtype = _encoder_input(p, x), shapes.layer_dtype(p)
+    if "key_padding_mask" in x or t.dtype != dtype or dtype not in (torch.float32,
+                                                                    torch.float64):
+        return None  # a padding mask, mixed dtypes or bfloat16: the meta path counts them
+    n, length, d = t.shape
+    if d == p.nhead > 1:
+        return None  # one feature per head: torch's copies differ (out_proj makes its own)
+    ff = p.dim_feedforward or 4 * d
+    big_x, big_s, big_f = n * length * d, n * p.nhead * length**2, n * length * ff
+    rows = n * length
+    # the heads' views (N, heads, L, d/heads) fold into (N·heads, ...) without a copy, and
+    # merge back, only where a size of 1 leaves nothing out of order
+    copies = 3 * (n > 1 and p.nhead > 1 and length > 1) + (p.nhead > 1 and length > 1)
+    elements = (10 + copies) * big_x + 3 * big_s + 2 * big_f + 4 * rows + sum(
+        _dropout_elements(p.dropout, size) for size in (big_s, big_x, big_f, big_x))
+    made = elements * dtype.itemsize
+    if p.causal:
+        made += 3 * length**2 * torch.bool.itemsize + 2 * big_s * dtype.itemsize
+    weights = 4 * d * d + 2 * d * ff + 2 * d + p.bias * (3 * d + d + ff + d + 2 * d)
+    return shapes.weighted([(t.shape, dtype), ((n, p.nhead, length, length), dtype)],
+                           weights, dtype, work=made)
 
 
 def _decoder(p, x):
@@ -411,46 +454,118 @@ def _decoder(p, x):
     return DecoderLayer(**_layer_args(p, t.shape[-1]))
 
 
-def _sinusoidal(p, x):
-    width = need_tokens(x, "input").shape[-1]
+def _sinusoidal_input(p, x):
+    t = need_tokens(x, "input")
+    width = t.shape[-1]
     if width % 2:
         raise PortError("input", f"has {width} features, but the code comes in (sin, cos) "
                         "pairs and needs an even width", "make the embedding width even")
+    return t
+
+
+def _sinusoidal(p, x):
+    _sinusoidal_input(p, x)
     return SinusoidalPositions(p.base)
 
 
-def _learned_positions(p, x):
+def _sinusoidal_shape(p, x):
+    """The code is made in float32 (`sinusoidal`): the positions (int64) and their float
+    copy, four tensors of frequencies, the angles, their sines and cosines, the pairs
+    stacked; a copy in the input's dtype unless float32, then the sum."""
+    t = _sinusoidal_input(p, x)
+    n, length, width = t.shape
+    f32 = torch.float32.itemsize
+    made = length * (torch.int64.itemsize + f32) + 4 * (width // 2) * f32 \
+        + 3 * length * (width // 2) * f32 + length * width * f32
+    if t.dtype != torch.float32:
+        made += length * width * t.dtype.itemsize
+    return shapes.Inferred(((t.shape, t.dtype),), work=made + t.nbytes)
+
+
+def _learned_positions_input(p, x):
     t = need_tokens(x, "input")
     if t.shape[1] > p.max_len:
         raise PortError("input", f"has {t.shape[1]} positions but the table holds max_len = "
                         f"{p.max_len}", f"raise max_len to at least {t.shape[1]}")
-    return LearnedPositions(p.max_len, t.shape[-1])
+    return t
 
 
-def _patch_embedding(p, x):
+def _learned_positions(p, x):
+    return LearnedPositions(p.max_len, _learned_positions_input(p, x).shape[-1])
+
+
+def _learned_positions_shape(p, x):
+    t, dtype = _learned_positions_input(p, x), shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    return shapes.weighted([(t.shape, dtype)], p.max_len * t.shape[-1], dtype)
+
+
+def _patch_input(p, x):
     t = need_ndim(x, "input", (4,), "(N, C, H, W)")
     size = p.patch_size
     if t.shape[2] % size or t.shape[3] % size:
         raise PortError("input", f"images {fmt(t.shape)} cannot be cut into {size}x{size} "
                         "patches: height and width must be multiples of patch_size",
                         "choose a patch_size that divides both, or resize the images")
+    return t
+
+
+def _patch_embedding(p, x):
+    t, size = _patch_input(p, x), p.patch_size
     return PatchEmbedding(t.shape[1], p.embed_dim, size, stride=size, bias=p.bias)
+
+
+def _patch_embedding_shape(p, x):
+    """The convolution's output, then views: (N, patches, embed_dim)."""
+    t, size, dtype = _patch_input(p, x), p.patch_size, shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes or integers: the meta path says how
+    n, c, h, w = t.shape
+    return shapes.weighted([((n, h * w // size**2, p.embed_dim), dtype)],
+                           p.embed_dim * (c * size * size + p.bias), dtype)
 
 
 def _cls_token(p, x):
     return ClsToken(need_tokens(x, "input").shape[-1])
 
 
-def _take_token(p, x):
+def _cls_token_shape(p, x):
+    t, dtype = need_tokens(x, "input"), shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    n, length, width = t.shape
+    return shapes.weighted([((n, length + 1, width), dtype)], width, dtype)
+
+
+def _take_index(p, x):
     t = need_tokens(x, "input")
     if not -t.shape[1] <= p.index < t.shape[1]:
         raise PortError("input", f"has {t.shape[1]} positions, so index {p.index} does not "
                         "exist", "0 is the first position (the CLS token), -1 the last")
+    return t
+
+
+def _take_token(p, x):
+    _take_index(p, x)
     return TakeToken(p.index)
+
+
+def _take_token_shape(p, x):
+    t = _take_index(p, x)
+    return shapes.Inferred((((t.shape[0], t.shape[2]), t.dtype),))  # a view
 
 
 def _lm_head(p, x):
     return nn.Linear(need_tokens(x, "input").shape[-1], p.vocab_size, bias=p.bias)
+
+
+def _lm_head_shape(p, x):
+    t, dtype = need_tokens(x, "input"), shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    return shapes.weighted([((*t.shape[:-1], p.vocab_size), dtype)],
+                           p.vocab_size * (t.shape[-1] + p.bias), dtype)
 
 
 # -- declarations --------------------------------------------------------------------------
@@ -544,6 +659,7 @@ BLOCKS = [
           "pre-LN (norm_first, the notes' 17.7) or post-LN. d_model is inferred from the "
           "input. Also outputs the attention weights per head.",
           _encoder, inputs=[Port("input", doc="a sequence (N, L, d_model)"), PADDING],
+          shape=_encoder_shape,
           outputs=[Port("output", doc="(N, L, d_model)"), HEAD_WEIGHTS],
           params=layer_params(causal=False),
           keywords=("transformer", "encoder", "bert", "vit", "layer")),
@@ -568,7 +684,7 @@ BLOCKS = [
           "Attention ignores order; adding p[t, 2i] = sin(t / 10000^(2i/D)), p[t, 2i+1] = "
           "cos(...) lets it tell positions apart, and shifting t rotates each (sin, cos) "
           "pair, so relative offsets are easy to read (notes 17.6).",
-          _sinusoidal, inputs=["input"], outputs=["output"],
+          _sinusoidal, inputs=["input"], outputs=["output"], shape=_sinusoidal_shape,
           params=[float_param("base", 10000.0, "wavelength scale; 10000 as in the paper",
                               min=1.0)],
           keywords=("position", "sinusoid", "transformer", "order")),
@@ -576,6 +692,7 @@ BLOCKS = [
           "Adds a learned vector per position (a table of max_len rows).\n\n"
           "What BERT, GPT and ViT use; it cannot handle sequences longer than max_len.",
           _learned_positions, inputs=["input"], outputs=["output"],
+          shape=_learned_positions_shape,
           params=[int_param("max_len", 512, "the most positions a sequence may have", min=1)],
           keywords=("position", "embedding", "vit", "bert")),
     block("attention.PatchEmbedding", "op",
@@ -584,6 +701,7 @@ BLOCKS = [
           "is flattened and mapped linearly, done as a convolution with stride = kernel = "
           "patch_size. Patches are ordered row by row.",
           _patch_embedding, inputs=[Port("input", doc="images (N, C, H, W)")],
+          shape=_patch_embedding_shape,
           outputs=[Port("output", doc="patch vectors (N, H·W / patch_size², embed_dim)")],
           params=[int_param("patch_size", 4, "side of a square patch", min=1),
                   int_param("embed_dim", 64, "length of each patch vector", min=1),
@@ -593,13 +711,13 @@ BLOCKS = [
           "Prepends a learned [CLS] token: (N, L, D) -> (N, L + 1, D).\n\n"
           "After the encoder, the token's vector sums up the sequence for a classifier "
           "head (take it with TakeToken).",
-          _cls_token, inputs=["input"], outputs=["output"],
+          _cls_token, inputs=["input"], outputs=["output"], shape=_cls_token_shape,
           keywords=("cls", "class token", "vit", "bert", "classification")),
     block("attention.TakeToken", "op",
           "Takes one position of every sequence: (N, L, D) -> (N, D).\n\n"
           "index 0 is the [CLS] token's output; -1 the last position (a causal model's "
           "summary of everything).",
-          _take_token, inputs=["input"], outputs=["output"],
+          _take_token, inputs=["input"], outputs=["output"], shape=_take_token_shape,
           params=[int_param("index", 0, "the position to take; negative counts from the end")],
           keywords=("cls", "select", "pool", "index")),
     block("attention.LMHead", "op",
@@ -609,6 +727,7 @@ BLOCKS = [
           "(vocab_size, d_model) like layers.Embedding's, so a tie can share one matrix "
           "between them (weight tying, notes 17.8).",
           _lm_head, inputs=[Port("input", doc="the final states (N, L, d_model)")],
+          shape=_lm_head_shape,
           outputs=[Port("output", doc="logits (N, L, vocab_size)")],
           params=[int_param("vocab_size", doc="number of tokens (the data block's vocabulary "
                             "size)", min=2),

@@ -471,8 +471,19 @@ def _embedding_check(p, x):
 
 
 def _embedding(p, x):
+    """torch's Embedding with torch's start, N(0, 1) and the padding row zeroed, drawn only
+    on real tensors: torch's meta normal_ imports torch._dynamo (a second of validation)."""
     _embedding_check(p, x)
-    return nn.Embedding(p.num_embeddings, p.embedding_dim, padding_idx=p.padding_idx)
+    weight = torch.empty(p.num_embeddings, p.embedding_dim)
+
+    def start(w: torch.Tensor) -> None:
+        nn.init.normal_(w)
+        if p.padding_idx is not None:
+            w[p.padding_idx].fill_(0)
+
+    init_values(weight, start)
+    return nn.Embedding(p.num_embeddings, p.embedding_dim, padding_idx=p.padding_idx,
+                        _weight=weight)
 
 
 def _embedding_shape(p, x):
