@@ -321,6 +321,61 @@ CASES = [
          key_padding_mask=((2, 3), torch.bool), declines=True),
     case("attention.TransformerEncoderBlock", {"nhead": 2}, input=((2, 3, 8), F64),
          declines=True),
+    *(case(f"samplers.{b}", {**extra, **params}, **inputs)
+      for b, extra in (("GaussianNoise", {"mean": 1.0, "std": 0.5}),
+                       ("UniformNoise", {"low": -1.0}))
+      for params, inputs in (
+          ({"shape": [3]}, {"like": XI}), ({"shape": [2, 3], "batch_size": 5}, {}),
+          ({}, {"like": ((4, 3, 2), I64)}), ({"batch_size": 5}, {}), ({"shape": [2]}, {}))),
+    *(case("samplers.PriorSample", params, **inputs)
+      for params, inputs in (({"latent_dim": 4}, {"like": XI}),
+                             ({"latent_dim": 2, "batch_size": 3}, {}),
+                             ({"latent_dim": 2}, {}))),
+    *(case(f"samplers.{b}", params, like=like, declines=True)
+      for b, params in (("GaussianNoise", {}), ("UniformNoise", {"shape": [2]}),
+                        ("PriorSample", {"latent_dim": 4}))
+      for like in (X, X3)),
+    case("samplers.UniformNoise", {"low": 1.0, "high": 1.0}, like=XI),
+    case("samplers.Reparameterize", {}, mu=X, logvar=X),
+    case("samplers.Reparameterize", {"sample_in_eval": True}, mu=X64, logvar=X64),
+    case("samplers.Reparameterize", {}, mu=X, logvar=((8, 4), F32)),
+    case("samplers.Reparameterize", {}, mu=XI, logvar=X),
+    case("samplers.Reparameterize", {}, mu=X, logvar=X64, declines=True),
+    *(case("generative.ELBO", {"reconstruction": r, "reduction": red, "beta": 2.0},
+           recon=recon, target=recon, mu=mu, logvar=mu)
+      for r in ("bce", "bce_logits", "mse") for red in ("batchmean", "sum")
+      for recon, mu in ((((8, 6), F32), ((8, 2), F32)), (((4, 1, 3, 3), F64), ((4, 5), F64)))),
+    case("generative.ELBO", {}, recon=X, target=((8, 4), F32), mu=X, logvar=X),
+    case("generative.ELBO", {}, recon=X, target=X, mu=((7, 2), F32), logvar=((7, 2), F32)),
+    case("generative.ELBO", {}, recon=X, target=X, mu=X64, logvar=X64, declines=True),
+    *(case("generative.GANDiscriminatorLoss", params, real_logits=a, fake_logits=b)
+      for params in ({}, {"real_label": 0.9})
+      for a, b in ((((8, 1), F32), ((8,), F32)), (((3,), F64), ((5, 1), F64)))),
+    case("generative.GANDiscriminatorLoss", {}, real_logits=X, fake_logits=((8,), F32)),
+    case("generative.GANDiscriminatorLoss", {}, real_logits=((8,), I64),
+         fake_logits=((8,), F32)),
+    case("generative.GANDiscriminatorLoss", {}, real_logits=((8,), F64),
+         fake_logits=((8,), F32), declines=True),
+    *(case("generative.GANGeneratorLoss", {"form": f}, fake_logits=t)
+      for f in ("non_saturating", "minimax") for t in (((8, 1), F32), ((3,), F64))),
+    case("generative.GANGeneratorLoss", {}, fake_logits=((), F32)),
+    *(case("generative.DiffusionEpsLoss", {"reduction": r}, eps_pred=t, eps=t)
+      for r in ("mean", "sum") for t in (X, ((2, 1, 4, 4), F64))),
+    case("generative.DiffusionEpsLoss", {}, eps_pred=X, eps=X3),
+    case("generative.DiffusionEpsLoss", {}, eps_pred=X, eps=X64, declines=True),
+    *(case("generative.TimestepEmbedding", params, input=t)
+      for params in ({"embedding_dim": 8}, {"embedding_dim": 8, "mlp_features": 16},
+                     {"embedding_dim": 6, "dtype": "float64", "max_period": 100.0},
+                     {"embedding_dim": 4, "mlp_features": 3, "dtype": "float64"},
+                     {"embedding_dim": 4, "mlp_features": 3, "dtype": "bfloat16"})
+      for t in (((5,), I64), ((5, 1), I64), ((3,), torch.int32))),
+    case("generative.TimestepEmbedding", {"embedding_dim": 4}, input=((5,), F32)),
+    case("generative.TimestepEmbedding", {"embedding_dim": 4, "dtype": "float64"},
+         input=((5,), F64)),
+    case("generative.TimestepEmbedding", {"embedding_dim": 5}, input=((5,), I64)),
+    case("generative.TimestepEmbedding", {"embedding_dim": 4}, input=((5, 2), I64)),
+    case("generative.TimestepEmbedding", {"embedding_dim": 4}, input=((5,), F64),
+         declines=True),
     case("layers.Constant", {"value": [[1, 2, 3]], "dtype": "int64"}),
     case("layers.Constant", {"value": 1, "dtype": "bool"}),
     case("layers.Constant", {"value": -1.0}, declines=True),
