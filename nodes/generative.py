@@ -318,13 +318,32 @@ def _log_det_input(x: dict, n: int, port: str = "log_det") -> None:
                             "flow layer before", n)
 
 
-def _coupling(p, x):
+def _coupling_input(p, x):
     t = need_ndim(x, "input", (2,), "(N, features)",
                   "insert layers.Flatten before it: the coupling works on flat vectors")
     need_float(x, "input")
     if t.shape[1] < 2:
         raise PortError("input", f"needs at least 2 features to split, got {fmt(t.shape)}")
     _log_det_input(x, t.shape[0])
+    return t
+
+
+def _coupling_shape(p, x):
+    """The masked input, each MLP's three Linears and two ReLUs, tanh of the scale, 1 − m
+    (twice), the masked scale and shift, and y's product, exp, product and two sums; the
+    log-determinant summed per sample (plus the incoming one)."""
+    t, dtype = _coupling_input(p, x), shapes.layer_dtype(p)
+    if any(v.dtype != dtype for v in x.values()):
+        return None  # mixed dtypes: the meta path refuses them
+    (n, f), h = t.shape, p.hidden_features
+    elements = (10 + p.tanh_scale) * n * f + 8 * n * h + 2 * f + n * (1 + ("log_det" in x))
+    weights = 2 * (2 * f * h + h * h + 2 * h + f)
+    return shapes.Inferred((((n, f), dtype), ((n,), dtype)), weights, weights * dtype.itemsize,
+                           f * dtype.itemsize, elements * dtype.itemsize)
+
+
+def _coupling(p, x):
+    t = _coupling_input(p, x)
     return AffineCoupling(t.shape[1], p.hidden_features,
                           coupling_mask(t.shape[1], p.mask, p.flip), p.tanh_scale)
 
@@ -346,6 +365,16 @@ def _flow_nll(p, x):
     need_float(x, "z")
     _log_det_input(x, x["z"].shape[0])
     return FlowNLL(p.reduction)
+
+
+def _flow_nll_shape(p, x):
+    """z², summed per sample, halved, plus the constant, minus log|det|, reduced."""
+    _flow_nll(p, x)
+    dtype = shapes.same_dtype(x)
+    if dtype is None or "log_det" not in x:
+        return None  # mixed dtypes promote; without log_det the forward fails
+    z = x["z"]
+    return shapes.Inferred((((), dtype),), work=z.nbytes + (4 * z.shape[0] + 1) * dtype.itemsize)
 
 
 # -- declarations --------------------------------------------------------------------------
@@ -437,7 +466,8 @@ BLOCKS = [
                   bool_param("flip", False, "swap the roles of the two groups"),
                   int_param("hidden_features", 64, "width of the scale and shift MLPs", min=1),
                   bool_param("tanh_scale", True, "bound the log-scale s to (−1, 1) with tanh")],
-          keywords=("normalizing flow", "realnvp", "invertible", "density", "bijection")),
+          keywords=("normalizing flow", "realnvp", "invertible", "density", "bijection"),
+          shape=_coupling_shape),
     block("generative.FlowNLL", "op",
           "Negative log-likelihood of a normalising flow with a standard normal base.\n\n"
           "−log p(x) = ½‖z‖² + (D/2)·log 2π − log|det ∂z/∂x| (change of variables), per "
@@ -447,7 +477,8 @@ BLOCKS = [
           inputs=[Port("z", doc="the flow's output z = f(x)"),
                   Port("log_det", doc="Σ log|det| of the flow's layers, (N,)")],
           outputs=[LOSS_OUT], params=[REDUCTION],
-          keywords=("normalizing flow", "likelihood", "density", "nll", "change of variables")),
+          keywords=("normalizing flow", "likelihood", "density", "nll", "change of variables"),
+          shape=_flow_nll_shape),
 ]
 
 BLOCKS = with_dtype(BLOCKS, ('AffineCoupling', 'TimestepEmbedding'))

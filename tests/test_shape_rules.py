@@ -376,6 +376,25 @@ CASES = [
     case("generative.TimestepEmbedding", {"embedding_dim": 4}, input=((5, 2), I64)),
     case("generative.TimestepEmbedding", {"embedding_dim": 4}, input=((5,), F64),
          declines=True),
+    *(case("generative.AffineCoupling", params, **inputs)
+      for params in ({"hidden_features": 16}, {"hidden_features": 4, "tanh_scale": False,
+                                               "mask": "half", "flip": True})
+      for inputs in ({"input": ((8, 3), F32)}, {"input": ((8, 3), F32), "log_det": ((8,), F32)},
+                     {"input": ((5, 2), F32), "log_det": ((5, 1), F32)})),
+    case("generative.AffineCoupling", {"hidden_features": 3, "dtype": "float64"},
+         input=((4, 6), F64), log_det=((4,), F64)),
+    case("generative.AffineCoupling", {}, input=((8, 1), F32)),
+    case("generative.AffineCoupling", {}, input=X3),
+    case("generative.AffineCoupling", {}, input=X, log_det=((7,), F32)),
+    case("generative.AffineCoupling", {}, input=X64, declines=True),
+    case("generative.AffineCoupling", {}, input=X, log_det=((8,), F64), declines=True),
+    *(case("generative.FlowNLL", {"reduction": r}, z=z, log_det=ld)
+      for r in ("mean", "sum")
+      for z, ld in ((((8, 3), F32), ((8,), F32)), (((4, 2, 3), F64), ((4, 1), F64)))),
+    case("generative.FlowNLL", {}, z=X, log_det=((7,), F32)),
+    case("generative.FlowNLL", {}, z=XI, log_det=((8,), F32)),
+    case("generative.FlowNLL", {}, z=X, declines=True),
+    case("generative.FlowNLL", {}, z=X, log_det=((8,), F64), declines=True),
     case("layers.Constant", {"value": [[1, 2, 3]], "dtype": "int64"}),
     case("layers.Constant", {"value": 1, "dtype": "bool"}),
     case("layers.Constant", {"value": -1.0}, declines=True),
