@@ -395,6 +395,18 @@ CASES = [
     case("generative.FlowNLL", {}, z=XI, log_det=((8,), F32)),
     case("generative.FlowNLL", {}, z=X, declines=True),
     case("generative.FlowNLL", {}, z=X, log_det=((8,), F64), declines=True),
+    *(case(f"recurrent.{b}", params, input=t)
+      for b in ("RNN", "LSTM", "GRU")
+      for params, t in (({"hidden_size": 5}, ((4, 6, 3), F32)),
+                        ({"hidden_size": 5, "num_layers": 3, "bidirectional": True,
+                          "dropout": 0.2}, ((4, 6, 3), F32)),
+                        ({"hidden_size": 2, "bias": False, "num_layers": 2,
+                          "dtype": "float64"}, ((1, 1, 7), F64)),
+                        ({}, X), ({}, ((4, 6, 3), I64)))),
+    case("recurrent.RNN", {"nonlinearity": "relu", "hidden_size": 3}, input=((2, 5, 4), F32)),
+    case("recurrent.RNN", {"residual": True}, input=((2, 5, 4), F32), declines=True),
+    case("recurrent.LSTM", {"convention": "notes"}, input=((2, 5, 4), F32), declines=True),
+    case("recurrent.GRU", {}, input=((2, 5, 4), F64), declines=True),
     case("layers.Constant", {"value": [[1, 2, 3]], "dtype": "int64"}),
     case("layers.Constant", {"value": 1, "dtype": "bool"}),
     case("layers.Constant", {"value": -1.0}, declines=True),
