@@ -274,15 +274,21 @@ def _pool_geometry(p, x, dims: int) -> tuple[Any, tuple, tuple, tuple, tuple]:
     return t, kernel, stride, padding, dilation
 
 
-def _max_pool_shape(dims: int):
+def _pool_shape(kind: str, dims: int):
     def rule(p, x):
         t, kernel, stride, padding, dilation = _pool_geometry(p, x, dims)
         spatial = tuple(_window_out(*a, p.ceil_mode) for a in zip(
             t.shape[2:], kernel, stride, padding, dilation, strict=True))
         out = (*t.shape[:2], *spatial)
-        # the maxima, and the int64 index of each kept for backward
-        return shapes.Inferred(((out, t.dtype),), work=math.prod(out) * (
-            t.dtype.itemsize + torch.int64.itemsize))
+        size = math.prod(out) * t.dtype.itemsize
+        if kind == "Avg":
+            return shapes.Inferred(((out, t.dtype),), work=size)  # one kernel
+        # the maxima, and the int64 index of each kept for backward; a min pool negates
+        # the input before and the maxima after
+        made = size + math.prod(out) * torch.int64.itemsize
+        if kind == "Min":
+            made += t.nbytes + size
+        return shapes.Inferred(((out, t.dtype),), work=made)
     return rule
 
 
@@ -428,7 +434,7 @@ def _pool_block(kind: str, dims: int):
                     "(by the stride, which defaults to the window) and adds no weights.",
                     _pool(kind, dims), _pool_params(kind, dims),
                     keywords=("pool", "downsample", "subsample"),
-                    shape=_max_pool_shape(dims) if kind == "Max" else None)
+                    shape=_pool_shape(kind, dims))
 
 
 # -- declarations -------------------------------------------------------------------------

@@ -261,6 +261,18 @@ def _rbf(p, x):
     return RBF(_features(x), p.num_centers, p.width)
 
 
+def _rbf_shape(p, x):
+    """x − c for every centre, squared, summed over the features, negated; 2·log σ, its
+    exp and 2σ², the quotient and its exp."""
+    t, dtype, c = x["input"], shapes.layer_dtype(p), p.num_centers
+    f = _features(x)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    rows = math.prod(t.shape[:-1])
+    made = (2 * rows * c * f + 4 * rows * c + 3 * c) * dtype.itemsize
+    return shapes.weighted([((*t.shape[:-1], c), dtype)], c * f + c, dtype, work=made)
+
+
 # -- tensor plumbing -----------------------------------------------------------------------
 
 
@@ -318,12 +330,22 @@ def _reshape_shape(p, x):
     return _view(t, (t.shape[0], *shape))
 
 
-def _permute(p, x):
+def _permute_dims(p, x) -> list[int]:
     t, dims = x["input"], list(p.dims)
     if sorted(dims) != list(range(1, t.ndim)):
         raise PortError("input", f"is {fmt(t.shape)}, so dims must order 1..{t.ndim - 1} "
                         f"(each once), got {dims}", "the batch dim 0 always stays first; "
                         "e.g. [3, 1, 2] turns (N, H, W, C) into (N, C, H, W)")
+    return dims
+
+
+def _permute_shape(p, x):
+    t = x["input"]
+    return _view(t, (t.shape[0], *(t.shape[d] for d in _permute_dims(p, x))))
+
+
+def _permute(p, x):
+    dims = _permute_dims(p, x)
     return Fn(lambda v: v.permute(0, *dims), f"permute(0, {dims})")
 
 
@@ -520,10 +542,21 @@ class LearnedTensor(nn.Module):
         return self.value
 
 
-def _parameter(p, x):
+def _parameter_check(p) -> None:
     if p.init == "xavier_uniform" and len(p.shape) < 2:
         raise ParamError("xavier_uniform needs a shape of at least 2 dims (fan in and out)")
+
+
+def _parameter(p, x):
+    _parameter_check(p)
     return LearnedTensor(p.shape, p.init, p.scale)
+
+
+def _parameter_shape(p, x):
+    """The output is the parameter itself: nothing is made."""
+    _parameter_check(p)
+    dtype = shapes.layer_dtype(p)
+    return shapes.weighted([(tuple(p.shape), dtype)], math.prod(p.shape), dtype, work=0)
 
 
 class ConstantTensor(nn.Module):
@@ -610,7 +643,7 @@ BLOCKS = [
         "from N(0, 1) (normalise the inputs), widths at `width`; both are trained.",
         _rbf, [int_param("num_centers", 10, "number of basis functions", min=1),
                float_param("width", 1.0, "initial width σ of every bump", min=1e-6)],
-        keywords=("radial basis", "gaussian", "kernel", "rbf network")),
+        keywords=("radial basis", "gaussian", "kernel", "rbf network"), shape=_rbf_shape),
     layer_op("Flatten",
         "Flattens dims start_dim..end_dim into one: (N, C, H, W) -> (N, C·H·W).\n\n"
         "Order is channel, then row, then column (PyTorch's NCHW order), as in the notes. "
@@ -629,7 +662,7 @@ BLOCKS = [
         "non-batch dims in their new order, numbered as PyTorch numbers them (batch = 0), so "
         "[3, 1, 2] turns (N, H, W, C) into (N, C, H, W).",
         _permute, [Param("dims", "ints", doc="new order of dims 1..ndim-1", min=1)],
-        keywords=("transpose", "swap axes", "channels last")),
+        keywords=("transpose", "swap axes", "channels last"), shape=_permute_shape),
     layer_op("Concat",
         "Joins `a`, `b` and up to six more parts (c to h) along a dim, in port order.\n\n"
         "All other dims must match; along `dim` the sizes add up. dim 1 joins features or "
@@ -702,7 +735,7 @@ BLOCKS = [
         [Param("shape", "ints", doc="shape of the tensor", min=1),
          choice_param("init", tuple(INITS), "normal", "how the values start"),
          float_param("scale", 1.0, "size of the initial values (see the doc)")],
-        inputs=(), keywords=("weight", "learned", "token", "bias")),
+        inputs=(), keywords=("weight", "learned", "token", "bias"), shape=_parameter_shape),
     layer_op("Constant",
         "A fixed tensor from a JSON value, with no inputs.\n\nA number or nested lists, "
         "e.g. [[1, 0], [0, 1]]; the output has exactly that shape (no batch dim).",
