@@ -329,6 +329,35 @@ def _gaussian_kl(p, x):
     return _GaussianKL, {"reduction": p.reduction}
 
 
+def _batch_reduced(p, unreduced_rows: tuple, dtype: torch.dtype, made: int
+                   ) -> shapes.Inferred:
+    """A divergence after `made` bytes of element-wise work: summed per row (none), summed,
+    or summed and divided by the batch (batchmean)."""
+    s = dtype.itemsize
+    return _loss_out(p, unreduced_rows, dtype, made + s * (p.reduction == "batchmean"),
+                     p.reduction)
+
+
+def _gaussian_kl_shape(p, x):
+    """exp(log σ²), μ², their sum, − 1, − log σ², ½·: six tensors like μ, then reduced."""
+    _gaussian_kl(p, x)
+    dtype, mu = shapes.same_dtype(x), x["mu"]
+    if dtype is None:
+        return None
+    return _batch_reduced(p, mu.shape[:1], dtype, 6 * mu.nbytes)
+
+
+def _kl_divergence_shape(p, x):
+    """The log-softmax of logits, then torch's kl_div: t·log q, xlogy(t, t), their
+    difference; reduced, or summed over the classes (none)."""
+    _kl_divergence(p, x)
+    dtype, t = shapes.same_dtype(x), x["input"]
+    if dtype is None:
+        return None
+    made = t.nbytes * (3 + (p.input_kind == "logits"))
+    return _batch_reduced(p, t.shape[:-1], dtype, made)
+
+
 # -- combining -------------------------------------------------------------------------
 
 TERMS = ("a", "b", "c", "d")
@@ -464,7 +493,8 @@ BLOCKS = [
                                "logits: raw scores, softmax built in; log_probs: after "
                                "LogSoftmax (torch's kl_div convention)"),
                   BATCH_REDUCTIONS, SCALE],
-          keywords=("kl", "relative entropy", "distillation", "divergence")),
+          keywords=("kl", "relative entropy", "distillation", "divergence"),
+          shape=_kl_divergence_shape),
     block("losses.GaussianKL", "op",
           "KL(N(μ, σ²) ‖ N(0, 1)) in closed form, from μ and log σ²: the VAE's prior term.\n\n"
           "0.5·Σ(σ² + μ² − 1 − log σ²), summed over the latent dimensions and averaged "
@@ -474,7 +504,7 @@ BLOCKS = [
           inputs=[Port("mu", doc="means of the approximate posterior"),
                   Port("logvar", doc="log-variances log σ², shaped like mu")],
           outputs=[LOSS_OUT], params=[BATCH_REDUCTIONS, SCALE],
-          keywords=("vae", "elbo", "kl", "prior", "latent")),
+          keywords=("vae", "elbo", "kl", "prior", "latent"), shape=_gaussian_kl_shape),
     block("losses.WeightedSum", "op",
           "A weighted sum of up to four losses, w_a·a + w_b·b + w_c·c + w_d·d.\n\n"
           "For objectives with several terms (reconstruction + β·KL, a loss plus a "

@@ -434,6 +434,18 @@ CASES = [
     case("layers.MinPool2d", {}, input=X3),
     case("layers.AvgPool2d", {}, input=((2, 3, 4, 4), I64)),
     case("layers.AvgPool2d", {"kernel_size": [2], "padding": [2]}, input=IMG),
+    *(case("losses.GaussianKL", {"reduction": r, "scale": scale}, mu=t, logvar=t)
+      for r in ("batchmean", "sum", "none") for scale in (1.0, 0.5)
+      for t in (X, ((4, 2, 3), F64))),
+    case("losses.GaussianKL", {}, mu=X, logvar=((8, 4), F32)),
+    case("losses.GaussianKL", {}, mu=X, logvar=X64, declines=True),
+    *(case("losses.KLDivergence", {"reduction": r, "scale": scale, "input_kind": kind},
+           input=t, target=t)
+      for r in ("batchmean", "sum", "none") for scale in (1.0, 2.0)
+      for kind in ("logits", "log_probs") for t in (X, ((4, 2, 3), F64))),
+    case("losses.KLDivergence", {}, input=((8,), F32), target=((8,), F32)),
+    case("losses.KLDivergence", {}, input=X, target=XI),
+    case("losses.KLDivergence", {}, input=X, target=X64, declines=True),
     case("layers.Constant", {"value": [[1, 2, 3]], "dtype": "int64"}),
     case("layers.Constant", {"value": 1, "dtype": "bool"}),
     case("layers.Constant", {"value": -1.0}, declines=True),
