@@ -344,27 +344,52 @@ def need_padding_mask(x: dict, port: str, keys: torch.Tensor) -> None:
 
 def _attention(score: str):
     def build(p, x):
-        q, k, v = (need_tokens(x, port) for port in ("query", "key", "value"))
-        if q.shape[0] != k.shape[0] or k.shape[:2] != v.shape[:2]:
-            raise PortError("value", f"query {fmt(q.shape)}, key {fmt(k.shape)} and value "
-                            f"{fmt(v.shape)} must share the batch, and key and value the "
-                            "length S", "one value per key")
-        if q.shape[-1] != k.shape[-1]:
-            raise PortError("key", f"query and key must have the same width to be compared: "
-                            f"query is {fmt(q.shape)}, key {fmt(k.shape)}",
-                            "project one of them with layers.Linear")
-        if "attn_mask" in x:
-            want = (q.shape[0], q.shape[1], k.shape[1])
-            m = x["attn_mask"]
-            try:
-                fits = m.ndim == 3 and torch.broadcast_shapes(m.shape, want) == want
-            except RuntimeError:
-                fits = False
-            if not fits:
-                raise PortError("attn_mask", f"must broadcast to (N, L, S) = {fmt(want)}, got "
-                                f"{fmt(m.shape)}", "give it three dims; size 1 broadcasts")
+        _attention_check(p, x)
         return Attention(score, p.temperature, p.causal)
     return build
+
+
+def _attention_shape(score: str) -> shapes.Rule:
+    """Dot or scaled scores: batched products need no copies of (N, L, D) tensors: the
+    scores, scaled by √D (scaled), divided by the temperature, softmaxed (the weights
+    output), the weighted sum; a causal mask adds three bool (L, S) tensors, a masked fill
+    and a product. An attn_mask runs on meta."""
+    def rule(p, x):
+        _attention_check(p, x)
+        dtype = shapes.same_dtype(x)
+        if dtype is None or "attn_mask" in x:
+            return None
+        q, k, v = x["query"], x["key"], x["value"]
+        n, length, s_len = q.shape[0], q.shape[1], k.shape[1]
+        scores = n * length * s_len * dtype.itemsize
+        out = (n, length, v.shape[-1])
+        made = scores * (3 + (score == "scaled")) + shapes.nbytes(out, dtype)
+        if p.causal:
+            made += 3 * length * s_len * torch.bool.itemsize + 2 * scores
+        return shapes.Inferred(((out, dtype), ((n, length, s_len), dtype)), work=made)
+    return rule
+
+
+def _attention_check(p, x) -> None:
+    q, k, v = (need_tokens(x, port) for port in ("query", "key", "value"))
+    if q.shape[0] != k.shape[0] or k.shape[:2] != v.shape[:2]:
+        raise PortError("value", f"query {fmt(q.shape)}, key {fmt(k.shape)} and value "
+                        f"{fmt(v.shape)} must share the batch, and key and value the "
+                        "length S", "one value per key")
+    if q.shape[-1] != k.shape[-1]:
+        raise PortError("key", f"query and key must have the same width to be compared: "
+                        f"query is {fmt(q.shape)}, key {fmt(k.shape)}",
+                        "project one of them with layers.Linear")
+    if "attn_mask" in x:
+        want = (q.shape[0], q.shape[1], k.shape[1])
+        m = x["attn_mask"]
+        try:
+            fits = m.ndim == 3 and torch.broadcast_shapes(m.shape, want) == want
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise PortError("attn_mask", f"must broadcast to (N, L, S) = {fmt(want)}, got "
+                            f"{fmt(m.shape)}", "give it three dims; size 1 broadcasts")
 
 
 def _self_attention(p, x):
@@ -622,12 +647,12 @@ BLOCKS = [
         "The notes' first attention (17.2): each query takes a weighted average of the "
         "values, weighted by how well it matches each key. Wire the same tensor into all "
         "three ports for plain self-attention.", "dot",
-        keywords=("attention", "softmax", "alignment", "luong")),
+        keywords=("attention", "softmax", "alignment", "luong"), shape=_attention_shape("dot")),
     attention_op("ScaledDotProduct",
         "Scaled dot-product attention softmax(q·k / (√d · temperature)) v.\n\n"
         "Dividing by √d keeps the scores' spread independent of the width d, so the "
         "softmax does not saturate (notes 17.3); the core of every Transformer.", "scaled",
-        keywords=("attention", "transformer", "sdpa", "qkv")),
+        keywords=("attention", "transformer", "sdpa", "qkv"), shape=_attention_shape("scaled")),
     attention_op("Cosine",
         "Cosine attention softmax(cos(q, k) / temperature) v.\n\n"
         "Scores are cosine similarities in [−1, 1], independent of the vectors' lengths; a "

@@ -446,6 +446,21 @@ CASES = [
     case("losses.KLDivergence", {}, input=((8,), F32), target=((8,), F32)),
     case("losses.KLDivergence", {}, input=X, target=XI),
     case("losses.KLDivergence", {}, input=X, target=X64, declines=True),
+    *(case(f"attention.{b}", params, query=q, key=k, value=v)
+      for b in ("DotProduct", "ScaledDotProduct")
+      for params in ({}, {"temperature": 0.5}, {"causal": True})
+      for q, k, v in ((((2, 3, 4), F32), ((2, 5, 4), F32), ((2, 5, 6), F32)),
+                      (((1, 4, 2), F64), ((1, 4, 2), F64), ((1, 4, 2), F64)),
+                      (((3, 1, 4), F32), ((3, 1, 4), F32), ((3, 1, 1), F32)))),
+    case("attention.DotProduct", {}, query=X3, key=((4, 6, 4), F32), value=X3),
+    case("attention.DotProduct", {}, query=X3, key=X3, value=((4, 5, 5), F32)),
+    case("attention.DotProduct", {}, query=X, key=X, value=X),
+    case("attention.ScaledDotProduct", {}, query=X3, key=X3, value=X3,
+         attn_mask=((4, 6), torch.bool)),
+    case("attention.ScaledDotProduct", {}, query=X3, key=X3, value=X3,
+         attn_mask=((1, 6, 6), torch.bool), declines=True),
+    case("attention.ScaledDotProduct", {}, query=X3, key=X3, value=((4, 6, 5), F64),
+         declines=True),
     case("layers.Constant", {"value": [[1, 2, 3]], "dtype": "int64"}),
     case("layers.Constant", {"value": 1, "dtype": "bool"}),
     case("layers.Constant", {"value": -1.0}, declines=True),
