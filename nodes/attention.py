@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -392,10 +393,15 @@ def _attention_check(p, x) -> None:
                             f"{fmt(m.shape)}", "give it three dims; size 1 broadcasts")
 
 
-def _self_attention(p, x):
+def _self_attention_check(p, x) -> None:
     t = need_tokens(x, "input")
     need_heads(t.shape[-1], p.num_heads)
     need_padding_mask(x, "key_padding_mask", t)
+
+
+def _self_attention(p, x):
+    _self_attention_check(p, x)
+    t = x["input"]
     return SelfAttention(t.shape[-1], p.num_heads, bias=p.bias, dropout=p.dropout,
                          causal=p.causal)
 
@@ -435,36 +441,65 @@ def _dropout_elements(p: float, size: int) -> float:
     return 0 if p == 0 else size + 1 if p == 1 else 2 * size
 
 
-def _encoder_shape(p, x):
-    """EncoderLayer's forward, tensor by tensor (X: the (N, L, D) sequence, S: the scores
-    (N, heads, L, L), F: the feed-forward's hidden (N, L, ff), R: one value per position):
-    two LayerNorms (output, mean, rstd), the q, k, v projections, q and kᵀ copied for the
-    batched product, the scores, scaled, softmaxed (the weights output), v copied, the
-    weighted sum and the heads merged back (a copy), out_proj, the residual sum; the
-    feed-forward's two Linears, its activation and residual sum; dropout on the weights,
-    after each sublayer and inside the feed-forward; a causal mask (three bool (L, L)
-    tensors) is applied by a masked fill and a product."""
-    t, dtype = _encoder_input(p, x), shapes.layer_dtype(p)
-    if "key_padding_mask" in x or t.dtype != dtype or dtype not in (torch.float32,
-                                                                    torch.float64):
-        return None  # a padding mask, mixed dtypes or bfloat16: the meta path counts them
+def _self_attention_input(x: dict, dtype: torch.dtype, heads: int) -> Any:
+    """The (N, L, D) input a self-attention rule covers, or None: a padding mask, mixed
+    dtypes, bfloat16, or one feature per head (torch's copies differ: out_proj makes its
+    own) are left to the meta path."""
+    t = x["input"]
+    if "key_padding_mask" in x or t.dtype != dtype or \
+            dtype not in (torch.float32, torch.float64) or t.shape[-1] == heads > 1:
+        return None
+    return t
+
+
+def _self_attention_bytes(t: Any, heads: int, dropout: float, causal: bool) -> int:
+    """What a `MultiHeadAttention` of a sequence to itself makes (X: the (N, L, D)
+    sequence, S: the scores (N, heads, L, L)): the q, k, v projections, q and kᵀ copied for
+    the batched product, the scores, scaled, softmaxed (the weights output), dropped out,
+    v copied, the weighted sum, the heads merged back (a copy) and out_proj; a causal mask
+    adds three bool (L, L) tensors, a masked fill and a product. The heads' views fold
+    into (N·heads, ...) without a copy, and merge back, where a size of 1 leaves nothing
+    out of order."""
     n, length, d = t.shape
-    if d == p.nhead > 1:
-        return None  # one feature per head: torch's copies differ (out_proj makes its own)
+    big_x, big_s = n * length * d, n * heads * length**2
+    copies = 3 * (n > 1 and heads > 1 and length > 1) + (heads > 1 and length > 1)
+    made = ((5 + copies) * big_x + 3 * big_s + _dropout_elements(dropout, big_s)) \
+        * t.dtype.itemsize
+    if causal:
+        made += 3 * length**2 * torch.bool.itemsize + 2 * big_s * t.dtype.itemsize
+    return made
+
+
+def _self_attention_shape(p, x):
+    _self_attention_check(p, x)
+    t = _self_attention_input(x, shapes.layer_dtype(p), p.num_heads)
+    if t is None:
+        return None
+    n, length, d = t.shape
+    return shapes.weighted([(t.shape, t.dtype), ((n, p.num_heads, length, length), t.dtype)],
+                           4 * d * d + 4 * d * p.bias, t.dtype,
+                           work=_self_attention_bytes(t, p.num_heads, p.dropout, p.causal))
+
+
+def _encoder_shape(p, x):
+    """EncoderLayer's forward (F: the feed-forward's hidden (N, L, ff), R: one value per
+    position): two LayerNorms (output, mean, rstd), the self-attention, dropout after it
+    and the residual sum; the feed-forward's two Linears, its activation, dropout inside
+    and after it, and the residual sum."""
+    _encoder_input(p, x)
+    t = _self_attention_input(x, shapes.layer_dtype(p), p.nhead)
+    if t is None:
+        return None
+    n, length, d = t.shape
     ff = p.dim_feedforward or 4 * d
-    big_x, big_s, big_f = n * length * d, n * p.nhead * length**2, n * length * ff
-    rows = n * length
-    # the heads' views (N, heads, L, d/heads) fold into (N·heads, ...) without a copy, and
-    # merge back, only where a size of 1 leaves nothing out of order
-    copies = 3 * (n > 1 and p.nhead > 1 and length > 1) + (p.nhead > 1 and length > 1)
-    elements = (10 + copies) * big_x + 3 * big_s + 2 * big_f + 4 * rows + sum(
-        _dropout_elements(p.dropout, size) for size in (big_s, big_x, big_f, big_x))
-    made = elements * dtype.itemsize
-    if p.causal:
-        made += 3 * length**2 * torch.bool.itemsize + 2 * big_s * dtype.itemsize
+    big_x, big_f, rows = n * length * d, n * length * ff, n * length
+    elements = 5 * big_x + 2 * big_f + 4 * rows + sum(
+        _dropout_elements(p.dropout, size) for size in (big_x, big_f, big_x))
+    made = elements * t.dtype.itemsize + _self_attention_bytes(t, p.nhead, p.dropout,
+                                                               p.causal)
     weights = 4 * d * d + 2 * d * ff + 2 * d + p.bias * (3 * d + d + ff + d + 2 * d)
-    return shapes.weighted([(t.shape, dtype), ((n, p.nhead, length, length), dtype)],
-                           weights, dtype, work=made)
+    return shapes.weighted([(t.shape, t.dtype), ((n, p.nhead, length, length), t.dtype)],
+                           weights, t.dtype, work=made)
 
 
 def _decoder(p, x):
@@ -665,7 +700,7 @@ BLOCKS = [
           "17.4). embed_dim is inferred; `causal` hides the future.",
           _self_attention, inputs=[Port("input", doc="a sequence (N, L, embed_dim)"), PADDING],
           outputs=[Port("output", doc="(N, L, embed_dim)"), HEAD_WEIGHTS],
-          params=[*MHA_PARAMS, CAUSAL],
+          params=[*MHA_PARAMS, CAUSAL], shape=_self_attention_shape,
           keywords=("attention", "transformer", "mhsa", "heads", "self-attention")),
     block("attention.MultiHeadCrossAttention", "op",
           "Multi-head cross-attention: queries from one sequence, keys and values from "
