@@ -287,11 +287,27 @@ HIGHWAY_ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.
                        "identity": lambda v: v}
 
 
-def _highway(p, x):
+def _highway_input(p, x):
     t = x["input"]
     if t.ndim < 2 or not t.dtype.is_floating_point:
         raise PortError("input", f"needs real features (N, ..., features), got {t.dtype} "
                         f"{fmt(t.shape)}", "token ids go through layers.Embedding first")
+    return t
+
+
+def _highway_shape(p, x):
+    """The gate's Linear and sigmoid, the transform's Linear and activation (none for
+    identity), T·H, 1 − T, (1 − T)·x and the sum."""
+    t, dtype = _highway_input(p, x), shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    f = t.shape[-1]
+    return shapes.weighted([(t.shape, dtype)], 2 * (f * f + f), dtype,
+                           work=(7 + (p.activation != "identity")) * t.nbytes)
+
+
+def _highway(p, x):
+    t = _highway_input(p, x)
     return Highway(t.shape[-1], HIGHWAY_ACTIVATIONS[p.activation], p.gate_bias)
 
 
@@ -364,7 +380,7 @@ BLOCKS = [
                   float_param("gate_bias", -1.0, "initial bias of the gate T; negative "
                               "values carry the input at first (the paper suggests −1 to "
                               "−3)")],
-          keywords=("gate", "skip", "carry", "deep", "srivastava")),
+          keywords=("gate", "skip", "carry", "deep", "srivastava"), shape=_highway_shape),
 ]
 
 BLOCKS = with_dtype(BLOCKS, ('RNN', 'LSTM', 'GRU', 'Highway'))

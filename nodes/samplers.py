@@ -333,6 +333,12 @@ def _langevin(p, x):
     return LangevinStep(p.step_size, p.noise_scale)
 
 
+def _langevin_shape(p, x):
+    """The noise, scaled; the scaled score; the two sums."""
+    _langevin(p, x)
+    return None if shapes.same_dtype(x) is None else shapes.like(x["input"], 5)
+
+
 # -- declarations --------------------------------------------------------------------------
 
 BLOCKS = [
@@ -440,5 +446,6 @@ BLOCKS = [
           outputs=["output"],
           params=[float_param("step_size", 0.01, "step ε", min=0),
                   float_param("noise_scale", 1.0, "multiplies the noise; 0 for none", min=0)],
-          keywords=("score", "mcmc", "sampling", "energy", "sgld")),
+          keywords=("score", "mcmc", "sampling", "energy", "sgld"),
+          shape=_langevin_shape),
 ]

@@ -335,11 +335,24 @@ def _global_pool_shape(p, x):
     return shapes.like(shapes.TensorMeta(t.shape[:2], t.dtype))  # one reduction
 
 
-def _adaptive_avg_pool(p, x):
-    need_ndim(x, "input", (4,), "(N, C, H, W)", "adaptive pooling here is 2-D, over images")
+def _adaptive_check(p, x) -> Any:
+    t = need_ndim(x, "input", (4,), "(N, C, H, W)",
+                  "adaptive pooling here is 2-D, over images")
     if len(p.output_size) != 2:
         raise ParamError(f"output_size must hold 2 sizes (height, width), got {p.output_size}")
+    return t
+
+
+def _adaptive_avg_pool(p, x):
+    _adaptive_check(p, x)
     return nn.AdaptiveAvgPool2d(tuple(p.output_size))
+
+
+def _adaptive_avg_pool_shape(p, x):
+    t = _adaptive_check(p, x)
+    if not t.dtype.is_floating_point:
+        return None  # torch refuses the mean of integers; the meta path says how
+    return shapes.like(shapes.TensorMeta((*t.shape[:2], *p.output_size), t.dtype))
 
 
 UPSAMPLE_DIMS = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "bicubic": (4,),
@@ -483,7 +496,8 @@ BLOCKS = [
              "classifiers end.",
              _adaptive_avg_pool,
              [Param("output_size", "ints", [1, 1], "output height and width", min=1)],
-             keywords=("adaptive", "pool", "global average pooling", "resize")),
+             keywords=("adaptive", "pool", "global average pooling", "resize"),
+             shape=_adaptive_avg_pool_shape),
     layer_op("GlobalMaxPool",
              "Maximum over all spatial dims: (N, C, ...) -> (N, C).\n\nAsks of each channel "
              "whether its feature occurs anywhere in the input.",
