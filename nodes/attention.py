@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     Port,
@@ -343,33 +345,63 @@ def need_padding_mask(x: dict, port: str, keys: torch.Tensor) -> None:
 
 def _attention(score: str):
     def build(p, x):
-        q, k, v = (need_tokens(x, port) for port in ("query", "key", "value"))
-        if q.shape[0] != k.shape[0] or k.shape[:2] != v.shape[:2]:
-            raise PortError("value", f"query {fmt(q.shape)}, key {fmt(k.shape)} and value "
-                            f"{fmt(v.shape)} must share the batch, and key and value the "
-                            "length S", "one value per key")
-        if q.shape[-1] != k.shape[-1]:
-            raise PortError("key", f"query and key must have the same width to be compared: "
-                            f"query is {fmt(q.shape)}, key {fmt(k.shape)}",
-                            "project one of them with layers.Linear")
-        if "attn_mask" in x:
-            want = (q.shape[0], q.shape[1], k.shape[1])
-            m = x["attn_mask"]
-            try:
-                fits = m.ndim == 3 and torch.broadcast_shapes(m.shape, want) == want
-            except RuntimeError:
-                fits = False
-            if not fits:
-                raise PortError("attn_mask", f"must broadcast to (N, L, S) = {fmt(want)}, got "
-                                f"{fmt(m.shape)}", "give it three dims; size 1 broadcasts")
+        _attention_check(p, x)
         return Attention(score, p.temperature, p.causal)
     return build
 
 
-def _self_attention(p, x):
+def _attention_shape(score: str) -> shapes.Rule:
+    """Dot or scaled scores: batched products need no copies of (N, L, D) tensors: the
+    scores, scaled by √D (scaled), divided by the temperature, softmaxed (the weights
+    output), the weighted sum; a causal mask adds three bool (L, S) tensors, a masked fill
+    and a product. An attn_mask runs on meta."""
+    def rule(p, x):
+        _attention_check(p, x)
+        dtype = shapes.same_dtype(x)
+        if dtype is None or "attn_mask" in x:
+            return None
+        q, k, v = x["query"], x["key"], x["value"]
+        n, length, s_len = q.shape[0], q.shape[1], k.shape[1]
+        scores = n * length * s_len * dtype.itemsize
+        out = (n, length, v.shape[-1])
+        made = scores * (3 + (score == "scaled")) + shapes.nbytes(out, dtype)
+        if p.causal:
+            made += 3 * length * s_len * torch.bool.itemsize + 2 * scores
+        return shapes.Inferred(((out, dtype), ((n, length, s_len), dtype)), work=made)
+    return rule
+
+
+def _attention_check(p, x) -> None:
+    q, k, v = (need_tokens(x, port) for port in ("query", "key", "value"))
+    if q.shape[0] != k.shape[0] or k.shape[:2] != v.shape[:2]:
+        raise PortError("value", f"query {fmt(q.shape)}, key {fmt(k.shape)} and value "
+                        f"{fmt(v.shape)} must share the batch, and key and value the "
+                        "length S", "one value per key")
+    if q.shape[-1] != k.shape[-1]:
+        raise PortError("key", f"query and key must have the same width to be compared: "
+                        f"query is {fmt(q.shape)}, key {fmt(k.shape)}",
+                        "project one of them with layers.Linear")
+    if "attn_mask" in x:
+        want = (q.shape[0], q.shape[1], k.shape[1])
+        m = x["attn_mask"]
+        try:
+            fits = m.ndim == 3 and torch.broadcast_shapes(m.shape, want) == want
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise PortError("attn_mask", f"must broadcast to (N, L, S) = {fmt(want)}, got "
+                            f"{fmt(m.shape)}", "give it three dims; size 1 broadcasts")
+
+
+def _self_attention_check(p, x) -> None:
     t = need_tokens(x, "input")
     need_heads(t.shape[-1], p.num_heads)
     need_padding_mask(x, "key_padding_mask", t)
+
+
+def _self_attention(p, x):
+    _self_attention_check(p, x)
+    t = x["input"]
     return SelfAttention(t.shape[-1], p.num_heads, bias=p.bias, dropout=p.dropout,
                          causal=p.causal)
 
@@ -392,11 +424,82 @@ def _layer_args(p, d_model: int) -> dict:
                 norm_first=p.norm_first, causal=p.causal)
 
 
-def _encoder(p, x):
+def _encoder_input(p, x):
     t = need_tokens(x, "input")
     need_heads(t.shape[-1], p.nhead)
     need_padding_mask(x, "key_padding_mask", t)
-    return EncoderLayer(**_layer_args(p, t.shape[-1]))
+    return t
+
+
+def _encoder(p, x):
+    return EncoderLayer(**_layer_args(p, _encoder_input(p, x).shape[-1]))
+
+
+def _dropout_elements(p: float, size: int) -> float:
+    """Elements a training-mode dropout makes on a tensor of `size`: a mask and the
+    product; nothing at p = 0; at p = 1 a zero scalar and the product."""
+    return 0 if p == 0 else size + 1 if p == 1 else 2 * size
+
+
+def _self_attention_input(x: dict, dtype: torch.dtype, heads: int) -> Any:
+    """The (N, L, D) input a self-attention rule covers, or None: a padding mask, mixed
+    dtypes, bfloat16, or one feature per head (torch's copies differ: out_proj makes its
+    own) are left to the meta path."""
+    t = x["input"]
+    if "key_padding_mask" in x or t.dtype != dtype or \
+            dtype not in (torch.float32, torch.float64) or t.shape[-1] == heads > 1:
+        return None
+    return t
+
+
+def _self_attention_bytes(t: Any, heads: int, dropout: float, causal: bool) -> int:
+    """What a `MultiHeadAttention` of a sequence to itself makes (X: the (N, L, D)
+    sequence, S: the scores (N, heads, L, L)): the q, k, v projections, q and kᵀ copied for
+    the batched product, the scores, scaled, softmaxed (the weights output), dropped out,
+    v copied, the weighted sum, the heads merged back (a copy) and out_proj; a causal mask
+    adds three bool (L, L) tensors, a masked fill and a product. The heads' views fold
+    into (N·heads, ...) without a copy, and merge back, where a size of 1 leaves nothing
+    out of order."""
+    n, length, d = t.shape
+    big_x, big_s = n * length * d, n * heads * length**2
+    copies = 3 * (n > 1 and heads > 1 and length > 1) + (heads > 1 and length > 1)
+    made = ((5 + copies) * big_x + 3 * big_s + _dropout_elements(dropout, big_s)) \
+        * t.dtype.itemsize
+    if causal:
+        made += 3 * length**2 * torch.bool.itemsize + 2 * big_s * t.dtype.itemsize
+    return made
+
+
+def _self_attention_shape(p, x):
+    _self_attention_check(p, x)
+    t = _self_attention_input(x, shapes.layer_dtype(p), p.num_heads)
+    if t is None:
+        return None
+    n, length, d = t.shape
+    return shapes.weighted([(t.shape, t.dtype), ((n, p.num_heads, length, length), t.dtype)],
+                           4 * d * d + 4 * d * p.bias, t.dtype,
+                           work=_self_attention_bytes(t, p.num_heads, p.dropout, p.causal))
+
+
+def _encoder_shape(p, x):
+    """EncoderLayer's forward (F: the feed-forward's hidden (N, L, ff), R: one value per
+    position): two LayerNorms (output, mean, rstd), the self-attention, dropout after it
+    and the residual sum; the feed-forward's two Linears, its activation, dropout inside
+    and after it, and the residual sum."""
+    _encoder_input(p, x)
+    t = _self_attention_input(x, shapes.layer_dtype(p), p.nhead)
+    if t is None:
+        return None
+    n, length, d = t.shape
+    ff = p.dim_feedforward or 4 * d
+    big_x, big_f, rows = n * length * d, n * length * ff, n * length
+    elements = 5 * big_x + 2 * big_f + 4 * rows + sum(
+        _dropout_elements(p.dropout, size) for size in (big_x, big_f, big_x))
+    made = elements * t.dtype.itemsize + _self_attention_bytes(t, p.nhead, p.dropout,
+                                                               p.causal)
+    weights = 4 * d * d + 2 * d * ff + 2 * d + p.bias * (3 * d + d + ff + d + 2 * d)
+    return shapes.weighted([(t.shape, t.dtype), ((n, p.nhead, length, length), t.dtype)],
+                           weights, t.dtype, work=made)
 
 
 def _decoder(p, x):
@@ -411,46 +514,118 @@ def _decoder(p, x):
     return DecoderLayer(**_layer_args(p, t.shape[-1]))
 
 
-def _sinusoidal(p, x):
-    width = need_tokens(x, "input").shape[-1]
+def _sinusoidal_input(p, x):
+    t = need_tokens(x, "input")
+    width = t.shape[-1]
     if width % 2:
         raise PortError("input", f"has {width} features, but the code comes in (sin, cos) "
                         "pairs and needs an even width", "make the embedding width even")
+    return t
+
+
+def _sinusoidal(p, x):
+    _sinusoidal_input(p, x)
     return SinusoidalPositions(p.base)
 
 
-def _learned_positions(p, x):
+def _sinusoidal_shape(p, x):
+    """The code is made in float32 (`sinusoidal`): the positions (int64) and their float
+    copy, four tensors of frequencies, the angles, their sines and cosines, the pairs
+    stacked; a copy in the input's dtype unless float32, then the sum."""
+    t = _sinusoidal_input(p, x)
+    n, length, width = t.shape
+    f32 = torch.float32.itemsize
+    made = length * (torch.int64.itemsize + f32) + 4 * (width // 2) * f32 \
+        + 3 * length * (width // 2) * f32 + length * width * f32
+    if t.dtype != torch.float32:
+        made += length * width * t.dtype.itemsize
+    return shapes.Inferred(((t.shape, t.dtype),), work=made + t.nbytes)
+
+
+def _learned_positions_input(p, x):
     t = need_tokens(x, "input")
     if t.shape[1] > p.max_len:
         raise PortError("input", f"has {t.shape[1]} positions but the table holds max_len = "
                         f"{p.max_len}", f"raise max_len to at least {t.shape[1]}")
-    return LearnedPositions(p.max_len, t.shape[-1])
+    return t
 
 
-def _patch_embedding(p, x):
+def _learned_positions(p, x):
+    return LearnedPositions(p.max_len, _learned_positions_input(p, x).shape[-1])
+
+
+def _learned_positions_shape(p, x):
+    t, dtype = _learned_positions_input(p, x), shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    return shapes.weighted([(t.shape, dtype)], p.max_len * t.shape[-1], dtype)
+
+
+def _patch_input(p, x):
     t = need_ndim(x, "input", (4,), "(N, C, H, W)")
     size = p.patch_size
     if t.shape[2] % size or t.shape[3] % size:
         raise PortError("input", f"images {fmt(t.shape)} cannot be cut into {size}x{size} "
                         "patches: height and width must be multiples of patch_size",
                         "choose a patch_size that divides both, or resize the images")
+    return t
+
+
+def _patch_embedding(p, x):
+    t, size = _patch_input(p, x), p.patch_size
     return PatchEmbedding(t.shape[1], p.embed_dim, size, stride=size, bias=p.bias)
+
+
+def _patch_embedding_shape(p, x):
+    """The convolution's output, then views: (N, patches, embed_dim)."""
+    t, size, dtype = _patch_input(p, x), p.patch_size, shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes or integers: the meta path says how
+    n, c, h, w = t.shape
+    return shapes.weighted([((n, h * w // size**2, p.embed_dim), dtype)],
+                           p.embed_dim * (c * size * size + p.bias), dtype)
 
 
 def _cls_token(p, x):
     return ClsToken(need_tokens(x, "input").shape[-1])
 
 
-def _take_token(p, x):
+def _cls_token_shape(p, x):
+    t, dtype = need_tokens(x, "input"), shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    n, length, width = t.shape
+    return shapes.weighted([((n, length + 1, width), dtype)], width, dtype)
+
+
+def _take_index(p, x):
     t = need_tokens(x, "input")
     if not -t.shape[1] <= p.index < t.shape[1]:
         raise PortError("input", f"has {t.shape[1]} positions, so index {p.index} does not "
                         "exist", "0 is the first position (the CLS token), -1 the last")
+    return t
+
+
+def _take_token(p, x):
+    _take_index(p, x)
     return TakeToken(p.index)
+
+
+def _take_token_shape(p, x):
+    t = _take_index(p, x)
+    return shapes.Inferred((((t.shape[0], t.shape[2]), t.dtype),))  # a view
 
 
 def _lm_head(p, x):
     return nn.Linear(need_tokens(x, "input").shape[-1], p.vocab_size, bias=p.bias)
+
+
+def _lm_head_shape(p, x):
+    t, dtype = need_tokens(x, "input"), shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    return shapes.weighted([((*t.shape[:-1], p.vocab_size), dtype)],
+                           p.vocab_size * (t.shape[-1] + p.bias), dtype)
 
 
 # -- declarations --------------------------------------------------------------------------
@@ -507,12 +682,12 @@ BLOCKS = [
         "The notes' first attention (17.2): each query takes a weighted average of the "
         "values, weighted by how well it matches each key. Wire the same tensor into all "
         "three ports for plain self-attention.", "dot",
-        keywords=("attention", "softmax", "alignment", "luong")),
+        keywords=("attention", "softmax", "alignment", "luong"), shape=_attention_shape("dot")),
     attention_op("ScaledDotProduct",
         "Scaled dot-product attention softmax(q·k / (√d · temperature)) v.\n\n"
         "Dividing by √d keeps the scores' spread independent of the width d, so the "
         "softmax does not saturate (notes 17.3); the core of every Transformer.", "scaled",
-        keywords=("attention", "transformer", "sdpa", "qkv")),
+        keywords=("attention", "transformer", "sdpa", "qkv"), shape=_attention_shape("scaled")),
     attention_op("Cosine",
         "Cosine attention softmax(cos(q, k) / temperature) v.\n\n"
         "Scores are cosine similarities in [−1, 1], independent of the vectors' lengths; a "
@@ -525,7 +700,7 @@ BLOCKS = [
           "17.4). embed_dim is inferred; `causal` hides the future.",
           _self_attention, inputs=[Port("input", doc="a sequence (N, L, embed_dim)"), PADDING],
           outputs=[Port("output", doc="(N, L, embed_dim)"), HEAD_WEIGHTS],
-          params=[*MHA_PARAMS, CAUSAL],
+          params=[*MHA_PARAMS, CAUSAL], shape=_self_attention_shape,
           keywords=("attention", "transformer", "mhsa", "heads", "self-attention")),
     block("attention.MultiHeadCrossAttention", "op",
           "Multi-head cross-attention: queries from one sequence, keys and values from "
@@ -544,6 +719,7 @@ BLOCKS = [
           "pre-LN (norm_first, the notes' 17.7) or post-LN. d_model is inferred from the "
           "input. Also outputs the attention weights per head.",
           _encoder, inputs=[Port("input", doc="a sequence (N, L, d_model)"), PADDING],
+          shape=_encoder_shape,
           outputs=[Port("output", doc="(N, L, d_model)"), HEAD_WEIGHTS],
           params=layer_params(causal=False),
           keywords=("transformer", "encoder", "bert", "vit", "layer")),
@@ -568,7 +744,7 @@ BLOCKS = [
           "Attention ignores order; adding p[t, 2i] = sin(t / 10000^(2i/D)), p[t, 2i+1] = "
           "cos(...) lets it tell positions apart, and shifting t rotates each (sin, cos) "
           "pair, so relative offsets are easy to read (notes 17.6).",
-          _sinusoidal, inputs=["input"], outputs=["output"],
+          _sinusoidal, inputs=["input"], outputs=["output"], shape=_sinusoidal_shape,
           params=[float_param("base", 10000.0, "wavelength scale; 10000 as in the paper",
                               min=1.0)],
           keywords=("position", "sinusoid", "transformer", "order")),
@@ -576,6 +752,7 @@ BLOCKS = [
           "Adds a learned vector per position (a table of max_len rows).\n\n"
           "What BERT, GPT and ViT use; it cannot handle sequences longer than max_len.",
           _learned_positions, inputs=["input"], outputs=["output"],
+          shape=_learned_positions_shape,
           params=[int_param("max_len", 512, "the most positions a sequence may have", min=1)],
           keywords=("position", "embedding", "vit", "bert")),
     block("attention.PatchEmbedding", "op",
@@ -584,6 +761,7 @@ BLOCKS = [
           "is flattened and mapped linearly, done as a convolution with stride = kernel = "
           "patch_size. Patches are ordered row by row.",
           _patch_embedding, inputs=[Port("input", doc="images (N, C, H, W)")],
+          shape=_patch_embedding_shape,
           outputs=[Port("output", doc="patch vectors (N, H·W / patch_size², embed_dim)")],
           params=[int_param("patch_size", 4, "side of a square patch", min=1),
                   int_param("embed_dim", 64, "length of each patch vector", min=1),
@@ -593,13 +771,13 @@ BLOCKS = [
           "Prepends a learned [CLS] token: (N, L, D) -> (N, L + 1, D).\n\n"
           "After the encoder, the token's vector sums up the sequence for a classifier "
           "head (take it with TakeToken).",
-          _cls_token, inputs=["input"], outputs=["output"],
+          _cls_token, inputs=["input"], outputs=["output"], shape=_cls_token_shape,
           keywords=("cls", "class token", "vit", "bert", "classification")),
     block("attention.TakeToken", "op",
           "Takes one position of every sequence: (N, L, D) -> (N, D).\n\n"
           "index 0 is the [CLS] token's output; -1 the last position (a causal model's "
           "summary of everything).",
-          _take_token, inputs=["input"], outputs=["output"],
+          _take_token, inputs=["input"], outputs=["output"], shape=_take_token_shape,
           params=[int_param("index", 0, "the position to take; negative counts from the end")],
           keywords=("cls", "select", "pool", "index")),
     block("attention.LMHead", "op",
@@ -609,6 +787,7 @@ BLOCKS = [
           "(vocab_size, d_model) like layers.Embedding's, so a tie can share one matrix "
           "between them (weight tying, notes 17.8).",
           _lm_head, inputs=[Port("input", doc="the final states (N, L, d_model)")],
+          shape=_lm_head_shape,
           outputs=[Port("output", doc="logits (N, L, vocab_size)")],
           params=[int_param("vocab_size", doc="number of tokens (the data block's vocabulary "
                             "size)", min=2),

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
@@ -83,6 +84,21 @@ def _elbo(p, x):
     return ELBO(p.reconstruction, p.beta, "sum" if p.reduction == "sum" else "mean")
 
 
+def _elbo_shape(p, x):
+    """The reconstruction NLL per element (bce: one kernel; mse: the difference and its
+    square), summed per sample and reduced; the KL's six element-wise steps, summed per
+    sample and reduced; β·KL and the total: three scalars out."""
+    _elbo(p, x)  # its checks; the module holds no tensors
+    dtype = shapes.same_dtype(x)
+    if dtype is None:
+        return None  # mixed dtypes promote: the meta path tells
+    recon, mu = x["recon"], x["mu"]
+    n = recon.shape[0]
+    made = recon.nbytes * (2 if p.reconstruction == "mse" else 1) + 6 * mu.nbytes \
+        + (2 * n + 4) * dtype.itemsize
+    return shapes.Inferred(tuple(((), dtype) for _ in range(3)), work=made)
+
+
 # -- GAN -----------------------------------------------------------------------------------
 
 
@@ -116,7 +132,7 @@ class GeneratorLoss(nn.Module):
 def need_one_per_sample(x: dict, port: str, what: str, hint: str, n: int | None = None) -> None:
     """`port` holds one value per sample: (N,) or (N, 1), with N = `n` when given."""
     shape = x[port].shape
-    if len(shape) == 0 or shape.numel() != shape[0] or n not in (None, shape[0]):
+    if len(shape) == 0 or math.prod(shape) != shape[0] or n not in (None, shape[0]):
         count = "" if n is None else f" ({n})"
         raise PortError(port, f"needs one {what} per sample{count}, (N,) or (N, 1), got "
                         f"{fmt(shape)}", hint)
@@ -139,6 +155,25 @@ def _generator_loss(p, x):
     return GeneratorLoss(p.form)
 
 
+def _discriminator_loss_shape(p, x):
+    """The targets (full, zeros) like each logits, a BCE scalar for each and their sum."""
+    _discriminator_loss(p, x)
+    dtype = shapes.same_dtype(x)
+    if dtype is None:
+        return None
+    made = x["real_logits"].nbytes + x["fake_logits"].nbytes + 3 * dtype.itemsize
+    return shapes.Inferred((((), dtype),), work=made)
+
+
+def _generator_loss_shape(p, x):
+    """Non-saturating: −l, its softplus, the mean; minimax: the softplus, the mean, −."""
+    _generator_loss(p, x)
+    t = x["fake_logits"]
+    s = t.dtype.itemsize
+    made = 2 * t.nbytes + s if p.form == "non_saturating" else t.nbytes + 2 * s
+    return shapes.Inferred((((), t.dtype),), work=made)
+
+
 # -- diffusion -------------------------------------------------------------------------------
 
 
@@ -156,6 +191,12 @@ def _eps_loss(p, x):
     need_float(x, "eps")
     need_same_shape(x, "eps_pred", "eps")
     return EpsLoss(p.reduction)
+
+
+def _eps_loss_shape(p, x):
+    _eps_loss(p, x)
+    dtype = shapes.same_dtype(x)  # torch's fused MSE makes only the reduced scalar
+    return None if dtype is None else shapes.Inferred((((), dtype),), work=dtype.itemsize)
 
 
 def sinusoidal(t: torch.Tensor, dim: int, max_period: float,
@@ -188,12 +229,38 @@ class TimestepEmbedding(nn.Module):
         return emb if self.mlp is None else self.mlp(emb)
 
 
-def _timestep_embedding(p, x):
+def _timestep_check(p, x) -> None:
     need_one_per_sample(x, "input", "step", "wire DDPMNoise's t output")
     if p.embedding_dim % 2:
         raise ParamError(f"'embedding_dim' must be even (sine and cosine pairs), got "
                          f"{p.embedding_dim}")
+
+
+def _timestep_embedding(p, x):
+    _timestep_check(p, x)
     return TimestepEmbedding(p.embedding_dim, p.max_period, p.mlp_features)
+
+
+def _timestep_shape(p, x):
+    """`sinusoidal` in float64 (a float64 block) or float32: the steps cast to it, four
+    tensors of frequencies, the angles, sines, cosines and the stacked code, cast to the
+    block's dtype (bfloat16); then the MLP's Linear, SiLU and Linear."""
+    _timestep_check(p, x)
+    t, dtype, d = x["input"], shapes.layer_dtype(p), p.embedding_dim
+    if t.dtype.is_floating_point and t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    n, half = t.numel(), d // 2
+    code = torch.float64 if dtype == torch.float64 else torch.float32
+    made = (n * (t.dtype != code) + 4 * half + 3 * n * half + n * d) * code.itemsize
+    if dtype != code:
+        made += n * d * dtype.itemsize
+    out, weights = (n, d), 0
+    if p.mlp_features is not None:
+        m = p.mlp_features
+        out, weights = (n, m), d * m + m + m * m + m
+        made += 3 * n * m * dtype.itemsize
+    return shapes.Inferred(((out, dtype),), weights, weights * dtype.itemsize,
+                           dtype.itemsize, made)
 
 
 # -- normalising flows ---------------------------------------------------------------------
@@ -251,13 +318,32 @@ def _log_det_input(x: dict, n: int, port: str = "log_det") -> None:
                             "flow layer before", n)
 
 
-def _coupling(p, x):
+def _coupling_input(p, x):
     t = need_ndim(x, "input", (2,), "(N, features)",
                   "insert layers.Flatten before it: the coupling works on flat vectors")
     need_float(x, "input")
     if t.shape[1] < 2:
         raise PortError("input", f"needs at least 2 features to split, got {fmt(t.shape)}")
     _log_det_input(x, t.shape[0])
+    return t
+
+
+def _coupling_shape(p, x):
+    """The masked input, each MLP's three Linears and two ReLUs, tanh of the scale, 1 − m
+    (twice), the masked scale and shift, and y's product, exp, product and two sums; the
+    log-determinant summed per sample (plus the incoming one)."""
+    t, dtype = _coupling_input(p, x), shapes.layer_dtype(p)
+    if any(v.dtype != dtype for v in x.values()):
+        return None  # mixed dtypes: the meta path refuses them
+    (n, f), h = t.shape, p.hidden_features
+    elements = (10 + p.tanh_scale) * n * f + 8 * n * h + 2 * f + n * (1 + ("log_det" in x))
+    weights = 2 * (2 * f * h + h * h + 2 * h + f)
+    return shapes.Inferred((((n, f), dtype), ((n,), dtype)), weights, weights * dtype.itemsize,
+                           f * dtype.itemsize, elements * dtype.itemsize)
+
+
+def _coupling(p, x):
+    t = _coupling_input(p, x)
     return AffineCoupling(t.shape[1], p.hidden_features,
                           coupling_mask(t.shape[1], p.mask, p.flip), p.tanh_scale)
 
@@ -281,6 +367,16 @@ def _flow_nll(p, x):
     return FlowNLL(p.reduction)
 
 
+def _flow_nll_shape(p, x):
+    """z², summed per sample, halved, plus the constant, minus log|det|, reduced."""
+    _flow_nll(p, x)
+    dtype = shapes.same_dtype(x)
+    if dtype is None or "log_det" not in x:
+        return None  # mixed dtypes promote; without log_det the forward fails
+    z = x["z"]
+    return shapes.Inferred((((), dtype),), work=z.nbytes + (4 * z.shape[0] + 1) * dtype.itemsize)
+
+
 # -- declarations --------------------------------------------------------------------------
 
 SCALAR = "a scalar for reporting (wire it to a viewer); the loss output is what trains"
@@ -293,7 +389,7 @@ BLOCKS = [
           "(a Bernoulli decoder, after a Sigmoid), bce_logits for raw decoder scores, mse "
           "for a Gaussian decoder (the squared error, the NLL up to scale and a constant). "
           "β > 1 is the β-VAE. The two terms are also outputs, to watch them trade off.",
-          _elbo,
+          _elbo, shape=_elbo_shape,
           inputs=[Port("recon", doc="the decoder's output x̂"),
                   Port("target", doc="the input x it reconstructs"),
                   Port("mu", doc="encoder means μ"),
@@ -311,7 +407,7 @@ BLOCKS = [
           "Minimising it maximises the minimax value V(D, G) over D. Feed D's logits on "
           "real data and on generated data (through layers.StopGradient, so this loss does "
           "not reach G). real_label below 1 is one-sided label smoothing.",
-          _discriminator_loss,
+          _discriminator_loss, shape=_discriminator_loss_shape,
           inputs=[Port("real_logits", doc="D's logits on real samples"),
                   Port("fake_logits", doc="D's logits on generated samples")],
           outputs=[LOSS_OUT],
@@ -325,6 +421,7 @@ BLOCKS = [
           "gradient vanishes exactly then (Goodfellow et al. 2014). Give its optimizer "
           "the generator's nodes as scope.",
           _generator_loss, inputs=[Port("fake_logits", doc="D's logits on generated samples")],
+          shape=_generator_loss_shape,
           outputs=[LOSS_OUT],
           params=[choice_param("form", ("non_saturating", "minimax"), "non_saturating",
                                "which generator objective")],
@@ -333,7 +430,7 @@ BLOCKS = [
           "DDPM's simple loss ‖ε − ε_θ(x_t, t)‖²: the error of the predicted noise.\n\n"
           "Wire DDPMNoise's eps as the target and the network's prediction from x_t "
           "(and t) as eps_pred; averaged over every element (Ho et al.'s L_simple).",
-          _eps_loss,
+          _eps_loss, shape=_eps_loss_shape,
           inputs=[Port("eps_pred", doc="the network's noise prediction"),
                   Port("eps", doc="the noise that was added")],
           outputs=[LOSS_OUT], params=[REDUCTION],
@@ -342,7 +439,7 @@ BLOCKS = [
           "Sinusoidal embedding of a step t: [sin ω₀t, cos ω₀t, ...], ω_k = P^(−2k/d).\n\n"
           "The transformer's positional encoding applied to diffusion steps, so a network "
           "can condition on t; mlp_features adds Linear–SiLU–Linear after it, as in DDPM.",
-          _timestep_embedding,
+          _timestep_embedding, shape=_timestep_shape,
           inputs=[Port("input", doc="the step t per sample, (N,) or (N, 1)")],
           outputs=["output"],
           params=[int_param("embedding_dim", 32, "size d of the sinusoidal code (even)",
@@ -369,7 +466,8 @@ BLOCKS = [
                   bool_param("flip", False, "swap the roles of the two groups"),
                   int_param("hidden_features", 64, "width of the scale and shift MLPs", min=1),
                   bool_param("tanh_scale", True, "bound the log-scale s to (−1, 1) with tanh")],
-          keywords=("normalizing flow", "realnvp", "invertible", "density", "bijection")),
+          keywords=("normalizing flow", "realnvp", "invertible", "density", "bijection"),
+          shape=_coupling_shape),
     block("generative.FlowNLL", "op",
           "Negative log-likelihood of a normalising flow with a standard normal base.\n\n"
           "−log p(x) = ½‖z‖² + (D/2)·log 2π − log|det ∂z/∂x| (change of variables), per "
@@ -379,7 +477,8 @@ BLOCKS = [
           inputs=[Port("z", doc="the flow's output z = f(x)"),
                   Port("log_det", doc="Σ log|det| of the flow's layers, (N,)")],
           outputs=[LOSS_OUT], params=[REDUCTION],
-          keywords=("normalizing flow", "likelihood", "density", "nll", "change of variables")),
+          keywords=("normalizing flow", "likelihood", "density", "nll", "change of variables"),
+          shape=_flow_nll_shape),
 ]
 
 BLOCKS = with_dtype(BLOCKS, ('AffineCoupling', 'TimestepEmbedding'))

@@ -204,12 +204,27 @@ def _cross_entropy(p, x):
 def _cross_entropy_shape(p, x):
     _cross_entropy_check(p, x)
     scores, target = x["input"], x["target"]
-    if scores.ndim != 2 or target.ndim != 1 or target.dtype != torch.int64 \
-            or p.label_smoothing != 0:
-        return None  # reshaped rows, probabilities, smoothing: the meta path counts them
-    # log-softmax of the scores, then nll_loss's total weight (a scalar) beside the loss
-    return _loss_out(p, scores.shape[:1], scores.dtype,
-                     scores.nbytes + scores.dtype.itemsize, p.reduction)
+    if target.dtype != torch.int64:
+        return None  # probabilities, other index types: the meta path counts them
+    # rows of scores (views), their log-softmax, then nll_loss's total weight (a scalar)
+    # beside the loss; unreduced, one loss per row shaped like the scores less the classes
+    s, rows = scores.dtype.itemsize, math.prod(scores.shape[:-1])
+    made = scores.nbytes + s
+    if p.label_smoothing != 0:  # torch's smoothing term beside the nll loss
+        made += _smoothing_bytes(rows, s, p.reduction)
+    return _loss_out(p, scores.shape[:-1], scores.dtype, made, p.reduction)
+
+
+def _smoothing_bytes(rows: int, s: int, reduction: str) -> int:
+    """What torch's label smoothing makes besides the log-softmax and the nll loss, its
+    last sum excluded: the nll loss itself (a scalar, or one per row unreduced), each row's
+    negated sum of log-probabilities, the mask of ignored targets with which they are
+    zeroed, and the weighted sum of the two terms; a mean also counts the rows kept."""
+    if reduction == "none":
+        return rows * s + 2 * rows * s + rows + 2 * rows * s
+    if reduction == "sum":
+        return s + 2 * rows * s + rows + 3 * s
+    return s + 2 * rows * s + 2 * rows + torch.int64.itemsize + 4 * s
 
 
 class _Hinge(nn.Module):
@@ -229,7 +244,7 @@ class _Hinge(nn.Module):
         return _reduce(loss, self.reduction)
 
 
-def _hinge(p, x):
+def _hinge_check(p, x):
     need_float(x, "input")
     scores, target = x["input"], x["target"]
     if scores.ndim > 1 and scores.shape[-1] > 1:
@@ -242,7 +257,27 @@ def _hinge(p, x):
         raise PortError("target", f"'input' is {fmt(scores.shape)} but 'target' is "
                         f"{fmt(target.shape)}; one label per score",
                         "targets are -1/+1 (or 0/1) shaped like the scores")
+
+
+def _hinge(p, x):
+    _hinge_check(p, x)
     return _Hinge, {"margin": p.margin, "reduction": p.reduction}
+
+
+def _hinge_shape(p, x):
+    _hinge_check(p, x)
+    scores, target = x["input"], x["target"]
+    size = scores.nbytes
+    if scores.ndim > 1 and scores.shape[-1] > 1:  # torch's multi-margin loss, one kernel
+        if scores.ndim != 2 or target.dtype != torch.int64:
+            return None  # torch refuses more dims; other index types are converted
+        return _loss_out(p, scores.shape[:1], scores.dtype, 0, p.reduction)
+    # the labels in the scores' dtype (a copy unless already), t == 0, ones, -ones, the
+    # ±1 labels, t·s, margin − t·s and the clamp (the loss when unreduced), then the
+    # reduction
+    made = size * (5 + (target.dtype != scores.dtype) + (p.reduction != "none")) \
+        + scores.numel()
+    return _loss_out(p, scores.shape, scores.dtype, made, p.reduction)
 
 
 # -- divergences -----------------------------------------------------------------------
@@ -292,6 +327,35 @@ def _gaussian_kl(p, x):
     need_float(x, "logvar")
     need_same_shape(x, "mu", "logvar")
     return _GaussianKL, {"reduction": p.reduction}
+
+
+def _batch_reduced(p, unreduced_rows: tuple, dtype: torch.dtype, made: int
+                   ) -> shapes.Inferred:
+    """A divergence after `made` bytes of element-wise work: summed per row (none), summed,
+    or summed and divided by the batch (batchmean)."""
+    s = dtype.itemsize
+    return _loss_out(p, unreduced_rows, dtype, made + s * (p.reduction == "batchmean"),
+                     p.reduction)
+
+
+def _gaussian_kl_shape(p, x):
+    """exp(log σ²), μ², their sum, − 1, − log σ², ½·: six tensors like μ, then reduced."""
+    _gaussian_kl(p, x)
+    dtype, mu = shapes.same_dtype(x), x["mu"]
+    if dtype is None:
+        return None
+    return _batch_reduced(p, mu.shape[:1], dtype, 6 * mu.nbytes)
+
+
+def _kl_divergence_shape(p, x):
+    """The log-softmax of logits, then torch's kl_div: t·log q, xlogy(t, t), their
+    difference; reduced, or summed over the classes (none)."""
+    _kl_divergence(p, x)
+    dtype, t = shapes.same_dtype(x), x["input"]
+    if dtype is None:
+        return None
+    made = t.nbytes * (3 + (p.input_kind == "logits"))
+    return _batch_reduced(p, t.shape[:-1], dtype, made)
 
 
 # -- combining -------------------------------------------------------------------------
@@ -413,7 +477,7 @@ BLOCKS = [
           "torch's multi-class margin loss. Add an L2 penalty on the weights for the SVM.",
           scaled(_hinge), inputs=PAIR, outputs=[LOSS_OUT],
           params=[REDUCTIONS, SCALE, float_param("margin", 1.0, "the margin scores must clear",
-                                         min=0)],
+                                         min=0)], shape=_hinge_shape,
           keywords=("svm", "margin", "classification", "max margin")),
     block("losses.KLDivergence", "op",
           "KL(target ‖ model) between categorical distributions, over the last dimension.\n\n"
@@ -429,7 +493,8 @@ BLOCKS = [
                                "logits: raw scores, softmax built in; log_probs: after "
                                "LogSoftmax (torch's kl_div convention)"),
                   BATCH_REDUCTIONS, SCALE],
-          keywords=("kl", "relative entropy", "distillation", "divergence")),
+          keywords=("kl", "relative entropy", "distillation", "divergence"),
+          shape=_kl_divergence_shape),
     block("losses.GaussianKL", "op",
           "KL(N(μ, σ²) ‖ N(0, 1)) in closed form, from μ and log σ²: the VAE's prior term.\n\n"
           "0.5·Σ(σ² + μ² − 1 − log σ²), summed over the latent dimensions and averaged "
@@ -439,7 +504,7 @@ BLOCKS = [
           inputs=[Port("mu", doc="means of the approximate posterior"),
                   Port("logvar", doc="log-variances log σ², shaped like mu")],
           outputs=[LOSS_OUT], params=[BATCH_REDUCTIONS, SCALE],
-          keywords=("vae", "elbo", "kl", "prior", "latent")),
+          keywords=("vae", "elbo", "kl", "prior", "latent"), shape=_gaussian_kl_shape),
     block("losses.WeightedSum", "op",
           "A weighted sum of up to four losses, w_a·a + w_b·b + w_c·c + w_d·d.\n\n"
           "For objectives with several terms (reconstruction + β·KL, a loss plus a "

@@ -12,6 +12,7 @@ Weight decay by parameter group and gradient clipping are optimizer settings, no
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import torch
@@ -76,14 +77,46 @@ def _batch_norm_shape(ndims: tuple[int, ...], layout: str, hint: str) -> shapes.
     return rule
 
 
-def _layer_norm(p, x):
+def _instance_norm_shape(p, x):
+    """Each (sample, channel) as one channel of a batch norm: the output, and the mean and
+    inverse std of each it keeps for backward; γ and β are repeated per sample first."""
+    t = need_ndim(x, "input", (4,), "(N, C, H, W)",
+                  "InstanceNorm2d normalises images; for features use LayerNorm")
+    need_float(x, "input")
+    if p.track_running_stats or t.dtype not in (torch.float32, torch.float64) or \
+            (p.affine and t.dtype != shapes.layer_dtype(p)) or t.shape[2] * t.shape[3] == 1:
+        return None  # running statistics, another or mixed dtype, nothing to normalise over
+    per = t.shape[0] * t.shape[1] * t.dtype.itemsize  # one value per (sample, channel)
+    c = t.shape[1] * p.affine
+    return shapes.Inferred(((t.shape, t.dtype),), 2 * c, 2 * c * t.dtype.itemsize,
+                           work=t.nbytes + 2 * per * (1 + p.affine))
+
+
+def _layer_norm_dims(p, x):
     t = x["input"]
     need_float(x, "input")
     if p.dims >= t.ndim:
         raise PortError("input", f"cannot normalise the last {p.dims} dims of "
                         f"{fmt(t.shape)}: that would include the batch dim",
                         f"dims must be at most {t.ndim - 1}")
-    return nn.LayerNorm(tuple(t.shape[-p.dims:]), p.eps, p.elementwise_affine, p.bias)
+    return tuple(t.shape[-p.dims:])
+
+
+def _layer_norm(p, x):
+    return nn.LayerNorm(_layer_norm_dims(p, x), p.eps, p.elementwise_affine, p.bias)
+
+
+def _layer_norm_shape(p, x):
+    """The output, and the mean and inverse std of each normalised slice kept for
+    backward; γ (and β) shaped like the normalised dims."""
+    normalised, t = _layer_norm_dims(p, x), x["input"]
+    if t.dtype not in (torch.float32, torch.float64) or \
+            (p.elementwise_affine and t.dtype != shapes.layer_dtype(p)):
+        return None  # another or mixed dtype: the meta path tells
+    slices = math.prod(t.shape[:-p.dims]) * t.dtype.itemsize
+    weights = math.prod(normalised) * (1 + p.bias) * p.elementwise_affine
+    return shapes.weighted([(t.shape, t.dtype)], weights, t.dtype,
+                           work=t.nbytes + 2 * slices)
 
 
 class Penalty(nn.Module):
@@ -123,6 +156,13 @@ def _penalty(power: int):
     return lambda p, x: Penalty(p.weight, power)
 
 
+def _penalty_shape(p, x):
+    """Validation binds nothing: the loss is weight times the zero buffer, a scalar in the
+    block's dtype (the graph's unless set; the rule sees it through the `dtype` param)."""
+    dtype = shapes.layer_dtype(p)
+    return shapes.Inferred((((), dtype),), buffer_bytes=dtype.itemsize, work=dtype.itemsize)
+
+
 PENALTY_PARAMS = [
     float_param("weight", 1e-4, "the factor λ in front of the sum (the notes suggest "
                 "around 1e-4)", min=0),
@@ -156,7 +196,7 @@ BLOCKS = [
           "Layer normalisation: each sample to zero mean and unit variance over its last "
           "`dims` dims, then γ·x̂ + β.\n\nNo batch statistics, so training and evaluation "
           "agree; the normalisation of transformers.",
-          _layer_norm, inputs=["input"], outputs=["output"],
+          _layer_norm, inputs=["input"], outputs=["output"], shape=_layer_norm_shape,
           params=[int_param("dims", 1, "how many trailing dims form normalized_shape", min=1),
                   EPS,
                   bool_param("elementwise_affine", True, "learn γ and β per element"),
@@ -169,19 +209,21 @@ BLOCKS = [
           _batch_norm((4,), "(N, C, H, W)", nn.InstanceNorm2d,
                       "InstanceNorm2d normalises images; for features use LayerNorm"),
           inputs=["input"], outputs=["output"], params=_stats_params(False, False),
-          replaces=("norm.InstanceNorm",),
+          replaces=("norm.InstanceNorm",), shape=_instance_norm_shape,
           keywords=("instancenorm", "style", "contrast", "normalize")),
     block("norm.L1Penalty", "op",
           "L1 (lasso) weight penalty λ·Σ|w| over other blocks' weights, biases excluded.\n\n"
           "Add its loss to the data loss (losses.WeightedSum): it pushes weights to "
           "exactly zero, selecting features.",
           _penalty(1), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
+          shape=_penalty_shape,
           keywords=("lasso", "l1", "regularization", "sparsity")),
     block("norm.L2Penalty", "op",
           "L2 (ridge) weight penalty λ·Σw² over other blocks' weights, biases excluded.\n\n"
           "Add its loss to the data loss (losses.WeightedSum): it shrinks all weights "
           "towards zero (weight decay in loss form).",
           _penalty(2), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
+          shape=_penalty_shape,
           keywords=("ridge", "l2", "regularization", "weight decay", "tikhonov")),
 ]
 
@@ -201,4 +243,7 @@ BLOCKS = with_torch(BLOCKS, {
         "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None}),
 })
 
-BLOCKS = with_dtype(BLOCKS, ('BatchNorm1d', 'BatchNorm2d', 'InstanceNorm2d', 'LayerNorm'))
+# the penalties hold a zero buffer their loss is made in: the dtype param (default: the
+# graph's) lets their shape rule see it
+BLOCKS = with_dtype(BLOCKS, ('BatchNorm1d', 'BatchNorm2d', 'InstanceNorm2d', 'LayerNorm',
+                             'L1Penalty', 'L2Penalty'))

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nodegraph.kinds import shapes
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     Port,
@@ -245,6 +246,28 @@ def _gated(torch_cls: type[nn.Module], notes_cell: type[LoopCell]):
     return build
 
 
+def _torch_shape(gates: int) -> shapes.Rule:
+    """torch's recurrent module with `gates` weight blocks per layer and direction (RNN 1,
+    GRU 3, LSTM 4): W_ih (gates·H, in), W_hh (gates·H, H) and two bias vectors each, the
+    input of a layer above the first being H·dirs wide; validation takes `meta_result`,
+    the two outputs and nothing else. The notes' loops and the residual RNN run on meta."""
+    def rule(p, x):
+        args = _shape_args(p, x)
+        t, dtype = x["input"], shapes.layer_dtype(p)
+        if p.get("convention", "pytorch") != "pytorch" or p.get("residual") or \
+                t.dtype != dtype:
+            return None
+        h, dirs = p.hidden_size, 1 + p.bidirectional
+        weights = 0
+        for layer in range(p.num_layers):
+            n_in = args["input_size"] if layer == 0 else h * dirs
+            weights += dirs * gates * h * (n_in + h + 2 * p.bias)
+        n, length = t.shape[:2]
+        return shapes.weighted([((n, length, h * dirs), dtype), ((n, h * dirs), dtype)],
+                               weights, dtype)
+    return rule
+
+
 class Highway(nn.Module):
     """y = T(x) ⊙ H(x) + (1 − T(x)) ⊙ x with H(x) = φ(W_H x + b_H), T(x) = σ(W_T x + b_T)."""
 
@@ -264,11 +287,27 @@ HIGHWAY_ACTIVATIONS = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.
                        "identity": lambda v: v}
 
 
-def _highway(p, x):
+def _highway_input(p, x):
     t = x["input"]
     if t.ndim < 2 or not t.dtype.is_floating_point:
         raise PortError("input", f"needs real features (N, ..., features), got {t.dtype} "
                         f"{fmt(t.shape)}", "token ids go through layers.Embedding first")
+    return t
+
+
+def _highway_shape(p, x):
+    """The gate's Linear and sigmoid, the transform's Linear and activation (none for
+    identity), T·H, 1 − T, (1 − T)·x and the sum."""
+    t, dtype = _highway_input(p, x), shapes.layer_dtype(p)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    f = t.shape[-1]
+    return shapes.weighted([(t.shape, dtype)], 2 * (f * f + f), dtype,
+                           work=(7 + (p.activation != "identity")) * t.nbytes)
+
+
+def _highway(p, x):
+    t = _highway_input(p, x)
     return Highway(t.shape[-1], HIGHWAY_ACTIVATIONS[p.activation], p.gate_bias)
 
 
@@ -307,7 +346,7 @@ BLOCKS = [
           "The notes' basic RNN (16.3), h_0 = 0, the same weights at every step. "
           "Long sequences make its gradients vanish or explode; `residual` adds Q h_{t−1} "
           "(16.4), and the gated LSTM and GRU are the usual fix.",
-          _rnn, inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
+          _rnn, inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT, shape=_torch_shape(1),
           params=[*_common(gated=False),
                   choice_param("nonlinearity", ("tanh", "relu"), "tanh", "φ"),
                   bool_param("residual", False, "the notes' residual RNN h_t = Q h_{t−1} + "
@@ -318,6 +357,7 @@ BLOCKS = [
           "Forget, input and output gates decide what the cell c_t drops, adds and shows as "
           "h_t = o ⊙ tanh(c_t), so gradients survive long sequences (notes 16.7).",
           _gated(TorchLSTM, NotesLSTMCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
+          shape=_torch_shape(4),
           params=_common(gated=True),
           keywords=("recurrent", "gated", "memory", "sequence", "hochreiter")),
     block("recurrent.GRU", "op",
@@ -326,6 +366,7 @@ BLOCKS = [
           "weights the candidate by the update gate and resets h before U; torch's does "
           "the opposite mix and resets after U (see the module doc).",
           _gated(TorchGRU, NotesGRUCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
+          shape=_torch_shape(3),
           params=_common(gated=True),
           keywords=("recurrent", "gated", "cho", "sequence")),
     block("recurrent.Highway", "op",
@@ -339,7 +380,7 @@ BLOCKS = [
                   float_param("gate_bias", -1.0, "initial bias of the gate T; negative "
                               "values carry the input at first (the paper suggests −1 to "
                               "−3)")],
-          keywords=("gate", "skip", "carry", "deep", "srivastava")),
+          keywords=("gate", "skip", "carry", "deep", "srivastava"), shape=_highway_shape),
 ]
 
 BLOCKS = with_dtype(BLOCKS, ('RNN', 'LSTM', 'GRU', 'Highway'))

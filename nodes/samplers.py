@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodegraph.kinds import footprint
+from nodegraph.kinds import footprint, shapes
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
@@ -59,17 +59,38 @@ class NoiseSource(nn.Module):
 def _source(draw_from_params):
     """A build for a noise source; `draw_from_params(p)` returns draw(size, device, dtype)."""
     def build(p, x):
-        if "like" not in x:
-            if p.batch_size is None:
-                raise PortError("like", "cannot tell how many samples to draw: nothing is "
-                                "wired into 'like' and batch_size is empty",
-                                "wire the data (or any tensor with the batch) into 'like', "
-                                "or set batch_size", kind="missing_input")
-            if _shape(p) is None:
-                raise ParamError("without a 'like' wire, 'shape' must give the shape of one "
-                                 "sample")
+        _source_check(p, x)
         return NoiseSource(draw_from_params(p), _shape(p), p.batch_size)
     return build
+
+
+def _source_check(p, x) -> None:
+    if "like" not in x:
+        if p.batch_size is None:
+            raise PortError("like", "cannot tell how many samples to draw: nothing is "
+                            "wired into 'like' and batch_size is empty",
+                            "wire the data (or any tensor with the batch) into 'like', "
+                            "or set batch_size", kind="missing_input")
+        if _shape(p) is None:
+            raise ParamError("without a 'like' wire, 'shape' must give the shape of one "
+                             "sample")
+
+
+def _source_shape(draw_from_params) -> shapes.Rule:
+    """A noise source draws (batch, *shape) in torch's default dtype (without `like`, or
+    with an integer one), then scales and shifts it: three tensors of the output's size.
+    A floating `like` must be in the graph's dtype (the source's anchor buffer is cast to
+    it), which a rule does not see: the meta path checks it."""
+    def rule(p, x):
+        _source_check(p, x)
+        draw_from_params(p)  # its checks
+        like, shape = x.get("like"), _shape(p)
+        if like is not None and like.dtype.is_floating_point:
+            return None
+        size = (p.batch_size, *shape) if like is None else \
+            (like.shape[0], *(like.shape[1:] if shape is None else shape))
+        return shapes.like(shapes.TensorMeta(tuple(size), torch.get_default_dtype()), 3)
+    return rule
 
 
 def _shape(p) -> list[int] | None:
@@ -207,6 +228,12 @@ def _reparameterize(p, x):
     return Reparameterize(p.sample_in_eval)
 
 
+def _reparameterize_shape(p, x):
+    """Training mode: ½·log σ², its exp, ε, σ·ε and the sum."""
+    _reparameterize(p, x)
+    return None if shapes.same_dtype(x) is None else shapes.like(x["mu"], 5)
+
+
 def _bernoulli(p, x):
     need_float(x, "input")
     return Bernoulli(p.input_kind == "logits", p.straight_through, p.sample_in_eval)
@@ -306,6 +333,12 @@ def _langevin(p, x):
     return LangevinStep(p.step_size, p.noise_scale)
 
 
+def _langevin_shape(p, x):
+    """The noise, scaled; the scaled score; the two sums."""
+    _langevin(p, x)
+    return None if shapes.same_dtype(x) is None else shapes.like(x["input"], 5)
+
+
 # -- declarations --------------------------------------------------------------------------
 
 BLOCKS = [
@@ -315,6 +348,7 @@ BLOCKS = [
           "its per-sample shape): the generator's input z of a GAN, the noise of a "
           "denoising autoencoder. With nothing wired, it draws batch_size samples.",
           _source(lambda p: _gaussian(p.mean, p.std)), inputs=[LIKE], outputs=["output"],
+          shape=_source_shape(lambda p: _gaussian(p.mean, p.std)),
           params=[SHAPE, float_param("mean", 0.0, "mean of every value"),
                   float_param("std", 1.0, "standard deviation of every value", min=0),
                   BATCH_SIZE],
@@ -323,6 +357,7 @@ BLOCKS = [
           "Uniform noise U(low, high), one draw per sample of the batch.\n\n"
           "Batch and shape follow 'like' as for GaussianNoise, or come from the params.",
           _source(_uniform), inputs=[LIKE], outputs=["output"],
+          shape=_source_shape(_uniform),
           params=[SHAPE, float_param("low", 0.0, "lower bound (included)"),
                   float_param("high", 1.0, "upper bound (excluded)"), BATCH_SIZE],
           keywords=("random", "uniform", "noise")),
@@ -331,6 +366,7 @@ BLOCKS = [
           "The prior p(z) of a VAE or the input noise of a GAN's generator: wire the data "
           "into 'like' so the batch of codes matches the batch of images.",
           _source(lambda p: _gaussian(0.0, 1.0)), inputs=[LIKE], outputs=["output"],
+          shape=_source_shape(lambda p: _gaussian(0.0, 1.0)),
           params=[int_param("latent_dim", doc="size of one latent code", min=1), BATCH_SIZE],
           keywords=("prior", "latent", "z", "vae", "gan", "generate")),
     block("samplers.Reparameterize", "op",
@@ -342,6 +378,7 @@ BLOCKS = [
           inputs=[Port("mu", doc="means μ of q(z|x)"),
                   Port("logvar", doc="log-variances log σ², shaped like mu")],
           outputs=[Port("z", doc="the latent sample")], params=[SAMPLE_IN_EVAL],
+          shape=_reparameterize_shape,
           keywords=("vae", "reparameterization trick", "latent", "gaussian")),
     block("samplers.Bernoulli", "op",
           "0/1 draws with P(1) = p, element by element.\n\n"
@@ -409,5 +446,6 @@ BLOCKS = [
           outputs=["output"],
           params=[float_param("step_size", 0.01, "step ε", min=0),
                   float_param("noise_scale", 1.0, "multiplies the noise; 0 for none", min=0)],
-          keywords=("score", "mcmc", "sampling", "energy", "sgld")),
+          keywords=("score", "mcmc", "sampling", "energy", "sgld"),
+          shape=_langevin_shape),
 ]

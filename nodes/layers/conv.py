@@ -32,7 +32,7 @@ from nodegraph.model.spec import (
 )
 from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
-from nodes.layers.dense import Fn, layer_op, start_weights, weight_params
+from nodes.layers.dense import Fn, check_given, layer_op, start_weights, weight_params
 
 # -- window sizes -------------------------------------------------------------------------
 
@@ -166,23 +166,50 @@ def _window_out(size: int, k: int, s: int, pad: int, d: int, ceil: bool = False)
     return out - 1 if ceil and (out - 1) * s >= size + pad else out
 
 
+def _pad_sides(padding: tuple | str, kernel: tuple, dilation: tuple) -> list[tuple[int, int]]:
+    """Zeros (or copies) added before and after each spatial dim, as torch pads: 'same'
+    puts the odd one of d·(k-1) after."""
+    if padding == "valid":
+        return [(0, 0)] * len(kernel)
+    if padding == "same":
+        return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                for k, d in zip(kernel, dilation, strict=True)]
+    return [(pad, pad) for pad in padding]
+
+
 def _conv_shape(dims: int):
     def rule(p, x):
         t, kernel, stride, padding, dilation = _conv_geometry(p, x, dims)
-        dtype = shapes.layer_dtype(p)
-        if p.weight is not None or p.bias_init is not None or t.dtype != dtype \
-                or isinstance(padding, str) or p.padding_mode != "zeros":
-            return None  # hand-set values, mixed dtypes, 'same'/'valid' or padding copies
-        spatial = tuple(_window_out(*a) for a in zip(t.shape[2:], kernel, stride, padding,
-                                                      dilation, strict=True))
         c_in = t.shape[1] // p.groups
+        check_given(p, (p.out_channels, c_in, *kernel), p.out_channels if p.bias else None,
+                    KERNEL_LAYOUT[dims])
+        dtype = shapes.layer_dtype(p)
+        sides = _pad_sides(padding, kernel, dilation)
+        if t.dtype != dtype or (p.padding_mode != "zeros" and any(
+                max(s) >= size for s, size in zip(sides, t.shape[2:], strict=True))):
+            return None  # mixed dtypes; padding copies more than the input holds
+        spatial = tuple((size + a + b - d * (k - 1) - 1) // s + 1 for size, k, s, d, (a, b)
+                        in zip(t.shape[2:], kernel, stride, dilation, sides, strict=True))
+        out = (t.shape[0], p.out_channels, *spatial)
+        # a padded copy of the input is made first: by F.pad for a padding mode other than
+        # zeros, by the convolution for an uneven 'same' (only the odd one extra)
+        if p.padding_mode != "zeros":
+            padded = tuple(size + a + b for size, (a, b) in zip(t.shape[2:], sides,
+                                                              strict=True))
+        elif padding == "same" and any((a + b) % 2 for a, b in sides):
+            padded = tuple(size + (a + b) % 2 for size, (a, b) in zip(t.shape[2:], sides,
+                                                                      strict=True))
+        else:
+            padded = None
+        work = shapes.nbytes(out, dtype) + (
+            0 if padded is None else shapes.nbytes((*t.shape[:2], *padded), dtype))
         weights = p.out_channels * (c_in * math.prod(kernel) + p.bias)
-        return shapes.weighted([((t.shape[0], p.out_channels, *spatial), dtype)], weights,
-                               dtype, p.trainable)
+        return shapes.weighted([(out, dtype)], weights, dtype, p.trainable, work=work)
     return rule
 
 
-def _conv_transpose(p, x):
+def _conv_transpose_geometry(p, x) -> tuple[Any, tuple, tuple, tuple, tuple, tuple]:
+    """The input, kernel, stride, padding, output padding and dilation, checked."""
     t = _signal(x, 2)
     _need_groups(t.shape[1], p.out_channels, p.groups)
     kernel, stride, padding, output_padding, dilation = (
@@ -190,9 +217,30 @@ def _conv_transpose(p, x):
                                 p.dilation))
     if any(o >= max(s, d) for o, s, d in zip(output_padding, stride, dilation, strict=True)):
         raise ParamError("output_padding must be smaller than the stride or the dilation")
+    return t, kernel, stride, padding, output_padding, dilation
+
+
+def _conv_transpose(p, x):
+    t, kernel, stride, padding, output_padding, dilation = _conv_transpose_geometry(p, x)
     conv = nn.ConvTranspose2d(t.shape[1], p.out_channels, kernel, stride, padding,
                               output_padding, p.groups, p.bias, dilation)
     return start_weights(conv, p, TRANSPOSED_LAYOUT)
+
+
+def _conv_transpose_shape(p, x):
+    t, kernel, stride, padding, output_padding, dilation = _conv_transpose_geometry(p, x)
+    c_in, c_out = t.shape[1], p.out_channels // p.groups
+    check_given(p, (c_in, c_out, *kernel), p.out_channels if p.bias else None,
+                TRANSPOSED_LAYOUT)
+    dtype = shapes.layer_dtype(p)
+    spatial = tuple((size - 1) * s - 2 * pad + d * (k - 1) + o + 1 for size, k, s, pad, o, d
+                    in zip(t.shape[2:], kernel, stride, padding, output_padding, dilation,
+                           strict=True))
+    if t.dtype != dtype or min(spatial) < 1:
+        return None  # mixed dtypes; padding that removes everything: torch says how
+    weights = c_in * c_out * math.prod(kernel) + p.out_channels * p.bias
+    return shapes.weighted([((t.shape[0], p.out_channels, *spatial), dtype)], weights, dtype,
+                           p.trainable)
 
 
 class MinPool1d(nn.MaxPool1d):
@@ -226,15 +274,21 @@ def _pool_geometry(p, x, dims: int) -> tuple[Any, tuple, tuple, tuple, tuple]:
     return t, kernel, stride, padding, dilation
 
 
-def _max_pool_shape(dims: int):
+def _pool_shape(kind: str, dims: int):
     def rule(p, x):
         t, kernel, stride, padding, dilation = _pool_geometry(p, x, dims)
         spatial = tuple(_window_out(*a, p.ceil_mode) for a in zip(
             t.shape[2:], kernel, stride, padding, dilation, strict=True))
         out = (*t.shape[:2], *spatial)
-        # the maxima, and the int64 index of each kept for backward
-        return shapes.Inferred(((out, t.dtype),), work=math.prod(out) * (
-            t.dtype.itemsize + torch.int64.itemsize))
+        size = math.prod(out) * t.dtype.itemsize
+        if kind == "Avg":
+            return shapes.Inferred(((out, t.dtype),), work=size)  # one kernel
+        # the maxima, and the int64 index of each kept for backward; a min pool negates
+        # the input before and the maxima after
+        made = size + math.prod(out) * torch.int64.itemsize
+        if kind == "Min":
+            made += t.nbytes + size
+        return shapes.Inferred(((out, t.dtype),), work=made)
     return rule
 
 
@@ -261,35 +315,74 @@ def _pool_params(kind: str, dims: int) -> list[Param]:
     return [*params, sizes("dilation", [1], "spacing between window taps", dims)]
 
 
+def _global_input(x: dict) -> Any:
+    return need_ndim(x, "input", range(3, 6), "(N, C, ...spatial)",
+                     "global pooling reduces the spatial dims of a conv output; this input "
+                     "has none")
+
+
 def _global_pool(reduce: Callable[[torch.Tensor], torch.Tensor], name: str):
     def build(p, x):
-        need_ndim(x, "input", range(3, 6), "(N, C, ...spatial)",
-                  "global pooling reduces the spatial dims of a conv output; this input has "
-                  "none")
+        _global_input(x)
         return Fn(lambda t: reduce(t.flatten(2)), name)
     return build
 
 
-def _adaptive_avg_pool(p, x):
-    need_ndim(x, "input", (4,), "(N, C, H, W)", "adaptive pooling here is 2-D, over images")
+def _global_pool_shape(p, x):
+    t = _global_input(x)
+    if not t.dtype.is_floating_point:
+        return None  # torch refuses the mean of integers; the meta path says how
+    return shapes.like(shapes.TensorMeta(t.shape[:2], t.dtype))  # one reduction
+
+
+def _adaptive_check(p, x) -> Any:
+    t = need_ndim(x, "input", (4,), "(N, C, H, W)",
+                  "adaptive pooling here is 2-D, over images")
     if len(p.output_size) != 2:
         raise ParamError(f"output_size must hold 2 sizes (height, width), got {p.output_size}")
+    return t
+
+
+def _adaptive_avg_pool(p, x):
+    _adaptive_check(p, x)
     return nn.AdaptiveAvgPool2d(tuple(p.output_size))
+
+
+def _adaptive_avg_pool_shape(p, x):
+    t = _adaptive_check(p, x)
+    if not t.dtype.is_floating_point:
+        return None  # torch refuses the mean of integers; the meta path says how
+    return shapes.like(shapes.TensorMeta((*t.shape[:2], *p.output_size), t.dtype))
 
 
 UPSAMPLE_DIMS = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "bicubic": (4,),
                  "trilinear": (5,)}
 
 
-def _upsample(p, x):
+def _upsample_input(p, x) -> Any:
     layouts = {3: "(N, C, L)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
     ndims = UPSAMPLE_DIMS[p.mode]
-    need_ndim(x, "input", ndims, " or ".join(layouts[n] for n in ndims),
-              "choose a mode that matches the input: linear for (N, C, L), bilinear or "
-              "bicubic for images, trilinear for volumes")
+    t = need_ndim(x, "input", ndims, " or ".join(layouts[n] for n in ndims),
+                  "choose a mode that matches the input: linear for (N, C, L), bilinear or "
+                  "bicubic for images, trilinear for volumes")
     need_float(x, "input")
+    return t
+
+
+def _upsample(p, x):
+    _upsample_input(p, x)
     corners = None if p.mode == "nearest" else p.align_corners
     return nn.Upsample(scale_factor=p.scale_factor, mode=p.mode, align_corners=corners)
+
+
+def _upsample_shape(p, x):
+    """One interpolation kernel; each size is the product with the scale factor, rounded
+    down (as torch computes it when given a factor)."""
+    t = _upsample_input(p, x)
+    spatial = tuple(math.floor(float(size) * p.scale_factor) for size in t.shape[2:])
+    if min(spatial) < 1:
+        return None  # torch refuses an empty output; the meta path says how
+    return shapes.like(shapes.TensorMeta((*t.shape[:2], *spatial), t.dtype))
 
 
 FILTERS = {
@@ -354,7 +447,7 @@ def _pool_block(kind: str, dims: int):
                     "(by the stride, which defaults to the window) and adds no weights.",
                     _pool(kind, dims), _pool_params(kind, dims),
                     keywords=("pool", "downsample", "subsample"),
-                    shape=_max_pool_shape(dims) if kind == "Max" else None)
+                    shape=_pool_shape(kind, dims))
 
 
 # -- declarations -------------------------------------------------------------------------
@@ -379,7 +472,8 @@ BLOCKS = [
                     "exact size when stride > 1", 2, min=0),
               *[q for q in _conv_params(2) if q.name in ("groups", "bias", "dilation")],
               *weight_params(TRANSPOSED_LAYOUT)],
-             keywords=("deconvolution", "upsample", "transposed", "generator")),
+             keywords=("deconvolution", "upsample", "transposed", "generator"),
+             shape=_conv_transpose_shape),
     layer_op("Upsample",
              "Upsampling by a scale factor, without weights.\n\nnearest copies pixels; linear, "
              "bilinear, bicubic and trilinear interpolate (for (N, C, L), images and volumes).",
@@ -388,13 +482,13 @@ BLOCKS = [
               choice_param("mode", tuple(UPSAMPLE_DIMS), "nearest", "how new values are made"),
               bool_param("align_corners", False, "interpolating modes: align the corner pixels "
                          "of input and output")],
-             keywords=("resize", "interpolate", "zoom")),
+             keywords=("resize", "interpolate", "zoom"), shape=_upsample_shape),
     *[_pool_block(kind, dims) for dims in (1, 2) for kind in ("Max", "Avg", "Min")],
     layer_op("GlobalAvgPool",
              "Mean over all spatial dims: (N, C, ...) -> (N, C).\n\nReplaces Flatten + a big "
              "Linear at the end of a CNN, and works for any input size.",
              _global_pool(lambda t: t.mean(-1), "global mean"),
-             keywords=("global average pooling", "gap", "pool")),
+             keywords=("global average pooling", "gap", "pool"), shape=_global_pool_shape),
     layer_op("AdaptiveAvgPool2d",
              "Average pooling to a fixed output size (H_out, W_out), whatever the input "
              "size.\n\nInput (N, C, H, W); window i covers rows floor(i·H/H_out) to "
@@ -402,11 +496,13 @@ BLOCKS = [
              "classifiers end.",
              _adaptive_avg_pool,
              [Param("output_size", "ints", [1, 1], "output height and width", min=1)],
-             keywords=("adaptive", "pool", "global average pooling", "resize")),
+             keywords=("adaptive", "pool", "global average pooling", "resize"),
+             shape=_adaptive_avg_pool_shape),
     layer_op("GlobalMaxPool",
              "Maximum over all spatial dims: (N, C, ...) -> (N, C).\n\nAsks of each channel "
              "whether its feature occurs anywhere in the input.",
-             _global_pool(lambda t: t.amax(-1), "global max"), keywords=("pool", "global")),
+             _global_pool(lambda t: t.amax(-1), "global max"), keywords=("pool", "global"),
+             shape=_global_pool_shape),
     layer_op("FixedConv2d",
              "Convolution with a fixed, hand-made filter, applied to each channel separately.\n\n"
              "Edge detectors from the notes: vertical_edge [[1,0,-1]]x3, Sobel and Scharr "

@@ -105,25 +105,36 @@ def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
     with `weight` and `bias` attributes (checked on meta tensors too, filled only on real
     ones)."""
     weight, bias = module.weight, module.bias
+    given = check_given(p, tuple(weight.shape), None if bias is None else bias.shape[0],
+                        layout)
     if p.init != "default":
         init_values(weight, lambda w: WEIGHT_INITS[p.init](w, p.init_std))
         if bias is not None:
             init_values(bias, nn.init.zeros_)
-    if p.weight is not None:
-        given = _given_values(p.weight, tuple(weight.shape), layout)
+    if given is not None:
         init_values(weight, lambda w: w.copy_(torch.from_numpy(given)))
     if p.bias_init is not None:
-        if bias is None:
-            raise ParamError("'bias_init' sets biases, but bias is off; turn bias on or "
-                             "clear bias_init")
-        if len(p.bias_init) != bias.shape[0]:
-            raise ParamError(f"'bias_init' needs {bias.shape[0]} values (one per output), "
-                             f"got {len(p.bias_init)}")
         values = torch.tensor(p.bias_init, dtype=torch.float32, device="cpu")
         init_values(bias, lambda b: b.copy_(values))
     if not p.trainable:
         module.requires_grad_(False)
     return module
+
+
+def check_given(p, shape: tuple[int, ...], biases: int | None, layout: str
+                ) -> np.ndarray | None:
+    """The hand-set `weight` as an array of the layer's weight `shape` (None when not set),
+    after checking it and `bias_init` against the layer (`biases` per output, None when
+    bias is off); shape rules call it too, so they refuse what building refuses."""
+    given = None if p.weight is None else _given_values(p.weight, shape, layout)
+    if p.bias_init is not None:
+        if biases is None:
+            raise ParamError("'bias_init' sets biases, but bias is off; turn bias on or "
+                             "clear bias_init")
+        if len(p.bias_init) != biases:
+            raise ParamError(f"'bias_init' needs {biases} values (one per output), "
+                             f"got {len(p.bias_init)}")
+    return given
 
 
 def _given_values(value: Any, shape: tuple[int, ...], layout: str) -> np.ndarray:
@@ -168,8 +179,10 @@ def _linear(p, x):
 def _linear_shape(p, x):
     n_in = _linear_in(p, x)
     t, dtype = x["input"], shapes.layer_dtype(p)
-    if p.weight is not None or p.bias_init is not None or t.dtype != dtype:
-        return None  # hand-set values are checked by building; mixed dtypes by torch
+    check_given(p, (p.out_features, n_in), p.out_features if p.bias else None,
+                "(out_features, in_features)")
+    if t.dtype != dtype:
+        return None  # mixed dtypes: torch's refusal is the meta path's
     out = (*t.shape[:-1], p.out_features)
     return shapes.weighted([(out, dtype)], p.out_features * (n_in + p.bias), dtype,
                            p.trainable)
@@ -229,6 +242,16 @@ def _polynomial(p, x):
     return PolynomialFeatures(p.degree, p.include_bias)
 
 
+def _polynomial_shape(p, x):
+    t = x["input"]
+    _features(x)
+    # one power each (x**1 too), the column of ones, then their concatenation
+    out = (*t.shape[:-1], t.shape[-1] * p.degree + p.include_bias)
+    ones = math.prod(t.shape[:-1]) * t.dtype.itemsize * p.include_bias
+    return shapes.Inferred(((out, t.dtype),),
+                           work=p.degree * t.nbytes + ones + shapes.nbytes(out, t.dtype))
+
+
 def _fourier(p, x):
     _features(x)
     return FourierFeatures(p.num_frequencies, p.frequency)
@@ -236,6 +259,18 @@ def _fourier(p, x):
 
 def _rbf(p, x):
     return RBF(_features(x), p.num_centers, p.width)
+
+
+def _rbf_shape(p, x):
+    """x − c for every centre, squared, summed over the features, negated; 2·log σ, its
+    exp and 2σ², the quotient and its exp."""
+    t, dtype, c = x["input"], shapes.layer_dtype(p), p.num_centers
+    f = _features(x)
+    if t.dtype != dtype:
+        return None  # mixed dtypes: the meta path refuses them
+    rows = math.prod(t.shape[:-1])
+    made = (2 * rows * c * f + 4 * rows * c + 3 * c) * dtype.itemsize
+    return shapes.weighted([((*t.shape[:-1], c), dtype)], c * f + c, dtype, work=made)
 
 
 # -- tensor plumbing -----------------------------------------------------------------------
@@ -295,12 +330,22 @@ def _reshape_shape(p, x):
     return _view(t, (t.shape[0], *shape))
 
 
-def _permute(p, x):
+def _permute_dims(p, x) -> list[int]:
     t, dims = x["input"], list(p.dims)
     if sorted(dims) != list(range(1, t.ndim)):
         raise PortError("input", f"is {fmt(t.shape)}, so dims must order 1..{t.ndim - 1} "
                         f"(each once), got {dims}", "the batch dim 0 always stays first; "
                         "e.g. [3, 1, 2] turns (N, H, W, C) into (N, C, H, W)")
+    return dims
+
+
+def _permute_shape(p, x):
+    t = x["input"]
+    return _view(t, (t.shape[0], *(t.shape[d] for d in _permute_dims(p, x))))
+
+
+def _permute(p, x):
+    dims = _permute_dims(p, x)
     return Fn(lambda v: v.permute(0, *dims), f"permute(0, {dims})")
 
 
@@ -440,12 +485,37 @@ class Scale(nn.Module):
         return self.scale * x
 
 
-def _embedding(p, x):
+def _embedding_check(p, x):
     need_index(x, "input", "an embedding lookup")
     if p.padding_idx is not None and p.padding_idx >= p.num_embeddings:
         raise ParamError(f"padding_idx {p.padding_idx} must be below num_embeddings "
                          f"({p.num_embeddings})")
-    return nn.Embedding(p.num_embeddings, p.embedding_dim, padding_idx=p.padding_idx)
+
+
+def _embedding(p, x):
+    """torch's Embedding with torch's start, N(0, 1) and the padding row zeroed, drawn only
+    on real tensors: torch's meta normal_ imports torch._dynamo (a second of validation)."""
+    _embedding_check(p, x)
+    weight = torch.empty(p.num_embeddings, p.embedding_dim)
+
+    def start(w: torch.Tensor) -> None:
+        nn.init.normal_(w)
+        if p.padding_idx is not None:
+            w[p.padding_idx].fill_(0)
+
+    init_values(weight, start)
+    return nn.Embedding(p.num_embeddings, p.embedding_dim, padding_idx=p.padding_idx,
+                        _weight=weight)
+
+
+def _embedding_shape(p, x):
+    t = x["input"]
+    _embedding_check(p, x)  # the module is one (num_embeddings, embedding_dim) table
+    if t.dtype not in (torch.int64, torch.int32):
+        return None  # torch's lookup refuses other index types
+    dtype = shapes.layer_dtype(p)
+    return shapes.weighted([((*t.shape, p.embedding_dim), dtype)],
+                           p.num_embeddings * p.embedding_dim, dtype)
 
 
 # -- tensors without inputs ----------------------------------------------------------------
@@ -472,10 +542,21 @@ class LearnedTensor(nn.Module):
         return self.value
 
 
-def _parameter(p, x):
+def _parameter_check(p) -> None:
     if p.init == "xavier_uniform" and len(p.shape) < 2:
         raise ParamError("xavier_uniform needs a shape of at least 2 dims (fan in and out)")
+
+
+def _parameter(p, x):
+    _parameter_check(p)
     return LearnedTensor(p.shape, p.init, p.scale)
+
+
+def _parameter_shape(p, x):
+    """The output is the parameter itself: nothing is made."""
+    _parameter_check(p)
+    dtype = shapes.layer_dtype(p)
+    return shapes.weighted([(tuple(p.shape), dtype)], math.prod(p.shape), dtype, work=0)
 
 
 class ConstantTensor(nn.Module):
@@ -494,13 +575,26 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int
           "bool": torch.bool}
 
 
-def _constant(p, x):
+def _constant_value(p) -> torch.Tensor:
     try:
-        value = torch.tensor(p.value, dtype=DTYPES[p.dtype])
+        return torch.tensor(p.value, dtype=DTYPES[p.dtype])
     except (TypeError, ValueError, RuntimeError):
         raise ParamError("value must be a number or a rectangular nested list of numbers, "
                          f"got {p.value!r}") from None
-    return ConstantTensor(value)
+
+
+def _constant(p, x):
+    return ConstantTensor(_constant_value(p))
+
+
+def _constant_shape(p, x):
+    """An integer or boolean value is held as it is; a floating one is cast to the graph's
+    dtype, which a rule does not see (this block's own `dtype` names the value's type)."""
+    if DTYPES[p.dtype].is_floating_point:
+        return None
+    value = _constant_value(p)  # its checks; the tensor itself is the buffer
+    return shapes.Inferred(((tuple(value.shape), value.dtype),),
+                           buffer_bytes=value.numel() * value.element_size())
 
 
 # -- declarations --------------------------------------------------------------------------
@@ -532,7 +626,7 @@ BLOCKS = [
         _polynomial,
         [int_param("degree", 2, "highest power", min=1, max=20),
          bool_param("include_bias", False, "prepend a column of ones (x⁰)")],
-        keywords=("basis", "polynomial regression", "feature map")),
+        keywords=("basis", "polynomial regression", "feature map"), shape=_polynomial_shape),
     layer_op("FourierFeatures",
         "Fourier basis expansion: sin(k·ω·x) and cos(k·ω·x) for k = 1..num_frequencies.\n\n"
         "All sines come first (feature-major, frequency inner), then the cosines in the "
@@ -549,7 +643,7 @@ BLOCKS = [
         "from N(0, 1) (normalise the inputs), widths at `width`; both are trained.",
         _rbf, [int_param("num_centers", 10, "number of basis functions", min=1),
                float_param("width", 1.0, "initial width σ of every bump", min=1e-6)],
-        keywords=("radial basis", "gaussian", "kernel", "rbf network")),
+        keywords=("radial basis", "gaussian", "kernel", "rbf network"), shape=_rbf_shape),
     layer_op("Flatten",
         "Flattens dims start_dim..end_dim into one: (N, C, H, W) -> (N, C·H·W).\n\n"
         "Order is channel, then row, then column (PyTorch's NCHW order), as in the notes. "
@@ -568,7 +662,7 @@ BLOCKS = [
         "non-batch dims in their new order, numbered as PyTorch numbers them (batch = 0), so "
         "[3, 1, 2] turns (N, H, W, C) into (N, C, H, W).",
         _permute, [Param("dims", "ints", doc="new order of dims 1..ndim-1", min=1)],
-        keywords=("transpose", "swap axes", "channels last")),
+        keywords=("transpose", "swap axes", "channels last"), shape=_permute_shape),
     layer_op("Concat",
         "Joins `a`, `b` and up to six more parts (c to h) along a dim, in port order.\n\n"
         "All other dims must match; along `dim` the sizes add up. dim 1 joins features or "
@@ -614,7 +708,7 @@ BLOCKS = [
          int_param("embedding_dim", doc="length of each vector", min=1),
          int_param("padding_idx", None, "an index whose vector stays zero and untrained",
                    min=0, nullable=True)],
-        keywords=("lookup", "token", "word vector", "one-hot")),
+        keywords=("lookup", "token", "word vector", "one-hot"), shape=_embedding_shape),
     layer_op("Dropout",
         "Zeroes each value with probability p while training, scaling the rest by 1/(1-p)."
         "\n\nAt evaluation it passes values through unchanged. A regulariser against "
@@ -641,14 +735,14 @@ BLOCKS = [
         [Param("shape", "ints", doc="shape of the tensor", min=1),
          choice_param("init", tuple(INITS), "normal", "how the values start"),
          float_param("scale", 1.0, "size of the initial values (see the doc)")],
-        inputs=(), keywords=("weight", "learned", "token", "bias")),
+        inputs=(), keywords=("weight", "learned", "token", "bias"), shape=_parameter_shape),
     layer_op("Constant",
         "A fixed tensor from a JSON value, with no inputs.\n\nA number or nested lists, "
         "e.g. [[1, 0], [0, 1]]; the output has exactly that shape (no batch dim).",
         _constant,
         [Param("value", "json", doc="a number or a rectangular nested list"),
          choice_param("dtype", tuple(DTYPES), "float32", "element type")],
-        inputs=(), keywords=("fixed", "literal", "tensor")),
+        inputs=(), keywords=("fixed", "literal", "tensor"), shape=_constant_shape),
 ]
 
 
