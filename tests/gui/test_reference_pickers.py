@@ -8,7 +8,7 @@ from pathlib import Path
 from nodegraph.gui import param_widgets as pw
 
 LOTTERY = str(Path(__file__).resolve().parents[2] / "examples" / "lottery_ticket.json")
-REALNVP = str(Path(__file__).resolve().parents[2] / "examples" / "realnvp_moons.json")
+HOPFIELD = str(Path(__file__).resolve().parents[2] / "examples" / "hopfield_2d.json")
 
 
 def test_node_params_pick_from_the_graph_and_follow_a_rename(make_window):
@@ -40,9 +40,9 @@ def test_node_params_pick_from_the_graph_and_follow_a_rename(make_window):
 
 
 def test_the_editor_keeps_its_own_op_cache(make_window):
-    # the coupling layers declare no shape rule, so their shapes go through the op cache
-    w = make_window(REALNVP)
+    # the Hopfield block declares no shape rule, so its shapes go through the op cache
+    w = make_window(HOPFIELD)
     w.validator.validate_now()
     assert len(w.validator.cache) > 0  # the document's shapes, not a module-level table
-    other = make_window(REALNVP)
+    other = make_window(HOPFIELD)
     assert other.validator.cache is not w.validator.cache
