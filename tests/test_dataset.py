@@ -51,6 +51,25 @@ def test_stratified_split_keeps_class_proportions():
         assert counts.tolist() == [round(60 * share), round(30 * share), round(10 * share)]
 
 
+@pytest.mark.parametrize("mode", ["random", "chronological"])
+def test_a_split_that_leaves_nothing_to_train_on_is_refused(mode):
+    # 2 samples: round(0.5 * 2) = 1 to val, round(0.4 * 2) = 1 to test, 0 left to train
+    with pytest.raises(NodegraphError, match="leaves no samples to train on: 2 samples, 1 "
+                       "to val and 1 to test"):
+        split_indices(2, 0.5, 0.4, mode)
+    assert len(split_indices(3, 0.5, 0.1, mode)["train"]) == 1  # one left is enough
+
+
+def test_validation_names_the_data_block_whose_split_leaves_nothing_to_train_on():
+    import nodegraph
+
+    g = nodegraph.Graph("tiny")
+    g.add("data.Moons", id="d", n=2, val_fraction=0.5, test_fraction=0.4)
+    [problem] = nodegraph.validate(g).problems
+    assert (problem.node, problem.port, problem.kind) == ("d", "x", "data_error")
+    assert "no samples to train on" in problem.message
+
+
 def test_stratified_split_needs_labels():
     with pytest.raises(NodegraphError, match="class labels"):
         split_indices(10, 0.2, 0.0, "stratified")

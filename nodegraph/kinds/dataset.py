@@ -200,6 +200,10 @@ def split_indices(n: int, val_fraction: float, test_fraction: float, mode: str =
     if val_fraction + test_fraction >= 1:
         raise NodegraphError("val_fraction + test_fraction must leave samples to train on")
     n_test, n_val = round(n * test_fraction), round(n * val_fraction)
+    if mode != "stratified" and n - n_val - n_test < 1:
+        raise NodegraphError(f"the split leaves no samples to train on: {n} samples, {n_val} "
+                             f"to val and {n_test} to test; use more samples or lower "
+                             "val_fraction / test_fraction")
     if mode == "chronological":
         order = np.arange(n)
         return {"train": order[:n - n_val - n_test], "val": order[n - n_val - n_test:n - n_test],
