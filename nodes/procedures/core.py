@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from torch.nn.utils import prune
@@ -25,6 +25,18 @@ if TYPE_CHECKING:
 
 MODEL = node_param("model", doc="the node or group instance to loop around",
                    of=("op", "group"))
+
+
+M = TypeVar("M")
+
+
+def module_as(ctx: ProcedureContext, node: str, kind: type[M], refusal: str) -> M:
+    """The module `node` runs, which the procedure needs to be a `kind`; otherwise a
+    NodegraphError: "'node' " + `refusal`."""
+    module = ctx.compiled.module.module_of(node)
+    if not isinstance(module, kind):
+        raise NodegraphError(f"'{node}' {refusal}")
+    return module
 
 
 @contextmanager

@@ -37,17 +37,14 @@ from nodegraph.model.spec import (
     str_param,
 )
 from nodes.energy import BernoulliRBM, bernoulli
-from nodes.procedures.core import seeded
+from nodes.procedures.core import module_as, seeded
 from nodes.procedures.generative import SHAPE, as_image
 from nodes.samplers import LangevinStep
 
 
 def rbm_of(ctx: ProcedureContext, node: str) -> BernoulliRBM:
-    module = ctx.compiled.module.module_of(node)
-    if not isinstance(module, BernoulliRBM):
-        raise NodegraphError(f"'{node}' is not an energy.BernoulliRBM node, so it has no "
-                             "Gibbs chain to run")
-    return module
+    return module_as(ctx, node, BernoulliRBM, "is not an energy.BernoulliRBM node, so it "
+                     "has no Gibbs chain to run")
 
 
 def model_input(ctx: ProcedureContext, node: str, split: str, count: int) -> torch.Tensor:

@@ -15,19 +15,15 @@ from typing import Any
 import torch
 
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
-from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import block, bool_param, choice_param, float_param, int_param, node_param
 from nodes.energy import HopfieldRecall
-from nodes.procedures.core import seeded
+from nodes.procedures.core import module_as, seeded
 from nodes.procedures.energy import model_input
 
 
 def hopfield_of(ctx: ProcedureContext, node: str) -> HopfieldRecall:
-    module = ctx.compiled.module.module_of(node)
-    if not isinstance(module, HopfieldRecall):
-        raise NodegraphError(f"'{node}' is not an energy.HopfieldNewhop or HopfieldHebbian "
-                             "node, so it has no recall to run")
-    return module
+    return module_as(ctx, node, HopfieldRecall, "is not an energy.HopfieldNewhop or "
+                     "HopfieldHebbian node, so it has no recall to run")
 
 
 class Recall(Procedure):
