@@ -1,0 +1,278 @@
+"""Tables in Parquet, Arrow IPC (Feather) or CSV files, read with pyarrow one row group at a time.
+
+`data.Parquet` names its columns: `inputs` form x (float32, one value per column), `targets`
+form y (a class index, or float values). A text (or dictionary-encoded) input column is
+categorical: its distinct values, sorted, are numbered, and x holds the number; a text
+class target is numbered the same way. A path may be one file or a folder of them (a
+partitioned table).
+
+Validation reads the schema and the row count from the files' footers (Parquet and Arrow
+keep both there; a CSV is counted), never a value. The table is read as a stream of parts
+(`parts`): the row groups of a Parquet file, the files of the other formats, each with the
+row number it starts at, so a reader holds one part in memory at a time; the in-memory
+build joins the parts. The categories a categorical column holds are found by a pass over
+that column alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nodegraph.kinds import data
+from nodegraph.kinds.datameta import DataMeta, sized
+from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import Param, Port, choice_param, str_param
+
+SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc",
+            ".ipc": "ipc", ".csv": "csv"}
+
+
+def _arrow():
+    """pyarrow's dataset module, imported when a table is first read (it costs start-up)."""
+    import pyarrow.dataset as ds
+
+    return ds
+
+
+def _format(path: Path, given: str) -> str:
+    if given != "auto":
+        return {"arrow": "ipc"}.get(given, given)
+    files = [path] if path.is_file() else sorted(q for q in path.rglob("*") if q.is_file())
+    found = {SUFFIXES[q.suffix.lower()] for q in files if q.suffix.lower() in SUFFIXES}
+    if len(found) != 1:
+        what = "files of several formats" if found else "no .parquet, .arrow, .feather or .csv"
+        raise NodegraphError(f"table '{path}' holds {what}; set `format`")
+    return found.pop()
+
+
+def open_table(path: str, fmt: str = "auto"):
+    """The pyarrow dataset of a file or folder, its schema read; an error naming the file
+    that is missing or not a table of that format."""
+    if not path:
+        raise NodegraphError("no table file given (path)")
+    where = data_path(path)
+    if not where.exists():
+        raise NodegraphError(f"table '{path}' ({where}) does not exist")
+    kind = _format(where, fmt)
+    import pyarrow as pa
+
+    try:
+        return _arrow().dataset(str(where), format=kind)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise NodegraphError(f"cannot read table '{path}' as {kind}: {e}") from e
+
+
+@dataclass
+class Columns:
+    """What the params ask of a table: input and target columns, the categorical inputs."""
+
+    inputs: list[str]
+    targets: list[str]
+    categorical: list[str]  # inputs that are text: numbered
+    class_text: bool  # a class target that is text: numbered
+
+
+def columns(table, p, where: str) -> Columns:
+    """The columns the params name, checked against the schema: present, numbers or text."""
+    import pyarrow as pa
+
+    schema = table.schema
+    names = list(schema.names)
+    missing = [c for c in [*p.inputs, *p.targets] if c not in names]
+    if missing:
+        raise NodegraphError(f"table '{where}' has no column '{missing[0]}' (columns: "
+                             f"{', '.join(names)})")
+    if not p.targets:
+        raise NodegraphError("name at least one target column")
+    inputs = list(p.inputs) or [c for c in names if c not in p.targets]
+    both = sorted(set(inputs) & set(p.targets))
+    if both or not inputs:
+        raise NodegraphError(f"columns {both} are both inputs and targets" if both else
+                             "no columns are left for the inputs")
+    if p.target_kind == "class" and len(p.targets) > 1:
+        raise NodegraphError("class targets come from one column; name only one target")
+
+    def text(name: str) -> bool:
+        t = schema.field(name).type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+    def number(name: str) -> bool:
+        t = schema.field(name).type
+        return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+    for c in inputs + list(p.targets):
+        if not (number(c) or text(c)):
+            raise NodegraphError(f"table '{where}': column '{c}' holds {schema.field(c).type}, "
+                                 "not numbers or text")
+    categorical = [c for c in inputs if text(c) or c in p.categorical]
+    unknown = [c for c in p.categorical if c not in inputs]
+    if unknown:
+        raise NodegraphError(f"categorical column '{unknown[0]}' is not an input column")
+    for c in p.targets if p.target_kind == "value" else ():
+        if text(c):
+            raise NodegraphError(f"table '{where}': target column '{c}' holds text; use "
+                                 "target_kind 'class'")
+    class_text = p.target_kind == "class" and text(p.targets[0])
+    return Columns(inputs, list(p.targets), categorical, class_text)
+
+
+def _rows(table, where: str) -> int:
+    import pyarrow as pa
+
+    try:
+        return table.count_rows()
+    except (pa.ArrowException, OSError) as e:
+        raise NodegraphError(f"cannot read table '{where}': {e}") from e
+
+
+def table_meta(p) -> DataMeta | None:
+    """Shapes from the schema and row count from the footers; None for a stratified split
+    (its sizes follow the class column's values)."""
+    table = open_table(p.path, p.format)
+    cols = columns(table, p, p.path)
+    n = _rows(table, p.path)
+    if n == 0:
+        raise NodegraphError(f"table '{p.path}' holds no rows")
+    y = ((), torch.int64) if p.target_kind == "class" else ((len(cols.targets),), torch.float32)
+    return sized({"x": ((len(cols.inputs),), torch.float32), "y": y}, n, p)
+
+
+def parts(table) -> Iterator[Any]:
+    """The table's fragments, cut into row groups where the format has them (Parquet)."""
+    for fragment in table.get_fragments():
+        split = getattr(fragment, "split_by_row_group", None)
+        yield from (split() if split is not None else [fragment])
+
+
+def categories(table, cols: Columns, where: str) -> dict[str, dict[Any, int]]:
+    """The sorted distinct values of each categorical column (and of a text class target),
+    numbered: a pass over those columns alone."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted = cols.categorical + (cols.targets[:1] if cols.class_text else [])
+    seen: dict[str, set] = {c: set() for c in wanted}
+    if wanted:
+        try:
+            for batch in table.to_batches(columns=wanted):
+                for c in wanted:
+                    seen[c].update(pc.unique(batch.column(c)).to_pylist())
+        except (pa.ArrowException, OSError) as e:
+            raise NodegraphError(f"cannot read table '{where}': {e}") from e
+    for c, values in seen.items():
+        if None in values:
+            raise NodegraphError(f"table '{where}': column '{c}' has missing values (null)")
+    return {c: {v: i for i, v in enumerate(sorted(values))} for c, values in seen.items()}
+
+
+def encode(batch, cols: Columns, codes: dict[str, dict[Any, int]], p,
+           where: str) -> dict[str, np.ndarray]:
+    """x float32 (n, inputs) and y (class int64 (n,), or float32 (n, targets)) of a record
+    batch or table; refuses missing values, naming the column."""
+    def column(name: str) -> np.ndarray:
+        col = batch.column(name)
+        if col.null_count:
+            raise NodegraphError(f"table '{where}': column '{name}' has missing values (null)")
+        if name in codes:
+            lookup = codes[name]
+            return np.array([lookup[v] for v in col.to_pylist()], dtype=np.float64)
+        return col.to_numpy(zero_copy_only=False).astype(np.float64)
+
+    n = batch.num_rows
+    x = (np.stack([column(c) for c in cols.inputs], axis=1) if cols.inputs
+         else np.zeros((n, 0))).astype(np.float32)
+    if p.target_kind == "class":
+        y = column(cols.targets[0])
+        if not np.all(np.isfinite(y) & (y == np.round(y))) or (y < 0).any():
+            raise NodegraphError(f"table '{where}': class column '{cols.targets[0]}' must "
+                                 "hold whole numbers >= 0 (or text labels)")
+        return {"x": x, "y": y.astype(np.int64)}
+    return {"x": x, "y": np.stack([column(c) for c in cols.targets], axis=1).astype(np.float32)}
+
+
+class TableReader:
+    """The table a block's params name, read part by part: the columns checked, the
+    categories counted once; `stream()` yields (first row, arrays) per part."""
+
+    def __init__(self, p):
+        self.p = p
+        self.table = open_table(p.path, p.format)
+        self.cols = columns(self.table, p, p.path)
+        self.codes = categories(self.table, self.cols, p.path)
+
+    def __getstate__(self) -> dict:  # a DataLoader worker reopens the files
+        return {"p": self.p, "cols": self.cols, "codes": self.codes}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.table = open_table(self.p.path, self.p.format)
+
+    def part_list(self) -> list[Any]:
+        return list(parts(self.table))
+
+    def read(self, part) -> dict[str, np.ndarray]:
+        import pyarrow as pa
+
+        wanted = list(dict.fromkeys(self.cols.inputs + self.cols.targets))
+        try:
+            batch = part.to_table(columns=wanted, schema=self.table.schema)
+        except (pa.ArrowException, OSError) as e:
+            raise NodegraphError(f"cannot read table '{self.p.path}' ({part.path}): {e}") from e
+        return encode(batch, self.cols, self.codes, self.p, self.p.path)
+
+    def stream(self) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        start = 0
+        for part in self.part_list():
+            arrays = self.read(part)
+            yield start, arrays
+            start += len(arrays["x"])
+
+
+def table_dataset(p):
+    """The whole table in memory, split and scaled by the data params."""
+    reader = TableReader(p)
+    got = [arrays for _, arrays in reader.stream()]
+    if not got or sum(len(a["x"]) for a in got) == 0:
+        raise NodegraphError(f"table '{p.path}' holds no rows")
+    arrays = {k: np.concatenate([a[k] for a in got]) for k in ("x", "y")}
+    dataset = from_arrays(arrays, p)
+    dataset.categories = reader.codes  # the numbering of text values, for predictions
+    return dataset
+
+
+TARGET_KIND = choice_param("target_kind", ("value", "class"), "value",
+                           "value: y is float (regression); class: y holds class indices")
+
+BLOCKS = [
+    data("data.Parquet", "A table from Parquet, Arrow (Feather) or CSV files, read with pyarrow.\n\n"
+         "Columns are chosen by name: `inputs` form x (every column that is not a target "
+         "when empty), `targets` form y. Text columns are categorical: their distinct "
+         "values are numbered in sorted order (as are text class labels). `path` is a file "
+         "or a folder of files (a partitioned table). Validation reads the schema and row "
+         "count from the files' footers; the rows are read one row group at a time.",
+         table_dataset, meta=table_meta,
+         outputs=[Port("x", doc="the input columns (N, inputs), float32"),
+                  Port("y", doc="class indices (N,) int64, or the target columns (N, "
+                       "targets) float32")],
+         params=[str_param("path", doc="a .parquet, .arrow/.feather or .csv file, or a "
+                           "folder of them"),
+                 choice_param("format", ("auto", "parquet", "arrow", "csv"), "auto",
+                              "the files' format; auto goes by the file names' suffix"),
+                 Param("inputs", "strs", [], "columns that form x; empty: every column "
+                       "that is not a target"),
+                 Param("targets", "strs", doc="columns that form y"),
+                 Param("categorical", "strs", [], "number columns to treat as categories "
+                       "too (text columns always are)"),
+                 TARGET_KIND, *data_params(val_fraction=0.2)],
+         keywords=("parquet", "arrow", "feather", "csv", "table", "tabular", "columns",
+                   "pyarrow", "file")),
+]
