@@ -12,7 +12,7 @@ ways of choosing:
   every token, so a token that looks worse now can win later; returns the best sequence.
 
 The vocabulary comes from the graph's data block that carries one (data.TokenText's
-`dataset.vocab`, the characters in token-id order).
+`dataset.vocab`, the characters in token-id order; data.TokenizedText's, its tokenizer).
 """
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ def context_length(ctx: ProcedureContext) -> int:
     return 0
 
 
-def encode_prompt(prompt: str, vocab: str) -> list[int]:
+def encode_prompt(prompt: str, vocab) -> list[int]:
+    if hasattr(vocab, "encode"):  # subword tokens (data.TokenizedText): its tokenizer
+        return vocab.encode(prompt)
     lookup = {c: i for i, c in enumerate(vocab)}
     missing = sorted(set(prompt) - set(lookup))
     if missing:

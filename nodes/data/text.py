@@ -1,0 +1,198 @@
+"""Text as subword tokens: a Hugging Face `tokenizers` tokenizer, trained in the graph or loaded.
+
+`data.TokenizedText` reads a corpus (a text file, a folder of .txt files, or `text`), gets a
+tokenizer — byte-level BPE (GPT-2's kind) or WordPiece (BERT's) trained on the corpus with
+`vocab_size` tokens, or one saved as a `tokenizer.json` — and cuts the token ids into
+contexts x (N, seq_len) with their next tokens y, as `data.TokenText` does with characters.
+The dataset carries the tokenizer (`dataset.tokenizer`, and as `dataset.vocab` the view of it
+procedures.Decode encodes its prompt and spells tokens with).
+
+Files are read and encoded in pieces of lines (the tokenizer's batch encoder, in Rust), so
+the corpus is never held as one Python string beside its ids. Token counts are only known
+after tokenizing, so validation builds this block (its meta is None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nodegraph.kinds import data
+from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import Port, bool_param, choice_param, int_param, str_param
+from nodes.data.sequences import BUNDLED_TEXT, token_windows
+
+KINDS = ("bpe", "wordpiece", "file")
+UNK = "[UNK]"
+LINES_PER_PIECE = 2048  # lines encoded per call: big enough for the Rust batch encoder
+
+
+def corpus_files(path: str) -> list[Path]:
+    """The text files a `path` param names: one file, or the .txt files of a folder."""
+    where = data_path(path)
+    if where.is_file():
+        return [where]
+    if where.is_dir():
+        found = sorted(q for q in where.rglob("*.txt") if q.is_file())
+        if not found:
+            raise NodegraphError(f"text folder '{path}' ({where}) holds no .txt files")
+        return found
+    raise NodegraphError(f"text file '{path}' ({where}) does not exist")
+
+
+def pieces(p) -> Iterator[list[str]]:
+    """The corpus as lists of lines (newlines kept, so BPE sees the text as written)."""
+    if not p.path:
+        text = p.text or BUNDLED_TEXT
+        yield [(line.lower() if p.lowercase else line) for line in text.splitlines(True)]
+        return
+    for f in corpus_files(p.path):
+        try:
+            with open(f, encoding="utf-8", errors="strict") as lines:
+                piece: list[str] = []
+                for line in lines:
+                    piece.append(line.lower() if p.lowercase else line)
+                    if len(piece) == LINES_PER_PIECE:
+                        yield piece
+                        piece = []
+                if piece:
+                    yield piece
+        except UnicodeDecodeError as e:
+            raise NodegraphError(f"text file '{f}' is not UTF-8 text ({e.reason} at byte "
+                                 f"{e.start})") from None
+        except OSError as e:
+            raise NodegraphError(f"cannot read text file '{f}': {e}") from e
+
+
+def load_tokenizer(path: str):
+    """A tokenizer saved with `Tokenizer.save` (a tokenizer.json), or an error naming the
+    file when it is missing or does not parse."""
+    from tokenizers import Tokenizer
+
+    if not path:
+        raise NodegraphError("tokenizer 'file' needs tokenizer_file (a tokenizer.json)")
+    where = data_path(path)
+    if not where.is_file():
+        raise NodegraphError(f"tokenizer file '{path}' ({where}) does not exist")
+    if where.stat().st_size > 512 * 2**20:  # a real one is a few MB: refuse a huge file
+        raise NodegraphError(f"tokenizer file '{path}' is larger than 512 MB; not a "
+                             "tokenizer.json")
+    try:
+        return Tokenizer.from_file(str(where))
+    except Exception as e:  # tokenizers raises a bare Exception for JSON it cannot parse
+        raise NodegraphError(f"tokenizer file '{path}' does not parse as a Hugging Face "
+                             f"tokenizer.json: {e}") from None
+
+
+def train_tokenizer(p):
+    """A BPE (byte-level) or WordPiece tokenizer trained on the corpus."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    if p.tokenizer == "bpe":
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=p.vocab_size, min_frequency=p.min_frequency,
+                                      show_progress=False)
+    else:
+        tok = Tokenizer(models.WordPiece(unk_token=UNK))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=False)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok.decoder = decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(vocab_size=p.vocab_size,
+                                            min_frequency=p.min_frequency,
+                                            special_tokens=[UNK], show_progress=False)
+    tok.train_from_iterator((line for piece in pieces(p) for line in piece), trainer)
+    return tok
+
+
+def tokenizer_of(p):
+    return load_tokenizer(p.tokenizer_file) if p.tokenizer == "file" else train_tokenizer(p)
+
+
+def token_ids(tok, p) -> np.ndarray:
+    """The corpus's token ids, encoded piece by piece, in the smallest integer type."""
+    parts = [np.concatenate([np.asarray(e.ids, dtype=np.int64) for e in tok.encode_batch(piece)]
+                            or [np.zeros(0, np.int64)])
+             for piece in pieces(p)]
+    ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if len(ids) == 0:
+        raise NodegraphError("the corpus holds no tokens")
+    return ids
+
+
+def tokenized_text(p):
+    tok = tokenizer_of(p)
+    ids = token_ids(tok, p)
+    if ids.max() >= tok.get_vocab_size():
+        raise NodegraphError("the tokenizer gave ids beyond its vocabulary")
+    if len(ids) <= p.seq_len:
+        raise NodegraphError(f"the corpus has {len(ids)} tokens, too few for one context "
+                             f"of {p.seq_len} plus its next token")
+    x, y = token_windows(ids, p.seq_len, p.stride or p.seq_len)
+    dataset = from_arrays({"x": x, "y": y}, p, normalize_ports=())
+    dataset.tokenizer = tok
+    dataset.vocab = Subwords(tok)  # what procedures.Decode spells generated ids with
+    return dataset
+
+
+class Subwords:
+    """A tokenizer seen as a vocabulary, as procedures.Decode reads one: `vocab[id]` is the
+    text of one token, `encode(text)` the ids of a prompt."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def __len__(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __getitem__(self, token: int) -> str:
+        return self.tokenizer.decode([int(token)])
+
+    def encode(self, text: str) -> list[int]:
+        ids = self.tokenizer.encode(text).ids
+        if not ids:
+            raise NodegraphError("the prompt is empty; give at least one token to start from")
+        return ids
+
+
+NO_NORMALIZE = [q for q in data_params(batch_size=32, val_fraction=0.1, split="chronological")
+                if q.name != "normalize"]
+
+BLOCKS = [
+    data("data.TokenizedText", "Language-model data in subword tokens (BPE or WordPiece).\n\n"
+         "A Hugging Face `tokenizers` tokenizer — byte-level BPE or WordPiece trained on the "
+         "corpus with `vocab_size` tokens, or one loaded from a tokenizer.json — numbers the "
+         "text; x holds seq_len token ids (int64), y the same window one token on. Feed x "
+         "to layers.Embedding with num_embeddings >= vocab_size and train with "
+         "cross-entropy against y; procedures.Decode writes text with the same tokenizer. "
+         "The corpus is a text file, a folder of .txt files, `text`, or the bundled text.",
+         tokenized_text,
+         outputs=[Port("x", doc="context token ids (N, seq_len), int64"),
+                  Port("y", doc="the next token at every position (N, seq_len), int64")],
+         params=[str_param("path", "", "a UTF-8 text file or a folder of .txt files; empty "
+                           "uses `text`, or the bundled text"),
+                 str_param("text", "", "the text to learn when no path is given"),
+                 choice_param("tokenizer", KINDS, "bpe",
+                              "bpe: byte-level BPE trained on the corpus; wordpiece: "
+                              "WordPiece trained on it; file: load tokenizer_file"),
+                 str_param("tokenizer_file", "", "a tokenizer.json (tokenizer 'file')"),
+                 int_param("vocab_size", 512, "tokens the trained tokenizer may have (it "
+                           "stops earlier when the corpus has no more pairs to merge)",
+                           min=2, max=1_000_000),
+                 int_param("min_frequency", 2, "merge only pairs seen this often", min=1),
+                 bool_param("lowercase", False, "lower-case the text first"),
+                 int_param("seq_len", 32, "context length L in tokens", min=1),
+                 int_param("stride", None, "tokens between the starts of two contexts; "
+                           "empty means seq_len (no overlap)", min=1, nullable=True),
+                 *NO_NORMALIZE],
+         keywords=("language model", "tokenizer", "bpe", "wordpiece", "subword", "tokens",
+                   "text", "huggingface", "gpt")),
+]
