@@ -1,0 +1,275 @@
+"""WebDataset tar shards: samples stored as groups of files in many .tar archives.
+
+The WebDataset convention: a shard is a plain tar file whose members are named
+`KEY.EXT`; the members that share a KEY form one sample, each EXT one field
+(`000042.npy`, `000042.cls`). Data that lives on many machines is kept this way because a
+shard is read start to end, never seeked into, and shards are dealt out whole: under DDP
+each rank, and inside it each DataLoader worker, reads its own shards (`assigned`).
+
+Fields are decoded by extension with libraries, never by hand: `.npy` with numpy (pickles
+refused), `.cls` / `.txt` / `.index` as an integer or number, images (`.png`, `.jpg`,
+`.jpeg`, `.webp`, `.bmp`, `.tif`) with Pillow into float (C, H, W) in [0, 1].
+
+Validation reads the tar headers (how many samples each shard holds, and that no member
+runs past the file's end: a truncated shard is named) and decodes the first sample for
+its shapes; the other samples are read when training reads them.
+"""
+
+from __future__ import annotations
+
+import glob
+import io
+import re
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nodegraph.kinds import data
+from nodegraph.kinds.datameta import DataMeta, sized
+from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import Port, choice_param, str_param
+
+IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
+NUMBERS = (".cls", ".txt", ".index", ".id", ".label")
+BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
+MAX_FIELD = 256 * 2**20  # one field larger than this is refused, not read into memory
+
+
+def expand(pattern: str) -> list[Path]:
+    """The shard files a param names: a .tar file, a folder (its .tar files), a brace range
+    `train-{000..009}.tar` (WebDataset's notation) or a glob; sorted, each existing."""
+    if not pattern:
+        return []
+    m = BRACES.search(pattern)
+    if m:
+        lo, hi = m.group(1), m.group(2)
+        if int(hi) - int(lo) > 1_000_000:
+            raise NodegraphError(f"shard range '{pattern}' names more than a million files")
+        names = [pattern[:m.start()] + str(i).zfill(len(lo)) + pattern[m.end():]
+                 for i in range(int(lo), int(hi) + 1)]
+        found = [data_path(n) for n in names]
+    else:
+        where = data_path(pattern)
+        if where.is_dir():
+            found = sorted(where.glob("*.tar"))
+        elif any(c in pattern for c in "*?["):
+            found = sorted(Path(f) for f in glob.glob(str(where)))
+        else:
+            found = [where]
+    missing = [f for f in found if not f.is_file()]
+    if missing:
+        raise NodegraphError(f"shard '{missing[0]}' (from '{pattern}') does not exist")
+    if not found:
+        raise NodegraphError(f"'{pattern}' names no .tar shards")
+    return found
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """(key, .ext) of a member: the key is the path up to the first dot of the file name."""
+    folder, _, base = name.rpartition("/")
+    stem, dot, ext = base.partition(".")
+    return (f"{folder}/{stem}" if folder else stem), (dot + ext).lower()
+
+
+def scan(shard: Path, fields: tuple[str, str]) -> list[str]:
+    """The keys of the samples of `shard` that have both fields, from its headers alone;
+    a shard cut short (a member running past the end, or stray bytes after the last one)
+    is refused, naming it."""
+    size = shard.stat().st_size
+    keys: list[str] = []
+    key_now, have = None, set()
+    end = 0
+    try:
+        with tarfile.open(shard, "r:") as tar:
+            for member in tar:
+                if not member.isfile():
+                    continue
+                end = member.offset_data + member.size
+                if end > size:
+                    raise NodegraphError(f"shard '{shard}' is truncated: member "
+                                         f"'{member.name}' runs past the end of the file")
+                key, ext = _split_name(member.name)
+                if key != key_now:  # as `samples` groups them: consecutive members
+                    key_now, have = key, set()
+                if ext in fields and ext not in have:
+                    have.add(ext)
+                    if len(have) == len(fields):
+                        keys.append(key)
+                        have = set()
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise NodegraphError(f"shard '{shard}' is truncated or not a tar file ({e})") from None
+    with open(shard, "rb") as f:  # after the last member: padding, end blocks, or nothing
+        f.seek(end)
+        rest = f.read(1 << 16)
+    if rest.strip(b"\0"):
+        raise NodegraphError(f"shard '{shard}' is truncated or corrupt after byte {end:,}")
+    return keys
+
+
+def decode(name: str, ext: str, raw: bytes, where: str) -> np.ndarray:
+    """One field's value as an array, decoded by its extension."""
+    try:
+        if ext.endswith(".npy"):
+            return np.load(io.BytesIO(raw), allow_pickle=False)
+        if ext in NUMBERS:
+            value = float(raw.decode("utf-8").strip())
+            return np.asarray(int(value) if value.is_integer() else value)
+        if ext in IMAGES:
+            from PIL import Image
+
+            with Image.open(io.BytesIO(raw)) as im:
+                pixels = np.asarray(im.convert("L" if im.mode in ("1", "L", "I;16") else "RGB"))
+            pixels = pixels.astype(np.float32) / 255.0
+            return pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)
+    except Exception as e:  # numpy, Pillow and UTF-8 errors: the field is named
+        raise NodegraphError(f"shard '{where}': cannot decode '{name}': {e}") from None
+    raise NodegraphError(f"shard '{where}': no decoder for '{name}' (fields: .npy, "
+                         f"{', '.join(NUMBERS)}, images)")
+
+
+def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The (x, y) of each sample of `shard` in order, read start to end."""
+    # a sample's members lie together in the tar (WebDataset writes them so): only the
+    # current key's fields are kept, so a sample missing a field costs nothing later
+    key_now, got = None, {}
+    try:
+        with tarfile.open(shard, "r:") as tar:
+            for member in tar:
+                if not member.isfile():
+                    continue
+                key, ext = _split_name(member.name)
+                if ext not in fields:
+                    continue
+                if member.size > MAX_FIELD:
+                    raise NodegraphError(f"shard '{shard}': '{member.name}' is larger than "
+                                         f"{MAX_FIELD >> 20} MB")
+                if key != key_now:
+                    key_now, got = key, {}
+                raw = tar.extractfile(member).read()
+                got[ext] = decode(member.name, ext, raw, str(shard))
+                if len(got) == 2:
+                    yield got[fields[0]], got[fields[1]]
+                    got = {}
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise NodegraphError(f"shard '{shard}' cannot be read: {e}") from None
+
+
+@dataclass
+class ShardSet:
+    """The shards of each split, with their sample counts (from the headers)."""
+
+    shards: dict[str, list[Path]]
+    counts: dict[str, list[int]]
+    fields: tuple[str, str]
+
+    def size(self, split: str) -> int:
+        return sum(self.counts.get(split, ()))
+
+
+def shard_set(p) -> ShardSet:
+    fields = tuple("." + f.strip().lstrip(".").lower() for f in (p.x_field, p.y_field))
+    if fields[0] == fields[1]:
+        raise NodegraphError(f"x_field and y_field are both '{fields[0]}'")
+    given = {"train": p.shards, "val": p.val_shards, "test": p.test_shards}
+    shards = {s: expand(pattern) for s, pattern in given.items() if pattern}
+    if "train" not in shards:
+        raise NodegraphError("no training shards given (shards)")
+    counts = {s: [len(scan(f, fields)) for f in files] for s, files in shards.items()}
+    if sum(counts["train"]) == 0:
+        raise NodegraphError(f"the shards '{p.shards}' hold no sample with both a "
+                             f"'{fields[0]}' and a '{fields[1]}' field")
+    return ShardSet(shards, counts, fields)  # type: ignore[arg-type]
+
+
+def first_sample(sset: ShardSet) -> tuple[np.ndarray, np.ndarray]:
+    for shard, n in zip(sset.shards["train"], sset.counts["train"], strict=True):
+        if n:
+            return next(samples(shard, sset.fields))
+    raise NodegraphError("the training shards hold no samples")
+
+
+def _ports(x: np.ndarray, y: np.ndarray, kind: str, where: str) -> dict:
+    if x.dtype.kind not in "biuf":
+        raise NodegraphError(f"shards '{where}': x holds {x.dtype}, not numbers")
+    if kind == "class":
+        if y.size != 1 or y.dtype.kind not in "biu":
+            raise NodegraphError(f"shards '{where}': a class target is one whole number per "
+                                 f"sample, the first holds {y.dtype} {y.shape}")
+        return {"x": (x.shape or (1,), torch.float32), "y": ((), torch.int64)}
+    return {"x": (x.shape or (1,), torch.float32), "y": ((max(y.size, 1),), torch.float32)}
+
+
+def _fixed(p, sset: ShardSet) -> bool:
+    """Whether the shard sets fix the splits (val or test shards given)."""
+    return len(sset.shards) > 1
+
+
+def shards_meta(p) -> DataMeta | None:
+    sset = shard_set(p)
+    x, y = first_sample(sset)
+    ports = _ports(x, y, p.target_kind, p.shards)
+    if _fixed(p, sset):
+        return DataMeta(ports, {s: sset.size(s) for s in sset.shards if sset.size(s)},
+                        p.batch_size)
+    return sized(ports, sset.size("train"), p)
+
+
+def shards_dataset(p):
+    """Every sample in memory, the shard sets as the splits (or split by the params)."""
+    sset = shard_set(p)
+    ports = _ports(*first_sample(sset), p.target_kind, p.shards)
+    xs, ys, rows, start = [], [], {}, 0
+    for split, files in sset.shards.items():
+        for shard in files:
+            for x, y in samples(shard, sset.fields):
+                if (x.shape or (1,)) != ports["x"][0]:
+                    raise NodegraphError(f"shard '{shard}': a sample's x is {x.shape}, the "
+                                         f"first sample's {ports['x'][0]}")
+                xs.append(np.asarray(x, np.float32).reshape(ports["x"][0]))
+                ys.append(y)
+        rows[split] = np.arange(start, len(xs))
+        start = len(xs)
+    y_all = np.stack(ys)
+    y_all = (y_all.reshape(-1).astype(np.int64) if p.target_kind == "class"
+             else y_all.reshape(len(ys), -1).astype(np.float32))
+    given = ({s: rows.get(s, np.zeros(0, np.int64)) for s in ("train", "val", "test")}
+             if _fixed(p, sset) else None)
+    return from_arrays({"x": np.stack(xs), "y": y_all}, p, given_splits=given)
+
+
+def assigned(shards: list[Path], rank: int, world: int, worker: int,
+             workers: int) -> list[Path]:
+    """The shards one DataLoader worker of one rank reads: every (world x workers)-th,
+    dealt round robin, so each shard is read once per epoch across all of them."""
+    reader, readers = rank * workers + worker, world * workers
+    return shards[reader::readers]
+
+
+TARGET_KIND = choice_param("target_kind", ("class", "value"), "class",
+                           "class: y is one class index per sample; value: float values")
+
+BLOCKS = [
+    data("data.WebDataset", "Samples from WebDataset tar shards (KEY.npy + KEY.cls, ...).\n\n"
+         "Each shard is a tar file; the members sharing a key form one sample, x and y "
+         "read from the fields `x_field` and `y_field` (.npy arrays, .cls/.txt numbers, "
+         ".png/.jpg images decoded with Pillow). `shards` names the training shards — a "
+         "file, a folder, a brace range train-{000..009}.tar or a glob — and `val_shards`, "
+         "`test_shards` their own splits (else the split params divide the training "
+         "samples). Validation reads the tar headers and the first sample only.",
+         shards_dataset, meta=shards_meta,
+         outputs=[Port("x", doc="the x field of each sample, float32"),
+                  Port("y", doc="the y field: class indices (N,) int64, or values float32")],
+         params=[str_param("shards", doc="the training shards: a .tar, a folder, "
+                           "name-{000..009}.tar or a glob"),
+                 str_param("val_shards", "", "shards of the validation split (optional)"),
+                 str_param("test_shards", "", "shards of the test split (optional)"),
+                 str_param("x_field", "npy", "the extension of the field that forms x"),
+                 str_param("y_field", "cls", "the extension of the field that forms y"),
+                 TARGET_KIND, *data_params(val_fraction=0.0)],
+         keywords=("webdataset", "wds", "tar", "shards", "streaming", "file")),
+]
