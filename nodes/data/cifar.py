@@ -16,7 +16,7 @@ in-memory build reads the same records at once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -216,6 +216,7 @@ BLOCKS = [
                               "CIFAR-100's 100 fine classes or 20 coarse superclasses"),
                  bool_param("use_test", True, "the test file (test_batch.bin / test.bin) "
                             "forms the test split; test_fraction is then unused"),
-                 LAYOUT, *data_params(batch_size=64, val_fraction=0.1)],
+                 replace(LAYOUT, default="image"),
+                 *data_params(batch_size=64, val_fraction=0.1)],
          keywords=("cifar", "cifar10", "cifar100", "images", "binary", "file")),
 ]

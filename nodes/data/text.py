@@ -45,17 +45,23 @@ def corpus_files(path: str) -> list[Path]:
 
 
 def pieces(p) -> Iterator[list[str]]:
-    """The corpus as lists of lines (newlines kept, so BPE sees the text as written)."""
+    """The corpus as lists of lines (newlines kept, so BPE sees the text as written). The
+    files are found now, not when the first piece is asked for: the tokenizer's trainer
+    reads the pieces on a thread of its own, outside the graph folder's context."""
     if not p.path:
         text = p.text or BUNDLED_TEXT
-        yield [(line.lower() if p.lowercase else line) for line in text.splitlines(True)]
-        return
-    for f in corpus_files(p.path):
+        return iter([[(line.lower() if p.lowercase else line)
+                      for line in text.splitlines(True)]])
+    return _file_pieces(corpus_files(p.path), p.lowercase)
+
+
+def _file_pieces(files: list[Path], lowercase: bool) -> Iterator[list[str]]:
+    for f in files:
         try:
             with open(f, encoding="utf-8", errors="strict") as lines:
                 piece: list[str] = []
                 for line in lines:
-                    piece.append(line.lower() if p.lowercase else line)
+                    piece.append(line.lower() if lowercase else line)
                     if len(piece) == LINES_PER_PIECE:
                         yield piece
                         piece = []
