@@ -15,6 +15,7 @@ import contextlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,8 +36,12 @@ class DataMeta:
     batch_size: int
 
     @classmethod
-    def of(cls, dataset: Dataset) -> DataMeta:
-        """The description of a dataset already built."""
+    def of(cls, dataset: Any) -> DataMeta:
+        """The description of a dataset already built (either kind)."""
+        if getattr(dataset, "streamed", False):
+            return cls(dataset.sample_ports(),
+                       {s: dataset.size(s) for s in SPLITS if dataset.has(s)},
+                       dataset.batch_size)
         train = dataset.tensors("train")
         return cls({k: (tuple(t.shape[1:]), t.dtype) for k, t in train.items()},
                    {s: dataset.size(s) for s in SPLITS if dataset.has(s)},

@@ -208,7 +208,11 @@ def tensor_bytes(tensors) -> int:
 
 
 def dataset_bytes(dataset) -> int:
+    """Bytes a dataset holds in memory: a streamed one holds a batch at a time."""
     from nodegraph.kinds.dataset import SPLITS
+
+    if getattr(dataset, "streamed", False):
+        return 0
 
     return sum(tensor_bytes(dataset.tensors(s).values()) for s in SPLITS if dataset.has(s))
 

@@ -60,6 +60,21 @@ TRAINING_PARAMS: tuple[Param, ...] = (
     int_param("eval_batch_size", 1024, "batch size for evaluation passes", min=1),
     str_param("log_dir", "", "write TensorBoard event files here (scalars, learning rates, "
               "hyperparameters, probe histograms; needs the tracking extra); empty: none"),
+    int_param("workers", None, "DataLoader worker processes reading a streamed dataset; empty: "
+              "one per spare core (up to 8) for splits of 256 samples or more", min=0,
+              nullable=True),
+    bool_param("pin_memory", None, "pin streamed batches in page-locked memory for faster "
+               "copies to the GPU; empty: on when training on a GPU", nullable=True),
+    bool_param("persistent_workers", None, "keep a streamed dataset's workers alive from "
+               "epoch to epoch; empty: yes", nullable=True),
+    int_param("prefetch_factor", None, "batches each worker reads ahead; empty: PyTorch's "
+              "default (2)", min=1, nullable=True),
+    choice_param("precision", ("32", "bf16-mixed", "16-mixed"), "32",
+                 "arithmetic of the forward pass: 32 (float32), or mixed precision under "
+                 "autocast with bfloat16 or float16 (16-mixed scales the loss with a "
+                 "GradScaler); the weights stay float32"),
+    int_param("accumulate", 1, "gradient accumulation: batches whose gradients add up before "
+              "each optimizer step (the effective batch is batch_size x accumulate)", min=1),
     int_param("threads", None, "CPU threads for the run's arithmetic; empty: OMP_NUM_THREADS "
               "when set, else chosen from the model's work per step and the idle cores",
               min=1, nullable=True),

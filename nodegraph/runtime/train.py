@@ -42,7 +42,7 @@ from nodegraph.model.events import (
     WeightsSnapshot,
 )
 from nodegraph.model.graph import Graph
-from nodegraph.runtime import distributed
+from nodegraph.runtime import distributed, feeding
 from nodegraph.runtime import threads as cpu_threads
 from nodegraph.runtime.callbacks import (
     BestWeights,
@@ -210,6 +210,8 @@ class Trainer:
         if opts["compile"] != "off":
             self.run_plan = compiled_or_eager(self.run_plan, opts["compile"], events)
         self.shuffle_rng = torch.Generator().manual_seed(opts["seed"])
+        feeding.prepare(compiled.datasets, opts, compiled.device, group,
+                        lambda text: events.emit(Message(text)))
         self.primary = next(iter(compiled.datasets.values()), None)  # None: a graph without data
         self.has_val = self.primary is not None and self.primary.has("val")
         self.on_cpu = compiled.device.type == "cpu"
@@ -313,7 +315,7 @@ class Trainer:
         shuffle = self.primary is not None and self.primary.shuffle  # None: no data to batch
         for step, values in enumerate(self.batches("train", shuffle), 1):
             if self.ddp is not None:
-                values, self.scale = self.ddp.shard(values)
+                values, self.scale = feeding.shard(c.datasets, values, step, self.ddp.group)
             if control.stopped:
                 return None
             if control.paused:
@@ -400,11 +402,7 @@ class Trainer:
         return {**sums.means(), **_metric_values(c)}
 
     def _eval_batches(self, split: str, size: int) -> Iterator[dict[Key, torch.Tensor]]:
-        tensors = {nid: ds.tensors(split) for nid, ds in self.c.datasets.items()}
-        n = min(len(next(iter(t.values()))) for t in tensors.values())
-        for i in range(0, n, size):
-            yield {(nid, k): v[i:i + size] for nid, part in tensors.items()
-                   for k, v in part.items()}
+        return feeding.eval_batches(self.c.datasets, split, size)
 
     def fail_nonfinite(self, loss_node: str, values: dict, epoch: int) -> None:
         """Stop with the name of the first node whose output stopped being finite."""

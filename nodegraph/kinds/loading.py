@@ -1,0 +1,283 @@
+"""How a `StreamedDataset` is read: DataLoader workers, samplers, seeds, shards.
+
+Map-style sources are read through a `torch.utils.data.DataLoader` whose batch sampler
+walks a permutation drawn from the epoch's seed and, under data-parallel training, hands
+each rank its share of every global batch (the same split `Group.shard` makes of an
+in-memory batch, so a run on N ranks follows the one-process run). The loader is made once
+per split and kept, so persistent workers survive from epoch to epoch; the epoch's seed
+reaches the workers inside the indices, ``(index, seed)``, and every sample's random
+transform is seeded from it — augmentation is the same whatever the number of workers.
+A sample that fails to read comes back as a `Bad` marker rather than an exception from
+the worker (whose traceback would bury the file name); the main process then stops with
+the message or, on ``on_error="skip"``, counts it.
+
+`ShardSource` is the iterable kind: samples come from a list of shards (tar files, row
+groups), each rank and each worker reading its own shards in a seeded order.
+
+Worker counts, pinned memory, persistence and prefetch are `LoaderOptions`, chosen
+automatically and settable as ``training.workers``, ``training.pin_memory``,
+``training.persistent_workers`` and ``training.prefetch_factor``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, IterableDataset, Sampler, get_worker_info
+
+from nodegraph.kinds.streamed import SampleError, StreamedDataset
+from nodegraph.model.errors import NodegraphError
+
+_MIX = 0x9E3779B97F4A7C15  # odd constant: spreads consecutive indices over the seed space
+
+
+@dataclass(frozen=True)
+class LoaderOptions:
+    """DataLoader settings; None means choose automatically."""
+
+    workers: int | None = None
+    pin_memory: bool | None = None
+    persistent_workers: bool | None = None
+    prefetch_factor: int | None = None
+    device: str = "cpu"
+
+    @classmethod
+    def of(cls, opts: Any, device: torch.device | str = "cpu") -> LoaderOptions:
+        """The options of a run's training settings (missing keys: automatic)."""
+        def get(name):
+            try:
+                return opts[name]
+            except (KeyError, TypeError):
+                return None
+        return cls(get("workers"), get("pin_memory"), get("persistent_workers"),
+                   get("prefetch_factor"), str(torch.device(device).type))
+
+    def worker_count(self, samples: int) -> int:
+        """Workers for a split of `samples`: the setting, else one per spare core (up to 8)
+        for splits large enough to repay starting them."""
+        if self.workers is not None:
+            return self.workers
+        if samples < 256:
+            return 0
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return max(0, min(8, cores - 1))
+
+    @property
+    def pin(self) -> bool:
+        return self.pin_memory if self.pin_memory is not None else self.device == "cuda"
+
+
+@dataclass(frozen=True)
+class Bad:
+    """A sample that could not be read, and why (the message names the file)."""
+
+    message: str
+
+
+def sample_seed(epoch_seed: int, index: int) -> int:
+    """The seed of one sample's random transforms in one epoch."""
+    return (epoch_seed ^ ((index + 1) * _MIX)) & ((1 << 63) - 1)
+
+
+def to_tensors(sample: dict) -> dict[str, torch.Tensor]:
+    """A reader's sample (tensors, arrays, numbers) as tensors: integers as int64, other
+    numbers as float32, tensors as they are."""
+    out = {}
+    for k, v in sample.items():
+        if isinstance(v, torch.Tensor):
+            out[k] = v
+        else:
+            a = np.asarray(v)
+            out[k] = torch.as_tensor(a, dtype=torch.long if np.issubdtype(a.dtype, np.integer)
+                                     else torch.float32)
+    return out
+
+
+def read_one(source: Any, index: int, transform: Callable | None, seed: int) -> Any:
+    """Sample `index` of `source` with `transform` applied under `seed`, or `Bad`."""
+    try:
+        sample = to_tensors(source[index])
+        if transform is not None:
+            sample = seeded(transform, sample, seed)
+        return sample
+    except SampleError as e:
+        return Bad(str(e))
+    except (OSError, ValueError, SyntaxError, EOFError) as e:  # what decoders raise
+        return Bad(f"sample {index}: {e}")
+
+
+def seeded(fn: Callable, value: Any, seed: int) -> Any:
+    """`fn(value)` with torch's random numbers drawn from `seed`; in the main process the
+    global generator is left as it was (dropout masks do not depend on the data path)."""
+    if get_worker_info() is not None:
+        torch.manual_seed(seed)
+        return fn(value)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return fn(value)
+
+
+class _Samples(torch.utils.data.Dataset):
+    """A map-style source read at ``(index, seed)`` keys, its transform applied."""
+
+    def __init__(self, source: Any, transform: Callable | None):
+        self.source, self.transform = source, transform
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def __getitem__(self, key: tuple[int, int]) -> Any:
+        index, seed = key
+        return read_one(self.source, index, self.transform, seed), seed
+
+
+class EpochBatches(Sampler):
+    """Batches of ``(index, seed)`` keys: a seeded permutation cut into global batches,
+    of which this rank takes its `tensor_split` share."""
+
+    def __init__(self, n: int, batch_size: int, shuffle: bool, rank: int = 0, world: int = 1):
+        self.n, self.b, self.shuffle, self.rank, self.world = n, batch_size, shuffle, rank, world
+        self.seed = 0
+
+    def set_epoch(self, seed: int) -> None:
+        self.seed = seed
+
+    def __len__(self) -> int:
+        return -(-self.n // self.b)
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        if self.shuffle and self.n > 1:
+            order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed))
+        else:
+            order = torch.arange(self.n)
+        for i in range(0, self.n, self.b):
+            part = order[i:i + self.b].tensor_split(self.world)[self.rank].tolist()
+            yield [(j, sample_seed(self.seed, j)) for j in part]
+
+
+def collate(items: list, ports: dict, batch_transform: Callable | None = None) -> tuple:
+    """(batch, bad messages): the good samples stacked per port (an empty batch shaped by
+    `ports` when none is left), then the batch transform (MixUp, CutMix) under the first
+    sample's seed."""
+    good = [s for s, _ in items if not isinstance(s, Bad)]
+    bad = [s.message for s, _ in items if isinstance(s, Bad)]
+    if good:
+        batch = {k: torch.stack([s[k] for s in good]) for k in good[0]}
+        if batch_transform is not None:
+            batch = seeded(batch_transform, batch, items[0][1])
+    else:
+        batch = {k: torch.empty((0, *shape), dtype=dtype) for k, (shape, dtype) in ports.items()}
+    return batch, bad
+
+
+class ShardSource(IterableDataset):
+    """Samples read shard by shard (a list of files, row groups): each rank and each worker
+    reads its own shards, in an order drawn from the epoch's seed. Subclasses say how
+    many samples each shard holds (`counts`, known from headers) and implement `read`."""
+
+    def __init__(self, shards: list, counts: list[int]):
+        if len(shards) != len(counts):
+            raise NodegraphError("a shard source needs one sample count per shard")
+        self.shards, self.counts = list(shards), list(counts)
+        self.epoch: tuple = (0, False, None, 0, 1)  # seed, shuffle, transform, rank, world
+
+    def read(self, shard: Any) -> Iterator[dict]:
+        """The samples of one shard, as dicts port -> value; raise SampleError naming the
+        shard for a corrupt one."""
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return sum(self.counts)
+
+    def rank_shards(self, rank: int, world: int) -> list[int]:
+        """Indices of the shards rank `rank` of `world` reads."""
+        return list(range(len(self.shards)))[rank::world]
+
+    def __iter__(self) -> Iterator[tuple]:
+        seed, shuffle, transform, rank, world = self.epoch
+        mine = self.rank_shards(rank, world)
+        if shuffle:
+            mine = [mine[i] for i in np.random.default_rng(seed).permutation(len(mine))]
+        info = get_worker_info()
+        if info is not None:
+            mine = mine[info.id::info.num_workers]
+        for s in mine:
+            try:
+                for k, sample in enumerate(self.read(self.shards[s])):
+                    key = sample_seed(seed, s * 1_000_003 + k)
+                    try:
+                        item = to_tensors(sample)
+                        yield (seeded(transform, item, key) if transform else item), key
+                    except SampleError as e:
+                        yield Bad(str(e)), key
+            except SampleError as e:
+                yield Bad(str(e)), seed
+
+
+def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
+                  batch_size: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
+    """One pass over `split` of `ds`: CPU batches, port -> tensor."""
+    src = ds.sources[split]
+    b = batch_size or ds.step_batch(split)
+    transform = ds.transforms.get(split)
+    batch_transform = ds.batch_transforms.get(split)
+    opts = ds.options
+    workers = opts.worker_count(len(src))
+    collate_fn = partial(collate, ports=ds.ports, batch_transform=batch_transform)
+    limit = None
+    if isinstance(src, ShardSource):
+        src.epoch = (seed, shuffle, transform, ds.rank, ds.world)
+        if ds.world > 1:  # every rank must take the same number of steps, or DDP waits
+            per_rank = [sum(src.counts[i] for i in src.rank_shards(r, ds.world))
+                        for r in range(ds.world)]
+            limit = max(1, min(per_rank) // b)
+        loader: DataLoader = DataLoader(src, batch_size=b, collate_fn=collate_fn,
+                                        num_workers=workers, pin_memory=opts.pin,
+                                        **_worker_kwargs(opts, workers, False))
+    else:
+        key = (split, b, shuffle, ds.rank, ds.world, workers)
+        kept = ds._loaders.get(key)
+        if kept is None:
+            sampler = EpochBatches(len(src), b, shuffle, ds.rank, ds.world)
+            loader = DataLoader(_Samples(src, transform), batch_sampler=sampler,
+                                collate_fn=collate_fn, num_workers=workers, pin_memory=opts.pin,
+                                generator=torch.Generator().manual_seed(0),
+                                **_worker_kwargs(opts, workers, True))
+            kept = sampler, loader
+            ds._loaders[key] = kept
+        sampler, loader = kept
+        sampler.set_epoch(seed)
+    skipped, first = 0, None
+    for step, (batch, bad) in enumerate(loader, 1):
+        if bad:
+            if ds.on_error == "stop":
+                raise SampleError(f"{ds.node or 'data'}: {bad[0]} (set on_error = skip to "
+                                  "leave unreadable samples out)")
+            skipped += len(bad)
+            first = first or bad[0]
+        if ds.world == 1 and len(next(iter(batch.values()))) == 0:
+            continue  # every sample of it skipped
+        yield batch
+        if limit is not None and step >= limit:
+            break
+    ds.end_epoch(split, skipped, first)
+
+
+def _worker_kwargs(opts: LoaderOptions, workers: int, reusable: bool) -> dict:
+    if workers == 0:
+        return {}
+    persistent = opts.persistent_workers if opts.persistent_workers is not None else reusable
+    out: dict[str, Any] = {"persistent_workers": persistent}
+    if opts.prefetch_factor is not None:
+        out["prefetch_factor"] = opts.prefetch_factor
+    return out
+

@@ -1,0 +1,267 @@
+"""Datasets read sample by sample: the streaming kind behind the `Dataset` interface.
+
+`nodegraph.kinds.dataset.Dataset` holds every split as whole tensors on the device: the
+fastest path for data that fits. A `StreamedDataset` holds, per split, a torch dataset that
+reads one sample at a time (a list of files decoded in ``__getitem__``, as torchvision's
+``ImageFolder`` does) and a `torch.utils.data.DataLoader` reads it with worker processes,
+pinned memory and prefetching (`nodegraph.kinds.loading`). Both answer the same questions
+— `has`, `size`, `step_batch`, `num_batches`, `meta`, `batches`, `to`, `astype`,
+`normalization` — so the trainer, `forward`, procedures, the Python export and the
+editor's Preview take either.
+
+What a data block hands over: ``StreamedDataset(sources, ports, batch_size, shuffle,
+transforms=..., batch_transforms=..., node=...)`` where `sources` maps each non-empty split
+to a map-style torch dataset (``__len__``; ``__getitem__(i)`` returns one sample as a dict
+port -> tensor / ndarray / number, without a batch dimension) or to a `ShardSource` (an
+iterable over shards, `nodegraph.kinds.loading`), and `ports` gives one sample's shape and
+dtype per port (validation's meta, declared, never read from the data). `transforms[split]`
+runs per sample in the workers (the training split's may be random; val/test get the
+deterministic part), `batch_transforms[split]` on each collated batch (MixUp, CutMix).
+Randomness is seeded per sample from the epoch's seed and the sample's index, so a run
+reproduces whatever the number of workers. A sample that cannot be read raises
+`SampleError`; with ``on_error="skip"`` it is left out and counted, the count reported at
+the end of the epoch.
+
+`choose_storage` turns a streamed dataset into the in-memory kind when the block's
+``storage`` param (`STORAGE_PARAM`) says so, or, on ``auto``, when it fits and has no
+random augmentation.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from nodegraph.kinds.dataset import Dataset
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import choice_param
+
+# one sample's shape and dtype per port, e.g. {"x": ((3, 32, 32), torch.float32)}
+Ports = dict[str, tuple[tuple[int, ...], torch.dtype]]
+Sample = dict[str, Any]
+
+STORAGE_PARAM = choice_param(
+    "storage", ("auto", "memory", "stream"), "auto",
+    "memory: decode everything once and hold it as tensors (fastest for data that fits); "
+    "stream: read samples in worker processes every epoch (data larger than memory, random "
+    "augmentation); auto: memory when it fits in MEMORY_LIMIT and nothing is augmented")
+
+# auto keeps data in memory up to this many bytes (beyond, or with augmentation, it streams)
+MEMORY_LIMIT = 2 << 30
+# whole-split tensors (`tensors`) of a streamed dataset are made up to this many bytes
+TENSORS_LIMIT = 1 << 30
+
+
+class SampleError(NodegraphError):
+    """One sample could not be read (a corrupt or truncated file): the message names it."""
+
+
+class StreamedDataset:
+    """A dataset read per sample by DataLoader workers, batched as the in-memory kind is."""
+
+    streamed = True
+
+    def __init__(self, sources: dict[str, Any], ports: Ports, batch_size: int = 32,
+                 shuffle: bool = True, transforms: dict[str, Callable] | None = None,
+                 batch_transforms: dict[str, Callable] | None = None,
+                 augmented: bool = False, node: str | None = None, on_error: str = "stop"):
+        from nodegraph.kinds.loading import LoaderOptions
+
+        self.sources = {s: src for s, src in sources.items() if len(src) > 0}
+        if not self.sources:
+            raise NodegraphError("the data has no samples")
+        self.ports = dict(ports)
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.transforms = dict(transforms or {})
+        self.batch_transforms = dict(batch_transforms or {})
+        self.augmented = augmented  # the training transforms are random (memory cannot hold them)
+        self.node = node
+        self.on_error = on_error
+        self.normalization: dict[str, dict[str, torch.Tensor]] = {}
+        self.device = torch.device("cpu")
+        self.dtype: torch.dtype | None = None
+        self.options = LoaderOptions()
+        self.rank, self.world = 0, 1
+        self.skipped: dict[str, int] = {}
+        # how skipped samples are reported at the end of an epoch; the trainer routes it
+        # to its events
+        self.report: Callable[[str], None] = lambda text: warnings.warn(text, stacklevel=2)
+        self._loaders: dict[tuple, tuple] = {}  # (sampler, DataLoader) per split and share
+        self._tensors: dict[str, dict[str, torch.Tensor]] = {}
+
+    # -- the questions the in-memory kind answers --------------------------------------
+
+    def has(self, split: str) -> bool:
+        return split in self.sources
+
+    def size(self, split: str) -> int:
+        src = self.sources.get(split)
+        return 0 if src is None else len(src)
+
+    def step_batch(self, split: str = "train") -> int:
+        n = self.size(split)
+        return n if self.batch_size == 0 else min(self.batch_size, n)
+
+    def num_batches(self, split: str) -> int:
+        b = self.step_batch(split)
+        return 0 if b == 0 else -(-self.size(split) // b)
+
+    def sample_ports(self) -> Ports:
+        """One sample's shape and dtype per port, as the batches will carry them."""
+        return {k: (shape, self._dtype(dtype)) for k, (shape, dtype) in self.ports.items()}
+
+    def meta(self) -> dict[str, torch.Tensor]:
+        """A meta tensor per port shaped like one training batch, for shape inference."""
+        b = self.step_batch("train")
+        return {k: torch.empty((b, *shape), dtype=dtype, device="meta")
+                for k, (shape, dtype) in self.sample_ports().items()}
+
+    def to(self, device: torch.device | str) -> StreamedDataset:
+        self.device = torch.device(device)
+        self._tensors = {s: {k: t.to(device) for k, t in part.items()}
+                         for s, part in self._tensors.items()}
+        return self
+
+    def astype(self, dtype: torch.dtype) -> StreamedDataset:
+        """Floating ports in `dtype` (labels and indices keep their integer type)."""
+        self.dtype = dtype
+        self._tensors = {s: {k: t.to(dtype) if t.is_floating_point() else t
+                             for k, t in part.items()} for s, part in self._tensors.items()}
+        return self
+
+    def normalization_state(self) -> dict[str, torch.Tensor]:
+        return {f"{port}.{k}": v for port, st in self.normalization.items()
+                for k, v in st.items()}
+
+    def normalize_raw(self, port: str, raw: torch.Tensor) -> torch.Tensor:
+        st = self.normalization.get(port)
+        if st is None:
+            return raw
+        return (raw - st["centre"].to(raw.device)) / st["scale"].to(raw.device)
+
+    def renormalize(self, port: str, centre: torch.Tensor, scale: torch.Tensor) -> None:
+        """Scale `port` with a trained model's statistics: batches are scaled as they come."""
+        self.normalization[port] = {"centre": centre.detach().cpu(),
+                                    "scale": scale.detach().cpu()}
+        self._tensors = {}
+
+    # -- streaming ---------------------------------------------------------------------
+
+    def configure(self, options) -> StreamedDataset:
+        """Read with these `nodegraph.kinds.loading.LoaderOptions` (the run's training.*)."""
+        self.options = options
+        self._loaders = {}
+        return self
+
+    def shard(self, rank: int, world: int) -> StreamedDataset:
+        """Under data-parallel training: read only this rank's share of each global batch."""
+        self.rank, self.world = rank, world  # the loaders are kept per (rank, world)
+        return self
+
+    def global_batch(self, split: str, step: int) -> int:
+        """Samples in global batch `step` (from 1) of `split`, summed over the ranks."""
+        b = self.step_batch(split)
+        return max(0, min(b, self.size(split) - (step - 1) * b))
+
+    def batches(self, split: str, shuffle: bool = False, generator: torch.Generator | None = None,
+                node: str | None = None, batch_size: int | None = None) -> Iterator[dict]:
+        """Yield batches of `split` as dicts port -> tensor, or (node, port) -> tensor when
+        `node` is given; shuffled (and augmented, on the training split) with a seed drawn
+        from `generator`, so a seeded run reproduces."""
+        from nodegraph.kinds.loading import epoch_batches
+
+        if split not in self.sources:
+            return
+        seed = (int(torch.randint(0, 2 ** 62, (1,), generator=generator))
+                if generator is not None else 0)
+        for batch in epoch_batches(self, split, shuffle, seed, batch_size):
+            yield self._finish(batch, node)
+
+    def _finish(self, batch: dict[str, torch.Tensor], node: str | None) -> dict:
+        """A collated CPU batch on the training device, in its dtype, normalised."""
+        blocking = not (self.options.pin and self.device.type == "cuda")
+        out = {}
+        for k, t in batch.items():
+            t = t.to(self.device, non_blocking=not blocking)
+            if t.is_floating_point():
+                if k in self.normalization:
+                    st = self.normalization[k]
+                    t = (t - st["centre"].to(t.device)) / st["scale"].to(t.device)
+                if self.dtype is not None:
+                    t = t.to(self.dtype)
+            out[(node, k) if node is not None else k] = t
+        return out
+
+    def end_epoch(self, split: str, skipped: int, first: str | None) -> None:
+        """Report the samples skipped in one pass over `split`."""
+        if skipped:
+            self.skipped[split] = self.skipped.get(split, 0) + skipped
+            where = f" (first: {first})" if first else ""
+            self.report(f"{self.node or 'data'}: skipped {skipped} unreadable sample"
+                        f"{'s' if skipped != 1 else ''} of the {split} split{where}")
+
+    # -- whole tensors, for the few users that need a split at once ----------------------
+
+    def tensors(self, split: str) -> dict[str, torch.Tensor]:
+        """The whole split as tensors (deterministic transforms), made once; refused for a
+        split too large to hold, which only the streaming path can train on."""
+        if split not in self._tensors:
+            nbytes = self.size(split) * _sample_bytes(self.sample_ports())
+            if nbytes > TENSORS_LIMIT:
+                raise NodegraphError(
+                    f"{self.node or 'data'}: the {split} split is streamed ({nbytes / 2**30:.1f}"
+                    " GiB) and cannot be held as whole tensors for this use; use a smaller "
+                    "dataset or storage = memory")
+            parts = list(self.batches(split, batch_size=max(1, self.step_batch(split))))
+            self._tensors[split] = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+        return self._tensors[split]
+
+    def materialise(self) -> Dataset:
+        """The same data as the in-memory kind: every split read once, deterministically."""
+        if self.augmented:
+            raise NodegraphError(f"{self.node or 'data'}: random augmentation runs per sample "
+                                 "while streaming; storage = memory cannot hold it (use auto "
+                                 "or stream)")
+        splits = [s for s in self.sources]
+        parts = {s: self.tensors(s) for s in splits}
+        tensors = {k: torch.cat([parts[s][k] for s in splits]) for k in self.ports}
+        offsets = np.cumsum([0] + [self.size(s) for s in splits])
+        idx = {s: torch.arange(int(offsets[i]), int(offsets[i + 1]))
+               for i, s in enumerate(splits)}
+        data = Dataset(tensors, idx, self.batch_size, self.shuffle)
+        data.normalization = self.normalization  # the tensors above are scaled with it
+        return data
+
+    def estimated_bytes(self) -> int:
+        """Bytes every split would take as tensors."""
+        return sum(self.size(s) for s in self.sources) * _sample_bytes(self.sample_ports())
+
+    def _dtype(self, dtype: torch.dtype) -> torch.dtype:
+        return self.dtype if self.dtype is not None and dtype.is_floating_point else dtype
+
+
+def _sample_bytes(ports: Ports) -> int:
+    return sum(math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+               for shape, dtype in ports.values())
+
+
+def choose_storage(data: StreamedDataset, storage: str = "auto",
+                   limit: int = MEMORY_LIMIT) -> Dataset | StreamedDataset:
+    """The dataset a block returns: in memory on ``memory``, streamed on ``stream``; on
+    ``auto`` in memory when it fits in `limit` bytes and nothing is randomly augmented."""
+    if storage == "stream":
+        return data
+    if storage == "memory" or (not data.augmented and data.estimated_bytes() <= limit):
+        return data.materialise()
+    return data
+
+
+def is_streamed(dataset: Any) -> bool:
+    """True for the streaming kind (no whole tensors on the device)."""
+    return getattr(dataset, "streamed", False)
