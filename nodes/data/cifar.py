@@ -9,7 +9,8 @@ knows every shape and split size from the folder listing and the files' sizes, a
 a file of the wrong length before anything reads it.
 
 `CifarRecords` is the per-sample reader: the files memory-mapped (opened again in each
-DataLoader worker, never pickled with their pages), one record decoded per index. The
+DataLoader worker, never pickled with their pages), one record decoded per index; a
+dataset larger than `storage` auto keeps in memory (or storage stream) is read so. The
 in-memory build reads the same records at once.
 """
 
@@ -25,8 +26,10 @@ import torch
 from nodegraph.kinds import data
 from nodegraph.kinds.datameta import DataMeta, split_sizes
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, bool_param, choice_param, str_param
+from nodes.data._streaming import in_memory, iterate, split_rows, streamed, subsets
 from nodes.data.core import LAYOUT
 
 PIXELS = 3 * 32 * 32
@@ -96,8 +99,8 @@ class CifarRecords(torch.utils.data.Dataset):
     """Samples {"x": float32 (3, 32, 32) in [0, 1], "y": int64} of memory-mapped CIFAR files,
     numbered across the files in order. The maps open on first use in each process."""
 
-    def __init__(self, files: tuple[Path, ...], record: int, offset: int):
-        self.files, self.record, self.offset = files, record, offset
+    def __init__(self, files: tuple[Path, ...], record: int, offset: int, flat: bool = False):
+        self.files, self.record, self.offset, self.flat = files, record, offset, flat
         self.counts = [record_count(f, record) for f in files]
         self.starts = np.cumsum([0, *self.counts])
         self._maps: list[np.memmap] | None = None
@@ -126,7 +129,8 @@ class CifarRecords(torch.utils.data.Dataset):
 
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         pixels, label = self.raw(int(i))
-        return {"x": torch.from_numpy(pixels.astype(np.float32) / 255.0),
+        x = torch.from_numpy(pixels.astype(np.float32) / 255.0)
+        return {"x": x.reshape(-1) if self.flat else x,
                 "y": torch.tensor(label, dtype=torch.int64)}
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -144,8 +148,9 @@ def sources(p) -> tuple[CifarRecords, CifarRecords | None]:
     """The training and (with `use_test`, where the folder has one) test records."""
     lay = layout(p.path, p.variant)
     offset = lay.label_offset(p.label)
-    train = CifarRecords(lay.train, lay.record, offset)
-    test = (CifarRecords((lay.test,), lay.record, offset)
+    flat = p.layout == "flat"
+    train = CifarRecords(lay.train, lay.record, offset, flat)
+    test = (CifarRecords((lay.test,), lay.record, offset, flat)
             if p.use_test and lay.test is not None else None)
     return train, test
 
@@ -172,8 +177,17 @@ def cifar_meta(p) -> DataMeta:
 
 
 def cifar_dataset(p):
-    """Every record in memory, pixels scaled to [0, 1], the test file as the test split."""
+    """The records split by the params, the test file as the test split: in memory (read at
+    once) or streamed (memory-mapped, a record per sample), as `storage` and the size say."""
     train, test = sources(p)
+    n = len(train) + (len(test) if test is not None else 0)
+    if not in_memory(p, n * (PIXELS * 4 + 8)):
+        labels = train.labels() if p.split == "stratified" else None
+        parts = subsets(train, split_rows(len(train), p, labels, test is not None))
+        if test is not None:
+            parts["test"] = test
+        ports = {"x": (x_shape(p), torch.float32), "y": ((), torch.int64)}
+        return streamed(parts, ports, p, iterate(parts["train"]))
     x, y = train.arrays()
     test_rows = None
     if test is not None:
@@ -216,7 +230,7 @@ BLOCKS = [
                               "CIFAR-100's 100 fine classes or 20 coarse superclasses"),
                  bool_param("use_test", True, "the test file (test_batch.bin / test.bin) "
                             "forms the test split; test_fraction is then unused"),
-                 replace(LAYOUT, default="image"),
+                 replace(LAYOUT, default="image"), STORAGE_PARAM,
                  *data_params(batch_size=64, val_fraction=0.1)],
          keywords=("cifar", "cifar10", "cifar100", "images", "binary", "file")),
 ]
