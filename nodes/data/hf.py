@@ -7,7 +7,8 @@ shape; several scalar or 1-D columns are joined side by side), `targets` form y 
 ClassLabel or integer column as class indices, or values). A `DatasetDict`'s own splits
 (train, validation, test) are kept; a single `Dataset` is split by the data params.
 
-Validation reads the folder's metadata (features and row counts) and, where a list
+Streamed (`storage` stream, or more than memory holds), each DataLoader worker opens the
+folder itself and reads a row per sample. Validation reads the folder's metadata (features and row counts) and, where a list
 column's length is not declared, that column of the first row.
 """
 
@@ -22,8 +23,10 @@ import torch
 from nodegraph.kinds import data
 from nodegraph.kinds.datameta import DataMeta, sized
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, Port, choice_param, str_param
+from nodes.data._streaming import in_memory, iterate, split_rows, streamed, subsets
 
 # a DatasetDict's split names -> ours
 SPLIT_NAMES = {"train": "train", "validation": "val", "valid": "val", "val": "val",
@@ -170,10 +173,59 @@ def sample_arrays(batch: dict[str, np.ndarray], cols: Columns, kind: str,
     return {"x": x, "y": y.astype(np.float32)}
 
 
+class HFRows(torch.utils.data.Dataset):
+    """The rows of one saved split as samples; the folder is opened again (memory-mapped)
+    in each DataLoader worker, not pickled with it."""
+
+    def __init__(self, path: str, where, split: str, cols: Columns, kind: str, n: int):
+        self.path, self.where, self.split, self.cols, self.kind = path, where, split, cols, kind
+        self.n = n
+        self._ds = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_ds": None}
+
+    def _rows(self):
+        if self._ds is None:
+            import datasets
+
+            loaded = datasets.load_from_disk(str(self.where))
+            ds = loaded if self.split == "all" else loaded[_saved_name(loaded, self.split)]
+            wanted = list(dict.fromkeys(self.cols.inputs + self.cols.targets))
+            self._ds = ds.with_format("numpy", columns=wanted)
+        return self._ds
+
+    def __getitem__(self, i: int) -> dict:
+        row = self._rows()[int(i):int(i) + 1]
+        try:
+            a = sample_arrays(row, self.cols, self.kind, self.path)
+        except NodegraphError as e:
+            raise SampleError(f"{e} (row {i} of {self.split})") from None
+        return {"x": torch.from_numpy(a["x"][0]), "y": torch.as_tensor(a["y"][0])}
+
+
+def _saved_name(loaded, split: str) -> str:
+    """The DatasetDict key our split name came from."""
+    return next(k for k in loaded if SPLIT_NAMES.get(k) == split)
+
+
 def hf_dataset(p):
-    """Every split's rows in memory."""
+    """Every split's rows: in memory (each split read at once) or streamed (a row per
+    sample from the memory-mapped files), as `storage` and the size say."""
     found = parts(open_disk(p.path), p.path)
     cols = Columns(next(iter(found.values())), p, p.path)
+    n = sum(len(d) for d in found.values())
+    if p.split != "stratified" and not in_memory(p, n * (math.prod(cols.x_shape()) * 4 + 8)):
+        ports = {"x": (cols.x_shape(), torch.float32), "y": cols.y_port(p.target_kind)}
+        where = data_path(p.path)
+        sources = {s: HFRows(p.path, where, s, cols, p.target_kind, len(d))
+                   for s, d in found.items()}
+        if "all" in sources:
+            sources = subsets(sources["all"], split_rows(len(found["all"]), p))
+        return streamed(sources, ports, p, iterate(sources["train"]))
     wanted = list(dict.fromkeys(cols.inputs + cols.targets))
     arrays, rows, start = [], {}, 0
     for split, ds in found.items():
@@ -206,7 +258,7 @@ BLOCKS = [
                  Param("inputs", "strs", [], "columns that form x; empty: every column that "
                        "is not a target"),
                  Param("targets", "strs", ["label"], "columns that form y"),
-                 TARGET_KIND, *data_params(val_fraction=0.0)],
+                 TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.0)],
          keywords=("huggingface", "hf", "datasets", "arrow", "load_from_disk", "hub",
                    "file")),
 ]

@@ -3,8 +3,9 @@
 The WebDataset convention: a shard is a plain tar file whose members are named
 `KEY.EXT`; the members that share a KEY form one sample, each EXT one field
 (`000042.npy`, `000042.cls`). Data that lives on many machines is kept this way because a
-shard is read start to end, never seeked into, and shards are dealt out whole: under DDP
-each rank, and inside it each DataLoader worker, reads its own shards (`assigned`).
+shard is read start to end, never seeked into, and shards are dealt out whole: streamed
+(`storage` stream, or more than memory holds), each rank under DDP, and inside it each
+DataLoader worker, reads its own shards (`nodegraph.kinds.loading.ShardSource`).
 
 Fields are decoded by extension with libraries, never by hand: `.npy` with numpy (pickles
 refused), `.cls` / `.txt` / `.index` as an integer or number, images (`.png`, `.jpg`,
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import io
+import math
 import re
 import tarfile
 from collections.abc import Iterator
@@ -31,8 +33,11 @@ import torch
 from nodegraph.kinds import data
 from nodegraph.kinds.datameta import DataMeta, sized
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.loading import ShardSource
+from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, choice_param, str_param
+from nodes.data._streaming import Rows, everything, in_memory, split_rows, streamed
 
 IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 NUMBERS = (".cls", ".txt", ".index", ".id", ".label")
@@ -219,10 +224,61 @@ def shards_meta(p) -> DataMeta | None:
     return sized(ports, sset.size("train"), p)
 
 
+class TarShards(ShardSource):
+    """The samples of one split, read shard by shard in DataLoader workers (each rank and
+    worker its own shards, `nodegraph.kinds.loading.ShardSource`); with the split params
+    dividing the training shards, `rows` says which samples of each shard are this
+    split's."""
+
+    def __init__(self, shards: list[Path], rows: Rows, fields: tuple[str, str], ports: dict,
+                 kind: str):
+        super().__init__(shards, rows.counts)
+        self.rows, self.fields, self.ports, self.kind = rows, fields, ports, kind
+        self.index = {str(f): k for k, f in enumerate(shards)}
+
+    def read(self, shard: Path) -> Iterator[dict]:
+        keep = set(self.rows.pick(self.index[str(shard)]).tolist())
+        try:
+            for i, (x, y) in enumerate(samples(shard, self.fields)):
+                if i in keep:
+                    yield _sample(x, y, self.ports, self.kind, shard)
+        except NodegraphError as e:
+            raise SampleError(str(e)) from None
+
+
+def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Path) -> dict:
+    """One sample as the ports declare it; a sample of another shape is refused, named."""
+    if (x.shape or (1,)) != ports["x"][0]:
+        raise SampleError(f"shard '{shard}': a sample's x is {x.shape}, the first sample's "
+                          f"{ports['x'][0]}")
+    x = torch.from_numpy(np.asarray(x, np.float32).reshape(ports["x"][0]))
+    if kind == "class":
+        return {"x": x, "y": torch.tensor(int(np.asarray(y).reshape(-1)[0]))}
+    return {"x": x, "y": torch.from_numpy(np.asarray(y, np.float32).reshape(-1))}
+
+
+def _streamed_shards(p, sset: ShardSet, ports: dict):
+    if _fixed(p, sset):
+        parts = {s: (files, everything(sset.counts[s])) for s, files in sset.shards.items()}
+    else:
+        rows = split_rows(sset.size("train"), p)
+        parts = {s: (sset.shards["train"], Rows(r, sset.counts["train"]))
+                 for s, r in rows.items() if len(r)}
+    sources = {s: TarShards(files, rows, sset.fields, ports, p.target_kind)
+               for s, (files, rows) in parts.items()}
+    train = sources["train"]
+    fit = (sample for f in train.shards for sample in train.read(f))
+    return streamed(sources, ports, p, fit)
+
+
 def shards_dataset(p):
-    """Every sample in memory, the shard sets as the splits (or split by the params)."""
+    """The shard sets as the splits (or the training samples split by the params), read
+    at once into memory or streamed shard by shard, as `storage` and the size say."""
     sset = shard_set(p)
     ports = _ports(*first_sample(sset), p.target_kind, p.shards)
+    nbytes = sum(sset.size(s) for s in sset.shards) * (math.prod(ports["x"][0]) * 4 + 8)
+    if p.split != "stratified" and not in_memory(p, nbytes):
+        return _streamed_shards(p, sset, ports)
     xs, ys, rows, start = [], [], {}, 0
     for split, files in sset.shards.items():
         for shard in files:
@@ -240,14 +296,6 @@ def shards_dataset(p):
     given = ({s: rows.get(s, np.zeros(0, np.int64)) for s in ("train", "val", "test")}
              if _fixed(p, sset) else None)
     return from_arrays({"x": np.stack(xs), "y": y_all}, p, given_splits=given)
-
-
-def assigned(shards: list[Path], rank: int, world: int, worker: int,
-             workers: int) -> list[Path]:
-    """The shards one DataLoader worker of one rank reads: every (world x workers)-th,
-    dealt round robin, so each shard is read once per epoch across all of them."""
-    reader, readers = rank * workers + worker, world * workers
-    return shards[reader::readers]
 
 
 TARGET_KIND = choice_param("target_kind", ("class", "value"), "class",
@@ -270,6 +318,6 @@ BLOCKS = [
                  str_param("test_shards", "", "shards of the test split (optional)"),
                  str_param("x_field", "npy", "the extension of the field that forms x"),
                  str_param("y_field", "cls", "the extension of the field that forms y"),
-                 TARGET_KIND, *data_params(val_fraction=0.0)],
+                 TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.0)],
          keywords=("webdataset", "wds", "tar", "shards", "streaming", "file")),
 ]

@@ -9,8 +9,10 @@ partitioned table).
 Validation reads the schema and the row count from the files' footers (Parquet and Arrow
 keep both there; a CSV is counted), never a value. The table is read as a stream of parts
 (`parts`): the row groups of a Parquet file, the files of the other formats, each with the
-row number it starts at, so a reader holds one part in memory at a time; the in-memory
-build joins the parts. The categories a categorical column holds are found by a pass over
+row number it starts at, so a reader holds one part in memory at a time: the streamed
+build (`storage` stream, or a table too large for memory) reads each split's rows so, in
+DataLoader workers that take whole row groups each; the in-memory build joins the parts.
+A stratified split needs the class column first, so it builds in memory. The categories a categorical column holds are found by a pass over
 that column alone.
 """
 
@@ -27,8 +29,11 @@ import torch
 from nodegraph.kinds import data
 from nodegraph.kinds.datameta import DataMeta, sized
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.loading import ShardSource
+from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, Port, choice_param, str_param
+from nodes.data._streaming import Rows, in_memory, split_rows, streamed
 
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc",
             ".ipc": "ipc", ".csv": "csv"}
@@ -123,6 +128,14 @@ def columns(table, p, where: str) -> Columns:
                                  "target_kind 'class'")
     class_text = p.target_kind == "class" and text(p.targets[0])
     return Columns(inputs, list(p.targets), categorical, class_text)
+
+
+def _group_rows(part) -> int:
+    """Rows of one part, from the Parquet footer (the row group's metadata) or counted."""
+    groups = getattr(part, "row_groups", None)
+    if groups:
+        return sum(g.num_rows for g in groups)
+    return part.count_rows()
 
 
 def _rows(table, where: str) -> int:
@@ -237,9 +250,56 @@ class TableReader:
             start += len(arrays["x"])
 
 
+class TableShards(ShardSource):
+    """The rows of one split, read a row group (a file, for Arrow and CSV) at a time; the
+    rows of a group come in a shuffled order when the epoch shuffles."""
+
+    def __init__(self, reader: TableReader, groups: list[Any], rows: Rows):
+        super().__init__(list(range(len(groups))), rows.counts)
+        self.reader, self.groups, self.rows = reader, groups, rows
+
+    def read(self, k: int) -> Iterator[dict]:
+        pick = self.rows.pick(k)
+        if len(pick) == 0:
+            return
+        seed, shuffle = self.epoch[0], self.epoch[1]
+        if shuffle:
+            pick = np.random.default_rng([seed, k]).permutation(pick)
+        try:
+            arrays = self.reader.read(self.groups[k])
+        except NodegraphError as e:
+            raise SampleError(str(e)) from None
+        x, y = torch.from_numpy(arrays["x"][pick]), torch.from_numpy(arrays["y"][pick])
+        for i in range(len(pick)):
+            yield {"x": x[i], "y": y[i]}
+
+
+def _streamed_table(p, reader: TableReader, groups: list[Any], sizes: list[int]):
+    """The table streamed: each split's rows as `split_rows` draws them, read by group."""
+    rows = split_rows(sum(sizes), p)
+    sources = {s: TableShards(reader, groups, Rows(r, sizes)) for s, r in rows.items()
+               if len(r)}
+    y = ((), torch.int64) if p.target_kind == "class" else ((len(reader.cols.targets),),
+                                                            torch.float32)
+    ports = {"x": ((len(reader.cols.inputs),), torch.float32), "y": y}
+    train = sources["train"]
+    train.epoch = (0, False, None, 0, 1)
+    fit = (sample for k in range(len(groups)) for sample in train.read(k))
+    dataset = streamed(sources, ports, p, fit)
+    dataset.categories = reader.codes
+    return dataset
+
+
 def table_dataset(p):
-    """The whole table in memory, split and scaled by the data params."""
+    """The table split and scaled by the data params: in memory (the row groups joined) or
+    streamed (a row group at a time), as `storage` and the size say."""
     reader = TableReader(p)
+    if p.storage != "memory" and p.split != "stratified":
+        groups = reader.part_list()
+        sizes = [_group_rows(g) for g in groups]
+        width = len(reader.cols.inputs) + len(reader.cols.targets)
+        if not in_memory(p, sum(sizes) * width * 8):
+            return _streamed_table(p, reader, groups, sizes)
     got = [arrays for _, arrays in reader.stream()]
     if not got or sum(len(a["x"]) for a in got) == 0:
         raise NodegraphError(f"table '{p.path}' holds no rows")
@@ -272,7 +332,7 @@ BLOCKS = [
                  Param("targets", "strs", doc="columns that form y"),
                  Param("categorical", "strs", [], "number columns to treat as categories "
                        "too (text columns always are)"),
-                 TARGET_KIND, *data_params(val_fraction=0.2)],
+                 TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.2)],
          keywords=("parquet", "arrow", "feather", "csv", "table", "tabular", "columns",
                    "pyarrow", "file")),
 ]
