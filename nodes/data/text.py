@@ -8,7 +8,9 @@ The dataset carries the tokenizer (`dataset.tokenizer`, and as `dataset.vocab` t
 procedures.Decode encodes its prompt and spells tokens with).
 
 Files are read and encoded in pieces of lines (the tokenizer's batch encoder, in Rust), so
-the corpus is never held as one Python string beside its ids. Token counts are only known
+the corpus is never held as one Python string beside its ids. Streamed (`storage` stream,
+or contexts too many for memory), the ids are kept once (4 bytes a token) and each context
+is cut when a DataLoader worker asks for it, so overlapping contexts cost nothing more. Token counts are only known
 after tokenizing, so validation builds this block (its meta is None).
 """
 
@@ -22,8 +24,10 @@ import torch
 
 from nodegraph.kinds import data
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, bool_param, choice_param, int_param, str_param
+from nodes.data._streaming import in_memory, split_rows, streamed, subsets
 from nodes.data.sequences import BUNDLED_TEXT, token_windows
 
 KINDS = ("bpe", "wordpiece", "file")
@@ -121,11 +125,11 @@ def tokenizer_of(p):
 
 
 def token_ids(tok, p) -> np.ndarray:
-    """The corpus's token ids, encoded piece by piece, in the smallest integer type."""
-    parts = [np.concatenate([np.asarray(e.ids, dtype=np.int64) for e in tok.encode_batch(piece)]
-                            or [np.zeros(0, np.int64)])
+    """The corpus's token ids, encoded piece by piece, as int32 (4 bytes a token)."""
+    parts = [np.concatenate([np.asarray(e.ids, dtype=np.int32) for e in tok.encode_batch(piece)]
+                            or [np.zeros(0, np.int32)])
              for piece in pieces(p)]
-    ids = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    ids = np.concatenate(parts) if parts else np.zeros(0, np.int32)
     if len(ids) == 0:
         raise NodegraphError("the corpus holds no tokens")
     return ids
@@ -139,11 +143,34 @@ def tokenized_text(p):
     if len(ids) <= p.seq_len:
         raise NodegraphError(f"the corpus has {len(ids)} tokens, too few for one context "
                              f"of {p.seq_len} plus its next token")
-    x, y = token_windows(ids, p.seq_len, p.stride or p.seq_len)
-    dataset = from_arrays({"x": x, "y": y}, p, normalize_ports=())
+    stride = p.stride or p.seq_len
+    count = -(-(len(ids) - p.seq_len) // stride)
+    if in_memory(p, count * p.seq_len * 16):
+        x, y = token_windows(ids, p.seq_len, stride)
+        dataset = from_arrays({"x": x, "y": y}, p, normalize_ports=())
+    else:  # contexts cut per sample: overlapping windows are not copied
+        windows = TokenWindows(ids.astype(np.int32), p.seq_len, stride, count)
+        ports = {k: ((p.seq_len,), torch.int64) for k in ("x", "y")}
+        dataset = streamed(subsets(windows, split_rows(count, p)), ports, p)
     dataset.tokenizer = tok
     dataset.vocab = Subwords(tok)  # what procedures.Decode spells generated ids with
     return dataset
+
+
+class TokenWindows(torch.utils.data.Dataset):
+    """Context i of a token sequence: x = ids[s : s + L], y = ids[s + 1 : s + L + 1] with
+    s = i * stride, as `token_windows` cuts them all at once."""
+
+    def __init__(self, ids: np.ndarray, seq_len: int, stride: int, count: int):
+        self.ids, self.seq_len, self.stride, self.count = ids, seq_len, stride, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        s = int(i) * self.stride
+        window = torch.from_numpy(self.ids[s:s + self.seq_len + 1].astype(np.int64))
+        return {"x": window[:-1], "y": window[1:]}
 
 
 class Subwords:
@@ -198,7 +225,7 @@ BLOCKS = [
                  int_param("seq_len", 32, "context length L in tokens", min=1),
                  int_param("stride", None, "tokens between the starts of two contexts; "
                            "empty means seq_len (no overlap)", min=1, nullable=True),
-                 *NO_NORMALIZE],
+                 STORAGE_PARAM, *NO_NORMALIZE],
          keywords=("language model", "tokenizer", "bpe", "wordpiece", "subword", "tokens",
                    "text", "huggingface", "gpt")),
 ]
