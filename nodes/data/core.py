@@ -20,6 +20,7 @@ import torch
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, labels_counted, sized, split_sizes
 from nodegraph.kinds.dataset import data_params, from_arrays, split_indices
+from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
@@ -33,6 +34,7 @@ from nodegraph.model.spec import (
 )
 from nodes.data import _files as files
 from nodes.data import _synthetic as syn
+from nodes.data._arrays import streamed_mnist, streamed_numpy
 from nodes.data._images import folder_shape, read_folder, resize, to_layout
 
 X = Port("x", doc="inputs, one row per sample")
@@ -187,6 +189,9 @@ def _csv_meta(p):
 
 
 def _numpy(p):
+    lazy = streamed_numpy(p, lambda y, where: _targets(y, p.target_kind, where))
+    if lazy is not None:
+        return lazy
     if p.path.lower().endswith(".npz"):
         x, y = files.read_npz(p.path, (p.x_key, p.y_key))
         where = p.path
@@ -244,6 +249,10 @@ def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray
 
 
 def _mnist(p):
+    lazy = streamed_mnist(p, lambda path, part: _targets(
+        files.read_idx(path, f"{part} labels IDX file"), "class", path))
+    if lazy is not None:
+        return lazy
     images, labels = _idx_pair(p.images, p.labels, "training")
     test_rows = None
     if p.test_images or p.test_labels:
@@ -585,19 +594,23 @@ _files = [
           keywords=("file", "table", "tabular", "spreadsheet")),
     block("data.NumPy", "data",
           "Arrays saved with NumPy: a .npz archive, or an .npy for x and one for y.\n\n"
-          "x keeps its shape (images stay images) as float32; y follows target_kind.",
+          "x keeps its shape (images stay images) as float32; y follows target_kind. "
+          "Streamed (storage stream, or more than memory holds), the x .npy is "
+          "memory-mapped and read a sample at a time.",
           _numpy, **XY, meta=_numpy_meta,
           params=[str_param("path", doc="the .npz archive, or the .npy file holding x"),
                   str_param("y_path", "", "the .npy file holding y (with an .npy path)"),
                   str_param("x_key", "x", "name of the x array inside an .npz"),
                   str_param("y_key", "y", "name of the y array inside an .npz"),
-                  TARGET_KIND, *data_params(val_fraction=0.2)],
-          keywords=("file", "npy", "npz", "arrays")),
+                  TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.2)],
+          keywords=("file", "npy", "npz", "arrays", "memmap")),
     block("data.MNIST", "data",
           "Images and labels from IDX files, the format MNIST is distributed in.\n\n"
           "Reads the idx3-ubyte images and idx1-ubyte labels (gzipped or not) you have on "
           "disk; nothing is downloaded. Pixels are scaled to [0, 1]. Given test files form "
-          "the test split, as MNIST intends.",
+          "the test split, as MNIST intends. Streamed (storage stream, or more than "
+          "memory holds), the images are memory-mapped (a gzipped file is unpacked once "
+          "as bytes) and read a sample at a time.",
           _mnist, **XY, meta=_mnist_meta,
           params=[str_param("images", doc="IDX file of training images, e.g. "
                             "train-images-idx3-ubyte.gz"),
@@ -605,7 +618,7 @@ _files = [
                             "train-labels-idx1-ubyte.gz"),
                   str_param("test_images", "", "IDX file of test images (optional)"),
                   str_param("test_labels", "", "IDX file of test labels (optional)"),
-                  LAYOUT, *data_params(batch_size=64, val_fraction=0.1)],
+                  LAYOUT, STORAGE_PARAM, *data_params(batch_size=64, val_fraction=0.1)],
           keywords=("digits", "images", "idx", "fashion-mnist", "file")),
     block("data.ImageFolder", "data",
           "Images sorted into one subfolder per class.\n\n"

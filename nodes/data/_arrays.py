@@ -1,0 +1,129 @@
+"""Memory-mapped arrays for data.NumPy (.npy) and data.MNIST (IDX): the streamed builds.
+
+An uncompressed .npy or IDX file is an array laid out on disk as it is in memory after a
+header, so `np.memmap` (`np.load(mmap_mode="r")`) maps it without reading: a sample is read
+when a DataLoader worker asks for it, and a file larger than memory trains. A gzipped IDX
+file cannot be mapped; it is unpacked once into memory as its own type (MNIST's uint8
+pixels, a quarter of float32) and read per sample from there.
+
+The blocks call `streamed_numpy` / `streamed_mnist` first; they return None when the data
+goes into memory as before (`storage` memory, or auto and it fits), so the in-memory path
+is unchanged.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nodegraph.model.errors import NodegraphError
+from nodes.data import _files as files
+from nodes.data._streaming import in_memory, iterate, split_rows, streamed, subsets
+
+
+class MappedRows(torch.utils.data.Dataset):
+    """Samples {"x", "y"}: row i of a memory-mapped x (float32, scaled by `scale`, reshaped
+    to `shape`) and label or target i. The map opens on first use in each process."""
+
+    def __init__(self, open_x, n: int, y: np.ndarray, shape: tuple[int, ...], scale: float = 1.0):
+        self.open_x, self.n, self.y, self.shape, self.scale = open_x, n, y, shape, scale
+        self._x = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_x": None}
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        if self._x is None:
+            self._x = self.open_x()
+        x = np.array(self._x[int(i)], dtype=np.float32)  # a copy: the map is read-only
+        if self.scale != 1.0:
+            x = x * np.float32(self.scale)
+        return {"x": torch.from_numpy(x.reshape(self.shape)), "y": torch.as_tensor(self.y[i])}
+
+
+def _npy_map(path: Path):
+    return lambda: np.load(path, mmap_mode="r", allow_pickle=False)
+
+
+def streamed_numpy(p, targets):
+    """data.NumPy streamed from two memory-mapped .npy files, or None for the in-memory
+    build (an .npz, which cannot be mapped, always builds in memory). `targets(y, where)`
+    turns the y array into the block's targets (checked as the in-memory build checks)."""
+    if p.path.lower().endswith(".npz") or p.get("storage", "auto") == "memory":
+        return None
+    x_head = files.npy_header(p.path, "x file")
+    if x_head is None or x_head[1].hasobject or not x_head[0]:
+        return None  # the in-memory build says what is wrong
+    shape, dtype = x_head
+    if dtype.kind not in "biuf":
+        return None
+    if in_memory(p, shape[0] * math.prod(shape[1:]) * 4):
+        return None
+    where = f"{p.path} and {p.y_path}"
+    y = targets(files.read_npy(p.y_path, "y file (y_path)"), where)
+    if len(y) != shape[0]:
+        raise NodegraphError(f"{where}: x and y must hold the same number of samples, got "
+                             f"shapes {shape} and {y.shape}")
+    sample = shape[1:] if len(shape) > 1 else (1,)
+    rows = MappedRows(_npy_map(files.resolve(p.path, "x file")), shape[0], y, sample)
+    labels = y if p.split == "stratified" else None
+    parts = subsets(rows, split_rows(shape[0], p, labels))
+    ports = {"x": (sample, torch.float32),
+             "y": (tuple(y.shape[1:]), torch.int64 if y.dtype == np.int64 else torch.float32)}
+    return streamed(parts, ports, p, iterate(parts["train"]))
+
+
+def _idx_map(path: str, what: str):
+    """A function opening an IDX file's values: memory-mapped, or unpacked when gzipped."""
+    dims, dtype = files.idx_header(path, what)
+    p = files.resolve(path, what)
+    with open(p, "rb") as f:
+        zipped = f.read(2) == b"\x1f\x8b"
+    start = 4 + 4 * len(dims)
+    if zipped:
+        def unpack():
+            raw = gzip.decompress(p.read_bytes())
+            return np.frombuffer(raw, dtype, math.prod(dims), start).reshape(dims)
+        return dims, dtype, unpack
+    return dims, dtype, lambda: np.memmap(p, dtype, "r", start, dims)
+
+
+def streamed_mnist(p, read_labels):
+    """data.MNIST streamed from memory-mapped IDX files, or None for the in-memory build.
+    `read_labels(path, part)` reads and checks a labels file as the in-memory build does."""
+    if p.get("storage", "auto") == "memory":
+        return None
+    dims, dtype, open_x = _idx_map(p.images, "training images IDX file")
+    tested = bool(p.test_images or p.test_labels)
+    n_all = dims[0] + (files.idx_header(p.test_images, "test images IDX file")[0][0]
+                       if tested else 0)
+    if in_memory(p, n_all * math.prod(dims[1:]) * 4):
+        return None
+    shape = (1, *dims[1:]) if p.layout == "image" else (math.prod(dims[1:]),)
+    scale = 1 / 255 if dtype == np.dtype(">u1") else 1.0
+
+    def rows(images: str, labels: str, part: str) -> MappedRows:
+        d, _, opened = _idx_map(images, f"{part} images IDX file")
+        y = read_labels(labels, part)
+        if len(d) != 3 or len(y) != d[0]:
+            raise NodegraphError(f"'{images}' must hold images (N, height, width) and "
+                                 f"'{labels}' N labels; got {d} and {y.shape}")
+        if d[1:] != dims[1:]:
+            raise NodegraphError(f"test images {d[1:]} and training images {dims[1:]} "
+                                 "differ in size")
+        return MappedRows(opened, d[0], y, shape, scale)
+
+    train = rows(p.images, p.labels, "training")
+    labels = train.y if p.split == "stratified" else None
+    parts = subsets(train, split_rows(len(train), p, labels, tested))
+    if tested:
+        parts["test"] = rows(p.test_images, p.test_labels, "test")
+    ports = {"x": (shape, torch.float32), "y": ((), torch.int64)}
+    return streamed(parts, ports, p, iterate(parts["train"]))
