@@ -7,7 +7,8 @@ Each set is made by a seeded generator in the format people bring their own data
 
 - `cifar`: `data/cifar-10-batches-bin/`, CIFAR-10's binary files (data_batch_1..5.bin,
   test_batch.bin, batches.meta.txt): 32x32 colour images of 10 classes, each class a hue
-  (5 of them) with stripes across or down (2 orientations), under noise;
+  (5 of them, shifted per image) with faint stripes across or down (2 orientations),
+  under noise;
 - `parquet`: `data/customers.parquet`, a churn table with number and text columns, in
   row groups of 500 rows;
 - `corpus`: `data/corpus.txt`, sentences of a small English grammar, for BPE;
@@ -23,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import shutil
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +47,11 @@ def cifar_images(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarr
     wave = 0.5 + 0.5 * np.sin(2 * np.pi * t[None] / 8 + phase[:, None])  # (n, 32)
     stripes = np.where(across[:, None, None], wave[:, :, None], wave[:, None, :])
     stripes = np.broadcast_to(stripes, (n, 32, 32))
-    pixels = hue[:, :, None, None] * (0.3 + 0.7 * stripes[:, None])
-    pixels = pixels + rng.normal(0, 0.15, pixels.shape)
+    # faint stripes and hues shifted per image, under noise: classes overlap a little
+    contrast = rng.uniform(0.2, 0.6, n)[:, None, None, None]
+    tint = hue + rng.normal(0, 0.2, (n, 3))
+    pixels = tint[:, :, None, None] * (0.6 + contrast * (stripes[:, None] - 0.5))
+    pixels = pixels + rng.normal(0, 0.3, pixels.shape)
     return (np.clip(pixels, 0, 1) * 255).round().astype(np.uint8), labels
 
 
@@ -180,6 +187,27 @@ def write_shards(out: Path, shards: int = 8, per_shard: int = 250, val: int = 50
 
 WRITERS = {"cifar": write_cifar, "parquet": write_parquet, "corpus": write_corpus,
            "hf": write_hf, "shards": write_shards}
+# what each writer makes inside its folder: the examples' graphs name these
+MADE = {"cifar": "cifar-10-batches-bin", "parquet": "customers.parquet",
+        "corpus": "corpus.txt", "hf": "signals_hf", "shards": "signals_wds"}
+
+
+def ensure(out: Path = HERE / "data") -> None:
+    """Write the sets missing from `out`, each into a fresh folder first and then renamed
+    into place, so processes calling this at once (test workers) never see half a set."""
+    for name, made in MADE.items():
+        if (out / made).exists():
+            continue
+        out.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=out))
+        try:
+            WRITERS[name](scratch)
+            try:
+                os.rename(scratch / made, out / made)
+            except OSError:  # another process made it meanwhile
+                pass
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,3 +26,15 @@ def registry():
     from nodegraph.model.spec import default_registry
 
     return default_registry()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def example_data():
+    """The data files the file-format examples name (examples/data/, written by
+    examples/make_data.py and not kept in git), made once when missing, so the tests that
+    load, validate or export every example find them."""
+    path = Path(__file__).resolve().parents[1] / "examples" / "make_data.py"
+    spec = importlib.util.spec_from_file_location("make_data", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.ensure()

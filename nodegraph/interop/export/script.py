@@ -144,7 +144,7 @@ class ScriptWriter:
 
     def _first_column(self) -> str:
         first = self.data[0]
-        port = self.c.datasets[first.node].ports[0]
+        port = next(iter(self.c.datasets[first.node].ports))  # a list, or a streamed dict
         return f'{self.names.batches[first.node]}["{port}"]'
 
     def _loop(self, split: str, size: str | None, shuffle: str | None) -> str:
