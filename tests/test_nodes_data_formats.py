@@ -21,7 +21,6 @@ from nodegraph.check.validate import validate
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.streamed import StreamedDataset
-from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import default_registry
 from nodes.data.cifar import write_cifar

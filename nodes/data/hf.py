@@ -8,8 +8,9 @@ ClassLabel or integer column as class indices, or values). A `DatasetDict`'s own
 (train, validation, test) are kept; a single `Dataset` is split by the data params.
 
 Streamed (`storage` stream, or more than memory holds), each DataLoader worker opens the
-folder itself and reads a row per sample. Validation reads the folder's metadata (features and row counts) and, where a list
-column's length is not declared, that column of the first row.
+folder itself and reads a row per sample. Validation reads the folder's metadata
+(features and row counts) and, where a list column's length is not declared, that column
+of the first row.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ keep both there; a CSV is counted), never a value. The table is read as a stream
 row number it starts at, so a reader holds one part in memory at a time: the streamed
 build (`storage` stream, or a table too large for memory) reads each split's rows so, in
 DataLoader workers that take whole row groups each; the in-memory build joins the parts.
-A stratified split needs the class column first, so it builds in memory. The categories a categorical column holds are found by a pass over
-that column alone.
+A stratified split needs the class column first, so it builds in memory. The categories
+a categorical column holds are found by a pass over that column alone.
 """
 
 from __future__ import annotations
@@ -313,7 +313,8 @@ TARGET_KIND = choice_param("target_kind", ("value", "class"), "value",
                            "value: y is float (regression); class: y holds class indices")
 
 BLOCKS = [
-    data("data.Parquet", "A table from Parquet, Arrow (Feather) or CSV files, read with pyarrow.\n\n"
+    data("data.Parquet",
+         "A table from Parquet, Arrow (Feather) or CSV files, read with pyarrow.\n\n"
          "Columns are chosen by name: `inputs` form x (every column that is not a target "
          "when empty), `targets` form y. Text columns are categorical: their distinct "
          "values are numbered in sorted order (as are text class labels). `path` is a file "

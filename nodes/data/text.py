@@ -10,8 +10,9 @@ procedures.Decode encodes its prompt and spells tokens with).
 Files are read and encoded in pieces of lines (the tokenizer's batch encoder, in Rust), so
 the corpus is never held as one Python string beside its ids. Streamed (`storage` stream,
 or contexts too many for memory), the ids are kept once (4 bytes a token) and each context
-is cut when a DataLoader worker asks for it, so overlapping contexts cost nothing more. Token counts are only known
-after tokenizing, so validation builds this block (its meta is None).
+is cut when a DataLoader worker asks for it, so overlapping contexts cost nothing more.
+Token counts are only known after tokenizing, so validation builds this block (its meta
+is None).
 """
 
 from __future__ import annotations
