@@ -128,10 +128,12 @@ def test_image_folder_meta_refuses_what_the_build_refuses(tmp_path):
 
 
 def test_image_folder_meta_decodes_no_pixels(tmp_path, monkeypatch):
+    from PIL import ImageFile
+
     from nodes.data import _images
 
-    monkeypatch.setattr(_images, "decode_png", lambda raw: pytest.fail("decoded"))
-    monkeypatch.setattr(_images, "decode_pnm", lambda raw: pytest.fail("decoded"))
+    monkeypatch.setattr(_images, "decode", lambda path: pytest.fail("decoded"))
+    monkeypatch.setattr(ImageFile.ImageFile, "load", lambda self: pytest.fail("decoded"))
     spec = default_registry().get("data.ImageFolder")
     params, _ = spec.resolve_params({"path": str(_folder(tmp_path))})
     assert spec.meta(params).ports["x"] == ((3, 2, 3), torch.float32)

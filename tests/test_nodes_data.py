@@ -307,7 +307,7 @@ def _png(rows: np.ndarray, colour: int, depth: int, step: int, palette=None) -> 
             + chunk(b"IDAT", zlib.compress(body)) + chunk(b"IEND", b""))
 
 
-def test_png_decoder_undoes_every_filter_for_each_colour_type(tmp_path):
+def test_pngs_of_every_filter_and_colour_type_decode_through_pillow(tmp_path):
     from nodes.data._images import read_image
 
     rng = np.random.default_rng(0)
@@ -317,8 +317,9 @@ def test_png_decoder_undoes_every_filter_for_each_colour_type(tmp_path):
         "rgba": (_png(rgba.reshape(7, 20), 6, 8, 4), rgba[..., :3] / 255),
     }
     wide = rgba[..., :2] * 256 + rgba[..., 2:]  # 16-bit grey and alpha
+    # Pillow reads 16-bit grey + alpha as 8-bit RGBA: grey in three channels, 8 bits
     cases["grey_alpha16"] = (_png(wide.astype(">u2").view(np.uint8).reshape(7, 20), 4, 16, 4),
-                             wide[..., :1] / 65535)
+                             np.repeat(wide[..., :1] / 65535, 3, axis=-1))
     bits = rng.integers(0, 2, size=(7, 16))
     cases["grey1"] = (_png(np.packbits(bits.astype(np.uint8), axis=1), 0, 1, 1),
                       bits[..., None])
@@ -328,14 +329,70 @@ def test_png_decoder_undoes_every_filter_for_each_colour_type(tmp_path):
     for name, (data, want) in cases.items():
         (tmp_path / f"{name}.png").write_bytes(data)
         got = read_image(tmp_path / f"{name}.png")
-        np.testing.assert_allclose(got, want.transpose(2, 0, 1), atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(got, want.transpose(2, 0, 1),
+                                   atol=1 / 255 if name == "grey_alpha16" else 1e-6,
+                                   err_msg=name)
+
+
+def test_every_image_format_pillow_writes_reads_back(tmp_path):
+    from PIL import Image
+
+    from nodes.data._images import image_header, read_image
+
+    rng = np.random.default_rng(1)
+    rgb = rng.integers(0, 256, size=(6, 9, 3)).astype(np.uint8)
+    for suffix in ("png", "bmp", "tiff", "webp", "ppm"):
+        path = tmp_path / f"a.{suffix}"
+        Image.fromarray(rgb).save(path, **({"lossless": True} if suffix == "webp" else {}))
+        assert image_header(path) == (3, 6, 9)
+        np.testing.assert_allclose(read_image(path), rgb.transpose(2, 0, 1) / 255, atol=1e-6,
+                                   err_msg=suffix)
+    smooth = np.repeat(np.linspace(0, 255, 16, dtype=np.uint8)[None, :, None], 16, 0)
+    Image.fromarray(np.repeat(smooth, 3, axis=2)).save(tmp_path / "b.jpg", quality=95)
+    np.testing.assert_allclose(read_image(tmp_path / "b.jpg"),
+                               np.repeat(smooth.transpose(2, 0, 1), 3, 0) / 255, atol=0.03)
+    grey = rgb[..., 0]
+    Image.fromarray(grey).save(tmp_path / "c.png")
+    assert image_header(tmp_path / "c.png") == (1, 6, 9)
+    np.testing.assert_allclose(read_image(tmp_path / "c.png")[0], grey / 255, atol=1e-6)
+    rgba = np.dstack([rgb, np.full((6, 9), 7, np.uint8)])
+    Image.fromarray(rgba).save(tmp_path / "d.png")  # alpha dropped
+    np.testing.assert_allclose(read_image(tmp_path / "d.png"), rgb.transpose(2, 0, 1) / 255,
+                               atol=1e-6)
+    Image.fromarray(rgb).convert("P").save(tmp_path / "e.gif")
+    assert read_image(tmp_path / "e.gif").shape == (3, 6, 9)
+
+
+def test_damaged_truncated_and_bomb_images_are_refused_naming_the_file(tmp_path):
+    from PIL import Image
+
+    from nodes.data._images import image_header, read_image
+
+    rgb = np.random.default_rng(2).integers(0, 256, size=(64, 64, 3)).astype(np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "whole.jpg")
+    raw = (tmp_path / "whole.jpg").read_bytes()
+    (tmp_path / "cut.jpg").write_bytes(raw[:len(raw) // 2])
+    with pytest.raises(NodegraphError, match=r"cut\.jpg' is damaged or truncated"):
+        read_image(tmp_path / "cut.jpg")
+    (tmp_path / "junk.png").write_bytes(b"\x89PNG not an image at all")
+    with pytest.raises(NodegraphError, match=r"cannot read image '.*junk\.png'"):
+        read_image(tmp_path / "junk.png")
+    # a header claiming 100,000 x 100,000 pixels is refused before anything is allocated
+    header = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 2, 0, 0, 0)
+    bomb = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + header
+            + struct.pack(">I", zlib.crc32(b"IHDR" + header)))
+    (tmp_path / "bomb.png").write_bytes(bomb)
+    with pytest.raises(Exception, match=r"bomb\.png"):
+        image_header(tmp_path / "bomb.png")
 
 
 def test_netpbm_reader_plain_and_binary(tmp_path):
     from nodes.data._images import read_image
 
     (tmp_path / "a.pgm").write_bytes(b"P2\n# a comment\n3 2\n10\n0 5 10\n10 5 0\n")
-    np.testing.assert_allclose(read_image(tmp_path / "a.pgm")[0], [[0, .5, 1], [1, .5, 0]])
+    # Pillow scales a maxval of 10 to 8 bits: 5 / 10 becomes 128 / 255
+    np.testing.assert_allclose(read_image(tmp_path / "a.pgm")[0], [[0, .5, 1], [1, .5, 0]],
+                               atol=1 / 255)
     wide = np.array([[0, 1000], [65535, 300]], dtype=">u2")
     (tmp_path / "b.pgm").write_bytes(b"P5 2 2 65535\n" + wide.tobytes())
     np.testing.assert_allclose(read_image(tmp_path / "b.pgm")[0], wide / 65535.0, rtol=1e-6)
@@ -383,9 +440,14 @@ def test_image_folder_labels_by_sorted_folder_and_mixes_grey_into_rgb(tmp_path):
 def test_image_folder_errors_name_the_path(tmp_path):
     root, _, _ = _image_folder(tmp_path)
     (root / "dog" / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really")
-    (root / "dog" / "photo.png").write_bytes(b"\xff\xd8\xff\xe0 not really")
-    with pytest.raises(NodegraphError, match="photo.png.*only PNG and PGM.*Pillow"):
+    with pytest.raises(NodegraphError, match=r"cannot read image '.*photo\.jpg'.*on_error = skip"):
         build("data.ImageFolder", path=str(root))
+    x, y, _ = arrays("data.ImageFolder", path=str(root), on_error="skip")
+    assert x.shape == (5, 3, 2, 3) and y.tolist() == [0, 0, 1, 1, 1]
+    (tmp_path / "flat").mkdir()
+    next((root / "cat").iterdir()).rename(tmp_path / "flat" / "cat.png")  # no class folder
+    with pytest.raises(NodegraphError, match="'.*flat' has no class subfolders"):
+        build("data.ImageFolder", path=str(tmp_path / "flat"))
     with pytest.raises(NodegraphError, match="'.*missing' does not exist"):
         build("data.ImageFolder", path=str(tmp_path / "missing"))
 

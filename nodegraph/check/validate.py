@@ -23,6 +23,7 @@ import torch
 from nodegraph.check import eager, opcache
 from nodegraph.check.opcache import OpCache
 from nodegraph.kinds import dtypes, footprint, shapes
+from nodegraph.kinds.augment import Chain, augmenting
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
 from nodegraph.model import allowlist, gcpause, groups, references, settings
@@ -40,7 +41,8 @@ from nodegraph.model.types import why_incompatible
 
 # Load problems the graph itself cannot show (the rest the checks below find again).
 _LOAD_ONLY = {"dangling_edge", "bad_entry", "duplicate_key", "renamed_block"}
-_INFERRED = {"data", "op", "metric"}  # optimizers and schedules carry no tensors
+# optimizers and schedules carry no tensors; transforms carry their chain to a data block
+_INFERRED = {"data", "op", "metric", "transform"}
 
 
 @dataclass
@@ -62,6 +64,10 @@ class Report:
     # bytes of an op node's parameters, buffers, and tensors made by one forward on a batch
     module_bytes: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     memory: footprint.Footprint | None = None  # what the graph needs, when inference ran
+    # the chain of transforms each transform block's output carries, and each data block's
+    # augment input (handed to its build by compile)
+    transforms: dict[tuple[str, str], Chain] = field(default_factory=dict)
+    augments: dict[str, Chain] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -456,7 +462,7 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
             continue
         inputs = {}
         for e in graph.edges_into(node_id):
-            meta = report.outputs.get(e.source)
+            meta = report.outputs.get(e.source, report.transforms.get(e.source))
             if meta is None:
                 break  # an upstream node failed; it has been reported already
             inputs[e.dst_port] = meta
@@ -479,8 +485,15 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
 
 def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
                 report: Report, cache: OpCache, dtype: torch.dtype = torch.float32) -> None:
-    if spec.kind == "data":
-        data = _data_meta(node_id, spec, params, report)
+    if spec.kind == "transform":
+        chain = inputs.get("input", Chain())
+        report.transforms[(node_id, spec.outputs[0].name)] = chain.then(spec.build(params))
+    elif spec.kind == "data":
+        chain = inputs.get("augment")
+        if chain is not None:
+            report.augments[node_id] = chain
+        with augmenting(chain):
+            data = _data_meta(node_id, spec, params, report)
         report.data[node_id] = data
         meta = {k: dtypes.cast_tensor(v, dtype) for k, v in data.meta().items()}
         missing = [p.name for p in spec.outputs if p.name not in meta]

@@ -115,7 +115,14 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                      "weights, keyed node.param like `nodegraph export --to weights` and "
                      "checkpoints write them")
     run.add_argument("--nproc", type=int, metavar="N", help="train data-parallel on N processes "
-                     "(starts torchrun; DistributedDataParallel, gloo on CPU, nccl on GPUs)")
+                     "(starts torchrun; DistributedDataParallel, gloo on CPU, nccl on GPUs); "
+                     "with --nnodes: processes on this machine (default 1)")
+    run.add_argument("--nnodes", type=int, metavar="N", help="train across N machines: run the "
+                     "same command on each, with its own --node-rank and the same --rdzv")
+    run.add_argument("--node-rank", type=int, metavar="R", help="with --nnodes: this machine's "
+                     "number, 0 to N-1 (machine 0 hosts the rendezvous)")
+    run.add_argument("--rdzv", metavar="HOST:PORT", help="with --nnodes: the address of "
+                     "machine 0 and a free port there, where the machines meet")
     run.set_defaults(func=cmd_run)
 
     val = sub.add_parser("validate", help="check a graph file; exit 1 when it has problems")
@@ -173,6 +180,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from nodegraph.runtime.render import ConsoleRenderer
     from nodegraph.runtime.train import train
 
+    if args.nnodes:
+        argv = args.argv
+        for option in ("--nproc", "--nnodes", "--node-rank", "--rdzv"):
+            argv = _without_option(argv, option)
+        return distributed.launch_nodes(args.nnodes, args.node_rank, args.rdzv,
+                                        args.nproc or 1, argv)
+    if args.node_rank is not None or args.rdzv:
+        raise NodegraphError("--node-rank and --rdzv belong with --nnodes")
     if args.nproc:
         return distributed.launch(args.nproc, _without_option(args.argv, "--nproc"))
     main_rank = distributed.is_main()  # under torchrun only rank 0 talks and writes

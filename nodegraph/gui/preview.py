@@ -4,14 +4,17 @@ The graph is compiled for inference (`for_training=False`) and the part of its f
 the node depends on is run on the first training batch of its data blocks, in eval mode,
 without gradients; the selected
 node's outputs are shown as a shape, summary numbers, a table of values and, for outputs
-shaped like images ((N, C, H, W) with 1 or 3 channels, or (N, H, W)), the first sample as
-an image. After a run the trained weights are used, as long as the graph has not changed
+shaped like images ((N, C, H, W) with 1 or 3 channels, or (N, H, W)), a grid of the
+batch's first 16 samples — for a data block with augmentation wired in, 16 augmented
+training samples. After a run the trained weights are used, as long as the graph has not changed
 since the run started. The panel never shows what no longer holds: the window refreshes
 it after every change of the graph and at the end of a run, or clears it when previewing
 on select is off (`mark_stale`).
 """
 
 from __future__ import annotations
+
+import math
 
 import pyqtgraph as pg
 import torch
@@ -34,6 +37,7 @@ from nodegraph.runtime.compile import Compiled, compile
 from nodegraph.runtime.forward import forward
 
 MAX_ROWS, MAX_COLS = 64, 32
+GRID = 16  # samples of an image batch the Preview tiles
 
 
 def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
@@ -47,14 +51,25 @@ def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
     return {p.name: values[node, p.name] for p in spec.outputs if (node, p.name) in values}
 
 
-def image_of(t: torch.Tensor) -> torch.Tensor | None:
-    """The first sample as an (H, W) or (H, W, 3) image, when `t` is shaped like images."""
+def image_of(t: torch.Tensor, most: int = GRID) -> torch.Tensor | None:
+    """The batch's first `most` samples tiled row by row with one-pixel gaps, as an
+    (H', W') or (H', W', 3) image, when `t` is shaped like images: a data block's
+    augmented samples (its training transforms run on the batch) side by side."""
     if t.ndim == 4 and t.shape[1] in (1, 3) and min(t.shape[2:]) >= 4:
-        img = t[0].float()
-        return img[0] if img.shape[0] == 1 else img.permute(1, 2, 0)
-    if t.ndim == 3 and min(t.shape[1:]) >= 4:
-        return t[0].float()
-    return None
+        imgs = t[:most].float().permute(0, 2, 3, 1)  # (K, H, W, C)
+    elif t.ndim == 3 and min(t.shape[1:]) >= 4:
+        imgs = t[:most].float()[..., None]
+    else:
+        return None
+    k, h, w, c = imgs.shape
+    cols = math.ceil(math.sqrt(k))
+    rows = math.ceil(k / cols)
+    # gaps at the batch's minimum, so they read as background whatever the value range
+    grid = torch.full((rows * (h + 1) - 1, cols * (w + 1) - 1, c), float(imgs.min()))
+    for i in range(k):
+        r, col = divmod(i, cols)
+        grid[r * (h + 1):r * (h + 1) + h, col * (w + 1):col * (w + 1) + w] = imgs[i]
+    return grid[..., 0] if c == 1 else grid
 
 
 def table_of(t: torch.Tensor) -> torch.Tensor:

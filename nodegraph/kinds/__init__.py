@@ -2,13 +2,14 @@
 
 `nodegraph.model.spec` documents what `build` receives and returns per kind; here it is typed.
 Declare a block with the constructor of its kind (`op`, `data`, `metric`, `optimizer`,
-`schedule`, `procedure`) and pyright or mypy check the build function against the
+`schedule`, `procedure`, `transform`) and pyright or mypy check the build function against the
 Protocol; `BlockSpec` also checks at declaration that `build` takes the kind's number of
 positional arguments, so a block written without a type checker fails when it is declared,
 not when a graph first uses it.
 
 Modules beside the Protocols, what blocks of one kind share:
-- `dataset`: what a data block builds (whole tensors, split once, batched)
+- `dataset`: what a data block builds (whole tensors, split once, batched); `streamed` and
+  `loading`: the kind read per sample by DataLoader workers; `augment`: transform chains
 - `metric`: values accumulated over a split; `optim`: optimizer and schedule params
 """
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # annotations only: the model layer does not import the runti
     import torch
     from torch import nn
 
+    from nodegraph.kinds.augment import Step
     from nodegraph.kinds.dataset import Dataset
     from nodegraph.kinds.metric import Metric
     from nodegraph.kinds.procedure_context import Procedure
@@ -89,3 +91,18 @@ def schedule(id: str, doc: str, build: ScheduleBuild, **kw: Any) -> BlockSpec:
 
 def procedure(id: str, doc: str, build: ProcedureBuild, **kw: Any) -> BlockSpec:
     return block(id, "procedure", doc, build, **kw)
+
+
+class TransformBuild(Protocol):
+    """``build(p)``: one per-sample transform of a data block (`nodegraph.kinds.augment`)."""
+
+    def __call__(self, p: Params, /) -> Step: ...
+
+
+def transform(id: str, doc: str, build: TransformBuild, **kw: Any) -> BlockSpec:
+    """A transform block: `TRANSFORM_IN` and `TRANSFORM_OUT` ports unless given."""
+    from nodegraph.model.spec import TRANSFORM_IN, TRANSFORM_OUT
+
+    kw.setdefault("inputs", [TRANSFORM_IN])
+    kw.setdefault("outputs", [TRANSFORM_OUT])
+    return block(id, "transform", doc, build, **kw)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.kinds.augment import augmenting
 from nodegraph.kinds.dataset import SPLITS, Dataset, files_relative_to, split_indices
 from nodegraph.model.errors import NodegraphError, Problem, ProblemKind, ValidationError
 
@@ -34,6 +35,7 @@ class DataMeta:
     ports: Ports
     sizes: dict[str, int]
     batch_size: int
+    streamed: bool = False  # read per sample (`nodegraph.kinds.streamed`): holds no split
 
     @classmethod
     def of(cls, dataset: Any) -> DataMeta:
@@ -41,7 +43,7 @@ class DataMeta:
         if getattr(dataset, "streamed", False):
             return cls(dataset.sample_ports(),
                        {s: dataset.size(s) for s in SPLITS if dataset.has(s)},
-                       dataset.batch_size)
+                       dataset.batch_size, streamed=True)
         train = dataset.tensors("train")
         return cls({k: (tuple(t.shape[1:]), t.dtype) for k, t in train.items()},
                    {s: dataset.size(s) for s in SPLITS if dataset.has(s)},
@@ -66,7 +68,10 @@ class DataMeta:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of every split's tensors (`footprint.dataset_bytes` of the built data)."""
+        """Bytes of every split's tensors (`footprint.dataset_bytes` of the built data);
+        a streamed dataset holds a batch at a time, counted as none."""
+        if self.streamed:
+            return 0
         n = sum(self.sizes.values())
         return sum(n * math.prod(shape) * torch.empty((), dtype=dtype).element_size()
                    for shape, dtype in self.ports.values())
@@ -112,7 +117,8 @@ def materialise(report, folder=None) -> dict[str, Dataset]:
             if dataset is None:
                 spec = report.specs[node_id]
                 try:
-                    dataset = spec.build(report.params[node_id])
+                    with augmenting(report.augments.get(node_id)):
+                        dataset = spec.build(report.params[node_id])
                 except (NodegraphError, OSError, ValueError) as e:
                     port = spec.outputs[0].name if spec.outputs else None
                     raise ValidationError([Problem(node_id, port, ProblemKind.DATA_ERROR,

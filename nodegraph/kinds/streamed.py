@@ -251,15 +251,21 @@ def _sample_bytes(ports: Ports) -> int:
                for shape, dtype in ports.values())
 
 
+def streams(storage: str, augmented: bool, nbytes: int, limit: int = MEMORY_LIMIT) -> bool:
+    """Whether data of `nbytes` is streamed under the `storage` param: always on stream,
+    never on memory, on auto when it is randomly augmented or larger than `limit`."""
+    if storage in ("stream", "memory"):
+        return storage == "stream"
+    return augmented or nbytes > limit
+
+
 def choose_storage(data: StreamedDataset, storage: str = "auto",
                    limit: int = MEMORY_LIMIT) -> Dataset | StreamedDataset:
     """The dataset a block returns: in memory on ``memory``, streamed on ``stream``; on
     ``auto`` in memory when it fits in `limit` bytes and nothing is randomly augmented."""
-    if storage == "stream":
+    if streams(storage, data.augmented, data.estimated_bytes(), limit):
         return data
-    if storage == "memory" or (not data.augmented and data.estimated_bytes() <= limit):
-        return data.materialise()
-    return data
+    return data.materialise()
 
 
 def is_streamed(dataset: Any) -> bool:

@@ -20,6 +20,8 @@ What `build` receives and returns depends on the block's kind:
   returns the loss with its autograd graph and no backward, for solvers that differentiate
   it themselves (a one-step Newton solve is exact least squares).
 - ``schedule``: ``build(p, optimizer) -> torch.optim.lr_scheduler.LRScheduler``.
+- ``transform``: ``build(p) -> nodegraph.kinds.augment.Step``: one per-sample transform
+  (augmentation) of a data block, chained into its ``augment`` input.
 - ``procedure``: ``build(p) -> nodegraph.runtime.procedure.Procedure``: a loop around a trained
   node or group (named by its `model` param) that yields a trajectory; not part of training.
 
@@ -60,11 +62,12 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from nodegraph.model.errors import NodegraphError, ParamError
-from nodegraph.model.types import LOSS, SCHEDULE, TENSOR, PortType
+from nodegraph.model.types import LOSS, SCHEDULE, TENSOR, TRANSFORM, PortType
 
-KINDS = ("op", "data", "metric", "optimizer", "schedule", "group", "procedure")
+KINDS = ("op", "data", "metric", "optimizer", "schedule", "group", "procedure", "transform")
 # positional arguments `build` receives, by kind (typed in `nodegraph.kinds`)
-BUILD_ARGS = {"op": 2, "data": 1, "metric": 2, "optimizer": 2, "schedule": 2, "procedure": 1}
+BUILD_ARGS = {"op": 2, "data": 1, "metric": 2, "optimizer": 2, "schedule": 2, "procedure": 1,
+              "transform": 1}
 # node views a port may ask for: "trajectory", a recall's states per step (beside an
 # "energy" output); "attention", attention weights (N[, heads], L, S) as heat maps
 VIEWS = ("trajectory", "attention")
@@ -474,6 +477,13 @@ LOSS_OUT = Port("loss", LOSS, "the scalar loss")
 LOSS_IN = Port("loss", LOSS, "the loss this optimizer minimises")
 SCHEDULE_OUT = Port("schedule", SCHEDULE, "attach to an optimizer's schedule input")
 SCHEDULE_IN = Port("schedule", SCHEDULE, "an optional learning-rate schedule", optional=True)
+TRANSFORM_OUT = Port("transform", TRANSFORM, "attach to the next transform or a data block's "
+                     "augment input")
+TRANSFORM_IN = Port("input", TRANSFORM, "the transforms that run before this one",
+                    optional=True)
+AUGMENT_IN = Port("augment", TRANSFORM, "per-sample transforms (augmentation blocks, "
+                  "chained): random ones on the training split, their deterministic part on "
+                  "val/test", optional=True)
 
 
 # -- torch equivalents: the PyTorch code a block computes, read by import and export --------

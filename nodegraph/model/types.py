@@ -37,11 +37,14 @@ class PortType:
 TENSOR = PortType("tensor", "a batch of values (any shape)", "#4f9dde")
 LOSS = PortType("loss", "a scalar to minimise", "#e0564c", parent=TENSOR)
 SCHEDULE = PortType("schedule", "a learning-rate schedule for an optimizer", "#b07cd8")
+TRANSFORM = PortType("transform", "per-sample augmentation for a data block, chained",
+                     "#c9b458")
 MODULE = PortType("module", "a sub-model handed to a procedure", "#d8a03c")
 BOXES = PortType("boxes", "boxes (N, K, 4) as x0, y0, x1, y1 in pixels", "#3cb89a",
                  parent=TENSOR)
 
-ALL_TYPES: dict[str, PortType] = {t.name: t for t in (TENSOR, LOSS, SCHEDULE, MODULE, BOXES)}
+ALL_TYPES: dict[str, PortType] = {t.name: t for t in (TENSOR, LOSS, SCHEDULE, MODULE, BOXES,
+                                                           TRANSFORM)}
 
 
 def why_incompatible(source: PortType, target: PortType) -> str | None:

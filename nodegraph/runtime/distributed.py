@@ -10,8 +10,11 @@ with the same global batch size. Validation and the final evaluation run on the 
 on every rank, so every rank sees the same numbers and makes the same early-stopping choice;
 only rank 0 writes checkpoints, metrics and probe frames.
 
-On a cluster, torchrun's rendezvous options (``--nnodes``, ``--node_rank``,
-``--rdzv_backend``, ``--rdzv_endpoint``) start the same command on every node.
+Across machines, ``nodegraph run GRAPH --nnodes N --node-rank R --rdzv HOST:PORT`` on each
+machine starts torchrun with a static rendezvous at machine 0 (``--nproc`` processes per
+machine, default 1). A streamed dataset (`nodegraph.kinds.streamed`) reads only its rank's
+share of every global batch, so no rank reads the whole dataset; the trainer checks that
+every rank sees the same split sizes (the same files) before the first step.
 """
 
 from __future__ import annotations
@@ -107,8 +110,32 @@ def launch(nproc: int, argv: list[str]) -> int:
     """Run `nodegraph <argv>` under torchrun with `nproc` processes on this machine."""
     if nproc < 1:
         raise NodegraphError("--nproc must be at least 1")
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc_per_node={nproc}", "-m", "nodegraph", *argv]
+    return _torchrun(["--standalone", f"--nproc_per_node={nproc}"], argv)
+
+
+def launch_nodes(nnodes: int, node_rank: int | None, rdzv: str | None, nproc: int,
+                 argv: list[str]) -> int:
+    """Run `nodegraph <argv>` as machine `node_rank` of `nnodes`, `nproc` processes here,
+    meeting the others at `rdzv` (HOST:PORT of machine 0). torchrun's static rendezvous
+    numbers the ranks node_rank · nproc + local rank, so each machine reads the same part
+    of a streamed dataset every run."""
+    if nnodes < 1 or nproc < 1:
+        raise NodegraphError("--nnodes and --nproc must be at least 1")
+    if node_rank is None or not 0 <= node_rank < nnodes:
+        raise NodegraphError(f"--node-rank must be given, 0 to {nnodes - 1}, with --nnodes "
+                             f"{nnodes}")
+    host, _, port = (rdzv or "").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise NodegraphError(f"--rdzv must be HOST:PORT (machine 0's address and a free port "
+                             f"there), not {rdzv!r}")
+    return _torchrun([f"--nnodes={nnodes}", f"--node_rank={node_rank}",
+                      f"--nproc_per_node={nproc}", f"--master_addr={host.strip('[]')}",
+                      f"--master_port={port}"], argv)
+
+
+def _torchrun(options: list[str], argv: list[str]) -> int:
+    command = [sys.executable, "-m", "torch.distributed.run", *options,
+               "-m", "nodegraph", *argv]
     # A rank that dies by a signal (SIGABRT from C++, SIGSEGV) prints the Python stack of
     # each of its threads, so its death names where it happened.
     env = {**os.environ, "PYTHONFAULTHANDLER": os.environ.get("PYTHONFAULTHANDLER") or "1"}

@@ -61,6 +61,7 @@ from nodegraph.runtime.callbacks.parallel import DataParallel
 from nodegraph.runtime.callbacks.probing import output_ports
 from nodegraph.runtime.callbacks.stages import stages_of
 from nodegraph.runtime.compile import Compiled, Key, OptimizerRun, compile
+from nodegraph.runtime.precision import Precision
 from nodegraph.runtime.probes import ProbeFrame, Prober
 
 
@@ -212,6 +213,8 @@ class Trainer:
         self.shuffle_rng = torch.Generator().manual_seed(opts["seed"])
         feeding.prepare(compiled.datasets, opts, compiled.device, group,
                         lambda text: events.emit(Message(text)))
+        self.precision = Precision(opts["precision"], opts["accumulate"], compiled.device,
+                                   list(compiled.optimizers))
         self.primary = next(iter(compiled.datasets.values()), None)  # None: a graph without data
         self.has_val = self.primary is not None and self.primary.has("val")
         self.on_cpu = compiled.device.type == "cpu"
@@ -323,8 +326,12 @@ class Trainer:
             state.global_step += 1
             for cb in before:
                 cb.on_step_start(self, values)
-            for o in self.active:
-                self.step(o, values)
+            if self.precision.plain:
+                for o in self.active:
+                    self.step(o, values)
+            else:  # mixed precision or accumulation: nodegraph.runtime.precision
+                for o in self.active:
+                    self.precision.step(o, values, self.run_plan, self.scale, step, steps)
             for cb in after:
                 cb.on_step_end(self, values)
             n = next(iter(values.values())).shape[0]
@@ -394,7 +401,8 @@ class Trainer:
             m.metric.reset()
         size = self.opts["eval_batch_size"]
         for values in self._eval_batches(split, size):
-            c.module.run(c.eval_plan, values)
+            with self.precision.autocast():
+                c.module.run(c.eval_plan, values)
             sums.add(values, next(iter(values.values())).shape[0])
             for m in c.metrics:
                 m.metric.update(*[None if k is None else values.get(k) for k in m.keys])

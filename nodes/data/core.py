@@ -4,7 +4,7 @@ Every source outputs `x` (inputs) and `y` (targets) and shares the split, K-fold
 and normalisation params of `nodegraph.kinds.dataset.DATA_PARAMS`. Class targets are int64 class
 indices shaped (N,) (binary 0/1 floats (N, 1) where a `target` param asks for them);
 regression targets are float32 (N, 1). Three groups: real data bundled with scikit-learn,
-files (CSV, NumPy, MNIST IDX, image folders; readers in `_data_files` and `_data_images`),
+files (CSV, NumPy, MNIST IDX; readers in `_files` and `_images`; image folders in `folders`),
 and seeded synthetic generators (formulas in `_data_synthetic`).
 """
 
@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import replace
 
 import numpy as np
 import torch
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, labels_counted, sized, split_sizes
-from nodegraph.kinds.dataset import data_params, from_arrays, split_indices
+from nodegraph.kinds.dataset import data_params, from_arrays
 from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
@@ -35,7 +34,7 @@ from nodegraph.model.spec import (
 from nodes.data import _files as files
 from nodes.data import _synthetic as syn
 from nodes.data._arrays import streamed_mnist, streamed_numpy
-from nodes.data._images import folder_shape, read_folder, resize, to_layout
+from nodes.data._images import resize, to_layout
 
 X = Port("x", doc="inputs, one row per sample")
 Y = Port("y", doc="targets, one row per sample")
@@ -294,24 +293,6 @@ def _mnist_meta(p):
     sizes = split_sizes(dims[0], {**p, "test_fraction": 0.0} if tested else p, stratified)
     return DataMeta({"x": (x, torch.float32), "y": ((), torch.int64)},
                     {**sizes, **({"test": n_test} if n_test else {})}, p.batch_size)
-
-
-def _image_folder(p):
-    images, labels, _ = read_folder(p.path, p.grayscale, p.size)
-    return from_arrays({"x": to_layout(images, p.layout), "y": labels}, p)
-
-
-def _image_folder_meta(p):
-    """The folder's shapes from its listing and the images' headers; the labels come from
-    the listing, so a stratified split is known too."""
-    (c, h, w), labels = folder_shape(p.path, p.grayscale, p.size)
-    x = ((c, h, w) if p.layout == "image" else (c * h * w,), torch.float32)
-    ports = {"x": x, "y": ((), torch.int64)}
-    if p.split != "stratified":
-        return sized(ports, len(labels), p)
-    idx = split_indices(len(labels), p.val_fraction, p.test_fraction, p.split, p.split_seed,
-                        labels, p.folds, p.fold)
-    return DataMeta(ports, {s: len(i) for s, i in idx.items() if len(i) > 0}, p.batch_size)
 
 
 # -- synthetic ----------------------------------------------------------------------------
@@ -620,19 +601,6 @@ _files = [
                   str_param("test_labels", "", "IDX file of test labels (optional)"),
                   LAYOUT, STORAGE_PARAM, *data_params(batch_size=64, val_fraction=0.1)],
           keywords=("digits", "images", "idx", "fashion-mnist", "file")),
-    block("data.ImageFolder", "data",
-          "Images sorted into one subfolder per class.\n\n"
-          "Classes are numbered by sorted folder name. Reads PNG and PGM/PPM/PBM (JPEG "
-          "would need Pillow); pixels in [0, 1]. All images must share a size unless `size` "
-          "resizes them.",
-          _image_folder, **XY, meta=_image_folder_meta,
-          params=[str_param("path", doc="the folder holding one subfolder per class"),
-                  bool_param("grayscale", False, "convert colour images to grey (1 channel)"),
-                  int_param("size", None, "resize every image to size x size; empty keeps "
-                            "the images' own size", min=1, nullable=True),
-                  replace(LAYOUT, default="image"),
-                  *data_params(val_fraction=0.2, split="stratified")],
-          keywords=("images", "png", "pgm", "folder", "file")),
 ]
 
 _regressions = [

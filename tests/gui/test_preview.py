@@ -51,8 +51,12 @@ def test_image_shaped_outputs_are_drawn(window):
 
 
 def test_image_and_table_views_of_tensors():
-    assert image_of(torch.zeros(2, 1, 8, 8)).shape == (8, 8)
-    assert image_of(torch.zeros(2, 3, 8, 8)).shape == (8, 8, 3)
+    assert image_of(torch.zeros(2, 1, 8, 8)).shape == (8, 17)  # two side by side
+    assert image_of(torch.zeros(2, 3, 8, 8)).shape == (8, 17, 3)
+    batch = torch.arange(20 * 3 * 4 * 5, dtype=torch.float32).reshape(20, 3, 4, 5)
+    grid = image_of(batch)  # the first 16 of 20, 4 x 4
+    assert grid.shape == (4 * 5 - 1, 4 * 6 - 1, 3)
+    assert torch.equal(grid[5:9, 6:11], batch[5].permute(1, 2, 0))  # row 1, column 1
     assert image_of(torch.zeros(2, 10)) is None
     assert table_of(torch.tensor(1.5)).shape == (1, 1)
     assert table_of(torch.zeros(5, 2, 3)).shape == (5, 6)

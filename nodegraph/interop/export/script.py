@@ -76,6 +76,7 @@ class ScriptWriter:
             lines.append(f"{self._batch_constant(d.node)} = {size}"
                          + ("  # 0: the whole split in one step" if size == 0 else ""))
         lines.append(f"EVAL_BATCH_SIZE = {self.opts['eval_batch_size']}")
+        lines += self._precision_constants()
         objective = [o.loss_key[0] for o in self.c.optimizers] or list(self.parts.losses)
         objective_line = f"OBJECTIVE = {self.source.value(tuple(objective))}"
         comment = "# what the optimizers minimise, reported as `loss`"
@@ -92,6 +93,70 @@ class ScriptWriter:
                       f"MIN_DELTA = {self.opts['min_delta']!r}"]
         return lines
 
+    # -- mixed precision and accumulation (training.precision, training.accumulate) -------
+
+    @property
+    def _mixed(self) -> bool:
+        """True when the step is not the plain float32 one (`nodegraph.runtime.precision`)."""
+        return self.opts["precision"] != "32" or self.opts["accumulate"] > 1
+
+    def _precision_constants(self) -> list[str]:
+        if not self._mixed:
+            return []
+        dtype = {"bf16-mixed": "torch.bfloat16", "16-mixed": "torch.float16"}.get(
+            self.opts["precision"])
+        lines = [f"PRECISION = {dtype}  # training.precision {self.opts['precision']}: "
+                 "the forward under autocast" if dtype else
+                 "PRECISION = None  # training.precision 32: no autocast"]
+        if self.opts["accumulate"] > 1:
+            steps = self.c.datasets[self.data[0].node].num_batches("train")
+            lines += [f"ACCUMULATE = {self.opts['accumulate']}  # batches per optimizer step",
+                      f"STEPS = {steps}  # batches per epoch"]
+        return lines
+
+    def _autocast_helper(self) -> list[str]:
+        if not self._mixed:
+            return []
+        return ["def autocast():",
+                f'{I1}"""The forward in PRECISION under torch.autocast (nothing for None)."""',
+                f"{I1}if PRECISION is None:",
+                f"{I2}return contextlib.nullcontext()",
+                f"{I1}return torch.autocast(torch.device(DEVICE).type, dtype=PRECISION)", ""]
+
+    def _mixed_step(self, o: OptimizerRun, call: list[str], loss: str) -> list[str]:
+        """The step under autocast, the scaler (16-mixed) and accumulation, as
+        `nodegraph.runtime.precision.Precision.step` takes it."""
+        opt = self.names.optimizers[o.node]
+        accumulate = self.opts["accumulate"] > 1
+        scaler = self.opts["precision"] == "16-mixed"
+        lines = ([f"{I3}if (index - 1) % ACCUMULATE == 0:",
+                  f"{I4}{opt}.zero_grad(set_to_none=True)"] if accumulate else [])
+        lines += [f"{I3}with autocast():",
+                  *_shift([line for part in call for line in part.split("\n")], 4)]
+        if accumulate:
+            lines += [f"{I3}window = min(ACCUMULATE, STEPS - (index - 1) // ACCUMULATE "
+                      "* ACCUMULATE)",
+                      f"{I3}objective = {loss} * (1 / window) if window > 1 else {loss}"]
+        else:
+            lines += [f"{I3}{opt}.zero_grad(set_to_none=True)", f"{I3}objective = {loss}"]
+        lines.append(f"{I3}" + ("scaler.scale(objective).backward()" if scaler
+                                else "objective.backward()"))
+        update = []
+        if o.clip is not None:
+            if scaler:
+                update.append(f"{I3}scaler.unscale_({opt})")
+            update.append(f"{I3}torch.nn.utils.clip_grad_norm_({self._params(o.params)}, "
+                          f"{o.clip!r})")
+        update += ([f"{I3}scaler.step({opt})", f"{I3}scaler.update()"] if scaler
+                   else [f"{I3}{opt}.step()"])
+        if o.scheduler is not None and o.per_step:
+            update.append(f"{I3}{self.names.schedulers[o.node]}.step()")
+        if accumulate:
+            lines += [f"{I3}if index % ACCUMULATE == 0 or index == STEPS:", *_shift(update, 4)]
+        else:
+            lines += update
+        return lines
+
     def _batch_constant(self, node: str) -> str:
         return "BATCH_SIZE" if len(self.data) == 1 else f"{identifier(node).upper()}_BATCH_SIZE"
 
@@ -100,6 +165,9 @@ class ScriptWriter:
         self.source.section = "training"
         self.source.bind("format_stats", format_stats)
         out = [BATCHES, MEAN_LOSSES]
+        if self._mixed:
+            self.source.add_import("contextlib")
+            out.append("\n".join(self._autocast_helper()[:-1]))
         if self.c.metrics:
             try:
                 out += [self._update_metrics(), METRIC_VALUES]
@@ -165,8 +233,11 @@ class ScriptWriter:
                  f"{I1}model.eval()", f"{I1}totals, count = dict.fromkeys(LOSSES, 0.0), 0"]
         if metrics:
             lines += [f"{I1}for metric in metrics.values():", f"{I2}metric.reset()"]
+        call = self._losses_call(I2)
+        if self._mixed:
+            call = f"{I2}with autocast():\n" + "\n".join(_shift(call.split("\n"), 4))
         lines += [I1 + self._loop("split", "EVAL_BATCH_SIZE", None),
-                  self._losses_call(I2),
+                  call,
                   f"{I2}n = len({self._first_column()})",
                   f"{I2}count += n",
                   f"{I2}for name, value in losses.items():",
@@ -196,6 +267,9 @@ class ScriptWriter:
                 f"{I1}model = {self.model.name}().to(DEVICE)"]
         for o in self.c.optimizers:
             body += self._optimizer(o)
+        if self.opts["precision"] == "16-mixed":
+            body.append(f"{I1}scaler = torch.amp.GradScaler(torch.device(DEVICE).type)  "
+                        "# 16-mixed: loss scaling")
         if staged:
             body.append(f"{I1}optimizers = {{" + ", ".join(
                 f'"{o.node}": {self.names.optimizers[o.node]}' for o in self.c.optimizers) + "}")
@@ -238,7 +312,12 @@ class ScriptWriter:
         body.append(f"{I2}totals, count = dict.fromkeys(LOSSES, 0.0), 0")
         if self.c.metrics:
             body += [f"{I2}for metric in metrics.values():", f"{I3}metric.reset()"]
-        body.append(I2 + self._loop('"train"', None, shuffle))
+        loop = self._loop('"train"', None, shuffle)
+        if self._mixed and self.opts["accumulate"] > 1:  # the batch's number in its epoch
+            names, _, stream = loop.removeprefix("for ").removesuffix(":").partition(" in ")
+            names = f"({names})" if "," in names else names
+            loop = f"for index, {names} in enumerate({stream}, 1):"
+        body.append(I2 + loop)
         if any(o.closure for o in self.c.optimizers):
             body.append(f"{I3}losses, {self._outputs()} = {{}}, {{}}")
         for o in self.c.optimizers:
@@ -368,6 +447,8 @@ class ScriptWriter:
                 lines = [f"{I3}loss = model.{partial_method(o.node)}({self._model_args()})"]
             else:
                 lines = [self._losses_call(I3)]
+            if self._mixed:
+                return self._mixed_step(o, lines, loss)
             lines += [f"{I3}{opt}.zero_grad(set_to_none=True)", f"{I3}{loss}.backward()"]
             if o.clip is not None:
                 params = self._params(o.params)

@@ -1,0 +1,159 @@
+"""Per-sample transforms of a data block: augmentation chained from transform blocks.
+
+A transform block (``kinds.transform``, `nodes/augment.py`) builds one `Step`: what it does
+to a training sample (may be random: a crop, a flip), its deterministic part for val/test
+(a centre crop, nothing), or what it does to a whole training batch (MixUp, CutMix). Blocks
+are wired into a chain, ``input`` to ``transform``, the last one into a data block's
+``augment`` input; validation and compile hand the chain to the data block's build and
+meta through `given` (a context, as data paths are), and the block turns it into the
+per-split callables of its `StreamedDataset`. The callables are built from
+`torchvision.transforms.v2` and run in the DataLoader workers, seeded per sample
+(`nodegraph.kinds.loading`), so a run reproduces.
+
+Batch steps turn class indices into class probabilities (N, classes): with one in the
+chain the label port carries probabilities on every split (one-hot on val/test), so the
+port's shape does not depend on the split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from nodegraph.model.errors import NodegraphError
+
+
+@dataclass(frozen=True)
+class Step:
+    """One transform: `train` on a training sample's tensor (random allowed), `eval` on a
+    val/test sample's (deterministic; None: unchanged), or `batch` on a training batch's
+    (images, class indices) giving (images, class probabilities over `classes`)."""
+
+    name: str
+    train: Callable | None = None
+    eval: Callable | None = None
+    batch: Callable | None = None
+    classes: int | None = None
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The transforms wired into a data block's augment input, in order."""
+
+    steps: tuple[Step, ...] = ()
+
+    def then(self, step: Step) -> Chain:
+        return Chain((*self.steps, step))
+
+    @property
+    def random(self) -> bool:
+        """True when the training split is transformed differently from val/test."""
+        return any(s.batch is not None or s.train is not s.eval for s in self.steps)
+
+    @property
+    def classes(self) -> int | None:
+        """Classes of the label probabilities batch steps make (None: labels stay indices)."""
+        counts = {s.classes for s in self.steps if s.batch is not None and s.classes}
+        if len(counts) > 1:
+            raise NodegraphError(f"MixUp/CutMix steps disagree on num_classes: {sorted(counts)}")
+        return next(iter(counts), None)
+
+    def sample(self, split: str, x: str = "x", y: str = "y") -> Callable | None:
+        """The per-sample transform of `split` on port `x` (labels on `y` one-hot on val
+        and test when a batch step makes probabilities), or None when nothing applies."""
+        fns = tuple(f for s in self.steps
+                    if (f := (s.train if split == "train" else s.eval)) is not None)
+        onehot = self.classes if split != "train" else None
+        if not fns and onehot is None:
+            return None
+        return OnSample(fns, x, y, onehot)
+
+    def batch(self, x: str = "x", y: str = "y") -> Callable | None:
+        """The training batch transform (one batch step chosen at random per batch)."""
+        fns = tuple(s.batch for s in self.steps if s.batch is not None)
+        if not fns:
+            return None
+        self.classes  # noqa: B018  (refuses disagreeing class counts)
+        return OnBatch(fns, x, y)
+
+    def shape(self, shape: tuple[int, ...], dtype: torch.dtype = torch.float32
+              ) -> tuple[int, ...]:
+        """One sample's shape on port x after the chain, found by running it on zeros; the
+        training and evaluation transforms must agree on it."""
+        if not self.steps:
+            return shape
+        outs = {}
+        for split in ("train", "val"):
+            fn = self.sample(split)
+            sample = {"x": torch.zeros(shape, dtype=dtype), "y": torch.tensor(0)}
+            try:
+                with torch.random.fork_rng(devices=[]):
+                    outs[split] = tuple((fn(sample) if fn else sample)["x"].shape)
+            except (TypeError, ValueError, RuntimeError) as e:
+                raise NodegraphError(f"the augmentation cannot run on samples shaped "
+                                     f"{shape}: {e}") from e
+        if outs["train"] != outs["val"]:
+            raise NodegraphError(f"the augmentation gives {outs['train']} on the training "
+                                 f"split but {outs['val']} on val/test; give the deterministic "
+                                 "steps the same size")
+        return outs["train"]
+
+    def label_port(self, shape: tuple[int, ...], dtype: torch.dtype
+                   ) -> tuple[tuple[int, ...], torch.dtype]:
+        """The label port's sample shape and dtype after the chain."""
+        k = self.classes
+        return ((k,), torch.float32) if k is not None else (shape, dtype)
+
+
+class OnSample:
+    """Functions applied in order to one sample's `x` tensor (a class, not a closure, so
+    DataLoader workers can receive it under any start method)."""
+
+    def __init__(self, fns: tuple, x: str, y: str, onehot: int | None):
+        self.fns, self.x, self.y, self.onehot = fns, x, y, onehot
+
+    def __call__(self, sample: dict) -> dict:
+        out = dict(sample)
+        t = out[self.x]
+        for fn in self.fns:
+            t = fn(t)
+        out[self.x] = t
+        if self.onehot is not None:
+            out[self.y] = torch.nn.functional.one_hot(out[self.y].long(),
+                                                      self.onehot).to(torch.float32)
+        return out
+
+
+class OnBatch:
+    """One of the batch functions, drawn at random, on a batch's (x, y)."""
+
+    def __init__(self, fns: tuple, x: str, y: str):
+        self.fns, self.x, self.y = fns, x, y
+
+    def __call__(self, batch: dict) -> dict:
+        fn = self.fns[int(torch.randint(len(self.fns), ()))] if len(self.fns) > 1 else self.fns[0]
+        x, y = fn(batch[self.x], batch[self.y].long())
+        return {**batch, self.x: x, self.y: y.to(torch.float32)}
+
+
+_given: ContextVar[Chain | None] = ContextVar("nodegraph_augment", default=None)
+
+
+@contextmanager
+def augmenting(chain: Any) -> Iterator[None]:
+    """Within this block, `given()` is `chain` (the transforms wired into a data block)."""
+    token = _given.set(chain if isinstance(chain, Chain) else None)
+    try:
+        yield
+    finally:
+        _given.reset(token)
+
+
+def given() -> Chain:
+    """The transforms wired into the data block being built or described (empty: none)."""
+    return _given.get() or Chain()

@@ -1,0 +1,180 @@
+"""`augment.*`: per-sample augmentation for image data blocks, on torchvision.transforms.v2.
+
+Each block is one transform; chain them (``transform`` into the next one's ``input``) and
+wire the last into a data block's ``augment`` input (`data.ImageFolder`). The random steps
+run on the training split only, in the DataLoader workers, seeded per sample so a run
+reproduces; val and test get each step's deterministic part (a centre crop for a random
+crop, nothing for a flip; Normalize on every split). MixUp and CutMix act on whole
+training batches and make the labels class probabilities (one-hot on val/test).
+Images are float tensors (C, H, W) in [0, 1] when they reach the chain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegraph import kinds
+from nodegraph.kinds.augment import Step
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.packages import load_torchvision
+from nodegraph.model.spec import Param, choice_param, float_param, int_param
+
+
+def _v2() -> Any:
+    load_torchvision()
+    from torchvision.transforms import v2
+
+    return v2
+
+
+def _random_resized_crop(p) -> Step:
+    v2 = _v2()
+    if p.scale_min > p.scale_max or p.ratio_min > p.ratio_max:
+        raise NodegraphError("scale_min and ratio_min must not exceed scale_max and ratio_max")
+    train = v2.RandomResizedCrop(p.size, scale=(p.scale_min, p.scale_max),
+                                 ratio=(p.ratio_min, p.ratio_max), antialias=True)
+    return Step("RandomResizedCrop", train,
+                v2.Compose([v2.Resize(p.size, antialias=True), v2.CenterCrop(p.size)]))
+
+
+class _PadCrop:
+    """Pad by `padding`, then crop a random window of the input's own size (CIFAR's crop)."""
+
+    def __init__(self, padding: int, mode: str):
+        self.padding, self.mode = padding, mode
+
+    def __call__(self, x):
+        v2 = _v2()
+        return v2.RandomCrop(tuple(x.shape[-2:]), padding=self.padding,
+                             padding_mode=self.mode)(x)
+
+
+def _random_crop(p) -> Step:
+    v2 = _v2()
+    if p.size is None:
+        return Step("RandomCrop", _PadCrop(p.padding, p.padding_mode), None)
+    return Step("RandomCrop", v2.RandomCrop(p.size, padding=p.padding or None,
+                                            padding_mode=p.padding_mode, pad_if_needed=True),
+                v2.CenterCrop(p.size))
+
+
+def _flip(p) -> Step:
+    return Step("HorizontalFlip", _v2().RandomHorizontalFlip(p.p), None)
+
+
+def _jitter(p) -> Step:
+    return Step("ColorJitter", _v2().ColorJitter(p.brightness, p.contrast, p.saturation, p.hue),
+                None)
+
+
+def _randaugment(p) -> Step:
+    return Step("RandAugment", _v2().RandAugment(num_ops=p.num_ops, magnitude=p.magnitude),
+                None)
+
+
+def _trivial(p) -> Step:
+    return Step("TrivialAugment", _v2().TrivialAugmentWide(), None)
+
+
+def _normalize(p) -> Step:
+    if len(p.mean) != len(p.std) or not p.mean:
+        raise NodegraphError("mean and std need one value per channel, as many of each")
+    if any(s <= 0 for s in p.std):
+        raise NodegraphError("every std must be positive")
+    fn = _v2().Normalize(list(p.mean), list(p.std))
+    return Step("Normalize", fn, fn)
+
+
+def _batch_step(name: str):
+    def build(p) -> Step:
+        v2 = _v2()
+        cls = v2.MixUp if name == "MixUp" else v2.CutMix
+        return Step(name, batch=cls(alpha=p.alpha, num_classes=p.num_classes),
+                    classes=p.num_classes)
+    return build
+
+
+_ALPHA = float_param("alpha", 1.0, "the Beta(alpha, alpha) distribution the mixing share "
+                     "is drawn from", min=0.001)
+_CLASSES = int_param("num_classes", doc="classes of the labels (the model's outputs)", min=2)
+
+BLOCKS = [
+    kinds.transform(
+        "augment.RandomResizedCrop",
+        "Crop a random part of the image (share `scale` of its area, aspect in `ratio`) and "
+        "resize it to size x size.\n\nThe standard ImageNet augmentation "
+        "(torchvision.transforms.v2.RandomResizedCrop); val/test get Resize + CenterCrop.",
+        _random_resized_crop,
+        params=[int_param("size", 224, "output height and width", min=1),
+                float_param("scale_min", 0.08, "smallest share of the area kept", min=0.0,
+                            max=1.0),
+                float_param("scale_max", 1.0, "largest share of the area kept", min=0.0,
+                            max=1.0),
+                float_param("ratio_min", 3 / 4, "smallest aspect ratio (width / height)",
+                            min=0.01),
+                float_param("ratio_max", 4 / 3, "largest aspect ratio", min=0.01)],
+        keywords=("augmentation", "crop", "resize", "imagenet")),
+    kinds.transform(
+        "augment.RandomCrop",
+        "Pad the image by `padding` pixels and crop a random window of size x size (empty: "
+        "the image's own size, CIFAR's crop).\n\nval/test get a centre crop "
+        "(torchvision.transforms.v2.RandomCrop).",
+        _random_crop,
+        params=[int_param("size", None, "window height and width; empty: the input's size",
+                          min=1, nullable=True),
+                int_param("padding", 4, "pixels added on every side before cropping", min=0),
+                choice_param("padding_mode", ("constant", "edge", "reflect", "symmetric"),
+                             "constant", "what the padding holds (constant: zeros)")],
+        keywords=("augmentation", "crop", "cifar", "padding")),
+    kinds.transform(
+        "augment.HorizontalFlip",
+        "Mirror the image left to right with probability p (training only).",
+        _flip, params=[float_param("p", 0.5, "probability of a flip", min=0.0, max=1.0)],
+        keywords=("augmentation", "flip", "mirror")),
+    kinds.transform(
+        "augment.ColorJitter",
+        "Randomly change brightness, contrast, saturation and hue (training only).\n\n"
+        "Each factor is drawn from [1 - v, 1 + v] (hue: [-v, v]); "
+        "torchvision.transforms.v2.ColorJitter.",
+        _jitter,
+        params=[float_param("brightness", 0.4, "brightness change", min=0.0),
+                float_param("contrast", 0.4, "contrast change", min=0.0),
+                float_param("saturation", 0.4, "saturation change", min=0.0),
+                float_param("hue", 0.0, "hue shift", min=0.0, max=0.5)],
+        keywords=("augmentation", "colour", "color", "brightness", "contrast")),
+    kinds.transform(
+        "augment.RandAugment",
+        "RandAugment: num_ops operations drawn per image from a fixed list (rotate, shear, "
+        "colour, posterize, ...) at strength `magnitude` (training only).",
+        _randaugment,
+        params=[int_param("num_ops", 2, "operations per image", min=1, max=10),
+                int_param("magnitude", 9, "strength of each operation (0-30)", min=0, max=30)],
+        keywords=("augmentation", "autoaugment", "policy")),
+    kinds.transform(
+        "augment.TrivialAugment",
+        "TrivialAugment (wide): one operation per image at a random strength; no settings "
+        "to tune (training only).",
+        _trivial, keywords=("augmentation", "autoaugment", "policy")),
+    kinds.transform(
+        "augment.Normalize",
+        "Subtract `mean` and divide by `std`, channel by channel, on every split.\n\n"
+        "ImageNet's statistics are the default; a 1-channel image takes one value each.",
+        _normalize,
+        params=[Param("mean", "floats", [0.485, 0.456, 0.406], "per-channel mean"),
+                Param("std", "floats", [0.229, 0.224, 0.225], "per-channel standard "
+                      "deviation")],
+        keywords=("normalise", "normalization", "standardise", "imagenet")),
+    kinds.transform(
+        "augment.MixUp",
+        "MixUp: each training batch is mixed with itself shuffled, images and labels alike; "
+        "the labels become class probabilities (one-hot on val/test).",
+        _batch_step("MixUp"), params=[_ALPHA, _CLASSES],
+        keywords=("augmentation", "mixup", "regularisation", "batch")),
+    kinds.transform(
+        "augment.CutMix",
+        "CutMix: a random box of each training image is pasted from another image of the "
+        "batch, labels mixed by the box's area (probabilities; one-hot on val/test). Chained "
+        "with MixUp, one of the two is drawn per batch.",
+        _batch_step("CutMix"), params=[_ALPHA, _CLASSES],
+        keywords=("augmentation", "cutmix", "regularisation", "batch")),
+]

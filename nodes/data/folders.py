@@ -1,0 +1,182 @@
+"""`data.ImageFolder`: a folder of photos, one subfolder per class, read lazily.
+
+Validation lists the folder and reads each image's header (Pillow opens lazily: no pixels
+are decoded) to learn the classes, the sample count and the image shape. Training decodes
+the pixels in DataLoader workers, one image at a time, brought to one size by the `resize`
+policy and then through the transforms wired into ``augment`` (`nodes/augment.py`): the
+random ones on the training split only. Small folders without random augmentation are
+decoded once and held in memory (``storage = auto``), the fastest path; large ones, or
+augmented ones, stream. An unreadable image stops the run naming the file, or with
+``on_error = skip`` is left out and counted.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nodegraph import kinds
+from nodegraph.kinds import augment
+from nodegraph.kinds.datameta import DataMeta
+from nodegraph.kinds.dataset import data_params, split_indices
+from nodegraph.kinds.streamed import (
+    STORAGE_PARAM,
+    SampleError,
+    StreamedDataset,
+    choose_storage,
+    streams,
+)
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.spec import (
+    AUGMENT_IN,
+    Port,
+    bool_param,
+    choice_param,
+    int_param,
+    str_param,
+)
+from nodes.data._images import (
+    RESIZE,
+    ImageFiles,
+    channels_of,
+    list_folder,
+    need_memory,
+    open_image,
+)
+
+
+def _scan(root: str, grayscale: bool, size: int | None, skip: bool
+          ) -> tuple[list[Path], np.ndarray, tuple[int, int, int], list[str]]:
+    """The folder's image files, their class indices, the (C, H, W) every image becomes
+    and the class names, from the listing and the images' headers (cached while the
+    folders are unchanged, so validation and the build read the headers once)."""
+    classes, listed = list_folder(root)
+    folder = listed[0][0].parent.parent
+    stamp = tuple(os.stat(d).st_mtime_ns for d in [folder, *(f[0].parent for f in listed)])
+    files, labels, shape = _headers(str(folder), stamp, grayscale, size, skip)
+    return list(files), np.asarray(labels, dtype=np.int64), shape, classes
+
+
+@lru_cache(maxsize=8)
+def _headers(folder: str, stamp: tuple, grayscale: bool, size: int | None, skip: bool
+             ) -> tuple[tuple[Path, ...], tuple[int, ...], tuple[int, int, int]]:
+    del stamp  # part of the cache key only: a folder changed since is scanned again
+    _, listed = list_folder(folder)
+    files, labels, channels, sizes = [], [], 1, {}
+    for k, names in enumerate(listed):
+        for f in names:
+            try:
+                with open_image(f) as img:
+                    c, hw = channels_of(img.mode), (img.height, img.width)
+            except SampleError as e:
+                if skip:
+                    continue  # the workers skip it too: it is never listed
+                raise NodegraphError(f"{e} (set on_error = skip to leave it out)") from e
+            files.append(f)
+            labels.append(k)
+            channels = max(channels, c)
+            sizes.setdefault(hw, f)
+    if not files:
+        raise NodegraphError(f"image folder '{folder}' holds no readable images")
+    channels = 1 if grayscale else channels
+    if size is not None:
+        return tuple(files), tuple(labels), (channels, size, size)
+    if len(sizes) > 1:
+        (a, fa), (b, fb) = sorted(sizes.items())[0], sorted(sizes.items())[-1]
+        raise NodegraphError(f"images differ in size: '{fa}' is {a[0]} x {a[1]} and '{fb}' "
+                             f"{b[0]} x {b[1]} (height x width); set size to resize them all")
+    (h, w), = sizes
+    return tuple(files), tuple(labels), (channels, h, w)
+
+
+class _Finish:
+    """A split's transform chain, then the layout (flat: one row per sample)."""
+
+    def __init__(self, chain, flat: bool):
+        self.chain, self.flat = chain, flat
+
+    def __call__(self, sample: dict) -> dict:
+        if self.chain is not None:
+            sample = self.chain(sample)
+        if self.flat:
+            sample = {**sample, "x": sample["x"].reshape(-1)}
+        return sample
+
+
+def _splits(labels: np.ndarray, p) -> dict[str, np.ndarray]:
+    return split_indices(len(labels), p.val_fraction, p.test_fraction, p.split, p.split_seed,
+                         labels, p.folds, p.fold)
+
+
+def _ports(shape: tuple[int, int, int], p, chain: augment.Chain) -> dict:
+    x = chain.shape(shape)
+    x = (int(np.prod(x)),) if p.layout == "flat" else x
+    return {"x": (x, torch.float32), "y": chain.label_port((), torch.int64)}
+
+
+def _image_folder(p):
+    chain = augment.given()
+    files, labels, shape, _ = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
+    ports = _ports(shape, p, chain)
+    idx = _splits(labels, p)
+    sources = {s: ImageFiles([files[i] for i in rows], labels[rows], shape[0], p.size,
+                             p.resize, None if p.size else shape[1:])
+               for s, rows in idx.items() if len(rows)}
+    flat = p.layout == "flat"
+    transforms = {s: _Finish(chain.sample(s), flat) for s in ("train", "val", "test")}
+    batch = chain.batch()
+    ds = StreamedDataset(sources, ports, p.batch_size, p.shuffle, transforms=transforms,
+                         batch_transforms={"train": batch} if batch else None,
+                         augmented=chain.random, on_error=p.on_error)
+    if not streams(p.storage, chain.random, ds.estimated_bytes()):
+        need_memory(len(files), ds.estimated_bytes() // max(1, len(files)))
+    return choose_storage(ds, p.storage)
+
+
+def _image_folder_meta(p):
+    """The classes, counts and shapes from the listing and the images' headers; no pixel
+    is decoded. The labels come from the listing, so a stratified split is known too."""
+    chain = augment.given()
+    _, labels, shape, _ = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
+    ports = _ports(shape, p, chain)
+    sizes = {s: len(i) for s, i in _splits(labels, p).items() if len(i) > 0}
+    nbytes = len(labels) * 4 * int(np.prod(ports["x"][0]))
+    return DataMeta(ports, sizes, p.batch_size,
+                    streamed=streams(p.storage, chain.random, nbytes))
+
+
+BLOCKS = [
+    kinds.data(
+        "data.ImageFolder",
+        "Images sorted into one subfolder per class (cats/, dogs/, ...).\n\n"
+        "Classes are numbered by sorted folder name. Reads JPEG, PNG, WebP, BMP, TIFF, GIF "
+        "and PGM/PPM/PBM through Pillow, grey or colour (alpha dropped); pixels in [0, 1]. "
+        "Images of different sizes need `size` (and `resize` says how). Wire augmentation "
+        "blocks (augment.*) into `augment`: they run on the training split only. Large or "
+        "augmented folders are read in worker processes as training goes (`storage`).",
+        _image_folder, meta=_image_folder_meta, inputs=[AUGMENT_IN],
+        outputs=[Port("x", doc="images (N, C, H, W), or one row per image with layout flat"),
+                 Port("y", doc="class indices (N,); class probabilities (N, classes) when "
+                      "MixUp or CutMix is wired in")],
+        params=[str_param("path", doc="the folder holding one subfolder per class"),
+                bool_param("grayscale", False, "convert colour images to grey (1 channel)"),
+                int_param("size", None, "bring every image to size x size (see resize); "
+                          "empty keeps the images' own size, which must then agree",
+                          min=1, max=8192, nullable=True),
+                choice_param("resize", RESIZE, "stretch",
+                             "how an image becomes size x size: stretch (ignore the aspect "
+                             "ratio), crop (scale the shorter side, cut the centre) or pad "
+                             "(scale the longer side, black borders)"),
+                choice_param("layout", ("flat", "image"), "image",
+                             "image: (N, C, H, W); flat: one row of C*H*W values per image"),
+                choice_param("on_error", ("stop", "skip"), "stop",
+                             "an unreadable image: stop naming the file, or skip it (the "
+                             "count is reported at the end of each epoch)"),
+                STORAGE_PARAM,
+                *data_params(val_fraction=0.2, split="stratified")],
+        keywords=("images", "jpeg", "jpg", "png", "photos", "folder", "file", "pillow")),
+]
