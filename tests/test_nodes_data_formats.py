@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -40,9 +41,10 @@ def _same_as_streamed(block, **given):
     meta = spec.meta(memory) if spec.meta is not None else None
     built, lazy = spec.build(memory), spec.build(stream)
     assert isinstance(built, Dataset) and isinstance(lazy, StreamedDataset)
-    assert DataMeta.of(built) == DataMeta.of(lazy)
+    assert DataMeta.of(lazy) == replace(DataMeta.of(built), streamed=True)
     if meta is not None:
-        assert meta == DataMeta.of(built)
+        assert meta == DataMeta.of(built)  # small: auto holds it in memory
+        assert _spec(block, storage="stream", **given)[0].meta(stream) == DataMeta.of(lazy)
     for split in ("train", "val", "test"):
         assert built.has(split) == lazy.has(split)
         if built.has(split):
@@ -398,3 +400,15 @@ def test_streamed_numpy_is_memory_mapped(tmp_path):
     source = lazy.sources["train"].dataset
     source[0]
     assert isinstance(source._x, np.memmap)
+
+
+def test_data_larger_than_memory_validates_and_streams(cifar10, monkeypatch):
+    """auto streams what the machine cannot hold, and validation counts no memory for it;
+    held in memory, the same data is refused as too large."""
+    monkeypatch.setenv("NODEGRAPH_MEMORY_LIMIT", "300K")  # 90 + 12 records: 1.2 MB
+    g = Graph("big")
+    g.add("data.CIFAR", id="data", path=str(cifar10[0]), batch_size=4)
+    report = validate(g)
+    assert report.problems == [] and report.data["data"].streamed
+    g.set_param("data", "storage", "memory")
+    assert "of memory available" in validate(g).problems[0].message

@@ -251,16 +251,23 @@ def _sample_bytes(ports: Ports) -> int:
                for shape, dtype in ports.values())
 
 
-def streams(storage: str, augmented: bool, nbytes: int, limit: int = MEMORY_LIMIT) -> bool:
+def streams(storage: str, augmented: bool, nbytes: int, limit: int | None = None) -> bool:
     """Whether data of `nbytes` is streamed under the `storage` param: always on stream,
-    never on memory, on auto when it is randomly augmented or larger than `limit`."""
+    never on memory, on auto when it is randomly augmented or larger than `limit` (by
+    default MEMORY_LIMIT, or half the memory available when that is less: auto never
+    picks the in-memory kind for data the machine cannot hold)."""
     if storage in ("stream", "memory"):
         return storage == "stream"
+    if limit is None:
+        from nodegraph.kinds.footprint import limit_bytes
+
+        available = limit_bytes()
+        limit = MEMORY_LIMIT if available is None else min(MEMORY_LIMIT, available // 2)
     return augmented or nbytes > limit
 
 
 def choose_storage(data: StreamedDataset, storage: str = "auto",
-                   limit: int = MEMORY_LIMIT) -> Dataset | StreamedDataset:
+                   limit: int | None = None) -> Dataset | StreamedDataset:
     """The dataset a block returns: in memory on ``memory``, streamed on ``stream``; on
     ``auto`` in memory when it fits in `limit` bytes and nothing is randomly augmented."""
     if streams(storage, data.augmented, data.estimated_bytes(), limit):

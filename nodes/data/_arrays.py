@@ -64,7 +64,11 @@ def streamed_numpy(p, targets):
     shape, dtype = x_head
     if dtype.kind not in "biuf":
         return None
-    if in_memory(p, shape[0] * math.prod(shape[1:]) * 4):
+    y_head = files.npy_header(p.y_path, "y file (y_path)")
+    if y_head is None:
+        return None
+    y_bytes = 8 if p.target_kind == "class" else math.prod(y_head[0][1:]) * 4
+    if in_memory(p, shape[0] * (math.prod(shape[1:]) * 4 + y_bytes)):
         return None
     where = f"{p.path} and {p.y_path}"
     y = targets(files.read_npy(p.y_path, "y file (y_path)"), where)
@@ -104,7 +108,7 @@ def streamed_mnist(p, read_labels):
     tested = bool(p.test_images or p.test_labels)
     n_all = dims[0] + (files.idx_header(p.test_images, "test images IDX file")[0][0]
                        if tested else 0)
-    if in_memory(p, n_all * math.prod(dims[1:]) * 4):
+    if in_memory(p, n_all * (math.prod(dims[1:]) * 4 + 8)):
         return None
     shape = (1, *dims[1:]) if p.layout == "image" else (math.prod(dims[1:]),)
     scale = 1 / 255 if dtype == np.dtype(">u1") else 1.0

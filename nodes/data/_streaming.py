@@ -15,22 +15,40 @@ as `fit_normalisation` fits them on arrays.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
+from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import split_indices
-from nodegraph.kinds.streamed import MEMORY_LIMIT, StreamedDataset
+from nodegraph.kinds.streamed import StreamedDataset, streams
 
 SPLITS = ("train", "val", "test")
 
 
 def in_memory(p, nbytes: int) -> bool:
-    """Whether a block builds the in-memory kind: storage memory, or auto and it fits."""
-    storage = p.get("storage", "auto")
-    return storage == "memory" or (storage == "auto" and nbytes <= MEMORY_LIMIT)
+    """Whether a block builds the in-memory kind: storage memory, or auto and it fits
+    (`nodegraph.kinds.streamed.streams`, the rule validation sizes the data by)."""
+    return not streams(p.get("storage", "auto"), False, nbytes)
+
+
+def held_bytes(ports: dict, n: int) -> int:
+    """Bytes `n` samples of these ports take as tensors (what `DataMeta.nbytes` counts):
+    the size the storage choice goes by, in a block's meta and its build alike."""
+    return n * sum(math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+                   for shape, dtype in ports.values())
+
+
+def mark(meta: DataMeta | None, p, can_stream: bool = True) -> DataMeta | None:
+    """A block's meta marked streamed when its build will stream (`in_memory` is false for
+    its size), so validation counts no memory for data read a batch at a time."""
+    if meta is None or not can_stream:
+        return meta
+    return replace(meta, streamed=not in_memory(p, meta.nbytes))
 
 
 def split_rows(n: int, p, labels: np.ndarray | None = None,

@@ -29,7 +29,7 @@ from nodegraph.kinds.dataset import data_params, data_path, from_arrays
 from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, bool_param, choice_param, str_param
-from nodes.data._streaming import in_memory, iterate, split_rows, streamed, subsets
+from nodes.data._streaming import in_memory, iterate, mark, split_rows, streamed, subsets
 from nodes.data.core import LAYOUT
 
 PIXELS = 3 * 32 * 32
@@ -172,8 +172,8 @@ def cifar_meta(p) -> DataMeta:
     sizes = split_sizes(len(train), _split_params(p, test is not None), labels)
     if test is not None:
         sizes["test"] = len(test)
-    return DataMeta({"x": (x_shape(p), torch.float32), "y": ((), torch.int64)}, sizes,
-                    p.batch_size)
+    return mark(DataMeta({"x": (x_shape(p), torch.float32), "y": ((), torch.int64)}, sizes,
+                         p.batch_size), p)
 
 
 def cifar_dataset(p):

@@ -35,6 +35,7 @@ from nodes.data import _files as files
 from nodes.data import _synthetic as syn
 from nodes.data._arrays import streamed_mnist, streamed_numpy
 from nodes.data._images import resize, to_layout
+from nodes.data._streaming import mark
 
 X = Port("x", doc="inputs, one row per sample")
 Y = Port("y", doc="targets, one row per sample")
@@ -232,7 +233,8 @@ def _numpy_meta(p):
                              f"got shape {ys}")
     else:
         y = ((), torch.int64)
-    return sized({"x": (xs[1:] if len(xs) > 1 else (1,), torch.float32), "y": y}, xs[0], p)
+    meta = sized({"x": (xs[1:] if len(xs) > 1 else (1,), torch.float32), "y": y}, xs[0], p)
+    return mark(meta, p, can_stream=not p.path.lower().endswith(".npz"))
 
 
 def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray, np.ndarray]:
@@ -291,8 +293,8 @@ def _mnist_meta(p):
     x = (1, *dims[1:]) if p.layout == "image" else (dims[1] * dims[2],)
     stratified = labels if p.split == "stratified" else None
     sizes = split_sizes(dims[0], {**p, "test_fraction": 0.0} if tested else p, stratified)
-    return DataMeta({"x": (x, torch.float32), "y": ((), torch.int64)},
-                    {**sizes, **({"test": n_test} if n_test else {})}, p.batch_size)
+    return mark(DataMeta({"x": (x, torch.float32), "y": ((), torch.int64)},
+                         {**sizes, **({"test": n_test} if n_test else {})}, p.batch_size), p)
 
 
 # -- synthetic ----------------------------------------------------------------------------

@@ -27,7 +27,15 @@ from nodegraph.kinds.dataset import data_params, data_path, from_arrays
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, Port, choice_param, str_param
-from nodes.data._streaming import in_memory, iterate, split_rows, streamed, subsets
+from nodes.data._streaming import (
+    held_bytes,
+    in_memory,
+    iterate,
+    mark,
+    split_rows,
+    streamed,
+    subsets,
+)
 
 # a DatasetDict's split names -> ours
 SPLIT_NAMES = {"train": "train", "validation": "val", "valid": "val", "val": "val",
@@ -146,8 +154,9 @@ def hf_meta(p) -> DataMeta | None:
     cols = Columns(first, p, p.path)
     ports = {"x": (cols.x_shape(), torch.float32), "y": cols.y_port(p.target_kind)}
     if "all" in found:
-        return sized(ports, len(first), p)
-    return DataMeta(ports, {s: len(d) for s, d in found.items() if len(d)}, p.batch_size)
+        return mark(sized(ports, len(first), p), p)
+    return mark(DataMeta(ports, {s: len(d) for s, d in found.items() if len(d)},
+                         p.batch_size), p)
 
 
 def sample_arrays(batch: dict[str, np.ndarray], cols: Columns, kind: str,
@@ -219,8 +228,9 @@ def hf_dataset(p):
     found = parts(open_disk(p.path), p.path)
     cols = Columns(next(iter(found.values())), p, p.path)
     n = sum(len(d) for d in found.values())
-    if p.split != "stratified" and not in_memory(p, n * (math.prod(cols.x_shape()) * 4 + 8)):
-        ports = {"x": (cols.x_shape(), torch.float32), "y": cols.y_port(p.target_kind)}
+    ports = {"x": (cols.x_shape(), torch.float32), "y": cols.y_port(p.target_kind)}
+    stratified = "all" in found and p.split == "stratified"  # needs the labels: in memory
+    if not stratified and not in_memory(p, held_bytes(ports, n)):
         where = data_path(p.path)
         sources = {s: HFRows(p.path, where, s, cols, p.target_kind, len(d))
                    for s, d in found.items()}

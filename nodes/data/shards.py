@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import glob
 import io
-import math
 import re
 import tarfile
 from collections.abc import Iterator
@@ -37,7 +36,15 @@ from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, choice_param, str_param
-from nodes.data._streaming import Rows, everything, in_memory, split_rows, streamed
+from nodes.data._streaming import (
+    Rows,
+    everything,
+    held_bytes,
+    in_memory,
+    mark,
+    split_rows,
+    streamed,
+)
 
 IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 NUMBERS = (".cls", ".txt", ".index", ".id", ".label")
@@ -219,9 +226,9 @@ def shards_meta(p) -> DataMeta | None:
     x, y = first_sample(sset)
     ports = _ports(x, y, p.target_kind, p.shards)
     if _fixed(p, sset):
-        return DataMeta(ports, {s: sset.size(s) for s in sset.shards if sset.size(s)},
-                        p.batch_size)
-    return sized(ports, sset.size("train"), p)
+        return mark(DataMeta(ports, {s: sset.size(s) for s in sset.shards if sset.size(s)},
+                             p.batch_size), p)
+    return mark(sized(ports, sset.size("train"), p), p)
 
 
 class TarShards(ShardSource):
@@ -276,8 +283,9 @@ def shards_dataset(p):
     at once into memory or streamed shard by shard, as `storage` and the size say."""
     sset = shard_set(p)
     ports = _ports(*first_sample(sset), p.target_kind, p.shards)
-    nbytes = sum(sset.size(s) for s in sset.shards) * (math.prod(ports["x"][0]) * 4 + 8)
-    if p.split != "stratified" and not in_memory(p, nbytes):
+    nbytes = held_bytes(ports, sum(sset.size(s) for s in sset.shards))
+    stratified = not _fixed(p, sset) and p.split == "stratified"  # needs the labels
+    if not stratified and not in_memory(p, nbytes):
         return _streamed_shards(p, sset, ports)
     xs, ys, rows, start = [], [], {}, 0
     for split, files in sset.shards.items():

@@ -33,7 +33,7 @@ from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, Port, choice_param, str_param
-from nodes.data._streaming import Rows, in_memory, split_rows, streamed
+from nodes.data._streaming import Rows, held_bytes, in_memory, mark, split_rows, streamed
 
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc",
             ".ipc": "ipc", ".csv": "csv"}
@@ -155,8 +155,12 @@ def table_meta(p) -> DataMeta | None:
     n = _rows(table, p.path)
     if n == 0:
         raise NodegraphError(f"table '{p.path}' holds no rows")
+    return mark(sized(_ports(cols, p), n, p), p)
+
+
+def _ports(cols: Columns, p) -> dict:
     y = ((), torch.int64) if p.target_kind == "class" else ((len(cols.targets),), torch.float32)
-    return sized({"x": ((len(cols.inputs),), torch.float32), "y": y}, n, p)
+    return {"x": ((len(cols.inputs),), torch.float32), "y": y}
 
 
 def parts(table) -> Iterator[Any]:
@@ -279,9 +283,7 @@ def _streamed_table(p, reader: TableReader, groups: list[Any], sizes: list[int])
     rows = split_rows(sum(sizes), p)
     sources = {s: TableShards(reader, groups, Rows(r, sizes)) for s, r in rows.items()
                if len(r)}
-    y = ((), torch.int64) if p.target_kind == "class" else ((len(reader.cols.targets),),
-                                                            torch.float32)
-    ports = {"x": ((len(reader.cols.inputs),), torch.float32), "y": y}
+    ports = _ports(reader.cols, p)
     train = sources["train"]
     train.epoch = (0, False, None, 0, 1)
     fit = (sample for k in range(len(groups)) for sample in train.read(k))
@@ -297,8 +299,7 @@ def table_dataset(p):
     if p.storage != "memory" and p.split != "stratified":
         groups = reader.part_list()
         sizes = [_group_rows(g) for g in groups]
-        width = len(reader.cols.inputs) + len(reader.cols.targets)
-        if not in_memory(p, sum(sizes) * width * 8):
+        if not in_memory(p, held_bytes(_ports(reader.cols, p), sum(sizes))):
             return _streamed_table(p, reader, groups, sizes)
     got = [arrays for _, arrays in reader.stream()]
     if not got or sum(len(a["x"]) for a in got) == 0:
