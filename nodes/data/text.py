@@ -11,24 +11,28 @@ Files are read and encoded in pieces of lines (the tokenizer's batch encoder, in
 the corpus is never held as one Python string beside its ids. Streamed (`storage` stream,
 or contexts too many for memory), the ids are kept once (4 bytes a token) and each context
 is cut when a DataLoader worker asks for it, so overlapping contexts cost nothing more.
-Token counts are only known after tokenizing, so validation builds this block (its meta
-is None).
+Token counts are only known after tokenizing, so this block's meta tokenizes the corpus;
+the tokenizer and ids are kept (for the same files, unchanged, and params) so the build
+that follows does not tokenize again.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from nodegraph.kinds import data
+from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
 from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, bool_param, choice_param, int_param, str_param
-from nodes.data._streaming import in_memory, split_rows, streamed, subsets
+from nodes.data._streaming import held_bytes, in_memory, mark, split_rows, streamed, subsets
 from nodes.data.sequences import BUNDLED_TEXT, token_windows
 
 KINDS = ("bpe", "wordpiece", "file")
@@ -136,23 +140,79 @@ def token_ids(tok, p) -> np.ndarray:
     return ids
 
 
-def tokenized_text(p):
+def _stamp(path: str) -> tuple:
+    """What identifies a file's contents for the cache: its resolved path, size, mtime."""
+    if not path:
+        return ()
+    files = corpus_files(path) if Path(path).suffix != ".json" else [data_path(path)]
+    return tuple((str(f), *_size_time(f)) for f in files)
+
+
+def _size_time(f: Path) -> tuple[int, int]:
+    try:
+        st = f.stat()
+    except OSError:
+        return (-1, -1)  # missing: the tokenizer's loader says so
+    return (st.st_size, st.st_mtime_ns)
+
+
+# the last corpora tokenized, by what identifies them (`tokenized`): validation's meta and
+# compile's build of one graph share the work; two are kept (a graph and its variant)
+_TOKENIZED: OrderedDict[tuple, tuple[Any, np.ndarray]] = OrderedDict()
+
+
+def tokenized(p) -> tuple[Any, np.ndarray]:
+    """The tokenizer and the corpus's ids, made once for a corpus, tokenizer and params
+    (validation's meta and compile's build share them; a file changed on disk is read
+    again)."""
+    key = (p.path and _stamp(p.path), p.text if not p.path else "", p.tokenizer,
+           p.tokenizer == "file" and _stamp(p.tokenizer_file), p.vocab_size,
+           p.min_frequency, p.lowercase)
+    if key in _TOKENIZED:
+        _TOKENIZED.move_to_end(key)
+        return _TOKENIZED[key]
     tok = tokenizer_of(p)
     ids = token_ids(tok, p)
     if ids.max() >= tok.get_vocab_size():
         raise NodegraphError("the tokenizer gave ids beyond its vocabulary")
+    _TOKENIZED[key] = tok, ids
+    while len(_TOKENIZED) > 2:
+        _TOKENIZED.popitem(last=False)
+    return tok, ids
+
+
+def _contexts(ids: np.ndarray, p) -> tuple[int, int]:
+    """(stride, number of contexts) of the ids; refuses a corpus too short for one."""
     if len(ids) <= p.seq_len:
         raise NodegraphError(f"the corpus has {len(ids)} tokens, too few for one context "
                              f"of {p.seq_len} plus its next token")
     stride = p.stride or p.seq_len
-    count = -(-(len(ids) - p.seq_len) // stride)
-    if in_memory(p, count * p.seq_len * 16):
+    return stride, -(-(len(ids) - p.seq_len) // stride)
+
+
+def ports_of(p) -> dict:
+    return {k: ((p.seq_len,), torch.int64) for k in ("x", "y")}
+
+
+def tokenized_meta(p):
+    """Shapes and split sizes from the corpus's token count: the corpus is tokenized here,
+    once, and the ids kept for the build (only tokenizing tells how many there are)."""
+    _, ids = tokenized(p)
+    stride, count = _contexts(ids, p)
+    labels = ids[np.arange(count) * stride + 1] if p.split == "stratified" else None
+    return mark(sized(ports_of(p), count, p, labels), p)
+
+
+def tokenized_text(p):
+    tok, ids = tokenized(p)
+    stride, count = _contexts(ids, p)
+    if in_memory(p, held_bytes(ports_of(p), count)):
         x, y = token_windows(ids, p.seq_len, stride)
         dataset = from_arrays({"x": x, "y": y}, p, normalize_ports=())
     else:  # contexts cut per sample: overlapping windows are not copied
-        windows = TokenWindows(ids.astype(np.int32), p.seq_len, stride, count)
-        ports = {k: ((p.seq_len,), torch.int64) for k in ("x", "y")}
-        dataset = streamed(subsets(windows, split_rows(count, p)), ports, p)
+        windows = TokenWindows(ids, p.seq_len, stride, count)
+        labels = ids[np.arange(count) * stride + 1] if p.split == "stratified" else None
+        dataset = streamed(subsets(windows, split_rows(count, p, labels)), ports_of(p), p)
     dataset.tokenizer = tok
     dataset.vocab = Subwords(tok)  # what procedures.Decode spells generated ids with
     return dataset
@@ -208,7 +268,7 @@ BLOCKS = [
          "to layers.Embedding with num_embeddings >= vocab_size and train with "
          "cross-entropy against y; procedures.Decode writes text with the same tokenizer. "
          "The corpus is a text file, a folder of .txt files, `text`, or the bundled text.",
-         tokenized_text,
+         tokenized_text, meta=tokenized_meta,
          outputs=[Port("x", doc="context token ids (N, seq_len), int64"),
                   Port("y", doc="the next token at every position (N, seq_len), int64")],
          params=[str_param("path", "", "a UTF-8 text file or a folder of .txt files; empty "

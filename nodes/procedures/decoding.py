@@ -49,7 +49,7 @@ def context_length(ctx: ProcedureContext) -> int:
 
 
 def encode_prompt(prompt: str, vocab) -> list[int]:
-    if hasattr(vocab, "encode"):  # subword tokens (data.TokenizedText): its tokenizer
+    if not isinstance(vocab, str):  # subword tokens (data.TokenizedText): its tokenizer
         return vocab.encode(prompt)
     lookup = {c: i for i, c in enumerate(vocab)}
     missing = sorted(set(prompt) - set(lookup))
