@@ -179,6 +179,19 @@ def test_arrow_and_csv_tables_read_as_parquet(parquet, tmp_path):
         assert torch.allclose(got.tensors("train")["x"], ref.tensors("train")["x"])
 
 
+@pytest.mark.parametrize("suffix", ["arrow", "csv"])
+def test_streamed_arrow_and_csv_match_the_built_dataset(parquet, tmp_path, suffix):
+    import pyarrow.csv as pcsv
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(parquet)
+    path = tmp_path / f"t.{suffix}"
+    (feather.write_feather if suffix == "arrow" else pcsv.write_csv)(table, path)
+    _same_as_streamed("data.Parquet", path=str(path), targets=["label"], target_kind="class",
+                      val_fraction=0.2, test_fraction=0.1)
+
+
 def test_a_parquet_file_with_a_missing_column_is_named(parquet, tmp_path):
     message = _problem(tmp_path, "data.Parquet", path=str(parquet), targets=["income"])
     assert "data.Parquet 'mydata'" in message and "t.parquet" in message
@@ -309,6 +322,25 @@ def test_a_truncated_shard_is_named(shards, tmp_path, cut):
     message = _problem(tmp_path, "data.WebDataset", shards=str(shards / "train-{000..003}.tar"))
     assert "train-001.tar" in message and "truncated" in message
     assert "data.WebDataset 'mydata'" in message
+
+
+def test_image_fields_decode_with_pillow(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(6)
+    pixels = rng.integers(0, 256, (3, 5, 4, 3), dtype=np.uint8)
+    with tarfile.open(tmp_path / "s.tar", "w") as tar:
+        for i, image in enumerate(pixels):
+            buffer = io.BytesIO()
+            Image.fromarray(image).save(buffer, format="PNG")
+            for name, raw in ((f"{i}.png", buffer.getvalue()), (f"{i}.cls", str(i).encode())):
+                info = tarfile.TarInfo(name)
+                info.size = len(raw)
+                tar.addfile(info, io.BytesIO(raw))
+    spec, p = _spec("data.WebDataset", shards=str(tmp_path / "s.tar"), x_field="png")
+    x = spec.build(p).tensors("train")["x"]
+    want = torch.from_numpy(pixels.transpose(0, 3, 1, 2).astype(np.float32) / 255)
+    assert x.shape == (3, 3, 5, 4) and torch.equal(x, want)  # PNG is lossless
 
 
 def test_a_shard_field_that_does_not_decode_is_named(tmp_path):

@@ -8,8 +8,9 @@ partitioned table).
 
 Validation reads the schema and the row count from the files' footers (Parquet and Arrow
 keep both there; a CSV is counted), never a value. The table is read as a stream of parts
-(`parts`): the row groups of a Parquet file, the files of the other formats, each with the
-row number it starts at, so a reader holds one part in memory at a time: the streamed
+(`parts`): the row groups of a Parquet file, the files of the other formats (read through
+in record batches), each with the row number it starts at, so a reader holds one part (or
+batch) in memory at a time: the streamed
 build (`storage` stream, or a table too large for memory) reads each split's rows so, in
 DataLoader workers that take whole row groups each; the in-memory build joins the parts.
 A stratified split needs the class column first, so it builds in memory. The categories
@@ -246,6 +247,18 @@ class TableReader:
             raise NodegraphError(f"cannot read table '{self.p.path}' ({part.path}): {e}") from e
         return encode(batch, self.cols, self.codes, self.p, self.p.path)
 
+    def read_batches(self, part) -> Iterator[dict[str, np.ndarray]]:
+        """A part in record batches (pyarrow's, up to some 100,000 rows): a CSV or Arrow file
+        streamed through, not read whole."""
+        import pyarrow as pa
+
+        wanted = list(dict.fromkeys(self.cols.inputs + self.cols.targets))
+        try:
+            for batch in part.to_batches(columns=wanted, schema=self.table.schema):
+                yield encode(batch, self.cols, self.codes, self.p, self.p.path)
+        except (pa.ArrowException, OSError) as e:
+            raise NodegraphError(f"cannot read table '{self.p.path}' ({part.path}): {e}") from e
+
     def stream(self) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         start = 0
         for part in self.part_list():
@@ -267,15 +280,21 @@ class TableShards(ShardSource):
         if len(pick) == 0:
             return
         seed, shuffle = self.epoch[0], self.epoch[1]
-        if shuffle:
-            pick = np.random.default_rng([seed, k]).permutation(pick)
+        rng = np.random.default_rng([seed, k])
+        start = 0
         try:
-            arrays = self.reader.read(self.groups[k])
+            for arrays in self.reader.read_batches(self.groups[k]):
+                end = start + len(arrays["x"])
+                lo, hi = np.searchsorted(pick, [start, end])
+                mine = pick[lo:hi] - start  # the split's rows in this batch
+                start = end
+                if shuffle:
+                    mine = rng.permutation(mine)
+                x, y = torch.from_numpy(arrays["x"][mine]), torch.from_numpy(arrays["y"][mine])
+                for i in range(len(mine)):
+                    yield {"x": x[i], "y": y[i]}
         except NodegraphError as e:
             raise SampleError(str(e)) from None
-        x, y = torch.from_numpy(arrays["x"][pick]), torch.from_numpy(arrays["y"][pick])
-        for i in range(len(pick)):
-            yield {"x": x[i], "y": y[i]}
 
 
 def _streamed_table(p, reader: TableReader, groups: list[Any], sizes: list[int]):
