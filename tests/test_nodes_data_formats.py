@@ -22,6 +22,7 @@ from nodegraph.check.validate import validate
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.streamed import StreamedDataset
+from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import default_registry
 from nodes.data.cifar import write_cifar
@@ -196,6 +197,20 @@ def test_a_parquet_file_with_a_missing_column_is_named(parquet, tmp_path):
     message = _problem(tmp_path, "data.Parquet", path=str(parquet), targets=["income"])
     assert "data.Parquet 'mydata'" in message and "t.parquet" in message
     assert "no column 'income'" in message and "columns: age, city" in message
+
+
+def test_a_text_column_of_ids_is_no_category(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nodes.data import tables
+
+    monkeypatch.setattr(tables, "MAX_CATEGORIES", 50)
+    pq.write_table(pa.table({"id": [f"user{i}" for i in range(60)], "y": [0.0] * 60}),
+                   tmp_path / "ids.parquet")
+    spec, p = _spec("data.Parquet", path=str(tmp_path / "ids.parquet"), targets=["y"])
+    with pytest.raises(NodegraphError, match="column 'id' holds more than 50 distinct"):
+        spec.build(p)
 
 
 def test_a_corrupt_parquet_file_is_named(tmp_path):

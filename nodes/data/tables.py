@@ -40,6 +40,9 @@ SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather"
             ".ipc": "ipc", ".csv": "csv"}
 
 
+MAX_CATEGORIES = 100_000  # distinct values a categorical column may hold
+
+
 def _arrow():
     """pyarrow's dataset module, imported when a table is first read (it costs start-up)."""
     import pyarrow.dataset as ds
@@ -184,6 +187,11 @@ def categories(table, cols: Columns, where: str) -> dict[str, dict[Any, int]]:
             for batch in table.to_batches(columns=wanted):
                 for c in wanted:
                     seen[c].update(pc.unique(batch.column(c)).to_pylist())
+                    if len(seen[c]) > MAX_CATEGORIES:
+                        raise NodegraphError(
+                            f"table '{where}': column '{c}' holds more than "
+                            f"{MAX_CATEGORIES:,} distinct values; that is no category (an "
+                            "id or free text): leave it out of the inputs")
         except (pa.ArrowException, OSError) as e:
             raise NodegraphError(f"cannot read table '{where}': {e}") from e
     for c, values in seen.items():

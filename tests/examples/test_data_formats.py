@@ -105,3 +105,27 @@ def test_bpe_decoding_writes_corpus_words(bpe):
     words = set(np.char.strip(np.array(text[len("The river"):].replace(".", " ").split())))
     vocabulary = set(_make_data().corpus(1500).replace(".", " ").split())
     assert words and words <= vocabulary  # whole words of the grammar, no byte soup
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "split", "metric", "least"), [
+    ("cifar_cnn", "test", "accuracy", 0.85),
+    ("parquet_churn", "test", "accuracy", 0.8),
+    ("hf_signals", "test", "accuracy", 0.9),
+    ("webdataset_signals", "val", "accuracy", 0.85),
+])
+def test_the_full_examples_reach_their_figures(make_data, name, split, metric, least):
+    """The examples as shipped, on examples/data/ (made by the session fixture), reach
+    about what examples/README.md reports."""
+    result = run(name)
+    assert result.final[split][metric] > least
+
+
+@pytest.mark.slow
+def test_the_full_bpe_example_writes_grammatical_text(make_data):
+    result = run("bpe_transformer")
+    assert result.final["val"]["loss"] < 0.3 * math.log(
+        result.compiled.datasets["data"].tokenizer.get_vocab_size())
+    text = run_procedure(result.compiled, "decode", method="greedy")[-1]["text"]
+    assert set(text.replace(".", " ").split()) <= set(make_data.corpus(4000).replace(
+        ".", " ").split())
