@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nodes.data.cifar import write_cifar as write_records
+
 HERE = Path(__file__).resolve().parent
 HUES = np.array([[1.0, 0.2, 0.2], [0.2, 1.0, 0.2], [0.2, 0.3, 1.0], [1.0, 1.0, 0.2],
                  [0.9, 0.2, 1.0]])
@@ -62,9 +64,7 @@ def write_cifar(out: Path, per_batch: int = 1000, test: int = 1000, seed: int = 
     rng = np.random.default_rng(seed)
 
     def save(name: str, n: int) -> None:
-        x, y = cifar_images(n, rng)
-        records = np.concatenate([y.astype(np.uint8)[:, None], x.reshape(n, -1)], axis=1)
-        (folder / name).write_bytes(records.tobytes())
+        write_records(folder / name, *cifar_images(n, rng))
 
     for i in range(1, 6):
         save(f"data_batch_{i}.bin", per_batch)
