@@ -44,7 +44,7 @@ def context_length(ctx: ProcedureContext) -> int:
     """The data's context length L: the longest window the model was trained on."""
     for ds in ctx.compiled.datasets.values():
         if getattr(ds, "vocab", None):
-            return int(ds.tensors("train")["x"].shape[1])
+            return int(ds.meta()["x"].shape[1])  # either kind: a streamed split is not read
     return 0
 
 

@@ -107,6 +107,21 @@ def test_bpe_decoding_writes_corpus_words(bpe):
     assert words and words <= vocabulary  # whole words of the grammar, no byte soup
 
 
+def test_bpe_language_model_streamed_decodes(tmp_path):
+    """Streamed, the contexts are cut per sample; the model still learns and Decode reads
+    the context length without materialising the split."""
+    from nodegraph.kinds.streamed import is_streamed
+
+    path = _make_data().write_corpus(tmp_path, sentences=1500)
+    result = run("bpe_transformer", epochs=2, data__path=str(path), data__storage="stream",
+                 training__workers=0)
+    data = result.compiled.datasets["data"]
+    assert is_streamed(data) and data._tensors == {}
+    assert result.final["val"]["loss"] < 0.5 * math.log(data.tokenizer.get_vocab_size())
+    text = run_procedure(result.compiled, "decode", max_new_tokens=8)[-1]["text"]
+    assert text.startswith("The river") and data._tensors == {}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "split", "metric", "least"), [
     ("cifar_cnn", "test", "accuracy", 0.85),
