@@ -75,7 +75,7 @@ class StreamedDataset:
         self.sources = {s: src for s, src in sources.items() if len(src) > 0}
         if not self.sources:
             raise NodegraphError("the data has no samples")
-        self.ports = dict(ports)
+        self.port_shapes = dict(ports)  # one sample's (shape, dtype) per port
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.transforms = dict(transforms or {})
@@ -97,6 +97,10 @@ class StreamedDataset:
 
     # -- the questions the in-memory kind answers --------------------------------------
 
+    @property
+    def ports(self) -> list[str]:
+        return list(self.port_shapes)
+
     def has(self, split: str) -> bool:
         return split in self.sources
 
@@ -114,7 +118,7 @@ class StreamedDataset:
 
     def sample_ports(self) -> Ports:
         """One sample's shape and dtype per port, as the batches will carry them."""
-        return {k: (shape, self._dtype(dtype)) for k, (shape, dtype) in self.ports.items()}
+        return {k: (shape, self._dtype(dtype)) for k, (shape, dtype) in self.port_shapes.items()}
 
     def meta(self) -> dict[str, torch.Tensor]:
         """A meta tensor per port shaped like one training batch, for shape inference."""
@@ -230,7 +234,7 @@ class StreamedDataset:
                                  "or stream)")
         splits = [s for s in self.sources]
         parts = {s: self.tensors(s) for s in splits}
-        tensors = {k: torch.cat([parts[s][k] for s in splits]) for k in self.ports}
+        tensors = {k: torch.cat([parts[s][k] for s in splits]) for k in self.port_shapes}
         offsets = np.cumsum([0] + [self.size(s) for s in splits])
         idx = {s: torch.arange(int(offsets[i]), int(offsets[i + 1]))
                for i, s in enumerate(splits)}
