@@ -1,7 +1,7 @@
 """Write a folder of generated JPEG photos, one subfolder per class, to train on.
 
 Four classes a model must tell apart by shape, not colour: ``circle``, ``square``,
-``triangle`` and ``cross``, each drawn at a random place, size and colour on a random
+``triangle`` and ``cross``, each drawn bright at a random place, size and colour on a dark
 background with noise, saved as JPEGs of mixed sizes (40 to 96 pixels a side, not all
 square) — the kind of folder a user brings. Everything comes from `seed`, so the folder
 is the same every time. It is the data of `examples/jpeg_folder.json`:
@@ -26,11 +26,13 @@ CLASSES = ("circle", "cross", "square", "triangle")
 def draw(kind: str, rng: np.random.Generator, size: tuple[int, int] | None = None) -> Image.Image:
     """One picture of a `kind` shape, of `size` (width, height) or a random one."""
     w, h = size or (int(rng.integers(40, 97)), int(rng.integers(40, 97)))
-    background = tuple(int(v) for v in rng.integers(0, 256, 3))
-    colour = tuple(int((b + rng.integers(90, 166)) % 256) for b in background)
+    # a dark background and a bright shape, each of a random colour: the shape stands out
+    # whatever the colours, and the colour says nothing about the class
+    background = tuple(int(v) for v in rng.integers(0, 90, 3))
+    colour = tuple(int(v) for v in rng.integers(150, 256, 3))
     img = Image.new("RGB", (w, h), background)
     pen = ImageDraw.Draw(img)
-    r = rng.uniform(0.22, 0.38) * min(w, h)
+    r = rng.uniform(0.28, 0.42) * min(w, h)
     cx, cy = rng.uniform(r, w - r), rng.uniform(r, h - r)
     if kind == "circle":
         pen.ellipse((cx - r, cy - r, cx + r, cy + r), fill=colour)

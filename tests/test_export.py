@@ -47,7 +47,8 @@ def load_module(path: Path):
 # linear_sum_assignment (in `hungarian`), whose (compiled) source cannot be copied.
 UNEXPORTABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "trees_vs_mlp": (("tree", "forest", "boosting"), "fitted by scikit-learn"),
-    "detr_shapes": (("loss",), "hungarian")}
+    "detr_shapes": (("loss",), "hungarian"),
+    "jpeg_folder": (("data",), "streamed data block")}
 # Examples whose estimators are unfitted until the graph runs: ONNX traces initial weights.
 UNFITTED = {"trees_vs_mlp"}
 

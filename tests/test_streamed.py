@@ -18,7 +18,7 @@ import nodegraph
 from nodegraph import kinds
 from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import DATA_PARAMS, Dataset
-from nodegraph.kinds.loading import LoaderOptions
+from nodegraph.kinds.loading import LoaderOptions, ShardSource
 from nodegraph.kinds.streamed import (
     STORAGE_PARAM,
     SampleError,
@@ -202,3 +202,46 @@ def test_a_shuffled_streamed_run_reproduces_with_workers():
     for x, y in zip(_weights(a), _weights(b), strict=True):
         assert torch.equal(x, y)
     assert a.history[-1]["train"]["loss"] < a.history[0]["train"]["loss"]
+
+
+# -- iterable shards -------------------------------------------------------------------------
+
+
+class Chunks(ShardSource):
+    """Shards of rows: shard s holds rows s*4 .. s*4+3; shard `bad` is corrupt."""
+
+    def __init__(self, shards, bad=None):
+        super().__init__(list(shards), [4] * len(shards))
+        self.bad = bad
+
+    def read(self, shard):
+        if shard == self.bad:
+            raise SampleError(f"shard-{shard}.tar: truncated")
+        for r in range(shard * 4, shard * 4 + 4):
+            yield {"x": np.full(3, r, np.float32), "y": np.array([r], np.float32)}
+
+
+def _rows(ds, seed=0):
+    return sorted(int(v) for b in ds.batches("train", True, torch.Generator().manual_seed(seed))
+                  for v in b["y"].flatten())
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_shards_are_split_between_ranks_and_workers_and_read_once(workers):
+    def make():
+        ds = StreamedDataset({"train": Chunks(range(6))}, PORTS, 4, True, node="tars")
+        return ds.configure(LoaderOptions(workers=workers))
+    assert _rows(make()) == list(range(24))
+    ranks = [_rows(make().shard(r, 2)) for r in range(2)]
+    assert sorted(ranks[0] + ranks[1]) == list(range(24)) and not set(ranks[0]) & set(ranks[1])
+    order = [float(b["y"][0]) for b in make().batches("train", True,
+                                                      torch.Generator().manual_seed(1))]
+    again = [float(b["y"][0]) for b in make().batches("train", True,
+                                                      torch.Generator().manual_seed(1))]
+    assert order == again
+
+
+def test_a_corrupt_shard_stops_naming_it():
+    ds = StreamedDataset({"train": Chunks(range(3), bad=1)}, PORTS, 4, False, node="tars")
+    with pytest.raises(SampleError, match=r"tars: shard-1\.tar: truncated"):
+        list(ds.batches("train"))

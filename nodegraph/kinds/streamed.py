@@ -75,7 +75,7 @@ class StreamedDataset:
         self.sources = {s: src for s, src in sources.items() if len(src) > 0}
         if not self.sources:
             raise NodegraphError("the data has no samples")
-        self.ports = dict(ports)
+        self.port_shapes = dict(ports)  # one sample's (shape, dtype) per port
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.transforms = dict(transforms or {})
@@ -97,6 +97,10 @@ class StreamedDataset:
 
     # -- the questions the in-memory kind answers --------------------------------------
 
+    @property
+    def ports(self) -> list[str]:
+        return list(self.port_shapes)
+
     def has(self, split: str) -> bool:
         return split in self.sources
 
@@ -114,7 +118,7 @@ class StreamedDataset:
 
     def sample_ports(self) -> Ports:
         """One sample's shape and dtype per port, as the batches will carry them."""
-        return {k: (shape, self._dtype(dtype)) for k, (shape, dtype) in self.ports.items()}
+        return {k: (shape, self._dtype(dtype)) for k, (shape, dtype) in self.port_shapes.items()}
 
     def meta(self) -> dict[str, torch.Tensor]:
         """A meta tensor per port shaped like one training batch, for shape inference."""
@@ -208,12 +212,12 @@ class StreamedDataset:
 
     # -- whole tensors, for the few users that need a split at once ----------------------
 
-    def tensors(self, split: str) -> dict[str, torch.Tensor]:
-        """The whole split as tensors (deterministic transforms), made once; refused for a
-        split too large to hold, which only the streaming path can train on."""
+    def tensors(self, split: str, limit: int | None = TENSORS_LIMIT) -> dict[str, torch.Tensor]:
+        """The whole split as tensors (its transforms, seed 0), made once; refused above
+        `limit` bytes, a split only the streaming path should hold."""
         if split not in self._tensors:
             nbytes = self.size(split) * _sample_bytes(self.sample_ports())
-            if nbytes > TENSORS_LIMIT:
+            if limit is not None and nbytes > limit:
                 raise NodegraphError(
                     f"{self.node or 'data'}: the {split} split is streamed ({nbytes / 2**30:.1f}"
                     " GiB) and cannot be held as whole tensors for this use; use a smaller "
@@ -229,8 +233,8 @@ class StreamedDataset:
                                  "while streaming; storage = memory cannot hold it (use auto "
                                  "or stream)")
         splits = [s for s in self.sources]
-        parts = {s: self.tensors(s) for s in splits}
-        tensors = {k: torch.cat([parts[s][k] for s in splits]) for k in self.ports}
+        parts = {s: self.tensors(s, limit=None) for s in splits}
+        tensors = {k: torch.cat([parts[s][k] for s in splits]) for k in self.port_shapes}
         offsets = np.cumsum([0] + [self.size(s) for s in splits])
         idx = {s: torch.arange(int(offsets[i]), int(offsets[i + 1]))
                for i, s in enumerate(splits)}

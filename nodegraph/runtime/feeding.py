@@ -79,6 +79,10 @@ def eval_batches(datasets: dict[str, Any], split: str,
             yield {(nid, k): v[i:i + size] for nid, part in tensors.items()
                    for k, v in part.items()}
         return
+    # streamed data is evaluated in its training batches, not eval_batch_size's (1024 by
+    # default): what one training batch needs in memory, evaluation then needs too
+    size = min([size, *(max(1, ds.step_batch("train")) for ds in datasets.values()
+                        if is_streamed(ds))])
     streams = [_eval_stream(nid, ds, split, size) for nid, ds in datasets.items()]
     for parts in zip(*streams, strict=False):
         yield {k: v for part in parts for k, v in part.items()}

@@ -60,3 +60,19 @@ def test_image_and_table_views_of_tensors():
     assert image_of(torch.zeros(2, 10)) is None
     assert table_of(torch.tensor(1.5)).shape == (1, 1)
     assert table_of(torch.zeros(5, 2, 3)).shape == (5, 6)
+
+
+def test_an_augmented_image_folder_previews_as_a_grid_of_samples(window):
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "examples" / "data" / "shapes_sample"
+    data = window.edit_actions.add_block("data.ImageFolder", QPointF(0, 0))
+    flip = window.edit_actions.add_block("augment.HorizontalFlip", QPointF(-200, 0))
+    window.doc.set_param(data, "path", str(folder))
+    window.doc.set_param(data, "size", 16)
+    window.doc.set_param(data, "batch_size", 9)
+    assert window.doc.connect((flip, "transform"), (data, "augment"))
+    window.scene.select_nodes([data])
+    window.preview_selected()
+    assert window.preview.shape.text().startswith("shape (9, 3, 16, 16)")
+    assert window.preview.showing_image  # 9 augmented samples, 3 x 3

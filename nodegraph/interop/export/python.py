@@ -31,6 +31,7 @@ from nodegraph.interop.export.script import ScriptWriter
 from nodegraph.interop.export.source import Source
 from nodegraph.interop.export.syntax import LINE, class_name, identifier, in_docstring
 from nodegraph.kinds.metric import Metric
+from nodegraph.kinds.streamed import is_streamed
 from nodegraph.model import settings
 from nodegraph.model.errors import ValidationError
 from nodegraph.model.fileformat import atomic_write_text
@@ -86,6 +87,13 @@ def to_python(graph: Graph, path: str | Path, source_name: str | None = None) ->
         data: list[DataCode] = []
         training_text = None
         if training:
+            streamed: dict[str | None, str] = {
+                nid: "a streamed data block (read per sample by DataLoader workers, with its "
+                     "augmentation) has no script form yet"
+                for nid, ds in compiled.datasets.items() if is_streamed(ds)}
+            if streamed:
+                raise unexportable(streamed, "export --to onnx or --to weights, or set its "
+                                   "storage to memory (without random augmentation)")
             data = [data_code(compiled, nid, _load_name(source, nid), npz_name)
                     for nid in compiled.datasets]
             training_text = _training(compiled, recorder, source, parts, model, data, opts,

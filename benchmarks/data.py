@@ -1,0 +1,237 @@
+"""The input pipeline of a folder of JPEGs: throughput, memory and start-up against size.
+
+(1) images/s of `data.ImageFolder` streamed (Pillow decode, resize, augmentation, batch,
+    in DataLoader workers) against a hand-written torchvision `ImageFolder` + `DataLoader`
+    with the same workers and the same transforms (Pillow resize, then
+    torchvision.transforms.v2 RandomCrop with padding, HorizontalFlip, Normalize); passes
+    over the folder alternate between the two, the ratio is of the medians (target >= 0.95);
+(2) peak RSS of `nodegraph run` training one epoch on N and 10·N JPEGs of the same size
+    (a linear model, 2 workers): lazy means memory does not grow with the folder (target:
+    growth <= 10 %); the largest process's peak (the main one), from getrusage;
+(3) seconds from starting `nodegraph run` to the first training step, N vs 10·N images
+    (target: growth <= 20 %), and `validate` of the large folder: how many images it
+    decodes (target: none; it reads headers).
+
+Run: `python benchmarks/data.py` (N = 2,000); `--small` for N = 500 on a loaded machine.
+Prints the figures and appends them to benchmarks/results/data.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZE, CROP_PAD, BATCH = 48, 4, 64
+MEAN, STD = [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]
+
+
+def _maker():
+    spec = importlib.util.spec_from_file_location("make_shapes_jpegs",
+                                                  ROOT / "examples" / "make_shapes_jpegs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write(root: Path, n: int, side: int = 64) -> Path:
+    if not root.exists():
+        _maker().write_folder(root, per_class=n // 4, seed=0, size=(side, side))
+    return root
+
+
+def graph(folder: Path, workers: int, linear: bool = True):
+    import nodegraph
+
+    g = nodegraph.Graph("bench-data")
+    g.add("data.ImageFolder", id="data", path=str(folder), size=SIZE, batch_size=BATCH,
+          val_fraction=0.0, storage="stream")
+    g.add("augment.RandomCrop", id="crop", padding=CROP_PAD)
+    g.add("augment.HorizontalFlip", id="flip")
+    g.add("augment.Normalize", id="norm", mean=MEAN, std=STD)
+    g.connect(("crop", "transform"), ("flip", "input"))
+    g.connect(("flip", "transform"), ("norm", "input"))
+    g.connect(("norm", "transform"), ("data", "augment"))
+    g.add("layers.Flatten", id="flat")
+    g.add("layers.Linear", id="out", out_features=4)
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.SGD", id="opt", lr=0.01)
+    g.connect(("data", "x"), ("flat", "input"))
+    g.connect(("flat", "output"), ("out", "input"))
+    g.connect(("out", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    g.training.update({"epochs": 1, "seed": 0, "workers": workers, "threads": 1})
+    return g
+
+
+# -- (1) throughput ------------------------------------------------------------------------
+
+def ours(folder: Path, workers: int):
+    import nodegraph
+    from nodegraph.kinds.loading import LoaderOptions
+
+    compiled = nodegraph.compile(graph(folder, workers), for_training=False)
+    ds = compiled.datasets["data"]
+    ds.configure(LoaderOptions(workers=workers, persistent_workers=True))
+    gen = torch.Generator().manual_seed(0)
+    return lambda: sum(len(b["x"]) for b in ds.batches("train", True, gen))
+
+
+def by_hand(folder: Path, workers: int):
+    """torchvision's ImageFolder + DataLoader, written as a tutorial would."""
+    from nodegraph.model.packages import load_torchvision
+
+    load_torchvision()
+    from PIL import Image
+    from torchvision.datasets import ImageFolder
+    from torchvision.transforms import v2
+
+    transform = v2.Compose([
+        v2.Lambda(lambda img: img.convert("RGB").resize((SIZE, SIZE), Image.BILINEAR)),
+        v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True),
+        v2.RandomCrop(SIZE, padding=CROP_PAD), v2.RandomHorizontalFlip(),
+        v2.Normalize(MEAN, STD)])
+    ds = ImageFolder(str(folder), transform=transform)
+    loader = torch.utils.data.DataLoader(ds, batch_size=BATCH, shuffle=True,
+                                         num_workers=workers,
+                                         persistent_workers=workers > 0)
+    return lambda: sum(len(x) for x, _ in loader)
+
+
+def throughput(folder: Path, n: int, workers: int, passes: int) -> dict:
+    mine, theirs = ours(folder, workers), by_hand(folder, workers)
+    mine(), theirs()  # warm: workers started, files in the page cache
+    times: dict[str, list[float]] = {"ours": [], "torchvision": []}
+    for _ in range(passes):
+        for name, fn in (("ours", mine), ("torchvision", theirs)):
+            began = time.perf_counter()
+            count = fn()
+            times[name].append(time.perf_counter() - began)
+            assert count == n, (name, count)
+    rate = {k: n / statistics.median(v) for k, v in times.items()}
+    return {"images_per_s": {k: round(v, 1) for k, v in rate.items()},
+            "throughput_ratio": round(rate["ours"] / rate["torchvision"], 3)}
+
+
+# -- (2) and (3): whole runs in fresh processes --------------------------------------------
+
+def _child(args: list[str]) -> dict:
+    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=3000)
+    if out.returncode:
+        raise SystemExit(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def child_first_step(folder: str, workers: int, started: float) -> None:
+    """What `nodegraph run` does up to the first step, timed from the parent's start."""
+    import nodegraph
+    from nodegraph.model.events import Emitter, StepEnded
+
+    events = Emitter()
+
+    def first(event):
+        print(json.dumps({"first_step_s": time.time() - started}), flush=True)
+        os._exit(0)
+    events.subscribe(first, StepEnded)
+    g = graph(Path(folder), workers)
+    nodegraph.validate(g, for_training=True).raise_if_errors()
+    nodegraph.train(g, events=events)
+
+
+def child_epoch_rss(folder: str, workers: int) -> None:
+    """One epoch of training; the peak RSS of this process (workers: their own)."""
+    import nodegraph
+
+    nodegraph.train(graph(Path(folder), workers))
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps({"rss_mb": round(own / 1024, 1), "worker_rss_mb": round(kids / 1024, 1)}))
+
+
+def child_validate(folder: str) -> None:
+    import nodegraph
+    from nodes.data import _images
+
+    calls = {"decode": 0}
+    real = _images.decode
+
+    def counted(path):
+        calls["decode"] += 1
+        return real(path)
+    _images.decode = counted
+    began = time.perf_counter()
+    report = nodegraph.validate(graph(Path(folder), 0), for_training=True)
+    print(json.dumps({"ok": report.ok, "validate_s": round(time.perf_counter() - began, 3),
+                      "decoded": calls["decode"]}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", action="store_true", help="N = 500 (a loaded machine)")
+    parser.add_argument("--n", type=int, default=2000, help="images of the small folder")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--passes", type=int, default=5, help="alternating passes in (1)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per size in (2), (3)")
+    parser.add_argument("--dir", default=None, help="keep the folders here (default: temp)")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        if kind == "first":
+            child_first_step(rest[0], int(rest[1]), float(rest[2]))
+        elif kind == "rss":
+            child_epoch_rss(rest[0], int(rest[1]))
+        else:
+            child_validate(rest[0])
+        return
+    n = 500 if args.small else args.n
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(args.dir or tmp)
+        small, large = write(base / f"jpegs_{n}", n), write(base / f"jpegs_{10 * n}", 10 * n)
+        result: dict = {"n": n, "workers": args.workers, "cpus": os.cpu_count(),
+                        "load": os.getloadavg()[0]}
+        result.update(throughput(small, n, args.workers, args.passes))
+        print(f"(1) images/s: {result['images_per_s']}  throughput_ratio: "
+              f"{result['throughput_ratio']}", flush=True)
+        rss: dict[int, list] = {n: [], 10 * n: []}
+        first: dict[int, list] = {n: [], 10 * n: []}
+        for _ in range(args.runs):
+            for count, folder in ((n, small), (10 * n, large)):
+                rss[count].append(_child(["--child", "rss", str(folder), str(args.workers)]))
+                first[count].append(_child(["--child", "first", str(folder), str(args.workers),
+                                            repr(time.time())])["first_step_s"])
+        peak = {c: max(r["rss_mb"] for r in v) for c, v in rss.items()}
+        start = {c: statistics.median(v) for c, v in first.items()}
+        result.update({
+            "peak_rss_mb": peak, "worker_peak_rss_mb": {c: max(r["worker_rss_mb"] for r in v)
+                                                        for c, v in rss.items()},
+            "rss_growth": round(peak[10 * n] / peak[n] - 1, 3),
+            "first_step_s": {c: round(s, 2) for c, s in start.items()},
+            "first_step_growth": round(start[10 * n] / start[n] - 1, 3),
+            "validate_large": _child(["--child", "validate", str(large)])})
+        print(f"(2) peak RSS MB {peak} (workers {result['worker_peak_rss_mb']}): growth "
+              f"{result['rss_growth']:+.1%}")
+        print(f"(3) first step s {result['first_step_s']}: growth "
+              f"{result['first_step_growth']:+.1%}; validate of {10 * n} images: "
+              f"{result['validate_large']}")
+    out = ROOT / "benchmarks" / "results" / "data.jsonl"
+    with out.open("a") as f:
+        f.write(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M"), **result}) + "\n")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
