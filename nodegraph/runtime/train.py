@@ -123,19 +123,26 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
           prepare: Callable[[Compiled], None] | None = None,
           callbacks: Iterable[Callback] = (), log_dir: str | Path | None = None,
           mlflow: str | None = None, threads: int | None = None,
-          progress: bool | str = False) -> RunResult:
+          progress: bool | str = False, compiled: Compiled | None = None) -> RunResult:
     """Train `graph` and return its history; arguments override the file's training section.
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
     weights there); `callbacks` join the loop after the trainer's own; `log_dir` (or
     `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI)
     records the run in MLflow; `progress` (True, "notebook" or "text") shows a progress bar
     and the loss curves in a notebook, a progress line elsewhere. The CPU thread count is
-    chosen for the run (`nodegraph.runtime.threads`) and put back after it."""
+    chosen for the run (`nodegraph.runtime.threads`) and put back after it.
+
+    `compiled` trains an already compiled (and trained) graph on: `nodegraph.Model.fit`
+    continues a run through it. A graph with nothing to train by gradient (estimators,
+    procedures, metrics) is fitted and evaluated, with no epochs. Ctrl-C (a notebook's
+    Stop) ends the run as a stop by request does: the result so far, marked cancelled."""
     shown = None
     if progress:  # a bad choice fails before the compile
         from nodegraph.runtime.callbacks.progress import mode_of
 
         shown = mode_of(progress)
+    if not has_optimizer(graph):  # estimators and procedures: fit, evaluate, no epochs
+        epochs = 0
     opts = training_options(graph, epochs=epochs, seed=seed, device=device, log_dir=log_dir,
                             threads=threads)
     if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
@@ -144,7 +151,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         outputs.check_folder(opts["log_dir"], "log folder (--log-dir, training.log_dir)")
     group = distributed.current()
     device = distributed.setup(group, opts.device) if group else opts.device
-    compiled = compile_for(graph, opts, device)
+    fresh = compiled is None
+    compiled = compile_for(graph, opts, device) if compiled is None else compiled
     events = events or Emitter()
     if opts["log_dir"] and (group is None or group.rank == 0):  # one writer under DDP
         from nodegraph.runtime.callbacks.tensorboard import TensorBoard
@@ -160,7 +168,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         from nodegraph.runtime.callbacks.mlflow import MLflow
 
         callbacks = [*callbacks, MLflow(mlflow, graph, opts)]
-    fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
+    if fresh:  # a continued run keeps the estimators it fitted
+        fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
     if prepare is not None:
         prepare(compiled)
     if group:
@@ -182,6 +191,13 @@ def training_options(graph: Graph, **overrides):
     if problems:
         raise ValidationError(problems)
     return opts
+
+
+def has_optimizer(graph: Graph) -> bool:
+    """Whether `graph` trains by gradient (an optimizer block); without one, a run fits its
+    estimators and evaluates its metrics."""
+    reg = graph.registry
+    return any(n.type in reg and reg.get(n.type).kind == "optimizer" for n in graph)
 
 
 def compile_for(graph: Graph, opts, device: str | None = None) -> Compiled:
@@ -255,8 +271,12 @@ class Trainer:
             steps = self.primary.num_batches("train") if self.primary is not None else 0
             self.events.emit(RunStarted(state.total, steps, state.epoch + 1, str(c.device),
                                         c.parameter_count()))
-            while not state.finished:
-                self._epoch(steps)
+            try:
+                while not state.finished:
+                    self._epoch(steps)
+            except KeyboardInterrupt:  # Ctrl-C, a notebook's Stop: keep what was trained
+                state.cancelled = True
+                self.events.emit(Message(f"interrupted during epoch {state.epoch}"))
             hooks.on_run_end(self)  # everything unfrozen; the best weights back
         except BaseException as e:
             hooks.on_exception(self, e)
