@@ -110,10 +110,38 @@ class RunResult:
     def module(self):
         return self.compiled.module
 
+    def __repr__(self) -> str:
+        state = ("cancelled" if self.cancelled else "stopped early" if self.stopped_early
+                 else "done")
+        return f"<nodegraph.RunResult: {state} after {len(self.history)} epoch(s){_brief(self)}>"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(f"<tr><th style='text-align:left'>{escape(split)}</th><td>"
+                       f"{escape(_stats_text(stats))}</td></tr>"
+                       for split, stats in self.final.items())
+        return f"<div><code>{escape(repr(self))}</code><table>{rows}</table></div>"
+
     def to_json(self) -> dict[str, Any]:
         return {"history": self.history, "final": self.final,
                 "stopped_early": self.stopped_early, "cancelled": self.cancelled,
                 "best_epoch": self.best_epoch}
+
+
+def _stats_text(stats: dict[str, Any], limit: int = 6) -> str:
+    """`loss 0.12, accuracy 0.9`: the plain numbers of a split's stats, the first few."""
+    shown = [f"{k} {v:.4g}" for k, v in stats.items()
+             if isinstance(v, int | float) and not isinstance(v, bool)]
+    return ", ".join(shown[:limit]) + (", ..." if len(shown) > limit else "")
+
+
+def _brief(result: RunResult) -> str:
+    split = next((s for s in ("test", "val", "train") if result.final.get(s)), None)
+    if split is not None:
+        return f"; {split}: {_stats_text(result.final[split], 3)}"
+    last = result.history[-1].get("train") if result.history else None
+    return f"; last train: {_stats_text(last, 3)}" if last else ""
 
 
 def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,

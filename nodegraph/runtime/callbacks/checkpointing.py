@@ -56,8 +56,9 @@ class Checkpointing(Callback):
                 "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
                               if o.scheduler is not None},
                 "callbacks": callback_states(trainer.callbacks.all, skip=[self.monitor])}
-        self.written = checkpoint.save(self.directory, normalization.with_weights(c, c.module.block_state()),
-                        {o.node: o.optimizer.state_dict() for o in c.optimizers}, tensors, info)
+        self.written = checkpoint.save(
+            self.directory, normalization.with_weights(c, c.module.block_state()),
+            {o.node: o.optimizer.state_dict() for o in c.optimizers}, tensors, info)
         if s.improved and self.best is not None:
             checkpoint.save_weights(self.directory / "best.safetensors",
                                     normalization.with_weights(c, c.module.block_state()))
