@@ -169,10 +169,12 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         from nodegraph.runtime.callbacks.progress import mode_of
 
         shown = mode_of(progress)
-    if not has_optimizer(graph):  # estimators and procedures: fit, evaluate, no epochs
-        epochs = 0
     opts = training_options(graph, epochs=epochs, seed=seed, device=device, log_dir=log_dir,
                             threads=threads)
+    asked, gradient_free = opts.epochs, not has_optimizer(graph)
+    if gradient_free:  # estimators and procedures: fit, evaluate, no epochs
+        opts = training_options(graph, epochs=0, seed=seed, device=device, log_dir=log_dir,
+                                threads=threads)
     if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
         outputs.check_folder(checkpoint_dir, "checkpoint folder")
     if opts["log_dir"]:
@@ -181,6 +183,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     device = distributed.setup(group, opts.device) if group else opts.device
     fresh = compiled is None
     compiled = compile_for(graph, opts, device) if compiled is None else compiled
+    if gradient_free and asked > 0 and compiled.parameter_count():  # an optimizer forgotten
+        compile(graph, device="cpu", for_training=True)  # raises: "no optimizer", with a hint
     events = events or Emitter()
     if opts["log_dir"] and (group is None or group.rank == 0):  # one writer under DDP
         from nodegraph.runtime.callbacks.tensorboard import TensorBoard
@@ -504,7 +508,7 @@ class _Sums:
         if not self.count:
             return {}
         out = {node: float(s) / self.count for node, s in self.sums.items()}
-        if "loss" not in out:
+        if "loss" not in out and out:  # a graph without losses reports none
             out = {"loss": sum(out[n] for n in self.objective if n in out), **out}
         return out
 
