@@ -94,7 +94,7 @@ class Model:
         node.port values; by default the prediction heads (what losses and metrics read).
         One output is a tensor; several are a dict keyed "node.port"."""
         c = self._ready()
-        size = batch_size or self._options()["eval_batch_size"]
+        size = self._options()["eval_batch_size"] if batch_size is None else batch_size
         return predict.predict(c, data, size, outputs)
 
     def evaluate(self, split: str = "test") -> dict[str, Any]:

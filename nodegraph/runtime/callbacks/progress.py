@@ -5,11 +5,11 @@ numbers and a live SVG plot of the train and val loss per epoch (`nodegraph.runt
 loss_plot`), updated in place through IPython's display handles — no widgets or matplotlib
 needed. A notebook redraw is throttled (`notebook_interval`, 0.5 s: a handful per second at
 most, however short the epochs) and the plot holds a fixed number of points however long the
-run (`loss_plot` thins the curves), so the display costs about 1 % of a run of tiny epochs
-(`benchmarks/progress_overhead.py`). Elsewhere it is one plain text line: rewritten in place on a terminal, one line
-every few epochs (about 20 lines a run) when the output goes to a file or a pipe, so logs
-stay greppable. IPython is looked up only when the run starts, and only where it is
-already imported (a kernel imports it).
+run (`loss_plot` thins the curves), so the display costs within the noise of a run of tiny
+epochs (`benchmarks/progress_overhead.py`). Elsewhere it is one plain text line: rewritten
+in place on a terminal, one line every few epochs (about 20 lines a run) when the output
+goes to a file or a pipe, so logs stay greppable. IPython is looked up only when the run
+starts, and only where it is already imported (a kernel imports it).
 """
 
 from __future__ import annotations
