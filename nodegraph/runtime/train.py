@@ -150,13 +150,14 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
           control: RunControl | None = None,
           prepare: Callable[[Compiled], None] | None = None,
           callbacks: Iterable[Callback] = (), log_dir: str | Path | None = None,
-          mlflow: str | None = None, threads: int | None = None,
+          mlflow: str | bool | None = None, threads: int | None = None,
           progress: bool | str = False, compiled: Compiled | None = None) -> RunResult:
     """Train `graph` and return its history; arguments override the file's training section.
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
     weights there); `callbacks` join the loop after the trainer's own; `log_dir` (or
-    `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI)
-    records the run in MLflow; `progress` (True, "notebook" or "text") shows a progress bar
+    `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI,
+    or True for MLflow's current one) records the run in MLflow; `progress` (True,
+    "notebook" or "text") shows a progress bar
     and the loss curves in a notebook, a progress line elsewhere. The CPU thread count is
     chosen for the run (`nodegraph.runtime.threads`) and put back after it.
 
@@ -199,7 +200,9 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     if mlflow and (group is None or group.rank == 0):
         from nodegraph.runtime.callbacks.mlflow import MLflow
 
-        callbacks = [*callbacks, MLflow(mlflow, graph, opts)]
+        tracker = MLflow(mlflow, graph, opts)
+        tracker.attach(events)  # the final numbers and the weights come after the last hook
+        callbacks = [*callbacks, tracker]
     if fresh:  # a continued run keeps the estimators it fitted
         fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
     if prepare is not None:
