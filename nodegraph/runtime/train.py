@@ -316,8 +316,13 @@ class Trainer:
         except BaseException as e:
             hooks.on_exception(self, e)
             raise
-        final = {} if state.cancelled else {s: self.evaluate(s) for s in ("train", "val", "test")
-                                            if self.primary is not None and self.primary.has(s)}
+        final: dict[str, dict[str, Any]] = {}
+        try:
+            for split in ("train", "val", "test"):
+                if not state.cancelled and self.primary is not None and self.primary.has(split):
+                    final[split] = self.evaluate(split)
+        except KeyboardInterrupt:  # during the final evaluation: the trained model is kept
+            state.cancelled, final = True, {}
         result = RunResult(state.history, final, c, state.stopped_early, state.cancelled,
                            self.monitor.best_epoch if self.best else None)
         self.events.emit(RunFinished(state.history, final, state.stopped_early, state.cancelled))

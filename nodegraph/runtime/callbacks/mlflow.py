@@ -42,13 +42,12 @@ def mlflow_client(uri: str | bool):
     except ImportError as e:
         raise NodegraphError(f"--mlflow needs the mlflow package ({e}); install it with "
                              "pip install 'nodegraph[mlflow]'") from e
-    if uri is True:
-        uri = mlflow.get_tracking_uri()
+    where = mlflow.get_tracking_uri() if isinstance(uri, bool) else uri
     try:
-        client = MlflowClient(tracking_uri=uri)
+        client = MlflowClient(tracking_uri=where)
         client.search_experiments(max_results=1)  # a bad URI fails now, before training
     except MlflowException as e:
-        raise refused(uri, e) from None
+        raise refused(where, e) from None
     return client
 
 
