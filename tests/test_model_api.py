@@ -315,3 +315,20 @@ def test_the_readme_xor_search_keeps_the_best_trials():
     with pytest.raises(NodegraphError, match="no node 'nope'"):
         nodegraph.search(xor(), {"nope.lr": [0.1]}, trials=1)
     assert np.isfinite(result.best.value)
+
+
+def test_ctrl_c_ends_a_search_rather_than_one_trial(monkeypatch):
+    pytest.importorskip("optuna")
+    from nodegraph.runtime.callbacks.pruning import TrialPruning
+
+    seen = []
+
+    def interrupted(self, trainer) -> None:
+        seen.append(self.trial.number)
+        if self.trial.number == 1 and trainer.state.epoch == 2:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the second trial
+
+    monkeypatch.setattr(TrialPruning, "on_validation_end", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        nodegraph.search(xor(), {"opt.lr": [0.01, 0.1]}, trials=5, epochs=3)
+    assert max(seen) == 1  # no third trial began

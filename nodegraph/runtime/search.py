@@ -376,7 +376,8 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
         pruning = TrialPruning(trial, metric)
         try:
             result = train(build(params), epochs=epochs, callbacks=[pruning],
-                           log_dir=folder / f"trial-{trial.number:03d}" if folder else None)
+                           log_dir=folder / f"trial-{trial.number:03d}" if folder else None
+                           ).unless_cancelled()  # Ctrl-C ends the search, not the trial
         except NodegraphError as e:
             trial.set_user_attr("error", " ".join(str(e).split())[:500])
             if isinstance(e, MissingNumber):

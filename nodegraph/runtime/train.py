@@ -110,6 +110,13 @@ class RunResult:
     def module(self):
         return self.compiled.module
 
+    def unless_cancelled(self) -> RunResult:
+        """This result, or KeyboardInterrupt again when the run was stopped: for callers
+        that must not go on with a half-trained model (export --train, a search's trial)."""
+        if self.cancelled:
+            raise KeyboardInterrupt
+        return self
+
     def __repr__(self) -> str:
         state = ("cancelled" if self.cancelled else "stopped early" if self.stopped_early
                  else "done")

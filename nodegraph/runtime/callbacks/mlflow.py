@@ -64,6 +64,7 @@ class MLflow(Callback):
     def __init__(self, uri: str | bool, graph: Graph, opts: dict[str, Any]):
         self.uri, self.graph, self.opts = uri, effective(graph, opts), opts
         self.client = mlflow_client(uri)  # a missing package fails before compiling
+        self.where = self.client.tracking_uri
         self.run_id: str | None = None
         self.trainer: Any = None
 
@@ -77,7 +78,7 @@ class MLflow(Callback):
 
         self.trainer = trainer
         name = self.graph.name or "nodegraph"
-        parent = _active_run()
+        parent = _active_run(self.where)
         try:
             if parent is not None:  # nested under the user's run, in its experiment
                 experiment, tags = parent.info.experiment_id, {
@@ -151,10 +152,10 @@ def effective(graph: Graph, opts: dict[str, Any]) -> Graph:
     return g
 
 
-def _active_run():
-    """The user's active MLflow run (`with mlflow.start_run():`), if any."""
-    try:
-        import mlflow
-    except ImportError:
-        return None
-    return mlflow.active_run()
+def _active_run(where: str):
+    """The user's active MLflow run (`with mlflow.start_run():`), if any, when it lives in
+    the store at `where` (a run elsewhere cannot be a parent)."""
+    import mlflow
+
+    run = mlflow.active_run()
+    return run if run is not None and mlflow.get_tracking_uri() == where else None
