@@ -136,6 +136,10 @@ def test_hostile_or_damaged_model_files_are_refused_by_name(tmp_path):
             _write(path, members)
         with pytest.raises(NodegraphError, match=message):
             nodegraph.load_model(path)
+    many = tmp_path / "many.ngz"
+    _write(many, {f"m{i}": b"" for i in range(50)})
+    with pytest.raises(NodegraphError, match="lists 50 members"):
+        nodegraph.load_model(many)
     with pytest.raises(NodegraphError, match="more than the 10 allowed"):
         nodegraph.load_model(good, max_bytes=10)
     with pytest.raises(NodegraphError, match="does not exist"):

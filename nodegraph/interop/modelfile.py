@@ -116,8 +116,23 @@ def read(path: Path, make: Any, *, trust: bool = False, device: str | None = Non
     return model
 
 
+def _entry_count(path: Path) -> int | None:
+    """The number of members the archive's end record declares, read before the central
+    directory (a hostile file could list millions); None when it cannot be told."""
+    try:
+        with open(path, "rb") as f:
+            end = zipfile._EndRecData(f)  # type: ignore[attr-defined]
+    except (OSError, AttributeError, ValueError):
+        return None
+    return None if not end else int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
+
+
 def _members(path: Path, max_bytes: int) -> dict[str, bytes]:
     """The archive's members by name, each checked before it is unpacked."""
+    count = _entry_count(path) if path.is_file() else None
+    if count is not None and count > 2 * len(MEMBERS):
+        raise NodegraphError(f"model file '{path}' lists {count:,} members; a saved model "
+                             f"has {len(MEMBERS)}, so it is not read")
     try:
         zf = zipfile.ZipFile(path)
     except FileNotFoundError:
