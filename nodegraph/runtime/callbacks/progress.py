@@ -80,6 +80,7 @@ class Progress(Callback):
         self.began = self.last_draw = 0.0
         self.curves: dict[str, list[tuple[float, float]]] = {}
         self.latest: dict[str, dict[str, float]] = {}
+        self.pending: tuple[dict, dict] | None = None  # the last epoch's stats, not yet read
         self.handle: Any = None
         self.html: Any = None
         self.open_line = False  # a text line waits for its end (terminals only)
@@ -118,11 +119,11 @@ class Progress(Callback):
     def on_epoch_end(self, trainer) -> None:
         state = trainer.state
         self.step = self.steps
-        self.latest = {"train": numbers(state.train), "val": numbers(state.val)}
-        for split, stats in self.latest.items():
-            if "loss" in stats:
-                self.curves.setdefault(f"{split} loss", []).append((state.epoch,
-                                                                    stats["loss"]))
+        self.pending = (state.train, state.val)  # read into `latest` when next drawn
+        for split, stats in (("train", state.train), ("val", state.val)):
+            loss = stats.get("loss")
+            if loss is not None:
+                self.curves.setdefault(f"{split} loss", []).append((state.epoch, float(loss)))
         now = time.monotonic()
         if now - self.last_draw >= self.epoch_interval:
             self.last_draw = now
@@ -144,6 +145,9 @@ class Progress(Callback):
     # -- drawing -------------------------------------------------------------------------
 
     def _draw(self, word: str, epoch_done: bool = False, final: bool = False) -> None:
+        if self.pending is not None:
+            train, val = self.pending
+            self.latest, self.pending = {"train": numbers(train), "val": numbers(val)}, None
         if self.mode == "notebook":
             if self.handle is not None:
                 self.handle.update(self.html(self._html(word)))
