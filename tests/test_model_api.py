@@ -286,6 +286,17 @@ def test_the_tree_branch_of_trees_vs_mlp_runs_alone_with_the_same_accuracies():
                                        2)
 
 
+def test_a_saved_tree_model_fits_again_on_load_and_predicts_the_same(tmp_path):
+    g = nodegraph.load("examples/trees_vs_mlp.json")
+    for node in list(g.nodes):
+        if node not in ("data", "forest", "forest_acc"):
+            g.remove(node)
+    m = nodegraph.fit(g)
+    loaded = nodegraph.load_model(m.save(tmp_path / "forest.ngz"))
+    assert torch.equal(loaded.predict("test"), m.predict("test"))
+    assert loaded.evaluate("test") == m.final["test"]
+
+
 def test_a_graph_with_weights_but_no_optimizer_still_asks_for_one():
     g = xor()
     g.remove("opt")
