@@ -9,6 +9,10 @@ The path of data is one straight walk: file -> `Graph` -> `validate` -> `compile
     g.set_param("opt", "lr", 0.1)
     result = nodegraph.train(g, epochs=300)
     print(result.final["train"]["accuracy"])
+
+    model = nodegraph.fit(g, epochs=300)    # a Model: fit more, predict, save, export
+    model.fit(epochs=50)
+    model.predict("test"); model.save("xor.ngz"); nodegraph.load_model("xor.ngz")
 """
 
 from __future__ import annotations
@@ -38,17 +42,29 @@ _API = {
     "train": "nodegraph.runtime.train",
     "Report": "nodegraph.check.validate",
     "validate": "nodegraph.check.validate",
+    "Model": "nodegraph.interop.model",
+    "fit": "nodegraph.interop.model",
+    "load_model": "nodegraph.interop.model",
+    "summary": "nodegraph.check.summary",
+    "Callback": "nodegraph.runtime.callbacks.base",
+    "TrainerView": "nodegraph.runtime.callbacks.base",
+    "LoopState": "nodegraph.runtime.callbacks.base",
+    "search": "nodegraph.runtime.search_api",
 }
 
 if TYPE_CHECKING:
+    from nodegraph.check.summary import summary
     from nodegraph.check.validate import Report, validate
+    from nodegraph.interop.model import Model, fit, load_model
     from nodegraph.model.allowlist import trust
     from nodegraph.model.errors import NodegraphError, Problem, ValidationError
     from nodegraph.model.fileformat import load, loads, save
     from nodegraph.model.graph import Edge, Graph, Node
     from nodegraph.model.spec import Registry, default_registry
+    from nodegraph.runtime.callbacks.base import Callback, LoopState, TrainerView
     from nodegraph.runtime.compile import compile
     from nodegraph.runtime.forward import forward
+    from nodegraph.runtime.search_api import search
     from nodegraph.runtime.train import RunControl, RunResult, train
 
 
@@ -68,8 +84,8 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 
 __all__ = [
-    "Edge", "Graph", "Node", "NodegraphError", "Problem", "Registry", "Report", "RunControl",
-    "RunResult", "ValidationError", "compile", "default_registry", "forward", "load", "loads",
-    "save",
-    "train", "trust", "validate",
+    "Callback", "Edge", "Graph", "LoopState", "Model", "Node", "NodegraphError", "Problem",
+    "Registry", "Report", "RunControl", "RunResult", "TrainerView", "ValidationError",
+    "compile", "default_registry", "fit", "forward", "load", "load_model", "loads", "save",
+    "search", "summary", "train", "trust", "validate",
 ]

@@ -101,7 +101,7 @@ def test_in_a_notebook_one_cell_shows_a_bar_and_the_live_loss_curves(notebook, c
     assert capsys.readouterr().err == ""  # no text line beside the cell
     ((first, display_id),) = notebook.shown
     assert display_id is True and "starting" in first
-    assert len(notebook.updates) >= 6 + 1  # every epoch's end, and the end
+    assert 1 <= len(notebook.updates) <= 6 + 1  # throttled: at most each epoch, and the end
     final = ET.fromstring(notebook.updates[-1])
     bar = final.find(".//progress")
     assert float(bar.get("value")) == 1.0
@@ -117,6 +117,29 @@ def test_in_a_notebook_one_cell_shows_a_bar_and_the_live_loss_curves(notebook, c
     # the train curve falls: its last point sits lower on the page (a larger y) than its first
     train_line = lines[0].get("points").split()
     assert float(train_line[-1].split(",")[1]) > float(train_line[0].split(",")[1])
+
+
+def test_the_notebook_redraws_a_few_times_a_second_and_the_plot_keeps_its_size(
+        notebook, monkeypatch):
+    from nodegraph.runtime import loss_plot as plot_module
+
+    ticks = [0]
+
+    def clock() -> float:  # each look at the clock "takes" 10 ms
+        ticks[0] += 1
+        return ticks[0] * 0.01
+
+    monkeypatch.setattr("nodegraph.runtime.callbacks.progress.time.monotonic", clock)
+    graph = nodegraph.load("examples/xor.json")
+    nodegraph.train(graph, epochs=400, progress="notebook")
+    seconds = ticks[0] * 0.01  # one redraw per 0.5 s at most, and the final one
+    assert seconds > 4 and 3 <= len(notebook.updates) <= seconds / 0.5 + 2
+    final = ET.fromstring(notebook.updates[-1])
+    (line,) = final.find(f".//{SVG}svg").findall(f"{SVG}polyline")
+    assert len(line.get("points").split()) == plot_module.MAX_POINTS  # thinned from 400
+    pts = [(float(x), float(y)) for x, y in ((i, i * i) for i in range(1000))]
+    kept = plot_module.thinned(pts)
+    assert len(kept) == plot_module.MAX_POINTS and kept[0] == pts[0] and kept[-1] == pts[-1]
 
 
 def test_a_stopped_run_says_so(notebook):
@@ -156,7 +179,9 @@ def test_the_loss_plot_scales_and_skips_what_it_cannot_draw():
     svg = ET.fromstring(loss_plot({"train loss": [(1, 10.0), (2, 1.0), (3, 0.01),
                                                   (4, float("nan"))]}))
     texts = [t.text for t in svg.iter(f"{SVG}text")]
-    assert "epoch (log scale)" in texts and "10" in texts and "0.01" in texts
+    assert "epoch" in texts and "10" in texts and "0.01" in texts
+    (scale,) = [t for t in svg.iter(f"{SVG}text") if t.text == "log scale"]
+    assert scale.get("class") == "y-scale" and "rotate(-90" in scale.get("transform")
     (line,) = svg.iter(f"{SVG}polyline")
     ys = [float(p.split(",")[1]) for p in line.get("points").split()]
     assert len(ys) == 3  # the NaN left out

@@ -98,6 +98,23 @@ class Report:
         if not self.ok:
             raise ValidationError(self.problems)
 
+    def __repr__(self) -> str:
+        errors = len(self.errors)
+        warnings = len(self.problems) - errors
+        state = "ok" if self.ok else f"{errors} error(s)"
+        return (f"<nodegraph.Report: {state}, {warnings} warning(s), {len(self.order)} nodes, "
+                f"{sum(self.param_counts.values()):,} parameters>")
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        shown = self.problems[:20]
+        rows = "".join(f"<li><b>{escape(p.severity)}</b> [{escape(str(p.kind))}] "
+                       f"{escape(p.location())}: {escape(p.message)}</li>" for p in shown)
+        more = (f"<li>... and {len(self.problems) - len(shown)} more</li>"
+                if len(self.problems) > len(shown) else "")
+        return f"<div><code>{escape(repr(self))}</code><ul>{rows}{more}</ul></div>"
+
 
 def validate(graph: Graph, for_training: bool = False, cache: OpCache | None = None) -> Report:
     """Check `graph` and infer its shapes; `for_training` also demands data and an optimizer.

@@ -102,7 +102,7 @@ def _weights(args: argparse.Namespace, graph) -> tuple[dict | None, str]:
         from nodegraph.runtime.train import train
 
         print("training the graph first (--train) ...", file=sys.stderr)
-        module = train(graph).module
+        module = train(graph).unless_cancelled().module
         return ({k.removeprefix("blocks."): v.detach().clone()
                  for k, v in module.state_dict().items()}, "trained here (--train)")
     referenced = fx_weights.referenced(graph)

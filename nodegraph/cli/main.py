@@ -99,7 +99,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--threads", type=int, metavar="N", help="CPU threads for the arithmetic "
                      "(overrides training.threads and OMP_NUM_THREADS; default: chosen from "
                      "the model's work per step)")
-    run.add_argument("--metrics-out", metavar="FILE.json", help="write history and final metrics")
+    run.add_argument("--metrics-out", metavar="FILE.json", help="write history and final "
+                     "metrics (- for stdout)")
     run.add_argument("--checkpoint-dir", metavar="DIR", help="write checkpoints here each epoch")
     run.add_argument("--resume", action="store_true", help="continue from the checkpoint in DIR")
     run.add_argument("--probe-out", metavar="FILE.jsonl", help="record activation and gradient "
@@ -212,12 +213,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                            events=events, checkpoint_dir=args.checkpoint_dir,
                            resume=args.resume, prepare=prepare, log_dir=args.log_dir,
                            mlflow=args.mlflow, threads=args.threads)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the loop started (the loop itself returns cancelled)
         renderer.close()
-        if not args.checkpoint_dir:
-            raise  # main says "interrupted", once
-        print(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
-              "(continue with --resume)", file=sys.stderr)
+        _say_checkpoint(args.checkpoint_dir)
         return EXIT_INTERRUPTED
     finally:
         renderer.close()
@@ -229,18 +227,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.metrics_out:
         from nodegraph.model.outputs import write_text
 
-        write_text(args.metrics_out, json.dumps({"history": result.history, "final":
-                                                 result.final}, indent=1, default=float),
-                   "--metrics-out")
+        text = json.dumps({"history": result.history, "final": result.final,
+                           "cancelled": result.cancelled}, indent=1, default=float)
+        if args.metrics_out == "-":  # stdout, as the usual convention has it
+            print(text)
+        else:
+            write_text(args.metrics_out, text, "--metrics-out")
+    if result.cancelled:
+        _say_checkpoint(args.checkpoint_dir)
+        return EXIT_INTERRUPTED
+    if args.metrics_out == "-":  # stdout holds the JSON alone; the summary goes to stderr
+        renderer.out = renderer.err
     renderer.print_final(result)
     return 0
+
+
+def _say_checkpoint(folder: str | None) -> None:
+    """After an interrupt: where the checkpoint is, only when one is on disk."""
+    from nodegraph.runtime.checkpoint import written_epoch
+
+    epoch = written_epoch(folder) if folder else None
+    if epoch is None:
+        print("interrupted" + (f"; no checkpoint was written in {folder}" if folder else ""),
+              file=sys.stderr)
+    else:
+        print(f"interrupted; the checkpoint of epoch {epoch} is in {folder} (continue with "
+              "--resume)", file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from nodegraph.check.describe import capabilities
     from nodegraph.check.validate import validate
 
-    graph = open_graph(args)
+    if args.json:  # a JSON document on stdout whatever happens, a load failure included
+        try:
+            graph = open_graph(args)
+        except ValidationError as e:
+            return _print_failure(args.graph, [p.to_dict() for p in e.problems], str(e))
+        except NodegraphError as e:
+            return _print_failure(args.graph, [], str(e))
+    else:
+        graph = open_graph(args)
     with _beside(args.graph):
         report = validate(graph, for_training=_trains(graph))
     if args.json:
@@ -262,6 +289,17 @@ def _print_json(graph, report) -> int:
 
     print(json.dumps(describe(graph, report), indent=1, default=str))
     return 0 if report.ok else EXIT_PROBLEMS
+
+
+def _print_failure(path: str, problems: list, message: str) -> int:
+    """`validate --json` on a file that did not load: the reason as a JSON document (and on
+    stderr, as always)."""
+    from nodegraph.check.describe import FORMAT
+
+    print(json.dumps({"describe_format": FORMAT, "file": path, "ok": False, "loaded": False,
+                      "error": message, "problems": problems}, indent=1, default=str))
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_PROBLEMS
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -352,7 +390,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     from nodegraph.model.outputs import check_file
 
     for flag, path in (("--metrics-out", args.metrics_out), ("--probe-out", args.probe_out)):
-        if path:
+        if path and not (flag == "--metrics-out" and path == "-"):
             check_file(path, flag, special_ok=True)
 
 

@@ -37,7 +37,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
         check_file(args.out, "--out", special_ok=True)
     overrides = {k.split(".", 1)[-1]: v
                  for k, v in parse_assignments([f"x.{s}" for s in args.set]).items()}
-    target = train(graph).compiled if args.train else compile(graph, for_training=False)
+    target = (train(graph).unless_cancelled().compiled if args.train
+              else compile(graph, for_training=False))
     frames = run_procedure(target, args.node, weights=args.weights, seed=args.seed,
                            **overrides)
     if args.out:

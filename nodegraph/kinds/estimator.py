@@ -62,7 +62,10 @@ class Estimator(nn.Module):
             return self.out_meta(x, target)
         if not bool(self.fitted):
             raise NotFittedError("this estimator has not been fitted; it fits on the train "
-                                 "split when the graph runs (nodegraph run, or Train)")
+                                 "split when the graph runs (nodegraph run, or Train); in "
+                                 "Python, forward(graph, compiled=result.compiled) after "
+                                 "result = nodegraph.train(graph), or model.predict(...) "
+                                 "after model = nodegraph.fit(graph)")
         return self.predict(x)
 
     def fit(self, x: torch.Tensor, target: torch.Tensor) -> None:

@@ -48,6 +48,8 @@ TRAINING_PARAMS: tuple[Param, ...] = (
     float_param("probe_rate", 5.0, "probe frames per second at most (the editor plays about "
                 "one wave a second); 0: no limit, every `probe_every` steps within the budget",
                 min=0, max=10000),
+    int_param("histograms_per_epoch", 4, "TensorBoard histograms of the weights and their "
+              "gradients per epoch (with a log dir); 0: none", min=0, max=10000),
     Param("stages", "json", [], "training in phases, in order: a list of {\"name\", "
           "\"epochs\", \"optimizers\": [ids] (default all), \"frozen\": [node ids]}; "
           "empty: one phase of `epochs` with every optimizer"),

@@ -95,6 +95,20 @@ def load(directory: Path) -> tuple[dict[str, torch.Tensor], dict[str, dict],
     return weights, optimizers, others, info
 
 
+def written_epoch(directory: str | Path) -> int | None:
+    """The epoch of the checkpoint in `directory`, or None when there is none (or it cannot
+    be read): what a message may claim about it."""
+    folder = Path(directory) / LAST
+    if not folder.exists():
+        folder = Path(directory) / f".{LAST}.old"
+    try:
+        info = json.loads((folder / "trainer.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    epoch = info.get("epoch") if isinstance(info, dict) else None
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
+
+
 def read_tensors(path: Path, what: str, advice: str) -> dict[str, torch.Tensor]:
     """A safetensors file, or an error naming it as `what`, saying what is wrong with it
     and then `advice`."""
@@ -121,7 +135,7 @@ def _damaged(path: Path, problem: str) -> NodegraphError:
 
 
 _INFO_FIELDS = {"epoch": int, "next": int, "history": list, "global_step": int,
-                "monitor": dict, "schedules": dict, "optimizers": dict}
+                "monitor": dict, "schedules": dict, "optimizers": dict, "callbacks": dict}
 _REQUIRED = ("epoch", "next", "history")
 
 

@@ -10,14 +10,28 @@ from xml.sax.saxutils import escape
 COLORS = ("#5aa9ff", "#ff9f43", "#5cc689", "#e86a92", "#b48cf2", "#f2d24e")  # theme.PLOT_COLORS
 WIDTH, HEIGHT = 420.0, 220.0
 PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 56.0, 12.0, 26.0, 30.0
+MAX_POINTS = 240  # per series: about one per two pixels, however long the run
+
+
+def thinned(points: Sequence[tuple[float, float]], limit: int = MAX_POINTS
+            ) -> Sequence[tuple[float, float]]:
+    """At most `limit` of `points`, evenly spaced, the first and the last kept: the plot's
+    size stays fixed as a run grows."""
+    if len(points) <= limit:
+        return points
+    step = (len(points) - 1) / (limit - 1)
+    return [points[round(i * step)] for i in range(limit)]
 
 
 def loss_plot(series: Mapping[str, Sequence[tuple[float, float]]], title: str = "loss",
               x_label: str = "epoch") -> str:
     """An SVG chart of each named series of (x, y) points, one polyline each, with its
     name in the legend. Non-finite points are left out; a range spanning more than two
-    decades is drawn on a log scale (losses fall by orders of magnitude)."""
-    clean = {name: [(float(x), float(y)) for x, y in pts if math.isfinite(x) and math.isfinite(y)]
+    decades is drawn on a log scale (losses fall by orders of magnitude), and its axis says
+    so. A long series is thinned to `MAX_POINTS`."""
+    # thinned first: a redraw costs the same at epoch 10 and at epoch 100,000
+    clean = {name: [(float(x), float(y)) for x, y in thinned(list(pts))
+                    if math.isfinite(x) and math.isfinite(y)]
              for name, pts in series.items()}
     points = [p for pts in clean.values() for p in pts]
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{WIDTH:.0f}' "
@@ -59,8 +73,11 @@ def loss_plot(series: Mapping[str, Sequence[tuple[float, float]]], title: str = 
     parts.append(f"<text x='{WIDTH - PAD_RIGHT}' y='{bottom + 14:.1f}' text-anchor='end' "
                  f"fill='#55606d'>{x1:g}</text>")
     parts.append(f"<text x='{PAD_LEFT + inner_w / 2:.1f}' y='{bottom + 24:.1f}' "
-                 f"text-anchor='middle' fill='#55606d'>{escape(x_label)}"
-                 f"{' (log scale)' if log else ''}</text>")
+                 f"text-anchor='middle' fill='#55606d'>{escape(x_label)}</text>")
+    if log:  # the y axis is the logarithmic one: say so beside it
+        mid = PAD_TOP + inner_h / 2
+        parts.append(f"<text class='y-scale' x='14' y='{mid:.1f}' text-anchor='middle' "
+                     f"transform='rotate(-90 14 {mid:.1f})' fill='#55606d'>log scale</text>")
     legend_x = WIDTH - PAD_RIGHT
     for i, (name, pts) in enumerate(clean.items()):
         color = COLORS[i % len(COLORS)]

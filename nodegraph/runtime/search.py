@@ -199,9 +199,20 @@ def sampler_for(name: str, spaces: Sequence[Space], seed: int | None):
     raise NodegraphError(f"--search {name}: use one of {', '.join(SAMPLERS)}")
 
 
-def pruner_for(spec: str, rises: bool):
+STARTUP_TRIALS = 5  # trials that run whole before a median or percentile pruner judges
+
+
+def warmup_for(epochs: int | None) -> int:
+    """Epochs a trial runs before the median/percentile pruner may end it: a quarter of
+    the run (early epochs rank learning rates badly: a fast rate is often behind at epoch 3
+    and ahead at the end), at least 1."""
+    return max(1, -(-int(epochs) // 4)) if epochs else 1
+
+
+def pruner_for(spec: str, rises: bool, epochs: int | None = None):
     """`median[:WARMUP]`, `percentile:P[:WARMUP]`, `hyperband`, `threshold:LIMIT` (prune
-    once the number is worse than LIMIT) or `none`."""
+    once the number is worse than LIMIT) or `none`. Without WARMUP, the median and
+    percentile pruners wait a quarter of the `epochs` (`warmup_for`) and 5 trials."""
     import optuna
 
     name, _, rest = spec.partition(":")
@@ -212,12 +223,13 @@ def pruner_for(spec: str, rises: bool):
         if name == "none" and not args:
             return optuna.pruners.NopPruner()
         if name == "median" and len(args) <= 1:
-            return optuna.pruners.MedianPruner(n_startup_trials=5,
-                                               n_warmup_steps=int(args[0]) if args else 1)
+            return optuna.pruners.MedianPruner(
+                n_startup_trials=STARTUP_TRIALS,
+                n_warmup_steps=int(args[0]) if args else warmup_for(epochs))
         if name == "percentile" and len(args) in (1, 2):
             return optuna.pruners.PercentilePruner(
-                float(args[0]), n_startup_trials=5,
-                n_warmup_steps=int(args[1]) if len(args) > 1 else 1)
+                float(args[0]), n_startup_trials=STARTUP_TRIALS,
+                n_warmup_steps=int(args[1]) if len(args) > 1 else warmup_for(epochs))
         if name == "hyperband" and not args:
             return optuna.pruners.HyperbandPruner()
         if name == "threshold" and len(args) == 1:
@@ -348,11 +360,12 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
         raise NodegraphError(f"--search {sampler} needs --trials N (how many trials the "
                              "study should hold)")
     check_spaces(spaces, build)
+    run_epochs = epochs if epochs is not None else _file_epochs(build({}))  # for the warm-up
     rises = monitor_rises(metric, "auto")
     direction: Literal["minimize", "maximize"] = "maximize" if rises else "minimize"
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(storage_for(storage), study_name, sampler_for(sampler, spaces, seed),
-                       pruner_for(pruner, rises), direction)
+                       pruner_for(pruner, rises, run_epochs), direction)
     worker = f"{socket.gethostname()}:{os.getpid()}"
     folder = Path(log_dir) if log_dir else None
     fatal: list[NodegraphError] = []  # a mistake every trial would repeat: ends the search
@@ -363,7 +376,8 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
         pruning = TrialPruning(trial, metric)
         try:
             result = train(build(params), epochs=epochs, callbacks=[pruning],
-                           log_dir=folder / f"trial-{trial.number:03d}" if folder else None)
+                           log_dir=folder / f"trial-{trial.number:03d}" if folder else None
+                           ).unless_cancelled()  # Ctrl-C ends the search, not the trial
         except NodegraphError as e:
             trial.set_user_attr("error", " ".join(str(e).split())[:500])
             if isinstance(e, MissingNumber):
@@ -408,6 +422,11 @@ def search(build: Callable[[dict[str, Any]], Graph], spaces: Sequence[Space], me
     if fatal:
         raise fatal[0]
     return collect(study, metric, rises)
+
+
+def _file_epochs(graph: Graph) -> int | None:
+    value = graph.training.get("epochs")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def refreshed(result: SearchResult) -> SearchResult:

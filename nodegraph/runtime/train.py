@@ -111,10 +111,45 @@ class RunResult:
     def module(self):
         return self.compiled.module
 
+    def unless_cancelled(self) -> RunResult:
+        """This result, or KeyboardInterrupt again when the run was stopped: for callers
+        that must not go on with a half-trained model (export --train, a search's trial)."""
+        if self.cancelled:
+            raise KeyboardInterrupt
+        return self
+
+    def __repr__(self) -> str:
+        state = ("cancelled" if self.cancelled else "stopped early" if self.stopped_early
+                 else "done")
+        return f"<nodegraph.RunResult: {state} after {len(self.history)} epoch(s){_brief(self)}>"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(f"<tr><th style='text-align:left'>{escape(split)}</th><td>"
+                       f"{escape(_stats_text(stats))}</td></tr>"
+                       for split, stats in self.final.items())
+        return f"<div><code>{escape(repr(self))}</code><table>{rows}</table></div>"
+
     def to_json(self) -> dict[str, Any]:
         return {"history": self.history, "final": self.final,
                 "stopped_early": self.stopped_early, "cancelled": self.cancelled,
                 "best_epoch": self.best_epoch}
+
+
+def _stats_text(stats: dict[str, Any], limit: int = 6) -> str:
+    """`loss 0.12, accuracy 0.9`: the plain numbers of a split's stats, the first few."""
+    shown = [f"{k} {v:.4g}" for k, v in stats.items()
+             if isinstance(v, int | float) and not isinstance(v, bool)]
+    return ", ".join(shown[:limit]) + (", ..." if len(shown) > limit else "")
+
+
+def _brief(result: RunResult) -> str:
+    split = next((s for s in ("test", "val", "train") if result.final.get(s)), None)
+    if split is not None:
+        return f"; {split}: {_stats_text(result.final[split], 3)}"
+    last = result.history[-1].get("train") if result.history else None
+    return f"; last train: {_stats_text(last, 3)}" if last else ""
 
 
 def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
@@ -123,15 +158,21 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
           control: RunControl | None = None,
           prepare: Callable[[Compiled], None] | None = None,
           callbacks: Iterable[Callback] = (), log_dir: str | Path | None = None,
-          mlflow: str | None = None, threads: int | None = None,
-          progress: bool | str = False) -> RunResult:
+          mlflow: str | bool | None = None, threads: int | None = None,
+          progress: bool | str = False, compiled: Compiled | None = None) -> RunResult:
     """Train `graph` and return its history; arguments override the file's training section.
     `prepare` sees the compiled graph before the first step (`run --init-weights` loads
     weights there); `callbacks` join the loop after the trainer's own; `log_dir` (or
-    `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI)
-    records the run in MLflow; `progress` (True, "notebook" or "text") shows a progress bar
+    `training.log_dir`) writes TensorBoard event files there; `mlflow` (a tracking URI,
+    or True for MLflow's current one) records the run in MLflow; `progress` (True,
+    "notebook" or "text") shows a progress bar
     and the loss curves in a notebook, a progress line elsewhere. The CPU thread count is
-    chosen for the run (`nodegraph.runtime.threads`) and put back after it."""
+    chosen for the run (`nodegraph.runtime.threads`) and put back after it.
+
+    `compiled` trains an already compiled (and trained) graph on: `nodegraph.Model.fit`
+    continues a run through it. A graph with nothing to train by gradient (estimators,
+    procedures, metrics) is fitted and evaluated, with no epochs. Ctrl-C (a notebook's
+    Stop) ends the run as a stop by request does: the result so far, marked cancelled."""
     shown = None
     if progress:  # a bad choice fails before the compile
         from nodegraph.runtime.callbacks.progress import mode_of
@@ -139,13 +180,20 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         shown = mode_of(progress)
     opts = training_options(graph, epochs=epochs, seed=seed, device=device, log_dir=log_dir,
                             threads=threads)
+    asked, gradient_free = opts.epochs, not has_optimizer(graph)
+    if gradient_free:  # estimators and procedures: fit, evaluate, no epochs
+        opts = training_options(graph, epochs=0, seed=seed, device=device, log_dir=log_dir,
+                                threads=threads)
     if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
         outputs.check_folder(checkpoint_dir, "checkpoint folder")
     if opts["log_dir"]:
         outputs.check_folder(opts["log_dir"], "log folder (--log-dir, training.log_dir)")
     group = distributed.current()
     device = distributed.setup(group, opts.device) if group else opts.device
-    compiled = compile_for(graph, opts, device)
+    fresh = compiled is None
+    compiled = compile_for(graph, opts, device) if compiled is None else compiled
+    if gradient_free and asked > 0 and compiled.parameter_count():  # an optimizer forgotten
+        compile(graph, device="cpu", for_training=True)  # raises: "no optimizer", with a hint
     events = events or Emitter()
     if opts["log_dir"] and (group is None or group.rank == 0):  # one writer under DDP
         from nodegraph.runtime.callbacks.tensorboard import TensorBoard
@@ -160,8 +208,11 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     if mlflow and (group is None or group.rank == 0):
         from nodegraph.runtime.callbacks.mlflow import MLflow
 
-        callbacks = [*callbacks, MLflow(mlflow, graph, opts)]
-    fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
+        tracker = MLflow(mlflow, graph, opts)
+        tracker.attach(events)  # the final numbers and the weights come after the last hook
+        callbacks = [*callbacks, tracker]
+    if fresh:  # a continued run keeps the estimators it fitted
+        fit_estimators(compiled, lambda text: events.emit(Message(text)))  # trees, k-NN, SVMs
     if prepare is not None:
         prepare(compiled)
     if group:
@@ -183,6 +234,13 @@ def training_options(graph: Graph, **overrides):
     if problems:
         raise ValidationError(problems)
     return opts
+
+
+def has_optimizer(graph: Graph) -> bool:
+    """Whether `graph` trains by gradient (an optimizer block); without one, a run fits its
+    estimators and evaluates its metrics."""
+    reg = graph.registry
+    return any(n.type in reg and reg.get(n.type).kind == "optimizer" for n in graph)
 
 
 def compile_for(graph: Graph, opts, device: str | None = None) -> Compiled:
@@ -260,14 +318,23 @@ class Trainer:
             steps = self.primary.num_batches("train") if self.primary is not None else 0
             self.events.emit(RunStarted(state.total, steps, state.epoch + 1, str(c.device),
                                         c.parameter_count()))
-            while not state.finished:
-                self._epoch(steps)
+            try:
+                while not state.finished:
+                    self._epoch(steps)
+            except KeyboardInterrupt:  # Ctrl-C, a notebook's Stop: keep what was trained
+                state.cancelled = True
+                self.events.emit(Message(f"interrupted during epoch {state.epoch}"))
             hooks.on_run_end(self)  # everything unfrozen; the best weights back
         except BaseException as e:
             hooks.on_exception(self, e)
             raise
-        final = {} if state.cancelled else {s: self.evaluate(s) for s in ("train", "val", "test")
-                                            if self.primary is not None and self.primary.has(s)}
+        final: dict[str, dict[str, Any]] = {}
+        try:
+            for split in ("train", "val", "test"):
+                if not state.cancelled and self.primary is not None and self.primary.has(split):
+                    final[split] = self.evaluate(split)
+        except KeyboardInterrupt:  # during the final evaluation: the trained model is kept
+            state.cancelled, final = True, {}
         result = RunResult(state.history, final, c, state.stopped_early, state.cancelled,
                            self.monitor.best_epoch if self.best else None)
         self.events.emit(RunFinished(state.history, final, state.stopped_early, state.cancelled))
@@ -462,7 +529,7 @@ class _Sums:
         if not self.count:
             return {}
         out = {node: float(s) / self.count for node, s in self.sums.items()}
-        if "loss" not in out:
+        if "loss" not in out and out:  # a graph without losses reports none
             out = {"loss": sum(out[n] for n in self.objective if n in out), **out}
         return out
 

@@ -74,7 +74,7 @@ def to_weights(graph: Graph, path: str | Path, weights: str | Path | None = None
     elif train:
         from nodegraph.runtime.train import train as run
 
-        module = run(graph).module
+        module = run(graph).unless_cancelled().module
     else:
         raise NodegraphError("exporting weights needs trained ones: pass --weights FILE (a "
                              "checkpoint's last/model.safetensors from nodegraph run "

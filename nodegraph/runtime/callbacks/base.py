@@ -15,19 +15,37 @@ monitored number, best weights, weight snapshots, early stopping, checkpoints, p
     on_run_end                        once, also after a stop by request
     on_exception(error)               instead of on_run_end when the run fails
 
-A hook receives the trainer; callbacks read `trainer.state` (a `LoopState`), `trainer.c`
-(the compiled graph), `trainer.events`, and move the run with `state.end_stage()`. A
-callback defines only the hooks it needs; the step hooks are called only on callbacks
-that define them, so an unwatched run pays nothing per step.
+A hook receives the trainer (typed as the `TrainerView` protocol: what a callback may
+read); callbacks read `trainer.state` (a `LoopState`), `trainer.c` (the compiled graph),
+`trainer.events`, and move the run with `state.end_stage()`. A callback defines only the
+hooks it needs; the step hooks are called only on callbacks that define them, so an
+unwatched run pays nothing per step. A callback with state to keep across a resume returns
+it (plain JSON values) from `state_dict` and takes it back in `load_state_dict`: checkpoints
+and saved models carry it.
+
+    class CountSteps(nodegraph.Callback):
+        def __init__(self):
+            self.steps = 0
+        def on_step_end(self, trainer, values):
+            self.steps += 1
+        def state_dict(self):
+            return {"steps": self.steps}
+        def load_state_dict(self, state):
+            self.steps = state["steps"]
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nodegraph.model.errors import NodegraphError
+from nodegraph.model.events import Emitter
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.compile import Compiled
 
 HOOKS = ("on_run_start", "on_stage_start", "on_epoch_start", "on_step_start", "on_step_end",
          "on_validation_end", "on_epoch_end", "on_run_end", "on_exception")
@@ -87,35 +105,96 @@ class LoopState:
             self.index = following
 
 
+class TrainerView(Protocol):
+    """What a callback's hooks receive: the trainer, as far as a callback may use it."""
+
+    state: LoopState  # the epoch, step, history and this epoch's numbers
+    c: Compiled  # the compiled graph: `c.module`, `c.optimizers`, `c.datasets`
+    opts: Any  # the resolved training options (`opts["epochs"]`, ...)
+    events: Emitter  # emit `nodegraph.model.events` messages here
+
+    def evaluate(self, split: str) -> dict[str, Any]:
+        """Mean losses and metric values over `split` ("train", "val", "test")."""
+        ...
+
+
 class Callback:
     """A unit of the training loop; override the hooks it needs (see the module doc)."""
 
-    def on_run_start(self, trainer) -> None:
+    def on_run_start(self, trainer: TrainerView) -> None:
         pass
 
-    def on_stage_start(self, trainer, fresh: bool) -> None:
+    def on_stage_start(self, trainer: TrainerView, fresh: bool) -> None:
         """`fresh`: the stage starts at its first epoch (not resumed in its middle)."""
 
-    def on_epoch_start(self, trainer) -> None:
+    def on_epoch_start(self, trainer: TrainerView) -> None:
         pass
 
-    def on_step_start(self, trainer, values: dict) -> None:
+    def on_step_start(self, trainer: TrainerView, values: dict) -> None:
         pass
 
-    def on_step_end(self, trainer, values: dict) -> None:
+    def on_step_end(self, trainer: TrainerView, values: dict) -> None:
         """`values` holds every output the step computed."""
 
-    def on_validation_end(self, trainer) -> None:
+    def on_validation_end(self, trainer: TrainerView) -> None:
         pass
 
-    def on_epoch_end(self, trainer) -> None:
+    def on_epoch_end(self, trainer: TrainerView) -> None:
         pass
 
-    def on_run_end(self, trainer) -> None:
+    def on_run_end(self, trainer: TrainerView) -> None:
+        """Also after a stop by request or Ctrl-C (`trainer.state.cancelled`)."""
+
+    def on_exception(self, trainer: TrainerView, error: BaseException) -> None:
         pass
 
-    def on_exception(self, trainer, error: BaseException) -> None:
-        pass
+    def state_dict(self) -> dict[str, Any]:
+        """What this callback must keep across a resume, as plain JSON values; checkpoints
+        and saved models store it. Nothing by default."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Take back what `state_dict` returned (from a checkpoint or a saved model)."""
+
+
+def callback_states(callbacks: Iterable[Callback], skip: Iterable[Callback] = ()
+                    ) -> dict[str, dict[str, Any]]:
+    """The non-empty `state_dict` of each callback, keyed by its class name (`Name#2` for a
+    second of a class), as checkpoints store them; `skip` are saved elsewhere."""
+    out: dict[str, dict[str, Any]] = {}
+    left_out = {id(cb) for cb in skip}
+    for key, cb in _keyed(callbacks):
+        if id(cb) in left_out:
+            continue
+        state = cb.state_dict()
+        if not state:
+            continue
+        try:
+            json.dumps(state, allow_nan=True)
+        except (TypeError, ValueError) as e:
+            raise NodegraphError(f"callback {key}: its state_dict() must hold plain JSON "
+                                 f"values (numbers, text, lists, dicts) to be saved ({e})"
+                                 ) from None
+        out[key] = state
+    return out
+
+
+def load_callback_states(callbacks: Iterable[Callback], states: dict[str, Any]) -> None:
+    """Give each callback the state saved under its key (a callback with none keeps its
+    own)."""
+    for key, cb in _keyed(callbacks):
+        if isinstance(states.get(key), dict):
+            cb.load_state_dict(states[key])
+
+
+def _keyed(callbacks: Iterable[Callback]) -> list[tuple[str, Callback]]:
+    seen: dict[str, int] = {}
+    out = []
+    for cb in callbacks:
+        name = type(cb).__name__
+        seen[name] = seen.get(name, 0) + 1
+        out.append((name if seen[name] == 1 else f"{name}#{seen[name]}", cb))
+    return out
 
 
 class Callbacks:

@@ -2,7 +2,9 @@
 generators, history, position in the stage schedule, the monitor) written every
 `checkpoint_every` epochs and after the last, so `--resume` continues exactly where the run
 stopped: the same seed gives the same history, byte for byte, resumed or not. The best
-weights go beside it (`best.safetensors`) at each new best."""
+weights go beside it (`best.safetensors`) at each new best. A run stopped by request or by
+Ctrl-C writes one more, of the weights so far, with the epochs completed (a resume runs the
+interrupted epoch again from there). The callbacks' own `state_dict`s travel in it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import torch
 from nodegraph.model.errors import NodegraphError, first_line
 from nodegraph.model.events import Message
 from nodegraph.runtime import checkpoint, normalization
-from nodegraph.runtime.callbacks.base import Callback
+from nodegraph.runtime.callbacks.base import Callback, callback_states, load_callback_states
 from nodegraph.runtime.callbacks.best import BestWeights
 from nodegraph.runtime.callbacks.monitor import Monitor
 
@@ -26,6 +28,8 @@ class Checkpointing(Callback):
                  best: BestWeights | None = None, writes: bool = True):
         self.directory, self.every = Path(directory), every
         self.monitor, self.best, self.writes = monitor, best, writes
+        self.written: Path | None = None  # the checkpoint folder last written, and its epoch
+        self.written_epoch = 0
 
     def on_run_start(self, trainer) -> None:
         if trainer.state.resume:
@@ -36,22 +40,30 @@ class Checkpointing(Callback):
         if self.writes and (s.epoch % self.every == 0 or s.index >= s.total):
             self.save(trainer)
 
+    def on_run_end(self, trainer) -> None:
+        if self.writes and trainer.state.cancelled:  # what was trained before the stop
+            self.save(trainer)
+
     def save(self, trainer) -> None:
         c, s = trainer.c, trainer.state
         tensors = {"rng/torch": torch.get_rng_state(),
                    "rng/shuffle": trainer.shuffle_rng.get_state()}
         if torch.cuda.is_available():
             tensors["rng/cuda"] = torch.cuda.get_rng_state()
-        info = {"epoch": s.epoch, "next": s.index, "history": s.history,
+        done = len(s.history) if s.cancelled else s.epoch  # an interrupted epoch is not done
+        info = {"epoch": done, "next": s.index, "history": s.history,
                 "global_step": s.global_step, "monitor": self.monitor.state_dict(),
                 "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
-                              if o.scheduler is not None}}
-        checkpoint.save(self.directory, normalization.with_weights(c, c.module.block_state()),
-                        {o.node: o.optimizer.state_dict() for o in c.optimizers}, tensors, info)
+                              if o.scheduler is not None},
+                "callbacks": callback_states(_callbacks(trainer), skip=[self.monitor])}
+        self.written = checkpoint.save(
+            self.directory, normalization.with_weights(c, c.module.block_state()),
+            {o.node: o.optimizer.state_dict() for o in c.optimizers}, tensors, info)
         if s.improved and self.best is not None:
             checkpoint.save_weights(self.directory / "best.safetensors",
                                     normalization.with_weights(c, c.module.block_state()))
-        trainer.events.emit(Message(f"checkpoint written: epoch {s.epoch}", "debug"))
+        self.written_epoch = done
+        trainer.events.emit(Message(f"checkpoint written: epoch {done}", "debug"))
 
     def load(self, trainer) -> None:
         """Put the run back as the last checkpoint left it."""
@@ -80,8 +92,15 @@ class Checkpointing(Callback):
         s.history = info["history"]
         s.global_step = info.get("global_step", 0)
         self.monitor.load_state_dict(info.get("monitor", {}))
+        load_callback_states(_callbacks(trainer), info.get("callbacks", {}))
         best = where / "best.safetensors"
         if self.best is not None and best.exists():
             self.best.weights = checkpoint.load_file(str(best))
         s.index, s.epoch = info.get("next", info["epoch"]), info["epoch"]
         trainer.events.emit(Message(f"resumed from the checkpoint of epoch {info['epoch']}"))
+
+
+def _callbacks(trainer) -> list[Callback]:
+    """The run's callbacks (none for a trainer stand-in that keeps no list)."""
+    hooks = getattr(trainer, "callbacks", None)
+    return list(getattr(hooks, "all", []))

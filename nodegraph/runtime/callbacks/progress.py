@@ -3,10 +3,13 @@
 In a Jupyter notebook one output cell holds an HTML progress bar, the latest epoch's
 numbers and a live SVG plot of the train and val loss per epoch (`nodegraph.runtime.
 loss_plot`), updated in place through IPython's display handles — no widgets or matplotlib
-needed. Elsewhere it is one plain text line: rewritten in place on a terminal, one line
-every few epochs (about 20 lines a run) when the output goes to a file or a pipe, so logs
-stay greppable. IPython is looked up only when the run starts, and only where it is
-already imported (a kernel imports it).
+needed. A notebook redraw is throttled (`notebook_interval`, 0.5 s: a handful per second at
+most, however short the epochs) and the plot holds a fixed number of points however long the
+run (`loss_plot` thins the curves), so the display costs within the noise of a run of tiny
+epochs (`benchmarks/progress_overhead.py`). Elsewhere it is one plain text line: rewritten
+in place on a terminal, one line every few epochs (about 20 lines a run) when the output
+goes to a file or a pipe, so logs stay greppable. IPython is looked up only when the run
+starts, and only where it is already imported (a kernel imports it).
 """
 
 from __future__ import annotations
@@ -65,16 +68,19 @@ class Progress(Callback):
     two redraws within an epoch."""
 
     def __init__(self, mode: str = "text", stream: TextIO | None = None,
-                 min_interval: float = 0.2):
+                 min_interval: float = 0.2, notebook_interval: float = 0.5):
         if mode not in ("notebook", "text"):
             raise NodegraphError(f"progress display {mode!r}: use 'notebook' or 'text'")
         self.mode, self.min_interval = mode, min_interval
+        # a notebook redraw sends the whole cell to the browser: a few a second at most
+        self.epoch_interval = notebook_interval if mode == "notebook" else 0.0
         self.stream = stream if stream is not None else sys.stderr
         self.total = self.steps = self.first = 0
         self.epoch = self.step = 0
         self.began = self.last_draw = 0.0
         self.curves: dict[str, list[tuple[float, float]]] = {}
         self.latest: dict[str, dict[str, float]] = {}
+        self.pending: tuple[dict, dict] | None = None  # the last epoch's stats, not yet read
         self.handle: Any = None
         self.html: Any = None
         self.open_line = False  # a text line waits for its end (terminals only)
@@ -106,20 +112,22 @@ class Progress(Callback):
     def on_step_end(self, trainer, values: dict) -> None:
         self.step += 1
         now = time.monotonic()
-        if now - self.last_draw >= self.min_interval:
+        if now - self.last_draw >= max(self.min_interval, self.epoch_interval):
             self.last_draw = now
             self._draw("training")
 
     def on_epoch_end(self, trainer) -> None:
         state = trainer.state
         self.step = self.steps
-        self.latest = {"train": numbers(state.train), "val": numbers(state.val)}
-        for split, stats in self.latest.items():
-            if "loss" in stats:
-                self.curves.setdefault(f"{split} loss", []).append((state.epoch,
-                                                                    stats["loss"]))
-        self.last_draw = time.monotonic()
-        self._draw("training", epoch_done=True)
+        self.pending = (state.train, state.val)  # read into `latest` when next drawn
+        for split, stats in (("train", state.train), ("val", state.val)):
+            loss = stats.get("loss")
+            if loss is not None:
+                self.curves.setdefault(f"{split} loss", []).append((state.epoch, float(loss)))
+        now = time.monotonic()
+        if now - self.last_draw >= self.epoch_interval:
+            self.last_draw = now
+            self._draw("training", epoch_done=True)
 
     def on_run_end(self, trainer) -> None:
         state = trainer.state
@@ -137,6 +145,9 @@ class Progress(Callback):
     # -- drawing -------------------------------------------------------------------------
 
     def _draw(self, word: str, epoch_done: bool = False, final: bool = False) -> None:
+        if self.pending is not None:
+            train, val = self.pending
+            self.latest, self.pending = {"train": numbers(train), "val": numbers(val)}, None
         if self.mode == "notebook":
             if self.handle is not None:
                 self.handle.update(self.html(self._html(word)))

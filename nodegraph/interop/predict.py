@@ -1,0 +1,131 @@
+"""Predictions over whole splits or a user's arrays, in batches: `Model.predict`.
+
+`nodegraph.forward` runs one batch; this runs as many as the data needs through it, with
+the compiled graph's trained weights, and joins the outputs along the batch dimension. By
+default it returns the prediction heads (`nodegraph.interop.export.model.partition`: the
+outputs losses and metrics read), which is what a caller of `predict` means; a split's
+batches come from the data blocks already scaled, a user's arrays are raw and scaled as the
+data block scaled its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from nodegraph.interop.export.model import partition
+from nodegraph.model.errors import NodegraphError
+from nodegraph.runtime.compile import Compiled, Key
+from nodegraph.runtime.forward import forward
+
+SPLITS = ("train", "val", "test")
+
+
+def predict(c: Compiled, data: Any, batch_size: int,
+            outputs: str | Iterable[str] | None = None) -> Any:
+    """See `nodegraph.interop.model.Model.predict`."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise NodegraphError(f"batch_size={batch_size!r}: give a whole number of samples >= 1")
+    wanted = _outputs(c, outputs)
+    if isinstance(data, str):
+        inputs, raw = _split(c, data), False
+    else:
+        inputs, raw = _user_inputs(c, data), True
+    n = _length(inputs)
+    pieces: dict[Key, list[torch.Tensor]] = {k: [] for k in wanted}
+    graph = c.exec_graph or c.graph
+    nodes = {node for node, _ in wanted}
+    for i in range(0, n, batch_size):
+        batch = {k: v[i:i + batch_size] for k, v in inputs.items()}
+        values = forward(graph, batch, compiled=c, nodes=nodes, raw=raw)
+        for key in wanted:
+            if key not in values:
+                raise NodegraphError(f"output {key[0]}.{key[1]} could not be computed from "
+                                     f"the inputs given ({', '.join(_names(inputs))}); give "
+                                     "the data ports it reads")
+            pieces[key].append(values[key].detach().cpu())
+    joined = {f"{k[0]}.{k[1]}": (torch.cat(v) if v else torch.empty(0))
+              for k, v in pieces.items()}
+    return next(iter(joined.values())) if len(joined) == 1 else joined
+
+
+def _outputs(c: Compiled, outputs: str | Iterable[str] | None) -> list[Key]:
+    """The (node, port) values to return: the named ones, or the prediction heads."""
+    if outputs is None:
+        heads = partition(c).heads
+        if not heads:
+            raise NodegraphError("the graph has no prediction output to return; name one "
+                                 "with outputs='node.port'")
+        return heads
+    names = [outputs] if isinstance(outputs, str) else list(outputs)
+    specs = c.report.specs
+    keys = []
+    for name in names:
+        node, _, port = str(name).partition(".")
+        spec = specs.get(node)
+        if spec is None:
+            raise NodegraphError(f"outputs: the graph has no node '{node}'")
+        ports = [p.name for p in spec.outputs]
+        port = port or (ports[0] if ports else "")
+        if port not in ports:
+            raise NodegraphError(f"outputs: '{node}' has no output '{port}' (its outputs: "
+                                 f"{', '.join(ports) or 'none'})")
+        keys.append((node, port))
+    return keys
+
+
+def _split(c: Compiled, split: str) -> dict[Key, torch.Tensor]:
+    if split not in SPLITS:
+        raise NodegraphError(f"split '{split}': use one of {', '.join(SPLITS)}, or give "
+                             "arrays")
+    found = {(node, port): t for node, ds in c.datasets.items() if ds.has(split)
+             for port, t in ds.tensors(split).items()}
+    if not found:
+        raise NodegraphError(f"the graph's data has no '{split}' split")
+    return found
+
+
+def _user_inputs(c: Compiled, data: Any) -> dict[Key, torch.Tensor]:
+    """The caller's arrays keyed (node, port): a mapping, or one array for the one data
+    port the prediction reads."""
+    if isinstance(data, Mapping):
+        out = {}
+        for key, value in data.items():
+            node, _, port = str(key).rpartition(".") if isinstance(key, str) else key
+            if not node:
+                raise NodegraphError(f"input {key!r}: name it 'node.port', e.g. 'data.x'")
+            out[(node, port)] = _tensor(value, key)
+        return out
+    ports = partition(c).predict_inputs
+    if len(ports) != 1:
+        names = ", ".join(f"{n}.{p}" for n, p in ports) or "none"
+        raise NodegraphError(f"the prediction reads {len(ports)} data ports ({names}); give "
+                             "a mapping {'node.port': array, ...}")
+    return {ports[0]: _tensor(data, f"{ports[0][0]}.{ports[0][1]}")}
+
+
+def _tensor(value: Any, name: Any) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value
+    try:
+        return torch.as_tensor(np.asarray(value))
+    except (TypeError, ValueError) as e:
+        raise NodegraphError(f"input {name}: not an array of numbers ({e})") from None
+
+
+def _length(inputs: Mapping[Key, torch.Tensor]) -> int:
+    sizes = {k: (int(v.shape[0]) if v.ndim else 0) for k, v in inputs.items()}
+    if not sizes or min(sizes.values()) == 0:
+        raise NodegraphError("nothing to predict: the inputs hold no samples (an array "
+                             "needs a batch dimension first)")
+    if len(set(sizes.values())) > 1:
+        shown = ", ".join(f"{n}.{p}: {s}" for (n, p), s in sizes.items())
+        raise NodegraphError(f"the inputs hold different numbers of samples ({shown})")
+    return next(iter(sizes.values()))
+
+
+def _names(inputs: Mapping[Key, Any]) -> list[str]:
+    return [f"{n}.{p}" for n, p in inputs]
