@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from nodegraph.kinds.declare import estimator
 from nodegraph.kinds.estimator import Estimator
 from nodegraph.model.errors import NodegraphError, PortError
 from nodegraph.model.spec import (
     Param,
     Port,
-    block,
     choice_param,
     float_param,
     int_param,
@@ -577,67 +577,67 @@ CLS = "\n\nFits on the train split when the graph runs; outputs class probabilit
 REG = "\n\nFits on the train split when the graph runs; outputs values shaped like the target."
 
 BLOCKS = [
-    block("estimators.DecisionTreeClassifier", "op",
-          "A decision tree: splits on one feature at a time, pruned by cost complexity."
-          + CLS + " `ccp_alpha` > 0 cuts the branches whose impurity gain per leaf is below "
-          "it; the node view draws the tree and the pruning path (accuracy vs α).",
-          _tree_classifier(False), **PORTS, export=_no_export,
-          params=[NUM_CLASSES, choice_param("criterion", ("gini", "entropy", "log_loss"),
-                                            "gini", "impurity a split lowers"),
-                  *_tree_params(False)],
-          keywords=(*KEYWORDS, "tree", "cart", "pruning", "ccp")),
-    block("estimators.DecisionTreeRegressor", "op",
-          "A regression tree: piecewise-constant predictions from feature splits." + REG,
-          _tree_regressor(False), **PORTS, export=_no_export,
-          params=[choice_param("criterion", ("squared_error", "absolute_error",
-                                             "friedman_mse"), "squared_error",
-                               "error a split lowers"), *_tree_params(False)],
-          keywords=(*KEYWORDS, "tree", "cart", "regression")),
-    block("estimators.RandomForestClassifier", "op",
-          "A random forest: trees on bootstrap samples and random feature subsets, their "
-          "class probabilities averaged." + CLS,
-          _tree_classifier(True), **PORTS, export=_no_export,
-          params=[NUM_CLASSES, choice_param("criterion", ("gini", "entropy", "log_loss"),
-                                            "gini", "impurity a split lowers"),
-                  *_tree_params(True)],
-          keywords=(*KEYWORDS, "forest", "bagging", "ensemble")),
-    block("estimators.RandomForestRegressor", "op",
-          "A random forest of regression trees, their predictions averaged." + REG,
-          _tree_regressor(True), **PORTS, export=_no_export,
-          params=[choice_param("criterion", ("squared_error", "absolute_error",
-                                             "friedman_mse"), "squared_error",
-                               "error a split lowers"), *_tree_params(True, "all")],
-          keywords=(*KEYWORDS, "forest", "bagging", "ensemble", "regression")),
-    block("estimators.GradientBoostingClassifier", "op",
-          "Histogram gradient boosting: trees fitted one after another to the gradient of "
-          "the log loss (scikit-learn's HistGradientBoostingClassifier)." + CLS,
-          _boosting(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *HGB_PARAMS],
-          keywords=(*KEYWORDS, "boosting", "gbdt", "gbm", "ensemble", "hist")),
-    block("estimators.GradientBoostingRegressor", "op",
-          "Histogram gradient boosting for regression (HistGradientBoostingRegressor)."
-          + REG, _boosting(False), **PORTS, export=_no_export,
-          params=[choice_param("loss", ("squared_error", "absolute_error"), "squared_error",
-                               "the loss each round descends"), *HGB_PARAMS],
-          keywords=(*KEYWORDS, "boosting", "gbdt", "gbm", "ensemble", "regression")),
-    block("estimators.KNNClassifier", "op",
-          "k nearest neighbours: the classes of the k closest training samples vote."
-          + CLS + " The fit keeps the training set; distances are Euclidean.",
-          _knn(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *KNN_PARAMS],
-          keywords=(*KEYWORDS, "knn", "nearest neighbors", "instance based")),
-    block("estimators.KNNRegressor", "op",
-          "k nearest neighbours regression: the mean target of the k closest training "
-          "samples." + REG, _knn(False), **PORTS, export=_no_export, params=KNN_PARAMS,
-          keywords=(*KEYWORDS, "knn", "nearest neighbors", "regression")),
-    block("estimators.SVMClassifier", "op",
-          "A kernel support vector machine (scikit-learn's SVC), one-vs-one for several "
-          "classes.\n\nFits on the train split when the graph runs; outputs each class's "
-          "share of the pairwise votes (argmax is the SVC's prediction), not probabilities.",
-          _svm(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *SVM_PARAMS],
-          keywords=(*KEYWORDS, "svm", "svc", "kernel trick", "rbf", "margin")),
-    block("estimators.SVMRegressor", "op",
-          "Kernel support vector regression (scikit-learn's SVR): an ε-insensitive tube."
-          + REG, _svm(False), **PORTS, export=_no_export,
-          params=[*SVM_PARAMS, float_param("epsilon", 0.1, "half-width of the tube inside "
-                                           "which errors cost nothing", min=0)],
-          keywords=(*KEYWORDS, "svm", "svr", "kernel trick", "regression")),
+    estimator("estimators.DecisionTreeClassifier",
+              "A decision tree: splits on one feature at a time, pruned by cost complexity."
+              + CLS + " `ccp_alpha` > 0 cuts the branches whose impurity gain per leaf is below "
+              "it; the node view draws the tree and the pruning path (accuracy vs α).",
+              _tree_classifier(False), **PORTS, export=_no_export,
+              params=[NUM_CLASSES, choice_param("criterion", ("gini", "entropy", "log_loss"),
+                                                "gini", "impurity a split lowers"),
+                      *_tree_params(False)],
+              keywords=(*KEYWORDS, "tree", "cart", "pruning", "ccp")),
+    estimator("estimators.DecisionTreeRegressor",
+              "A regression tree: piecewise-constant predictions from feature splits." + REG,
+              _tree_regressor(False), **PORTS, export=_no_export,
+              params=[choice_param("criterion", ("squared_error", "absolute_error",
+                                                 "friedman_mse"), "squared_error",
+                                   "error a split lowers"), *_tree_params(False)],
+              keywords=(*KEYWORDS, "tree", "cart", "regression")),
+    estimator("estimators.RandomForestClassifier",
+              "A random forest: trees on bootstrap samples and random feature subsets, their "
+              "class probabilities averaged." + CLS,
+              _tree_classifier(True), **PORTS, export=_no_export,
+              params=[NUM_CLASSES, choice_param("criterion", ("gini", "entropy", "log_loss"),
+                                                "gini", "impurity a split lowers"),
+                      *_tree_params(True)],
+              keywords=(*KEYWORDS, "forest", "bagging", "ensemble")),
+    estimator("estimators.RandomForestRegressor",
+              "A random forest of regression trees, their predictions averaged." + REG,
+              _tree_regressor(True), **PORTS, export=_no_export,
+              params=[choice_param("criterion", ("squared_error", "absolute_error",
+                                                 "friedman_mse"), "squared_error",
+                                   "error a split lowers"), *_tree_params(True, "all")],
+              keywords=(*KEYWORDS, "forest", "bagging", "ensemble", "regression")),
+    estimator("estimators.GradientBoostingClassifier",
+              "Histogram gradient boosting: trees fitted one after another to the gradient of "
+              "the log loss (scikit-learn's HistGradientBoostingClassifier)." + CLS,
+              _boosting(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *HGB_PARAMS],
+              keywords=(*KEYWORDS, "boosting", "gbdt", "gbm", "ensemble", "hist")),
+    estimator("estimators.GradientBoostingRegressor",
+              "Histogram gradient boosting for regression (HistGradientBoostingRegressor)."
+              + REG, _boosting(False), **PORTS, export=_no_export,
+              params=[choice_param("loss", ("squared_error", "absolute_error"), "squared_error",
+                                   "the loss each round descends"), *HGB_PARAMS],
+              keywords=(*KEYWORDS, "boosting", "gbdt", "gbm", "ensemble", "regression")),
+    estimator("estimators.KNNClassifier",
+              "k nearest neighbours: the classes of the k closest training samples vote."
+              + CLS + " The fit keeps the training set; distances are Euclidean.",
+              _knn(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *KNN_PARAMS],
+              keywords=(*KEYWORDS, "knn", "nearest neighbors", "instance based")),
+    estimator("estimators.KNNRegressor",
+              "k nearest neighbours regression: the mean target of the k closest training "
+              "samples." + REG, _knn(False), **PORTS, export=_no_export, params=KNN_PARAMS,
+              keywords=(*KEYWORDS, "knn", "nearest neighbors", "regression")),
+    estimator("estimators.SVMClassifier",
+              "A kernel support vector machine (scikit-learn's SVC), one-vs-one for several "
+              "classes.\n\nFits on the train split when the graph runs; outputs each class's "
+              "share of the pairwise votes (argmax is the SVC's prediction), not probabilities.",
+              _svm(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *SVM_PARAMS],
+              keywords=(*KEYWORDS, "svm", "svc", "kernel trick", "rbf", "margin")),
+    estimator("estimators.SVMRegressor",
+              "Kernel support vector regression (scikit-learn's SVR): an ε-insensitive tube."
+              + REG, _svm(False), **PORTS, export=_no_export,
+              params=[*SVM_PARAMS, float_param("epsilon", 0.1, "half-width of the tube inside "
+                                               "which errors cost nothing", min=0)],
+              keywords=(*KEYWORDS, "svm", "svr", "kernel trick", "regression")),
 ]

@@ -30,18 +30,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.declare import op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     Port,
+    Search,
     TorchEquivalent,
-    block,
     bool_param,
     choice_param,
     float_param,
     int_param,
-    with_torch,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import fmt
 from nodes.layers.dense import init_values
 
@@ -340,51 +340,6 @@ def _common(gated: bool) -> list:
     return params
 
 
-BLOCKS = [
-    block("recurrent.RNN", "op",
-          "Simple (Elman) recurrent layer h_t = φ(A x_t + C h_{t−1} + b) over a sequence.\n\n"
-          "The notes' basic RNN (16.3), h_0 = 0, the same weights at every step. "
-          "Long sequences make its gradients vanish or explode; `residual` adds Q h_{t−1} "
-          "(16.4), and the gated LSTM and GRU are the usual fix.",
-          _rnn, inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT, shape=_torch_shape(1),
-          params=[*_common(gated=False),
-                  choice_param("nonlinearity", ("tanh", "relu"), "tanh", "φ"),
-                  bool_param("residual", False, "the notes' residual RNN h_t = Q h_{t−1} + "
-                             "φ(...) with Q learned from the identity (an explicit loop)")],
-          keywords=("recurrent", "elman", "sequence", "time series", "bptt")),
-    block("recurrent.LSTM", "op",
-          "Long short-term memory: a gated recurrent layer with a cell state c_t.\n\n"
-          "Forget, input and output gates decide what the cell c_t drops, adds and shows as "
-          "h_t = o ⊙ tanh(c_t), so gradients survive long sequences (notes 16.7).",
-          _gated(TorchLSTM, NotesLSTMCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
-          shape=_torch_shape(4),
-          params=_common(gated=True),
-          keywords=("recurrent", "gated", "memory", "sequence", "hochreiter")),
-    block("recurrent.GRU", "op",
-          "Gated recurrent unit: an update gate mixes the old state with a candidate.\n\n"
-          "Fewer weights than an LSTM and no separate cell. The notes' convention (16.6) "
-          "weights the candidate by the update gate and resets h before U; torch's does "
-          "the opposite mix and resets after U (see the module doc).",
-          _gated(TorchGRU, NotesGRUCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
-          shape=_torch_shape(3),
-          params=_common(gated=True),
-          keywords=("recurrent", "gated", "cho", "sequence")),
-    block("recurrent.Highway", "op",
-          "Highway layer y = T(x) ⊙ H(x) + (1 − T(x)) ⊙ x with a learned sigmoid gate T.\n\n"
-          "Srivastava et al. (notes 16.8): where T ≈ 0 the input passes unchanged, so very "
-          "deep stacks still train. A negative `gate_bias` starts the layer close to the "
-          "identity. Acts on the last dim; the shape is kept.",
-          _highway, inputs=["input"], outputs=["output"],
-          params=[choice_param("activation", tuple(HIGHWAY_ACTIVATIONS), "relu",
-                               "φ of the transform H(x) = φ(W_H x + b_H)"),
-                  float_param("gate_bias", -1.0, "initial bias of the gate T; negative "
-                              "values carry the input at first (the paper suggests −1 to "
-                              "−3)")],
-          keywords=("gate", "skip", "carry", "deep", "srivastava"), shape=_highway_shape),
-]
-
-BLOCKS = with_dtype(BLOCKS, ('RNN', 'LSTM', 'GRU', 'Highway'))
-
 
 def _torch_lstm(m: nn.LSTM) -> dict | None:
     """recurrent.LSTM's params for a batch-first nn.LSTM without projection (its `output`
@@ -397,4 +352,53 @@ def _torch_lstm(m: nn.LSTM) -> dict | None:
 
 
 # what the blocks compute in PyTorch: `nodegraph import` and the Python export read these
-BLOCKS = with_torch(BLOCKS, {"recurrent.LSTM": TorchEquivalent((nn.LSTM,), _torch_lstm)})
+
+
+BLOCKS = [
+    op("recurrent.RNN",
+       "Simple (Elman) recurrent layer h_t = φ(A x_t + C h_{t−1} + b) over a sequence.\n\n"
+       "The notes' basic RNN (16.3), h_0 = 0, the same weights at every step. "
+       "Long sequences make its gradients vanish or explode; `residual` adds Q h_{t−1} "
+       "(16.4), and the gated LSTM and GRU are the usual fix.",
+       _rnn, inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT, shape=_torch_shape(1),
+       params=[*_common(gated=False),
+               choice_param("nonlinearity", ("tanh", "relu"), "tanh", "φ"),
+               bool_param("residual", False, "the notes' residual RNN h_t = Q h_{t−1} + "
+                          "φ(...) with Q learned from the identity (an explicit loop)"),
+               DTYPE_PARAM],
+       keywords=("recurrent", "elman", "sequence", "time series", "bptt"),
+       search=Search(words=("rnn",))),
+    op("recurrent.LSTM",
+       "Long short-term memory: a gated recurrent layer with a cell state c_t.\n\n"
+       "Forget, input and output gates decide what the cell c_t drops, adds and shows as "
+       "h_t = o ⊙ tanh(c_t), so gradients survive long sequences (notes 16.7).",
+       _gated(TorchLSTM, NotesLSTMCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
+       shape=_torch_shape(4),
+       params=[*_common(gated=True), DTYPE_PARAM],
+       keywords=("recurrent", "gated", "memory", "sequence", "hochreiter"),
+       torch=TorchEquivalent((nn.LSTM,), _torch_lstm),
+       search=Search(words=(("rnn", 1),))),
+    op("recurrent.GRU",
+       "Gated recurrent unit: an update gate mixes the old state with a candidate.\n\n"
+       "Fewer weights than an LSTM and no separate cell. The notes' convention (16.6) "
+       "weights the candidate by the update gate and resets h before U; torch's does "
+       "the opposite mix and resets after U (see the module doc).",
+       _gated(TorchGRU, NotesGRUCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
+       shape=_torch_shape(3),
+       params=[*_common(gated=True), DTYPE_PARAM],
+       keywords=("recurrent", "gated", "cho", "sequence"),
+       search=Search(words=(("rnn", 2),))),
+    op("recurrent.Highway",
+       "Highway layer y = T(x) ⊙ H(x) + (1 − T(x)) ⊙ x with a learned sigmoid gate T.\n\n"
+       "Srivastava et al. (notes 16.8): where T ≈ 0 the input passes unchanged, so very "
+       "deep stacks still train. A negative `gate_bias` starts the layer close to the "
+       "identity. Acts on the last dim; the shape is kept.",
+       _highway, inputs=["input"], outputs=["output"],
+       params=[choice_param("activation", tuple(HIGHWAY_ACTIVATIONS), "relu",
+                            "φ of the transform H(x) = φ(W_H x + b_H)"),
+               float_param("gate_bias", -1.0, "initial bias of the gate T; negative "
+                           "values carry the input at first (the paper suggests −1 to "
+                           "−3)"), DTYPE_PARAM],
+       keywords=("gate", "skip", "carry", "deep", "srivastava"), shape=_highway_shape),
+]
+

@@ -14,14 +14,15 @@ from collections.abc import Callable
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
 
+from nodegraph.kinds.declare import family
 from nodegraph.kinds.optim import SCHEDULE_PARAMS
 from nodegraph.model.errors import ParamError
 from nodegraph.model.spec import (
     SCHEDULE_OUT,
     Param,
+    Search,
     bool_param,
     choice_param,
-    family,
     float_param,
     int_param,
 )
@@ -94,7 +95,8 @@ BLOCKS = [
               lambda p, opt: torch.optim.lr_scheduler.StepLR(opt, p.step_size, p.gamma),
               [int_param("step_size", 10, "epochs (or steps) between decays", min=1),
                float_param("gamma", 0.1, "factor applied at each decay", min=0)],
-              keywords=("decay",)),
+              keywords=("decay",),
+              search=Search(words=(("lr", 1),))),
     _schedule("Exponential",
               "Exponential decay lr = lr₀·gammaᵗ.\n\n"
               "The notes' form lr₀·0.1^(t/s) (divide by 10 every s epochs) is gamma = "
@@ -119,7 +121,8 @@ BLOCKS = [
                                                                         p.eta_min),
               [int_param("t_max", 100, "epochs (or steps) of one half cosine", min=1),
                float_param("eta_min", 0.0, "smallest learning rate", min=0)],
-              keywords=("annealing",)),
+              keywords=("annealing",),
+              search=Search(words=("lr",))),
     _schedule("WarmUp",
               "Linear warm-up from start_factor·lr₀ to lr₀ over `total_iters`, then constant.\n\n"
               "lr = lr₀·(start_factor + (1 − start_factor)·t/total_iters) until t = "
@@ -130,7 +133,8 @@ BLOCKS = [
               [int_param("total_iters", 5, "epochs (or steps) of warm-up", min=1),
                float_param("start_factor", 0.0, "the first rate as a share of lr₀", min=0,
                            max=1)],
-              keywords=("warmup", "ramp", "linear")),
+              keywords=("warmup", "ramp", "linear"),
+              search=Search(words=(("lr", 2),))),
     _schedule("OneCycle",
               "One-cycle policy: rise from max_lr/div_factor to max_lr, then anneal far below.\n\n"
               "torch's OneCycleLR: the rate rises for the first pct_start of total_steps, then "

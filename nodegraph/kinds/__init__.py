@@ -1,10 +1,15 @@
 """The build signature of each block kind, as Protocols a type checker can hold a block to.
 
 `nodegraph.model.spec` documents what `build` receives and returns per kind; here it is typed.
-Declare a block with the constructor of its kind (`op`, `data`, `metric`, `optimizer`,
-`schedule`, `procedure`) and pyright or mypy check the build function against the
-Protocol; `BlockSpec` also checks at declaration that `build` takes the kind's number of
-positional arguments, so a block written without a type checker fails when it is declared,
+Declare a block with the constructor of its kind from `nodegraph.kinds.declare` (`op`,
+`estimator`, `data`, `metric`, `optimizer`, `schedule`, `procedure`; `family` for blocks
+sharing ports; a module of their own, as `metric` and `estimator` also name modules
+here) and mypy checks
+the build function against the Protocol; the constructor stamps the declaration
+(`BlockSpec.declared`), and every block of the library is made this way, once, with all
+that belongs to it (torch equivalence, the `dtype` param, export recipe, search hints).
+`BlockSpec` also checks at declaration that `build` takes the kind's number of positional
+arguments, so a block written without a type checker fails when it is declared,
 not when a graph first uses it.
 
 Modules beside the Protocols, what blocks of one kind share:
@@ -15,15 +20,16 @@ Modules beside the Protocols, what blocks of one kind share:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from nodegraph.model.spec import BlockSpec, Params, block
+from nodegraph.model.spec import Params
 
 if TYPE_CHECKING:  # annotations only: the model layer does not import the runtime
     import torch
     from torch import nn
 
     from nodegraph.kinds.dataset import Dataset
+    from nodegraph.kinds.estimator import Estimator
     from nodegraph.kinds.metric import Metric
     from nodegraph.kinds.procedure_context import Procedure
 
@@ -67,25 +73,7 @@ class ProcedureBuild(Protocol):
     def __call__(self, p: Params, /) -> Procedure: ...
 
 
-def op(id: str, doc: str, build: OpBuild, **kw: Any) -> BlockSpec:
-    return block(id, "op", doc, build, **kw)
+class EstimatorBuild(Protocol):
+    """``build(p, x)``: an op whose module learns by a fit on the train split."""
 
-
-def data(id: str, doc: str, build: DataBuild, **kw: Any) -> BlockSpec:
-    return block(id, "data", doc, build, **kw)
-
-
-def metric(id: str, doc: str, build: MetricBuild, **kw: Any) -> BlockSpec:
-    return block(id, "metric", doc, build, **kw)
-
-
-def optimizer(id: str, doc: str, build: OptimizerBuild, **kw: Any) -> BlockSpec:
-    return block(id, "optimizer", doc, build, **kw)
-
-
-def schedule(id: str, doc: str, build: ScheduleBuild, **kw: Any) -> BlockSpec:
-    return block(id, "schedule", doc, build, **kw)
-
-
-def procedure(id: str, doc: str, build: ProcedureBuild, **kw: Any) -> BlockSpec:
-    return block(id, "procedure", doc, build, **kw)
+    def __call__(self, p: Params, x: dict[str, torch.Tensor], /) -> Estimator: ...

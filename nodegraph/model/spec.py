@@ -54,7 +54,7 @@ import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
 from typing import Any
@@ -268,6 +268,33 @@ class Params(dict):
 
 
 @dataclass(frozen=True)
+class Search:
+    """How the editor's block search finds a block besides its name (`nodegraph.gui.ranking`).
+
+    `words`: what people type for it ("xent", "bn", "fc"); a word several blocks share is
+    written ``(word, n)`` on its n-th meaning (0 is the first, a bare word), so "nll" offers
+    CrossEntropy before GaussianNLL. `popularity`: a small lift among equals for the blocks
+    most networks use. `follows`: the families that usually read its output, best first,
+    where they differ from its family's.
+    """
+
+    words: tuple[str | tuple[str, int], ...] = ()
+    popularity: float = 0.0
+    follows: tuple[str, ...] = ()
+
+    def rank(self, word: str) -> int | None:
+        """Which meaning of `word` this block is (0: the first), None when it is not one."""
+        for w in self.words:
+            text, n = (w, 0) if isinstance(w, str) else w
+            if text == word:
+                return n
+        return None
+
+
+NO_SEARCH = Search()
+
+
+@dataclass(frozen=True)
 class BlockSpec:
     """The one declaration of a block type."""
 
@@ -303,6 +330,14 @@ class BlockSpec:
     shape: Callable[[Any, dict[str, Any]], Any] | None = None
     category: str = field(default="")
     torch: TorchEquivalent | None = None  # the PyTorch code it computes (see below)
+    # data only: recipe(p) -> the numpy lines that make the block's full arrays `x` and `y`
+    # (an sklearn loader, a seeded generator), for `nodegraph export --to python`; the
+    # exporter keeps them only when they reproduce the dataset exactly
+    recipe: Callable[[Any], list[str]] | None = None
+    search: Search = field(default_factory=lambda: NO_SEARCH)  # the editor's search hints
+    # the constructor of `nodegraph.kinds` that made this declaration ("op", "data", ...,
+    # "group"); empty for a bare `block()`, which only engine tests use
+    declared: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not BLOCK_ID.match(self.id):
@@ -325,6 +360,8 @@ class BlockSpec:
                              "params of kind node or nodes")
         if self.shape is not None and self.kind != "op":
             raise ValueError(f"block {self.id}: only op blocks declare a shape rule")
+        if self.recipe is not None and self.kind != "data":
+            raise ValueError(f"block {self.id}: only data blocks declare an export recipe")
         if not self.category:
             object.__setattr__(self, "category", self.id.split(".", 1)[0])
 
@@ -415,22 +452,6 @@ def _takes(fn: Callable[..., Any], n: int) -> bool:
     return True
 
 
-def family(prefix: str, kind: str, *, wrap: Callable[[Any], Callable[..., Any]] | None = None,
-           shared_params: Sequence[Param] = (), shared_keywords: Sequence[str] = (),
-           **defaults: Any) -> Callable[..., BlockSpec]:
-    """The declarer of a family of blocks: ids ``prefix.Name`` of one kind, sharing ports
-    and whatever else `defaults` holds, `shared_params` after each block's own and
-    `shared_keywords` before its own. `wrap(build)` turns what a declaration passes as its
-    build into the block's build (an activation passes its function)."""
-    def declare(name: str, doc: str, build: Any, params: Sequence[Param] = (),
-                keywords: Sequence[str] = (), **extra: Any) -> BlockSpec:
-        return block(f"{prefix}.{name}", kind, doc, wrap(build) if wrap else build,
-                     params=[*params, *shared_params],
-                     keywords=(*shared_keywords, *keywords), **{**defaults, **extra})
-
-    return declare
-
-
 # Short constructors so a declaration reads like the torch signature it mirrors.
 def int_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
     return Param(name, "int", default, doc, **kw)
@@ -502,15 +523,6 @@ class TorchEquivalent:
     functions: tuple[Any, ...] = ()
     call: Callable[[list, dict], dict[str, Any] | None] | None = None
     module_call: Callable[[int, dict], bool] | None = None
-
-
-def with_torch(specs: Iterable[BlockSpec], table: dict[str, TorchEquivalent]) -> list[BlockSpec]:
-    """`specs` with the torch equivalents of `table` (by block id) declared on them."""
-    specs = list(specs)
-    unknown = set(table) - {s.id for s in specs}
-    if unknown:
-        raise ValueError(f"torch equivalents for blocks not declared here: {sorted(unknown)}")
-    return [replace(s, torch=table[s.id]) if s.id in table else s for s in specs]
 
 
 def torch_modules(registry: Registry) -> dict[type, BlockSpec]:

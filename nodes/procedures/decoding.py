@@ -22,9 +22,15 @@ from typing import Any
 
 import torch
 
+from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import block, choice_param, float_param, int_param, str_param
+from nodegraph.model.spec import (
+    choice_param,
+    float_param,
+    int_param,
+    str_param,
+)
 from nodes.procedures.core import MODEL
 
 METHODS = ("greedy", "temperature", "top_k", "beam")
@@ -145,31 +151,32 @@ class Decode(Procedure):
 
 
 BLOCKS = [
-    block("procedures.Decode", "procedure",
-          "Generate text from a language model token by token (greedy, sampling, top-k, beam).\n\n"
-          "`model` names the node or group instance mapping token ids (N, L) to next-token "
-          "scores (N, L, V); the vocabulary comes from data.TokenText. Starting from "
-          "`prompt`, each step scores the next token from the last position and picks one "
-          "by `method`; each frame holds the token, the text so far and the total "
-          "log-probability. Beam search keeps `beam_width` candidates and yields the best.",
-          lambda p: Decode(p),
-          params=[MODEL,
-                  choice_param("method", METHODS, "greedy",
-                               "greedy: the best token; temperature: sample from "
-                               "softmax(logits / T); top_k: sample among the k best; beam: "
-                               "the most probable sequence among beam_width candidates"),
-                  str_param("prompt", "The ", "the text to continue (characters of the "
-                            "vocabulary)"),
-                  int_param("max_new_tokens", 100, "how many tokens to generate", min=1),
-                  float_param("temperature", 1.0, "divides the scores before sampling "
-                              "(temperature and top_k)", min=1e-3),
-                  int_param("top_k", 5, "how many of the best tokens top_k samples from",
-                            min=1),
-                  int_param("beam_width", 4, "candidate sequences kept by beam search",
-                            min=1),
-                  int_param("context", None, "the most recent tokens the model sees; empty "
-                            "means the data's context length", min=1, nullable=True)],
-          binds="model",
-          keywords=("generate", "sampling", "language model", "beam search", "top-k",
-                    "temperature", "greedy", "text")),
+    procedure("procedures.Decode",
+              "Generate text from a language model token by token (greedy, sampling, top-k, "
+              "beam).\n\n"
+              "`model` names the node or group instance mapping token ids (N, L) to next-token "
+              "scores (N, L, V); the vocabulary comes from data.TokenText. Starting from "
+              "`prompt`, each step scores the next token from the last position and picks one "
+              "by `method`; each frame holds the token, the text so far and the total "
+              "log-probability. Beam search keeps `beam_width` candidates and yields the best.",
+              lambda p: Decode(p),
+              params=[MODEL,
+                      choice_param("method", METHODS, "greedy",
+                                   "greedy: the best token; temperature: sample from "
+                                   "softmax(logits / T); top_k: sample among the k best; beam: "
+                                   "the most probable sequence among beam_width candidates"),
+                      str_param("prompt", "The ", "the text to continue (characters of the "
+                                "vocabulary)"),
+                      int_param("max_new_tokens", 100, "how many tokens to generate", min=1),
+                      float_param("temperature", 1.0, "divides the scores before sampling "
+                                  "(temperature and top_k)", min=1e-3),
+                      int_param("top_k", 5, "how many of the best tokens top_k samples from",
+                                min=1),
+                      int_param("beam_width", 4, "candidate sequences kept by beam search",
+                                min=1),
+                      int_param("context", None, "the most recent tokens the model sees; empty "
+                                "means the data's context length", min=1, nullable=True)],
+              binds="model",
+              keywords=("generate", "sampling", "language model", "beam search", "top-k",
+                        "temperature", "greedy", "text")),
 ]

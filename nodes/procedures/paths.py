@@ -13,9 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, block, int_param, str_param
+from nodegraph.model.spec import (
+    Param,
+    int_param,
+    str_param,
+)
 
 
 class RegularizationPath(Procedure):
@@ -52,20 +57,20 @@ class RegularizationPath(Procedure):
 
 
 BLOCKS = [
-    block("procedures.RegularizationPath", "procedure",
-          "The regularisation path: retrain once per value of a penalty, follow the weights."
-          "\n\nSweeps the optimizer param `param` (LeastSquares' ridge, ProximalGD's l1, "
-          "weight_decay) over `values`; each frame holds the value, the weights and bias of "
-          "`model` after training, and the final loss of every split. Ridge weights shrink "
-          "smoothly towards 0; lasso weights hit 0 exactly, one after another.",
-          lambda p: RegularizationPath(p),
-          params=[str_param("model", doc="the node whose weights the path follows"),
-                  str_param("optimizer", doc="the optimizer node whose penalty is swept"),
-                  str_param("param", "ridge", "the optimizer param to sweep"),
-                  Param("values", "floats", [0.0, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0],
-                        "the penalty strengths, one training run each", min=0),
-                  int_param("epochs", None, "epochs per run; empty: the graph's", min=0,
-                            nullable=True)],
-          keywords=("ridge path", "lasso path", "shrinkage", "sweep", "lambda",
-                    "regularization")),
+    procedure("procedures.RegularizationPath",
+              "The regularisation path: retrain once per value of a penalty, follow the weights."
+              "\n\nSweeps the optimizer param `param` (LeastSquares' ridge, ProximalGD's l1, "
+              "weight_decay) over `values`; each frame holds the value, the weights and bias of "
+              "`model` after training, and the final loss of every split. Ridge weights shrink "
+              "smoothly towards 0; lasso weights hit 0 exactly, one after another.",
+              lambda p: RegularizationPath(p),
+              params=[str_param("model", doc="the node whose weights the path follows"),
+                      str_param("optimizer", doc="the optimizer node whose penalty is swept"),
+                      str_param("param", "ridge", "the optimizer param to sweep"),
+                      Param("values", "floats", [0.0, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0],
+                            "the penalty strengths, one training run each", min=0),
+                      int_param("epochs", None, "epochs per run; empty: the graph's", min=0,
+                                nullable=True)],
+              keywords=("ridge path", "lasso path", "shrinkage", "sweep", "lambda",
+                        "regularization")),
 ]

@@ -1,0 +1,59 @@
+"""Every block of the library is declared once, through its kind's constructor.
+
+The constructors of `nodegraph.kinds.declare` stamp what they make; a block made any other
+way (a bare `BlockSpec`, `block()`, a copy patched afterwards) has no stamp, or one that
+does not match its kind. The source of `nodes/` holds one `BLOCKS =` per module and none
+of the retired second-place helpers.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import nodes
+from nodegraph.kinds.declare import CONSTRUCTORS, KIND_OF, data, estimator, family, op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
+from nodegraph.model.spec import block, default_registry
+
+NODES = Path(nodes.__file__).parent
+
+
+def test_every_registered_block_was_declared_by_its_kind_constructor():
+    registry = default_registry()
+    assert len(registry) > 200
+    wrong = [(s.id, s.declared) for s in registry
+             if s.declared not in KIND_OF or KIND_OF[s.declared] != s.kind]
+    assert wrong == []
+    made = {s.declared for s in registry}
+    assert set(CONSTRUCTORS) - {"schedule"} <= made  # schedules come through `family`
+
+
+def test_the_stamp_names_the_constructor_and_a_bare_block_has_none():
+    build = lambda p, x: None  # noqa: E731
+    assert op("t.A", "a", build).declared == "op"
+    assert estimator("t.B", "b", build).kind == "op"
+    assert estimator("t.B", "b", build).declared == "estimator"
+    assert family("t", "metric")("C", "c", build).declared == "metric"
+    assert block("t.D", "op", "d", build).declared == ""
+    with pytest.raises(ValueError, match="only data blocks"):
+        op("t.E", "e", build, recipe=lambda p: [])
+    assert data("t.F", "f", lambda p: None, recipe=lambda p: ["x = 1"]).recipe is not None
+
+
+def test_nodes_has_one_blocks_assignment_per_module_and_no_second_place_helpers():
+    for path in NODES.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert len(re.findall(r"^BLOCKS\s*=", text, re.M)) <= 1, path
+        for helper in ("with_torch", "with_dtype", "from nodegraph.model.spec import block"):
+            assert helper not in text, (path, helper)
+
+
+def test_weighted_blocks_declare_their_dtype_param_in_place():
+    registry = default_registry()
+    assert DTYPE_PARAM in registry.get("layers.Linear").params
+    assert DTYPE_PARAM in registry.get("activations.PReLU").params
+    assert DTYPE_PARAM not in registry.get("activations.ReLU").params
+
