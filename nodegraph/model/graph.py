@@ -101,7 +101,9 @@ class Graph:
     def __init__(self, name: str = "untitled", registry: Registry | None = None):
         self.name = name
         self.base_registry = registry if registry is not None else default_registry()
-        gcpause.freeze_imports()  # the block library is loaded: collections skip it from now
+        # the block library is loaded: a process that opted in (the CLI, the editor) has
+        # collections skip it from now; any other process's collector is left alone
+        gcpause.freeze_imports()
         self.groups: dict[str, GroupDef] = {}  # subgraphs by name, used as `group.NAME`
         self.ties: list[Tie] = []  # parameters shared between two different blocks
         self._nodes: dict[str, Node] = {}
