@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -92,7 +92,7 @@ def padding_allowed(key_padding_mask: torch.Tensor | None) -> torch.Tensor | Non
     """(N, S) padding flags as (N, 1, 1, S) allowed flags for (N, heads, L, S) scores."""
     if key_padding_mask is None:
         return None
-    return ~as_allowed(key_padding_mask)[:, None, None, :]
+    return ~cast(torch.Tensor, as_allowed(key_padding_mask))[:, None, None, :]
 
 
 SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
@@ -148,7 +148,8 @@ class MultiHeadAttention(nn.Module):
 
     def projections(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self.same_dim:
-            return self.in_proj_weight.chunk(3)
+            q, k, v = self.in_proj_weight.chunk(3)
+            return q, k, v
         return self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
 
     def heads(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
@@ -173,20 +174,21 @@ class MultiHeadAttention(nn.Module):
 class SelfAttention(MultiHeadAttention):
     """Multi-head attention of a sequence to itself."""
 
-    def forward(self, x, key_padding_mask=None):
+    def forward(self, x, key_padding_mask=None):  # type: ignore[override]  # one input
         return super().forward(x, x, x, key_padding_mask)
 
 
 class CrossAttention(MultiHeadAttention):
     """Multi-head attention of queries to a memory that gives both keys and values."""
 
-    def forward(self, query, memory, key_padding_mask=None):
+    def forward(self, query, memory,  # type: ignore[override]  # keys are the values
+                key_padding_mask=None):
         return super().forward(query, memory, memory, key_padding_mask)
 
 
 # -- Transformer layers --------------------------------------------------------------------
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+ACTIVATIONS: dict[str, Callable[..., torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
 
 class _FeedForward(nn.Module):
@@ -205,7 +207,7 @@ class _FeedForward(nn.Module):
             setattr(self, f"norm{i}", nn.LayerNorm(d_model, layer_norm_eps, bias=bias))
             setattr(self, f"dropout{i}", nn.Dropout(dropout))
 
-    def sublayer(self, x, norm: nn.Module, drop: nn.Module, fn):
+    def sublayer(self, x, norm: Any, drop: Any, fn):
         """x + drop(fn(norm(x))) pre-LN, norm(x + drop(fn(x))) post-LN; fn returns (y, extra)."""
         y, extra = fn(norm(x) if self.norm_first else x)
         x = x + drop(y)

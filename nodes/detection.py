@@ -41,7 +41,7 @@ WEIGHTS = Param("weights", "floats", [10.0, 10.0, 5.0, 5.0], "scales of dx, dy, 
                 "(torchvision's RoI heads use 10, 10, 5, 5)", min=1e-6)
 
 
-def _need_boxes(x: dict, port: str) -> torch.Tensor:
+def _need_boxes(x: dict, port: str) -> torch.Tensor | None:
     t = x.get(port)
     if t is not None and (t.ndim != 3 or t.shape[-1] != 4):
         raise PortError(port, f"needs boxes (N, K, 4) but receives {fmt(t.shape)}",
@@ -73,14 +73,16 @@ def _need_truth(x: dict) -> None:
 # -- builders ------------------------------------------------------------------------------
 
 def _box_iou(p, x):
-    _need_boxes(x, "a"), _need_boxes(x, "b")
+    _need_boxes(x, "a")
+    _need_boxes(x, "b")
     return m.BoxIoU(p.kind)
 
 
 def _encode(cls):
     def build(p, x):
         first = "boxes" if "boxes" in x else "deltas"
-        _need_boxes(x, first), _need_boxes(x, "reference")
+        _need_boxes(x, first)
+        _need_boxes(x, "reference")
         if len(p.weights) != 4:
             raise PortError(first, f"'weights' needs 4 numbers, got {len(p.weights)}")
         return cls(p.weights)
@@ -88,8 +90,9 @@ def _encode(cls):
 
 
 def _grid_encode(p, x):
-    _need_boxes(x, "boxes"), _need_per_box(x, "labels", "boxes"), _need_per_box(x, "mask",
-                                                                                "boxes")
+    _need_boxes(x, "boxes")
+    _need_per_box(x, "labels", "boxes")
+    _need_per_box(x, "mask", "boxes")
     return m.GridEncode(p.grid, p.image_size, p.anchor)
 
 
@@ -119,8 +122,10 @@ def _grid_head(p, x):
 
 
 def _nms(p, x):
-    _need_boxes(x, "boxes"), _need_per_box(x, "scores", "boxes")
-    _need_per_box(x, "labels", "boxes"), _need_per_box(x, "mask", "boxes")
+    _need_boxes(x, "boxes")
+    _need_per_box(x, "scores", "boxes")
+    _need_per_box(x, "labels", "boxes")
+    _need_per_box(x, "mask", "boxes")
     return m.NMS(p.iou_threshold, p.score_threshold, p.max_detections, p.class_aware)
 
 
@@ -130,7 +135,8 @@ def _roi(cls, *names):
         if f.ndim != 4:
             raise PortError("features", f"needs feature maps (N, C, H, W) but receives "
                             f"{fmt(f.shape)}")
-        b = _need_boxes(x, "boxes")
+        b = x["boxes"]
+        _need_boxes(x, "boxes")
         if b.shape[0] != f.shape[0]:
             raise PortError("boxes", f"has {b.shape[0]} images but 'features' has "
                             f"{f.shape[0]}")
@@ -151,7 +157,8 @@ def _roi_head_loss(p, x):
         raise PortError("logits", f"needs class logits per proposal (N, K, C + 1) for "
                         f"{fmt(x['proposals'].shape)} proposals but receives "
                         f"{fmt(x['logits'].shape)}")
-    _need_per_box(x, "proposal_mask", "proposals"), _need_truth(x)
+    _need_per_box(x, "proposal_mask", "proposals")
+    _need_truth(x)
     if tuple(x["deltas"].shape) != tuple(x["proposals"].shape):
         raise PortError("deltas", f"needs one (dx, dy, dw, dh) per proposal "
                         f"{fmt(x['proposals'].shape)} but receives {fmt(x['deltas'].shape)}")
@@ -161,7 +168,8 @@ def _roi_head_loss(p, x):
 
 
 def _need_set(x: dict) -> None:
-    _need_boxes(x, "boxes"), _need_truth(x)
+    _need_boxes(x, "boxes")
+    _need_truth(x)
     if x["logits"].shape[:2] != x["boxes"].shape[:2]:
         raise PortError("logits", f"needs one row of class scores per query "
                         f"{fmt(x['boxes'].shape[:2])} but receives {fmt(x['logits'].shape)}")
@@ -216,12 +224,15 @@ class MeanAP(Metric):
             self.counts[c] = self.counts.get(c, 0) + k
 
     def compute(self) -> dict[str, object]:
-        return mean_ap(self.parts, self.counts)
+        return {**mean_ap(self.parts, self.counts)}
 
 
 def _mean_ap(p, x):
-    _need_boxes(x, "boxes"), _need_per_box(x, "scores", "boxes")
-    _need_per_box(x, "labels", "boxes"), _need_per_box(x, "mask", "boxes"), _need_truth(x)
+    _need_boxes(x, "boxes")
+    _need_per_box(x, "scores", "boxes")
+    _need_per_box(x, "labels", "boxes")
+    _need_per_box(x, "mask", "boxes")
+    _need_truth(x)
     return MeanAP(p.max_dets)
 
 

@@ -124,6 +124,8 @@ class HopfieldRecall(nn.Module):
     them and keep the recomputed design (`computed_state`)."""
 
     computed_state = ("weight", "bias")  # may be missing from a weights file
+    weight: torch.Tensor  # buffers
+    bias: torch.Tensor
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor, activation: str,
                  update: str, steps: int, tol: float):
@@ -245,6 +247,8 @@ class BernoulliRBM(nn.Module):
     Wv). The surrogate loss F(v) − F(v⁻) has gradient −(⟨h vᵀ⟩_data − ⟨h vᵀ⟩_model) in W
     (h the hidden probabilities), the CD update with its sign flipped for descent.
     """
+
+    chain: torch.Tensor  # a buffer
 
     def __init__(self, visible: int, hidden: int, k: int, persistent: bool, init_std: float,
                  exact_pl: bool):

@@ -166,6 +166,14 @@ def walk(x: torch.Tensor, left, right, feature, threshold, depth: int,
 class _Trees:
     """Prediction from stacked tree arrays: the mean of the trees' leaf values (N, K)."""
 
+    # buffers (STATE) and settings of the estimators this is mixed into
+    left: torch.Tensor
+    right: torch.Tensor
+    feature: torch.Tensor
+    threshold: torch.Tensor
+    depth: torch.Tensor
+    value: torch.Tensor
+
     def leaf_values(self, x: torch.Tensor) -> torch.Tensor:
         # scikit-learn compares float32 features with float64 thresholds
         x = x.float().double()
@@ -282,7 +290,7 @@ def _hgb_arrays(est) -> dict[str, np.ndarray]:
     if any(nodes["is_categorical"].any() for _, nodes in trees):
         raise NodegraphError("categorical splits are not supported; give numeric features")
     m = max(len(nodes) for _, nodes in trees)
-    out = {"left": np.full((len(trees), m), -1, np.int64),
+    out: dict[str, np.ndarray] = {"left": np.full((len(trees), m), -1, np.int64),
            "right": np.full((len(trees), m), -1, np.int64),
            "feature": np.zeros((len(trees), m), np.int64),
            "threshold": np.zeros((len(trees), m), np.float64),
@@ -303,6 +311,18 @@ def _hgb_arrays(est) -> dict[str, np.ndarray]:
 
 
 class _Boosted:
+    # buffers (STATE) and settings of the estimators this is mixed into
+    left: torch.Tensor
+    right: torch.Tensor
+    feature: torch.Tensor
+    threshold: torch.Tensor
+    depth: torch.Tensor
+    missing_left: torch.Tensor
+    value: torch.Tensor
+    baseline: torch.Tensor
+    tree_class: torch.Tensor
+    classes: torch.Tensor
+
     def raw(self, x: torch.Tensor) -> torch.Tensor:
         """Raw scores (N, K): the baseline plus every tree's leaf value in its column."""
         x = x.double()
@@ -387,6 +407,12 @@ HGB_PARAMS = [int_param("max_iter", 100, "boosting rounds (trees per class)", mi
 
 
 class _Neighbours:
+    # buffers (STATE) and settings of the estimators this is mixed into
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    k: int
+    weighting: str
+
     def neighbours(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Distances and indices of the k nearest training samples, (N, k), nearest first;
         equal distances keep the training order, as scikit-learn's brute force does."""
@@ -459,6 +485,17 @@ KNN_PARAMS = [int_param("n_neighbors", 5, "k: how many training samples vote", m
 
 
 class _Kernel:
+    # buffers (STATE) and settings of the estimators this is mixed into
+    support: torch.Tensor
+    dual_coef: torch.Tensor
+    intercept: torch.Tensor
+    n_support: torch.Tensor
+    classes: torch.Tensor
+    gamma: torch.Tensor
+    kernel: str
+    degree: int
+    coef0: float
+
     def gram(self, x: torch.Tensor) -> torch.Tensor:
         """K(x, support vectors), (N, S), in float64."""
         x, sv, g = x.double(), self.support, float(self.gamma)

@@ -211,6 +211,8 @@ def sinusoidal(t: torch.Tensor, dim: int, max_period: float,
 class TimestepEmbedding(nn.Module):
     """A sinusoidal embedding of the step t, optionally followed by Linear–SiLU–Linear."""
 
+    dtype_of: torch.Tensor  # a buffer
+
     def __init__(self, dim: int, max_period: float, mlp_features: int | None):
         super().__init__()
         self.dim, self.max_period = dim, max_period
@@ -284,6 +286,8 @@ class AffineCoupling(nn.Module):
     The masked half passes through and conditions the scale s and shift t of the other,
     so the Jacobian is triangular and the inverse needs no inverse of s or t.
     """
+
+    mask: torch.Tensor  # a buffer
 
     def __init__(self, features: int, hidden: int, mask: torch.Tensor, tanh_scale: bool):
         super().__init__()

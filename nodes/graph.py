@@ -48,7 +48,8 @@ class GCN(nn.Linear):
         super().__init__(in_features, out_features, bias)
         self.self_loops, self.normalize = self_loops, normalize
 
-    def forward(self, features: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
+    def forward(self, features: torch.Tensor,  # type: ignore[override]  # two inputs
+                adjacency: torch.Tensor) -> torch.Tensor:
         a = normalized_adjacency(adjacency.to(features.dtype), self.self_loops, self.normalize)
         out = a @ F.linear(features, self.weight)  # transform first: fewer columns to mix
         return out + self.bias if self.bias is not None else out

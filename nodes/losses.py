@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -77,7 +78,7 @@ def _reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
     return loss.mean() if reduction == "mean" else loss.sum()
 
 
-def elementwise(make: Callable[[dict], nn.Module]) -> Callable:
+def elementwise(make: Callable[[Any], Any]) -> Callable:
     """A build for losses of real `input` and `target` that match element for element."""
     def build(p, x):
         need_float(x, "input")

@@ -218,7 +218,7 @@ class MeanSquaredError(Metric):
         self.count += target.numel()
 
     def compute(self) -> float:
-        return float(self.sse) / self.count if self.count else 0.0
+        return float(self.sse) / self.count if self.count and self.sse is not None else 0.0
 
 
 class RSquared(Metric):

@@ -122,6 +122,9 @@ def _layer_norm_shape(p, x):
 class Penalty(nn.Module):
     """weight · Σ|w|^power over the weights of the bound blocks, biases excluded."""
 
+    weight: float  # the factor, not a parameter
+    zero: torch.Tensor  # a buffer
+
     def __init__(self, weight: float, power: int):
         super().__init__()
         self.weight, self.power = weight, power

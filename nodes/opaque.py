@@ -312,14 +312,16 @@ def _arrays_meta(p):
     """Shapes and dtypes from the arrays' headers; None where a header does not read as a
     plain numeric array (the build says why) or a stratified split needs y's values."""
     heads = npz_headers(p.path, (p.x_key, p.y_key))
-    if None in heads or any(d.kind not in "biuf" for _, d in heads):
+    x_head, y_head = heads
+    if x_head is None or y_head is None or any(d.kind not in "biuf"
+                                               for _, d in (x_head, y_head)):
         return None
-    (xs, xd), (ys, yd) = heads
+    (xs, _), (ys, _) = x_head, y_head
     if not xs or not ys or xs[0] != ys[0]:
         raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
                              f"of samples, got shapes {xs} and {ys}")
     ports = {k: (shape[1:], torch.int64 if d.kind in "iu" else torch.float32)
-             for k, (shape, d) in (("x", heads[0]), ("y", heads[1]))}
+             for k, (shape, d) in (("x", x_head), ("y", y_head))}
     return sized(ports, xs[0], p)
 
 

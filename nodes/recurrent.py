@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -80,24 +81,28 @@ def sequence_width(x: dict, port: str = "input") -> int:
 class _WithLast:
     """Makes torch's nn.RNN/LSTM/GRU return (output, last) instead of (output, h_n)."""
 
+    hidden_size: int  # set by the torch module this is mixed into
+    bidirectional: bool
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if x.is_meta:
             return meta_result(x, self.hidden_size * (2 if self.bidirectional else 1))
-        output, h_n = super().forward(x)
+        output, h_n = super().forward(x)  # type: ignore[misc]  # the torch module's
         if isinstance(h_n, tuple):  # LSTM: (h_n, c_n)
             h_n = h_n[0]
         return output, last_state(h_n, self.bidirectional)
 
 
-class TorchRNN(_WithLast, nn.RNN):
+# (one input, one pair out: a narrower forward than torch's, on purpose)
+class TorchRNN(_WithLast, nn.RNN):  # type: ignore[misc]
     """torch's RNN, batch first, returning (output, last)."""
 
 
-class TorchLSTM(_WithLast, nn.LSTM):
+class TorchLSTM(_WithLast, nn.LSTM):  # type: ignore[misc]
     """torch's LSTM, batch first, returning (output, last)."""
 
 
-class TorchGRU(_WithLast, nn.GRU):
+class TorchGRU(_WithLast, nn.GRU):  # type: ignore[misc]
     """torch's GRU, batch first, returning (output, last)."""
 
 
@@ -202,16 +207,19 @@ class LoopRecurrent(nn.Module):
             make_cell(input_size if layer == 0 else hidden_size * self.dirs)
             for layer in range(num_layers) for _ in range(self.dirs))
 
+    def _cell(self, k: int) -> LoopCell:
+        return cast(LoopCell, self.cells[k])
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if x.is_meta:
-            return meta_result(x, self.cells[-1].hidden_size * self.dirs)
+            return meta_result(x, self._cell(-1).hidden_size * self.dirs)
         finals = []
         for layer in range(self.num_layers):
             if layer > 0:
                 x = F.dropout(x, self.dropout, self.training)
             outs = []
             for d in range(self.dirs):
-                seq, h = self.cells[layer * self.dirs + d].run(x.flip(1) if d else x)
+                seq, h = self._cell(layer * self.dirs + d).run(x.flip(1) if d else x)
                 outs.append(seq.flip(1) if d else seq)
                 finals.append(h)
             x = torch.cat(outs, -1)

@@ -16,6 +16,7 @@ noise sources, DDPM noising and Langevin steps always sample (sampling is their 
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -40,6 +41,8 @@ from nodes._shapes import fmt, need_float, need_index, need_same_shape
 class NoiseSource(nn.Module):
     """Draws `draw(size)` for a batch shaped like `like`, or of `batch_size` samples."""
 
+    anchor: torch.Tensor  # a buffer
+
     def __init__(self, draw, shape: list[int] | None, batch_size: int | None):
         super().__init__()
         self.draw, self.shape, self.batch_size = draw, shape, batch_size
@@ -48,7 +51,8 @@ class NoiseSource(nn.Module):
 
     def forward(self, like: torch.Tensor | None = None) -> torch.Tensor:
         if like is None:
-            size, device, dtype = (self.batch_size, *self.shape), self.anchor.device, None
+            size = (self.batch_size, *cast("list[int]", self.shape))  # checked: set when no like
+            device, dtype = self.anchor.device, None
         else:
             shape = like.shape[1:] if self.shape is None else self.shape
             dtype = like.dtype if like.dtype.is_floating_point else None
@@ -87,7 +91,7 @@ def _source_shape(draw_from_params) -> shapes.Rule:
         like, shape = x.get("like"), _shape(p)
         if like is not None and like.dtype.is_floating_point:
             return None
-        size = (p.batch_size, *shape) if like is None else \
+        size = (p.batch_size, *cast("list[int]", shape)) if like is None else \
             (like.shape[0], *(like.shape[1:] if shape is None else shape))
         return shapes.like(shapes.TensorMeta(tuple(size), torch.get_default_dtype()), 3)
     return rule
@@ -270,6 +274,9 @@ class DDPMNoise(nn.Module):
     convention of the `diffusers` library. The schedule's tensors are buffers, so a
     reverse-sampling procedure can read `betas` and `alphas_cumprod` from the block.
     """
+
+    betas: torch.Tensor  # buffers
+    alphas_cumprod: torch.Tensor
 
     def __init__(self, betas: torch.Tensor):
         super().__init__()

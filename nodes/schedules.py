@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
@@ -31,7 +32,7 @@ _schedule = family("schedules", "schedule", outputs=[SCHEDULE_OUT],
                    shared_params=SCHEDULE_PARAMS, shared_keywords=("lr",))
 
 
-def _factor(f: Callable[[object, int], float]) -> Callable:
+def _factor(f: Callable[[Any, int], float]) -> Callable:
     """A build for lr(t) = lr₀·f(p, t), as a LambdaLR."""
     return lambda p, opt: LambdaLR(opt, lambda t: f(p, t))
 
@@ -50,7 +51,7 @@ class PiecewiseLR(LRScheduler):
         self.boundaries, self.values = list(boundaries), list(values)
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[float | torch.Tensor]:
         value = self.values[bisect.bisect_right(self.boundaries, self.last_epoch)]
         return [value for _ in self.optimizer.param_groups]
 
@@ -69,7 +70,7 @@ class OneCycle(OneCycleLR):
     """torch's one-cycle policy that holds its final rate after `total_steps` instead of
     stopping the run with an error when the schedule is shorter than the training."""
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[float | torch.Tensor]:
         t = self.last_epoch
         self.last_epoch = min(t, self.total_steps - 1)
         try:

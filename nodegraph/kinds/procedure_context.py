@@ -56,6 +56,16 @@ class Compile(Protocol):
     def __call__(self, graph: Any, *, device: Any, seed: int) -> Compiled: ...
 
 
+class ModelCall(Protocol):
+    """A node as a function (`ProcedureContext.model`): inputs by port name in, outputs by
+    port name out; `inputs` and `outputs` name its ports in order."""
+
+    inputs: list[str]
+    outputs: list[str]
+
+    def __call__(self, **given: torch.Tensor) -> dict[str, torch.Tensor]: ...
+
+
 class ProcedureContext:
     """What a procedure may use: the trained model's parts, the data, a seeded generator,
     the node its block binds, and ways to compile and train the graph afresh."""
@@ -86,8 +96,7 @@ class ProcedureContext:
             raise ValidationError(problems)
         return opts
 
-    def model(self, node: str | None = None, grad: bool = False
-              ) -> Callable[..., dict[str, torch.Tensor]]:
+    def model(self, node: str | None = None, grad: bool = False) -> ModelCall:
         """`node` (an op block or a group instance; default: the bound one) as a function:
         inputs by port name in, outputs by port name out. Runs in eval mode, without
         gradients unless `grad` (a procedure differentiating through the model, e.g. an
@@ -130,9 +139,7 @@ class ProcedureContext:
                 values = c.module.run(plan, {("", port): v for port, v in given.items()})
             return {port: values[key] for port, key in outputs.items()}
 
-        # port names, in order (mypy does not model attributes set on a function)
-        call.inputs, call.outputs = list(inputs), list(outputs)  # type: ignore[attr-defined]
-        return call
+        return _Call(call, list(inputs), list(outputs))
 
     def batch(self, split: str = "train") -> dict[str, torch.Tensor]:
         """The first batch of a split, by port name (from the first data block)."""
@@ -156,6 +163,18 @@ class ProcedureContext:
                                  f"the data has only {', '.join(have)}: set its split to "
                                  "one of those")
         return split
+
+
+@dataclass
+class _Call:
+    """A `ModelCall`: the function and its port names."""
+
+    fn: Callable[..., dict[str, torch.Tensor]]
+    inputs: list[str]
+    outputs: list[str]
+
+    def __call__(self, **given: torch.Tensor) -> dict[str, torch.Tensor]:
+        return self.fn(**given)
 
 
 def _resolve(flat, ref):

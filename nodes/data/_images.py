@@ -118,7 +118,7 @@ def _unfilter(data: bytes, height: int, stride: int, step: int) -> np.ndarray:
         elif kind == 2:
             cur = (line + prior) % 256
         elif kind in (3, 4):
-            cur = _unfilter_sequential(line.tolist(), prior.tolist(), step, kind)
+            cur = np.asarray(_unfilter_sequential(line.tolist(), prior.tolist(), step, kind))
         else:
             raise ValueError(f"unknown PNG filter type {kind} in row {r}")
         out[r] = cur
@@ -174,10 +174,10 @@ def decode_pnm(raw: bytes) -> np.ndarray:
     else:
         dtype = ">u1" if top < 256 else ">u2"
         values = np.frombuffer(raw, dtype, count, pos).astype(np.int64)
-    values = values.reshape(height, width, channels) / float(top)
+    scaled = values.reshape(height, width, channels) / float(top)
     if bitmap:
-        values = 1.0 - values  # in PBM, 1 is black
-    return values.astype(np.float32).transpose(2, 0, 1)
+        scaled = 1.0 - scaled  # in PBM, 1 is black
+    return scaled.astype(np.float32).transpose(2, 0, 1)
 
 
 def _pnm_header(raw: bytes, n: int) -> tuple[list[int], int]:

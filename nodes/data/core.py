@@ -212,9 +212,10 @@ def _numpy_meta(p):
         x = files.npy_header(p.path, "x file")  # x first: the build reads it first
         heads = [x, x and files.npy_header(p.y_path, "y file (y_path)")]
         where = f"{p.path} and {p.y_path}"
-    if None in heads or any(d.hasobject for _, d in heads):
+    x_head, y_head = heads
+    if x_head is None or y_head is None or any(d.hasobject for _, d in (x_head, y_head)):
         return None
-    (xs, xd), (ys, yd) = heads
+    (xs, xd), (ys, yd) = x_head, y_head
     if not xs or not ys or xs[0] != ys[0]:
         raise NodegraphError(f"{where}: x and y must hold the same number of samples, got "
                              f"shapes {xs} and {ys}")
@@ -222,6 +223,7 @@ def _numpy_meta(p):
         raise NodegraphError(f"{where}: inputs must be numbers, not {xd}")
     if yd.kind not in "biuf":
         raise NodegraphError(f"{where}: targets must be numbers, not {yd}")
+    y: tuple[tuple[int, ...], torch.dtype]
     if p.target_kind == "value":
         y = ((math.prod(ys[1:]),), torch.float32)
     elif ys[1:] != (1,) * (len(ys) - 1):
@@ -298,7 +300,7 @@ def _image_folder_meta(p):
     the listing, so a stratified split is known too."""
     (c, h, w), labels = folder_shape(p.path, p.grayscale, p.size)
     x = ((c, h, w) if p.layout == "image" else (c * h * w,), torch.float32)
-    ports = {"x": x, "y": ((), torch.int64)}
+    ports: dict[str, tuple[tuple[int, ...], torch.dtype]] = {"x": x, "y": ((), torch.int64)}
     if p.split != "stratified":
         return sized(ports, len(labels), p)
     idx = split_indices(len(labels), p.val_fraction, p.test_fraction, p.split, p.split_seed,

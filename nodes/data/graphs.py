@@ -27,8 +27,8 @@ def graph_dataset(arrays: dict[str, np.ndarray], labels: np.ndarray,
     """A Dataset with one whole-graph batch per split: the node-aligned `arrays` repeated
     per split, and `y` = `labels` on the split's nodes, IGNORE on the others."""
     n = len(labels)
-    parts = {k: [] for k in [*arrays, "y"]}
-    rows = {}
+    parts: dict[str, list] = {k: [] for k in [*arrays, "y"]}
+    rows: dict[str, np.ndarray] = {}
     for split, nodes in split_nodes.items():
         if len(nodes) == 0:
             continue

@@ -185,7 +185,8 @@ def lorenz(sigma: float = 10.0, rho: float = 28.0, beta: float = 8.0 / 3.0):
 
 
 MAX_RK4_STEPS = 100_000  # about 10 s of Python integration (the default n takes 11,000)
-OBSERVABLES = {"x_squared": np.square, "abs_x": np.abs, "x": lambda v: v}
+OBSERVABLES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "x_squared": np.square, "abs_x": np.abs, "x": lambda v: v}
 
 
 def need_steps(n: int, every: int, transient: int) -> int:

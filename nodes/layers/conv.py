@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import torch
 from torch import nn
@@ -73,6 +73,10 @@ def sizes(name: str, default: Any, doc: str, dims: int, min: int = 1,
                  words=words, nullable=nullable)
 
 
+@overload
+def per_dim(value: str, dims: int) -> str: ...
+@overload
+def per_dim(value: Sequence[int], dims: int) -> tuple[int, ...]: ...
 def per_dim(value: Sequence[int] | str, dims: int) -> tuple[int, ...] | str:
     """A Sizes value as torch takes it: one entry per dim (strings pass through)."""
     if isinstance(value, str):
@@ -174,7 +178,7 @@ def _pad_sides(padding: tuple | str, kernel: tuple, dilation: tuple) -> list[tup
     if padding == "same":
         return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
                 for k, d in zip(kernel, dilation, strict=True)]
-    return [(pad, pad) for pad in padding]
+    return [(int(pad), int(pad)) for pad in padding]
 
 
 def _conv_shape(dims: int):
@@ -407,6 +411,8 @@ FILTERS.update({"horizontal_edge": _transposed(FILTERS["vertical_edge"]),
 class FixedConv2d(nn.Module):
     """One fixed filter applied to every channel separately (a depthwise convolution)."""
 
+    weight: torch.Tensor  # a buffer
+
     def __init__(self, kernel: list[list[float]], channels: int, stride: tuple, padding):
         super().__init__()
         k = torch.tensor(kernel, dtype=torch.float32)
@@ -427,7 +433,8 @@ def _fixed_conv(p, x):
     _need_fits(t, (len(kernel), len(kernel[0])), (1, 1), padding, "filter")
     if padding == "same" and per_dim(p.stride, 2) != (1, 1):
         raise ParamError("padding 'same' needs stride 1; give the padding as a number")
-    return FixedConv2d(kernel, t.shape[1], per_dim(p.stride, 2), padding)
+    return FixedConv2d([[float(v) for v in row] for row in kernel], t.shape[1],
+                       per_dim(p.stride, 2), padding)
 
 
 def _conv_doc(dims: int) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -103,7 +103,7 @@ def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
     """Apply `init`, the hand-set `weight` and `bias_init`, and `trainable` to a new layer
     with `weight` and `bias` attributes (checked on meta tensors too, filled only on real
     ones)."""
-    weight, bias = module.weight, module.bias
+    weight, bias = cast(torch.Tensor, module.weight), cast("torch.Tensor | None", module.bias)
     given = check_given(p, tuple(weight.shape), None if bias is None else bias.shape[0],
                         layout)
     if p.init != "default":
@@ -114,7 +114,7 @@ def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
         init_values(weight, lambda w: w.copy_(torch.from_numpy(given)))
     if p.bias_init is not None:
         values = torch.tensor(p.bias_init, dtype=torch.float32, device="cpu")
-        init_values(bias, lambda b: b.copy_(values))
+        init_values(cast(torch.Tensor, bias), lambda b: b.copy_(values))  # a bias to set
     if not p.trainable:
         module.requires_grad_(False)
     return module
@@ -210,6 +210,8 @@ class PolynomialFeatures(nn.Module):
 
 class FourierFeatures(nn.Module):
     """sin(k·ω·x) for k = 1..n and every feature, then the cosines in the same order."""
+
+    omega: torch.Tensor  # a buffer
 
     def __init__(self, num_frequencies: int, frequency: float):
         super().__init__()
@@ -472,6 +474,8 @@ def _residual_shape(p, x):
 class Scale(nn.Module):
     """Multiplies by one scalar, learnable or fixed."""
 
+    scale: torch.Tensor  # a buffer
+
     def __init__(self, scale: float, learnable: bool):
         super().__init__()
         value = torch.tensor(float(scale))
@@ -560,6 +564,8 @@ def _parameter_shape(p, x):
 
 class ConstantTensor(nn.Module):
     """A fixed tensor with no inputs."""
+
+    value: torch.Tensor  # a buffer
 
     def __init__(self, value: torch.Tensor):
         super().__init__()

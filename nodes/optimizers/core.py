@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -51,7 +52,8 @@ def _momentum(default: float) -> Param:
 def _torch(cls: type[torch.optim.Optimizer], *names: str, **fixed) -> Callable:
     """A build passing the params `names` (lists as tuples) to torch optimizer `cls`."""
     def build(p, named):
-        kwargs = {n: tuple(p[n]) if isinstance(p[n], list) else p[n] for n in names}
+        kwargs: dict[str, Any] = {n: tuple(p[n]) if isinstance(p[n], list) else p[n]
+                                  for n in names}
         return cls(param_groups(named, p), **kwargs, **fixed)
 
     return build

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 from torch.nn.utils import prune
@@ -166,7 +166,7 @@ class LotteryTicket(Procedure):
         self.ctx = ctx
         with seeded(ctx):
             dense = self.fresh(opts["seed"])
-            keys = prunable(dense, ctx.bound)
+            keys = prunable(dense, cast(str, ctx.bound))  # the block binds its model
             self.metric = self.metric_node(dense)
             init = {k: v.detach().clone() for k, v in dense.module.block_state().items()}
             snapshot = self.train(dense, p.rewind_epoch)
@@ -230,7 +230,8 @@ class LotteryTicket(Procedure):
     def frame(self, r: int, masks: Weights, ticket: dict, control: dict) -> dict[str, Any]:
         total = sum(m.numel() for m in masks.values())
         left = int(sum(m.sum().item() for m in masks.values()))
-        frame = {"round": r, "sparsity": round(1 - left / total, 6), "weights_left": left}
+        frame: dict[str, Any] = {"round": r, "sparsity": round(1 - left / total, 6),
+                                 "weights_left": left}
         for split, value in ticket.items():
             frame[f"{split}_rewind"] = value
         for split, value in control.items():

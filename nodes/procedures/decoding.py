@@ -93,7 +93,7 @@ def beam_search(scores, prompt: list[int], steps: int, width: int, context: int,
     step; returns its new tokens and the running total after each."""
     beams = torch.tensor([prompt], device=device)
     totals = torch.zeros(1, device=device)
-    history = [[]]  # the running totals of each beam
+    history: list[list[float]] = [[]]  # the running totals of each beam
     for _ in range(steps):
         log_probs = next_log_probs(scores, beams, context)
         candidates = (totals[:, None] + log_probs).flatten()

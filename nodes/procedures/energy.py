@@ -20,7 +20,7 @@ E = −log p + const (minus the energy's gradient), by repeating `samplers.Lange
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -71,7 +71,7 @@ def fed_input(ctx: ProcedureContext, node: str, split: str, count: int) -> torch
         values.update({(name, port): t[:count].to(c.device) for port, t in tensors.items()})
     c.module.eval()
     values = c.module.run(c.module.plan(needed), values)
-    return values[steps[node][2][0]]
+    return values[cast("tuple[str, str]", steps[node][2][0])]
 
 
 def clamp_mask(rows: list[int], shape: list[int], units: int) -> torch.Tensor:

@@ -134,8 +134,8 @@ class DDPMSample(Procedure):
         yield {"t": steps, "x": x.tolist()}
         for t in range(steps - 1, -1, -1):
             t_batch = torch.full((p.count,), t, dtype=torch.long, device=ctx.device)
-            eps = denoise(**{x_port: x.float().to(ctx.device), t_port: t_batch})
-            eps = eps[denoise.outputs[0]].double().cpu()
+            out = denoise(**{x_port: x.float().to(ctx.device), t_port: t_batch})
+            eps = out[denoise.outputs[0]].double().cpu()
             x = (x - betas[t] / (1 - abar[t]).sqrt() * eps) / (1 - betas[t]).sqrt()
             if t > 0:
                 var = betas[t] if p.variance == "beta" else (
