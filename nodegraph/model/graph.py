@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from nodegraph.model import gcpause, references
-from nodegraph.model.errors import GraphError, ParamError, Problem
+from nodegraph.model.errors import GraphError, NodegraphError, ParamError, Problem
 from nodegraph.model.events import Emitter
 from nodegraph.model.groupdefs import GroupDef, GroupRegistry
 from nodegraph.model.spec import BlockSpec, Registry, default_registry
@@ -107,6 +107,9 @@ class Graph:
         self.groups: dict[str, GroupDef] = {}  # subgraphs by name, used as `group.NAME`
         self.ties: list[Tie] = []  # parameters shared between two different blocks
         self._nodes: dict[str, Node] = {}
+        # the nodes whose params may name other nodes (a node or nodes param, or a type not
+        # known when added), in graph order: what a rename rewrites, without a scan
+        self._referrers: dict[str, None] = {}
         self._wires = Wires()  # the edges, in order, indexed by node
         self.training: dict[str, Any] = {}
         self.ui: dict[str, Any] = {}
@@ -261,6 +264,7 @@ class Graph:
             for name, value in node.params.items():
                 node.params[name] = self._checked_param(node.id, spec, name, value)
         self._nodes[node.id] = node
+        self._note_referrer(node)
         self.events.emit(GraphChanged("node_added", node=node.id))
         return node.id
 
@@ -271,17 +275,15 @@ class Graph:
             self.disconnect(e)  # wires in, then wires out (a loop to itself once)
         self.ties = [t for t in self.ties if node_id not in (t.src, t.dst)]
         del self._nodes[node_id]
+        self._referrers.pop(node_id, None)
         self.events.emit(GraphChanged("node_removed", node=node_id))
 
     def move_node(self, node_id: str, index: int) -> None:
         """Put a node at position `index` of the graph's order (the order breaks ties in
         the topological order, so undo puts a node back where it was). No event: nothing
         a listener shows changes."""
-        node = self.node(node_id)
-        items = [(k, v) for k, v in self._nodes.items() if k != node_id]
-        items.insert(index, (node_id, node))
-        self._nodes.clear()
-        self._nodes.update(items)
+        self.node(node_id)
+        _reorder(self._nodes, node_id, index)
 
     def move_edge(self, edge: Edge, index: int) -> None:
         """Put a wire at position `index` of the graph's order (as a file saves it)."""
@@ -343,9 +345,9 @@ class Graph:
             raise GraphError(f"a node with id '{new}' already exists")
         node = self.node(old)
         node.id = new
-        items = [((new if k == old else k), v) for k, v in self._nodes.items()]
-        self._nodes.clear()
-        self._nodes.update(items)
+        _rekey(self._nodes, old, new)
+        if old in self._referrers:
+            _rekey(self._referrers, old, new)
         self._wires.rename(old, new, Edge)
         self._rename_references(old, new)
         self.ties = [Tie(references.renamed_id(t.src, old, new), t.src_param,
@@ -359,11 +361,20 @@ class Graph:
     def _rename_references(self, old: str, new: str) -> None:
         """Params declared as naming nodes (kinds node and nodes), the training stages and
         the monitor follow a renamed node."""
-        for n in self.nodes.values():
+        for n in (self._nodes[k] for k in self._referrers):
             if n.type in self.registry:
                 n.params.update(references.rename_params(self.registry.get(n.type), n.params,
                                                          old, new))
         self.training.update(references.rename_training(self.training, old, new))
+
+    def _note_referrer(self, node: Node) -> None:
+        try:
+            spec = self.registry.get(node.type)
+        except NodegraphError:  # a type not known yet (a group defined later): check it
+            self._referrers[node.id] = None
+            return
+        if any(p.names_nodes for p in spec.params):
+            self._referrers[node.id] = None
 
     def set_training(self, key: str, value: Any) -> None:
         """Set a training setting (epochs, seed, device, ...); None removes it."""
@@ -406,6 +417,7 @@ class Graph:
         g = Graph(self.name, self.base_registry)
         g.ties = list(self.ties)
         g._nodes.update((k, copy.deepcopy(v)) for k, v in self._nodes.items())
+        g._referrers = dict(self._referrers)
         g._wires = self._wires.copy()
         g.training = copy.deepcopy(self.training)
         g.ui = copy.deepcopy(self.ui)
@@ -453,3 +465,30 @@ class Graph:
     def _reaches(self, start: str, goal: str) -> bool:
         """True when `goal` is downstream of `start` (or is `start`)."""
         return self._wires.reaches(start, goal)
+
+
+def _rekey(d: dict, old: Any, new: Any) -> None:
+    """Key `old` of `d` renamed `new`, in its place in the order. The rebuild runs in C
+    (no Python loop over the entries), and renaming the last entry costs nothing."""
+    if next(reversed(d)) == old:
+        d[new] = d.pop(old)
+        return
+    keys, values = list(d), list(d.values())
+    keys[keys.index(old)] = new
+    d.clear()
+    d.update(zip(keys, values, strict=True))
+
+
+def _reorder(d: dict, key: Any, index: int) -> None:
+    """Entry `key` of `d` moved to position `index` (the rebuild runs in C)."""
+    keys = list(d)
+    at = keys.index(key)
+    if at == index:
+        return
+    if index >= len(keys) - 1:
+        d[key] = d.pop(key)
+        return
+    items = list(d.items())
+    items.insert(index, items.pop(at))
+    d.clear()
+    d.update(items)
