@@ -62,6 +62,10 @@ class Report:
     # bytes of an op node's parameters, buffers, and tensors made by one forward on a batch
     module_bytes: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     memory: footprint.Footprint | None = None  # what the graph needs, when inference ran
+    # the training settings with their defaults filled in (`nodegraph.model.settings`), the
+    # one place validation and compile read them from (an unusable value keeps its default
+    # and is a problem above)
+    settings: Params = field(default_factory=lambda: settings.resolve({})[0])
 
     @property
     def ok(self) -> bool:
@@ -137,7 +141,8 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
     report = Report(flat=flat)
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
     report.problems += flat.problems if flat else []  # wires to ports a group lacks
-    report.problems += settings.resolve(graph.training)[1]
+    report.settings, problems = settings.resolve(graph.training)
+    report.problems += problems
     _check_nodes(graph, report)
     _check_code(graph, report)
     _check_edges(graph, report)
@@ -291,7 +296,7 @@ def _check_binds(report: Report) -> None:
 
 def _check_device(graph: Graph, report: Report) -> None:
     """A device name torch can parse (whether this machine has it is for `run` to say)."""
-    device = graph.training.get("device", "auto")
+    device = report.settings.device
     if not isinstance(device, str) or device == "auto":
         return  # a non-text device is reported by the settings check
     try:
@@ -462,7 +467,7 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
             inputs[e.dst_port] = meta
         else:
             try:
-                dtype = dtypes.node_dtype(spec, params, graph.training)
+                dtype = dtypes.node_dtype(spec, params, report.settings)
                 _infer_node(node_id, spec, params, inputs, report, cache, dtype)
             except PortError as e:
                 report.problems.append(Problem(node_id, e.port, e.kind,
