@@ -57,3 +57,14 @@ def test_weighted_blocks_declare_their_dtype_param_in_place():
     assert DTYPE_PARAM in registry.get("activations.PReLU").params
     assert DTYPE_PARAM not in registry.get("activations.ReLU").params
 
+
+
+def test_blocks_and_kinds_never_use_the_front_door():
+    """`import nodegraph` resolves its names lazily, where import-linter cannot follow; a
+    block reaches the runtime only through what it is given (ruff's TID251 bans the front
+    door's names in nodes/ and nodegraph/kinds/, see their ruff.toml)."""
+    kinds = NODES.parent / "nodegraph" / "kinds"
+    for path in [*NODES.rglob("*.py"), *kinds.rglob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*(import nodegraph\s*$|from nodegraph import )", text,
+                             re.M), path

@@ -10,7 +10,7 @@ emitter — so a block depends on this interface, never on the trainer. The runn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,8 +21,35 @@ from nodegraph.model.errors import NodegraphError, ValidationError
 from nodegraph.model.events import Emitter
 from nodegraph.model.spec import Params
 
-if TYPE_CHECKING:  # annotations only: the runtime builds what procedures are given
-    from nodegraph.runtime.compile import Compiled
+if TYPE_CHECKING:
+    from nodegraph.kinds.dataset import Dataset
+    from nodegraph.model.graph import Graph
+
+
+class Compiled(Protocol):
+    """What a procedure reads of a compiled graph (`nodegraph.runtime.compile.Compiled` is
+    one): typed here, so blocks and kinds never import the runtime."""
+
+    @property
+    def graph(self) -> Graph: ...
+
+    @property
+    def report(self) -> Any: ...  # the validation report: specs, flat, params by node
+
+    @property
+    def module(self) -> Any: ...  # the graph module: module_of, plan, run, block_state
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def datasets(self) -> Mapping[str, Dataset]: ...
+
+    @property
+    def metrics(self) -> Sequence[Any]: ...
+
+    @property
+    def exec_graph(self) -> Graph | None: ...  # the graph with its groups expanded
 
 
 class Procedure:
@@ -82,10 +109,11 @@ class ProcedureContext:
         self.run_training = train
         self._compile = compile
 
-    def compile(self, seed: int) -> Compiled:
-        """The graph compiled anew on this device: its own optimizers, weights drawn from
-        `seed`."""
-        return self._compile(self.compiled.graph, device=self.device, seed=seed)
+    def compile(self, seed: int, graph: Any = None) -> Compiled:
+        """The graph (or `graph`, a changed copy of it) compiled anew on this device: its
+        own optimizers, weights drawn from `seed`."""
+        return self._compile(self.compiled.graph if graph is None else graph,
+                             device=self.device, seed=seed)
 
     @property
     def training(self) -> Params:

@@ -27,7 +27,7 @@ from nodegraph.model.spec import (
 )
 
 if TYPE_CHECKING:
-    from nodegraph.runtime.compile import Compiled
+    from nodegraph.kinds.procedure_context import Compiled
 
 MODEL = node_param("model", doc="the node or group instance to loop around",
                    of=("op", "group"))

@@ -30,8 +30,6 @@ class RegularizationPath(Procedure):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
-        import nodegraph  # the public API trains each copy
-
         p, graph = self.p, ctx.compiled.graph
         for node, what in ((p.model, "model"), (p.optimizer, "optimizer")):
             if node not in graph.nodes:
@@ -43,8 +41,10 @@ class RegularizationPath(Procedure):
         for value in p.values:
             g = graph.copy()
             g.set_param(p.optimizer, p.param, value)
-            result = nodegraph.train(g, epochs=p.epochs, device=str(ctx.device))
-            module = result.module.module_of(p.model)
+            # the context compiles and trains each copy: a block never reaches the trainer
+            compiled = ctx.compile(ctx.training.seed, graph=g)
+            final = ctx.run_training(compiled, epochs=p.epochs)
+            module = compiled.module.module_of(p.model)
             weight = getattr(module, "weight", None)
             if weight is None:
                 raise NodegraphError(f"'{p.model}' has no weight to follow")
@@ -53,7 +53,7 @@ class RegularizationPath(Procedure):
                    "weights": weight.detach().double().cpu().reshape(-1).tolist(),
                    "bias": [] if bias is None else bias.detach().double().cpu().tolist(),
                    **{f"{split}_loss": numbers.get("loss")
-                      for split, numbers in result.final.items()}}
+                      for split, numbers in final.items()}}
 
 
 BLOCKS = [
