@@ -1,6 +1,6 @@
 """Attention and Transformer blocks, batch first: (N, L, D) sequences of L vectors.
 
-One computation underlies all of them (seed 003, 17): scores between queries and keys, a
+One computation underlies all of them: scores between queries and keys, a
 softmax over the keys (masked positions excluded), and the weighted sum of the values.
 
 - `DotProduct`, `ScaledDotProduct` and `Cosine` are that computation without weights, on

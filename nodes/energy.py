@@ -3,7 +3,7 @@
 Neither learns by backpropagating a task loss. A Hopfield network's weights are designed in
 closed form from the patterns it must store — the Hebbian outer-product rule, or MATLAB's
 `newhop` (Li, Michel & Porod 1989: SVD, matrix exponential, satlins recall), the design
-that reproduces seed 004's 2-D and 3-D attractors and spurious states — and recall
+that reproduces the notes' 2-D and 3-D attractors and spurious states — and recall
 iterates x ← f(Wx + b) inside the block, emitting the trajectory and its energy
 E = −½xᵀWx − bᵀx per step so the editor can plot them.
 
@@ -428,7 +428,7 @@ BLOCKS = [
        "async updates the units one at a time in random order (each sweep is one "
        "iteration): the energy never rises and recall always settles. sync updates "
        "all at once (the notes' x⁽ⁿ⁺¹⁾ = α(Wx⁽ⁿ⁾)) and may cycle between two states. "
-       "The notes' eq 3 W = Σssᵀ is normalize and zero_diagonal off. About "
+       "The notes' W = Σssᵀ is normalize and zero_diagonal off. About "
        "N/(4 ln N) random patterns are recalled without error (0.14·N with a few "
        "wrong units); beyond, recall ends in spurious mixtures.",
        _hebbian, inputs=RECALL_INPUT, outputs=RECALL_OUTPUTS,
@@ -447,8 +447,8 @@ BLOCKS = [
        "attractor.\n\nThe Li–Michel–Porod design: the targets' affine span is made "
        "attracting and its complement repelling through the SVD of the targets' "
        "differences, W = expm(h·T_τ) with a bias b, recalled synchronously by "
-       "x ← satlins(Wx + b). Spurious fixed points can remain (seed 004 finds edge "
-       "midpoints and a centre point in 3-D); they are unstable.",
+       "x ← satlins(Wx + b). Spurious fixed points can remain (in 3-D: edge midpoints "
+       "and a centre point); they are unstable.",
        _newhop, inputs=RECALL_INPUT, outputs=RECALL_OUTPUTS,
        params=[Param("targets", "json", doc="the attractors to design, at least 2: "
                      + PATTERN_DOC),

@@ -225,7 +225,7 @@ class RSquared(Metric):
     """R² per output column from running sums (in float64), averaged over the columns.
 
     ``sse_sst``: 1 − Σ(y − f)²/Σ(y − ȳ)², the usual definition (sklearn's r2_score).
-    ``var_ratio``: Σ(f − ȳ)²/Σ(y − ȳ)², the explained share of the variance (seed 000 L155).
+    ``var_ratio``: Σ(f − ȳ)²/Σ(y − ȳ)², the explained share of the variance.
     ``corr_squared``: the squared Pearson correlation of f and y.
     The three agree on the training data of a least-squares fit with an intercept and
     differ elsewhere. A constant target gives 1 for a perfect fit and 0 otherwise.

@@ -6,7 +6,7 @@ updated) and evaluation (the running averages), which the trainer switches.
 
 L1Penalty and L2Penalty have no inputs: they act on the weights of other blocks, bound to
 them at compile time (``binds="nodes"``, see nodegraph.model.spec), and output a loss term to add
-to the data loss. Biases are not penalised, as in the notes' lasso/ridge (seed 002, 3.13).
+to the data loss. Biases are not penalised, as in the notes' lasso and ridge.
 Weight decay by parameter group and gradient clipping are optimizer settings, not blocks.
 """
 

@@ -1,7 +1,7 @@
 """Recurrent blocks: RNN, LSTM and GRU over batch-first sequences, and the highway layer.
 
 A recurrence h_t = R(h_{t-1}, x_t) is a cycle, which a graph cannot hold, so each block
-loops over time inside itself (the notes' abstract cell, seed 003 16.5) and hands out two
+loops over time inside itself (the notes' abstract cell) and hands out two
 views of the result: `output`, every step's hidden state (N, L, H·dirs), for sequence-to-
 sequence models, and `last`, the final state (N, H·dirs), for many-to-one models that feed
 a Linear. h_0 = 0.
@@ -343,7 +343,7 @@ def _common(gated: bool) -> list:
         params.append(choice_param(
             "convention", ("pytorch", "notes"), "pytorch",
             "pytorch: torch's module (fast); notes: an explicit loop with the notes' gate "
-            "equations and names (seed 003, 16.6/16.7), see the module doc for how they "
+            "equations and names; see the module doc for how they "
             "differ"))
     return params
 

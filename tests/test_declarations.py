@@ -68,3 +68,20 @@ def test_blocks_and_kinds_never_use_the_front_door():
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"^\s*(import nodegraph\s*$|from nodegraph import )", text,
                              re.M), path
+
+
+CITATION = re.compile(r"[Ss]eed 0\d\d|§ ?\d|\beq\.? ?\d")
+
+
+def test_block_docs_and_user_docs_cite_no_notes_by_file_or_section():
+    """What a user reads (block docs in the palette, inspector and docs/blocks.md, the
+    READMEs whose rows caption the start page) explains itself instead of pointing at a
+    file of course notes ("seed 004 eq 7")."""
+    for spec in default_registry():
+        texts = [spec.doc, *(p.doc for p in spec.params), *(p.doc for p in spec.inputs),
+                 *(p.doc for p in spec.outputs)]
+        assert not [t for t in texts if CITATION.search(t)], spec.id
+    root = NODES.parent
+    for doc in ("README.md", "examples/README.md", "docs/blocks.md"):
+        found = CITATION.findall((root / doc).read_text(encoding="utf-8"))
+        assert found == [], (doc, found[:5])

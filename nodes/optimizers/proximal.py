@@ -2,7 +2,7 @@
 
 An L1 penalty λ‖w‖₁ has no gradient at 0, so gradient descent on it (a subgradient)
 oscillates around zero and never makes a weight exactly 0 — yet exact zeros are the point
-of the lasso (seed 000 §2.5, L419). The proximal step takes the gradient step on the smooth
+of the lasso. The proximal step takes the gradient step on the smooth
 loss and then solves the penalty exactly: soft thresholding, S_t(z) = sign(z)·max(|z| − t, 0)
 with t = lr·λ, which sets small weights to exactly 0 (ISTA). `accelerated` adds Nesterov's
 extrapolation between steps (FISTA), which converges as 1/k² instead of 1/k.

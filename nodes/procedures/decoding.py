@@ -1,7 +1,7 @@
 """Autoregressive decoding: text from a trained language model, one token at a time.
 
 A language model maps token ids (N, L) to next-token scores (N, L, V); generating text is a
-loop around it (seed 003 on sequence models): encode a prompt, score the next token from the
+loop around it: encode a prompt, score the next token from the
 last position, choose one, append it, repeat. `procedures.Decode` runs that loop with four
 ways of choosing:
 

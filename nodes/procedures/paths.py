@@ -1,6 +1,6 @@
 """Regularisation paths: a model's weights as one regularisation strength sweeps a grid.
 
-The ridge path w(λ) (seed 000 §2.5, seed 001 M2) shows every weight shrinking smoothly
+The ridge path w(λ) shows every weight shrinking smoothly
 towards 0 as λ grows, while the lasso's weights reach exactly 0 one after another. This
 procedure retrains the graph once per value of one optimizer param (the LeastSquares
 `ridge`, the ProximalGD `l1`, any optimizer's `weight_decay`) and yields per value the

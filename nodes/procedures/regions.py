@@ -3,7 +3,7 @@
 A ReLU MLP is piecewise linear: inside a region where the same units are active it is one
 affine map. With one hidden layer of n units on a 2-D input, each unit splits the plane
 along the line w_i·x + b_i = 0, and n lines cut the plane into at most
-R_2(n) = C(n,0) + C(n,1) + C(n,2) = ½(n² + n + 2) regions (seed 000 §4.1.4, L834), reached
+R_2(n) = C(n,0) + C(n,1) + C(n,2) = ½(n² + n + 2) regions, reached
 when no two lines are parallel and no three meet in a point. The digest suggests checking
 this empirically by counting activation patterns: evaluate the units on a dense grid,
 read each point's pattern of signs, and count the distinct patterns. For one hidden layer
@@ -161,7 +161,7 @@ BLOCKS = [
               "\n\nEvaluates the `units` (the hidden layers' pre-activations: a unit is active "
               "where its output is > 0) on grids of growing resolution and counts the distinct "
               "activation patterns; each frame shows the regions as an image, the count and "
-              "the bound ½(n² + n + 2) of one hidden layer of n units (seed 000 §4.1.4). The "
+              "the bound ½(n² + n + 2) of one hidden layer of n units. The "
               "grid covers the data and every crossing of the first layer's lines unless "
               "`extent` is set.",
               lambda p: LinearRegions(p),
