@@ -37,8 +37,9 @@ TRUE = [Port("target_boxes", BOXES, "true boxes (N, M, 4) from a detection data 
 IMAGE_SIZE = int_param("image_size", 64, "image side in pixels (boxes are in pixels)", min=1)
 ANCHOR = float_param("anchor", 16.0, "the box side in pixels a grid cell's size output "
                      "scales (w = anchor·e^tw)", min=1e-3)
-WEIGHTS = Param("weights", "floats", [10.0, 10.0, 5.0, 5.0], "scales of dx, dy, dw, dh "
-                "(torchvision's RoI heads use 10, 10, 5, 5)", min=1e-6)
+WEIGHTS: Param[list[float]] = Param("weights", "floats", [10.0, 10.0, 5.0, 5.0],
+                                    "scales of dx, dy, dw, dh "
+                                    "(torchvision's RoI heads use 10, 10, 5, 5)", min=1e-6)
 
 
 def _need_boxes(x: dict, port: str) -> torch.Tensor | None:
@@ -83,9 +84,10 @@ def _encode(cls):
         first = "boxes" if "boxes" in x else "deltas"
         _need_boxes(x, first)
         _need_boxes(x, "reference")
-        if len(p.weights) != 4:
-            raise PortError(first, f"'weights' needs 4 numbers, got {len(p.weights)}")
-        return cls(p.weights)
+        weights = p.typed(WEIGHTS)  # a list[float], for the type checker too
+        if len(weights) != 4:
+            raise PortError(first, f"'weights' needs 4 numbers, got {len(weights)}")
+        return cls(weights)
     return build
 
 
@@ -93,12 +95,12 @@ def _grid_encode(p, x):
     _need_boxes(x, "boxes")
     _need_per_box(x, "labels", "boxes")
     _need_per_box(x, "mask", "boxes")
-    return m.GridEncode(p.grid, p.image_size, p.anchor)
+    return m.GridEncode(p.grid, p.image_size, p.typed(ANCHOR))
 
 
 def _grid_decode(p, x):
     _need_grid(x, "input")
-    return m.GridDecode(p.image_size, p.anchor)
+    return m.GridDecode(p.image_size, p.typed(ANCHOR))
 
 
 def _yolo_loss(p, x):
@@ -162,9 +164,10 @@ def _roi_head_loss(p, x):
     if tuple(x["deltas"].shape) != tuple(x["proposals"].shape):
         raise PortError("deltas", f"needs one (dx, dy, dw, dh) per proposal "
                         f"{fmt(x['proposals'].shape)} but receives {fmt(x['deltas'].shape)}")
-    if len(p.weights) != 4:
-        raise PortError("deltas", f"'weights' needs 4 numbers, got {len(p.weights)}")
-    return m.RoIHeadLoss(p.fg_iou, p.weights, p.w_box)
+    weights = p.typed(WEIGHTS)
+    if len(weights) != 4:
+        raise PortError("deltas", f"'weights' needs 4 numbers, got {len(weights)}")
+    return m.RoIHeadLoss(p.fg_iou, weights, p.w_box)
 
 
 def _need_set(x: dict) -> None:

@@ -229,7 +229,7 @@ class TreeRegressor(_Trees, _Regressor):
 
 
 def _tree_params(forest: bool, features: str = "sqrt") -> list[Param]:
-    params = [MAX_DEPTH,
+    params: list[Param] = [MAX_DEPTH,
               int_param("min_samples_leaf", 1, "fewest training samples in a leaf", min=1),
               float_param("ccp_alpha", 0.0, "cost-complexity pruning α: subtrees whose "
                           "impurity gain per leaf is below α are cut (0: no pruning)", min=0)]

@@ -64,7 +64,7 @@ def _source(draw_from_params):
     """A build for a noise source; `draw_from_params(p)` returns draw(size, device, dtype)."""
     def build(p, x):
         _source_check(p, x)
-        return NoiseSource(draw_from_params(p), _shape(p), p.batch_size)
+        return NoiseSource(draw_from_params(p), _shape(p), p.maybe(BATCH_SIZE))
     return build
 
 
@@ -98,7 +98,7 @@ def _source_shape(draw_from_params) -> shapes.Rule:
 
 
 def _shape(p) -> list[int] | None:
-    return [p.latent_dim] if "latent_dim" in p else p.shape
+    return [p.latent_dim] if "latent_dim" in p else p.maybe(SHAPE)
 
 
 def _gaussian(mean: float, std: float):
@@ -120,8 +120,9 @@ LIKE = Port("like", doc="any tensor whose batch (dim 0) the noise follows; also 
             "per-sample shape when `shape` is empty", optional=True)
 BATCH_SIZE = int_param("batch_size", None, "samples per draw when nothing is wired into "
                        "'like'; empty means follow 'like'", min=1, nullable=True)
-SHAPE = Param("shape", "ints", None, "shape of one sample, without the batch dim; empty "
-              "means the shape of one sample of 'like'", nullable=True)
+SHAPE: Param[list[int]] = Param("shape", "ints", None,
+                                "shape of one sample, without the batch dim; empty "
+                                "means the shape of one sample of 'like'", nullable=True)
 
 # -- stochastic units ------------------------------------------------------------------------
 

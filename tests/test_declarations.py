@@ -85,3 +85,16 @@ def test_block_docs_and_user_docs_cite_no_notes_by_file_or_section():
     for doc in ("README.md", "examples/README.md", "docs/blocks.md"):
         found = CITATION.findall((root / doc).read_text(encoding="utf-8"))
         assert found == [], (doc, found[:5])
+
+
+def test_params_read_through_their_declaration_are_typed_and_checked():
+    from nodegraph.model.errors import ParamError
+    from nodegraph.model.spec import Params, int_param
+
+    width = int_param("width", 3, min=1)
+    depth = int_param("depth", None, nullable=True)
+    p = Params(width=5, depth=None)
+    assert p.typed(width) == 5  # a Param[int] reads as an int for mypy too
+    assert p.maybe(depth) is None
+    with pytest.raises(ParamError, match="depth"):
+        p.typed(depth)

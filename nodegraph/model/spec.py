@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.types import LOSS, SCHEDULE, TENSOR, PortType
@@ -100,9 +100,17 @@ class Port:
                              f"{', '.join(VIEWS)})")
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class Param:
-    """A typed, named setting of a block, with its default and the values it allows."""
+class Param(Generic[T]):
+    """A typed, named setting of a block, with its default and the values it allows.
+
+    `T` is the Python type of its checked value (`int_param` makes a ``Param[int]``), so a
+    build that reads it through the param object, ``p.typed(OUT_FEATURES)``, is type-checked
+    as reading an int; ``p.maybe(...)`` for a nullable param gives ``T | None``.
+    """
 
     name: str
     # int | float | bool | str | choice | ints | floats | strs | json, or a reference:
@@ -251,11 +259,24 @@ _MISSING = object()
 
 
 class Params(dict):
-    """A block's params by name, readable as attributes (``p.out_features``).
+    """A block's params by name, readable as attributes (``p.out_features``, typed Any) or
+    through their declaration (``p.typed(OUT_FEATURES)``, typed as the param's value).
 
     A param wins over a dict method of the same name: ``p.update`` is the `update` param
     when the block has one.
     """
+
+    def typed(self, param: Param[T]) -> T:
+        """The value of `param`, typed as its declaration says (never None: a nullable
+        param is read with `maybe`)."""
+        value = dict.__getitem__(self, param.name)
+        if value is None:
+            raise ParamError(f"'{param.name}' is empty here; read it with Params.maybe")
+        return value
+
+    def maybe(self, param: Param[T]) -> T | None:
+        """The value of a nullable `param` (None: empty), typed as its declaration says."""
+        return dict.__getitem__(self, param.name)
 
     def __getattribute__(self, name: str) -> Any:
         # one dict look-up first: blocks read their params this way on every node that
@@ -453,19 +474,19 @@ def _takes(fn: Callable[..., Any], n: int) -> bool:
 
 
 # Short constructors so a declaration reads like the torch signature it mirrors.
-def int_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+def int_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param[int]:
     return Param(name, "int", default, doc, **kw)
 
 
-def float_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+def float_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param[float]:
     return Param(name, "float", default, doc, **kw)
 
 
-def bool_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+def bool_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param[bool]:
     return Param(name, "bool", default, doc, **kw)
 
 
-def str_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+def str_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param[str]:
     return Param(name, "str", default, doc, **kw)
 
 

@@ -35,7 +35,7 @@ PORTS = {"inputs": [LOSS_IN, SCHEDULE_IN], "outputs": []}
 LR = float_param("lr", 0.01, "learning rate (step size)", min=0)
 WEIGHT_DECAY = float_param("weight_decay", 0.0, "L2 penalty added to the gradient", min=0)
 EPS = float_param("eps", 1e-8, "added to the denominator for stability", min=0)
-BETAS = Param("betas", "floats", [0.9, 0.999],
+BETAS: Param[list[float]] = Param("betas", "floats", [0.9, 0.999],
               "decay rates of the first and second moment estimates", min=0, max=1)
 AMSGRAD = bool_param("amsgrad", False, "use the AMSGrad variant")
 

@@ -31,8 +31,9 @@ from nodegraph.model.spec import (
 )
 
 MODEL_DOC = "the decoder or generator (a node or group instance) that maps codes to data"
-SHAPE = Param("image_shape", "ints", [], "shape each sample is given in the frames (e.g. "
-                   "[8, 8] for the 8x8 digits); empty: the model's output shape")
+SHAPE: Param[list[int]] = Param("image_shape", "ints", [],
+                                "shape each sample is given in the frames (e.g. "
+                                "[8, 8] for the 8x8 digits); empty: the model's output shape")
 
 
 def only_port(ports: list[str], what: str, node: str) -> str:
@@ -75,7 +76,7 @@ class SamplePrior(Procedure):
         z = torch.randn(p.count, dim, generator=ctx.generator).to(ctx.device)
         samples = decode(**{port: z})[out]
         for i in range(p.count):
-            yield {"index": i, "z": z[i].tolist(), "image": as_image(samples[i], p.image_shape)}
+            yield {"index": i, "z": z[i].tolist(), "image": as_image(samples[i], p.typed(SHAPE))}
 
 
 class Interpolate(Procedure):
@@ -102,7 +103,7 @@ class Interpolate(Procedure):
         port = only_port(decode.inputs, "input", p.model)
         frames = decode(**{port: line})[decode.outputs[0]]
         for alpha, z, image in zip(alphas.tolist(), line, frames, strict=True):
-            yield {"alpha": alpha, "z": z.tolist(), "image": as_image(image, p.image_shape)}
+            yield {"alpha": alpha, "z": z.tolist(), "image": as_image(image, p.typed(SHAPE))}
 
 
 class DDPMSample(Procedure):
