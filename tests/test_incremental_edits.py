@@ -89,3 +89,39 @@ def test_moves_between_the_same_two_wires_renumber_rarely():
         order.insert(1, order.pop())
         assert list(wires.all()) == order
     assert 1 <= wires.reindexed <= 2  # a float halves ~1,075 times from 1 before 0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_blocked_order_matches_a_list_through_splits_and_empty_blocks(monkeypatch, seed):
+    from nodegraph.model import ordered
+
+    monkeypatch.setattr(ordered, "LOAD", 4)  # blocks split and empty out within 300 edits
+    rng = random.Random(seed)
+    seq = ordered.Ordered((float(i), f"w{i}") for i in range(20))
+    model = [(float(i), f"w{i}") for i in range(20)]
+    for step in range(300):
+        what = rng.choice(("insert", "remove", "replace", "append"))
+        if what == "remove" and model:
+            key, _ = model.pop(rng.randrange(len(model)))
+            seq.remove(key)
+        elif what == "insert" and model:
+            index = rng.randrange(len(model) + 1)
+            lo = model[index - 1][0] if index else model[0][0] - 2
+            hi = model[index][0] if index < len(model) else model[-1][0] + 2
+            key = (lo + hi) / 2
+            model.insert(index, (key, f"i{step}"))
+            seq.insert(index, key, f"i{step}")
+        elif what == "replace" and model:
+            index = rng.randrange(len(model))
+            model[index] = (model[index][0], f"r{step}")
+            seq.replace(model[index][0], f"r{step}")
+        else:
+            key = (model[-1][0] + 1) if model else 0.0
+            model.append((key, f"a{step}"))
+            seq.append(key, f"a{step}")
+        assert seq.items() == [item for _, item in model]
+        assert len(seq) == len(model)
+    assert [seq.position(k) for k, _ in model] == list(range(len(model)))
+    assert [seq.key_at(i) for i in range(len(model))] == [k for k, _ in model]
+    with pytest.raises(KeyError):
+        seq.remove(-1000.0)

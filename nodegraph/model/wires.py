@@ -7,18 +7,19 @@ index is an insertion-ordered dict used as a set: removal is constant time, and 
 is the wires' order in the graph. Queries cost what they return, never a scan of every
 wire; `visits` counts the wires the traversals read, so a test can prove them linear.
 
-The order is a position key per wire (a float, increasing along the order) and the keys
-and wires in two aligned lists: a removal finds its place by bisection, a move takes a key
-between its new neighbours' keys, a rename keeps the renamed wires' keys. So every edit
-touches the wires of the nodes it changes, not every wire (`reindexed` counts the rare
-renumbering when two keys leave no room between them).
+The order is a position key per wire (a float, increasing along the order) in an
+`Ordered` sequence of small blocks: a removal finds its place by bisection, a move takes a
+key between its new neighbours' keys, a rename keeps the renamed wires' keys. So every
+edit touches the wires of the nodes it changes and one block, not every wire (`reindexed`
+counts the rare renumbering when two keys leave no room between them).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from nodegraph.model.ordered import Ordered
 
 Edge = Any  # nodegraph.model.graph.Edge (a frozen dataclass with src/src_port/dst/dst_port)
 
@@ -28,8 +29,7 @@ class Wires:
 
     def __init__(self, edges: Iterable[Edge] = ()) -> None:
         self._key: dict[Edge, float] = {}  # position key of each wire
-        self._keys: list[float] = []  # the keys, ascending ...
-        self._list: list[Edge] = []  # ... and the wires, aligned with them
+        self._order: Ordered[Edge] = Ordered()  # the wires by ascending key
         self._into: dict[str, dict[Edge, None]] = {}
         self._out: dict[str, dict[Edge, None]] = {}
         self._frozen: tuple[Edge, ...] | None = ()
@@ -52,11 +52,11 @@ class Wires:
     def all(self) -> tuple[Edge, ...]:
         """Every wire in order, as a tuple (built once per change, then shared)."""
         if self._frozen is None:
-            self._frozen = tuple(self._list)
+            self._frozen = tuple(self._order.items())
         return self._frozen
 
     def index(self, edge: Edge) -> int:
-        return bisect_left(self._keys, self._key[edge])
+        return self._order.position(self._key[edge])
     def into(self, node: str) -> list[Edge]:
         """The wires into `node`, in graph order."""
         found = self._into.get(node)
@@ -119,18 +119,17 @@ class Wires:
 
     def add(self, edge: Edge) -> None:
         """Append `edge` (the caller has refused duplicates)."""
-        key = self._keys[-1] + 1.0 if self._keys else 0.0
+        last = self._order.last_key()
+        key = 0.0 if last is None else last + 1.0
         self._key[edge] = key
-        self._keys.append(key)
-        self._list.append(edge)
+        self._order.append(key, edge)
         self._into.setdefault(edge.dst, {})[edge] = None
         self._out.setdefault(edge.src, {})[edge] = None
         self._frozen = None
 
     def remove(self, edge: Edge) -> None:
         """Remove `edge`; KeyError when it is not there."""
-        self._unplace(edge)
-        del self._key[edge]
+        self._order.remove(self._key.pop(edge))
         self._drop(self._into, edge.dst, edge)
         self._drop(self._out, edge.src, edge)
         self._frozen = None
@@ -138,14 +137,11 @@ class Wires:
     def move(self, edge: Edge, index: int) -> None:
         """Put `edge` at position `index` of the order (undo restores wires where they
         were); its two nodes' indexes are re-sorted so each keeps the graph's order."""
-        if edge not in self._key:
-            raise KeyError(edge)
-        self._unplace(edge)
-        index = max(0, min(index, len(self._keys)))
+        self._order.remove(self._key.pop(edge))  # KeyError when it is not there
+        index = max(0, min(index, len(self._order)))
         key = self._between(index)
         self._key[edge] = key
-        self._keys.insert(index, key)
-        self._list.insert(index, edge)
+        self._order.insert(index, key, edge)
         for index_of, node in ((self._into, edge.dst), (self._out, edge.src)):
             index_of[node] = dict.fromkeys(sorted(index_of[node], key=self._key.__getitem__))
         self._frozen = None
@@ -162,7 +158,7 @@ class Wires:
         for e, r in renamed.items():
             key = self._key.pop(e)
             self._key[r] = key
-            self._list[bisect_left(self._keys, key)] = r
+            self._order.replace(key, r)
         for index_of in (self._into, self._out):
             for node in {old, *(e.src for e in touched), *(e.dst for e in touched)}:
                 wires = index_of.pop(node, None)
@@ -172,7 +168,7 @@ class Wires:
         self._frozen = None
 
     def copy(self) -> Wires:
-        return Wires(self._list)
+        return Wires(self._order.items())
 
     @staticmethod
     def _drop(index: dict[str, dict[Edge, None]], node: str, edge: Edge) -> None:
@@ -181,24 +177,19 @@ class Wires:
         if not wires:
             del index[node]
 
-    def _unplace(self, edge: Edge) -> None:
-        """Take `edge` out of the ordered lists (KeyError when it is not there)."""
-        i = bisect_left(self._keys, self._key[edge])
-        del self._keys[i]
-        del self._list[i]
-
     def _between(self, index: int) -> float:
-        """A key for a wire inserted at `index` of the ordered lists: between its
-        neighbours' keys (the lists renumbered first when they leave no room)."""
-        keys = self._keys
-        if not keys:
+        """A key for a wire inserted at `index` of the order: between its neighbours' keys
+        (every key renumbered first when they leave no room)."""
+        order, n = self._order, len(self._order)
+        if not n:
             return 0.0
-        lo = keys[index - 1] if index > 0 else keys[0] - 2.0
-        hi = keys[index] if index < len(keys) else keys[-1] + 2.0
+        lo = order.key_at(index - 1) if index > 0 else order.key_at(0) - 2.0
+        hi = order.key_at(index) if index < n else order.key_at(n - 1) + 2.0
         key = (lo + hi) / 2
         if lo < key < hi:
             return key
-        self._keys = [float(i) for i in range(len(keys))]
-        self._key.update(zip(self._list, self._keys, strict=True))
+        wires = order.items()
+        self._order = Ordered((float(i), e) for i, e in enumerate(wires))
+        self._key.update((e, float(i)) for i, e in enumerate(wires))
         self.reindexed += 1
         return self._between(index)
