@@ -96,6 +96,17 @@ class Ordered(Generic[T]):
             self._items[b:b + 1] = [items[:LOAD], items[LOAD:]]
             self._maxes[b:b + 1] = [keys[LOAD - 1], keys[-1]]
 
+    def key_for(self, index: int) -> float | None:
+        """A key for an item to insert at position `index` (0 <= index <= len): between its
+        neighbours' keys; None when they leave no room (renumber, then ask again)."""
+        n = self._len
+        if not n:
+            return 0.0
+        lo = self.key_at(index - 1) if index > 0 else self.key_at(0) - 2.0
+        hi = self.key_at(index) if index < n else self.key_at(n - 1) + 2.0
+        key = (lo + hi) / 2
+        return key if lo < key < hi else None
+
     def _locate(self, key: float) -> tuple[int, int]:
         b = bisect_left(self._maxes, key)
         if b == len(self._maxes):

@@ -180,15 +180,10 @@ class Wires:
     def _between(self, index: int) -> float:
         """A key for a wire inserted at `index` of the order: between its neighbours' keys
         (every key renumbered first when they leave no room)."""
-        order, n = self._order, len(self._order)
-        if not n:
-            return 0.0
-        lo = order.key_at(index - 1) if index > 0 else order.key_at(0) - 2.0
-        hi = order.key_at(index) if index < n else order.key_at(n - 1) + 2.0
-        key = (lo + hi) / 2
-        if lo < key < hi:
+        key = self._order.key_for(index)
+        if key is not None:
             return key
-        wires = order.items()
+        wires = self._order.items()
         self._order = Ordered((float(i), e) for i, e in enumerate(wires))
         self._key.update((e, float(i)) for i, e in enumerate(wires))
         self.reindexed += 1
