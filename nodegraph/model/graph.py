@@ -267,13 +267,14 @@ class Graph:
                              "letters, digits and _")
         if node.id in self._store:
             raise GraphError(f"a node with id '{node.id}' already exists")
+        spec = None
         if strict:
             spec = self._spec(node.type)
             node.type = spec.id
             for name, value in node.params.items():
                 node.params[name] = self._checked_param(node.id, spec, name, value)
         self._append(node)
-        self._note_referrer(node)
+        self._note_referrer(node, spec)
         self.events.emit(GraphChanged("node_added", node=node.id))
         return node.id
 
@@ -397,8 +398,7 @@ class Graph:
     def _append(self, node: Node) -> None:
         """`node` stored and placed last in the order."""
         self._store[node.id] = node
-        last = self._order.last_key()
-        key = self._node_key[node.id] = 0.0 if last is None else last + 1.0
+        key = self._node_key[node.id] = self._order.next_key()
         self._order.append(key, node.id)
         if not self._stale:
             self._nodes[node.id] = node
@@ -413,13 +413,14 @@ class Graph:
             self._stale = False
         return self._nodes
 
-    def _note_referrer(self, node: Node) -> None:
-        try:
-            spec = self.registry.get(node.type)
-        except NodegraphError:  # a type not known yet (a group defined later): check it
-            self._referrers[node.id] = None
-            return
-        if any(p.names_nodes for p in spec.params):
+    def _note_referrer(self, node: Node, spec: BlockSpec | None = None) -> None:
+        if spec is None:
+            try:
+                spec = self.registry.get(node.type)
+            except NodegraphError:  # a type not known yet (a group defined later): check it
+                self._referrers[node.id] = None
+                return
+        if spec.names_nodes:
             self._referrers[node.id] = None
 
     def set_training(self, key: str, value: Any) -> None:

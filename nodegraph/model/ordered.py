@@ -41,18 +41,21 @@ class Ordered(Generic[T]):
     def keys(self) -> list[float]:
         return list(chain.from_iterable(self._keys))
 
-    def last_key(self) -> float | None:
-        return self._maxes[-1] if self._maxes else None
+    def next_key(self) -> float:
+        """The key of an item appended now: one above the last."""
+        return self._maxes[-1] + 1.0 if self._maxes else 0.0
 
     def append(self, key: float, item: T) -> None:
         """Add an item after every other (its key above every key)."""
-        if not self._keys or len(self._keys[-1]) >= LOAD:
-            self._keys.append([])
-            self._items.append([])
+        keys = self._keys
+        if keys and len(keys[-1]) < LOAD:
+            keys[-1].append(key)
+            self._items[-1].append(item)
+            self._maxes[-1] = key
+        else:
+            keys.append([key])
+            self._items.append([item])
             self._maxes.append(key)
-        self._keys[-1].append(key)
-        self._items[-1].append(item)
-        self._maxes[-1] = key
         self._len += 1
 
     def position(self, key: float) -> int:

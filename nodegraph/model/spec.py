@@ -402,6 +402,11 @@ class BlockSpec:
         return tuple(p for p in self.params if p.kind in (*REFERENCE_KINDS, "stage"))
 
     @cached_property
+    def names_nodes(self) -> bool:
+        """Some param of the block names other nodes (renaming a node may rewrite it)."""
+        return any(p.names_nodes for p in self.params)
+
+    @cached_property
     def _by_name(self) -> tuple[dict[str, Port], dict[str, Port], dict[str, Param]]:
         """Inputs, outputs and params by name (unique, checked above): the look-ups that
         every edit and validation of every node make, in one step each."""

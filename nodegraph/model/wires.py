@@ -119,9 +119,7 @@ class Wires:
 
     def add(self, edge: Edge) -> None:
         """Append `edge` (the caller has refused duplicates)."""
-        last = self._order.last_key()
-        key = 0.0 if last is None else last + 1.0
-        self._key[edge] = key
+        key = self._key[edge] = self._order.next_key()
         self._order.append(key, edge)
         self._into.setdefault(edge.dst, {})[edge] = None
         self._out.setdefault(edge.src, {})[edge] = None
