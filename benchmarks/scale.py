@@ -16,6 +16,12 @@ Targets at 5,000 nodes: build < 0.1 s, validate < 0.5 s, compile < 0.5 s, each k
 Run with OMP_NUM_THREADS=1 on a quiet machine (or `--clock cpu` on a busy one); each
 figure is the best of `--repeat`.
 
+Single edits are timed too (`edits`): renaming a node in the middle of the graph, moving
+it to the front of the graph's order, moving one of its wires to the front of the wire
+order (what undo does), and deleting a node there (its wires go with it), each the median
+of `EDITS` tries, with the exponent over the sizes: an edit costs what it touches, so its
+exponent should stay near 0 (target <= 0.2).
+
 Most of a compile is PyTorch making and initialising the layers, so beside it the script
 times the same model written by hand (`by_hand`: the same Linear layers from the same seed,
 and an Adam over them) and prints the ratio and the difference: what the graph adds.
@@ -33,6 +39,7 @@ import torch
 from torch import nn
 
 import nodegraph
+from nodegraph.model import gcpause
 
 ALPHABET = 150  # widths 16..165: 22,500 distinct (in, out) pairs, more than 20k nodes
 
@@ -144,6 +151,44 @@ def measure(make: Callable[[int], nodegraph.Graph], n: int, repeat: int) -> dict
     }
 
 
+EDITS = 60  # tries of each single edit; the median is kept
+
+
+def edits(graph: nodegraph.Graph) -> dict[str, float]:
+    """The median time of one rename, node move, wire move and delete in the middle of
+    `graph`; each kind in a loop of its own, undone (untimed) before the next try, except
+    the deletes (different nodes, last)."""
+    ids = list(graph.nodes)
+    mid = ids[len(ids) // 2]
+    times: dict[str, list[float]] = {"rename": [], "move node": [], "delete": [],
+                                     "move wire": []}
+
+    def timed(what: str, fn: Callable[[], object]) -> None:
+        start = CLOCK()
+        fn()
+        times[what].append(CLOCK() - start)
+
+    at = list(graph.nodes).index(mid)
+    for _ in range(EDITS):  # each kind of edit in a loop of its own, undone untimed
+        timed("rename", lambda: graph.rename(mid, "renamed"))
+        graph.rename("renamed", mid)
+    for _ in range(EDITS):
+        timed("move node", lambda: graph.move_node(mid, 0))
+        graph.move_node(mid, at)
+    wire = graph.edges_into(mid)[0]
+    index = graph._wires.index(wire)
+    for _ in range(EDITS):
+        timed("move wire", lambda: graph.move_edge(wire, 0))
+        graph.move_edge(wire, index)
+    assert list(graph.nodes)[at] == mid
+    # deletes last, not undone (an undo re-inserts in C over the whole node order, which
+    # would leave the next timed delete running on a cold cache): EDITS different nodes from
+    # the middle on, every other one, each delete its own edit
+    for victim in ids[len(ids) // 2:len(ids) // 2 + 2 * EDITS:2]:
+        timed("delete", lambda victim=victim: graph.remove(victim))
+    return {what: sorted(ts)[len(ts) // 2] for what, ts in times.items()}
+
+
 TARGETS = {"build": 0.1, "validate cold": 0.5, "validate warm": 0.5, "compile": 0.5}
 
 
@@ -161,10 +206,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
     parser.add_argument("--shapes", nargs="+", choices=("chain", "branchy"),
                         default=["chain", "branchy"])
+    parser.add_argument("--only", choices=("all", "edits"), default="all",
+                        help="edits: only the single-edit figures (quick)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: this thread's CPU time, immune to other processes on a busy "
                         "machine")
     args = parser.parse_args()
+    gcpause.tune_process()  # as the CLI and the editor run: the collector kept out of the way
     global CLOCK
     if args.clock == "cpu":
         CLOCK = time.thread_time
@@ -176,6 +224,16 @@ def main() -> None:
     nodegraph.compile(chain(8))
     for shape in args.shapes:
         make = chain if shape == "chain" else branchy
+        per_edit = {n: edits(make(n)) for n in args.sizes}
+        for n, row in per_edit.items():
+            print(f"{shape} {n:>6} nodes, one edit: " +
+                  ", ".join(f"{k} {v * 1e6:.0f} us" for k, v in row.items()))
+        for what in per_edit[args.sizes[0]]:
+            k = exponent(args.sizes, [per_edit[n][what] for n in args.sizes])
+            print(f"{shape} {what}: exponent {k:.2f} (target <= 0.2) "
+                  f"{'ok' if k <= 0.2 else 'MISSED'}")
+        if args.only == "edits":
+            continue
         rows = {n: measure(make, n, args.repeat) for n in args.sizes}
         for n, row in rows.items():
             print(f"{shape} {n:>6} nodes: " + ", ".join(f"{k} {v:.3f} s" for k, v in row.items()))

@@ -119,7 +119,7 @@ def read_coco(path: str, images: str, size: int | None, max_objects: int | None,
 
     pictures, _, objects, m, names = _coco(path, images, max_objects, look)
     n = len(pictures)
-    out = {"x": np.stack(pictures).astype(np.float32),
+    out: dict[str, np.ndarray] = {"x": np.stack(pictures).astype(np.float32),
            "boxes": np.zeros((n, m, 4), np.float32),
            "labels": np.full((n, m), -1, np.int64),
            "mask": np.zeros((n, m), np.float32)}
@@ -140,7 +140,8 @@ def coco_shape(path: str, images: str, size: int | None, max_objects: int | None
         return None, ((c, h, w) if size is None else (c, size, size)), (h, w)
 
     _, shapes, _, m, _ = _coco(path, images, max_objects, look)
-    return len(shapes), shapes[0], m
+    c, h, w = shapes[0]
+    return len(shapes), (c, h, w), m
 
 
 def _coco(path: str, images: str, max_objects: int | None, look: Callable
@@ -166,7 +167,10 @@ def _coco(path: str, images: str, max_objects: int | None, look: Callable
         cats[c["id"]] = str(c.get("name", c["id"]))
     class_of = {cid: i for i, cid in enumerate(sorted(cats))}
     folder = data_path(images) if images else file.parent
-    rows, pictures, shapes, scale = {}, [], [], []
+    rows: dict = {}
+    pictures: list = []
+    shapes: list = []
+    scale: list = []
     for k, im in enumerate(doc["images"]):
         where = f"{file.name}: images[{k}]"
         _need(isinstance(im, dict) and isinstance(im.get("id"), int)

@@ -50,12 +50,12 @@ def match(det_boxes, det_scores, det_labels, det_valid, gt_boxes, gt_labels, gt_
         score = torch.where(ok, cand, torch.full_like(cand, -2.0))
         best = g - 1 - torch.flip(score, [-1]).argmax(-1) if g else None
         hit = ok.any(-1)
-        if g:
+        if best is not None:  # g > 0
             taken |= hit[..., None] & (torch.arange(g) == best[..., None])
         matched[:, i] = hit
     image = torch.arange(n)[:, None].expand(n, d)
     v = valid
-    counts = {}
+    counts: dict[int, int] = {}
     for c in gt_labels[gt_valid].tolist():
         counts[c] = counts.get(c, 0) + 1
     return image[v], labels[v], scores[v], matched[v], counts

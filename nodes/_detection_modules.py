@@ -6,6 +6,8 @@ empty outputs of the right shape, so validation infers shapes without running th
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -88,8 +90,8 @@ class YOLOLoss(nn.Module):
     def __init__(self, image_size: float, anchor: float, box_loss: str, w_obj: float,
                  w_noobj: float, w_box: float, w_cls: float):
         super().__init__()
-        self.p = dict(image_size=image_size, anchor=anchor, box_loss=box_loss, w_obj=w_obj,
-                      w_noobj=w_noobj, w_box=w_box, w_cls=w_cls)
+        self.p: dict[str, Any] = dict(image_size=image_size, anchor=anchor, box_loss=box_loss,
+                                      w_obj=w_obj, w_noobj=w_noobj, w_box=w_box, w_cls=w_cls)
 
     def forward(self, head, target):
         if _meta(head):
@@ -229,6 +231,8 @@ class DETRHead(nn.Module):
     """A small DETR: features projected to tokens plus DETR's fixed 2-D sine position of
     each cell, a transformer encoder over them, and a decoder whose learned queries each predict one
     box (sigmoid cx, cy, w, h times the image size) and a class, the last 'no object'."""
+
+    pos: torch.Tensor  # a buffer
 
     def __init__(self, channels: int, cells: tuple[int, int], num_queries: int,
                  num_classes: int, d_model: int, nhead: int, num_encoder_layers: int,

@@ -14,7 +14,7 @@ import torch
 from nodegraph.model.errors import PortError
 
 
-def fmt(shape: torch.Size | tuple) -> str:
+def fmt(shape: torch.Size | tuple | list) -> str:
     """A shape the way messages show it: the batch dimension as N."""
     dims = ["N", *map(str, tuple(shape)[1:])] if len(shape) else []
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"

@@ -15,16 +15,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.declare import family
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
+    Search,
     TorchEquivalent,
     choice_param,
-    family,
     float_param,
     int_param,
-    with_torch,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import dim_index, need_float
 from nodes.layers.dense import Fn
 
@@ -129,6 +129,19 @@ SOFTMAX_PARAMS = [int_param("dim", -1, "dim whose entries are normalised (-1 = l
                   float_param("temperature", 1.0, "divides the input first: above 1 flattens "
                               "the distribution, below 1 sharpens it", min=1e-6)]
 
+def _dim(args: list, kwargs: dict) -> dict | None:
+    dim = kwargs.get("dim", args[0] if args else None)
+    return {"dim": dim} if isinstance(dim, int) and not kwargs.keys() - {"dim", "dtype",
+                                                                          "_stacklevel"} \
+        and kwargs.get("dtype") is None else None
+
+
+def _none(args: list, kwargs: dict) -> dict | None:
+    """A call with no params (an `inplace` flag changes nothing in a graph)."""
+    return {} if not args and not kwargs.keys() - {"inplace"} or args == [True] or \
+        args == [False] else None
+
+
 BLOCKS = [
     _act("Identity", "Identity activation f(x) = x.\n\nThe linear output of a regression "
          "head.", lambda p, x: nn.Identity(), keywords=("linear", "none"),
@@ -148,26 +161,39 @@ BLOCKS = [
          "Reads as a probability; a larger slope makes it closer to a step.", _sigmoid,
          [float_param("slope", 1.0, "steepness: multiplies x before the sigmoid")],
          ("logistic",),
-         shape=_made(2)),
+         shape=_made(2),
+         torch=TorchEquivalent((nn.Sigmoid,), lambda m: {},
+                               (torch.sigmoid, F.sigmoid, "sigmoid"), _none),
+         search=Search(words=("sigm", "logistic"), popularity=2.0)),
     _act("Tanh", "Hyperbolic tangent, squashing to (-1, 1).\n\nZero-centred, unlike the "
          "sigmoid.", lambda p, x: nn.Tanh(), keywords=("squash",),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.Tanh,), lambda m: {},
+                               (torch.tanh, F.tanh, "tanh"), _none),
+         search=Search(popularity=2.5)),
     _act("ReLU", "Rectified linear unit max(0, x).\n\nThe default hidden activation: cheap, "
          "and its gradient does not vanish for x > 0.", lambda p, x: nn.ReLU(),
          keywords=("rectifier",),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.ReLU,), lambda m: {},
+                               (F.relu, torch.relu, "relu"), _none),
+         search=Search(popularity=4.0)),
     _act("LeakyReLU", "Leaky ReLU: x for x >= 0, negative_slope·x below.\n\nKeeps a small "
          "gradient for negative inputs so units cannot die.",
          lambda p, x: nn.LeakyReLU(p.negative_slope),
          [float_param("negative_slope", 0.01, "slope for x < 0 (Keras uses 0.3)", min=0)],
          ("leaky", "rectifier"),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.LeakyReLU,),
+                               lambda m: {"negative_slope": m.negative_slope})),
     _act("PReLU", "Parametric ReLU: a leaky ReLU whose negative slope is learned.\n\nOne "
          "slope shared, or one per channel (dim 1).", _prelu,
          [int_param("num_parameters", 1, "number of slopes: 1 (shared) or the channel "
                     "count; empty means one per channel, inferred", min=1, nullable=True),
-          float_param("init", 0.25, "initial slope")],
-         ("parametric", "learnable", "rectifier")),
+          float_param("init", 0.25, "initial slope"), DTYPE_PARAM],
+         ("parametric", "learnable", "rectifier"),
+         torch=TorchEquivalent((nn.PReLU,),
+                               lambda m: {"num_parameters": m.num_parameters})),
     _act("RReLU", "Randomised leaky ReLU: the negative slope is drawn from U(lower, upper) "
          "while training.\n\nAt evaluation the slope is fixed to the mean (lower + upper)/2.",
          _rrelu,
@@ -179,30 +205,43 @@ BLOCKS = [
          lambda p, x: nn.ELU(p.alpha), [float_param("alpha", 1.0, "the value approached "
                                                     "for very negative x is -alpha")],
          ("exponential",),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.ELU,), lambda m: {"alpha": m.alpha})),
     _act("GELU", "Gaussian error linear unit x·Φ(x).\n\nThe smooth ReLU of transformers; "
          "`tanh` uses the faster approximation.",
          lambda p, x: nn.GELU(p.approximate),
          [choice_param("approximate", ("none", "tanh"), "none", "exact (none) or the tanh "
                        "approximation")],
          ("gaussian", "transformer"),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent(
+             (nn.GELU,), lambda m: {"approximate": m.approximate}, (F.gelu,),
+             lambda a, k: {"approximate": k.get("approximate", "none")} if not a and
+             not k.keys() - {"approximate"} else None),
+         search=Search(popularity=2.0)),
     _act("SiLU", "Sigmoid-weighted linear unit x·σ(x) (swish).\n\nSmooth and non-monotonic "
          "near zero; the usual activation of diffusion U-Nets and timestep MLPs.",
          lambda p, x: nn.SiLU(), keywords=("swish",),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.SiLU,), lambda m: {}, (F.silu,), _none),
+         search=Search(words=("swish",))),
     _act("ReLU6", "ReLU capped at 6: min(max(0, x), 6).\n\nThe activation of MobileNet v1/v2, "
          "kept bounded for low-precision inference.", lambda p, x: nn.ReLU6(),
          keywords=("relu6", "clipped", "mobilenet"),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.ReLU6,), lambda m: {}, (F.relu6,), _none)),
     _act("Hardswish", "Hard swish x·ReLU6(x + 3)/6: a piecewise approximation of SiLU.\n\n"
          "Cheap on mobile hardware; the activation of MobileNetV3.",
          lambda p, x: nn.Hardswish(), keywords=("hard swish", "mobilenet", "silu"),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.Hardswish,), lambda m: {}, (F.hardswish,),
+                               _none)),
     _act("Hardsigmoid", "Hard sigmoid ReLU6(x + 3)/6: 0 below -3, 1 above 3, linear "
          "between.\n\nThe gate of MobileNetV3's squeeze-and-excitation.",
          lambda p, x: nn.Hardsigmoid(), keywords=("hard sigmoid", "gate", "mobilenet"),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.Hardsigmoid,), lambda m: {},
+                               (F.hardsigmoid,), _none)),
     _act("Softplus", "Softplus log(1 + exp(beta·x)) / beta: a smooth ReLU.\n\nAbove "
          "beta·x > threshold it returns x, for numerical stability. Gives positive outputs "
          "(variances, rates).",
@@ -210,7 +249,9 @@ BLOCKS = [
          [float_param("beta", 1.0, "sharpness", min=1e-6),
           float_param("threshold", 20.0, "beta·x above which the result is linear")],
          ("smooth relu", "positive"),
-         shape=_made(1)),
+         shape=_made(1),
+         torch=TorchEquivalent((nn.Softplus,),
+                               lambda m: {"beta": m.beta, "threshold": m.threshold})),
     _act("Satlins", "Symmetric saturating linear: clamp(x, -1, 1).\n\nMATLAB's satlins, "
          "the transfer function of newhop Hopfield networks.",
          lambda p, x: nn.Hardtanh(-1.0, 1.0), keywords=("hardtanh", "clip", "hopfield"),
@@ -219,58 +260,16 @@ BLOCKS = [
          "\n\nTurns class scores into probabilities. For training with cross-entropy feed "
          "the raw scores to the loss instead (it has softmax built in).",
          _softmax(log=False), SOFTMAX_PARAMS, ("probabilities", "normalize", "temperature"),
-         shape=_made(2, dim=True)),
+         shape=_made(2, dim=True),
+         torch=TorchEquivalent(
+             (nn.Softmax,), lambda m: {"dim": m.dim} if m.dim is not None else None,
+             (F.softmax, torch.softmax, "softmax"), _dim)),
     _act("LogSoftmax", "Log of the softmax of x / temperature along `dim`.\n\nNumerically "
          "stable log-probabilities, for a negative log-likelihood.",
          _softmax(log=True), SOFTMAX_PARAMS, ("log probabilities", "nll"),
-         shape=_made(2, dim=True)),
+         shape=_made(2, dim=True),
+         torch=TorchEquivalent(
+             (nn.LogSoftmax,), lambda m: {"dim": m.dim} if m.dim is not None else None,
+             (F.log_softmax, torch.log_softmax, "log_softmax"), _dim)),
 ]
 
-
-def _dim(args: list, kwargs: dict) -> dict | None:
-    dim = kwargs.get("dim", args[0] if args else None)
-    return {"dim": dim} if isinstance(dim, int) and not kwargs.keys() - {"dim", "dtype",
-                                                                          "_stacklevel"} \
-        and kwargs.get("dtype") is None else None
-
-
-def _none(args: list, kwargs: dict) -> dict | None:
-    """A call with no params (an `inplace` flag changes nothing in a graph)."""
-    return {} if not args and not kwargs.keys() - {"inplace"} or args == [True] or \
-        args == [False] else None
-
-
-# what each block computes in PyTorch: `nodegraph import` turns these into the block
-BLOCKS = with_torch(BLOCKS, {
-    "activations.ReLU": TorchEquivalent((nn.ReLU,), lambda m: {},
-                                        (F.relu, torch.relu, "relu"), _none),
-    "activations.ReLU6": TorchEquivalent((nn.ReLU6,), lambda m: {}, (F.relu6,), _none),
-    "activations.Hardswish": TorchEquivalent((nn.Hardswish,), lambda m: {}, (F.hardswish,),
-                                             _none),
-    "activations.Hardsigmoid": TorchEquivalent((nn.Hardsigmoid,), lambda m: {},
-                                               (F.hardsigmoid,), _none),
-    "activations.SiLU": TorchEquivalent((nn.SiLU,), lambda m: {}, (F.silu,), _none),
-    "activations.Tanh": TorchEquivalent((nn.Tanh,), lambda m: {},
-                                        (torch.tanh, F.tanh, "tanh"), _none),
-    "activations.Sigmoid": TorchEquivalent((nn.Sigmoid,), lambda m: {},
-                                           (torch.sigmoid, F.sigmoid, "sigmoid"), _none),
-    "activations.GELU": TorchEquivalent(
-        (nn.GELU,), lambda m: {"approximate": m.approximate}, (F.gelu,),
-        lambda a, k: {"approximate": k.get("approximate", "none")} if not a and
-        not k.keys() - {"approximate"} else None),
-    "activations.ELU": TorchEquivalent((nn.ELU,), lambda m: {"alpha": m.alpha}),
-    "activations.LeakyReLU": TorchEquivalent((nn.LeakyReLU,),
-                                             lambda m: {"negative_slope": m.negative_slope}),
-    "activations.Softplus": TorchEquivalent((nn.Softplus,),
-                                            lambda m: {"beta": m.beta, "threshold": m.threshold}),
-    "activations.PReLU": TorchEquivalent((nn.PReLU,),
-                                         lambda m: {"num_parameters": m.num_parameters}),
-    "activations.Softmax": TorchEquivalent(
-        (nn.Softmax,), lambda m: {"dim": m.dim} if m.dim is not None else None,
-        (F.softmax, torch.softmax, "softmax"), _dim),
-    "activations.LogSoftmax": TorchEquivalent(
-        (nn.LogSoftmax,), lambda m: {"dim": m.dim} if m.dim is not None else None,
-        (F.log_softmax, torch.log_softmax, "log_softmax"), _dim),
-})
-
-BLOCKS = with_dtype(BLOCKS, ('PReLU',))

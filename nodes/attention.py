@@ -1,6 +1,6 @@
 """Attention and Transformer blocks, batch first: (N, L, D) sequences of L vectors.
 
-One computation underlies all of them (seed 003, 17): scores between queries and keys, a
+One computation underlies all of them: scores between queries and keys, a
 softmax over the keys (masked positions excluded), and the weighted sum of the values.
 
 - `DotProduct`, `ScaledDotProduct` and `Cosine` are that computation without weights, on
@@ -25,26 +25,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.declare import family, op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     Port,
+    Search,
     TorchEquivalent,
-    block,
     bool_param,
     choice_param,
-    family,
     float_param,
     int_param,
-    with_torch,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_ndim
 from nodes.generative import sinusoidal
 from nodes.layers.dense import init_values
@@ -93,7 +92,7 @@ def padding_allowed(key_padding_mask: torch.Tensor | None) -> torch.Tensor | Non
     """(N, S) padding flags as (N, 1, 1, S) allowed flags for (N, heads, L, S) scores."""
     if key_padding_mask is None:
         return None
-    return ~as_allowed(key_padding_mask)[:, None, None, :]
+    return ~cast(torch.Tensor, as_allowed(key_padding_mask))[:, None, None, :]
 
 
 SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
@@ -149,7 +148,8 @@ class MultiHeadAttention(nn.Module):
 
     def projections(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self.same_dim:
-            return self.in_proj_weight.chunk(3)
+            q, k, v = self.in_proj_weight.chunk(3)
+            return q, k, v
         return self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
 
     def heads(self, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
@@ -174,20 +174,21 @@ class MultiHeadAttention(nn.Module):
 class SelfAttention(MultiHeadAttention):
     """Multi-head attention of a sequence to itself."""
 
-    def forward(self, x, key_padding_mask=None):
+    def forward(self, x, key_padding_mask=None):  # type: ignore[override]  # one input
         return super().forward(x, x, x, key_padding_mask)
 
 
 class CrossAttention(MultiHeadAttention):
     """Multi-head attention of queries to a memory that gives both keys and values."""
 
-    def forward(self, query, memory, key_padding_mask=None):
+    def forward(self, query, memory,  # type: ignore[override]  # keys are the values
+                key_padding_mask=None):
         return super().forward(query, memory, memory, key_padding_mask)
 
 
 # -- Transformer layers --------------------------------------------------------------------
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+ACTIVATIONS: dict[str, Callable[..., torch.Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
 
 class _FeedForward(nn.Module):
@@ -206,7 +207,7 @@ class _FeedForward(nn.Module):
             setattr(self, f"norm{i}", nn.LayerNorm(d_model, layer_norm_eps, bias=bias))
             setattr(self, f"dropout{i}", nn.Dropout(dropout))
 
-    def sublayer(self, x, norm: nn.Module, drop: nn.Module, fn):
+    def sublayer(self, x, norm: Any, drop: Any, fn):
         """x + drop(fn(norm(x))) pre-LN, norm(x + drop(fn(x))) post-LN; fn returns (y, extra)."""
         y, extra = fn(norm(x) if self.norm_first else x)
         x = x + drop(y)
@@ -676,129 +677,6 @@ attention_op = family("attention", "op", wrap=_attention, inputs=QKV, outputs=AT
                       shared_params=[TEMPERATURE, CAUSAL])
 
 
-BLOCKS = [
-    attention_op("DotProduct",
-        "Dot-product attention softmax(q·k / temperature) v, with no weights.\n\n"
-        "The notes' first attention (17.2): each query takes a weighted average of the "
-        "values, weighted by how well it matches each key. Wire the same tensor into all "
-        "three ports for plain self-attention.", "dot",
-        keywords=("attention", "softmax", "alignment", "luong"), shape=_attention_shape("dot")),
-    attention_op("ScaledDotProduct",
-        "Scaled dot-product attention softmax(q·k / (√d · temperature)) v.\n\n"
-        "Dividing by √d keeps the scores' spread independent of the width d, so the "
-        "softmax does not saturate (notes 17.3); the core of every Transformer.", "scaled",
-        keywords=("attention", "transformer", "sdpa", "qkv"), shape=_attention_shape("scaled")),
-    attention_op("Cosine",
-        "Cosine attention softmax(cos(q, k) / temperature) v.\n\n"
-        "Scores are cosine similarities in [−1, 1], independent of the vectors' lengths; a "
-        "temperature below 1 (e.g. 0.1) is needed for sharp weights.", "cosine",
-        keywords=("attention", "cosine similarity", "normalized")),
-    block("attention.MultiHeadSelfAttention", "op",
-          "Multi-head self-attention: every position attends to every other.\n\n"
-          "Q, K and V are learned projections of the input, split into heads that attend "
-          "separately; the heads' outputs are concatenated and projected back (notes "
-          "17.4). embed_dim is inferred; `causal` hides the future.",
-          _self_attention, inputs=[Port("input", doc="a sequence (N, L, embed_dim)"), PADDING],
-          outputs=[Port("output", doc="(N, L, embed_dim)"), HEAD_WEIGHTS],
-          params=[*MHA_PARAMS, CAUSAL], shape=_self_attention_shape,
-          keywords=("attention", "transformer", "mhsa", "heads", "self-attention")),
-    block("attention.MultiHeadCrossAttention", "op",
-          "Multi-head cross-attention: queries from one sequence, keys and values from "
-          "another.\n\nThe decoder's look at the encoder (notes 17.10): `query` comes from "
-          "the decoder, `memory` (the encoder's output, any width) gives keys and values.",
-          _cross_attention,
-          inputs=[Port("query", doc="the attending sequence (N, L, embed_dim)"),
-                  Port("memory", doc="the attended sequence (N, S, kdim)"), PADDING],
-          outputs=[Port("output", doc="(N, L, embed_dim)"), HEAD_WEIGHTS],
-          params=MHA_PARAMS,
-          keywords=("attention", "encoder-decoder", "translation", "cross")),
-    block("attention.TransformerEncoderBlock", "op",
-          "One Transformer encoder layer: self-attention and a feed-forward network, each "
-          "with a residual connection and LayerNorm.\n\n"
-          "Equals torch's nn.TransformerEncoderLayer (batch first) with the same weights; "
-          "pre-LN (norm_first, the notes' 17.7) or post-LN. d_model is inferred from the "
-          "input. Also outputs the attention weights per head.",
-          _encoder, inputs=[Port("input", doc="a sequence (N, L, d_model)"), PADDING],
-          shape=_encoder_shape,
-          outputs=[Port("output", doc="(N, L, d_model)"), HEAD_WEIGHTS],
-          params=layer_params(causal=False),
-          keywords=("transformer", "encoder", "bert", "vit", "layer")),
-    block("attention.TransformerDecoderBlock", "op",
-          "One Transformer decoder layer: masked self-attention, cross-attention to the "
-          "encoder's memory, feed-forward.\n\n"
-          "Equals torch's nn.TransformerDecoderLayer (batch first) with the same weights; "
-          "causal by default, so position t sees only 0..t of its own sequence but all of "
-          "the memory.",
-          _decoder,
-          inputs=[Port("input", doc="the target sequence (N, L, d_model)"),
-                  Port("memory", doc="the encoder's output (N, S, d_model)"), PADDING,
-                  Port("memory_key_padding_mask", doc="(N, S): true marks padding in the "
-                       "memory", optional=True)],
-          outputs=[Port("output", doc="(N, L, d_model)"),
-                   Port("self_weights", doc="self-attention weights (N, heads, L, L)"),
-                   Port("cross_weights", doc="cross-attention weights (N, heads, L, S)")],
-          params=layer_params(causal=True),
-          keywords=("transformer", "decoder", "gpt", "translation", "layer")),
-    block("attention.SinusoidalPositionalEncoding", "op",
-          "Adds the fixed sinusoidal position code: sin / cos of t / base^(2i/D).\n\n"
-          "Attention ignores order; adding p[t, 2i] = sin(t / 10000^(2i/D)), p[t, 2i+1] = "
-          "cos(...) lets it tell positions apart, and shifting t rotates each (sin, cos) "
-          "pair, so relative offsets are easy to read (notes 17.6).",
-          _sinusoidal, inputs=["input"], outputs=["output"], shape=_sinusoidal_shape,
-          params=[float_param("base", 10000.0, "wavelength scale; 10000 as in the paper",
-                              min=1.0)],
-          keywords=("position", "sinusoid", "transformer", "order")),
-    block("attention.LearnedPositionalEncoding", "op",
-          "Adds a learned vector per position (a table of max_len rows).\n\n"
-          "What BERT, GPT and ViT use; it cannot handle sequences longer than max_len.",
-          _learned_positions, inputs=["input"], outputs=["output"],
-          shape=_learned_positions_shape,
-          params=[int_param("max_len", 512, "the most positions a sequence may have", min=1)],
-          keywords=("position", "embedding", "vit", "bert")),
-    block("attention.PatchEmbedding", "op",
-          "Cuts images into patches and embeds each: (N, C, H, W) -> (N, patches, "
-          "embed_dim).\n\nThe ViT's input (notes 18): every patch_size x patch_size patch "
-          "is flattened and mapped linearly, done as a convolution with stride = kernel = "
-          "patch_size. Patches are ordered row by row.",
-          _patch_embedding, inputs=[Port("input", doc="images (N, C, H, W)")],
-          shape=_patch_embedding_shape,
-          outputs=[Port("output", doc="patch vectors (N, H·W / patch_size², embed_dim)")],
-          params=[int_param("patch_size", 4, "side of a square patch", min=1),
-                  int_param("embed_dim", 64, "length of each patch vector", min=1),
-                  bool_param("bias", True, "learn a bias")],
-          keywords=("vit", "vision transformer", "patches", "tokens", "image")),
-    block("attention.ClsToken", "op",
-          "Prepends a learned [CLS] token: (N, L, D) -> (N, L + 1, D).\n\n"
-          "After the encoder, the token's vector sums up the sequence for a classifier "
-          "head (take it with TakeToken).",
-          _cls_token, inputs=["input"], outputs=["output"], shape=_cls_token_shape,
-          keywords=("cls", "class token", "vit", "bert", "classification")),
-    block("attention.TakeToken", "op",
-          "Takes one position of every sequence: (N, L, D) -> (N, D).\n\n"
-          "index 0 is the [CLS] token's output; -1 the last position (a causal model's "
-          "summary of everything).",
-          _take_token, inputs=["input"], outputs=["output"], shape=_take_token_shape,
-          params=[int_param("index", 0, "the position to take; negative counts from the end")],
-          keywords=("cls", "select", "pool", "index")),
-    block("attention.LMHead", "op",
-          "Language-model head: a score for every vocabulary token at every position.\n\n"
-          "A Linear from d_model to vocab_size on (N, L, d_model), giving logits (N, L, "
-          "vocab_size) for next-token cross-entropy and sampling. Its weight is laid out "
-          "(vocab_size, d_model) like layers.Embedding's, so a tie can share one matrix "
-          "between them (weight tying, notes 17.8).",
-          _lm_head, inputs=[Port("input", doc="the final states (N, L, d_model)")],
-          shape=_lm_head_shape,
-          outputs=[Port("output", doc="logits (N, L, vocab_size)")],
-          params=[int_param("vocab_size", doc="number of tokens (the data block's vocabulary "
-                            "size)", min=2),
-                  bool_param("bias", True, "learn a bias per token")],
-          keywords=("language model", "logits", "vocabulary", "output layer", "gpt")),
-]
-
-BLOCKS = with_dtype(BLOCKS, ("LMHead", "LearnedPositionalEncoding", "MultiHeadCrossAttention",
-                             "MultiHeadSelfAttention", "PatchEmbedding",
-                             "TransformerDecoderBlock", "TransformerEncoderBlock", "ClsToken"))
-
 
 def _torch_mha(m: nn.MultiheadAttention) -> dict | None:
     """attention.MultiHeadSelfAttention's params for a batch-first nn.MultiheadAttention
@@ -823,6 +701,132 @@ def _self_attention_call(n: int, kwargs: dict) -> bool:
 
 
 # what the blocks compute in PyTorch: `nodegraph import` and the Python export read these
-BLOCKS = with_torch(BLOCKS, {
-    "attention.MultiHeadSelfAttention": TorchEquivalent(
-        (nn.MultiheadAttention,), _torch_mha, module_call=_self_attention_call)})
+
+
+BLOCKS = [
+    attention_op("DotProduct",
+        "Dot-product attention softmax(q·k / temperature) v, with no weights.\n\n"
+        "The notes' first attention (17.2): each query takes a weighted average of the "
+        "values, weighted by how well it matches each key. Wire the same tensor into all "
+        "three ports for plain self-attention.", "dot",
+        keywords=("attention", "softmax", "alignment", "luong"), shape=_attention_shape("dot")),
+    attention_op("ScaledDotProduct",
+        "Scaled dot-product attention softmax(q·k / (√d · temperature)) v.\n\n"
+        "Dividing by √d keeps the scores' spread independent of the width d, so the "
+        "softmax does not saturate (notes 17.3); the core of every Transformer.", "scaled",
+        keywords=("attention", "transformer", "sdpa", "qkv"), shape=_attention_shape("scaled"),
+        search=Search(words=(("attn", 1), ("attention", 1)))),
+    attention_op("Cosine",
+        "Cosine attention softmax(cos(q, k) / temperature) v.\n\n"
+        "Scores are cosine similarities in [−1, 1], independent of the vectors' lengths; a "
+        "temperature below 1 (e.g. 0.1) is needed for sharp weights.", "cosine",
+        keywords=("attention", "cosine similarity", "normalized")),
+    op("attention.MultiHeadSelfAttention",
+       "Multi-head self-attention: every position attends to every other.\n\n"
+       "Q, K and V are learned projections of the input, split into heads that attend "
+       "separately; the heads' outputs are concatenated and projected back (notes "
+       "17.4). embed_dim is inferred; `causal` hides the future.",
+       _self_attention, inputs=[Port("input", doc="a sequence (N, L, embed_dim)"), PADDING],
+       outputs=[Port("output", doc="(N, L, embed_dim)"), HEAD_WEIGHTS],
+       params=[*MHA_PARAMS, CAUSAL, DTYPE_PARAM], shape=_self_attention_shape,
+       keywords=("attention", "transformer", "mhsa", "heads", "self-attention"),
+       torch=TorchEquivalent(
+           (nn.MultiheadAttention,), _torch_mha, module_call=_self_attention_call),
+       search=Search(words=("mha", "attn", "attention", "selfattention"))),
+    op("attention.MultiHeadCrossAttention",
+       "Multi-head cross-attention: queries from one sequence, keys and values from "
+       "another.\n\nThe decoder's look at the encoder (notes 17.10): `query` comes from "
+       "the decoder, `memory` (the encoder's output, any width) gives keys and values.",
+       _cross_attention,
+       inputs=[Port("query", doc="the attending sequence (N, L, embed_dim)"),
+               Port("memory", doc="the attended sequence (N, S, kdim)"), PADDING],
+       outputs=[Port("output", doc="(N, L, embed_dim)"), HEAD_WEIGHTS],
+       params=[*MHA_PARAMS, DTYPE_PARAM],
+       keywords=("attention", "encoder-decoder", "translation", "cross"),
+       search=Search(words=(("mha", 1), ("attn", 2)))),
+    op("attention.TransformerEncoderBlock",
+       "One Transformer encoder layer: self-attention and a feed-forward network, each "
+       "with a residual connection and LayerNorm.\n\n"
+       "Equals torch's nn.TransformerEncoderLayer (batch first) with the same weights; "
+       "pre-LN (norm_first, the notes' 17.7) or post-LN. d_model is inferred from the "
+       "input. Also outputs the attention weights per head.",
+       _encoder, inputs=[Port("input", doc="a sequence (N, L, d_model)"), PADDING],
+       shape=_encoder_shape,
+       outputs=[Port("output", doc="(N, L, d_model)"), HEAD_WEIGHTS],
+       params=[*layer_params(causal=False), DTYPE_PARAM],
+       keywords=("transformer", "encoder", "bert", "vit", "layer"),
+       search=Search(words=("transformer",))),
+    op("attention.TransformerDecoderBlock",
+       "One Transformer decoder layer: masked self-attention, cross-attention to the "
+       "encoder's memory, feed-forward.\n\n"
+       "Equals torch's nn.TransformerDecoderLayer (batch first) with the same weights; "
+       "causal by default, so position t sees only 0..t of its own sequence but all of "
+       "the memory.",
+       _decoder,
+       inputs=[Port("input", doc="the target sequence (N, L, d_model)"),
+               Port("memory", doc="the encoder's output (N, S, d_model)"), PADDING,
+               Port("memory_key_padding_mask", doc="(N, S): true marks padding in the "
+                    "memory", optional=True)],
+       outputs=[Port("output", doc="(N, L, d_model)"),
+                Port("self_weights", doc="self-attention weights (N, heads, L, L)"),
+                Port("cross_weights", doc="cross-attention weights (N, heads, L, S)")],
+       params=[*layer_params(causal=True), DTYPE_PARAM],
+       keywords=("transformer", "decoder", "gpt", "translation", "layer")),
+    op("attention.SinusoidalPositionalEncoding",
+       "Adds the fixed sinusoidal position code: sin / cos of t / base^(2i/D).\n\n"
+       "Attention ignores order; adding p[t, 2i] = sin(t / 10000^(2i/D)), p[t, 2i+1] = "
+       "cos(...) lets it tell positions apart, and shifting t rotates each (sin, cos) "
+       "pair, so relative offsets are easy to read (notes 17.6).",
+       _sinusoidal, inputs=["input"], outputs=["output"], shape=_sinusoidal_shape,
+       params=[float_param("base", 10000.0, "wavelength scale; 10000 as in the paper",
+                           min=1.0)],
+       keywords=("position", "sinusoid", "transformer", "order")),
+    op("attention.LearnedPositionalEncoding",
+       "Adds a learned vector per position (a table of max_len rows).\n\n"
+       "What BERT, GPT and ViT use; it cannot handle sequences longer than max_len.",
+       _learned_positions, inputs=["input"], outputs=["output"],
+       shape=_learned_positions_shape,
+       params=[int_param("max_len", 512, "the most positions a sequence may have", min=1),
+               DTYPE_PARAM],
+       keywords=("position", "embedding", "vit", "bert")),
+    op("attention.PatchEmbedding",
+       "Cuts images into patches and embeds each: (N, C, H, W) -> (N, patches, "
+       "embed_dim).\n\nThe ViT's input (notes 18): every patch_size x patch_size patch "
+       "is flattened and mapped linearly, done as a convolution with stride = kernel = "
+       "patch_size. Patches are ordered row by row.",
+       _patch_embedding, inputs=[Port("input", doc="images (N, C, H, W)")],
+       shape=_patch_embedding_shape,
+       outputs=[Port("output", doc="patch vectors (N, H·W / patch_size², embed_dim)")],
+       params=[int_param("patch_size", 4, "side of a square patch", min=1),
+               int_param("embed_dim", 64, "length of each patch vector", min=1),
+               bool_param("bias", True, "learn a bias"), DTYPE_PARAM],
+       keywords=("vit", "vision transformer", "patches", "tokens", "image")),
+    op("attention.ClsToken",
+       "Prepends a learned [CLS] token: (N, L, D) -> (N, L + 1, D).\n\n"
+       "After the encoder, the token's vector sums up the sequence for a classifier "
+       "head (take it with TakeToken).",
+       _cls_token, inputs=["input"], outputs=["output"], shape=_cls_token_shape,
+       keywords=("cls", "class token", "vit", "bert", "classification"),
+       params=[DTYPE_PARAM]),
+    op("attention.TakeToken",
+       "Takes one position of every sequence: (N, L, D) -> (N, D).\n\n"
+       "index 0 is the [CLS] token's output; -1 the last position (a causal model's "
+       "summary of everything).",
+       _take_token, inputs=["input"], outputs=["output"], shape=_take_token_shape,
+       params=[int_param("index", 0, "the position to take; negative counts from the end")],
+       keywords=("cls", "select", "pool", "index")),
+    op("attention.LMHead",
+       "Language-model head: a score for every vocabulary token at every position.\n\n"
+       "A Linear from d_model to vocab_size on (N, L, d_model), giving logits (N, L, "
+       "vocab_size) for next-token cross-entropy and sampling. Its weight is laid out "
+       "(vocab_size, d_model) like layers.Embedding's, so a tie can share one matrix "
+       "between them (weight tying, notes 17.8).",
+       _lm_head, inputs=[Port("input", doc="the final states (N, L, d_model)")],
+       shape=_lm_head_shape,
+       outputs=[Port("output", doc="logits (N, L, vocab_size)")],
+       params=[int_param("vocab_size", doc="number of tokens (the data block's vocabulary "
+                         "size)", min=2),
+               bool_param("bias", True, "learn a bias per token"), DTYPE_PARAM],
+       keywords=("language model", "logits", "vocabulary", "output layer", "gpt")),
+]
+

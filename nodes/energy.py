@@ -3,7 +3,7 @@
 Neither learns by backpropagating a task loss. A Hopfield network's weights are designed in
 closed form from the patterns it must store — the Hebbian outer-product rule, or MATLAB's
 `newhop` (Li, Michel & Porod 1989: SVD, matrix exponential, satlins recall), the design
-that reproduces seed 004's 2-D and 3-D attractors and spurious states — and recall
+that reproduces the notes' 2-D and 3-D attractors and spurious states — and recall
 iterates x ← f(Wx + b) inside the block, emitting the trajectory and its energy
 E = −½xᵀWx − bᵀx per step so the editor can plot them.
 
@@ -26,19 +26,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.kinds import footprint
+from nodegraph.kinds.declare import metric, op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.kinds.metric import Metric
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
     Param,
     Port,
-    block,
     bool_param,
     choice_param,
     float_param,
     int_param,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
 
 # -- Hopfield designs ------------------------------------------------------------------------
@@ -124,6 +124,8 @@ class HopfieldRecall(nn.Module):
     them and keep the recomputed design (`computed_state`)."""
 
     computed_state = ("weight", "bias")  # may be missing from a weights file
+    weight: torch.Tensor  # buffers
+    bias: torch.Tensor
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor, activation: str,
                  update: str, steps: int, tol: float):
@@ -245,6 +247,8 @@ class BernoulliRBM(nn.Module):
     Wv). The surrogate loss F(v) − F(v⁻) has gradient −(⟨h vᵀ⟩_data − ⟨h vᵀ⟩_model) in W
     (h the hidden probabilities), the CD update with its sign flipped for descent.
     """
+
+    chain: torch.Tensor  # a buffer
 
     def __init__(self, visible: int, hidden: int, k: int, persistent: bool, init_std: float,
                  exact_pl: bool):
@@ -417,76 +421,76 @@ PATTERN_DOC = ("one pattern per row, e.g. [[1, 1], [-1, -1], [1, -1]], values ±
                "(also accepted: a single flat list for one pattern)")
 
 BLOCKS = [
-    block("energy.HopfieldHebbian", "op",
-          "A Hopfield network with Hebbian weights W = (1/N)·Σ ξξᵀ, recalled by sign updates."
-          "\n\nStores the patterns ξ as energy minima of E = −½xᵀWx and iterates "
-          "x ← sign(Wx) from the inputs, keeping a unit's state when its field is 0. "
-          "async updates the units one at a time in random order (each sweep is one "
-          "iteration): the energy never rises and recall always settles. sync updates "
-          "all at once (the notes' x⁽ⁿ⁺¹⁾ = α(Wx⁽ⁿ⁾)) and may cycle between two states. "
-          "The notes' eq 3 W = Σssᵀ is normalize and zero_diagonal off. About "
-          "N/(4 ln N) random patterns are recalled without error (0.14·N with a few "
-          "wrong units); beyond, recall ends in spurious mixtures.",
-          _hebbian, inputs=RECALL_INPUT, outputs=RECALL_OUTPUTS,
-          params=[Param("patterns", "json", doc="the patterns to store: " + PATTERN_DOC),
-                  bool_param("normalize", True, "divide W by the number of units N"),
-                  bool_param("zero_diagonal", True, "no self-connections (w_ii = 0)"),
-                  choice_param("activation", tuple(ACTIVATIONS), "sign",
-                               "sign: ±1 units; satlins: clip the field to [−1, 1]"),
-                  choice_param("update", ("sync", "async"), "sync",
-                               "all units at once, or one at a time in random order"),
-                  *RECALL_PARAMS],
-          keywords=("associative memory", "hebb", "attractor", "recall", "energy"),
-          export=_hebbian_export),
-    block("energy.HopfieldNewhop", "op",
-          "A Hopfield network designed as MATLAB's newhop: every target is a stable "
-          "attractor.\n\nThe Li–Michel–Porod design: the targets' affine span is made "
-          "attracting and its complement repelling through the SVD of the targets' "
-          "differences, W = expm(h·T_τ) with a bias b, recalled synchronously by "
-          "x ← satlins(Wx + b). Spurious fixed points can remain (seed 004 finds edge "
-          "midpoints and a centre point in 3-D); they are unstable.",
-          _newhop, inputs=RECALL_INPUT, outputs=RECALL_OUTPUTS,
-          params=[Param("targets", "json", doc="the attractors to design, at least 2: "
-                        + PATTERN_DOC),
-                  float_param("tau", 10.0, "τ: how strongly states leave the targets' span",
-                              min=1e-6),
-                  float_param("h", 0.15, "h: the step of the matrix exponential", min=1e-6),
-                  *RECALL_PARAMS],
-          keywords=("associative memory", "newhop", "satlins", "attractor", "matlab"),
-          export=_newhop_export),
-    block("energy.BernoulliRBM", "op",
-          "A restricted Boltzmann machine with binary units, trained by contrastive "
-          "divergence.\n\nIts loss is F(v) − F(v⁻): free energy of the data minus that "
-          "of a model sample v⁻ from k Gibbs steps (from the data: CD-k; from chains that "
-          "persist across batches: PCD, scikit-learn's BernoulliRBM). The value itself "
-          "means little — watch the pseudo-likelihood — but its gradient is exactly the "
-          "CD update, so SGD on it is the classic rule. hidden (P(h = 1 | v)) feeds the "
-          "next RBM of a stack; the loss never trains the blocks before it. Visible "
-          "values in [0, 1].",
-          _rbm, inputs=[Port("input", doc="visible units (N, visible), values in [0, 1]")],
-          outputs=[LOSS_OUT, Port("hidden", doc="hidden probabilities P(h = 1 | v)"),
-                   Port("reconstruction", doc="P(v = 1 | h) with h = P(h = 1 | v): one "
-                        "mean-field pass down and up"),
-                   Port("pseudo_likelihood", doc="log pseudo-likelihood per sample, (N,)")],
-          params=[int_param("n_components", 64, "number of hidden units", min=1),
-                  int_param("k", 1, "Gibbs steps per update", min=1),
-                  choice_param("method", ("cd", "pcd"), "cd",
-                               "cd: chains start at the data; pcd: persistent chains "
-                               "(stochastic maximum likelihood)"),
-                  float_param("init_std", 0.01, "std of the starting weights (biases start "
-                              "at 0)", min=0),
-                  choice_param("pseudo_likelihood", ("one_flip", "exact"), "one_flip",
-                               "one_flip: scikit-learn's estimate from one random unit per "
-                               "sample; exact: every unit (visible × hidden work per sample)")],
-          keywords=("boltzmann", "contrastive divergence", "cd-k", "pcd", "energy",
-                    "dbn", "generative")),
-    block("energy.PseudoLikelihood", "metric",
-          "The mean log pseudo-likelihood over a split, from an RBM's pseudo_likelihood."
-          "\n\nΣ_i log P(v_i | v_−i) per sample, averaged over every sample: the number "
-          "scikit-learn's BernoulliRBM prints while it trains (higher is better).",
-          _pseudo_likelihood_metric,
-          inputs=[Port("input", doc="per-sample log pseudo-likelihood, (N,)")],
-          keywords=("rbm", "likelihood", "score")),
+    op("energy.HopfieldHebbian",
+       "A Hopfield network with Hebbian weights W = (1/N)·Σ ξξᵀ, recalled by sign updates."
+       "\n\nStores the patterns ξ as energy minima of E = −½xᵀWx and iterates "
+       "x ← sign(Wx) from the inputs, keeping a unit's state when its field is 0. "
+       "async updates the units one at a time in random order (each sweep is one "
+       "iteration): the energy never rises and recall always settles. sync updates "
+       "all at once (the notes' x⁽ⁿ⁺¹⁾ = α(Wx⁽ⁿ⁾)) and may cycle between two states. "
+       "The notes' W = Σssᵀ is normalize and zero_diagonal off. About "
+       "N/(4 ln N) random patterns are recalled without error (0.14·N with a few "
+       "wrong units); beyond, recall ends in spurious mixtures.",
+       _hebbian, inputs=RECALL_INPUT, outputs=RECALL_OUTPUTS,
+       params=[Param("patterns", "json", doc="the patterns to store: " + PATTERN_DOC),
+               bool_param("normalize", True, "divide W by the number of units N"),
+               bool_param("zero_diagonal", True, "no self-connections (w_ii = 0)"),
+               choice_param("activation", tuple(ACTIVATIONS), "sign",
+                            "sign: ±1 units; satlins: clip the field to [−1, 1]"),
+               choice_param("update", ("sync", "async"), "sync",
+                            "all units at once, or one at a time in random order"),
+               *RECALL_PARAMS, DTYPE_PARAM],
+       keywords=("associative memory", "hebb", "attractor", "recall", "energy"),
+       export=_hebbian_export),
+    op("energy.HopfieldNewhop",
+       "A Hopfield network designed as MATLAB's newhop: every target is a stable "
+       "attractor.\n\nThe Li–Michel–Porod design: the targets' affine span is made "
+       "attracting and its complement repelling through the SVD of the targets' "
+       "differences, W = expm(h·T_τ) with a bias b, recalled synchronously by "
+       "x ← satlins(Wx + b). Spurious fixed points can remain (in 3-D: edge midpoints "
+       "and a centre point); they are unstable.",
+       _newhop, inputs=RECALL_INPUT, outputs=RECALL_OUTPUTS,
+       params=[Param("targets", "json", doc="the attractors to design, at least 2: "
+                     + PATTERN_DOC),
+               float_param("tau", 10.0, "τ: how strongly states leave the targets' span",
+                           min=1e-6),
+               float_param("h", 0.15, "h: the step of the matrix exponential", min=1e-6),
+               *RECALL_PARAMS, DTYPE_PARAM],
+       keywords=("associative memory", "newhop", "satlins", "attractor", "matlab"),
+       export=_newhop_export),
+    op("energy.BernoulliRBM",
+       "A restricted Boltzmann machine with binary units, trained by contrastive "
+       "divergence.\n\nIts loss is F(v) − F(v⁻): free energy of the data minus that "
+       "of a model sample v⁻ from k Gibbs steps (from the data: CD-k; from chains that "
+       "persist across batches: PCD, scikit-learn's BernoulliRBM). The value itself "
+       "means little — watch the pseudo-likelihood — but its gradient is exactly the "
+       "CD update, so SGD on it is the classic rule. hidden (P(h = 1 | v)) feeds the "
+       "next RBM of a stack; the loss never trains the blocks before it. Visible "
+       "values in [0, 1].",
+       _rbm, inputs=[Port("input", doc="visible units (N, visible), values in [0, 1]")],
+       outputs=[LOSS_OUT, Port("hidden", doc="hidden probabilities P(h = 1 | v)"),
+                Port("reconstruction", doc="P(v = 1 | h) with h = P(h = 1 | v): one "
+                     "mean-field pass down and up"),
+                Port("pseudo_likelihood", doc="log pseudo-likelihood per sample, (N,)")],
+       params=[int_param("n_components", 64, "number of hidden units", min=1),
+               int_param("k", 1, "Gibbs steps per update", min=1),
+               choice_param("method", ("cd", "pcd"), "cd",
+                            "cd: chains start at the data; pcd: persistent chains "
+                            "(stochastic maximum likelihood)"),
+               float_param("init_std", 0.01, "std of the starting weights (biases start "
+                           "at 0)", min=0),
+               choice_param("pseudo_likelihood", ("one_flip", "exact"), "one_flip",
+                            "one_flip: scikit-learn's estimate from one random unit per "
+                            "sample; exact: every unit (visible × hidden work per sample)"),
+               DTYPE_PARAM],
+       keywords=("boltzmann", "contrastive divergence", "cd-k", "pcd", "energy",
+                 "dbn", "generative")),
+    metric("energy.PseudoLikelihood",
+           "The mean log pseudo-likelihood over a split, from an RBM's pseudo_likelihood."
+           "\n\nΣ_i log P(v_i | v_−i) per sample, averaged over every sample: the number "
+           "scikit-learn's BernoulliRBM prints while it trains (higher is better).",
+           _pseudo_likelihood_metric,
+           inputs=[Port("input", doc="per-sample log pseudo-likelihood, (N,)")],
+           keywords=("rbm", "likelihood", "score")),
 ]
 
-BLOCKS = with_dtype(BLOCKS, ('BernoulliRBM', 'HopfieldHebbian', 'HopfieldNewhop'))

@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from nodegraph.kinds.declare import estimator
 from nodegraph.kinds.estimator import Estimator
 from nodegraph.model.errors import NodegraphError, PortError
 from nodegraph.model.spec import (
     Param,
     Port,
-    block,
     choice_param,
     float_param,
     int_param,
@@ -166,6 +166,14 @@ def walk(x: torch.Tensor, left, right, feature, threshold, depth: int,
 class _Trees:
     """Prediction from stacked tree arrays: the mean of the trees' leaf values (N, K)."""
 
+    # buffers (STATE) and settings of the estimators this is mixed into
+    left: torch.Tensor
+    right: torch.Tensor
+    feature: torch.Tensor
+    threshold: torch.Tensor
+    depth: torch.Tensor
+    value: torch.Tensor
+
     def leaf_values(self, x: torch.Tensor) -> torch.Tensor:
         # scikit-learn compares float32 features with float64 thresholds
         x = x.float().double()
@@ -221,7 +229,7 @@ class TreeRegressor(_Trees, _Regressor):
 
 
 def _tree_params(forest: bool, features: str = "sqrt") -> list[Param]:
-    params = [MAX_DEPTH,
+    params: list[Param] = [MAX_DEPTH,
               int_param("min_samples_leaf", 1, "fewest training samples in a leaf", min=1),
               float_param("ccp_alpha", 0.0, "cost-complexity pruning α: subtrees whose "
                           "impurity gain per leaf is below α are cut (0: no pruning)", min=0)]
@@ -282,7 +290,7 @@ def _hgb_arrays(est) -> dict[str, np.ndarray]:
     if any(nodes["is_categorical"].any() for _, nodes in trees):
         raise NodegraphError("categorical splits are not supported; give numeric features")
     m = max(len(nodes) for _, nodes in trees)
-    out = {"left": np.full((len(trees), m), -1, np.int64),
+    out: dict[str, np.ndarray] = {"left": np.full((len(trees), m), -1, np.int64),
            "right": np.full((len(trees), m), -1, np.int64),
            "feature": np.zeros((len(trees), m), np.int64),
            "threshold": np.zeros((len(trees), m), np.float64),
@@ -303,6 +311,18 @@ def _hgb_arrays(est) -> dict[str, np.ndarray]:
 
 
 class _Boosted:
+    # buffers (STATE) and settings of the estimators this is mixed into
+    left: torch.Tensor
+    right: torch.Tensor
+    feature: torch.Tensor
+    threshold: torch.Tensor
+    depth: torch.Tensor
+    missing_left: torch.Tensor
+    value: torch.Tensor
+    baseline: torch.Tensor
+    tree_class: torch.Tensor
+    classes: torch.Tensor
+
     def raw(self, x: torch.Tensor) -> torch.Tensor:
         """Raw scores (N, K): the baseline plus every tree's leaf value in its column."""
         x = x.double()
@@ -387,6 +407,12 @@ HGB_PARAMS = [int_param("max_iter", 100, "boosting rounds (trees per class)", mi
 
 
 class _Neighbours:
+    # buffers (STATE) and settings of the estimators this is mixed into
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    k: int
+    weighting: str
+
     def neighbours(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Distances and indices of the k nearest training samples, (N, k), nearest first;
         equal distances keep the training order, as scikit-learn's brute force does."""
@@ -459,6 +485,17 @@ KNN_PARAMS = [int_param("n_neighbors", 5, "k: how many training samples vote", m
 
 
 class _Kernel:
+    # buffers (STATE) and settings of the estimators this is mixed into
+    support: torch.Tensor
+    dual_coef: torch.Tensor
+    intercept: torch.Tensor
+    n_support: torch.Tensor
+    classes: torch.Tensor
+    gamma: torch.Tensor
+    kernel: str
+    degree: int
+    coef0: float
+
     def gram(self, x: torch.Tensor) -> torch.Tensor:
         """K(x, support vectors), (N, S), in float64."""
         x, sv, g = x.double(), self.support, float(self.gamma)
@@ -577,67 +614,67 @@ CLS = "\n\nFits on the train split when the graph runs; outputs class probabilit
 REG = "\n\nFits on the train split when the graph runs; outputs values shaped like the target."
 
 BLOCKS = [
-    block("estimators.DecisionTreeClassifier", "op",
-          "A decision tree: splits on one feature at a time, pruned by cost complexity."
-          + CLS + " `ccp_alpha` > 0 cuts the branches whose impurity gain per leaf is below "
-          "it; the node view draws the tree and the pruning path (accuracy vs α).",
-          _tree_classifier(False), **PORTS, export=_no_export,
-          params=[NUM_CLASSES, choice_param("criterion", ("gini", "entropy", "log_loss"),
-                                            "gini", "impurity a split lowers"),
-                  *_tree_params(False)],
-          keywords=(*KEYWORDS, "tree", "cart", "pruning", "ccp")),
-    block("estimators.DecisionTreeRegressor", "op",
-          "A regression tree: piecewise-constant predictions from feature splits." + REG,
-          _tree_regressor(False), **PORTS, export=_no_export,
-          params=[choice_param("criterion", ("squared_error", "absolute_error",
-                                             "friedman_mse"), "squared_error",
-                               "error a split lowers"), *_tree_params(False)],
-          keywords=(*KEYWORDS, "tree", "cart", "regression")),
-    block("estimators.RandomForestClassifier", "op",
-          "A random forest: trees on bootstrap samples and random feature subsets, their "
-          "class probabilities averaged." + CLS,
-          _tree_classifier(True), **PORTS, export=_no_export,
-          params=[NUM_CLASSES, choice_param("criterion", ("gini", "entropy", "log_loss"),
-                                            "gini", "impurity a split lowers"),
-                  *_tree_params(True)],
-          keywords=(*KEYWORDS, "forest", "bagging", "ensemble")),
-    block("estimators.RandomForestRegressor", "op",
-          "A random forest of regression trees, their predictions averaged." + REG,
-          _tree_regressor(True), **PORTS, export=_no_export,
-          params=[choice_param("criterion", ("squared_error", "absolute_error",
-                                             "friedman_mse"), "squared_error",
-                               "error a split lowers"), *_tree_params(True, "all")],
-          keywords=(*KEYWORDS, "forest", "bagging", "ensemble", "regression")),
-    block("estimators.GradientBoostingClassifier", "op",
-          "Histogram gradient boosting: trees fitted one after another to the gradient of "
-          "the log loss (scikit-learn's HistGradientBoostingClassifier)." + CLS,
-          _boosting(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *HGB_PARAMS],
-          keywords=(*KEYWORDS, "boosting", "gbdt", "gbm", "ensemble", "hist")),
-    block("estimators.GradientBoostingRegressor", "op",
-          "Histogram gradient boosting for regression (HistGradientBoostingRegressor)."
-          + REG, _boosting(False), **PORTS, export=_no_export,
-          params=[choice_param("loss", ("squared_error", "absolute_error"), "squared_error",
-                               "the loss each round descends"), *HGB_PARAMS],
-          keywords=(*KEYWORDS, "boosting", "gbdt", "gbm", "ensemble", "regression")),
-    block("estimators.KNNClassifier", "op",
-          "k nearest neighbours: the classes of the k closest training samples vote."
-          + CLS + " The fit keeps the training set; distances are Euclidean.",
-          _knn(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *KNN_PARAMS],
-          keywords=(*KEYWORDS, "knn", "nearest neighbors", "instance based")),
-    block("estimators.KNNRegressor", "op",
-          "k nearest neighbours regression: the mean target of the k closest training "
-          "samples." + REG, _knn(False), **PORTS, export=_no_export, params=KNN_PARAMS,
-          keywords=(*KEYWORDS, "knn", "nearest neighbors", "regression")),
-    block("estimators.SVMClassifier", "op",
-          "A kernel support vector machine (scikit-learn's SVC), one-vs-one for several "
-          "classes.\n\nFits on the train split when the graph runs; outputs each class's "
-          "share of the pairwise votes (argmax is the SVC's prediction), not probabilities.",
-          _svm(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *SVM_PARAMS],
-          keywords=(*KEYWORDS, "svm", "svc", "kernel trick", "rbf", "margin")),
-    block("estimators.SVMRegressor", "op",
-          "Kernel support vector regression (scikit-learn's SVR): an ε-insensitive tube."
-          + REG, _svm(False), **PORTS, export=_no_export,
-          params=[*SVM_PARAMS, float_param("epsilon", 0.1, "half-width of the tube inside "
-                                           "which errors cost nothing", min=0)],
-          keywords=(*KEYWORDS, "svm", "svr", "kernel trick", "regression")),
+    estimator("estimators.DecisionTreeClassifier",
+              "A decision tree: splits on one feature at a time, pruned by cost complexity."
+              + CLS + " `ccp_alpha` > 0 cuts the branches whose impurity gain per leaf is below "
+              "it; the node view draws the tree and the pruning path (accuracy vs α).",
+              _tree_classifier(False), **PORTS, export=_no_export,
+              params=[NUM_CLASSES, choice_param("criterion", ("gini", "entropy", "log_loss"),
+                                                "gini", "impurity a split lowers"),
+                      *_tree_params(False)],
+              keywords=(*KEYWORDS, "tree", "cart", "pruning", "ccp")),
+    estimator("estimators.DecisionTreeRegressor",
+              "A regression tree: piecewise-constant predictions from feature splits." + REG,
+              _tree_regressor(False), **PORTS, export=_no_export,
+              params=[choice_param("criterion", ("squared_error", "absolute_error",
+                                                 "friedman_mse"), "squared_error",
+                                   "error a split lowers"), *_tree_params(False)],
+              keywords=(*KEYWORDS, "tree", "cart", "regression")),
+    estimator("estimators.RandomForestClassifier",
+              "A random forest: trees on bootstrap samples and random feature subsets, their "
+              "class probabilities averaged." + CLS,
+              _tree_classifier(True), **PORTS, export=_no_export,
+              params=[NUM_CLASSES, choice_param("criterion", ("gini", "entropy", "log_loss"),
+                                                "gini", "impurity a split lowers"),
+                      *_tree_params(True)],
+              keywords=(*KEYWORDS, "forest", "bagging", "ensemble")),
+    estimator("estimators.RandomForestRegressor",
+              "A random forest of regression trees, their predictions averaged." + REG,
+              _tree_regressor(True), **PORTS, export=_no_export,
+              params=[choice_param("criterion", ("squared_error", "absolute_error",
+                                                 "friedman_mse"), "squared_error",
+                                   "error a split lowers"), *_tree_params(True, "all")],
+              keywords=(*KEYWORDS, "forest", "bagging", "ensemble", "regression")),
+    estimator("estimators.GradientBoostingClassifier",
+              "Histogram gradient boosting: trees fitted one after another to the gradient of "
+              "the log loss (scikit-learn's HistGradientBoostingClassifier)." + CLS,
+              _boosting(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *HGB_PARAMS],
+              keywords=(*KEYWORDS, "boosting", "gbdt", "gbm", "ensemble", "hist")),
+    estimator("estimators.GradientBoostingRegressor",
+              "Histogram gradient boosting for regression (HistGradientBoostingRegressor)."
+              + REG, _boosting(False), **PORTS, export=_no_export,
+              params=[choice_param("loss", ("squared_error", "absolute_error"), "squared_error",
+                                   "the loss each round descends"), *HGB_PARAMS],
+              keywords=(*KEYWORDS, "boosting", "gbdt", "gbm", "ensemble", "regression")),
+    estimator("estimators.KNNClassifier",
+              "k nearest neighbours: the classes of the k closest training samples vote."
+              + CLS + " The fit keeps the training set; distances are Euclidean.",
+              _knn(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *KNN_PARAMS],
+              keywords=(*KEYWORDS, "knn", "nearest neighbors", "instance based")),
+    estimator("estimators.KNNRegressor",
+              "k nearest neighbours regression: the mean target of the k closest training "
+              "samples." + REG, _knn(False), **PORTS, export=_no_export, params=KNN_PARAMS,
+              keywords=(*KEYWORDS, "knn", "nearest neighbors", "regression")),
+    estimator("estimators.SVMClassifier",
+              "A kernel support vector machine (scikit-learn's SVC), one-vs-one for several "
+              "classes.\n\nFits on the train split when the graph runs; outputs each class's "
+              "share of the pairwise votes (argmax is the SVC's prediction), not probabilities.",
+              _svm(True), **PORTS, export=_no_export, params=[NUM_CLASSES, *SVM_PARAMS],
+              keywords=(*KEYWORDS, "svm", "svc", "kernel trick", "rbf", "margin")),
+    estimator("estimators.SVMRegressor",
+              "Kernel support vector regression (scikit-learn's SVR): an ε-insensitive tube."
+              + REG, _svm(False), **PORTS, export=_no_export,
+              params=[*SVM_PARAMS, float_param("epsilon", 0.1, "half-width of the tube inside "
+                                               "which errors cost nothing", min=0)],
+              keywords=(*KEYWORDS, "svm", "svr", "kernel trick", "regression")),
 ]

@@ -18,17 +18,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.declare import op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
     Port,
-    block,
     bool_param,
     choice_param,
     float_param,
     int_param,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim, need_same_shape
 from nodes.losses import BATCH_REDUCTION, REDUCTION
 
@@ -211,6 +211,8 @@ def sinusoidal(t: torch.Tensor, dim: int, max_period: float,
 class TimestepEmbedding(nn.Module):
     """A sinusoidal embedding of the step t, optionally followed by Linear–SiLU–Linear."""
 
+    dtype_of: torch.Tensor  # a buffer
+
     def __init__(self, dim: int, max_period: float, mlp_features: int | None):
         super().__init__()
         self.dim, self.max_period = dim, max_period
@@ -284,6 +286,8 @@ class AffineCoupling(nn.Module):
     The masked half passes through and conditions the scale s and shift t of the other,
     so the Jacobian is triangular and the inverse needs no inverse of s or t.
     """
+
+    mask: torch.Tensor  # a buffer
 
     def __init__(self, features: int, hidden: int, mask: torch.Tensor, tanh_scale: bool):
         super().__init__()
@@ -382,103 +386,103 @@ def _flow_nll_shape(p, x):
 SCALAR = "a scalar for reporting (wire it to a viewer); the loss output is what trains"
 
 BLOCKS = [
-    block("generative.ELBO", "op",
-          "The VAE's loss −ELBO = reconstruction NLL + β·KL(q(z|x) ‖ N(0, I)).\n\n"
-          "Both terms are summed over each sample's dims, then averaged over the batch "
-          "(reduction batchmean) or summed. reconstruction: bce for decoder probabilities "
-          "(a Bernoulli decoder, after a Sigmoid), bce_logits for raw decoder scores, mse "
-          "for a Gaussian decoder (the squared error, the NLL up to scale and a constant). "
-          "β > 1 is the β-VAE. The two terms are also outputs, to watch them trade off.",
-          _elbo, shape=_elbo_shape,
-          inputs=[Port("recon", doc="the decoder's output x̂"),
-                  Port("target", doc="the input x it reconstructs"),
-                  Port("mu", doc="encoder means μ"),
-                  Port("logvar", doc="encoder log-variances log σ², shaped like mu")],
-          outputs=[LOSS_OUT, Port("nll", doc="the reconstruction term: " + SCALAR),
-                   Port("kl", doc="the KL term (before β): " + SCALAR)],
-          params=[choice_param("reconstruction", tuple(RECONSTRUCTIONS), "bce",
-                               "the decoder's likelihood: bce (probabilities), bce_logits, "
-                               "mse"),
-                  float_param("beta", 1.0, "weight of the KL term", min=0),
-                  BATCH_REDUCTION],
-          keywords=("vae", "variational", "kl", "evidence lower bound", "beta-vae")),
-    block("generative.GANDiscriminatorLoss", "op",
-          "The discriminator's loss −E log D(x) − E log(1 − D(G(z))), from logits.\n\n"
-          "Minimising it maximises the minimax value V(D, G) over D. Feed D's logits on "
-          "real data and on generated data (through layers.StopGradient, so this loss does "
-          "not reach G). real_label below 1 is one-sided label smoothing.",
-          _discriminator_loss, shape=_discriminator_loss_shape,
-          inputs=[Port("real_logits", doc="D's logits on real samples"),
-                  Port("fake_logits", doc="D's logits on generated samples")],
-          outputs=[LOSS_OUT],
-          params=[float_param("real_label", 1.0, "target for real samples; 0.9 is one-sided "
-                              "label smoothing", min=0, max=1)],
-          keywords=("gan", "adversarial", "discriminator", "minimax")),
-    block("generative.GANGeneratorLoss", "op",
-          "The generator's loss from D's logits on generated samples.\n\n"
-          "non_saturating: −E log D(G(z)), the usual choice: strong gradients while D "
-          "rejects the fakes. minimax: E log(1 − D(G(z))), the game's own value, whose "
-          "gradient vanishes exactly then (Goodfellow et al. 2014). Give its optimizer "
-          "the generator's nodes as scope.",
-          _generator_loss, inputs=[Port("fake_logits", doc="D's logits on generated samples")],
-          shape=_generator_loss_shape,
-          outputs=[LOSS_OUT],
-          params=[choice_param("form", ("non_saturating", "minimax"), "non_saturating",
-                               "which generator objective")],
-          keywords=("gan", "adversarial", "generator", "non-saturating")),
-    block("generative.DiffusionEpsLoss", "op",
-          "DDPM's simple loss ‖ε − ε_θ(x_t, t)‖²: the error of the predicted noise.\n\n"
-          "Wire DDPMNoise's eps as the target and the network's prediction from x_t "
-          "(and t) as eps_pred; averaged over every element (Ho et al.'s L_simple).",
-          _eps_loss, shape=_eps_loss_shape,
-          inputs=[Port("eps_pred", doc="the network's noise prediction"),
-                  Port("eps", doc="the noise that was added")],
-          outputs=[LOSS_OUT], params=[REDUCTION],
-          keywords=("diffusion", "ddpm", "denoising", "noise prediction")),
-    block("generative.TimestepEmbedding", "op",
-          "Sinusoidal embedding of a step t: [sin ω₀t, cos ω₀t, ...], ω_k = P^(−2k/d).\n\n"
-          "The transformer's positional encoding applied to diffusion steps, so a network "
-          "can condition on t; mlp_features adds Linear–SiLU–Linear after it, as in DDPM.",
-          _timestep_embedding, shape=_timestep_shape,
-          inputs=[Port("input", doc="the step t per sample, (N,) or (N, 1)")],
-          outputs=["output"],
-          params=[int_param("embedding_dim", 32, "size d of the sinusoidal code (even)",
-                            min=2),
-                  float_param("max_period", 10000.0, "P: the slowest wave's period is 2πP",
-                              min=1),
-                  int_param("mlp_features", None, "width of the MLP after the code; empty "
-                            "for none", min=1, nullable=True)],
-          keywords=("diffusion", "positional encoding", "sinusoidal", "time")),
-    block("generative.AffineCoupling", "op",
-          "A RealNVP affine coupling layer: invertible, with a cheap exact log-determinant."
-          "\n\nThe features the mask keeps pass through and set a scale s and shift t "
-          "(two small MLPs) for the others: y = x⊙exp(s) + t there. log_det adds "
-          "Σs to the incoming log_det, so stacked layers accumulate it; alternate `flip` "
-          "between layers so every feature gets transformed.",
-          _coupling,
-          inputs=[Port("input", doc="flat samples (N, features)"),
-                  Port("log_det", doc="log-determinant so far, from the layer before",
-                       optional=True)],
-          outputs=["output", Port("log_det", doc="log|det ∂y/∂x| plus the incoming one, (N,)")],
-          params=[choice_param("mask", ("alternate", "half"), "alternate",
-                               "which features pass through: even positions, or the "
-                               "first half"),
-                  bool_param("flip", False, "swap the roles of the two groups"),
-                  int_param("hidden_features", 64, "width of the scale and shift MLPs", min=1),
-                  bool_param("tanh_scale", True, "bound the log-scale s to (−1, 1) with tanh")],
-          keywords=("normalizing flow", "realnvp", "invertible", "density", "bijection"),
-          shape=_coupling_shape),
-    block("generative.FlowNLL", "op",
-          "Negative log-likelihood of a normalising flow with a standard normal base.\n\n"
-          "−log p(x) = ½‖z‖² + (D/2)·log 2π − log|det ∂z/∂x| (change of variables), per "
-          "sample, averaged over the batch (or summed). Wire the flow's output z and its "
-          "accumulated log_det.",
-          _flow_nll,
-          inputs=[Port("z", doc="the flow's output z = f(x)"),
-                  Port("log_det", doc="Σ log|det| of the flow's layers, (N,)")],
-          outputs=[LOSS_OUT], params=[REDUCTION],
-          keywords=("normalizing flow", "likelihood", "density", "nll", "change of variables"),
-          shape=_flow_nll_shape),
+    op("generative.ELBO",
+       "The VAE's loss −ELBO = reconstruction NLL + β·KL(q(z|x) ‖ N(0, I)).\n\n"
+       "Both terms are summed over each sample's dims, then averaged over the batch "
+       "(reduction batchmean) or summed. reconstruction: bce for decoder probabilities "
+       "(a Bernoulli decoder, after a Sigmoid), bce_logits for raw decoder scores, mse "
+       "for a Gaussian decoder (the squared error, the NLL up to scale and a constant). "
+       "β > 1 is the β-VAE. The two terms are also outputs, to watch them trade off.",
+       _elbo, shape=_elbo_shape,
+       inputs=[Port("recon", doc="the decoder's output x̂"),
+               Port("target", doc="the input x it reconstructs"),
+               Port("mu", doc="encoder means μ"),
+               Port("logvar", doc="encoder log-variances log σ², shaped like mu")],
+       outputs=[LOSS_OUT, Port("nll", doc="the reconstruction term: " + SCALAR),
+                Port("kl", doc="the KL term (before β): " + SCALAR)],
+       params=[choice_param("reconstruction", tuple(RECONSTRUCTIONS), "bce",
+                            "the decoder's likelihood: bce (probabilities), bce_logits, "
+                            "mse"),
+               float_param("beta", 1.0, "weight of the KL term", min=0),
+               BATCH_REDUCTION],
+       keywords=("vae", "variational", "kl", "evidence lower bound", "beta-vae")),
+    op("generative.GANDiscriminatorLoss",
+       "The discriminator's loss −E log D(x) − E log(1 − D(G(z))), from logits.\n\n"
+       "Minimising it maximises the minimax value V(D, G) over D. Feed D's logits on "
+       "real data and on generated data (through layers.StopGradient, so this loss does "
+       "not reach G). real_label below 1 is one-sided label smoothing.",
+       _discriminator_loss, shape=_discriminator_loss_shape,
+       inputs=[Port("real_logits", doc="D's logits on real samples"),
+               Port("fake_logits", doc="D's logits on generated samples")],
+       outputs=[LOSS_OUT],
+       params=[float_param("real_label", 1.0, "target for real samples; 0.9 is one-sided "
+                           "label smoothing", min=0, max=1)],
+       keywords=("gan", "adversarial", "discriminator", "minimax")),
+    op("generative.GANGeneratorLoss",
+       "The generator's loss from D's logits on generated samples.\n\n"
+       "non_saturating: −E log D(G(z)), the usual choice: strong gradients while D "
+       "rejects the fakes. minimax: E log(1 − D(G(z))), the game's own value, whose "
+       "gradient vanishes exactly then (Goodfellow et al. 2014). Give its optimizer "
+       "the generator's nodes as scope.",
+       _generator_loss, inputs=[Port("fake_logits", doc="D's logits on generated samples")],
+       shape=_generator_loss_shape,
+       outputs=[LOSS_OUT],
+       params=[choice_param("form", ("non_saturating", "minimax"), "non_saturating",
+                            "which generator objective")],
+       keywords=("gan", "adversarial", "generator", "non-saturating")),
+    op("generative.DiffusionEpsLoss",
+       "DDPM's simple loss ‖ε − ε_θ(x_t, t)‖²: the error of the predicted noise.\n\n"
+       "Wire DDPMNoise's eps as the target and the network's prediction from x_t "
+       "(and t) as eps_pred; averaged over every element (Ho et al.'s L_simple).",
+       _eps_loss, shape=_eps_loss_shape,
+       inputs=[Port("eps_pred", doc="the network's noise prediction"),
+               Port("eps", doc="the noise that was added")],
+       outputs=[LOSS_OUT], params=[REDUCTION],
+       keywords=("diffusion", "ddpm", "denoising", "noise prediction")),
+    op("generative.TimestepEmbedding",
+       "Sinusoidal embedding of a step t: [sin ω₀t, cos ω₀t, ...], ω_k = P^(−2k/d).\n\n"
+       "The transformer's positional encoding applied to diffusion steps, so a network "
+       "can condition on t; mlp_features adds Linear–SiLU–Linear after it, as in DDPM.",
+       _timestep_embedding, shape=_timestep_shape,
+       inputs=[Port("input", doc="the step t per sample, (N,) or (N, 1)")],
+       outputs=["output"],
+       params=[int_param("embedding_dim", 32, "size d of the sinusoidal code (even)",
+                         min=2),
+               float_param("max_period", 10000.0, "P: the slowest wave's period is 2πP",
+                           min=1),
+               int_param("mlp_features", None, "width of the MLP after the code; empty "
+                         "for none", min=1, nullable=True), DTYPE_PARAM],
+       keywords=("diffusion", "positional encoding", "sinusoidal", "time")),
+    op("generative.AffineCoupling",
+       "A RealNVP affine coupling layer: invertible, with a cheap exact log-determinant."
+       "\n\nThe features the mask keeps pass through and set a scale s and shift t "
+       "(two small MLPs) for the others: y = x⊙exp(s) + t there. log_det adds "
+       "Σs to the incoming log_det, so stacked layers accumulate it; alternate `flip` "
+       "between layers so every feature gets transformed.",
+       _coupling,
+       inputs=[Port("input", doc="flat samples (N, features)"),
+               Port("log_det", doc="log-determinant so far, from the layer before",
+                    optional=True)],
+       outputs=["output", Port("log_det", doc="log|det ∂y/∂x| plus the incoming one, (N,)")],
+       params=[choice_param("mask", ("alternate", "half"), "alternate",
+                            "which features pass through: even positions, or the "
+                            "first half"),
+               bool_param("flip", False, "swap the roles of the two groups"),
+               int_param("hidden_features", 64, "width of the scale and shift MLPs", min=1),
+               bool_param("tanh_scale", True, "bound the log-scale s to (−1, 1) with tanh"),
+               DTYPE_PARAM],
+       keywords=("normalizing flow", "realnvp", "invertible", "density", "bijection"),
+       shape=_coupling_shape),
+    op("generative.FlowNLL",
+       "Negative log-likelihood of a normalising flow with a standard normal base.\n\n"
+       "−log p(x) = ½‖z‖² + (D/2)·log 2π − log|det ∂z/∂x| (change of variables), per "
+       "sample, averaged over the batch (or summed). Wire the flow's output z and its "
+       "accumulated log_det.",
+       _flow_nll,
+       inputs=[Port("z", doc="the flow's output z = f(x)"),
+               Port("log_det", doc="Σ log|det| of the flow's layers, (N,)")],
+       outputs=[LOSS_OUT], params=[REDUCTION],
+       keywords=("normalizing flow", "likelihood", "density", "nll", "change of variables"),
+       shape=_flow_nll_shape),
 ]
 
-BLOCKS = with_dtype(BLOCKS, ('AffineCoupling', 'TimestepEmbedding'))

@@ -11,9 +11,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nodegraph.kinds.declare import op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
-from nodegraph.model.spec import Port, block, bool_param, choice_param, int_param
-from nodes._dtype import with_dtype
+from nodegraph.model.spec import (
+    Port,
+    bool_param,
+    choice_param,
+    int_param,
+)
 from nodes._shapes import fmt
 from nodes.layers.dense import start_weights, weight_params
 
@@ -42,7 +48,8 @@ class GCN(nn.Linear):
         super().__init__(in_features, out_features, bias)
         self.self_loops, self.normalize = self_loops, normalize
 
-    def forward(self, features: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
+    def forward(self, features: torch.Tensor,  # type: ignore[override]  # two inputs
+                adjacency: torch.Tensor) -> torch.Tensor:
         a = normalized_adjacency(adjacency.to(features.dtype), self.self_loops, self.normalize)
         out = a @ F.linear(features, self.weight)  # transform first: fewer columns to mix
         return out + self.bias if self.bias is not None else out
@@ -64,27 +71,26 @@ def _gcn(p, x):
 
 
 BLOCKS = [
-    block("graph.GCN", "op",
-          "Graph convolution D^-1/2 (A + I) D^-1/2 X Wᵀ + b: each node averages its "
-          "neighbours' transformed features.\n\n"
-          "Kipf & Welling's layer. A node's new features mix its own (the self loop I) and "
-          "its neighbours', weighted 1/√(d_i d_j) so well-connected nodes do not dominate. "
-          "Two layers with a ReLU between see two hops of the graph.",
-          _gcn,
-          inputs=[Port("features", doc="node features (nodes, F)"),
-                  Port("adjacency", doc="adjacency matrix (nodes, nodes), A[i, j] > 0 for "
-                       "an edge")],
-          outputs=[Port("output", doc="new node features (nodes, out_features)")],
-          params=[int_param("out_features", doc="features per node after the layer", min=1),
-                  bool_param("bias", True, "learn an additive bias"),
-                  bool_param("add_self_loops", True, "add I to A, so a node keeps its own "
-                             "features"),
-                  choice_param("normalize", ("symmetric", "mean", "none"), "symmetric",
-                               "symmetric: D^-1/2 Â D^-1/2 (Kipf & Welling); mean: D^-1 Â "
-                               "(average of the neighbours); none: the sum"),
-                  *weight_params("(out_features, in_features)")],
-          keywords=("gnn", "graph convolution", "kipf", "message passing", "node "
-                    "classification")),
+    op("graph.GCN",
+       "Graph convolution D^-1/2 (A + I) D^-1/2 X Wᵀ + b: each node averages its "
+       "neighbours' transformed features.\n\n"
+       "Kipf & Welling's layer. A node's new features mix its own (the self loop I) and "
+       "its neighbours', weighted 1/√(d_i d_j) so well-connected nodes do not dominate. "
+       "Two layers with a ReLU between see two hops of the graph.",
+       _gcn,
+       inputs=[Port("features", doc="node features (nodes, F)"),
+               Port("adjacency", doc="adjacency matrix (nodes, nodes), A[i, j] > 0 for "
+                    "an edge")],
+       outputs=[Port("output", doc="new node features (nodes, out_features)")],
+       params=[int_param("out_features", doc="features per node after the layer", min=1),
+               bool_param("bias", True, "learn an additive bias"),
+               bool_param("add_self_loops", True, "add I to A, so a node keeps its own "
+                          "features"),
+               choice_param("normalize", ("symmetric", "mean", "none"), "symmetric",
+                            "symmetric: D^-1/2 Â D^-1/2 (Kipf & Welling); mean: D^-1 Â "
+                            "(average of the neighbours); none: the sum"),
+               *weight_params("(out_features, in_features)"), DTYPE_PARAM],
+       keywords=("gnn", "graph convolution", "kipf", "message passing", "node "
+                 "classification")),
 ]
 
-BLOCKS = with_dtype(BLOCKS, ('GCN',))

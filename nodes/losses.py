@@ -11,14 +11,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.declare import op
 from nodegraph.model.errors import PortError
-from nodegraph.model.spec import LOSS_OUT, Port, block, bool_param, choice_param, float_param
+from nodegraph.model.spec import (
+    LOSS_OUT,
+    Port,
+    Search,
+    bool_param,
+    choice_param,
+    float_param,
+)
 from nodegraph.model.types import LOSS
 from nodes._shapes import fmt, need_float, need_same_shape
 
@@ -69,7 +78,7 @@ def _reduce(loss: torch.Tensor, reduction: str) -> torch.Tensor:
     return loss.mean() if reduction == "mean" else loss.sum()
 
 
-def elementwise(make: Callable[[dict], nn.Module]) -> Callable:
+def elementwise(make: Callable[[Any], Any]) -> Callable:
     """A build for losses of real `input` and `target` that match element for element."""
     def build(p, x):
         need_float(x, "input")
@@ -394,126 +403,135 @@ def _weighted_sum_shape(p, x):
 
 
 BLOCKS = [
-    block("losses.MSE", "op", "Mean squared error between prediction and target.",
-          scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": p.reduction}))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE], keywords=("l2", "regression", "squared"),
-          shape=elementwise_shape()),
-    block("losses.SSE", "op",
-          "Sum of squared errors ‖y − ŷ‖² (MSE without the 1/n).\n\n"
-          "The least-squares objective as the notes write it; it grows with the batch size, "
-          "so a gradient step needs a smaller learning rate than with MSE.",
-          scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": "sum"}))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[SCALE], keywords=("least squares", "regression", "squared"),
-          shape=elementwise_shape(reduction="sum")),
-    block("losses.MAE", "op",
-          "Mean absolute error |y − ŷ| (L1 loss).\n\n"
-          "Less sensitive to outliers than MSE; its minimiser is the median, not the mean.",
-          scaled(elementwise(lambda p: (nn.L1Loss, {"reduction": p.reduction}))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
-          keywords=("l1", "regression", "absolute"), shape=elementwise_shape(fused=False)),
-    block("losses.Huber", "op",
-          "Huber loss: squared for errors below `delta`, linear above.\n\n"
-          "0.5·e² when |e| < delta, else delta·(|e| − 0.5·delta): MSE's smooth minimum "
-          "with MAE's robustness to outliers.",
-          scaled(elementwise(lambda p: (nn.HuberLoss,
-                                        {"reduction": p.reduction, "delta": p.delta}))),
-          inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTIONS, SCALE,
-                  float_param("delta", 1.0, "error size where the loss turns from "
-                              "quadratic to linear", min=1e-12)],
-          keywords=("smooth l1", "robust", "regression"), shape=elementwise_shape()),
-    block("losses.GaussianNLL", "op",
-          "Negative log-likelihood of the target under N(input, var).\n\n"
-          "0.5·(log σ² + (y − μ)²/σ²) per element: regression that also learns its own "
-          "uncertainty. `var` carries σ² (raised to eps where smaller, as torch's "
-          "GaussianNLLLoss does) or, with "
-          "var_input = log_variance, log σ² — an unconstrained network output needs no "
-          "softplus then. With a fixed σ² = 1 it is MSE/2 plus a constant.",
-          scaled(_gaussian_nll),
-          inputs=[Port("input", doc="the predicted mean μ"),
-                  Port("target", doc="the observed value y"),
-                  Port("var", doc="the predicted variance σ² (or log σ², see var_input), "
-                       "shaped like the mean or with last dimension 1")],
-          outputs=[LOSS_OUT],
-          params=[choice_param("var_input", ("variance", "log_variance"), "variance",
-                               "what the var port carries: σ² (must be positive) or log σ²"),
-                  REDUCTIONS, SCALE,
-                  float_param("eps", 1e-6, "smallest variance (variance input only)", min=0),
-                  bool_param("full", False, "add the constant 0.5·log 2π, so the value is "
-                             "the exact negative log-density")],
-          keywords=("likelihood", "heteroscedastic", "uncertainty", "regression")),
-    block("losses.BCE", "op",
-          "Binary cross-entropy on probabilities: −[y log p + (1 − y) log(1 − p)].\n\n"
-          "Feed probabilities (after a Sigmoid); for raw scores use BCEWithLogits, which "
-          "is the same loss computed stably.",
-          scaled(elementwise(lambda p: (nn.BCELoss, {"reduction": p.reduction}))), inputs=PAIR,
-          outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
-          keywords=("binary", "logistic", "classification", "log loss"),
-          shape=elementwise_shape()),
-    block("losses.BCEWithLogits", "op",
-          "Binary cross-entropy on logits (sigmoid built in, numerically stable).\n\n"
-          "Targets are 0/1 floats shaped like the logits. `pos_weight` > 1 counts each "
-          "positive sample that many times, for rare positive classes.",
-          scaled(_bce_logits), inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTIONS, SCALE,
-                  float_param("pos_weight", None, "weight of the positive class's "
-                              "term; empty means 1", min=0, nullable=True)],
-          keywords=("binary", "logistic", "classification"), shape=elementwise_shape()),
-    block("losses.CrossEntropy", "op",
-          "Cross-entropy of class scores (logits) against class indices or probabilities.\n\n"
-          "Softmax is built in: feed raw scores, not probabilities. Classes are the last "
-          "dimension, so (N, L, C) scores of a sequence model take (N, L) targets; index "
-          "targets of -100 are ignored.",
-          scaled(_cross_entropy), inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTIONS, SCALE, float_param("label_smoothing", 0.0,
-                                         "move this much probability mass to the other "
-                                         "classes evenly", min=0, max=1)],
-          keywords=("softmax", "classification", "nll", "categorical"),
-          shape=_cross_entropy_shape),
-    block("losses.Hinge", "op",
-          "Hinge loss max(0, margin − t·s) of a linear classifier (the soft-margin SVM).\n\n"
-          "One score s per sample: targets t are −1/+1; 0/1 labels work too, 0 being read "
-          "as −1. Several scores per sample: targets are class indices and the loss is "
-          "torch's multi-class margin loss. Add an L2 penalty on the weights for the SVM.",
-          scaled(_hinge), inputs=PAIR, outputs=[LOSS_OUT],
-          params=[REDUCTIONS, SCALE, float_param("margin", 1.0, "the margin scores must clear",
-                                         min=0)], shape=_hinge_shape,
-          keywords=("svm", "margin", "classification", "max margin")),
-    block("losses.KLDivergence", "op",
-          "KL(target ‖ model) between categorical distributions, over the last dimension.\n\n"
-          "Σ p·(log p − log q) with p = target probabilities and q = the model's "
-          "distribution, given as logits (softmax built in) or as log-probabilities "
-          "(input_kind). The target must be probabilities. Used for distillation and "
-          "label distributions; with one-hot targets it equals cross-entropy.",
-          scaled(_kl_divergence),
-          inputs=[Port("input", doc="the model's scores: logits or log-probabilities"),
-                  Port("target", doc="the target probabilities p (rows sum to 1)")],
-          outputs=[LOSS_OUT],
-          params=[choice_param("input_kind", ("logits", "log_probs"), "logits",
-                               "logits: raw scores, softmax built in; log_probs: after "
-                               "LogSoftmax (torch's kl_div convention)"),
-                  BATCH_REDUCTIONS, SCALE],
-          keywords=("kl", "relative entropy", "distillation", "divergence"),
-          shape=_kl_divergence_shape),
-    block("losses.GaussianKL", "op",
-          "KL(N(μ, σ²) ‖ N(0, 1)) in closed form, from μ and log σ²: the VAE's prior term.\n\n"
-          "0.5·Σ(σ² + μ² − 1 − log σ²), summed over the latent dimensions and averaged "
-          "over the batch (reduction batchmean) or summed (sum). Pair it with a "
-          "reconstruction loss in a WeightedSum to minimise the negative ELBO.",
-          scaled(_gaussian_kl),
-          inputs=[Port("mu", doc="means of the approximate posterior"),
-                  Port("logvar", doc="log-variances log σ², shaped like mu")],
-          outputs=[LOSS_OUT], params=[BATCH_REDUCTIONS, SCALE],
-          keywords=("vae", "elbo", "kl", "prior", "latent"), shape=_gaussian_kl_shape),
-    block("losses.WeightedSum", "op",
-          "A weighted sum of up to four losses, w_a·a + w_b·b + w_c·c + w_d·d.\n\n"
-          "For objectives with several terms (reconstruction + β·KL, a loss plus a "
-          "penalty): wire it into the optimizer instead of the parts. Unconnected inputs "
-          "count as 0.",
-          _weighted_sum,
-          inputs=[Port(t, LOSS, f"loss term {t}", optional=True) for t in TERMS],
-          outputs=[LOSS_OUT],
-          params=[float_param(f"w_{t}", 1.0, f"weight of loss {t}") for t in TERMS],
-          shape=_weighted_sum_shape,
-          keywords=("combine", "elbo", "beta", "multi-task", "total")),
+    op("losses.MSE", "Mean squared error between prediction and target.",
+       scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": p.reduction}))), inputs=PAIR,
+       outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE], keywords=("l2", "regression", "squared"),
+       shape=elementwise_shape(),
+       search=Search(words=("l2", "mse"), popularity=3.5)),
+    op("losses.SSE",
+       "Sum of squared errors ‖y − ŷ‖² (MSE without the 1/n).\n\n"
+       "The least-squares objective as the notes write it; it grows with the batch size, "
+       "so a gradient step needs a smaller learning rate than with MSE.",
+       scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": "sum"}))), inputs=PAIR,
+       outputs=[LOSS_OUT], params=[SCALE], keywords=("least squares", "regression", "squared"),
+       shape=elementwise_shape(reduction="sum")),
+    op("losses.MAE",
+       "Mean absolute error |y − ŷ| (L1 loss).\n\n"
+       "Less sensitive to outliers than MSE; its minimiser is the median, not the mean.",
+       scaled(elementwise(lambda p: (nn.L1Loss, {"reduction": p.reduction}))), inputs=PAIR,
+       outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
+       keywords=("l1", "regression", "absolute"), shape=elementwise_shape(fused=False),
+       search=Search(words=("l1",))),
+    op("losses.Huber",
+       "Huber loss: squared for errors below `delta`, linear above.\n\n"
+       "0.5·e² when |e| < delta, else delta·(|e| − 0.5·delta): MSE's smooth minimum "
+       "with MAE's robustness to outliers.",
+       scaled(elementwise(lambda p: (nn.HuberLoss,
+                                     {"reduction": p.reduction, "delta": p.delta}))),
+       inputs=PAIR, outputs=[LOSS_OUT],
+       params=[REDUCTIONS, SCALE,
+               float_param("delta", 1.0, "error size where the loss turns from "
+                           "quadratic to linear", min=1e-12)],
+       keywords=("smooth l1", "robust", "regression"), shape=elementwise_shape()),
+    op("losses.GaussianNLL",
+       "Negative log-likelihood of the target under N(input, var).\n\n"
+       "0.5·(log σ² + (y − μ)²/σ²) per element: regression that also learns its own "
+       "uncertainty. `var` carries σ² (raised to eps where smaller, as torch's "
+       "GaussianNLLLoss does) or, with "
+       "var_input = log_variance, log σ² — an unconstrained network output needs no "
+       "softplus then. With a fixed σ² = 1 it is MSE/2 plus a constant.",
+       scaled(_gaussian_nll),
+       inputs=[Port("input", doc="the predicted mean μ"),
+               Port("target", doc="the observed value y"),
+               Port("var", doc="the predicted variance σ² (or log σ², see var_input), "
+                    "shaped like the mean or with last dimension 1")],
+       outputs=[LOSS_OUT],
+       params=[choice_param("var_input", ("variance", "log_variance"), "variance",
+                            "what the var port carries: σ² (must be positive) or log σ²"),
+               REDUCTIONS, SCALE,
+               float_param("eps", 1e-6, "smallest variance (variance input only)", min=0),
+               bool_param("full", False, "add the constant 0.5·log 2π, so the value is "
+                          "the exact negative log-density")],
+       keywords=("likelihood", "heteroscedastic", "uncertainty", "regression"),
+       search=Search(words=(("nll", 1),))),
+    op("losses.BCE",
+       "Binary cross-entropy on probabilities: −[y log p + (1 − y) log(1 − p)].\n\n"
+       "Feed probabilities (after a Sigmoid); for raw scores use BCEWithLogits, which "
+       "is the same loss computed stably.",
+       scaled(elementwise(lambda p: (nn.BCELoss, {"reduction": p.reduction}))), inputs=PAIR,
+       outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
+       keywords=("binary", "logistic", "classification", "log loss"),
+       shape=elementwise_shape(),
+       search=Search(words=(("bce", 1), ("logloss", 1)))),
+    op("losses.BCEWithLogits",
+       "Binary cross-entropy on logits (sigmoid built in, numerically stable).\n\n"
+       "Targets are 0/1 floats shaped like the logits. `pos_weight` > 1 counts each "
+       "positive sample that many times, for rare positive classes.",
+       scaled(_bce_logits), inputs=PAIR, outputs=[LOSS_OUT],
+       params=[REDUCTIONS, SCALE,
+               float_param("pos_weight", None, "weight of the positive class's "
+                           "term; empty means 1", min=0, nullable=True)],
+       keywords=("binary", "logistic", "classification"), shape=elementwise_shape(),
+       search=Search(words=("bce", "logloss"), popularity=3.5)),
+    op("losses.CrossEntropy",
+       "Cross-entropy of class scores (logits) against class indices or probabilities.\n\n"
+       "Softmax is built in: feed raw scores, not probabilities. Classes are the last "
+       "dimension, so (N, L, C) scores of a sequence model take (N, L) targets; index "
+       "targets of -100 are ignored.",
+       scaled(_cross_entropy), inputs=PAIR, outputs=[LOSS_OUT],
+       params=[REDUCTIONS, SCALE, float_param("label_smoothing", 0.0,
+                                      "move this much probability mass to the other "
+                                      "classes evenly", min=0, max=1)],
+       keywords=("softmax", "classification", "nll", "categorical"),
+       shape=_cross_entropy_shape,
+       search=Search(words=("xent", "ce", "crossent", "nll", "softmaxloss"), popularity=4.0)),
+    op("losses.Hinge",
+       "Hinge loss max(0, margin − t·s) of a linear classifier (the soft-margin SVM).\n\n"
+       "One score s per sample: targets t are −1/+1; 0/1 labels work too, 0 being read "
+       "as −1. Several scores per sample: targets are class indices and the loss is "
+       "torch's multi-class margin loss. Add an L2 penalty on the weights for the SVM.",
+       scaled(_hinge), inputs=PAIR, outputs=[LOSS_OUT],
+       params=[REDUCTIONS, SCALE, float_param("margin", 1.0, "the margin scores must clear",
+                                      min=0)], shape=_hinge_shape,
+       keywords=("svm", "margin", "classification", "max margin"),
+       search=Search(words=("svm",))),
+    op("losses.KLDivergence",
+       "KL(target ‖ model) between categorical distributions, over the last dimension.\n\n"
+       "Σ p·(log p − log q) with p = target probabilities and q = the model's "
+       "distribution, given as logits (softmax built in) or as log-probabilities "
+       "(input_kind). The target must be probabilities. Used for distillation and "
+       "label distributions; with one-hot targets it equals cross-entropy.",
+       scaled(_kl_divergence),
+       inputs=[Port("input", doc="the model's scores: logits or log-probabilities"),
+               Port("target", doc="the target probabilities p (rows sum to 1)")],
+       outputs=[LOSS_OUT],
+       params=[choice_param("input_kind", ("logits", "log_probs"), "logits",
+                            "logits: raw scores, softmax built in; log_probs: after "
+                            "LogSoftmax (torch's kl_div convention)"),
+               BATCH_REDUCTIONS, SCALE],
+       keywords=("kl", "relative entropy", "distillation", "divergence"),
+       shape=_kl_divergence_shape,
+       search=Search(words=("kl",))),
+    op("losses.GaussianKL",
+       "KL(N(μ, σ²) ‖ N(0, 1)) in closed form, from μ and log σ²: the VAE's prior term.\n\n"
+       "0.5·Σ(σ² + μ² − 1 − log σ²), summed over the latent dimensions and averaged "
+       "over the batch (reduction batchmean) or summed (sum). Pair it with a "
+       "reconstruction loss in a WeightedSum to minimise the negative ELBO.",
+       scaled(_gaussian_kl),
+       inputs=[Port("mu", doc="means of the approximate posterior"),
+               Port("logvar", doc="log-variances log σ², shaped like mu")],
+       outputs=[LOSS_OUT], params=[BATCH_REDUCTIONS, SCALE],
+       keywords=("vae", "elbo", "kl", "prior", "latent"), shape=_gaussian_kl_shape,
+       search=Search(words=(("kl", 1),))),
+    op("losses.WeightedSum",
+       "A weighted sum of up to four losses, w_a·a + w_b·b + w_c·c + w_d·d.\n\n"
+       "For objectives with several terms (reconstruction + β·KL, a loss plus a "
+       "penalty): wire it into the optimizer instead of the parts. Unconnected inputs "
+       "count as 0.",
+       _weighted_sum,
+       inputs=[Port(t, LOSS, f"loss term {t}", optional=True) for t in TERMS],
+       outputs=[LOSS_OUT],
+       params=[float_param(f"w_{t}", 1.0, f"weight of loss {t}") for t in TERMS],
+       shape=_weighted_sum_shape,
+       keywords=("combine", "elbo", "beta", "multi-task", "total")),
 ]

@@ -13,9 +13,17 @@ from __future__ import annotations
 import torch
 
 from nodegraph.kinds import footprint
+from nodegraph.kinds.declare import metric
 from nodegraph.kinds.metric import Metric
 from nodegraph.model.errors import PortError
-from nodegraph.model.spec import Port, block, choice_param, float_param, int_param, nodes_param
+from nodegraph.model.spec import (
+    Port,
+    Search,
+    choice_param,
+    float_param,
+    int_param,
+    nodes_param,
+)
 from nodes._shapes import fmt, need_float
 from nodes.losses import elementwise  # the same check: real input and target, same shape
 
@@ -210,14 +218,14 @@ class MeanSquaredError(Metric):
         self.count += target.numel()
 
     def compute(self) -> float:
-        return float(self.sse) / self.count if self.count else 0.0
+        return float(self.sse) / self.count if self.count and self.sse is not None else 0.0
 
 
 class RSquared(Metric):
     """R² per output column from running sums (in float64), averaged over the columns.
 
     ``sse_sst``: 1 − Σ(y − f)²/Σ(y − ȳ)², the usual definition (sklearn's r2_score).
-    ``var_ratio``: Σ(f − ȳ)²/Σ(y − ȳ)², the explained share of the variance (seed 000 L155).
+    ``var_ratio``: Σ(f − ȳ)²/Σ(y − ȳ)², the explained share of the variance.
     ``corr_squared``: the squared Pearson correlation of f and y.
     The three agree on the training data of a least-squares fit with an intercept and
     differ elsewhere. A constant target gives 1 for a perfect fit and 0 otherwise.
@@ -302,59 +310,62 @@ class ParameterCount(Metric):
 
 
 BLOCKS = [
-    block("metrics.Mean", "metric",
-          "The mean of a tensor over a whole split, reported with the other metrics.\n\n"
-          "For watching a number that is not a loss: the reconstruction and KL parts of an "
-          "ELBO, an attention entropy, the fraction of active units.",
-          lambda p, x: _fresh(Mean()), inputs=[Port("input", doc="any tensor")],
-          keywords=("average", "monitor", "report")),
-    block("metrics.ParameterCount", "metric",
-          "The number of trainable parameters, reported with the other metrics.\n\n"
-          "Counts the blocks named in `nodes` (empty: every block with weights); a weight "
-          "shared by two blocks counts once, a frozen one not at all.",
-          lambda p, x: ParameterCount(),
-          params=[nodes_param("nodes", [], "node ids to count; empty means every "
-                              "block with weights", of=("op",))],
-          binds="nodes", keywords=("size", "weights", "capacity")),
-    block("metrics.Accuracy", "metric",
-          "Share of correctly classified samples.\n\nOne score per sample: binary, "
-          "thresholded; several: argmax over classes.",
-          _accuracy, inputs=["input", "target"], params=[THRESHOLD],
-          keywords=("classification", "correct")),
-    block("metrics.ConfusionMatrix", "metric",
-          "Counts of samples by true class (rows) and predicted class (columns).\n\n"
-          "Shows which classes are confused with which; the diagonal holds the correct "
-          "ones. One score per sample gives a 2×2 matrix (class 0, class 1). Reported as "
-          "`matrix`, a list of rows; targets outside the classes are not counted.",
-          _confusion_matrix, inputs=PAIR, params=[THRESHOLD],
-          keywords=("classification", "errors", "table")),
-    block("metrics.MSE", "metric",
-          "Mean squared error over the whole split.\n\n"
-          "The same number as losses.MSE, as a metric: for reporting a model trained with "
-          "another loss, or the test MSE of the notes.",
-          elementwise(lambda p: MeanSquaredError()), inputs=PAIR,
-          keywords=("regression", "squared error")),
-    block("metrics.R2", "metric",
-          "Coefficient of determination R², in the definition you choose.\n\n"
-          "sse_sst: 1 − SSE/SST (sklearn's r2_score; negative for a model worse than the "
-          "mean). var_ratio: explained variance Σ(f − ȳ)²/Σ(y − ȳ)², the notes' "
-          "definition. corr_squared: the squared correlation of prediction and target. They "
-          "agree on the training data of a least-squares fit, not on test data. Several "
-          "outputs: the mean of the per-column values.",
-          elementwise(lambda p: RSquared(p.definition)), inputs=PAIR,
-          params=[choice_param("definition", ("sse_sst", "var_ratio", "corr_squared"),
-                               "sse_sst", "which R² (see the block's description)")],
-          keywords=("regression", "goodness of fit", "coefficient of determination",
-                    "explained variance", "correlation")),
-    block("metrics.ECE", "metric",
-          "Expected calibration error, with the reliability-diagram data.\n\n"
-          "Samples are binned by confidence (the probability of the predicted class); a "
-          "calibrated model is right in 80% of the samples it is 80% sure of. Reports `ece` "
-          "and per bin `confidence`, `accuracy` (empty bins: null) and `count`.",
-          _ece, inputs=PAIR,
-          params=[int_param("n_bins", 15, "number of equal-width confidence bins", min=1),
-                  choice_param("scores", ("logits", "probabilities"), "logits",
-                               "what the input holds: raw scores (sigmoid/softmax applied "
-                               "here) or probabilities")],
-          keywords=("calibration", "reliability diagram", "confidence")),
+    metric("metrics.Mean",
+           "The mean of a tensor over a whole split, reported with the other metrics.\n\n"
+           "For watching a number that is not a loss: the reconstruction and KL parts of an "
+           "ELBO, an attention entropy, the fraction of active units.",
+           lambda p, x: _fresh(Mean()), inputs=[Port("input", doc="any tensor")],
+           keywords=("average", "monitor", "report")),
+    metric("metrics.ParameterCount",
+           "The number of trainable parameters, reported with the other metrics.\n\n"
+           "Counts the blocks named in `nodes` (empty: every block with weights); a weight "
+           "shared by two blocks counts once, a frozen one not at all.",
+           lambda p, x: ParameterCount(),
+           params=[nodes_param("nodes", [], "node ids to count; empty means every "
+                               "block with weights", of=("op",))],
+           binds="nodes", keywords=("size", "weights", "capacity")),
+    metric("metrics.Accuracy",
+           "Share of correctly classified samples.\n\nOne score per sample: binary, "
+           "thresholded; several: argmax over classes.",
+           _accuracy, inputs=["input", "target"], params=[THRESHOLD],
+           keywords=("classification", "correct"),
+           search=Search(words=("acc",), popularity=3.8)),
+    metric("metrics.ConfusionMatrix",
+           "Counts of samples by true class (rows) and predicted class (columns).\n\n"
+           "Shows which classes are confused with which; the diagonal holds the correct "
+           "ones. One score per sample gives a 2×2 matrix (class 0, class 1). Reported as "
+           "`matrix`, a list of rows; targets outside the classes are not counted.",
+           _confusion_matrix, inputs=PAIR, params=[THRESHOLD],
+           keywords=("classification", "errors", "table")),
+    metric("metrics.MSE",
+           "Mean squared error over the whole split.\n\n"
+           "The same number as losses.MSE, as a metric: for reporting a model trained with "
+           "another loss, or the test MSE of the notes.",
+           elementwise(lambda p: MeanSquaredError()), inputs=PAIR,
+           keywords=("regression", "squared error"),
+           search=Search(words=("l2", "mse"))),
+    metric("metrics.R2",
+           "Coefficient of determination R², in the definition you choose.\n\n"
+           "sse_sst: 1 − SSE/SST (sklearn's r2_score; negative for a model worse than the "
+           "mean). var_ratio: explained variance Σ(f − ȳ)²/Σ(y − ȳ)², the notes' "
+           "definition. corr_squared: the squared correlation of prediction and target. They "
+           "agree on the training data of a least-squares fit, not on test data. Several "
+           "outputs: the mean of the per-column values.",
+           elementwise(lambda p: RSquared(p.definition)), inputs=PAIR,
+           params=[choice_param("definition", ("sse_sst", "var_ratio", "corr_squared"),
+                                "sse_sst", "which R² (see the block's description)")],
+           keywords=("regression", "goodness of fit", "coefficient of determination",
+                     "explained variance", "correlation"),
+           search=Search(popularity=2.0)),
+    metric("metrics.ECE",
+           "Expected calibration error, with the reliability-diagram data.\n\n"
+           "Samples are binned by confidence (the probability of the predicted class); a "
+           "calibrated model is right in 80% of the samples it is 80% sure of. Reports `ece` "
+           "and per bin `confidence`, `accuracy` (empty bins: null) and `count`.",
+           _ece, inputs=PAIR,
+           params=[int_param("n_bins", 15, "number of equal-width confidence bins", min=1),
+                   choice_param("scores", ("logits", "probabilities"), "logits",
+                                "what the input holds: raw scores (sigmoid/softmax applied "
+                                "here) or probabilities")],
+           keywords=("calibration", "reliability diagram", "confidence")),
 ]

@@ -6,7 +6,7 @@ updated) and evaluation (the running averages), which the trainer switches.
 
 L1Penalty and L2Penalty have no inputs: they act on the weights of other blocks, bound to
 them at compile time (``binds="nodes"``, see nodegraph.model.spec), and output a loss term to add
-to the data loss. Biases are not penalised, as in the notes' lasso/ridge (seed 002, 3.13).
+to the data loss. Biases are not penalised, as in the notes' lasso and ridge.
 Weight decay by parameter group and gradient clipping are optimizer settings, not blocks.
 """
 
@@ -19,19 +19,19 @@ import torch
 from torch import nn
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.declare import op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
     Param,
+    Search,
     TorchEquivalent,
-    block,
     bool_param,
     float_param,
     int_param,
     nodes_param,
-    with_torch,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
 
 EPS = float_param("eps", 1e-5, "added to the variance so it is never divided by zero",
@@ -122,6 +122,9 @@ def _layer_norm_shape(p, x):
 class Penalty(nn.Module):
     """weight · Σ|w|^power over the weights of the bound blocks, biases excluded."""
 
+    weight: float  # the factor, not a parameter
+    zero: torch.Tensor  # a buffer
+
     def __init__(self, weight: float, power: int):
         super().__init__()
         self.weight, self.power = weight, power
@@ -170,80 +173,79 @@ PENALTY_PARAMS = [
                 "every block with weights", of=("op",)),
 ]
 
-BLOCKS = [
-    block("norm.BatchNorm1d", "op",
-          "Batch normalisation of features: each channel to zero mean and unit variance "
-          "over the batch, then γ·x̂ + β.\n\nInput (N, C) or (N, C, L). Training uses the "
-          "batch's statistics and updates running averages; evaluation uses the averages. "
-          "Put it between a Linear and its activation.",
-          _batch_norm((2, 3), "(N, C) or (N, C, L)", nn.BatchNorm1d,
-                      "for images (N, C, H, W) use BatchNorm2d"),
-          shape=_batch_norm_shape((2, 3), "(N, C) or (N, C, L)",
-                                  "for images (N, C, H, W) use BatchNorm2d"),
-          inputs=["input"], outputs=["output"], params=_stats_params(True, True),
-          keywords=("batchnorm", "bn", "normalize", "standardize")),
-    block("norm.BatchNorm2d", "op",
-          "Batch normalisation of image channels: each channel to zero mean and unit "
-          "variance over batch and pixels, then γ·x̂ + β.\n\nInput (N, C, H, W). Training "
-          "uses batch statistics and updates running averages; evaluation uses the "
-          "averages. Adds 2·C weights and 2·C running statistics.",
-          _batch_norm((4,), "(N, C, H, W)", nn.BatchNorm2d,
-                      "for features (N, C) use BatchNorm1d"),
-          shape=_batch_norm_shape((4,), "(N, C, H, W)", "for features (N, C) use BatchNorm1d"),
-          inputs=["input"], outputs=["output"], params=_stats_params(True, True),
-          keywords=("batchnorm", "bn", "normalize", "cnn")),
-    block("norm.LayerNorm", "op",
-          "Layer normalisation: each sample to zero mean and unit variance over its last "
-          "`dims` dims, then γ·x̂ + β.\n\nNo batch statistics, so training and evaluation "
-          "agree; the normalisation of transformers.",
-          _layer_norm, inputs=["input"], outputs=["output"], shape=_layer_norm_shape,
-          params=[int_param("dims", 1, "how many trailing dims form normalized_shape", min=1),
-                  EPS,
-                  bool_param("elementwise_affine", True, "learn γ and β per element"),
-                  bool_param("bias", True, "learn β (with elementwise_affine)")],
-          keywords=("layernorm", "ln", "transformer", "normalize")),
-    block("norm.InstanceNorm2d", "op",
-          "Instance normalisation: each channel of each image to zero mean and unit "
-          "variance over its pixels.\n\nInput (N, C, H, W). Removes per-image contrast; "
-          "style transfer and AdaIN build on it.",
-          _batch_norm((4,), "(N, C, H, W)", nn.InstanceNorm2d,
-                      "InstanceNorm2d normalises images; for features use LayerNorm"),
-          inputs=["input"], outputs=["output"], params=_stats_params(False, False),
-          replaces=("norm.InstanceNorm",), shape=_instance_norm_shape,
-          keywords=("instancenorm", "style", "contrast", "normalize")),
-    block("norm.L1Penalty", "op",
-          "L1 (lasso) weight penalty λ·Σ|w| over other blocks' weights, biases excluded.\n\n"
-          "Add its loss to the data loss (losses.WeightedSum): it pushes weights to "
-          "exactly zero, selecting features.",
-          _penalty(1), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
-          shape=_penalty_shape,
-          keywords=("lasso", "l1", "regularization", "sparsity")),
-    block("norm.L2Penalty", "op",
-          "L2 (ridge) weight penalty λ·Σw² over other blocks' weights, biases excluded.\n\n"
-          "Add its loss to the data loss (losses.WeightedSum): it shrinks all weights "
-          "towards zero (weight decay in loss form).",
-          _penalty(2), outputs=[LOSS_OUT], params=PENALTY_PARAMS, binds="nodes",
-          shape=_penalty_shape,
-          keywords=("ridge", "l2", "regularization", "weight decay", "tikhonov")),
-]
-
-
 def _stats(m: nn.Module) -> dict:
     return {"eps": m.eps, "momentum": m.momentum, "affine": m.affine,
             "track_running_stats": m.track_running_stats}
-
-
-# what each block computes in PyTorch: `nodegraph import` turns these into the block
-BLOCKS = with_torch(BLOCKS, {
-    "norm.BatchNorm1d": TorchEquivalent((nn.BatchNorm1d,), _stats),
-    "norm.BatchNorm2d": TorchEquivalent((nn.BatchNorm2d,), _stats),
-    "norm.InstanceNorm2d": TorchEquivalent((nn.InstanceNorm2d,), _stats),
-    "norm.LayerNorm": TorchEquivalent((nn.LayerNorm,), lambda m: {
-        "dims": len(m.normalized_shape), "eps": m.eps,
-        "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None}),
-})
-
 # the penalties hold a zero buffer their loss is made in: the dtype param (default: the
 # graph's) lets their shape rule see it
-BLOCKS = with_dtype(BLOCKS, ('BatchNorm1d', 'BatchNorm2d', 'InstanceNorm2d', 'LayerNorm',
-                             'L1Penalty', 'L2Penalty'))
+
+
+BLOCKS = [
+    op("norm.BatchNorm1d",
+       "Batch normalisation of features: each channel to zero mean and unit variance "
+       "over the batch, then γ·x̂ + β.\n\nInput (N, C) or (N, C, L). Training uses the "
+       "batch's statistics and updates running averages; evaluation uses the averages. "
+       "Put it between a Linear and its activation.",
+       _batch_norm((2, 3), "(N, C) or (N, C, L)", nn.BatchNorm1d,
+                   "for images (N, C, H, W) use BatchNorm2d"),
+       shape=_batch_norm_shape((2, 3), "(N, C) or (N, C, L)",
+                               "for images (N, C, H, W) use BatchNorm2d"),
+       inputs=["input"], outputs=["output"], params=[*_stats_params(True, True), DTYPE_PARAM],
+       keywords=("batchnorm", "bn", "normalize", "standardize"),
+       torch=TorchEquivalent((nn.BatchNorm1d,), _stats),
+       search=Search(words=(("bn", 1), ("batchnorm", 1), ("norm", 2)))),
+    op("norm.BatchNorm2d",
+       "Batch normalisation of image channels: each channel to zero mean and unit "
+       "variance over batch and pixels, then γ·x̂ + β.\n\nInput (N, C, H, W). Training "
+       "uses batch statistics and updates running averages; evaluation uses the "
+       "averages. Adds 2·C weights and 2·C running statistics.",
+       _batch_norm((4,), "(N, C, H, W)", nn.BatchNorm2d,
+                   "for features (N, C) use BatchNorm1d"),
+       shape=_batch_norm_shape((4,), "(N, C, H, W)", "for features (N, C) use BatchNorm1d"),
+       inputs=["input"], outputs=["output"], params=[*_stats_params(True, True), DTYPE_PARAM],
+       keywords=("batchnorm", "bn", "normalize", "cnn"),
+       torch=TorchEquivalent((nn.BatchNorm2d,), _stats),
+       search=Search(words=("bn", "batchnorm", ("norm", 1)), popularity=2.0)),
+    op("norm.LayerNorm",
+       "Layer normalisation: each sample to zero mean and unit variance over its last "
+       "`dims` dims, then γ·x̂ + β.\n\nNo batch statistics, so training and evaluation "
+       "agree; the normalisation of transformers.",
+       _layer_norm, inputs=["input"], outputs=["output"], shape=_layer_norm_shape,
+       params=[int_param("dims", 1, "how many trailing dims form normalized_shape", min=1),
+               EPS,
+               bool_param("elementwise_affine", True, "learn γ and β per element"),
+               bool_param("bias", True, "learn β (with elementwise_affine)"), DTYPE_PARAM],
+       keywords=("layernorm", "ln", "transformer", "normalize"),
+       torch=TorchEquivalent((nn.LayerNorm,), lambda m: {
+           "dims": len(m.normalized_shape), "eps": m.eps,
+           "elementwise_affine": m.elementwise_affine, "bias": m.bias is not None}),
+       search=Search(words=("ln", "norm"), popularity=2.0)),
+    op("norm.InstanceNorm2d",
+       "Instance normalisation: each channel of each image to zero mean and unit "
+       "variance over its pixels.\n\nInput (N, C, H, W). Removes per-image contrast; "
+       "style transfer and AdaIN build on it.",
+       _batch_norm((4,), "(N, C, H, W)", nn.InstanceNorm2d,
+                   "InstanceNorm2d normalises images; for features use LayerNorm"),
+       inputs=["input"], outputs=["output"], params=[*_stats_params(False, False), DTYPE_PARAM],
+       replaces=("norm.InstanceNorm",), shape=_instance_norm_shape,
+       keywords=("instancenorm", "style", "contrast", "normalize"),
+       torch=TorchEquivalent((nn.InstanceNorm2d,), _stats),
+       search=Search(words=("in",))),
+    op("norm.L1Penalty",
+       "L1 (lasso) weight penalty λ·Σ|w| over other blocks' weights, biases excluded.\n\n"
+       "Add its loss to the data loss (losses.WeightedSum): it pushes weights to "
+       "exactly zero, selecting features.",
+       _penalty(1), outputs=[LOSS_OUT], params=[*PENALTY_PARAMS, DTYPE_PARAM], binds="nodes",
+       shape=_penalty_shape,
+       keywords=("lasso", "l1", "regularization", "sparsity"),
+       search=Search(words=(("l1", 1),))),
+    op("norm.L2Penalty",
+       "L2 (ridge) weight penalty λ·Σw² over other blocks' weights, biases excluded.\n\n"
+       "Add its loss to the data loss (losses.WeightedSum): it shrinks all weights "
+       "towards zero (weight decay in loss form).",
+       _penalty(2), outputs=[LOSS_OUT], params=[*PENALTY_PARAMS, DTYPE_PARAM], binds="nodes",
+       shape=_penalty_shape,
+       keywords=("ridge", "l2", "regularization", "weight decay", "tikhonov"),
+       search=Search(words=(("l2", 1),))),
+]
+

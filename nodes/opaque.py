@@ -27,9 +27,15 @@ from torch import nn
 
 from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.declare import data, op
 from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError, ParamError
-from nodegraph.model.spec import Param, Port, block, int_param, str_param
+from nodegraph.model.spec import (
+    Param,
+    Port,
+    int_param,
+    str_param,
+)
 from nodes.data._files import npz_headers, read_npz
 
 INPUTS = [Port("input", doc="the first argument"),
@@ -306,65 +312,67 @@ def _arrays_meta(p):
     """Shapes and dtypes from the arrays' headers; None where a header does not read as a
     plain numeric array (the build says why) or a stratified split needs y's values."""
     heads = npz_headers(p.path, (p.x_key, p.y_key))
-    if None in heads or any(d.kind not in "biuf" for _, d in heads):
+    x_head, y_head = heads
+    if x_head is None or y_head is None or any(d.kind not in "biuf"
+                                               for _, d in (x_head, y_head)):
         return None
-    (xs, xd), (ys, yd) = heads
+    (xs, _), (ys, _) = x_head, y_head
     if not xs or not ys or xs[0] != ys[0]:
         raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
                              f"of samples, got shapes {xs} and {ys}")
     ports = {k: (shape[1:], torch.int64 if d.kind in "iu" else torch.float32)
-             for k, (shape, d) in (("x", heads[0]), ("y", heads[1]))}
+             for k, (shape, d) in (("x", x_head), ("y", y_head))}
     return sized(ports, xs[0], p)
 
 
 BLOCKS = [
-    block("opaque.Module", "op",
-          "A PyTorch module named by its import path, run as it is.\n\n"
-          "Builds `target` (module:Class) with the JSON `kwargs`; with `path`, builds it and "
-          "takes that submodule. Its weights are saved like any block's, under "
-          "node.module.*. `nodegraph import` puts here what no block of the library "
-          "expresses. torch.nn classes build anywhere; a class of another module only in a "
-          "graph the user trusts (--trust, or the editor's prompt).",
-          lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index,
-                                    p.call_kwargs),
-          inputs=INPUTS, outputs=["output"],
-          params=[str_param("target", doc="the class, as module:QualName "
-                            "(torch.nn:TransformerEncoderLayer)"),
-                  Param("kwargs", "json", {}, "keyword arguments of its constructor"),
-                  str_param("path", "", "a submodule of the built object, dotted "
-                            "(encoder.layers.0); empty means the object itself"),
-                  int_param("index", None, "when the module returns a tuple: the element that "
-                            "is the output; empty means all of it", min=0, nullable=True),
-                  Param("call_kwargs", "json", {}, "constant keyword arguments of each call "
-                        "(need_weights=False)")],
-          keywords=("imported", "custom", "fx", "module"), code=code_named,
-          export=_module_export),
-    block("opaque.Function", "op",
-          "A call of a torch function or tensor method with fixed extra arguments.\n\n"
-          "`function` is module:qualname (torch:mean, torch:Tensor.transpose, operator:add); "
-          "`args` and `kwargs` are JSON, with {\"input\": k} for input k and "
-          "{\"size\": [k, d]} for its size in dim d. Made by `nodegraph import` for "
-          "operations no block expresses.",
-          lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs, p.index),
-          inputs=INPUTS, outputs=["output"],
-          params=[str_param("function", doc="what to call, as module:qualname"),
-                  Param("args", "json", [{"input": 0}], "positional arguments"),
-                  Param("kwargs", "json", {}, "keyword arguments"),
-                  int_param("index", None, "when the call returns a tuple (chunk, split, "
-                            "unbind): the element that is the output", min=0,
-                            nullable=True)],
-          keywords=("imported", "function", "fx", "call"), code=code_named,
-          export=_function_export),
-    block("opaque.Arrays", "data",
-          "Arrays from an .npz archive with their dtypes: the example inputs of an imported "
-          "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "
-          "the module's own output there); integer arrays stay integers, others become "
-          "float32, and no normalisation is applied.",
-          _arrays, meta=_arrays_meta,
-          outputs=[Port("x", doc="the inputs"), Port("y", doc="the reference outputs")],
-          params=[str_param("path", doc="the .npz archive"),
-                  str_param("x_key", "x", "name of the input array"),
-                  str_param("y_key", "y", "name of the output array"),
-                  *data_params(batch_size=0, shuffle=False)],
-          keywords=("npz", "example inputs", "imported")),
+    op("opaque.Module",
+       "A PyTorch module named by its import path, run as it is.\n\n"
+       "Builds `target` (module:Class) with the JSON `kwargs`; with `path`, builds it and "
+       "takes that submodule. Its weights are saved like any block's, under "
+       "node.module.*. `nodegraph import` puts here what no block of the library "
+       "expresses. torch.nn classes build anywhere; a class of another module only in a "
+       "graph the user trusts (--trust, or the editor's prompt).",
+       lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index,
+                                 p.call_kwargs),
+       inputs=INPUTS, outputs=["output"],
+       params=[str_param("target", doc="the class, as module:QualName "
+                         "(torch.nn:TransformerEncoderLayer)"),
+               Param("kwargs", "json", {}, "keyword arguments of its constructor"),
+               str_param("path", "", "a submodule of the built object, dotted "
+                         "(encoder.layers.0); empty means the object itself"),
+               int_param("index", None, "when the module returns a tuple: the element that "
+                         "is the output; empty means all of it", min=0, nullable=True),
+               Param("call_kwargs", "json", {}, "constant keyword arguments of each call "
+                     "(need_weights=False)")],
+       keywords=("imported", "custom", "fx", "module"), code=code_named,
+       export=_module_export),
+    op("opaque.Function",
+       "A call of a torch function or tensor method with fixed extra arguments.\n\n"
+       "`function` is module:qualname (torch:mean, torch:Tensor.transpose, operator:add); "
+       "`args` and `kwargs` are JSON, with {\"input\": k} for input k and "
+       "{\"size\": [k, d]} for its size in dim d. Made by `nodegraph import` for "
+       "operations no block expresses.",
+       lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs, p.index),
+       inputs=INPUTS, outputs=["output"],
+       params=[str_param("function", doc="what to call, as module:qualname"),
+               Param("args", "json", [{"input": 0}], "positional arguments"),
+               Param("kwargs", "json", {}, "keyword arguments"),
+               int_param("index", None, "when the call returns a tuple (chunk, split, "
+                         "unbind): the element that is the output", min=0,
+                         nullable=True)],
+       keywords=("imported", "function", "fx", "call"), code=code_named,
+       export=_function_export),
+    data("opaque.Arrays",
+         "Arrays from an .npz archive with their dtypes: the example inputs of an imported "
+         "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "
+         "the module's own output there); integer arrays stay integers, others become "
+         "float32, and no normalisation is applied.",
+         _arrays, meta=_arrays_meta,
+         outputs=[Port("x", doc="the inputs"), Port("y", doc="the reference outputs")],
+         params=[str_param("path", doc="the .npz archive"),
+                 str_param("x_key", "x", "name of the input array"),
+                 str_param("y_key", "y", "name of the output array"),
+                 *data_params(batch_size=0, shuffle=False)],
+         keywords=("npz", "example inputs", "imported")),
 ]

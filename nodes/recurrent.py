@@ -1,7 +1,7 @@
 """Recurrent blocks: RNN, LSTM and GRU over batch-first sequences, and the highway layer.
 
 A recurrence h_t = R(h_{t-1}, x_t) is a cycle, which a graph cannot hold, so each block
-loops over time inside itself (the notes' abstract cell, seed 003 16.5) and hands out two
+loops over time inside itself (the notes' abstract cell) and hands out two
 views of the result: `output`, every step's hidden state (N, L, H·dirs), for sequence-to-
 sequence models, and `last`, the final state (N, H·dirs), for many-to-one models that feed
 a Linear. h_0 = 0.
@@ -24,24 +24,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.declare import op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     Port,
+    Search,
     TorchEquivalent,
-    block,
     bool_param,
     choice_param,
     float_param,
     int_param,
-    with_torch,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import fmt
 from nodes.layers.dense import init_values
 
@@ -80,24 +81,28 @@ def sequence_width(x: dict, port: str = "input") -> int:
 class _WithLast:
     """Makes torch's nn.RNN/LSTM/GRU return (output, last) instead of (output, h_n)."""
 
+    hidden_size: int  # set by the torch module this is mixed into
+    bidirectional: bool
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if x.is_meta:
             return meta_result(x, self.hidden_size * (2 if self.bidirectional else 1))
-        output, h_n = super().forward(x)
+        output, h_n = super().forward(x)  # type: ignore[misc]  # the torch module's
         if isinstance(h_n, tuple):  # LSTM: (h_n, c_n)
             h_n = h_n[0]
         return output, last_state(h_n, self.bidirectional)
 
 
-class TorchRNN(_WithLast, nn.RNN):
+# (one input, one pair out: a narrower forward than torch's, on purpose)
+class TorchRNN(_WithLast, nn.RNN):  # type: ignore[misc]
     """torch's RNN, batch first, returning (output, last)."""
 
 
-class TorchLSTM(_WithLast, nn.LSTM):
+class TorchLSTM(_WithLast, nn.LSTM):  # type: ignore[misc]
     """torch's LSTM, batch first, returning (output, last)."""
 
 
-class TorchGRU(_WithLast, nn.GRU):
+class TorchGRU(_WithLast, nn.GRU):  # type: ignore[misc]
     """torch's GRU, batch first, returning (output, last)."""
 
 
@@ -202,16 +207,19 @@ class LoopRecurrent(nn.Module):
             make_cell(input_size if layer == 0 else hidden_size * self.dirs)
             for layer in range(num_layers) for _ in range(self.dirs))
 
+    def _cell(self, k: int) -> LoopCell:
+        return cast(LoopCell, self.cells[k])
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if x.is_meta:
-            return meta_result(x, self.cells[-1].hidden_size * self.dirs)
+            return meta_result(x, self._cell(-1).hidden_size * self.dirs)
         finals = []
         for layer in range(self.num_layers):
             if layer > 0:
                 x = F.dropout(x, self.dropout, self.training)
             outs = []
             for d in range(self.dirs):
-                seq, h = self.cells[layer * self.dirs + d].run(x.flip(1) if d else x)
+                seq, h = self._cell(layer * self.dirs + d).run(x.flip(1) if d else x)
                 outs.append(seq.flip(1) if d else seq)
                 finals.append(h)
             x = torch.cat(outs, -1)
@@ -335,55 +343,10 @@ def _common(gated: bool) -> list:
         params.append(choice_param(
             "convention", ("pytorch", "notes"), "pytorch",
             "pytorch: torch's module (fast); notes: an explicit loop with the notes' gate "
-            "equations and names (seed 003, 16.6/16.7), see the module doc for how they "
+            "equations and names; see the module doc for how they "
             "differ"))
     return params
 
-
-BLOCKS = [
-    block("recurrent.RNN", "op",
-          "Simple (Elman) recurrent layer h_t = φ(A x_t + C h_{t−1} + b) over a sequence.\n\n"
-          "The notes' basic RNN (16.3), h_0 = 0, the same weights at every step. "
-          "Long sequences make its gradients vanish or explode; `residual` adds Q h_{t−1} "
-          "(16.4), and the gated LSTM and GRU are the usual fix.",
-          _rnn, inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT, shape=_torch_shape(1),
-          params=[*_common(gated=False),
-                  choice_param("nonlinearity", ("tanh", "relu"), "tanh", "φ"),
-                  bool_param("residual", False, "the notes' residual RNN h_t = Q h_{t−1} + "
-                             "φ(...) with Q learned from the identity (an explicit loop)")],
-          keywords=("recurrent", "elman", "sequence", "time series", "bptt")),
-    block("recurrent.LSTM", "op",
-          "Long short-term memory: a gated recurrent layer with a cell state c_t.\n\n"
-          "Forget, input and output gates decide what the cell c_t drops, adds and shows as "
-          "h_t = o ⊙ tanh(c_t), so gradients survive long sequences (notes 16.7).",
-          _gated(TorchLSTM, NotesLSTMCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
-          shape=_torch_shape(4),
-          params=_common(gated=True),
-          keywords=("recurrent", "gated", "memory", "sequence", "hochreiter")),
-    block("recurrent.GRU", "op",
-          "Gated recurrent unit: an update gate mixes the old state with a candidate.\n\n"
-          "Fewer weights than an LSTM and no separate cell. The notes' convention (16.6) "
-          "weights the candidate by the update gate and resets h before U; torch's does "
-          "the opposite mix and resets after U (see the module doc).",
-          _gated(TorchGRU, NotesGRUCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
-          shape=_torch_shape(3),
-          params=_common(gated=True),
-          keywords=("recurrent", "gated", "cho", "sequence")),
-    block("recurrent.Highway", "op",
-          "Highway layer y = T(x) ⊙ H(x) + (1 − T(x)) ⊙ x with a learned sigmoid gate T.\n\n"
-          "Srivastava et al. (notes 16.8): where T ≈ 0 the input passes unchanged, so very "
-          "deep stacks still train. A negative `gate_bias` starts the layer close to the "
-          "identity. Acts on the last dim; the shape is kept.",
-          _highway, inputs=["input"], outputs=["output"],
-          params=[choice_param("activation", tuple(HIGHWAY_ACTIVATIONS), "relu",
-                               "φ of the transform H(x) = φ(W_H x + b_H)"),
-                  float_param("gate_bias", -1.0, "initial bias of the gate T; negative "
-                              "values carry the input at first (the paper suggests −1 to "
-                              "−3)")],
-          keywords=("gate", "skip", "carry", "deep", "srivastava"), shape=_highway_shape),
-]
-
-BLOCKS = with_dtype(BLOCKS, ('RNN', 'LSTM', 'GRU', 'Highway'))
 
 
 def _torch_lstm(m: nn.LSTM) -> dict | None:
@@ -397,4 +360,53 @@ def _torch_lstm(m: nn.LSTM) -> dict | None:
 
 
 # what the blocks compute in PyTorch: `nodegraph import` and the Python export read these
-BLOCKS = with_torch(BLOCKS, {"recurrent.LSTM": TorchEquivalent((nn.LSTM,), _torch_lstm)})
+
+
+BLOCKS = [
+    op("recurrent.RNN",
+       "Simple (Elman) recurrent layer h_t = φ(A x_t + C h_{t−1} + b) over a sequence.\n\n"
+       "The notes' basic RNN (16.3), h_0 = 0, the same weights at every step. "
+       "Long sequences make its gradients vanish or explode; `residual` adds Q h_{t−1} "
+       "(16.4), and the gated LSTM and GRU are the usual fix.",
+       _rnn, inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT, shape=_torch_shape(1),
+       params=[*_common(gated=False),
+               choice_param("nonlinearity", ("tanh", "relu"), "tanh", "φ"),
+               bool_param("residual", False, "the notes' residual RNN h_t = Q h_{t−1} + "
+                          "φ(...) with Q learned from the identity (an explicit loop)"),
+               DTYPE_PARAM],
+       keywords=("recurrent", "elman", "sequence", "time series", "bptt"),
+       search=Search(words=("rnn",))),
+    op("recurrent.LSTM",
+       "Long short-term memory: a gated recurrent layer with a cell state c_t.\n\n"
+       "Forget, input and output gates decide what the cell c_t drops, adds and shows as "
+       "h_t = o ⊙ tanh(c_t), so gradients survive long sequences (notes 16.7).",
+       _gated(TorchLSTM, NotesLSTMCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
+       shape=_torch_shape(4),
+       params=[*_common(gated=True), DTYPE_PARAM],
+       keywords=("recurrent", "gated", "memory", "sequence", "hochreiter"),
+       torch=TorchEquivalent((nn.LSTM,), _torch_lstm),
+       search=Search(words=(("rnn", 1),))),
+    op("recurrent.GRU",
+       "Gated recurrent unit: an update gate mixes the old state with a candidate.\n\n"
+       "Fewer weights than an LSTM and no separate cell. The notes' convention (16.6) "
+       "weights the candidate by the update gate and resets h before U; torch's does "
+       "the opposite mix and resets after U (see the module doc).",
+       _gated(TorchGRU, NotesGRUCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
+       shape=_torch_shape(3),
+       params=[*_common(gated=True), DTYPE_PARAM],
+       keywords=("recurrent", "gated", "cho", "sequence"),
+       search=Search(words=(("rnn", 2),))),
+    op("recurrent.Highway",
+       "Highway layer y = T(x) ⊙ H(x) + (1 − T(x)) ⊙ x with a learned sigmoid gate T.\n\n"
+       "Srivastava et al. (notes 16.8): where T ≈ 0 the input passes unchanged, so very "
+       "deep stacks still train. A negative `gate_bias` starts the layer close to the "
+       "identity. Acts on the last dim; the shape is kept.",
+       _highway, inputs=["input"], outputs=["output"],
+       params=[choice_param("activation", tuple(HIGHWAY_ACTIVATIONS), "relu",
+                            "φ of the transform H(x) = φ(W_H x + b_H)"),
+               float_param("gate_bias", -1.0, "initial bias of the gate T; negative "
+                           "values carry the input at first (the paper suggests −1 to "
+                           "−3)"), DTYPE_PARAM],
+       keywords=("gate", "skip", "carry", "deep", "srivastava"), shape=_highway_shape),
+]
+

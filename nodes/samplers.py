@@ -16,17 +16,18 @@ noise sources, DDPM noising and Langevin steps always sample (sampling is their 
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from nodegraph.kinds import footprint, shapes
+from nodegraph.kinds.declare import op
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
     Port,
-    block,
     bool_param,
     choice_param,
     float_param,
@@ -40,6 +41,8 @@ from nodes._shapes import fmt, need_float, need_index, need_same_shape
 class NoiseSource(nn.Module):
     """Draws `draw(size)` for a batch shaped like `like`, or of `batch_size` samples."""
 
+    anchor: torch.Tensor  # a buffer
+
     def __init__(self, draw, shape: list[int] | None, batch_size: int | None):
         super().__init__()
         self.draw, self.shape, self.batch_size = draw, shape, batch_size
@@ -48,7 +51,8 @@ class NoiseSource(nn.Module):
 
     def forward(self, like: torch.Tensor | None = None) -> torch.Tensor:
         if like is None:
-            size, device, dtype = (self.batch_size, *self.shape), self.anchor.device, None
+            size = (self.batch_size, *cast("list[int]", self.shape))  # checked: set when no like
+            device, dtype = self.anchor.device, None
         else:
             shape = like.shape[1:] if self.shape is None else self.shape
             dtype = like.dtype if like.dtype.is_floating_point else None
@@ -60,7 +64,7 @@ def _source(draw_from_params):
     """A build for a noise source; `draw_from_params(p)` returns draw(size, device, dtype)."""
     def build(p, x):
         _source_check(p, x)
-        return NoiseSource(draw_from_params(p), _shape(p), p.batch_size)
+        return NoiseSource(draw_from_params(p), _shape(p), p.maybe(BATCH_SIZE))
     return build
 
 
@@ -87,14 +91,14 @@ def _source_shape(draw_from_params) -> shapes.Rule:
         like, shape = x.get("like"), _shape(p)
         if like is not None and like.dtype.is_floating_point:
             return None
-        size = (p.batch_size, *shape) if like is None else \
+        size = (p.batch_size, *cast("list[int]", shape)) if like is None else \
             (like.shape[0], *(like.shape[1:] if shape is None else shape))
         return shapes.like(shapes.TensorMeta(tuple(size), torch.get_default_dtype()), 3)
     return rule
 
 
 def _shape(p) -> list[int] | None:
-    return [p.latent_dim] if "latent_dim" in p else p.shape
+    return [p.latent_dim] if "latent_dim" in p else p.maybe(SHAPE)
 
 
 def _gaussian(mean: float, std: float):
@@ -116,8 +120,9 @@ LIKE = Port("like", doc="any tensor whose batch (dim 0) the noise follows; also 
             "per-sample shape when `shape` is empty", optional=True)
 BATCH_SIZE = int_param("batch_size", None, "samples per draw when nothing is wired into "
                        "'like'; empty means follow 'like'", min=1, nullable=True)
-SHAPE = Param("shape", "ints", None, "shape of one sample, without the batch dim; empty "
-              "means the shape of one sample of 'like'", nullable=True)
+SHAPE: Param[list[int]] = Param("shape", "ints", None,
+                                "shape of one sample, without the batch dim; empty "
+                                "means the shape of one sample of 'like'", nullable=True)
 
 # -- stochastic units ------------------------------------------------------------------------
 
@@ -271,6 +276,9 @@ class DDPMNoise(nn.Module):
     reverse-sampling procedure can read `betas` and `alphas_cumprod` from the block.
     """
 
+    betas: torch.Tensor  # buffers
+    alphas_cumprod: torch.Tensor
+
     def __init__(self, betas: torch.Tensor):
         super().__init__()
         device = torch.get_default_device()  # meta while the graph is validated
@@ -342,110 +350,110 @@ def _langevin_shape(p, x):
 # -- declarations --------------------------------------------------------------------------
 
 BLOCKS = [
-    block("samplers.GaussianNoise", "op",
-          "Gaussian noise N(mean, std²), one draw per sample of the batch.\n\n"
-          "Wire any tensor into 'like' to follow its batch size (and, with `shape` empty, "
-          "its per-sample shape): the generator's input z of a GAN, the noise of a "
-          "denoising autoencoder. With nothing wired, it draws batch_size samples.",
-          _source(lambda p: _gaussian(p.mean, p.std)), inputs=[LIKE], outputs=["output"],
-          shape=_source_shape(lambda p: _gaussian(p.mean, p.std)),
-          params=[SHAPE, float_param("mean", 0.0, "mean of every value"),
-                  float_param("std", 1.0, "standard deviation of every value", min=0),
-                  BATCH_SIZE],
-          keywords=("random", "normal", "latent", "z", "noise")),
-    block("samplers.UniformNoise", "op",
-          "Uniform noise U(low, high), one draw per sample of the batch.\n\n"
-          "Batch and shape follow 'like' as for GaussianNoise, or come from the params.",
-          _source(_uniform), inputs=[LIKE], outputs=["output"],
-          shape=_source_shape(_uniform),
-          params=[SHAPE, float_param("low", 0.0, "lower bound (included)"),
-                  float_param("high", 1.0, "upper bound (excluded)"), BATCH_SIZE],
-          keywords=("random", "uniform", "noise")),
-    block("samplers.PriorSample", "op",
-          "Latent codes z ~ N(0, I) of latent_dim values, one per sample of the batch.\n\n"
-          "The prior p(z) of a VAE or the input noise of a GAN's generator: wire the data "
-          "into 'like' so the batch of codes matches the batch of images.",
-          _source(lambda p: _gaussian(0.0, 1.0)), inputs=[LIKE], outputs=["output"],
-          shape=_source_shape(lambda p: _gaussian(0.0, 1.0)),
-          params=[int_param("latent_dim", doc="size of one latent code", min=1), BATCH_SIZE],
-          keywords=("prior", "latent", "z", "vae", "gan", "generate")),
-    block("samplers.Reparameterize", "op",
-          "z = μ + exp(log σ²/2)·ε with ε ~ N(0, I): the VAE's sampling step.\n\n"
-          "Writing the draw as a function of μ and log σ² lets gradients reach the "
-          "encoder (the reparameterisation trick). At evaluation it returns μ, unless "
-          "sample_in_eval.",
-          _reparameterize,
-          inputs=[Port("mu", doc="means μ of q(z|x)"),
-                  Port("logvar", doc="log-variances log σ², shaped like mu")],
-          outputs=[Port("z", doc="the latent sample")], params=[SAMPLE_IN_EVAL],
-          shape=_reparameterize_shape,
-          keywords=("vae", "reparameterization trick", "latent", "gaussian")),
-    block("samplers.Bernoulli", "op",
-          "0/1 draws with P(1) = p, element by element.\n\n"
-          "Stochastic binary units (an RBM's or a sigmoid belief net's). The draw itself "
-          "has no gradient; straight_through passes the probabilities' gradient instead. "
-          "At evaluation it returns 1 where p > 0.5, unless sample_in_eval.",
-          _bernoulli, inputs=[Port("input", doc="probabilities p, or logits (input_kind)")],
-          outputs=["output"],
-          params=[choice_param("input_kind", ("probs", "logits"), "probs",
-                               "probs: values in [0, 1]; logits: raw scores, sigmoid built in"),
-                  STRAIGHT, SAMPLE_IN_EVAL],
-          keywords=("binary", "stochastic", "coin", "straight-through")),
-    block("samplers.Categorical", "op",
-          "One class per row drawn from softmax(logits / temperature), one-hot and index."
-          "\n\nSamples the last dim (drawn by the Gumbel-max trick, exact). Temperature "
-          "below 1 sharpens the distribution, above 1 flattens it. At evaluation it "
-          "returns the argmax, unless sample_in_eval.",
-          _categorical, inputs=[Port("input", doc="class scores (logits), classes last")],
-          outputs=[Port("output", doc="the draw as a one-hot row"),
-                   Port("index", doc="the drawn class index (integer)")],
-          params=[float_param("temperature", 1.0, "divides the logits before the softmax",
-                              min=1e-6),
-                  STRAIGHT, SAMPLE_IN_EVAL],
-          keywords=("multinomial", "softmax", "sample", "discrete", "temperature")),
-    block("samplers.GumbelSoftmax", "op",
-          "softmax((logits + g)/τ) with Gumbel noise g: a differentiable categorical draw."
-          "\n\nAs τ → 0 it approaches a one-hot draw; `hard` gives the one-hot forward and "
-          "the soft gradient backward (torch's gumbel_softmax). At evaluation, without "
-          "sample_in_eval, it drops the noise: softmax(logits/τ), or its argmax when hard.",
-          _gumbel_softmax, inputs=[Port("input", doc="class scores (logits), classes last")],
-          outputs=["output"],
-          params=[float_param("tau", 1.0, "temperature τ of the relaxation", min=1e-6),
-                  bool_param("hard", False, "one-hot forward, soft gradient backward"),
-                  SAMPLE_IN_EVAL],
-          keywords=("concrete", "relaxation", "discrete", "categorical")),
-    block("samplers.DDPMNoise", "op",
-          "DDPM forward noising: x_t = √ᾱ_t·x_0 + √(1 − ᾱ_t)·ε, a draw from q(x_t | x_0)."
-          "\n\nᾱ_t = Π(1 − β_s) over the schedule's first t + 1 steps, so x_t is reached "
-          "in one step instead of t. Outputs x_t, the noise ε (the target of an ε-"
-          "predicting network) and t; with 't' unwired, t is drawn uniformly in [0, "
-          "timesteps) per sample. Linear: β from beta_start to beta_end (Ho et al.); "
-          "cosine: Nichol & Dhariwal's schedule with offset s.",
-          _ddpm,
-          inputs=[Port("x0", doc="clean data x_0"),
-                  Port("t", doc="step index per sample, integers in [0, timesteps)",
-                       optional=True)],
-          outputs=[Port("x_t", doc="the noised data"), Port("eps", doc="the noise ε drawn"),
-                   Port("t", doc="the step index used, (N,) integers")],
-          params=[int_param("timesteps", 1000, "number of diffusion steps T", min=1),
-                  choice_param("schedule", ("linear", "cosine"), "linear",
-                               "how β_t grows over the steps"),
-                  float_param("beta_start", 1e-4, "β_1 of the linear schedule", min=0, max=1),
-                  float_param("beta_end", 0.02, "β_T of the linear schedule", min=0, max=1),
-                  float_param("s", 0.008, "offset of the cosine schedule (keeps β_1 from "
-                              "being tiny)", min=0)],
-          keywords=("diffusion", "ddpm", "noise schedule", "forward process")),
-    block("samplers.LangevinStep", "op",
-          "One Langevin step x + (ε/2)·∇log p(x) + √ε·z with z ~ N(0, I).\n\n"
-          "Repeated, it samples from p given only its score ∇log p (from a score network, "
-          "or minus an energy's gradient); noise_scale 0 makes it gradient ascent on "
-          "log p. The step's bias shrinks with ε.",
-          _langevin,
-          inputs=[Port("input", doc="the current samples x"),
-                  Port("score", doc="∇ₓ log p(x) at x, shaped like x")],
-          outputs=["output"],
-          params=[float_param("step_size", 0.01, "step ε", min=0),
-                  float_param("noise_scale", 1.0, "multiplies the noise; 0 for none", min=0)],
-          keywords=("score", "mcmc", "sampling", "energy", "sgld"),
-          shape=_langevin_shape),
+    op("samplers.GaussianNoise",
+       "Gaussian noise N(mean, std²), one draw per sample of the batch.\n\n"
+       "Wire any tensor into 'like' to follow its batch size (and, with `shape` empty, "
+       "its per-sample shape): the generator's input z of a GAN, the noise of a "
+       "denoising autoencoder. With nothing wired, it draws batch_size samples.",
+       _source(lambda p: _gaussian(p.mean, p.std)), inputs=[LIKE], outputs=["output"],
+       shape=_source_shape(lambda p: _gaussian(p.mean, p.std)),
+       params=[SHAPE, float_param("mean", 0.0, "mean of every value"),
+               float_param("std", 1.0, "standard deviation of every value", min=0),
+               BATCH_SIZE],
+       keywords=("random", "normal", "latent", "z", "noise")),
+    op("samplers.UniformNoise",
+       "Uniform noise U(low, high), one draw per sample of the batch.\n\n"
+       "Batch and shape follow 'like' as for GaussianNoise, or come from the params.",
+       _source(_uniform), inputs=[LIKE], outputs=["output"],
+       shape=_source_shape(_uniform),
+       params=[SHAPE, float_param("low", 0.0, "lower bound (included)"),
+               float_param("high", 1.0, "upper bound (excluded)"), BATCH_SIZE],
+       keywords=("random", "uniform", "noise")),
+    op("samplers.PriorSample",
+       "Latent codes z ~ N(0, I) of latent_dim values, one per sample of the batch.\n\n"
+       "The prior p(z) of a VAE or the input noise of a GAN's generator: wire the data "
+       "into 'like' so the batch of codes matches the batch of images.",
+       _source(lambda p: _gaussian(0.0, 1.0)), inputs=[LIKE], outputs=["output"],
+       shape=_source_shape(lambda p: _gaussian(0.0, 1.0)),
+       params=[int_param("latent_dim", doc="size of one latent code", min=1), BATCH_SIZE],
+       keywords=("prior", "latent", "z", "vae", "gan", "generate")),
+    op("samplers.Reparameterize",
+       "z = μ + exp(log σ²/2)·ε with ε ~ N(0, I): the VAE's sampling step.\n\n"
+       "Writing the draw as a function of μ and log σ² lets gradients reach the "
+       "encoder (the reparameterisation trick). At evaluation it returns μ, unless "
+       "sample_in_eval.",
+       _reparameterize,
+       inputs=[Port("mu", doc="means μ of q(z|x)"),
+               Port("logvar", doc="log-variances log σ², shaped like mu")],
+       outputs=[Port("z", doc="the latent sample")], params=[SAMPLE_IN_EVAL],
+       shape=_reparameterize_shape,
+       keywords=("vae", "reparameterization trick", "latent", "gaussian")),
+    op("samplers.Bernoulli",
+       "0/1 draws with P(1) = p, element by element.\n\n"
+       "Stochastic binary units (an RBM's or a sigmoid belief net's). The draw itself "
+       "has no gradient; straight_through passes the probabilities' gradient instead. "
+       "At evaluation it returns 1 where p > 0.5, unless sample_in_eval.",
+       _bernoulli, inputs=[Port("input", doc="probabilities p, or logits (input_kind)")],
+       outputs=["output"],
+       params=[choice_param("input_kind", ("probs", "logits"), "probs",
+                            "probs: values in [0, 1]; logits: raw scores, sigmoid built in"),
+               STRAIGHT, SAMPLE_IN_EVAL],
+       keywords=("binary", "stochastic", "coin", "straight-through")),
+    op("samplers.Categorical",
+       "One class per row drawn from softmax(logits / temperature), one-hot and index."
+       "\n\nSamples the last dim (drawn by the Gumbel-max trick, exact). Temperature "
+       "below 1 sharpens the distribution, above 1 flattens it. At evaluation it "
+       "returns the argmax, unless sample_in_eval.",
+       _categorical, inputs=[Port("input", doc="class scores (logits), classes last")],
+       outputs=[Port("output", doc="the draw as a one-hot row"),
+                Port("index", doc="the drawn class index (integer)")],
+       params=[float_param("temperature", 1.0, "divides the logits before the softmax",
+                           min=1e-6),
+               STRAIGHT, SAMPLE_IN_EVAL],
+       keywords=("multinomial", "softmax", "sample", "discrete", "temperature")),
+    op("samplers.GumbelSoftmax",
+       "softmax((logits + g)/τ) with Gumbel noise g: a differentiable categorical draw."
+       "\n\nAs τ → 0 it approaches a one-hot draw; `hard` gives the one-hot forward and "
+       "the soft gradient backward (torch's gumbel_softmax). At evaluation, without "
+       "sample_in_eval, it drops the noise: softmax(logits/τ), or its argmax when hard.",
+       _gumbel_softmax, inputs=[Port("input", doc="class scores (logits), classes last")],
+       outputs=["output"],
+       params=[float_param("tau", 1.0, "temperature τ of the relaxation", min=1e-6),
+               bool_param("hard", False, "one-hot forward, soft gradient backward"),
+               SAMPLE_IN_EVAL],
+       keywords=("concrete", "relaxation", "discrete", "categorical")),
+    op("samplers.DDPMNoise",
+       "DDPM forward noising: x_t = √ᾱ_t·x_0 + √(1 − ᾱ_t)·ε, a draw from q(x_t | x_0)."
+       "\n\nᾱ_t = Π(1 − β_s) over the schedule's first t + 1 steps, so x_t is reached "
+       "in one step instead of t. Outputs x_t, the noise ε (the target of an ε-"
+       "predicting network) and t; with 't' unwired, t is drawn uniformly in [0, "
+       "timesteps) per sample. Linear: β from beta_start to beta_end (Ho et al.); "
+       "cosine: Nichol & Dhariwal's schedule with offset s.",
+       _ddpm,
+       inputs=[Port("x0", doc="clean data x_0"),
+               Port("t", doc="step index per sample, integers in [0, timesteps)",
+                    optional=True)],
+       outputs=[Port("x_t", doc="the noised data"), Port("eps", doc="the noise ε drawn"),
+                Port("t", doc="the step index used, (N,) integers")],
+       params=[int_param("timesteps", 1000, "number of diffusion steps T", min=1),
+               choice_param("schedule", ("linear", "cosine"), "linear",
+                            "how β_t grows over the steps"),
+               float_param("beta_start", 1e-4, "β_1 of the linear schedule", min=0, max=1),
+               float_param("beta_end", 0.02, "β_T of the linear schedule", min=0, max=1),
+               float_param("s", 0.008, "offset of the cosine schedule (keeps β_1 from "
+                           "being tiny)", min=0)],
+       keywords=("diffusion", "ddpm", "noise schedule", "forward process")),
+    op("samplers.LangevinStep",
+       "One Langevin step x + (ε/2)·∇log p(x) + √ε·z with z ~ N(0, I).\n\n"
+       "Repeated, it samples from p given only its score ∇log p (from a score network, "
+       "or minus an energy's gradient); noise_scale 0 makes it gradient ascent on "
+       "log p. The step's bias shrinks with ε.",
+       _langevin,
+       inputs=[Port("input", doc="the current samples x"),
+               Port("score", doc="∇ₓ log p(x) at x, shaped like x")],
+       outputs=["output"],
+       params=[float_param("step_size", 0.01, "step ε", min=0),
+               float_param("noise_scale", 1.0, "multiplies the noise; 0 for none", min=0)],
+       keywords=("score", "mcmc", "sampling", "energy", "sgld"),
+       shape=_langevin_shape),
 ]

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
 
+from nodegraph.kinds.declare import family
 from nodegraph.kinds.optim import SCHEDULE_PARAMS
 from nodegraph.model.errors import ParamError
 from nodegraph.model.spec import (
     SCHEDULE_OUT,
     Param,
+    Search,
     bool_param,
     choice_param,
-    family,
     float_param,
     int_param,
 )
@@ -30,7 +32,7 @@ _schedule = family("schedules", "schedule", outputs=[SCHEDULE_OUT],
                    shared_params=SCHEDULE_PARAMS, shared_keywords=("lr",))
 
 
-def _factor(f: Callable[[object, int], float]) -> Callable:
+def _factor(f: Callable[[Any, int], float]) -> Callable:
     """A build for lr(t) = lr₀·f(p, t), as a LambdaLR."""
     return lambda p, opt: LambdaLR(opt, lambda t: f(p, t))
 
@@ -49,7 +51,7 @@ class PiecewiseLR(LRScheduler):
         self.boundaries, self.values = list(boundaries), list(values)
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[float | torch.Tensor]:
         value = self.values[bisect.bisect_right(self.boundaries, self.last_epoch)]
         return [value for _ in self.optimizer.param_groups]
 
@@ -68,7 +70,7 @@ class OneCycle(OneCycleLR):
     """torch's one-cycle policy that holds its final rate after `total_steps` instead of
     stopping the run with an error when the schedule is shorter than the training."""
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[float | torch.Tensor]:
         t = self.last_epoch
         self.last_epoch = min(t, self.total_steps - 1)
         try:
@@ -94,7 +96,8 @@ BLOCKS = [
               lambda p, opt: torch.optim.lr_scheduler.StepLR(opt, p.step_size, p.gamma),
               [int_param("step_size", 10, "epochs (or steps) between decays", min=1),
                float_param("gamma", 0.1, "factor applied at each decay", min=0)],
-              keywords=("decay",)),
+              keywords=("decay",),
+              search=Search(words=(("lr", 1),))),
     _schedule("Exponential",
               "Exponential decay lr = lr₀·gammaᵗ.\n\n"
               "The notes' form lr₀·0.1^(t/s) (divide by 10 every s epochs) is gamma = "
@@ -119,7 +122,8 @@ BLOCKS = [
                                                                         p.eta_min),
               [int_param("t_max", 100, "epochs (or steps) of one half cosine", min=1),
                float_param("eta_min", 0.0, "smallest learning rate", min=0)],
-              keywords=("annealing",)),
+              keywords=("annealing",),
+              search=Search(words=("lr",))),
     _schedule("WarmUp",
               "Linear warm-up from start_factor·lr₀ to lr₀ over `total_iters`, then constant.\n\n"
               "lr = lr₀·(start_factor + (1 − start_factor)·t/total_iters) until t = "
@@ -130,7 +134,8 @@ BLOCKS = [
               [int_param("total_iters", 5, "epochs (or steps) of warm-up", min=1),
                float_param("start_factor", 0.0, "the first rate as a share of lr₀", min=0,
                            max=1)],
-              keywords=("warmup", "ramp", "linear")),
+              keywords=("warmup", "ramp", "linear"),
+              search=Search(words=(("lr", 2),))),
     _schedule("OneCycle",
               "One-cycle policy: rise from max_lr/div_factor to max_lr, then anneal far below.\n\n"
               "torch's OneCycleLR: the rate rises for the first pct_start of total_steps, then "

@@ -105,7 +105,8 @@ def test_the_shape_cache_holds_a_graph_larger_than_its_nominal_size(monkeypatch)
     assert cache.size >= 2 * len(g)
 
 
-def test_collection_is_paused_on_the_main_thread_and_restored():
+def test_collection_is_paused_on_the_main_thread_and_restored(monkeypatch):
+    monkeypatch.setattr(gcpause, "_tuned", True)  # as the CLI and the editor opt in
     was = gc.isenabled()
     try:
         gc.enable()
@@ -127,7 +128,8 @@ def test_collection_is_paused_on_the_main_thread_and_restored():
         (gc.enable if was else gc.disable)()
 
 
-def test_validation_runs_without_collections():
+def test_validation_runs_without_collections(monkeypatch):
+    monkeypatch.setattr(gcpause, "_tuned", True)  # as the CLI and the editor opt in
     collections = []
 
     def note(phase, info):

@@ -13,11 +13,12 @@ import torch
 from torch import nn
 
 import nodegraph
-from nodegraph import kinds
 from nodegraph.check import opcache
 from nodegraph.check.opcache import OpCache
+from nodegraph.kinds import declare as kinds
 from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import DATA_PARAMS, from_arrays
+from nodegraph.kinds.declare import family
 from nodegraph.model.errors import Problem, ProblemKind
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import (
@@ -25,7 +26,6 @@ from nodegraph.model.spec import (
     LOSS_OUT,
     Registry,
     block,
-    family,
     float_param,
     int_param,
     node_param,

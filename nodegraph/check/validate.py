@@ -68,6 +68,10 @@ class Report:
     # augment input (handed to its build by compile)
     transforms: dict[tuple[str, str], Chain] = field(default_factory=dict)
     augments: dict[str, Chain] = field(default_factory=dict)
+    # the training settings with their defaults filled in (`nodegraph.model.settings`), the
+    # one place validation and compile read them from (an unusable value keeps its default
+    # and is a problem above)
+    settings: Params = field(default_factory=lambda: settings.resolve({})[0])
 
     @property
     def ok(self) -> bool:
@@ -160,7 +164,8 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
     report = Report(flat=flat)
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
     report.problems += flat.problems if flat else []  # wires to ports a group lacks
-    report.problems += settings.resolve(graph.training)[1]
+    report.settings, problems = settings.resolve(graph.training)
+    report.problems += problems
     _check_nodes(graph, report)
     _check_code(graph, report)
     _check_edges(graph, report)
@@ -314,7 +319,7 @@ def _check_binds(report: Report) -> None:
 
 def _check_device(graph: Graph, report: Report) -> None:
     """A device name torch can parse (whether this machine has it is for `run` to say)."""
-    device = graph.training.get("device", "auto")
+    device = report.settings.device
     if not isinstance(device, str) or device == "auto":
         return  # a non-text device is reported by the settings check
     try:
@@ -485,7 +490,7 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
             inputs[e.dst_port] = meta
         else:
             try:
-                dtype = dtypes.node_dtype(spec, params, graph.training)
+                dtype = dtypes.node_dtype(spec, params, report.settings)
                 _infer_node(node_id, spec, params, inputs, report, cache, dtype)
             except PortError as e:
                 report.problems.append(Problem(node_id, e.port, e.kind,

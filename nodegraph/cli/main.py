@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from nodegraph.model import gcpause
 from nodegraph.model.errors import NodegraphError, ValidationError
 
 EXIT_PROBLEMS = 1
@@ -42,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    gcpause.tune_process()  # this process is ours: keep the collector out of the hot paths
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser(_command_named(argv))
     args = parser.parse_args(argv)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QApplication
 
 from nodegraph.gui import theme
 from nodegraph.gui.main_window import MainWindow
+from nodegraph.model import gcpause
 
 
 def application() -> QApplication:
@@ -26,6 +27,7 @@ def application() -> QApplication:
 
 def main(path: str | None = None) -> int:
     """Open the editor on `path` (or an empty graph), run until it closes; the exit code."""
+    gcpause.tune_process()  # this process is ours: keep the collector out of the hot paths
     app = application()
     window = MainWindow(path)
     window.show()

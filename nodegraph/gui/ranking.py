@@ -5,12 +5,13 @@ search and the loose-wire popup (Qt-free, so it is tested without a window):
 
 - the typed text first (`fuzzy.block_score`), where the words people use count as the
   name: "xent" and "ce" are CrossEntropy, "bn" BatchNorm, "mha" MultiHeadSelfAttention,
-  "fc" and "dense" Linear, "conv" Conv2d (`SYNONYMS`);
+  "fc" and "dense" Linear, "conv" Conv2d (declared on each block: `Search.words`);
 - then what fits the wire being drawn: a block whose first input takes it before one
   that only takes it on a side port (a loss's `target`);
 - then what usually follows the block the wire leaves (`FOLLOWS`): after a layer's
   output (logits) the losses and metrics, after a loss the optimizers;
-- then the user's favourites and most recent blocks, and the blocks most networks use.
+- then the user's favourites and most recent blocks, and the blocks most networks use
+  (`Search.popularity`).
 """
 
 from __future__ import annotations
@@ -19,46 +20,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from nodegraph.gui.fuzzy import block_score
+from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import BlockSpec
 
-# what people type -> block names it means (the block's name after the family)
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "xent": ("CrossEntropy",), "ce": ("CrossEntropy",), "crossent": ("CrossEntropy",),
-    "nll": ("CrossEntropy", "GaussianNLL"), "softmaxloss": ("CrossEntropy",),
-    "bce": ("BCEWithLogits", "BCE"), "logloss": ("BCEWithLogits", "BCE"),
-    "bn": ("BatchNorm2d", "BatchNorm1d"), "batchnorm": ("BatchNorm2d", "BatchNorm1d"),
-    "ln": ("LayerNorm",), "in": ("InstanceNorm2d",),
-    "mha": ("MultiHeadSelfAttention", "MultiHeadCrossAttention"),
-    "attn": ("MultiHeadSelfAttention", "ScaledDotProduct", "MultiHeadCrossAttention"),
-    "attention": ("MultiHeadSelfAttention", "ScaledDotProduct"),
-    "selfattention": ("MultiHeadSelfAttention",), "transformer": ("TransformerEncoderBlock",),
-    "fc": ("Linear",), "dense": ("Linear",), "affine": ("Linear",), "mlp": ("Linear",),
-    "fullyconnected": ("Linear",), "perceptron": ("Linear",),
-    "conv": ("Conv2d", "Conv1d"), "cnn": ("Conv2d",), "convolution": ("Conv2d", "Conv1d"),
-    "deconv": ("ConvTranspose2d",), "upconv": ("ConvTranspose2d",),
-    "pool": ("MaxPool2d", "AvgPool2d"), "gap": ("GlobalAvgPool",),
-    "drop": ("Dropout",), "emb": ("Embedding",), "embed": ("Embedding",),
-    "rnn": ("RNN", "LSTM", "GRU"), "l2": ("MSE", "L2Penalty"), "mse": ("MSE",),
-    "l1": ("MAE", "L1Penalty"), "kl": ("KLDivergence", "GaussianKL"),
-    "svm": ("Hinge",), "acc": ("Accuracy",), "lr": ("Cosine", "Step", "WarmUp"),
-    "sum": ("Add",), "plus": ("Add",), "residual": ("ResidualAdd",), "skip": ("ResidualAdd",),
-    "cat": ("Concat",), "view": ("Reshape",), "transpose": ("Permute",),
-    "norm": ("LayerNorm", "BatchNorm2d", "BatchNorm1d"), "sigm": ("Sigmoid",),
-    "logistic": ("Sigmoid",), "swish": ("SiLU",),
-}
-# the blocks most networks use: a small lift among equals (after logits, CrossEntropy
-# before GaussianKL)
-POPULAR = {
-    "losses.CrossEntropy": 4.0, "losses.MSE": 3.5, "losses.BCEWithLogits": 3.5,
-    "metrics.Accuracy": 3.8, "metrics.R2": 2.0, "optimizers.Adam": 4.0, "optimizers.SGD": 3.0,
-    "optimizers.AdamW": 2.5, "layers.Linear": 4.0, "layers.Conv2d": 3.0,
-    "activations.ReLU": 4.0, "activations.Tanh": 2.5, "activations.GELU": 2.0,
-    "activations.Sigmoid": 2.0, "norm.BatchNorm2d": 2.0, "norm.LayerNorm": 2.0,
-    "layers.Flatten": 2.0, "layers.MaxPool2d": 2.0, "layers.Dropout": 1.5,
-}
 SYNONYM_SCORE = 900.0  # under an exact name (1000), over any fuzzy match
 
-# block family (or full id) -> families that usually read its output, best first
+# block family -> families that usually read its output, best first (a block whose readers
+# differ from its family's says so in its declaration: `Search.follows`)
 FOLLOWS: dict[str, tuple[str, ...]] = {
     "layers": ("losses", "metrics", "activations", "norm", "layers"),
     "attention": ("attention", "norm", "layers", "losses"),
@@ -71,10 +39,6 @@ FOLLOWS: dict[str, tuple[str, ...]] = {
     "schedules": ("optimizers",),
     "generative": ("optimizers", "losses"),
     "samplers": ("layers", "groups"),
-    "layers.Flatten": ("layers", "norm", "activations"),
-    "layers.Dropout": ("layers", "losses", "metrics"),
-    "layers.Conv2d": ("activations", "norm", "layers"),
-    "layers.Conv1d": ("activations", "norm", "layers"),
 }
 FOLLOW_SCORE = 12.0  # for the first family of FOLLOWS; a little less for each later one
 PRIMARY_SCORE = 6.0  # the wire would go into the block's first input
@@ -91,15 +55,14 @@ class Context:
     output: bool = True  # the wire leaves that block's output (offer blocks that read it)
     ports: tuple[tuple[str, str], ...] = ()  # (block id, the port the wire would use)
     port: str = ""  # the port the wire comes from
+    follows: tuple[str, ...] = ()  # what the block's declaration says usually reads it
 
 
 def synonym_score(query: str, spec: BlockSpec) -> float | None:
-    """SYNONYM_SCORE (less for a later meaning) when `query` is a word that names `spec`."""
-    names = SYNONYMS.get(query.strip().lower().replace(" ", "").replace("-", ""))
-    if not names:
-        return None
-    name = spec.id.split(".", 1)[1]
-    return SYNONYM_SCORE - names.index(name) if name in names else None
+    """SYNONYM_SCORE (less for a later meaning) when `query` is a word that names `spec`
+    (the words people use, declared on the block: `Search.words`)."""
+    rank = spec.search.rank(query.strip().lower().replace(" ", "").replace("-", ""))
+    return None if rank is None else SYNONYM_SCORE - rank
 
 
 def text_score(query: str, spec: BlockSpec) -> float | None:
@@ -118,7 +81,7 @@ def follow_score(context: Context | None, spec: BlockSpec) -> float:
     score = 0.0
     if context.output:
         family = context.block.split(".", 1)[0]
-        follows = FOLLOWS.get(context.block) or FOLLOWS.get(family, ())
+        follows = context.follows or FOLLOWS.get(family, ())
         if context.port in ("y", "target", "labels"):  # the answers go to losses and metrics
             follows = ("losses", "metrics")
         if spec.category in follows:
@@ -148,7 +111,7 @@ def rank(query: str, specs: Iterable[BlockSpec], context: Context | None = None,
         if text is None:
             continue
         extra = follow_score(context, spec) + recency.get(spec.id, 0.0) \
-            + POPULAR.get(spec.id, 0.0)
+            + spec.search.popularity
         if spec.id in favourite:
             extra += FAVOURITE_SCORE
         scored.append((text + extra, spec))
@@ -168,10 +131,21 @@ def context_for(graph, ref: tuple[str, str], output: bool, specs: Iterable[Block
             compatible_output(graph, ref, spec)
         if port is not None:
             ports.append((spec.id, port.name))
-    return Context(node.type if node is not None else None, output, tuple(ports), ref[1])
+    return Context(node.type if node is not None else None, output, tuple(ports), ref[1],
+                   _follows(graph, node.type) if node is not None else ())
 
 
 def context_after(graph, node_id: str | None) -> Context | None:
     """The context of a search opened with `node_id` selected: what usually follows it."""
     node = graph.nodes.get(node_id) if node_id else None
-    return Context(node.type, True) if node is not None else None
+    return Context(node.type, True, follows=_follows(graph, node.type)) \
+        if node is not None else None
+
+
+def _follows(graph, block_type: str) -> tuple[str, ...]:
+    """What the declaration of `block_type` says usually reads its output (empty: its
+    family's usual readers, or a block the registry does not know)."""
+    try:
+        return graph.registry.get(block_type).search.follows
+    except NodegraphError:
+        return ()

@@ -57,7 +57,7 @@ def descriptions(readme: Path | None = None) -> dict[str, str]:
 
 
 def _first_sentence(cell: str) -> str:
-    """The cell's first sentence, without a leading citation ("Seed 004 E8-E9: ...")."""
+    """The cell's first sentence, without a leading citation ("Table 1, L20-24: ...")."""
     cell = re.sub(r"`([^`]*)`", r"\1", cell).strip()
     head, colon, rest = cell.partition(": ")
     if colon and len(head) < 40 and re.search(r"\d", head) and rest:

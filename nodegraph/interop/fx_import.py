@@ -554,12 +554,16 @@ def _kwargs_from_attributes(module: nn.Module) -> dict | None:
 
 
 def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
-    """True when the opaque block's recipe builds a module that takes `module`'s weights."""
-    from nodes.opaque import OpaqueModule
-
+    """True when the opaque block's recipe builds a module that takes `module`'s weights
+    (built through the block's declaration, as a graph would build it)."""
+    spec = default_registry().get("opaque.Module")
     try:  # the class is the live module's own, already imported by the user: trusted
+        params, problems = spec.resolve_params({"target": target, "kwargs": kwargs,
+                                                "path": path})
+        if problems:
+            return False
         with allowlist.trusting(allowlist.trusted_now() | {allowlist.top_module(target)}):
-            built = OpaqueModule(target, kwargs, path).module
+            built = spec.build(params, {}).module
         built.load_state_dict(module.state_dict())
     except Exception:
         return False

@@ -1,24 +1,28 @@
 """The build signature of each block kind, as Protocols a type checker can hold a block to.
 
 `nodegraph.model.spec` documents what `build` receives and returns per kind; here it is typed.
-Declare a block with the constructor of its kind (`op`, `data`, `metric`, `optimizer`,
-`schedule`, `procedure`, `transform`) and pyright or mypy check the build function against the
-Protocol; `BlockSpec` also checks at declaration that `build` takes the kind's number of
-positional arguments, so a block written without a type checker fails when it is declared,
+Declare a block with the constructor of its kind from `nodegraph.kinds.declare` (`op`,
+`estimator`, `data`, `metric`, `optimizer`, `schedule`, `procedure`, `transform`; `family` for blocks
+sharing ports; a module of their own, as `metric` and `estimator` also name modules
+here) and mypy checks
+the build function against the Protocol; the constructor stamps the declaration
+(`BlockSpec.declared`), and every block of the library is made this way, once, with all
+that belongs to it (torch equivalence, the `dtype` param, export recipe, search hints).
+`BlockSpec` also checks at declaration that `build` takes the kind's number of positional
+arguments, so a block written without a type checker fails when it is declared,
 not when a graph first uses it.
 
 Modules beside the Protocols, what blocks of one kind share:
-- `dataset`: what a data block builds (whole tensors, split once, batched); `streamed` and
-  `loading`: the kind read per sample by DataLoader workers; `augment`: transform chains
+- `dataset`: what a data block builds (whole tensors, split once, batched)
 - `metric`: values accumulated over a split; `optim`: optimizer and schedule params
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from nodegraph.model.spec import BlockSpec, Params, block
+from nodegraph.model.spec import Params
 
 if TYPE_CHECKING:  # annotations only: the model layer does not import the runtime
     import torch
@@ -26,6 +30,7 @@ if TYPE_CHECKING:  # annotations only: the model layer does not import the runti
 
     from nodegraph.kinds.augment import Step
     from nodegraph.kinds.dataset import Dataset
+    from nodegraph.kinds.estimator import Estimator
     from nodegraph.kinds.metric import Metric
     from nodegraph.kinds.procedure_context import Procedure
 
@@ -69,40 +74,13 @@ class ProcedureBuild(Protocol):
     def __call__(self, p: Params, /) -> Procedure: ...
 
 
-def op(id: str, doc: str, build: OpBuild, **kw: Any) -> BlockSpec:
-    return block(id, "op", doc, build, **kw)
+class EstimatorBuild(Protocol):
+    """``build(p, x)``: an op whose module learns by a fit on the train split."""
 
-
-def data(id: str, doc: str, build: DataBuild, **kw: Any) -> BlockSpec:
-    return block(id, "data", doc, build, **kw)
-
-
-def metric(id: str, doc: str, build: MetricBuild, **kw: Any) -> BlockSpec:
-    return block(id, "metric", doc, build, **kw)
-
-
-def optimizer(id: str, doc: str, build: OptimizerBuild, **kw: Any) -> BlockSpec:
-    return block(id, "optimizer", doc, build, **kw)
-
-
-def schedule(id: str, doc: str, build: ScheduleBuild, **kw: Any) -> BlockSpec:
-    return block(id, "schedule", doc, build, **kw)
-
-
-def procedure(id: str, doc: str, build: ProcedureBuild, **kw: Any) -> BlockSpec:
-    return block(id, "procedure", doc, build, **kw)
+    def __call__(self, p: Params, x: dict[str, torch.Tensor], /) -> Estimator: ...
 
 
 class TransformBuild(Protocol):
     """``build(p)``: one per-sample transform of a data block (`nodegraph.kinds.augment`)."""
 
     def __call__(self, p: Params, /) -> Step: ...
-
-
-def transform(id: str, doc: str, build: TransformBuild, **kw: Any) -> BlockSpec:
-    """A transform block: `TRANSFORM_IN` and `TRANSFORM_OUT` ports unless given."""
-    from nodegraph.model.spec import TRANSFORM_IN, TRANSFORM_OUT
-
-    kw.setdefault("inputs", [TRANSFORM_IN])
-    kw.setdefault("outputs", [TRANSFORM_OUT])
-    return block(id, "transform", doc, build, **kw)

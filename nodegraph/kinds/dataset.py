@@ -87,6 +87,10 @@ def data_params(**defaults: object) -> tuple[Param, ...]:
 class Dataset:
     """A dataset held as tensors, with its splits and batch size."""
 
+    # a text dataset's vocabulary, characters in token-id order (data.TokenText); for
+    # decoding generated ids
+    vocab: str | None = None
+
     def __init__(self, tensors: dict[str, torch.Tensor], splits: dict[str, torch.Tensor],
                  batch_size: int = 32, shuffle: bool = True):
         sizes = {len(t) for t in tensors.values()}

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -35,7 +35,7 @@ except ImportError:  # Windows: no RLIMIT_AS to read
     resource = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from nodegraph.check.validate import Report
+    from nodegraph.kinds.datameta import DataMeta
     from nodegraph.model.spec import BlockSpec, Params
 
 KIND = "too_large"
@@ -302,6 +302,28 @@ class Footprint:
                  (self.activations, "one batch of activations"), (self.data, "data")]
         return f"about {size_text(self.total)} (" + ", ".join(
             f"{size_text(b)} for {what}" for b, what in parts if b or what != "buffers") + ")"
+
+
+class Report(Protocol):
+    """What the estimate reads of a validation report, and the one field it sets
+    (`nodegraph.check.validate.Report` is one; typed here, the kinds never import it)."""
+
+    memory: Footprint | None
+
+    @property
+    def flat(self) -> Any: ...  # the expanded graph, with `shared`: sharer -> owner
+
+    @property
+    def module_bytes(self) -> Mapping[str, tuple[int, int, int]]: ...
+
+    @property
+    def data(self) -> Mapping[str, DataMeta]: ...
+
+    @property
+    def outputs(self) -> Mapping[tuple[str, str], torch.Tensor]: ...
+
+    @property
+    def problems(self) -> list[Problem]: ...
 
 
 def estimate(report: Report) -> Footprint:

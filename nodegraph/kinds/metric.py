@@ -8,7 +8,7 @@ numbers once, in `compute`.
 
 from __future__ import annotations
 
-import torch
+from typing import Any
 
 
 class Metric:
@@ -22,7 +22,8 @@ class Metric:
     def reset(self) -> None:
         raise NotImplementedError
 
-    def update(self, *inputs: torch.Tensor | None) -> None:
+    def update(self, *inputs: Any, **named: Any) -> None:
+        # (*Any, **Any): each metric declares the inputs of its block, in port order
         raise NotImplementedError
 
     def compute(self) -> float | dict[str, object]:

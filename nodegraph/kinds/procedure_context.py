@@ -10,7 +10,7 @@ emitter — so a block depends on this interface, never on the trainer. The runn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,8 +21,35 @@ from nodegraph.model.errors import NodegraphError, ValidationError
 from nodegraph.model.events import Emitter
 from nodegraph.model.spec import Params
 
-if TYPE_CHECKING:  # annotations only: the runtime builds what procedures are given
-    from nodegraph.runtime.compile import Compiled
+if TYPE_CHECKING:
+    from nodegraph.kinds.dataset import Dataset
+    from nodegraph.model.graph import Graph
+
+
+class Compiled(Protocol):
+    """What a procedure reads of a compiled graph (`nodegraph.runtime.compile.Compiled` is
+    one): typed here, so blocks and kinds never import the runtime."""
+
+    @property
+    def graph(self) -> Graph: ...
+
+    @property
+    def report(self) -> Any: ...  # the validation report: specs, flat, params by node
+
+    @property
+    def module(self) -> Any: ...  # the graph module: module_of, plan, run, block_state
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def datasets(self) -> Mapping[str, Dataset]: ...
+
+    @property
+    def metrics(self) -> Sequence[Any]: ...
+
+    @property
+    def exec_graph(self) -> Graph | None: ...  # the graph with its groups expanded
 
 
 class Procedure:
@@ -56,6 +83,16 @@ class Compile(Protocol):
     def __call__(self, graph: Any, *, device: Any, seed: int) -> Compiled: ...
 
 
+class ModelCall(Protocol):
+    """A node as a function (`ProcedureContext.model`): inputs by port name in, outputs by
+    port name out; `inputs` and `outputs` name its ports in order."""
+
+    inputs: list[str]
+    outputs: list[str]
+
+    def __call__(self, **given: torch.Tensor) -> dict[str, torch.Tensor]: ...
+
+
 class ProcedureContext:
     """What a procedure may use: the trained model's parts, the data, a seeded generator,
     the node its block binds, and ways to compile and train the graph afresh."""
@@ -72,10 +109,11 @@ class ProcedureContext:
         self.run_training = train
         self._compile = compile
 
-    def compile(self, seed: int) -> Compiled:
-        """The graph compiled anew on this device: its own optimizers, weights drawn from
-        `seed`."""
-        return self._compile(self.compiled.graph, device=self.device, seed=seed)
+    def compile(self, seed: int, graph: Any = None) -> Compiled:
+        """The graph (or `graph`, a changed copy of it) compiled anew on this device: its
+        own optimizers, weights drawn from `seed`."""
+        return self._compile(self.compiled.graph if graph is None else graph,
+                             device=self.device, seed=seed)
 
     @property
     def training(self) -> Params:
@@ -86,8 +124,7 @@ class ProcedureContext:
             raise ValidationError(problems)
         return opts
 
-    def model(self, node: str | None = None, grad: bool = False
-              ) -> Callable[..., dict[str, torch.Tensor]]:
+    def model(self, node: str | None = None, grad: bool = False) -> ModelCall:
         """`node` (an op block or a group instance; default: the bound one) as a function:
         inputs by port name in, outputs by port name out. Runs in eval mode, without
         gradients unless `grad` (a procedure differentiating through the model, e.g. an
@@ -130,9 +167,7 @@ class ProcedureContext:
                 values = c.module.run(plan, {("", port): v for port, v in given.items()})
             return {port: values[key] for port, key in outputs.items()}
 
-        # port names, in order (mypy does not model attributes set on a function)
-        call.inputs, call.outputs = list(inputs), list(outputs)  # type: ignore[attr-defined]
-        return call
+        return _Call(call, list(inputs), list(outputs))
 
     def batch(self, split: str = "train") -> dict[str, torch.Tensor]:
         """The first batch of a split, by port name (from the first data block)."""
@@ -156,6 +191,18 @@ class ProcedureContext:
                                  f"the data has only {', '.join(have)}: set its split to "
                                  "one of those")
         return split
+
+
+@dataclass
+class _Call:
+    """A `ModelCall`: the function and its port names."""
+
+    fn: Callable[..., dict[str, torch.Tensor]]
+    inputs: list[str]
+    outputs: list[str]
+
+    def __call__(self, **given: torch.Tensor) -> dict[str, torch.Tensor]:
+        return self.fn(**given)
 
 
 def _resolve(flat, ref):

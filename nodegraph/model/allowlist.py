@@ -1,13 +1,14 @@
 """What Python a graph file may name, and the user's trust for what it may not.
 
-A graph file is data (DESIGN.md, "Trust model"). Where a block takes the name of Python to
-call — `opaque.Function`'s ``torch:Tensor.mean``, `opaque.Module`'s
-``torch.nn:TransformerEncoderLayer``, a ``{"function": ...}`` argument — the name is looked
-up in a table of objects built here from what ships with torch: the public native tensor
-functions, `torch.nn.functional`, `torch.special`/`linalg`/`fft`, tensor methods, the
-arithmetic of `operator`, `math`, and the `nn.Module` classes of `torch.nn`. A name is a key
-of that table or nothing: no attribute is walked, no module imported, so
-``torch:os.system``, ``torch:load`` or ``operator:methodcaller`` name nothing at all.
+A graph file is data (README, "Files from anyone: what opening one can do"). Where a block
+takes the name of Python to call — `opaque.Function`'s ``torch:Tensor.mean``,
+`opaque.Module`'s ``torch.nn:TransformerEncoderLayer``, a ``{"function": ...}`` argument —
+the name is looked up in a table of objects built here from what ships with torch: the
+public native tensor functions, `torch.nn.functional`, `torch.special`/`linalg`/`fft`,
+tensor methods, the arithmetic of `operator`, `math`, and the `nn.Module` classes of
+`torch.nn`. A name is a key of that table or nothing: no attribute is walked, no module
+imported, so ``torch:os.system``, ``torch:load`` or ``operator:methodcaller`` name nothing
+at all.
 
 Code outside the table (a user's own module brought in by `nodegraph import`) runs only
 when the user trusts the graph: `Graph.trusted` holds the top-level modules trusted for it

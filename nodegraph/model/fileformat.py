@@ -1,7 +1,8 @@
 """Graph files: one JSON format for the editor and for scripts, saved atomically.
 
-The format (version 1) is described in DESIGN.md: nodes by id with their block type and
-params by name, edges port to port, training settings, and a `ui` section the editor owns.
+The format (version 1) is described by `docs/graph.schema.json`, a JSON Schema the loader is
+held to (tests/test_schema.py): nodes by id with their block type and params by name, edges
+port to port, training settings, and a `ui` section the editor owns.
 Unknown keys anywhere are kept and written back. Loading never crashes on a graph it can
 partly read and never drops anything silently: unknown block types and params stay in the
 graph (the validator reports them, the editor shows them), edges that point at missing

@@ -1,5 +1,11 @@
 """Keep Python's cycle collector out of the hot paths: building, validating, compiling.
 
+Opt-in, by the program that owns the process: the collector is process-wide state, and a
+library that froze or paused it would keep a host program's garbage alive (a reference
+cycle made before the first `Graph` would never be freed). `nodegraph`'s own entry points,
+the CLI (`nodegraph.cli.main.main`) and the editor (`nodegraph.gui.app.main`), call
+`tune_process()`; a host program may too. Untuned, both remedies below do nothing.
+
 A full collection walks every tracked object in the process, and importing torch and the
 block library leaves a few hundred thousand of them; it runs whenever enough new objects
 have survived, so building or compiling a graph of thousands of nodes paid for several walks
@@ -23,21 +29,37 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+_tuned = False
 _frozen = False
 
 
+def tune_process() -> None:
+    """Let nodegraph tune the collector of this process from now on: freeze what the block
+    library leaves once it is loaded, pause collection while validating and compiling.
+    For programs that own their process (nodegraph's CLI and editor), not for libraries."""
+    global _tuned
+    _tuned = True
+
+
+def tuned() -> bool:
+    return _tuned
+
+
 def freeze_imports() -> None:
-    """Move every object alive now to the permanent generation, the first time only."""
+    """In a tuned process, move every object alive now to the permanent generation, the
+    first time only; otherwise nothing."""
     global _frozen
-    if not _frozen:
+    if _tuned and not _frozen:
         _frozen = True
         gc.freeze()
 
 
 @contextmanager
 def paused() -> Iterator[None]:
-    """Automatic collection off inside, restored to what it was after (main thread only)."""
-    if threading.current_thread() is not threading.main_thread() or not gc.isenabled():
+    """In a tuned process, automatic collection off inside and restored to what it was
+    after (main thread only); otherwise nothing."""
+    if not _tuned or threading.current_thread() is not threading.main_thread() \
+            or not gc.isenabled():
         yield
         return
     gc.disable()

@@ -21,9 +21,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from nodegraph.model import gcpause, references
-from nodegraph.model.errors import GraphError, ParamError, Problem
+from nodegraph.model.errors import GraphError, NodegraphError, ParamError, Problem
 from nodegraph.model.events import Emitter
 from nodegraph.model.groupdefs import GroupDef, GroupRegistry
+from nodegraph.model.ordered import Ordered
 from nodegraph.model.spec import BlockSpec, Registry, default_registry
 from nodegraph.model.types import why_incompatible
 from nodegraph.model.wires import Wires
@@ -101,10 +102,23 @@ class Graph:
     def __init__(self, name: str = "untitled", registry: Registry | None = None):
         self.name = name
         self.base_registry = registry if registry is not None else default_registry()
-        gcpause.freeze_imports()  # the block library is loaded: collections skip it from now
+        # the block library is loaded: a process that opted in (the CLI, the editor) has
+        # collections skip it from now; any other process's collector is left alone
+        gcpause.freeze_imports()
         self.groups: dict[str, GroupDef] = {}  # subgraphs by name, used as `group.NAME`
         self.ties: list[Tie] = []  # parameters shared between two different blocks
+        # nodes by id (every look-up), their order as a position key per node in an
+        # `Ordered` sequence (renames and moves touch one block), and the ordered dict that
+        # `nodes` shows, brought up to date on the first read after a rename or a move
+        # (appends and removals keep it current as they go)
+        self._store: dict[str, Node] = {}
+        self._node_key: dict[str, float] = {}
+        self._order: Ordered[str] = Ordered()
         self._nodes: dict[str, Node] = {}
+        self._stale = False
+        # the nodes whose params may name other nodes (a node or nodes param, or a type not
+        # known when added), in graph order: what a rename rewrites, without a scan
+        self._referrers: dict[str, None] = {}
         self._wires = Wires()  # the edges, in order, indexed by node
         self.training: dict[str, Any] = {}
         self.ui: dict[str, Any] = {}
@@ -128,7 +142,7 @@ class Graph:
     @property
     def nodes(self) -> MappingProxyType[str, Node]:
         """The nodes by id, in the graph's order (read-only: edit through the methods)."""
-        return MappingProxyType(self._nodes)
+        return MappingProxyType(self._ordered())
 
     @property
     def edges(self) -> tuple[Edge, ...]:
@@ -136,17 +150,17 @@ class Graph:
         return self._wires.all()
 
     def __contains__(self, node_id: str) -> bool:
-        return node_id in self._nodes
+        return node_id in self._store
 
     def __iter__(self) -> Iterator[Node]:
-        return iter(self._nodes.values())
+        return iter(self._ordered().values())
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return len(self._store)
 
     def node(self, node_id: str) -> Node:
         try:
-            return self._nodes[node_id]
+            return self._store[node_id]
         except KeyError:
             raise GraphError(f"no node '{node_id}' in the graph") from None
 
@@ -174,10 +188,10 @@ class Graph:
         import networkx  # 0.25 s: only for callers who ask for networkx
 
         g = networkx.MultiDiGraph()
-        for n in self._nodes.values():
+        for n in self._ordered().values():
             g.add_node(n.id, type=n.type)
         for e in self.edges:
-            if e.src not in self._nodes or e.dst not in self._nodes:
+            if e.src not in self._store or e.dst not in self._store:
                 continue
             g.add_edge(e.src, e.dst, src_port=e.src_port, dst_port=e.dst_port)
         return g
@@ -190,7 +204,7 @@ class Graph:
         cost seconds on a 10,000-node expansion). Raises GraphError naming the nodes of a
         cycle when there is one.
         """
-        ids = list(self._nodes)
+        ids = list(self._ordered())
         rank = {nid: i for i, nid in enumerate(ids)}
         succ = self._successors()
         waiting = dict.fromkeys(ids, 0)
@@ -218,7 +232,7 @@ class Graph:
         no recursion limit, linear time)."""
         succ = self._successors()
         state: dict[str, int] = {}  # 1: on the current path, 2: done
-        for root in self._nodes:
+        for root in self._ordered():
             if root in state:
                 continue
             path, todo = [root], [iter(succ[root])]
@@ -238,7 +252,7 @@ class Graph:
 
     def _successors(self) -> dict[str, list[str]]:
         """The nodes each node's wires lead to (wires naming missing nodes left out)."""
-        return self._wires.successors(self._nodes, self._nodes)
+        return self._wires.successors(self._ordered(), self._store)
 
     # -- edits ---------------------------------------------------------------------------
 
@@ -251,14 +265,16 @@ class Graph:
         if not NODE_ID.match(node.id):
             raise GraphError(f"node id '{node.id}' must start with a letter or _ and hold only "
                              "letters, digits and _")
-        if node.id in self._nodes:
+        if node.id in self._store:
             raise GraphError(f"a node with id '{node.id}' already exists")
+        spec = None
         if strict:
             spec = self._spec(node.type)
             node.type = spec.id
             for name, value in node.params.items():
                 node.params[name] = self._checked_param(node.id, spec, name, value)
-        self._nodes[node.id] = node
+        self._append(node)
+        self._note_referrer(node, spec)
         self.events.emit(GraphChanged("node_added", node=node.id))
         return node.id
 
@@ -268,18 +284,31 @@ class Graph:
         for e in dict.fromkeys([*self._wires.into(node_id), *self._wires.out_of(node_id)]):
             self.disconnect(e)  # wires in, then wires out (a loop to itself once)
         self.ties = [t for t in self.ties if node_id not in (t.src, t.dst)]
-        del self._nodes[node_id]
+        del self._store[node_id]
+        self._order.remove(self._node_key.pop(node_id))
+        if not self._stale:
+            del self._nodes[node_id]
+        self._referrers.pop(node_id, None)
         self.events.emit(GraphChanged("node_removed", node=node_id))
 
     def move_node(self, node_id: str, index: int) -> None:
         """Put a node at position `index` of the graph's order (the order breaks ties in
         the topological order, so undo puts a node back where it was). No event: nothing
         a listener shows changes."""
-        node = self.node(node_id)
-        items = [(k, v) for k, v in self._nodes.items() if k != node_id]
-        items.insert(index, (node_id, node))
-        self._nodes.clear()
-        self._nodes.update(items)
+        self.node(node_id)
+        self._order.remove(self._node_key[node_id])
+        n = len(self._order)
+        index = min(max(index + n + 1 if index < 0 else index, 0), n)  # as list.insert
+        key = self._order.key_for(index)
+        if key is None:  # no room left between the two neighbours' keys: renumber
+            ids = self._order.items()
+            self._order = Ordered((float(i), k) for i, k in enumerate(ids))
+            self._node_key.update((k, float(i)) for i, k in enumerate(ids))
+            key = self._order.key_for(index)
+            assert key is not None  # whole numbers apart now
+        self._node_key[node_id] = key
+        self._order.insert(index, key, node_id)
+        self._stale = True
 
     def move_edge(self, edge: Edge, index: int) -> None:
         """Put a wire at position `index` of the graph's order (as a file saves it)."""
@@ -337,13 +366,16 @@ class Graph:
         if not NODE_ID.match(new):
             raise GraphError(f"node id '{new}' must start with a letter or _ and hold only "
                              "letters, digits and _")
-        if new in self._nodes:
+        if new in self._store:
             raise GraphError(f"a node with id '{new}' already exists")
         node = self.node(old)
         node.id = new
-        items = [((new if k == old else k), v) for k, v in self._nodes.items()]
-        self._nodes.clear()
-        self._nodes.update(items)
+        self._store[new] = self._store.pop(old)
+        key = self._node_key[new] = self._node_key.pop(old)
+        self._order.replace(key, new)  # in its place in the order
+        self._stale = True
+        if old in self._referrers:
+            self._referrers[new] = self._referrers.pop(old)
         self._wires.rename(old, new, Edge)
         self._rename_references(old, new)
         self.ties = [Tie(references.renamed_id(t.src, old, new), t.src_param,
@@ -357,11 +389,39 @@ class Graph:
     def _rename_references(self, old: str, new: str) -> None:
         """Params declared as naming nodes (kinds node and nodes), the training stages and
         the monitor follow a renamed node."""
-        for n in self.nodes.values():
+        for n in (self._store[k] for k in self._referrers):
             if n.type in self.registry:
                 n.params.update(references.rename_params(self.registry.get(n.type), n.params,
                                                          old, new))
         self.training.update(references.rename_training(self.training, old, new))
+
+    def _append(self, node: Node) -> None:
+        """`node` stored and placed last in the order."""
+        self._store[node.id] = node
+        key = self._node_key[node.id] = self._order.next_key()
+        self._order.append(key, node.id)
+        if not self._stale:
+            self._nodes[node.id] = node
+
+    def _ordered(self) -> dict[str, Node]:
+        """The nodes by id in the graph's order (rebuilt in place, once, after a rename or
+        a move, so a `nodes` view handed out earlier stays live)."""
+        if self._stale:
+            self._nodes.clear()
+            store = self._store
+            self._nodes.update((k, store[k]) for k in self._order.items())
+            self._stale = False
+        return self._nodes
+
+    def _note_referrer(self, node: Node, spec: BlockSpec | None = None) -> None:
+        if spec is None:
+            try:
+                spec = self.registry.get(node.type)
+            except NodegraphError:  # a type not known yet (a group defined later): check it
+                self._referrers[node.id] = None
+                return
+        if spec.names_nodes:
+            self._referrers[node.id] = None
 
     def set_training(self, key: str, value: Any) -> None:
         """Set a training setting (epochs, seed, device, ...); None removes it."""
@@ -378,7 +438,7 @@ class Graph:
         if base[0].isdigit():
             base = "n_" + base
         candidate, i = base, 2
-        while candidate in self._nodes:
+        while candidate in self._store:
             candidate, i = f"{base}_{i}", i + 1
         return candidate
 
@@ -421,7 +481,9 @@ class Graph:
         """Nodes, wires, settings and UI data, without the group definitions."""
         g = Graph(self.name, self.base_registry)
         g.ties = list(self.ties)
-        g._nodes.update((k, copy.deepcopy(v)) for k, v in self._nodes.items())
+        for v in self._ordered().values():
+            g._append(copy.deepcopy(v))
+        g._referrers = dict(self._referrers)
         g._wires = self._wires.copy()
         g.training = copy.deepcopy(self.training)
         g.ui = copy.deepcopy(self.ui)
@@ -469,3 +531,4 @@ class Graph:
     def _reaches(self, start: str, goal: str) -> bool:
         """True when `goal` is downstream of `start` (or is `start`)."""
         return self._wires.reaches(start, goal)
+

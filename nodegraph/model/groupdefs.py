@@ -68,7 +68,7 @@ def group_spec(defn: GroupDef, registry: Registry | GroupRegistry) -> BlockSpec:
                      params=(Param("share", "node", "", "another instance of this group whose "
                                    "weights this one uses; empty: weights of its own",
                                    of=("group",)),),
-                     category="groups")
+                     category="groups", declared="group")
 
 
 def _port_type(registry, block_type: str, port: str, outputs: bool, seen: set[str]):

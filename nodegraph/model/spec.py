@@ -56,10 +56,10 @@ import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.types import LOSS, SCHEDULE, TENSOR, TRANSFORM, PortType
@@ -103,9 +103,17 @@ class Port:
                              f"{', '.join(VIEWS)})")
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class Param:
-    """A typed, named setting of a block, with its default and the values it allows."""
+class Param(Generic[T]):
+    """A typed, named setting of a block, with its default and the values it allows.
+
+    `T` is the Python type of its checked value (`int_param` makes a ``Param[int]``), so a
+    build that reads it through the param object, ``p.typed(OUT_FEATURES)``, is type-checked
+    as reading an int; ``p.maybe(...)`` for a nullable param gives ``T | None``.
+    """
 
     name: str
     # int | float | bool | str | choice | ints | floats | strs | json, or a reference:
@@ -254,11 +262,24 @@ _MISSING = object()
 
 
 class Params(dict):
-    """A block's params by name, readable as attributes (``p.out_features``).
+    """A block's params by name, readable as attributes (``p.out_features``, typed Any) or
+    through their declaration (``p.typed(OUT_FEATURES)``, typed as the param's value).
 
     A param wins over a dict method of the same name: ``p.update`` is the `update` param
     when the block has one.
     """
+
+    def typed(self, param: Param[T]) -> T:
+        """The value of `param`, typed as its declaration says (never None: a nullable
+        param is read with `maybe`)."""
+        value = dict.__getitem__(self, param.name)
+        if value is None:
+            raise ParamError(f"'{param.name}' is empty here; read it with Params.maybe")
+        return value
+
+    def maybe(self, param: Param[T]) -> T | None:
+        """The value of a nullable `param` (None: empty), typed as its declaration says."""
+        return dict.__getitem__(self, param.name)
 
     def __getattribute__(self, name: str) -> Any:
         # one dict look-up first: blocks read their params this way on every node that
@@ -268,6 +289,33 @@ class Params(dict):
 
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class Search:
+    """How the editor's block search finds a block besides its name (`nodegraph.gui.ranking`).
+
+    `words`: what people type for it ("xent", "bn", "fc"); a word several blocks share is
+    written ``(word, n)`` on its n-th meaning (0 is the first, a bare word), so "nll" offers
+    CrossEntropy before GaussianNLL. `popularity`: a small lift among equals for the blocks
+    most networks use. `follows`: the families that usually read its output, best first,
+    where they differ from its family's.
+    """
+
+    words: tuple[str | tuple[str, int], ...] = ()
+    popularity: float = 0.0
+    follows: tuple[str, ...] = ()
+
+    def rank(self, word: str) -> int | None:
+        """Which meaning of `word` this block is (0: the first), None when it is not one."""
+        for w in self.words:
+            text, n = (w, 0) if isinstance(w, str) else w
+            if text == word:
+                return n
+        return None
+
+
+NO_SEARCH = Search()
 
 
 @dataclass(frozen=True)
@@ -306,6 +354,14 @@ class BlockSpec:
     shape: Callable[[Any, dict[str, Any]], Any] | None = None
     category: str = field(default="")
     torch: TorchEquivalent | None = None  # the PyTorch code it computes (see below)
+    # data only: recipe(p) -> the numpy lines that make the block's full arrays `x` and `y`
+    # (an sklearn loader, a seeded generator), for `nodegraph export --to python`; the
+    # exporter keeps them only when they reproduce the dataset exactly
+    recipe: Callable[[Any], list[str]] | None = None
+    search: Search = field(default_factory=lambda: NO_SEARCH)  # the editor's search hints
+    # the constructor of `nodegraph.kinds` that made this declaration ("op", "data", ...,
+    # "group"); empty for a bare `block()`, which only engine tests use
+    declared: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not BLOCK_ID.match(self.id):
@@ -328,6 +384,8 @@ class BlockSpec:
                              "params of kind node or nodes")
         if self.shape is not None and self.kind != "op":
             raise ValueError(f"block {self.id}: only op blocks declare a shape rule")
+        if self.recipe is not None and self.kind != "data":
+            raise ValueError(f"block {self.id}: only data blocks declare an export recipe")
         if not self.category:
             object.__setattr__(self, "category", self.id.split(".", 1)[0])
 
@@ -345,6 +403,11 @@ class BlockSpec:
         """The params whose values name nodes or stages (kinds node, nodes and stage), in
         declaration order: what rename rewrites and validation looks up."""
         return tuple(p for p in self.params if p.kind in (*REFERENCE_KINDS, "stage"))
+
+    @cached_property
+    def names_nodes(self) -> bool:
+        """Some param of the block names other nodes (renaming a node may rewrite it)."""
+        return any(p.names_nodes for p in self.params)
 
     @cached_property
     def _by_name(self) -> tuple[dict[str, Port], dict[str, Port], dict[str, Param]]:
@@ -418,36 +481,20 @@ def _takes(fn: Callable[..., Any], n: int) -> bool:
     return True
 
 
-def family(prefix: str, kind: str, *, wrap: Callable[[Any], Callable[..., Any]] | None = None,
-           shared_params: Sequence[Param] = (), shared_keywords: Sequence[str] = (),
-           **defaults: Any) -> Callable[..., BlockSpec]:
-    """The declarer of a family of blocks: ids ``prefix.Name`` of one kind, sharing ports
-    and whatever else `defaults` holds, `shared_params` after each block's own and
-    `shared_keywords` before its own. `wrap(build)` turns what a declaration passes as its
-    build into the block's build (an activation passes its function)."""
-    def declare(name: str, doc: str, build: Any, params: Sequence[Param] = (),
-                keywords: Sequence[str] = (), **extra: Any) -> BlockSpec:
-        return block(f"{prefix}.{name}", kind, doc, wrap(build) if wrap else build,
-                     params=[*params, *shared_params],
-                     keywords=(*shared_keywords, *keywords), **{**defaults, **extra})
-
-    return declare
-
-
 # Short constructors so a declaration reads like the torch signature it mirrors.
-def int_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+def int_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param[int]:
     return Param(name, "int", default, doc, **kw)
 
 
-def float_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+def float_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param[float]:
     return Param(name, "float", default, doc, **kw)
 
 
-def bool_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+def bool_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param[bool]:
     return Param(name, "bool", default, doc, **kw)
 
 
-def str_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param:
+def str_param(name: str, default: Any = REQUIRED, doc: str = "", **kw: Any) -> Param[str]:
     return Param(name, "str", default, doc, **kw)
 
 
@@ -512,15 +559,6 @@ class TorchEquivalent:
     functions: tuple[Any, ...] = ()
     call: Callable[[list, dict], dict[str, Any] | None] | None = None
     module_call: Callable[[int, dict], bool] | None = None
-
-
-def with_torch(specs: Iterable[BlockSpec], table: dict[str, TorchEquivalent]) -> list[BlockSpec]:
-    """`specs` with the torch equivalents of `table` (by block id) declared on them."""
-    specs = list(specs)
-    unknown = set(table) - {s.id for s in specs}
-    if unknown:
-        raise ValueError(f"torch equivalents for blocks not declared here: {sorted(unknown)}")
-    return [replace(s, torch=table[s.id]) if s.id in table else s for s in specs]
 
 
 def torch_modules(registry: Registry) -> dict[type, BlockSpec]:

@@ -233,11 +233,11 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     report = check(graph, for_training=for_training)
     user_graph, graph = graph, report.flat.graph if report.flat else graph
     shared = report.flat.shared if report.flat else {}
-    training = {**user_graph.training}
+    training = report.settings  # resolved: defaults filled in, one place
     dev = device if isinstance(device, torch.device) else resolve_device(
-        device or training.get("device", "auto"))
+        device or training.device)
     datasets = materialise(report, user_graph.folder)  # before the seed, as validation did
-    torch.manual_seed(training.get("seed", 0) if seed is None else seed)
+    torch.manual_seed(training.seed if seed is None else seed)
 
     ops = [n for n in report.order if report.specs[n].kind == "op"]
     kinds = dtypes.node_dtypes(report, training)

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from nodegraph.kinds.procedure_context import Compiled as CompiledGraph
 from nodegraph.kinds.procedure_context import Procedure, ProcedureFrame, RunTraining
 from nodegraph.kinds.procedure_context import ProcedureContext as Interface
 from nodegraph.model.errors import NodegraphError, NodeRuntimeError, first_line
@@ -36,15 +37,16 @@ __all__ = ["Compiled", "Procedure", "ProcedureContext", "ProcedureFrame", "RunTr
            "run_procedure", "run_training"]
 
 
-def run_training(compiled: Compiled, epochs: int | None = None,
+def run_training(compiled: CompiledGraph, epochs: int | None = None,
                  on_epoch: Callable[[int], None] | None = None) -> dict[str, dict[str, Any]]:
     """The `RunTraining` the runner hands procedures: the trainer, quietly, on the
     compiled graph's device."""
-    opts = training_options(compiled.graph, epochs=epochs, device=str(compiled.device))
+    run = cast(Compiled, compiled)  # the context holds only this runtime's compiles
+    opts = training_options(run.graph, epochs=epochs, device=str(run.device))
     events = Emitter()
     if on_epoch is not None:
         events.subscribe(lambda e: on_epoch(e.epoch), EpochEnded)
-    return Trainer(compiled, opts, events, RunControl(), None).run().final
+    return Trainer(run, opts, events, RunControl(), None).run().final
 
 
 class ProcedureContext(Interface):

@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from nodegraph.model.errors import NodegraphError, NodeRuntimeError, ValidationError
 from nodegraph.model.events import EpochEnded, StepEnded
@@ -220,6 +220,9 @@ class TrainingProcess:
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "nodegraph.runtime.train_process"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env)
+        # both pipes exist (PIPE above); typed as such once here
+        self._stdin = cast(IO[bytes], self.popen.stdin)
+        self._stdout = cast(IO[bytes], self.popen.stdout)
         self._lock = threading.Lock()
         self.ready = threading.Event()  # set once the process said it is warm
         self._waiting = threading.Thread(target=self._await_ready, daemon=True,
@@ -230,7 +233,7 @@ class TrainingProcess:
         """Read the process's first message, ("ready",), in the background (plain Python:
         no Qt here), so that the editor knows without waiting whether a run starts at once."""
         try:
-            message = pickle.load(self.popen.stdout)
+            message = pickle.load(self._stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
             return
         if message == ("ready",):
@@ -244,8 +247,8 @@ class TrainingProcess:
         """Write a message; False when the process is gone."""
         try:
             with self._lock:
-                pickle.dump(message, self.popen.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-                self.popen.stdin.flush()
+                pickle.dump(message, self._stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                self._stdin.flush()
             return True
         except (BrokenPipeError, OSError, ValueError):
             return False
@@ -271,13 +274,13 @@ class TrainingProcess:
         if not self.ready.is_set():
             return None
         try:
-            return pickle.load(self.popen.stdout)
+            return pickle.load(self._stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
             return None
 
     def close(self, wait_s: float = 2.0) -> None:
         try:
-            self.popen.stdin.close()
+            self._stdin.close()
         except OSError:
             pass
         try:

@@ -251,7 +251,7 @@ def npz_headers(path: str, keys: tuple[str, str]
                 raise NodegraphError(f"'{path}' has no array {missing[0]!r} (arrays: "
                                      f"{', '.join(archive.files) or 'none'})")
             names = archive.zip.namelist()
-            heads = []
+            heads: list[tuple[tuple[int, ...], np.dtype] | None] = []
             for k in keys:
                 try:
                     with archive.zip.open(f"{k}.npy" if f"{k}.npy" in names else k) as f:

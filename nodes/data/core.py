@@ -19,12 +19,12 @@ import torch
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, labels_counted, sized, split_sizes
 from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
     Port,
-    block,
     bool_param,
     choice_param,
     float_param,
@@ -32,6 +32,7 @@ from nodegraph.model.spec import (
     str_param,
 )
 from nodes.data import _files as files
+from nodes.data import _recipes as recipes
 from nodes.data import _synthetic as syn
 from nodes.data._arrays import streamed_mnist, streamed_numpy
 from nodes.data._images import resize, to_layout
@@ -216,9 +217,10 @@ def _numpy_meta(p):
         x = files.npy_header(p.path, "x file")  # x first: the build reads it first
         heads = [x, x and files.npy_header(p.y_path, "y file (y_path)")]
         where = f"{p.path} and {p.y_path}"
-    if None in heads or any(d.hasobject for _, d in heads):
+    x_head, y_head = heads
+    if x_head is None or y_head is None or any(d.hasobject for _, d in (x_head, y_head)):
         return None
-    (xs, xd), (ys, yd) = heads
+    (xs, xd), (ys, yd) = x_head, y_head
     if not xs or not ys or xs[0] != ys[0]:
         raise NodegraphError(f"{where}: x and y must hold the same number of samples, got "
                              f"shapes {xs} and {ys}")
@@ -226,6 +228,7 @@ def _numpy_meta(p):
         raise NodegraphError(f"{where}: inputs must be numbers, not {xd}")
     if yd.kind not in "biuf":
         raise NodegraphError(f"{where}: targets must be numbers, not {yd}")
+    y: tuple[tuple[int, ...], torch.dtype]
     if p.target_kind == "value":
         y = ((math.prod(ys[1:]),), torch.float32)
     elif ys[1:] != (1,) * (len(ys) - 1):
@@ -521,235 +524,249 @@ TRUTH_PARAMS = [n_param(4), noise_param(0.0, POINT_NOISE + " (the side of the sq
 TABULAR = data_params(val_fraction=0.2, split="stratified", normalize="zscore")
 
 _bundled = [
-    block("data.Digits", "data",
-          "scikit-learn's handwritten digits: 1797 grey 8x8 images of 0-9.\n\n"
-          "Real image data that ships with scikit-learn, so nothing is downloaded; "
-          "`size` 28 upsamples bilinearly to 28x28 as a stand-in for MNIST. Pixels in [0, 1].",
-          _digits, **XY, meta=_digits_meta,
-          params=[choice_param("size", (8, 28), 8, "image side: 8 as stored, or 28 (bilinear "
-                               "upsampling, an MNIST stand-in)"),
-                  LAYOUT, *data_params(batch_size=64, val_fraction=0.2, split="stratified")],
-          keywords=("mnist", "images", "handwriting", "classification", "sklearn")),
-    block("data.Iris", "data",
-          "Fisher's iris flowers: 150 samples, 4 measurements, 3 species.\n\n"
-          "The smallest real classification set; a linear softmax model separates it almost "
-          "perfectly.",
-          _sklearn_classes("load_iris"), **XY, meta=_sklearn_classes_meta("load_iris"),
-          params=list(TABULAR),
-          keywords=("flowers", "classification", "tabular", "sklearn")),
-    block("data.Wine", "data",
-          "Wine recognition: 178 wines, 13 chemical measurements, 3 cultivars.\n\n"
-          "Features on very different scales: a case for z-score normalisation.",
-          _sklearn_classes("load_wine"), **XY, meta=_sklearn_classes_meta("load_wine"),
-          params=list(TABULAR),
-          keywords=("classification", "tabular", "sklearn")),
-    block("data.BreastCancer", "data",
-          "Wisconsin breast cancer: 569 tumours, 30 features, malignant (0) or benign (1).\n\n"
-          "A real binary classification set, for logistic regression and calibration: "
-          "`target` binary gives the float (N, 1) column losses.BCEWithLogits takes, class "
-          "the class indices of cross-entropy over two scores.",
-          _breast_cancer, **XY, meta=_breast_cancer_meta, params=[target_param("class"), *TABULAR],
-          keywords=("binary", "classification", "tabular", "medical", "sklearn")),
-    block("data.Diabetes", "data",
-          "Diabetes progression: 442 patients, 10 features, a disease measure a year later.\n\n"
-          "A real regression set; y is float (N, 1), in the original units.",
-          _diabetes, **XY, meta=_diabetes_meta,
-          params=[bool_param("scaled", True, "features mean-centred and scaled as "
-                             "scikit-learn ships them (each column has unit norm)"),
-                  *data_params(val_fraction=0.2)],
-          keywords=("regression", "tabular", "medical", "sklearn")),
+    data("data.Digits",
+         "scikit-learn's handwritten digits: 1797 grey 8x8 images of 0-9.\n\n"
+         "Real image data that ships with scikit-learn, so nothing is downloaded; "
+         "`size` 28 upsamples bilinearly to 28x28 as a stand-in for MNIST. Pixels in [0, 1].",
+         _digits, **XY, meta=_digits_meta,
+         params=[choice_param("size", (8, 28), 8, "image side: 8 as stored, or 28 (bilinear "
+                              "upsampling, an MNIST stand-in)"),
+                 LAYOUT, *data_params(batch_size=64, val_fraction=0.2, split="stratified")],
+         recipe=recipes.digits,
+         keywords=("mnist", "images", "handwriting", "classification", "sklearn")),
+    data("data.Iris",
+         "Fisher's iris flowers: 150 samples, 4 measurements, 3 species.\n\n"
+         "The smallest real classification set; a linear softmax model separates it almost "
+         "perfectly.",
+         _sklearn_classes("load_iris"), **XY, meta=_sklearn_classes_meta("load_iris"),
+         params=list(TABULAR),
+         recipe=recipes.iris,
+         keywords=("flowers", "classification", "tabular", "sklearn")),
+    data("data.Wine",
+         "Wine recognition: 178 wines, 13 chemical measurements, 3 cultivars.\n\n"
+         "Features on very different scales: a case for z-score normalisation.",
+         _sklearn_classes("load_wine"), **XY, meta=_sklearn_classes_meta("load_wine"),
+         params=list(TABULAR),
+         recipe=recipes.wine,
+         keywords=("classification", "tabular", "sklearn")),
+    data("data.BreastCancer",
+         "Wisconsin breast cancer: 569 tumours, 30 features, malignant (0) or benign (1).\n\n"
+         "A real binary classification set, for logistic regression and calibration: "
+         "`target` binary gives the float (N, 1) column losses.BCEWithLogits takes, class "
+         "the class indices of cross-entropy over two scores.",
+         _breast_cancer, **XY, meta=_breast_cancer_meta, params=[target_param("class"), *TABULAR],
+         recipe=recipes.breast_cancer,
+         keywords=("binary", "classification", "tabular", "medical", "sklearn")),
+    data("data.Diabetes",
+         "Diabetes progression: 442 patients, 10 features, a disease measure a year later.\n\n"
+         "A real regression set; y is float (N, 1), in the original units.",
+         _diabetes, **XY, meta=_diabetes_meta,
+         params=[bool_param("scaled", True, "features mean-centred and scaled as "
+                            "scikit-learn ships them (each column has unit norm)"),
+                 *data_params(val_fraction=0.2)],
+         recipe=recipes.diabetes,
+         keywords=("regression", "tabular", "medical", "sklearn")),
 ]
 
 _files = [
-    block("data.CSV", "data",
-          "A table from a CSV file: chosen columns form x, others y.\n\n"
-          "Columns are named by header name or by index (0 first, -1 last). With no input "
-          "columns named, every column that is not a target is an input. Class targets may "
-          "be integers or text labels (numbered in sorted order).",
-          _csv, **XY, meta=_csv_meta,
-          params=[str_param("path", doc="the CSV file"),
-                  bool_param("header", True, "the first row holds column names"),
-                  str_param("delimiter", ",", "the character between cells ('tab' for tabs)"),
-                  Param("inputs", "strs", [], "columns that form x (names or indices); empty: "
-                        "all columns that are not targets"),
-                  Param("targets", "strs", ["-1"], "columns that form y (names or indices)"),
-                  TARGET_KIND, *data_params(val_fraction=0.2)],
-          keywords=("file", "table", "tabular", "spreadsheet")),
-    block("data.NumPy", "data",
-          "Arrays saved with NumPy: a .npz archive, or an .npy for x and one for y.\n\n"
-          "x keeps its shape (images stay images) as float32; y follows target_kind. "
-          "Streamed (storage stream, or more than memory holds), the x .npy is "
-          "memory-mapped and read a sample at a time.",
-          _numpy, **XY, meta=_numpy_meta,
-          params=[str_param("path", doc="the .npz archive, or the .npy file holding x"),
-                  str_param("y_path", "", "the .npy file holding y (with an .npy path)"),
-                  str_param("x_key", "x", "name of the x array inside an .npz"),
-                  str_param("y_key", "y", "name of the y array inside an .npz"),
-                  TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.2)],
-          keywords=("file", "npy", "npz", "arrays", "memmap")),
-    block("data.MNIST", "data",
-          "Images and labels from IDX files, the format MNIST is distributed in.\n\n"
-          "Reads the idx3-ubyte images and idx1-ubyte labels (gzipped or not) you have on "
-          "disk; nothing is downloaded. Pixels are scaled to [0, 1]. Given test files form "
-          "the test split, as MNIST intends. Streamed (storage stream, or more than "
-          "memory holds), the images are memory-mapped (a gzipped file is unpacked once "
-          "as bytes) and read a sample at a time.",
-          _mnist, **XY, meta=_mnist_meta,
-          params=[str_param("images", doc="IDX file of training images, e.g. "
-                            "train-images-idx3-ubyte.gz"),
-                  str_param("labels", doc="IDX file of their labels, e.g. "
-                            "train-labels-idx1-ubyte.gz"),
-                  str_param("test_images", "", "IDX file of test images (optional)"),
-                  str_param("test_labels", "", "IDX file of test labels (optional)"),
-                  LAYOUT, STORAGE_PARAM, *data_params(batch_size=64, val_fraction=0.1)],
-          keywords=("digits", "images", "idx", "fashion-mnist", "file")),
+    data("data.CSV",
+         "A table from a CSV file: chosen columns form x, others y.\n\n"
+         "Columns are named by header name or by index (0 first, -1 last). With no input "
+         "columns named, every column that is not a target is an input. Class targets may "
+         "be integers or text labels (numbered in sorted order).",
+         _csv, **XY, meta=_csv_meta,
+         params=[str_param("path", doc="the CSV file"),
+                 bool_param("header", True, "the first row holds column names"),
+                 str_param("delimiter", ",", "the character between cells ('tab' for tabs)"),
+                 Param("inputs", "strs", [], "columns that form x (names or indices); empty: "
+                       "all columns that are not targets"),
+                 Param("targets", "strs", ["-1"], "columns that form y (names or indices)"),
+                 TARGET_KIND, *data_params(val_fraction=0.2)],
+         keywords=("file", "table", "tabular", "spreadsheet")),
+    data("data.NumPy",
+         "Arrays saved with NumPy: a .npz archive, or an .npy for x and one for y.\n\n"
+         "x keeps its shape (images stay images) as float32; y follows target_kind. "
+         "Streamed (storage stream, or more than memory holds), the x .npy is "
+         "memory-mapped and read a sample at a time.",
+         _numpy, **XY, meta=_numpy_meta,
+         params=[str_param("path", doc="the .npz archive, or the .npy file holding x"),
+                 str_param("y_path", "", "the .npy file holding y (with an .npy path)"),
+                 str_param("x_key", "x", "name of the x array inside an .npz"),
+                 str_param("y_key", "y", "name of the y array inside an .npz"),
+                 TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.2)],
+         keywords=("file", "npy", "npz", "arrays", "memmap")),
+    data("data.MNIST",
+         "Images and labels from IDX files, the format MNIST is distributed in.\n\n"
+         "Reads the idx3-ubyte images and idx1-ubyte labels (gzipped or not) you have on "
+         "disk; nothing is downloaded. Pixels are scaled to [0, 1]. Given test files form "
+         "the test split, as MNIST intends. Streamed (storage stream, or more than "
+         "memory holds), the images are memory-mapped (a gzipped file is unpacked once "
+         "as bytes) and read a sample at a time.",
+         _mnist, **XY, meta=_mnist_meta,
+         params=[str_param("images", doc="IDX file of training images, e.g. "
+                           "train-images-idx3-ubyte.gz"),
+                 str_param("labels", doc="IDX file of their labels, e.g. "
+                           "train-labels-idx1-ubyte.gz"),
+                 str_param("test_images", "", "IDX file of test images (optional)"),
+                 str_param("test_labels", "", "IDX file of test labels (optional)"),
+                 LAYOUT, STORAGE_PARAM, *data_params(batch_size=64, val_fraction=0.1)],
+         keywords=("digits", "images", "idx", "fashion-mnist", "file")),
 ]
 
 _regressions = [
-    block("data.NoisyLine", "data",
-          "Points on a straight line y = slope*x + intercept with Gaussian noise.\n\n"
-          "For checking that a regression recovers known parameters.",
-          _noisy_line, **XY, meta=_meta(1, "value", _line_ok),
-          params=[float_param("slope", 2.0, "slope of the true line"),
-                  float_param("intercept", -1.0, "intercept of the true line"),
-                  float_param("noise", 0.1, "standard deviation of the added noise", min=0),
-                  int_param("n", 200, "number of samples", min=2),
-                  float_param("x_min", -1.0, "smallest x"), float_param("x_max", 1.0, "largest x"),
-                  int_param("seed", 0, "seed of the generator", min=0),
-                  *data_params(val_fraction=0.2)],
-          keywords=("regression", "synthetic", "linear")),
-    block("data.Polynomial", "data",
-          "A noisy polynomial y = c0 + c1 x + c2 x² + ... + noise.\n\n"
-          "For polynomial regression and the bias-variance trade-off; the default is the "
-          "cubic 0.5x³ + 0.3x² - 0.25x + 1.",
-          _regression(lambda p: syn.polynomial(p.coefficients)), **XY,
-          meta=_meta(1, "value", _polynomial_ok),
-          params=[Param("coefficients", "floats", [1.0, -0.25, 0.3, 0.5],
-                        "c0, c1, c2, ...: lowest order first"),
-                  *x_range(-2.0, 2.0), n_param(200), noise_param(10.0, SIGNAL_NOISE), SEED,
-                  *data_params(val_fraction=0.2)],
-          keywords=("regression", "synthetic", "cubic", "quadratic", "bias variance")),
-    block("data.Sinusoid", "data",
-          "A noisy sine wave y = amplitude * sin(2π frequency x + phase) + noise.\n\n"
-          "A smooth non-linear target for small MLPs and basis expansions.",
-          _regression(_sinusoid), **XY, meta=_meta(1, "value", _x_range_ok),
-          params=[float_param("amplitude", 1.0, "peak value of the wave"),
-                  float_param("frequency", 1.0, "periods per unit of x"),
-                  float_param("phase", 0.0, "shift in radians"),
-                  *x_range(0.0, 1.0), n_param(200), noise_param(10.0, SIGNAL_NOISE), SEED,
-                  *data_params(val_fraction=0.2)],
-          keywords=("regression", "synthetic", "sine", "wave")),
-    block("data.SinSquared", "data",
-          "The course's regression toy y = sin(x²) + noise on [0, 3π].\n\n"
-          "Its frequency rises with x, so it tells optimizers and network sizes apart; the "
-          "defaults give the 189 evenly spaced points of x = 0:0.05:3π's range.",
-          _regression(lambda p: lambda x: np.sin(x ** 2)), **XY,
-          meta=_meta(1, "value", _x_range_ok),
-          params=[*x_range(0.0, 3 * math.pi, "grid"), n_param(189),
-                  noise_param(10.0, SIGNAL_NOISE), SEED, *data_params(val_fraction=0.2)],
-          keywords=("regression", "synthetic", "chirp", "optimizer race")),
+    data("data.NoisyLine",
+         "Points on a straight line y = slope*x + intercept with Gaussian noise.\n\n"
+         "For checking that a regression recovers known parameters.",
+         _noisy_line, **XY, meta=_meta(1, "value", _line_ok),
+         params=[float_param("slope", 2.0, "slope of the true line"),
+                 float_param("intercept", -1.0, "intercept of the true line"),
+                 float_param("noise", 0.1, "standard deviation of the added noise", min=0),
+                 int_param("n", 200, "number of samples", min=2),
+                 float_param("x_min", -1.0, "smallest x"), float_param("x_max", 1.0, "largest x"),
+                 int_param("seed", 0, "seed of the generator", min=0),
+                 *data_params(val_fraction=0.2)],
+         recipe=recipes.noisy_line,
+         keywords=("regression", "synthetic", "linear")),
+    data("data.Polynomial",
+         "A noisy polynomial y = c0 + c1 x + c2 x² + ... + noise.\n\n"
+         "For polynomial regression and the bias-variance trade-off; the default is the "
+         "cubic 0.5x³ + 0.3x² - 0.25x + 1.",
+         _regression(lambda p: syn.polynomial(p.coefficients)), **XY,
+         meta=_meta(1, "value", _polynomial_ok),
+         params=[Param("coefficients", "floats", [1.0, -0.25, 0.3, 0.5],
+                       "c0, c1, c2, ...: lowest order first"),
+                 *x_range(-2.0, 2.0), n_param(200), noise_param(10.0, SIGNAL_NOISE), SEED,
+                 *data_params(val_fraction=0.2)],
+         recipe=recipes.polynomial,
+         keywords=("regression", "synthetic", "cubic", "quadratic", "bias variance")),
+    data("data.Sinusoid",
+         "A noisy sine wave y = amplitude * sin(2π frequency x + phase) + noise.\n\n"
+         "A smooth non-linear target for small MLPs and basis expansions.",
+         _regression(_sinusoid), **XY, meta=_meta(1, "value", _x_range_ok),
+         params=[float_param("amplitude", 1.0, "peak value of the wave"),
+                 float_param("frequency", 1.0, "periods per unit of x"),
+                 float_param("phase", 0.0, "shift in radians"),
+                 *x_range(0.0, 1.0), n_param(200), noise_param(10.0, SIGNAL_NOISE), SEED,
+                 *data_params(val_fraction=0.2)],
+         recipe=recipes.sinusoid,
+         keywords=("regression", "synthetic", "sine", "wave")),
+    data("data.SinSquared",
+         "The course's regression toy y = sin(x²) + noise on [0, 3π].\n\n"
+         "Its frequency rises with x, so it tells optimizers and network sizes apart; the "
+         "defaults give the 189 evenly spaced points of x = 0:0.05:3π's range.",
+         _regression(lambda p: lambda x: np.sin(x ** 2)), **XY,
+         meta=_meta(1, "value", _x_range_ok),
+         params=[*x_range(0.0, 3 * math.pi, "grid"), n_param(189),
+                 noise_param(10.0, SIGNAL_NOISE), SEED, *data_params(val_fraction=0.2)],
+         recipe=recipes.sin_squared,
+         keywords=("regression", "synthetic", "chirp", "optimizer race")),
 ]
 
 _point_sets = [
-    block("data.XOR", "data",
-          "The four points of the XOR truth table.\n\nThe classic problem a single linear "
-          "layer cannot solve: y = x1 XOR x2. More than 4 samples repeat the table; noise "
-          "jitters the inputs.",
-          _truth_table(np.not_equal), **XY, meta=_meta(2, "target"),
-          params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
-          keywords=("logic", "truth table", "toy")),
-    block("data.NAND", "data",
-          "The four points of the NAND truth table: y = NOT (x1 AND x2).\n\n"
-          "Linearly separable: one threshold unit computes it. More than 4 samples repeat "
-          "the table; noise jitters the inputs.",
-          _truth_table(lambda a, b: ~(a & b)), **XY, meta=_meta(2, "target"),
-          params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
-          keywords=("logic", "truth table", "perceptron", "tlu", "toy")),
-    block("data.Moons", "data",
-          "Two interleaving half circles of radius 1 (scikit-learn's make_moons).\n\n"
-          "Class 0 on (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t): a curved "
-          "boundary a linear model cannot draw.",
-          _generated(lambda p: syn.moons(p.n, p.noise, p.seed)), **XY,
-          meta=_meta(2, "target"),
-          params=[target_param("class"), n_param(200), noise_param(10.0, POINT_NOISE), SEED,
-                  *data_params(val_fraction=0.2)],
-          keywords=("classification", "synthetic", "2d", "toy")),
-    block("data.Circles", "data",
-          "Two concentric circles (scikit-learn's make_circles).\n\n"
-          "Class 0 on the circle of radius 1, class 1 on the one of radius `factor`: "
-          "separable by the radius only.",
-          _generated(lambda p: syn.circles(p.n, p.factor, p.noise, p.seed)), **XY,
-          meta=_meta(2, "target"),
-          params=[target_param("class"), n_param(200),
-                  float_param("factor", 0.5, "radius of the inner circle (outer is 1)",
-                              min=0, max=0.999),
-                  noise_param(5.0, POINT_NOISE), SEED, *data_params(val_fraction=0.2)],
-          keywords=("classification", "synthetic", "2d", "toy", "radial")),
-    block("data.DiscRing", "data",
-          "Points in the unit disc (class 0) against points in a ring around it (class 1).\n\n"
-          "The non-linearly separable set of the notes: the feature x1² + x2² separates it, "
-          "no straight line does. Points are uniform in area, half in each class.",
-          _generated(lambda p: syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise,
-                                             p.seed)), **XY,
-          meta=_meta(2, "target", _ring_ok),
-          params=[target_param("class"), n_param(200),
-                  float_param("inner_radius", 1.0, "inner radius of the ring (>= 1, the "
-                              "disc's radius)", min=1),
-                  float_param("outer_radius", 1.5, "outer radius of the ring", min=1),
-                  noise_param(0.0, POINT_NOISE), SEED, *data_params(val_fraction=0.2)],
-          keywords=("classification", "synthetic", "2d", "radial", "feature map")),
-    block("data.Spirals", "data",
-          "Interleaved spiral arms, one class per arm.\n\n"
-          "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
-          "hard for shallow models, the classic test of depth.",
-          _generated(lambda p: syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)), **XY,
-          meta=_meta(2, "class"),
-          params=[int_param("classes", 2, "number of arms (classes)", min=2),
-                  float_param("turns", 1.5, "turns of each arm", min=0),
-                  n_param(300), noise_param(3.0, POINT_NOISE), SEED,
-                  *data_params(val_fraction=0.2)],
-          keywords=("classification", "synthetic", "2d", "toy", "swiss roll")),
-    block("data.Blobs", "data",
-          "Round Gaussian clusters, one class each (scikit-learn's make_blobs).\n\n"
-          "The centres sit evenly on the unit circle; `noise` is each cluster's standard "
-          "deviation in % of that radius, so it sets how much the classes overlap.",
-          _generated(_blobs), **XY, meta=_meta(2, "class", _blobs_ok),
-          params=[int_param("centers", 3, "number of clusters (classes)", min=1),
-                  n_param(200), noise_param(20.0, "each cluster's standard deviation in % "
-                                            "of the unit radius"), SEED,
-                  *data_params(val_fraction=0.2)],
-          keywords=("classification", "synthetic", "2d", "clusters", "multiclass")),
-    block("data.GaussianMixture", "data",
-          "Samples of a random 2-D Gaussian mixture; y is the component.\n\n"
-          "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
-          "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
-          _generated(_gaussian_mixture), **XY, meta=_meta(2, "class", _mixture_ok),
-          params=[int_param("n_components", 3, "number of Gaussian components", min=1),
-                  Param("weights", "floats", [], "mixing weights, one per component "
-                        "(normalised); empty means equal", min=0),
-                  n_param(500), noise_param(15.0, "typical standard deviation of a "
-                                            "component in % of the unit length"), SEED,
-                  *data_params(val_fraction=0.2)],
-          keywords=("density", "synthetic", "2d", "gan", "vae", "clusters")),
+    data("data.XOR",
+         "The four points of the XOR truth table.\n\nThe classic problem a single linear "
+         "layer cannot solve: y = x1 XOR x2. More than 4 samples repeat the table; noise "
+         "jitters the inputs.",
+         _truth_table(np.not_equal), **XY, meta=_meta(2, "target"),
+         params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
+         recipe=recipes.xor,
+         keywords=("logic", "truth table", "toy")),
+    data("data.NAND",
+         "The four points of the NAND truth table: y = NOT (x1 AND x2).\n\n"
+         "Linearly separable: one threshold unit computes it. More than 4 samples repeat "
+         "the table; noise jitters the inputs.",
+         _truth_table(lambda a, b: ~(a & b)), **XY, meta=_meta(2, "target"),
+         params=[TARGET, *TRUTH_PARAMS, *data_params(batch_size=4)],
+         recipe=recipes.nand,
+         keywords=("logic", "truth table", "perceptron", "tlu", "toy")),
+    data("data.Moons",
+         "Two interleaving half circles of radius 1 (scikit-learn's make_moons).\n\n"
+         "Class 0 on (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t): a curved "
+         "boundary a linear model cannot draw.",
+         _generated(lambda p: syn.moons(p.n, p.noise, p.seed)), **XY,
+         meta=_meta(2, "target"),
+         params=[target_param("class"), n_param(200), noise_param(10.0, POINT_NOISE), SEED,
+                 *data_params(val_fraction=0.2)],
+         recipe=recipes.moons,
+         keywords=("classification", "synthetic", "2d", "toy")),
+    data("data.Circles",
+         "Two concentric circles (scikit-learn's make_circles).\n\n"
+         "Class 0 on the circle of radius 1, class 1 on the one of radius `factor`: "
+         "separable by the radius only.",
+         _generated(lambda p: syn.circles(p.n, p.factor, p.noise, p.seed)), **XY,
+         meta=_meta(2, "target"),
+         params=[target_param("class"), n_param(200),
+                 float_param("factor", 0.5, "radius of the inner circle (outer is 1)",
+                             min=0, max=0.999),
+                 noise_param(5.0, POINT_NOISE), SEED, *data_params(val_fraction=0.2)],
+         recipe=recipes.circles,
+         keywords=("classification", "synthetic", "2d", "toy", "radial")),
+    data("data.DiscRing",
+         "Points in the unit disc (class 0) against points in a ring around it (class 1).\n\n"
+         "The non-linearly separable set of the notes: the feature x1² + x2² separates it, "
+         "no straight line does. Points are uniform in area, half in each class.",
+         _generated(lambda p: syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise,
+                                            p.seed)), **XY,
+         meta=_meta(2, "target", _ring_ok),
+         params=[target_param("class"), n_param(200),
+                 float_param("inner_radius", 1.0, "inner radius of the ring (>= 1, the "
+                             "disc's radius)", min=1),
+                 float_param("outer_radius", 1.5, "outer radius of the ring", min=1),
+                 noise_param(0.0, POINT_NOISE), SEED, *data_params(val_fraction=0.2)],
+         keywords=("classification", "synthetic", "2d", "radial", "feature map")),
+    data("data.Spirals",
+         "Interleaved spiral arms, one class per arm.\n\n"
+         "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
+         "hard for shallow models, the classic test of depth.",
+         _generated(lambda p: syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)), **XY,
+         meta=_meta(2, "class"),
+         params=[int_param("classes", 2, "number of arms (classes)", min=2),
+                 float_param("turns", 1.5, "turns of each arm", min=0),
+                 n_param(300), noise_param(3.0, POINT_NOISE), SEED,
+                 *data_params(val_fraction=0.2)],
+         keywords=("classification", "synthetic", "2d", "toy", "swiss roll")),
+    data("data.Blobs",
+         "Round Gaussian clusters, one class each (scikit-learn's make_blobs).\n\n"
+         "The centres sit evenly on the unit circle; `noise` is each cluster's standard "
+         "deviation in % of that radius, so it sets how much the classes overlap.",
+         _generated(_blobs), **XY, meta=_meta(2, "class", _blobs_ok),
+         params=[int_param("centers", 3, "number of clusters (classes)", min=1),
+                 n_param(200), noise_param(20.0, "each cluster's standard deviation in % "
+                                           "of the unit radius"), SEED,
+                 *data_params(val_fraction=0.2)],
+         recipe=recipes.blobs,
+         keywords=("classification", "synthetic", "2d", "clusters", "multiclass")),
+    data("data.GaussianMixture",
+         "Samples of a random 2-D Gaussian mixture; y is the component.\n\n"
+         "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
+         "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
+         _generated(_gaussian_mixture), **XY, meta=_meta(2, "class", _mixture_ok),
+         params=[int_param("n_components", 3, "number of Gaussian components", min=1),
+                 Param("weights", "floats", [], "mixing weights, one per component "
+                       "(normalised); empty means equal", min=0),
+                 n_param(500), noise_param(15.0, "typical standard deviation of a "
+                                           "component in % of the unit length"), SEED,
+                 *data_params(val_fraction=0.2)],
+         keywords=("density", "synthetic", "2d", "gan", "vae", "clusters")),
 ]
 
 _inline = [
-    block("data.Table", "data",
-          "A small table typed into the graph file: named columns, rows of numbers.\n\n"
-          "`inputs` name the columns that form x, `targets` those that form y. With no "
-          "targets (a table to predict on) y is empty, (N, 0). An optional "
-          "split column holding train/val/test fixes the split by hand.",
-          _table, **XY, meta=_table_meta,
-          params=[Param("columns", "strs", doc="column names, in row order"),
-                  Param("rows", "json", doc="the rows: a list of lists of values"),
-                  Param("inputs", "strs", doc="columns that form the input x"),
-                  Param("targets", "strs", [], "columns that form the target y; empty "
-                        "for inference only (y is then empty, (N, 0))"),
-                  TARGET_KIND,
-                  str_param("split_column", "", "a column of train/val/test labels; empty "
-                            "means split by the split params"),
-                  *data_params(batch_size=0, shuffle=False)],
-          keywords=("inline", "csv", "tabular")),
+    data("data.Table",
+         "A small table typed into the graph file: named columns, rows of numbers.\n\n"
+         "`inputs` name the columns that form x, `targets` those that form y. With no "
+         "targets (a table to predict on) y is empty, (N, 0). An optional "
+         "split column holding train/val/test fixes the split by hand.",
+         _table, **XY, meta=_table_meta,
+         params=[Param("columns", "strs", doc="column names, in row order"),
+                 Param("rows", "json", doc="the rows: a list of lists of values"),
+                 Param("inputs", "strs", doc="columns that form the input x"),
+                 Param("targets", "strs", [], "columns that form the target y; empty "
+                       "for inference only (y is then empty, (N, 0))"),
+                 TARGET_KIND,
+                 str_param("split_column", "", "a column of train/val/test labels; empty "
+                           "means split by the split params"),
+                 *data_params(batch_size=0, shuffle=False)],
+         keywords=("inline", "csv", "tabular")),
 ]
 
 BLOCKS = [*_bundled, *_files, *_regressions, *_point_sets, *_inline]

@@ -16,7 +16,14 @@ import torch
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, Ports, split_sizes
 from nodegraph.kinds.dataset import data_params, from_arrays
-from nodegraph.model.spec import Port, block, bool_param, float_param, int_param, str_param
+from nodegraph.kinds.declare import data
+from nodegraph.model.spec import (
+    Port,
+    bool_param,
+    float_param,
+    int_param,
+    str_param,
+)
 from nodegraph.model.types import BOXES
 from nodes._detection_data import CLASSES, check_shapes, coco_shape, read_coco, shapes
 
@@ -71,43 +78,43 @@ def _coco(p):
 
 
 BLOCKS = [
-    block("data.Shapes", "data",
-          "Synthetic detection images: squares, discs and triangles in random colours.\n\n"
-          "Each image holds min_objects to max_objects shapes of random size and place on "
-          "a dark noisy background; the class is the shape (0 square, 1 disc, 2 triangle), "
-          "never the colour. Generated from `seed`, so runs compare. Boxes are padded to "
-          "max_objects per image with a mask.",
-          _shapes, meta=_shapes_meta, outputs=OUTPUTS,
-          params=[int_param("n", 1500, "number of images", min=1),
-                  int_param("image_size", 64, "image side in pixels", min=8),
-                  int_param("min_objects", 1, "fewest shapes per image", min=1),
-                  int_param("max_objects", 3, "most shapes per image (the padded M)", min=1),
-                  int_param("min_size", 10, "smallest box side in pixels", min=2),
-                  int_param("max_size", 24, "largest box side in pixels", min=2),
-                  float_param("max_overlap", 0.1, "largest IoU between two shapes of an "
-                              "image (shapes are redrawn until they overlap less)",
-                              min=0, max=1),
-                  float_param("noise", 0.03, "std of the background's Gaussian pixel noise",
-                              min=0),
-                  int_param("seed", 0, "seed of the generator", min=0),
-                  *data_params(batch_size=32, val_fraction=0.1, test_fraction=0.2)],
-          keywords=("detection", "boxes", "objects", "yolo", "synthetic", *CLASSES)),
-    block("data.CocoBoxes", "data",
-          "Images and boxes from a COCO-style annotation file and an image folder.\n\n"
-          "The JSON holds `images` (id, file_name), `annotations` (image_id, category_id, "
-          "bbox [x, y, width, height] in pixels) and `categories` (id, name); classes are "
-          "numbered 0, 1, … in the order of their ids. Images are PNG or PGM/PPM; `size` "
-          "resizes them (and their boxes) to size x size.",
-          _coco, meta=_coco_meta, outputs=OUTPUTS,
-          params=[str_param("path", doc="the annotation JSON file"),
-                  str_param("images", "", "the folder holding the image files; empty: the "
-                            "JSON file's folder"),
-                  int_param("size", None, "resize every image to size x size; empty keeps "
-                            "their own size (then they must all match)", min=8,
-                            nullable=True),
-                  int_param("max_objects", None, "boxes per image after padding; empty: the "
-                            "most any image has", min=1, nullable=True),
-                  bool_param("grayscale", False, "convert colour images to grey"),
-                  *data_params(batch_size=16, val_fraction=0.2)],
-          keywords=("detection", "coco", "boxes", "annotations", "file")),
+    data("data.Shapes",
+         "Synthetic detection images: squares, discs and triangles in random colours.\n\n"
+         "Each image holds min_objects to max_objects shapes of random size and place on "
+         "a dark noisy background; the class is the shape (0 square, 1 disc, 2 triangle), "
+         "never the colour. Generated from `seed`, so runs compare. Boxes are padded to "
+         "max_objects per image with a mask.",
+         _shapes, meta=_shapes_meta, outputs=OUTPUTS,
+         params=[int_param("n", 1500, "number of images", min=1),
+                 int_param("image_size", 64, "image side in pixels", min=8),
+                 int_param("min_objects", 1, "fewest shapes per image", min=1),
+                 int_param("max_objects", 3, "most shapes per image (the padded M)", min=1),
+                 int_param("min_size", 10, "smallest box side in pixels", min=2),
+                 int_param("max_size", 24, "largest box side in pixels", min=2),
+                 float_param("max_overlap", 0.1, "largest IoU between two shapes of an "
+                             "image (shapes are redrawn until they overlap less)",
+                             min=0, max=1),
+                 float_param("noise", 0.03, "std of the background's Gaussian pixel noise",
+                             min=0),
+                 int_param("seed", 0, "seed of the generator", min=0),
+                 *data_params(batch_size=32, val_fraction=0.1, test_fraction=0.2)],
+         keywords=("detection", "boxes", "objects", "yolo", "synthetic", *CLASSES)),
+    data("data.CocoBoxes",
+         "Images and boxes from a COCO-style annotation file and an image folder.\n\n"
+         "The JSON holds `images` (id, file_name), `annotations` (image_id, category_id, "
+         "bbox [x, y, width, height] in pixels) and `categories` (id, name); classes are "
+         "numbered 0, 1, … in the order of their ids. Images are PNG or PGM/PPM; `size` "
+         "resizes them (and their boxes) to size x size.",
+         _coco, meta=_coco_meta, outputs=OUTPUTS,
+         params=[str_param("path", doc="the annotation JSON file"),
+                 str_param("images", "", "the folder holding the image files; empty: the "
+                           "JSON file's folder"),
+                 int_param("size", None, "resize every image to size x size; empty keeps "
+                           "their own size (then they must all match)", min=8,
+                           nullable=True),
+                 int_param("max_objects", None, "boxes per image after padding; empty: the "
+                           "most any image has", min=1, nullable=True),
+                 bool_param("grayscale", False, "convert colour images to grey"),
+                 *data_params(batch_size=16, val_fraction=0.2)],
+         keywords=("detection", "coco", "boxes", "annotations", "file")),
 ]

@@ -16,7 +16,8 @@ import torch
 
 from nodegraph.kinds.datameta import DataMeta, labels_counted, split_sizes
 from nodegraph.kinds.dataset import Dataset, data_params, from_arrays, split_indices
-from nodegraph.model.spec import Port, block, choice_param
+from nodegraph.kinds.declare import data
+from nodegraph.model.spec import Port, choice_param
 
 IGNORE = -100  # torch's default ignore_index
 
@@ -26,8 +27,8 @@ def graph_dataset(arrays: dict[str, np.ndarray], labels: np.ndarray,
     """A Dataset with one whole-graph batch per split: the node-aligned `arrays` repeated
     per split, and `y` = `labels` on the split's nodes, IGNORE on the others."""
     n = len(labels)
-    parts = {k: [] for k in [*arrays, "y"]}
-    rows = {}
+    parts: dict[str, list] = {k: [] for k in [*arrays, "y"]}
+    rows: dict[str, np.ndarray] = {}
     for split, nodes in split_nodes.items():
         if len(nodes) == 0:
             continue
@@ -83,22 +84,22 @@ SPLIT_PARAMS = [q for q in data_params(val_fraction=0.2, test_fraction=0.2,
                 if q.name not in ("batch_size", "shuffle", "normalize")]
 
 BLOCKS = [
-    block("data.KarateClub", "data",
-          "Zachary's karate club: 34 members, 78 friendships, and the side each took when "
-          "the club split.\n\n"
-          "Node classification on one graph: predict a member's side from who they are "
-          "friends with. x is the identity (each node its own one-hot, so a GCN learns an "
-          "embedding per node) or the degree; every split sees the whole graph, its y "
-          "holds the labels of its own nodes and −100 (ignored by cross-entropy) on the "
-          "rest. The split params choose which nodes are labelled.",
-          _karate, meta=_karate_meta,
-          outputs=[Port("x", doc="node features (34, F)"),
-                   Port("y", doc="the club (0 Mr. Hi, 1 Officer) of this split's nodes, −100 "
-                        "elsewhere (34,)"),
-                   Port("adjacency", doc="0/1 adjacency matrix (34, 34)")],
-          params=[choice_param("features", ("identity", "degree"), "identity",
-                               "identity: a one-hot per node (34 features); degree: the "
-                               "number of friends (1 feature)"),
-                  *SPLIT_PARAMS],
-          keywords=("graph", "gnn", "social network", "zachary", "node classification")),
+    data("data.KarateClub",
+         "Zachary's karate club: 34 members, 78 friendships, and the side each took when "
+         "the club split.\n\n"
+         "Node classification on one graph: predict a member's side from who they are "
+         "friends with. x is the identity (each node its own one-hot, so a GCN learns an "
+         "embedding per node) or the degree; every split sees the whole graph, its y "
+         "holds the labels of its own nodes and −100 (ignored by cross-entropy) on the "
+         "rest. The split params choose which nodes are labelled.",
+         _karate, meta=_karate_meta,
+         outputs=[Port("x", doc="node features (34, F)"),
+                  Port("y", doc="the club (0 Mr. Hi, 1 Officer) of this split's nodes, −100 "
+                       "elsewhere (34,)"),
+                  Port("adjacency", doc="0/1 adjacency matrix (34, 34)")],
+         params=[choice_param("features", ("identity", "degree"), "identity",
+                              "identity: a one-hot per node (34 features); degree: the "
+                              "number of friends (1 feature)"),
+                 *SPLIT_PARAMS],
+         keywords=("graph", "gnn", "social network", "zachary", "node classification")),
 ]

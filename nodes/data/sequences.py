@@ -27,11 +27,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, sized, split_sizes
 from nodegraph.kinds.dataset import Dataset, data_params, from_arrays, split_indices
+from nodegraph.kinds.declare import data
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
     Port,
-    block,
     bool_param,
     choice_param,
     float_param,
@@ -185,7 +185,8 @@ def lorenz(sigma: float = 10.0, rho: float = 28.0, beta: float = 8.0 / 3.0):
 
 
 MAX_RK4_STEPS = 100_000  # about 10 s of Python integration (the default n takes 11,000)
-OBSERVABLES = {"x_squared": np.square, "abs_x": np.abs, "x": lambda v: v}
+OBSERVABLES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "x_squared": np.square, "abs_x": np.abs, "x": lambda v: v}
 
 
 def need_steps(n: int, every: int, transient: int) -> int:
@@ -358,61 +359,61 @@ NO_NORMALIZE = [q for q in data_params(batch_size=32, val_fraction=0.1,
                                        split="chronological") if q.name != "normalize"]
 
 BLOCKS = [
-    block("data.LagWindows", "data",
-          "A 1-D series cut into samples (last `window` values -> value `horizon` ahead).\n\n"
-          "Time-series forecasting as supervised learning. The series comes from `path` "
-          "(.npy, or a .csv column) or, with no path, from a generator: sine (two "
-          "periods, plus noise), lorenz (ChaoticSeries' defaults) or random_walk (where "
-          "the last value is the best forecast). Splits are chronological and "
-          "normalisation uses the training windows' values only.",
-          _lag_windows, meta=_lag_windows_meta, outputs=[X_WINDOW, Y_NEXT],
-          params=[str_param("path", "", "a .npy file (1-D, or 2-D with `column`) or a "
-                            ".csv file; empty uses the generator"),
-                  str_param("column", "0", "the series' column: an index, or a CSV header "
-                            "name"),
-                  bool_param("header", True, "the CSV file's first row holds names"),
-                  choice_param("series", ("sine", "lorenz", "random_walk"), "sine",
-                               "the generator used when no path is given"),
-                  int_param("n", 1000, "length of the generated series", min=2),
-                  float_param("noise", 5.0, "noise of the sine generator, % of the clean "
-                              "signal's std", min=0),
-                  SEED, *window_params(10), *SERIES_DATA],
-          keywords=("time series", "forecasting", "autoregressive", "sliding window", "lag")),
-    block("data.ChaoticSeries", "data",
-          "A chaotic laser-like intensity series from the Lorenz system, as lag windows.\n\n"
-          "A stand-in for the Santa Fe laser data (a far-infrared laser obeying the "
-          "Lorenz-Haken equations): dx/dt = σ(y − x), dy/dt = x(ρ − z) − y, dz/dt = xy − "
-          "βz with σ = 10, ρ = 28, β = 8/3, integrated by fixed-step RK4 and observed as "
-          "x² (the intensity) every `every` steps. Short-term predictable, long-term not.",
-          _chaotic, meta=_chaotic_meta, outputs=[X_WINDOW, Y_NEXT],
-          params=[int_param("n", 2000, "samples of the series", min=2),
-                  float_param("dt", 0.01, "RK4 step size (time units)", min=1e-5, max=0.05),
-                  int_param("every", 5, "RK4 steps between two samples", min=1),
-                  choice_param("observable", tuple(OBSERVABLES), "x_squared",
-                               "what is recorded of x: x² (laser intensity), |x| or x"),
-                  int_param("transient", 1000, "RK4 steps discarded at the start", min=0),
-                  SEED, *window_params(16),
-                  *data_params(batch_size=32, val_fraction=0.2, split="chronological",
-                               normalize="minmax")],
-          keywords=("lorenz", "santa fe", "laser", "chaos", "time series", "rk4")),
-    block("data.TokenText", "data",
-          "Character-level language-model data: contexts and their next characters.\n\n"
-          "Numbers the distinct characters of a bundled text (a few paragraphs written for "
-          "this tool) or of `text`, in sorted order. x holds seq_len token ids (int64), y "
-          "the same window shifted one character on: y[t] is the character after x[t]. "
-          "Feed x to layers.Embedding (num_embeddings = the vocabulary size) and train "
-          "with cross-entropy against y.",
-          _token_text, meta=_token_text_meta,
-          outputs=[Port("x", doc="context token ids (N, seq_len), int64"),
-                   Port("y", doc="the next token at every position (N, seq_len), int64")],
-          params=[str_param("text", "", "the text to learn; empty uses the bundled one"),
-                  bool_param("lowercase", False, "lower-case the text first (a smaller "
-                             "vocabulary)"),
-                  int_param("seq_len", 32, "context length L", min=1),
-                  int_param("stride", 4, "characters between the starts of two windows; "
-                            "empty means seq_len (no overlap)", min=1, nullable=True),
-                  *NO_NORMALIZE],
-          keywords=("language model", "characters", "tokens", "text", "next token", "gpt")),
+    data("data.LagWindows",
+         "A 1-D series cut into samples (last `window` values -> value `horizon` ahead).\n\n"
+         "Time-series forecasting as supervised learning. The series comes from `path` "
+         "(.npy, or a .csv column) or, with no path, from a generator: sine (two "
+         "periods, plus noise), lorenz (ChaoticSeries' defaults) or random_walk (where "
+         "the last value is the best forecast). Splits are chronological and "
+         "normalisation uses the training windows' values only.",
+         _lag_windows, meta=_lag_windows_meta, outputs=[X_WINDOW, Y_NEXT],
+         params=[str_param("path", "", "a .npy file (1-D, or 2-D with `column`) or a "
+                           ".csv file; empty uses the generator"),
+                 str_param("column", "0", "the series' column: an index, or a CSV header "
+                           "name"),
+                 bool_param("header", True, "the CSV file's first row holds names"),
+                 choice_param("series", ("sine", "lorenz", "random_walk"), "sine",
+                              "the generator used when no path is given"),
+                 int_param("n", 1000, "length of the generated series", min=2),
+                 float_param("noise", 5.0, "noise of the sine generator, % of the clean "
+                             "signal's std", min=0),
+                 SEED, *window_params(10), *SERIES_DATA],
+         keywords=("time series", "forecasting", "autoregressive", "sliding window", "lag")),
+    data("data.ChaoticSeries",
+         "A chaotic laser-like intensity series from the Lorenz system, as lag windows.\n\n"
+         "A stand-in for the Santa Fe laser data (a far-infrared laser obeying the "
+         "Lorenz-Haken equations): dx/dt = σ(y − x), dy/dt = x(ρ − z) − y, dz/dt = xy − "
+         "βz with σ = 10, ρ = 28, β = 8/3, integrated by fixed-step RK4 and observed as "
+         "x² (the intensity) every `every` steps. Short-term predictable, long-term not.",
+         _chaotic, meta=_chaotic_meta, outputs=[X_WINDOW, Y_NEXT],
+         params=[int_param("n", 2000, "samples of the series", min=2),
+                 float_param("dt", 0.01, "RK4 step size (time units)", min=1e-5, max=0.05),
+                 int_param("every", 5, "RK4 steps between two samples", min=1),
+                 choice_param("observable", tuple(OBSERVABLES), "x_squared",
+                              "what is recorded of x: x² (laser intensity), |x| or x"),
+                 int_param("transient", 1000, "RK4 steps discarded at the start", min=0),
+                 SEED, *window_params(16),
+                 *data_params(batch_size=32, val_fraction=0.2, split="chronological",
+                              normalize="minmax")],
+         keywords=("lorenz", "santa fe", "laser", "chaos", "time series", "rk4")),
+    data("data.TokenText",
+         "Character-level language-model data: contexts and their next characters.\n\n"
+         "Numbers the distinct characters of a bundled text (a few paragraphs written for "
+         "this tool) or of `text`, in sorted order. x holds seq_len token ids (int64), y "
+         "the same window shifted one character on: y[t] is the character after x[t]. "
+         "Feed x to layers.Embedding (num_embeddings = the vocabulary size) and train "
+         "with cross-entropy against y.",
+         _token_text, meta=_token_text_meta,
+         outputs=[Port("x", doc="context token ids (N, seq_len), int64"),
+                  Port("y", doc="the next token at every position (N, seq_len), int64")],
+         params=[str_param("text", "", "the text to learn; empty uses the bundled one"),
+                 bool_param("lowercase", False, "lower-case the text first (a smaller "
+                            "vocabulary)"),
+                 int_param("seq_len", 32, "context length L", min=1),
+                 int_param("stride", 4, "characters between the starts of two windows; "
+                           "empty means seq_len (no overlap)", min=1, nullable=True),
+                 *NO_NORMALIZE],
+         keywords=("language model", "characters", "tokens", "text", "next token", "gpt")),
 ]
 
 

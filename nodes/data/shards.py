@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nodegraph.kinds import data
+from nodegraph.kinds.declare import data
 from nodegraph.kinds.datameta import DataMeta, sized
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
 from nodegraph.kinds.loading import ShardSource

@@ -13,24 +13,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
+    Search,
     TorchEquivalent,
     bool_param,
     choice_param,
     float_param,
     int_param,
-    with_torch,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import fmt, need_float, need_ndim
 from nodes.layers.dense import Fn, check_given, layer_op, start_weights, weight_params
 
@@ -73,6 +73,10 @@ def sizes(name: str, default: Any, doc: str, dims: int, min: int = 1,
                  words=words, nullable=nullable)
 
 
+@overload
+def per_dim(value: str, dims: int) -> str: ...
+@overload
+def per_dim(value: Sequence[int], dims: int) -> tuple[int, ...]: ...
 def per_dim(value: Sequence[int] | str, dims: int) -> tuple[int, ...] | str:
     """A Sizes value as torch takes it: one entry per dim (strings pass through)."""
     if isinstance(value, str):
@@ -174,7 +178,7 @@ def _pad_sides(padding: tuple | str, kernel: tuple, dilation: tuple) -> list[tup
     if padding == "same":
         return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
                 for k, d in zip(kernel, dilation, strict=True)]
-    return [(pad, pad) for pad in padding]
+    return [(int(pad), int(pad)) for pad in padding]
 
 
 def _conv_shape(dims: int):
@@ -407,6 +411,8 @@ FILTERS.update({"horizontal_edge": _transposed(FILTERS["vertical_edge"]),
 class FixedConv2d(nn.Module):
     """One fixed filter applied to every channel separately (a depthwise convolution)."""
 
+    weight: torch.Tensor  # a buffer
+
     def __init__(self, kernel: list[list[float]], channels: int, stride: tuple, padding):
         super().__init__()
         k = torch.tensor(kernel, dtype=torch.float32)
@@ -427,7 +433,8 @@ def _fixed_conv(p, x):
     _need_fits(t, (len(kernel), len(kernel[0])), (1, 1), padding, "filter")
     if padding == "same" and per_dim(p.stride, 2) != (1, 1):
         raise ParamError("padding 'same' needs stride 1; give the padding as a number")
-    return FixedConv2d(kernel, t.shape[1], per_dim(p.stride, 2), padding)
+    return FixedConv2d([[float(v) for v in row] for row in kernel], t.shape[1],
+                       per_dim(p.stride, 2), padding)
 
 
 def _conv_doc(dims: int) -> str:
@@ -439,83 +446,7 @@ def _conv_doc(dims: int) -> str:
             "them.")
 
 
-def _pool_block(kind: str, dims: int):
-    what = {"Max": "largest", "Avg": "mean", "Min": "smallest"}[kind]
-    return layer_op(f"{kind}Pool{dims}d",
-                    f"{dims}-D {kind.lower()} pooling: the {what} value in each window.\n\n"
-                    f"Input {LAYOUT[dims]}, pooled per channel; shrinks the spatial size "
-                    "(by the stride, which defaults to the window) and adds no weights.",
-                    _pool(kind, dims), _pool_params(kind, dims),
-                    keywords=("pool", "downsample", "subsample"),
-                    shape=_pool_shape(kind, dims))
-
-
-# -- declarations -------------------------------------------------------------------------
-
-BLOCKS = [
-    layer_op("Conv1d", _conv_doc(1), _conv(1, nn.Conv1d),
-             [*_conv_params(1), *weight_params(KERNEL_LAYOUT[1])],
-             keywords=("convolution", "filter", "sequence", "temporal"), shape=_conv_shape(1)),
-    layer_op("Conv2d", _conv_doc(2), _conv(2, nn.Conv2d),
-             [*_conv_params(2), *weight_params(KERNEL_LAYOUT[2])],
-             keywords=("convolution", "filter", "cnn", "image", "feature map"),
-             shape=_conv_shape(2)),
-    layer_op("ConvTranspose2d",
-             "Transposed 2-D convolution: a learnable upsampling (a deconvolution).\n\n"
-             "Input (N, C, H, W); each input pixel stamps a weighted copy of the filters onto a "
-             "larger output (size (H-1)·stride - 2·padding + dilation·(k-1) + output_padding + 1). "
-             "The generator side of DCGANs and U-Nets.",
-             _conv_transpose,
-             [*[q for q in _conv_params(2) if q.name in ("out_channels", "kernel_size", "stride")],
-              sizes("padding", [0], "removed from each side of the output", 2, min=0),
-              sizes("output_padding", [0], "extra size on one side of the output, to reach an "
-                    "exact size when stride > 1", 2, min=0),
-              *[q for q in _conv_params(2) if q.name in ("groups", "bias", "dilation")],
-              *weight_params(TRANSPOSED_LAYOUT)],
-             keywords=("deconvolution", "upsample", "transposed", "generator"),
-             shape=_conv_transpose_shape),
-    layer_op("Upsample",
-             "Upsampling by a scale factor, without weights.\n\nnearest copies pixels; linear, "
-             "bilinear, bicubic and trilinear interpolate (for (N, C, L), images and volumes).",
-             _upsample,
-             [float_param("scale_factor", 2.0, "multiplier of every spatial size", min=1e-3),
-              choice_param("mode", tuple(UPSAMPLE_DIMS), "nearest", "how new values are made"),
-              bool_param("align_corners", False, "interpolating modes: align the corner pixels "
-                         "of input and output")],
-             keywords=("resize", "interpolate", "zoom"), shape=_upsample_shape),
-    *[_pool_block(kind, dims) for dims in (1, 2) for kind in ("Max", "Avg", "Min")],
-    layer_op("GlobalAvgPool",
-             "Mean over all spatial dims: (N, C, ...) -> (N, C).\n\nReplaces Flatten + a big "
-             "Linear at the end of a CNN, and works for any input size.",
-             _global_pool(lambda t: t.mean(-1), "global mean"),
-             keywords=("global average pooling", "gap", "pool"), shape=_global_pool_shape),
-    layer_op("AdaptiveAvgPool2d",
-             "Average pooling to a fixed output size (H_out, W_out), whatever the input "
-             "size.\n\nInput (N, C, H, W); window i covers rows floor(i·H/H_out) to "
-             "ceil((i+1)·H/H_out). (1, 1) is global average pooling kept 4-D, as torchvision's "
-             "classifiers end.",
-             _adaptive_avg_pool,
-             [Param("output_size", "ints", [1, 1], "output height and width", min=1)],
-             keywords=("adaptive", "pool", "global average pooling", "resize"),
-             shape=_adaptive_avg_pool_shape),
-    layer_op("GlobalMaxPool",
-             "Maximum over all spatial dims: (N, C, ...) -> (N, C).\n\nAsks of each channel "
-             "whether its feature occurs anywhere in the input.",
-             _global_pool(lambda t: t.amax(-1), "global max"), keywords=("pool", "global"),
-             shape=_global_pool_shape),
-    layer_op("FixedConv2d",
-             "Convolution with a fixed, hand-made filter, applied to each channel separately.\n\n"
-             "Edge detectors from the notes: vertical_edge [[1,0,-1]]x3, Sobel and Scharr "
-             "(positive where brightness falls from left to right, or top to bottom for _y), the "
-             "difference (1, -1) and the Laplacian. Nothing is learned; output channels = input "
-             "channels.",
-             _fixed_conv,
-             [choice_param("filter", tuple(sorted(FILTERS)), "sobel_x", "which filter"),
-              sizes("stride", [1], "step between filter positions", 2),
-              sizes("padding", [0], "zeros added on each side; 'same' keeps the size", 2, min=0,
-                    words=("same", "valid"))],
-             keywords=("sobel", "scharr", "edge detection", "laplacian", "filter", "kernel")),
-]
+# -- what each block computes in PyTorch (`nodegraph import` reads these) ------------------
 
 
 def _sizes(v: Any) -> list[int] | str:
@@ -548,21 +479,107 @@ def _adaptive_of(size: Any) -> dict | None:
         isinstance(s, int) for s in size) else None
 
 
-# what each block computes in PyTorch: `nodegraph import` turns these into the block
-BLOCKS = with_torch(BLOCKS, {
-    "layers.Conv1d": TorchEquivalent((nn.Conv1d,), _conv_of),
-    "layers.Conv2d": TorchEquivalent((nn.Conv2d,), _conv_of),
-    "layers.ConvTranspose2d": TorchEquivalent((nn.ConvTranspose2d,), lambda m: {
-        **{k: v for k, v in _conv_of(m).items() if k != "padding_mode"},
-        "output_padding": _sizes(m.output_padding)} if m.padding_mode == "zeros" else None),
-    **{f"layers.{kind}Pool{dims}d": TorchEquivalent((getattr(nn, f"{kind}Pool{dims}d"),),
-                                                    _pool_of)
-       for kind in ("Max", "Avg") for dims in (1, 2)},
-    "layers.AdaptiveAvgPool2d": TorchEquivalent(
-        (nn.AdaptiveAvgPool2d,), lambda m: _adaptive_of(m.output_size),
-        (F.adaptive_avg_pool2d,),
-        lambda a, k: _adaptive_of(k.get("output_size", a[0] if a else None))
-        if len(a) + len(k) == 1 else None),
-})
+# -- declarations -------------------------------------------------------------------------
 
-BLOCKS = with_dtype(BLOCKS, ('Conv1d', 'Conv2d', 'ConvTranspose2d', 'FixedConv2d'))
+
+def _pool_block(kind: str, dims: int):
+    what = {"Max": "largest", "Avg": "mean", "Min": "smallest"}[kind]
+    return layer_op(f"{kind}Pool{dims}d",
+                    f"{dims}-D {kind.lower()} pooling: the {what} value in each window.\n\n"
+                    f"Input {LAYOUT[dims]}, pooled per channel; shrinks the spatial size "
+                    "(by the stride, which defaults to the window) and adds no weights.",
+                    _pool(kind, dims), _pool_params(kind, dims),
+                    keywords=("pool", "downsample", "subsample"),
+                    shape=_pool_shape(kind, dims),
+                    torch=TorchEquivalent((getattr(nn, f"{kind}Pool{dims}d"),), _pool_of)
+                    if kind in ("Max", "Avg") else None,
+                    search=POOL_SEARCH.get((kind, dims), Search()))
+
+
+# what people type for a pooling layer: "pool" is 2-D max pooling first, then average
+POOL_SEARCH = {("Max", 2): Search(words=("pool",), popularity=2.0),
+               ("Avg", 2): Search(words=(("pool", 1),))}
+
+
+BLOCKS = [
+    layer_op("Conv1d", _conv_doc(1), _conv(1, nn.Conv1d),
+             [*_conv_params(1), *weight_params(KERNEL_LAYOUT[1]), DTYPE_PARAM],
+             keywords=("convolution", "filter", "sequence", "temporal"), shape=_conv_shape(1),
+             torch=TorchEquivalent((nn.Conv1d,), _conv_of),
+             search=Search(words=(("conv", 1), ("convolution", 1)),
+                           follows=("activations", "norm", "layers"))),
+    layer_op("Conv2d", _conv_doc(2), _conv(2, nn.Conv2d),
+             [*_conv_params(2), *weight_params(KERNEL_LAYOUT[2]), DTYPE_PARAM],
+             keywords=("convolution", "filter", "cnn", "image", "feature map"),
+             shape=_conv_shape(2),
+             torch=TorchEquivalent((nn.Conv2d,), _conv_of),
+             search=Search(words=("conv", "cnn", "convolution"), popularity=3.0,
+                           follows=("activations", "norm", "layers"))),
+    layer_op("ConvTranspose2d",
+             "Transposed 2-D convolution: a learnable upsampling (a deconvolution).\n\n"
+             "Input (N, C, H, W); each input pixel stamps a weighted copy of the filters onto a "
+             "larger output (size (H-1)·stride - 2·padding + dilation·(k-1) + output_padding + 1). "
+             "The generator side of DCGANs and U-Nets.",
+             _conv_transpose,
+             [*[q for q in _conv_params(2) if q.name in ("out_channels", "kernel_size", "stride")],
+              sizes("padding", [0], "removed from each side of the output", 2, min=0),
+              sizes("output_padding", [0], "extra size on one side of the output, to reach an "
+                    "exact size when stride > 1", 2, min=0),
+              *[q for q in _conv_params(2) if q.name in ("groups", "bias", "dilation")],
+              *weight_params(TRANSPOSED_LAYOUT), DTYPE_PARAM],
+             keywords=("deconvolution", "upsample", "transposed", "generator"),
+             shape=_conv_transpose_shape,
+             torch=TorchEquivalent((nn.ConvTranspose2d,), lambda m: {
+                 **{k: v for k, v in _conv_of(m).items() if k != "padding_mode"},
+                 "output_padding": _sizes(m.output_padding)}
+             if m.padding_mode == "zeros" else None),
+             search=Search(words=("deconv", "upconv"))),
+    layer_op("Upsample",
+             "Upsampling by a scale factor, without weights.\n\nnearest copies pixels; linear, "
+             "bilinear, bicubic and trilinear interpolate (for (N, C, L), images and volumes).",
+             _upsample,
+             [float_param("scale_factor", 2.0, "multiplier of every spatial size", min=1e-3),
+              choice_param("mode", tuple(UPSAMPLE_DIMS), "nearest", "how new values are made"),
+              bool_param("align_corners", False, "interpolating modes: align the corner pixels "
+                         "of input and output")],
+             keywords=("resize", "interpolate", "zoom"), shape=_upsample_shape),
+    *[_pool_block(kind, dims) for dims in (1, 2) for kind in ("Max", "Avg", "Min")],
+    layer_op("GlobalAvgPool",
+             "Mean over all spatial dims: (N, C, ...) -> (N, C).\n\nReplaces Flatten + a big "
+             "Linear at the end of a CNN, and works for any input size.",
+             _global_pool(lambda t: t.mean(-1), "global mean"),
+             keywords=("global average pooling", "gap", "pool"), shape=_global_pool_shape,
+             search=Search(words=("gap",))),
+    layer_op("AdaptiveAvgPool2d",
+             "Average pooling to a fixed output size (H_out, W_out), whatever the input "
+             "size.\n\nInput (N, C, H, W); window i covers rows floor(i·H/H_out) to "
+             "ceil((i+1)·H/H_out). (1, 1) is global average pooling kept 4-D, as torchvision's "
+             "classifiers end.",
+             _adaptive_avg_pool,
+             [Param("output_size", "ints", [1, 1], "output height and width", min=1)],
+             keywords=("adaptive", "pool", "global average pooling", "resize"),
+             shape=_adaptive_avg_pool_shape,
+             torch=TorchEquivalent(
+                 (nn.AdaptiveAvgPool2d,), lambda m: _adaptive_of(m.output_size),
+                 (F.adaptive_avg_pool2d,),
+                 lambda a, k: _adaptive_of(k.get("output_size", a[0] if a else None))
+                 if len(a) + len(k) == 1 else None)),
+    layer_op("GlobalMaxPool",
+             "Maximum over all spatial dims: (N, C, ...) -> (N, C).\n\nAsks of each channel "
+             "whether its feature occurs anywhere in the input.",
+             _global_pool(lambda t: t.amax(-1), "global max"), keywords=("pool", "global"),
+             shape=_global_pool_shape),
+    layer_op("FixedConv2d",
+             "Convolution with a fixed, hand-made filter, applied to each channel separately.\n\n"
+             "Edge detectors from the notes: vertical_edge [[1,0,-1]]x3, Sobel and Scharr "
+             "(positive where brightness falls from left to right, or top to bottom for _y), the "
+             "difference (1, -1) and the Laplacian. Nothing is learned; output channels = input "
+             "channels.",
+             _fixed_conv,
+             [choice_param("filter", tuple(sorted(FILTERS)), "sobel_x", "which filter"),
+              sizes("stride", [1], "step between filter positions", 2),
+              sizes("padding", [0], "zeros added on each side; 'same' keeps the size", 2, min=0,
+                    words=("same", "valid")), DTYPE_PARAM],
+             keywords=("sobel", "scharr", "edge detection", "laplacian", "filter", "kernel")),
+]
+

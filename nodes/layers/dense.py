@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -25,20 +25,19 @@ from torch import nn
 from torch.nn import functional as F
 
 from nodegraph.kinds import shapes
+from nodegraph.kinds.declare import family, op
+from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
     Port,
+    Search,
     TorchEquivalent,
-    block,
     bool_param,
     choice_param,
-    family,
     float_param,
     int_param,
-    with_torch,
 )
-from nodes._dtype import with_dtype
 from nodes._shapes import dim_index, fmt, need_broadcast, need_float, need_index, need_ndim
 
 # -- shared pieces -----------------------------------------------------------------------
@@ -104,7 +103,7 @@ def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
     """Apply `init`, the hand-set `weight` and `bias_init`, and `trainable` to a new layer
     with `weight` and `bias` attributes (checked on meta tensors too, filled only on real
     ones)."""
-    weight, bias = module.weight, module.bias
+    weight, bias = cast(torch.Tensor, module.weight), cast("torch.Tensor | None", module.bias)
     given = check_given(p, tuple(weight.shape), None if bias is None else bias.shape[0],
                         layout)
     if p.init != "default":
@@ -115,7 +114,7 @@ def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
         init_values(weight, lambda w: w.copy_(torch.from_numpy(given)))
     if p.bias_init is not None:
         values = torch.tensor(p.bias_init, dtype=torch.float32, device="cpu")
-        init_values(bias, lambda b: b.copy_(values))
+        init_values(cast(torch.Tensor, bias), lambda b: b.copy_(values))  # a bias to set
     if not p.trainable:
         module.requires_grad_(False)
     return module
@@ -211,6 +210,8 @@ class PolynomialFeatures(nn.Module):
 
 class FourierFeatures(nn.Module):
     """sin(k·ω·x) for k = 1..n and every feature, then the cosines in the same order."""
+
+    omega: torch.Tensor  # a buffer
 
     def __init__(self, num_frequencies: int, frequency: float):
         super().__init__()
@@ -473,6 +474,8 @@ def _residual_shape(p, x):
 class Scale(nn.Module):
     """Multiplies by one scalar, learnable or fixed."""
 
+    scale: torch.Tensor  # a buffer
+
     def __init__(self, scale: float, learnable: bool):
         super().__init__()
         value = torch.tensor(float(scale))
@@ -562,6 +565,8 @@ def _parameter_shape(p, x):
 class ConstantTensor(nn.Module):
     """A fixed tensor with no inputs."""
 
+    value: torch.Tensor  # a buffer
+
     def __init__(self, value: torch.Tensor):
         super().__init__()
         # not saved with the weights: the param is its source of truth
@@ -605,19 +610,40 @@ layer_op = family("layers", "op", inputs=("input",), outputs=("output",))
 
 TENSOR_AB = [Port("a", doc="first operand"), Port("b", doc="second operand")]
 
+def _binary(args: list, kwargs: dict) -> dict | None:
+    return {} if not args and not kwargs else None
+
+
+def _flatten_call(args: list, kwargs: dict) -> dict | None:
+    start = kwargs.get("start_dim", args[0] if args else 0)
+    end = kwargs.get("end_dim", args[1] if len(args) > 1 else -1)
+    return {"start_dim": start, "end_dim": end} if isinstance(start, int) and \
+        isinstance(end, int) and start != 0 else None
+
+
+def _dropout_call(args: list, kwargs: dict) -> dict | None:
+    p = kwargs.get("p", args[0] if args else 0.5)
+    return {"p": p} if isinstance(p, float | int) and not kwargs.keys() - {"p", "training",
+                                                                           "inplace"} else None
+
+
 BLOCKS = [
-    block("layers.Linear", "op",
-          "Fully connected layer y = x Wᵀ + b.\n\nApplies to the last dimension; "
-          "`in_features` is inferred from the incoming wire. The weights start as `init` "
-          "says, or as set by hand in `weight` (one row of in_features per output) and "
-          "`bias_init`; trainable false freezes them, as in a threshold unit of the notes.",
-          _linear, inputs=["input"], outputs=["output"], shape=_linear_shape,
-          params=[int_param("out_features", doc="size of each output sample", min=1),
-                  bool_param("bias", True, "learn an additive bias"),
-                  int_param("in_features", None, "size of each input sample; empty means "
-                            "inferred from the wire", min=1, nullable=True),
-                  *weight_params("(out_features, in_features)")],
-          keywords=("dense", "fully connected", "affine", "mlp")),
+    op("layers.Linear",
+       "Fully connected layer y = x Wᵀ + b.\n\nApplies to the last dimension; "
+       "`in_features` is inferred from the incoming wire. The weights start as `init` "
+       "says, or as set by hand in `weight` (one row of in_features per output) and "
+       "`bias_init`; trainable false freezes them, as in a threshold unit of the notes.",
+       _linear, inputs=["input"], outputs=["output"], shape=_linear_shape,
+       params=[int_param("out_features", doc="size of each output sample", min=1),
+               bool_param("bias", True, "learn an additive bias"),
+               int_param("in_features", None, "size of each input sample; empty means "
+                         "inferred from the wire", min=1, nullable=True),
+               *weight_params("(out_features, in_features)"), DTYPE_PARAM],
+       keywords=("dense", "fully connected", "affine", "mlp"),
+       torch=TorchEquivalent((nn.Linear,), lambda m: {
+           "out_features": m.out_features, "bias": m.bias is not None}),
+       search=Search(words=("fc", "dense", "affine", "mlp", "fullyconnected", "perceptron"),
+                     popularity=4.0)),
     layer_op("PolynomialFeatures",
         "Polynomial basis expansion x -> [x, x², ..., x^degree].\n\nEach feature is raised "
         "to every power, concatenated power by power (no cross terms); a Linear after it "
@@ -642,7 +668,8 @@ BLOCKS = [
         "and widths.\n\n(N, F) becomes (N, num_centers): one bump per centre. Centres start "
         "from N(0, 1) (normalise the inputs), widths at `width`; both are trained.",
         _rbf, [int_param("num_centers", 10, "number of basis functions", min=1),
-               float_param("width", 1.0, "initial width σ of every bump", min=1e-6)],
+               float_param("width", 1.0, "initial width σ of every bump", min=1e-6),
+               DTYPE_PARAM],
         keywords=("radial basis", "gaussian", "kernel", "rbf network"), shape=_rbf_shape),
     layer_op("Flatten",
         "Flattens dims start_dim..end_dim into one: (N, C, H, W) -> (N, C·H·W).\n\n"
@@ -650,19 +677,25 @@ BLOCKS = [
         "Goes between a conv stack and Linear layers.",
         _flatten, [int_param("start_dim", 1, "first dim to flatten (0 is the batch)"),
                    int_param("end_dim", -1, "last dim to flatten (-1 = the last)")],
-        keywords=("unroll", "vectorize", "reshape"), shape=_flatten_shape),
+        keywords=("unroll", "vectorize", "reshape"), shape=_flatten_shape,
+        torch=TorchEquivalent(
+            (nn.Flatten,), lambda m: {"start_dim": m.start_dim, "end_dim": m.end_dim}
+            if m.start_dim != 0 else None, (torch.flatten, "flatten"), _flatten_call),
+        search=Search(popularity=2.0, follows=("layers", "norm", "activations"))),
     layer_op("Reshape",
         "Gives each sample a new shape, keeping the batch dim.\n\n`shape` excludes the batch: "
         "[1, 28, 28] turns (N, 784) into (N, 1, 28, 28). One size may be -1 (inferred).",
         _reshape, [Param("shape", "ints", doc="new shape of one sample, without the batch dim",
                          min=-1)],
-        keywords=("view", "unflatten"), shape=_reshape_shape),
+        keywords=("view", "unflatten"), shape=_reshape_shape,
+        search=Search(words=("view",))),
     layer_op("Permute",
         "Reorders the dims of each sample; the batch dim stays first.\n\n`dims` lists the "
         "non-batch dims in their new order, numbered as PyTorch numbers them (batch = 0), so "
         "[3, 1, 2] turns (N, H, W, C) into (N, C, H, W).",
         _permute, [Param("dims", "ints", doc="new order of dims 1..ndim-1", min=1)],
-        keywords=("transpose", "swap axes", "channels last"), shape=_permute_shape),
+        keywords=("transpose", "swap axes", "channels last"), shape=_permute_shape,
+        search=Search(words=("transpose",))),
     layer_op("Concat",
         "Joins `a`, `b` and up to six more parts (c to h) along a dim, in port order.\n\n"
         "All other dims must match; along `dim` the sizes add up. dim 1 joins features or "
@@ -670,7 +703,8 @@ BLOCKS = [
         _concat, [int_param("dim", 1, "dim to join along (-1 = last)")],
         inputs=[*TENSOR_AB, *(Port(c, doc="a further part, joined after the ones before",
                                    optional=True) for c in CONCAT_PORTS[2:])],
-        keywords=("cat", "join", "stack", "merge"), shape=_concat_shape),
+        keywords=("cat", "join", "stack", "merge"), shape=_concat_shape,
+        search=Search(words=("cat",))),
     layer_op("Split",
         "Cuts the input in two along a dim: the first split_size entries to `a`, the rest "
         "to `b`.\n\nThe inverse of Concat; e.g. a head that outputs μ and log σ² together.",
@@ -680,25 +714,32 @@ BLOCKS = [
         keywords=("chunk", "slice", "separate"), shape=_split_shape),
     layer_op("Add", "Element-wise sum a + b.\n\nShapes must match or broadcast (a (N, F) plus a "
         "learned (F,) bias works).", _arith(torch.add, "add"), inputs=TENSOR_AB,
-        keywords=("sum", "plus"), shape=_arith_shape("add")),
+        keywords=("sum", "plus"), shape=_arith_shape("add"),
+        torch=TorchEquivalent(functions=(operator.add, torch.add, "add"), call=_binary),
+        search=Search(words=("sum", "plus"))),
     layer_op("Multiply", "Element-wise product a · b.\n\nShapes must match or broadcast; gates "
         "and masks multiply.", _arith(torch.mul, "multiply"), inputs=TENSOR_AB,
-        keywords=("product", "hadamard", "gate", "mask"), shape=_arith_shape("multiply")),
+        keywords=("product", "hadamard", "gate", "mask"), shape=_arith_shape("multiply"),
+        torch=TorchEquivalent(functions=(operator.mul, torch.mul, "mul"),
+                              call=_binary)),
     layer_op("MatMul", "Matrix product a @ b, batched over leading dims.\n\nThe last dim of `a` "
         "meets the second-to-last of `b` (as torch.matmul).", _matmul, inputs=TENSOR_AB,
-        keywords=("matrix multiply", "dot", "bmm")),
+        keywords=("matrix multiply", "dot", "bmm"),
+        torch=TorchEquivalent(functions=(operator.matmul, torch.matmul, "matmul"),
+                              call=_binary)),
     layer_op("Scale", "Multiplies the input by one scalar, learnable or fixed.\n\nA learnable "
         "gain, or a fixed factor such as 1/√d.",
         lambda p, x: Scale(p.scale, p.learnable),
         [float_param("scale", 1.0, "the factor (its initial value when learnable)"),
-         bool_param("learnable", True, "train the factor")],
+         bool_param("learnable", True, "train the factor"), DTYPE_PARAM],
         keywords=("gain", "multiply", "factor"), shape=_scale_shape),
     layer_op("ResidualAdd",
         "Adds a skip connection: output = input + skip, shapes checked.\n\nThe ResNet "
         "shortcut: wire the block's output to `input` and its input to `skip`.",
         _residual, inputs=[Port("input", doc="the branch output"),
                            Port("skip", doc="the shortcut, same shape")],
-        keywords=("skip connection", "shortcut", "resnet"), shape=_residual_shape),
+        keywords=("skip connection", "shortcut", "resnet"), shape=_residual_shape,
+        search=Search(words=("residual", "skip"))),
     layer_op("Embedding",
         "Looks up a learnable vector for each integer index (token, class, node id).\n\n"
         "Input of integers, any shape; output adds a last dim of embedding_dim.",
@@ -707,25 +748,34 @@ BLOCKS = [
                    min=1),
          int_param("embedding_dim", doc="length of each vector", min=1),
          int_param("padding_idx", None, "an index whose vector stays zero and untrained",
-                   min=0, nullable=True)],
-        keywords=("lookup", "token", "word vector", "one-hot"), shape=_embedding_shape),
+                   min=0, nullable=True), DTYPE_PARAM],
+        keywords=("lookup", "token", "word vector", "one-hot"), shape=_embedding_shape,
+        torch=TorchEquivalent((nn.Embedding,), lambda m: {
+            "num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim,
+            "padding_idx": m.padding_idx} if m.max_norm is None else None),
+        search=Search(words=("emb", "embed"))),
     layer_op("Dropout",
         "Zeroes each value with probability p while training, scaling the rest by 1/(1-p)."
         "\n\nAt evaluation it passes values through unchanged. A regulariser against "
         "co-adapted units.",
         lambda p, x: nn.Dropout(p.p), [float_param("p", 0.5, "probability of zeroing",
                                                    min=0, max=1)],
-        keywords=("regularization", "noise", "mask"), shape=_dropout_shape),
+        keywords=("regularization", "noise", "mask"), shape=_dropout_shape,
+        torch=TorchEquivalent((nn.Dropout,), lambda m: {"p": m.p}, (F.dropout,),
+                              _dropout_call),
+        search=Search(words=("drop",), popularity=1.5, follows=("layers", "losses", "metrics"))),
     layer_op("StopGradient",
         "Passes values forward but no gradient back (detach).\n\nFreezes what lies before "
         "it for the loss after it, e.g. the generator when training a GAN discriminator.",
         lambda p, x: Fn(torch.Tensor.detach, "detach"),
         keywords=("detach", "no grad", "freeze"),
-        shape=lambda p, x: _view(x["input"], x["input"].shape)),
+        shape=lambda p, x: _view(x["input"], x["input"].shape),
+        torch=TorchEquivalent(functions=("detach",), call=_binary)),
     layer_op("Identity", "Passes the input through unchanged.\n\nA named tap point or a "
         "placeholder while editing.", lambda p, x: nn.Identity(),
         keywords=("passthrough", "noop"),
-        shape=lambda p, x: _view(x["input"], x["input"].shape)),
+        shape=lambda p, x: _view(x["input"], x["input"].shape),
+        torch=TorchEquivalent((nn.Identity,), lambda m: {})),
     layer_op("Parameter",
         "A learnable tensor of a given shape, with no inputs.\n\nThe output is exactly "
         "`shape` (no batch dim); broadcasting adds it to batches, e.g. a learned "
@@ -734,7 +784,7 @@ BLOCKS = [
         _parameter,
         [Param("shape", "ints", doc="shape of the tensor", min=1),
          choice_param("init", tuple(INITS), "normal", "how the values start"),
-         float_param("scale", 1.0, "size of the initial values (see the doc)")],
+         float_param("scale", 1.0, "size of the initial values (see the doc)"), DTYPE_PARAM],
         inputs=(), keywords=("weight", "learned", "token", "bias"), shape=_parameter_shape),
     layer_op("Constant",
         "A fixed tensor from a JSON value, with no inputs.\n\nA number or nested lists, "
@@ -745,43 +795,3 @@ BLOCKS = [
         inputs=(), keywords=("fixed", "literal", "tensor"), shape=_constant_shape),
 ]
 
-
-def _binary(args: list, kwargs: dict) -> dict | None:
-    return {} if not args and not kwargs else None
-
-
-def _flatten_call(args: list, kwargs: dict) -> dict | None:
-    start = kwargs.get("start_dim", args[0] if args else 0)
-    end = kwargs.get("end_dim", args[1] if len(args) > 1 else -1)
-    return {"start_dim": start, "end_dim": end} if isinstance(start, int) and \
-        isinstance(end, int) and start != 0 else None
-
-
-def _dropout_call(args: list, kwargs: dict) -> dict | None:
-    p = kwargs.get("p", args[0] if args else 0.5)
-    return {"p": p} if isinstance(p, float | int) and not kwargs.keys() - {"p", "training",
-                                                                           "inplace"} else None
-
-
-# what each block computes in PyTorch: `nodegraph import` turns these into the block
-BLOCKS = with_torch(BLOCKS, {
-    "layers.Linear": TorchEquivalent((nn.Linear,), lambda m: {
-        "out_features": m.out_features, "bias": m.bias is not None}),
-    "layers.Identity": TorchEquivalent((nn.Identity,), lambda m: {}),
-    "layers.Flatten": TorchEquivalent(
-        (nn.Flatten,), lambda m: {"start_dim": m.start_dim, "end_dim": m.end_dim}
-        if m.start_dim != 0 else None, (torch.flatten, "flatten"), _flatten_call),
-    "layers.Dropout": TorchEquivalent((nn.Dropout,), lambda m: {"p": m.p}, (F.dropout,),
-                                      _dropout_call),
-    "layers.Embedding": TorchEquivalent((nn.Embedding,), lambda m: {
-        "num_embeddings": m.num_embeddings, "embedding_dim": m.embedding_dim,
-        "padding_idx": m.padding_idx} if m.max_norm is None else None),
-    "layers.StopGradient": TorchEquivalent(functions=("detach",), call=_binary),
-    "layers.Add": TorchEquivalent(functions=(operator.add, torch.add, "add"), call=_binary),
-    "layers.Multiply": TorchEquivalent(functions=(operator.mul, torch.mul, "mul"),
-                                       call=_binary),
-    "layers.MatMul": TorchEquivalent(functions=(operator.matmul, torch.matmul, "matmul"),
-                                     call=_binary),
-})
-
-BLOCKS = with_dtype(BLOCKS, ('Linear', 'Embedding', 'Parameter', 'RBF', 'Scale'))

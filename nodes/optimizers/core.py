@@ -12,17 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from nodegraph.kinds.declare import optimizer
 from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.spec import (
     LOSS_IN,
     SCHEDULE_IN,
     Param,
-    block,
+    Search,
     bool_param,
     choice_param,
     float_param,
@@ -33,7 +35,7 @@ PORTS = {"inputs": [LOSS_IN, SCHEDULE_IN], "outputs": []}
 LR = float_param("lr", 0.01, "learning rate (step size)", min=0)
 WEIGHT_DECAY = float_param("weight_decay", 0.0, "L2 penalty added to the gradient", min=0)
 EPS = float_param("eps", 1e-8, "added to the denominator for stability", min=0)
-BETAS = Param("betas", "floats", [0.9, 0.999],
+BETAS: Param[list[float]] = Param("betas", "floats", [0.9, 0.999],
               "decay rates of the first and second moment estimates", min=0, max=1)
 AMSGRAD = bool_param("amsgrad", False, "use the AMSGrad variant")
 
@@ -50,7 +52,8 @@ def _momentum(default: float) -> Param:
 def _torch(cls: type[torch.optim.Optimizer], *names: str, **fixed) -> Callable:
     """A build passing the params `names` (lists as tuples) to torch optimizer `cls`."""
     def build(p, named):
-        kwargs = {n: tuple(p[n]) if isinstance(p[n], list) else p[n] for n in names}
+        kwargs: dict[str, Any] = {n: tuple(p[n]) if isinstance(p[n], list) else p[n]
+                                  for n in names}
         return cls(param_groups(named, p), **kwargs, **fixed)
 
     return build
@@ -340,135 +343,138 @@ def _least_squares(p, named):
 
 
 BLOCKS = [
-    block("optimizers.GD", "optimizer",
-          "Gradient descent θ ← θ − lr·∇L, without momentum.\n\n"
-          "Full-batch GD when the data block's batch_size is 0 (one step per epoch on the "
-          "whole training split); with a smaller batch size it is mini-batch SGD — the "
-          "batch size belongs to the data block, not to the optimizer.",
-          _torch(torch.optim.SGD, "lr"), params=[LR, WEIGHT_DECAY, *OPTIMIZER_PARAMS],
-          keywords=("gradient descent", "full batch", "steepest descent"), **PORTS),
-    block("optimizers.SGD", "optimizer",
-          "Stochastic gradient descent, with optional (Nesterov) momentum.",
-          _torch(torch.optim.SGD, "lr", "momentum", "dampening", "nesterov"),
-          params=[LR, float_param("momentum", 0.0, "momentum factor", min=0, max=1),
-                  float_param("dampening", 0.0, "dampening for momentum", min=0, max=1),
-                  bool_param("nesterov", False, "use Nesterov momentum"),
-                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
-          keywords=("gradient descent", "momentum"), **PORTS),
-    block("optimizers.Momentum", "optimizer",
-          "Gradient descent with heavy-ball momentum, in the form you choose.\n\n"
-          "pytorch: v ← μv + g, θ ← θ − lr·v (torch's SGD). classical: v ← μv − lr·g, "
-          "θ ← θ + v (the notes' form). ema: v ← μv + (1 − μ)g, θ ← θ − lr·v. All start "
-          "from v = 0. With a fixed lr, pytorch and classical take the same steps; ema takes "
-          "steps (1 − μ) times smaller. Momentum damps zig-zags across a ravine.",
-          _momentum_block,
-          params=[LR, _momentum(0.9),
-                  choice_param("form", ("pytorch", "classical", "ema"), "pytorch",
-                               "which momentum update (see the block's description)"),
-                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
-          keywords=("heavy ball", "velocity", "polyak"), **PORTS),
-    block("optimizers.Nesterov", "optimizer",
-          "Nesterov accelerated gradient (torch's form).\n\n"
-          "v ← μv + g, θ ← θ − lr·(g + μv): the look-ahead gradient of Nesterov's method "
-          "rewritten so it needs one gradient per step (not iterate-identical to the "
-          "textbook look-ahead form, which evaluates g at θ − lr·μ·v).",
-          _nesterov, params=[LR, _momentum(0.9), WEIGHT_DECAY, *OPTIMIZER_PARAMS],
-          keywords=("nag", "accelerated", "momentum", "look-ahead"), **PORTS),
-    block("optimizers.AdaGrad", "optimizer",
-          "AdaGrad: per-parameter steps lr/√(Σg² + eps) from the sum of squared gradients.\n\n"
-          "Parameters with rare, large gradients get larger steps; the sum only grows, so "
-          "steps shrink over training.",
-          _torch(torch.optim.Adagrad, "lr", "lr_decay", "initial_accumulator_value", "eps"),
-          params=[LR, float_param("lr_decay", 0.0, "lr is divided by 1 + (step − 1)·lr_decay",
-                                  min=0),
-                  float_param("initial_accumulator_value", 0.0, "starting value of the sum of "
-                              "squared gradients", min=0),
-                  float_param("eps", 1e-10, "added to the denominator for stability", min=0),
-                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
-          keywords=("adaptive", "adagrad"), **PORTS),
-    block("optimizers.RMSProp", "optimizer",
-          "RMSProp: v ← αv + (1 − α)g², θ ← θ − lr·g/(√v + eps).\n\n"
-          "Like AdaGrad with a moving average instead of a sum, so steps do not vanish. The "
-          "notes' β is torch's `alpha` (they suggest 0.9; torch's default is 0.99).",
-          _torch(torch.optim.RMSprop, "lr", "alpha", "eps", "momentum", "centered"),
-          params=[LR, float_param("alpha", 0.99, "decay rate of the moving average of g²",
-                                  min=0, max=1),
-                  EPS, _momentum(0.0),
-                  bool_param("centered", False, "divide by the estimated variance of the "
-                             "gradient instead of its second moment"),
-                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
-          keywords=("adaptive", "rmsprop", "moving average"), **PORTS),
-    block("optimizers.Adadelta", "optimizer",
-          "Adadelta: RMSProp whose step size comes from a moving average of past steps.\n\n"
-          "Δθ = −√(u + eps)/√(v + eps)·g with v and u moving averages of g² and Δθ²; lr "
-          "only scales that step (1.0 is the method as published).",
-          _torch(torch.optim.Adadelta, "lr", "rho", "eps"),
-          params=[_lr(1.0), float_param("rho", 0.9, "decay rate of the moving averages",
-                                        min=0, max=1),
-                  float_param("eps", 1e-6, "added inside the square roots", min=0),
-                  WEIGHT_DECAY, *OPTIMIZER_PARAMS],
-          keywords=("adaptive", "adadelta"), **PORTS),
-    block("optimizers.Adam", "optimizer",
-          "Adam: adaptive moment estimation (Kingma & Ba, 2015).",
-          _torch(torch.optim.Adam, "lr", "betas", "eps", "amsgrad"),
-          params=[_lr(0.001), BETAS, EPS, WEIGHT_DECAY, AMSGRAD, *OPTIMIZER_PARAMS],
-          keywords=("adaptive",), **PORTS),
-    block("optimizers.AdamW", "optimizer",
-          "AdamW: Adam with decoupled weight decay (Loshchilov & Hutter, 2019).\n\n"
-          "Weight decay shrinks θ by lr·weight_decay·θ directly instead of being added to "
-          "the gradient, so Adam's scaling does not weaken it.",
-          _torch(torch.optim.AdamW, "lr", "betas", "eps", "amsgrad"),
-          params=[_lr(0.001), BETAS, EPS,
-                  float_param("weight_decay", 0.01, "decoupled weight decay factor", min=0),
-                  AMSGRAD, *OPTIMIZER_PARAMS],
-          keywords=("adaptive", "decoupled", "weight decay"), **PORTS),
-    block("optimizers.LBFGS", "optimizer",
-          "L-BFGS: a quasi-Newton method that re-evaluates the loss during each step.\n\n"
-          "Builds a curvature estimate from the last `history_size` gradients; each "
-          "trainer step runs up to `max_iter` iterations on the batch. Best with full "
-          "batches (batch_size 0) on small smooth problems. Gradient clipping does not "
-          "apply.",
-          _lbfgs,
-          params=[_lr(1.0),
-                  int_param("max_iter", 20, "iterations per trainer step", min=1),
-                  float_param("tolerance_grad", 1e-7, "stop when the largest gradient entry "
-                              "is below this", min=0),
-                  float_param("tolerance_change", 1e-9, "stop when the loss or step changes "
-                              "less than this", min=0),
-                  int_param("history_size", 100, "gradients kept for the curvature estimate",
-                            min=1),
-                  choice_param("line_search_fn", ("none", "strong_wolfe"), "none",
-                               "none: fixed step lr; strong_wolfe: a line search (safer on "
-                               "well-scaled inputs)"),
-                  *OPTIMIZER_PARAMS],
-          keywords=("quasi-newton", "bfgs", "second order", "closure"), closure=True,
-          **PORTS),
-    block("optimizers.NormalizedGD", "optimizer",
-          "Normalised gradient descent: a step of length lr along −g/‖g‖.\n\n"
-          "The steepest-descent direction with a fixed step length, ‖g‖ taken over all "
-          "parameters together; it does not slow down where the loss is flat, nor blow up "
-          "where it is steep.",
-          lambda p, named: NormalizedGD(param_groups(named, p), p.lr, p.eps),
-          params=[LR, float_param("eps", 1e-12, "added to ‖g‖ so a zero gradient gives no "
-                                  "step", min=0), *OPTIMIZER_PARAMS],
-          keywords=("ngd", "steepest descent", "unit step"), **PORTS),
-    block("optimizers.LeastSquares", "optimizer",
-          "Closed-form least squares (ridge): one Newton step lands on the minimiser.\n\n"
-          "For a squared loss on a linear model the step solves the normal equations "
-          "θ* = (XᵀX)⁻¹Xᵀy exactly: use losses.SSE or losses.MSE, batch_size 0 and one "
-          "epoch. `ridge` λ adds λ·‖θ‖² to the loss (biases included unless decay is "
-          "weights_only); with losses.SSE that is θ* = (XᵀX + λI)⁻¹Xᵀy, with losses.MSE "
-          "the same with λ·n. For other smooth losses each step is a Newton iteration. It "
-          "builds the full Hessian (small models only) and works in float64, so raw "
-          "polynomial features stay exact to about degree 15.",
-          _least_squares,
-          params=[float_param("ridge", 0.0, "λ of the ridge penalty λ·‖θ‖²", min=0),
-                  float_param("lr", 1.0, "fraction of the Newton step taken; 1 is the exact "
-                              "solve", min=0),
-                  int_param("iterations", 1, "Newton steps per trainer step: one solves a "
-                            "squared loss; more refine a badly conditioned solve, or iterate "
-                            "Newton's method on other losses", min=1),
-                  *OPTIMIZER_PARAMS],
-          keywords=("normal equations", "ridge", "ols", "newton", "solver", "closed form"),
-          closure=True, **PORTS),
+    optimizer("optimizers.GD",
+              "Gradient descent θ ← θ − lr·∇L, without momentum.\n\n"
+              "Full-batch GD when the data block's batch_size is 0 (one step per epoch on the "
+              "whole training split); with a smaller batch size it is mini-batch SGD — the "
+              "batch size belongs to the data block, not to the optimizer.",
+              _torch(torch.optim.SGD, "lr"), params=[LR, WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+              keywords=("gradient descent", "full batch", "steepest descent"), **PORTS),
+    optimizer("optimizers.SGD",
+              "Stochastic gradient descent, with optional (Nesterov) momentum.",
+              _torch(torch.optim.SGD, "lr", "momentum", "dampening", "nesterov"),
+              params=[LR, float_param("momentum", 0.0, "momentum factor", min=0, max=1),
+                      float_param("dampening", 0.0, "dampening for momentum", min=0, max=1),
+                      bool_param("nesterov", False, "use Nesterov momentum"),
+                      WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+              keywords=("gradient descent", "momentum"), **PORTS,
+              search=Search(popularity=3.0)),
+    optimizer("optimizers.Momentum",
+              "Gradient descent with heavy-ball momentum, in the form you choose.\n\n"
+              "pytorch: v ← μv + g, θ ← θ − lr·v (torch's SGD). classical: v ← μv − lr·g, "
+              "θ ← θ + v (the notes' form). ema: v ← μv + (1 − μ)g, θ ← θ − lr·v. All start "
+              "from v = 0. With a fixed lr, pytorch and classical take the same steps; ema takes "
+              "steps (1 − μ) times smaller. Momentum damps zig-zags across a ravine.",
+              _momentum_block,
+              params=[LR, _momentum(0.9),
+                      choice_param("form", ("pytorch", "classical", "ema"), "pytorch",
+                                   "which momentum update (see the block's description)"),
+                      WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+              keywords=("heavy ball", "velocity", "polyak"), **PORTS),
+    optimizer("optimizers.Nesterov",
+              "Nesterov accelerated gradient (torch's form).\n\n"
+              "v ← μv + g, θ ← θ − lr·(g + μv): the look-ahead gradient of Nesterov's method "
+              "rewritten so it needs one gradient per step (not iterate-identical to the "
+              "textbook look-ahead form, which evaluates g at θ − lr·μ·v).",
+              _nesterov, params=[LR, _momentum(0.9), WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+              keywords=("nag", "accelerated", "momentum", "look-ahead"), **PORTS),
+    optimizer("optimizers.AdaGrad",
+              "AdaGrad: per-parameter steps lr/√(Σg² + eps) from the sum of squared gradients.\n\n"
+              "Parameters with rare, large gradients get larger steps; the sum only grows, so "
+              "steps shrink over training.",
+              _torch(torch.optim.Adagrad, "lr", "lr_decay", "initial_accumulator_value", "eps"),
+              params=[LR, float_param("lr_decay", 0.0, "lr is divided by 1 + (step − 1)·lr_decay",
+                                      min=0),
+                      float_param("initial_accumulator_value", 0.0, "starting value of the sum of "
+                                  "squared gradients", min=0),
+                      float_param("eps", 1e-10, "added to the denominator for stability", min=0),
+                      WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+              keywords=("adaptive", "adagrad"), **PORTS),
+    optimizer("optimizers.RMSProp",
+              "RMSProp: v ← αv + (1 − α)g², θ ← θ − lr·g/(√v + eps).\n\n"
+              "Like AdaGrad with a moving average instead of a sum, so steps do not vanish. The "
+              "notes' β is torch's `alpha` (they suggest 0.9; torch's default is 0.99).",
+              _torch(torch.optim.RMSprop, "lr", "alpha", "eps", "momentum", "centered"),
+              params=[LR, float_param("alpha", 0.99, "decay rate of the moving average of g²",
+                                      min=0, max=1),
+                      EPS, _momentum(0.0),
+                      bool_param("centered", False, "divide by the estimated variance of the "
+                                 "gradient instead of its second moment"),
+                      WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+              keywords=("adaptive", "rmsprop", "moving average"), **PORTS),
+    optimizer("optimizers.Adadelta",
+              "Adadelta: RMSProp whose step size comes from a moving average of past steps.\n\n"
+              "Δθ = −√(u + eps)/√(v + eps)·g with v and u moving averages of g² and Δθ²; lr "
+              "only scales that step (1.0 is the method as published).",
+              _torch(torch.optim.Adadelta, "lr", "rho", "eps"),
+              params=[_lr(1.0), float_param("rho", 0.9, "decay rate of the moving averages",
+                                            min=0, max=1),
+                      float_param("eps", 1e-6, "added inside the square roots", min=0),
+                      WEIGHT_DECAY, *OPTIMIZER_PARAMS],
+              keywords=("adaptive", "adadelta"), **PORTS),
+    optimizer("optimizers.Adam",
+              "Adam: adaptive moment estimation (Kingma & Ba, 2015).",
+              _torch(torch.optim.Adam, "lr", "betas", "eps", "amsgrad"),
+              params=[_lr(0.001), BETAS, EPS, WEIGHT_DECAY, AMSGRAD, *OPTIMIZER_PARAMS],
+              keywords=("adaptive",), **PORTS,
+              search=Search(popularity=4.0)),
+    optimizer("optimizers.AdamW",
+              "AdamW: Adam with decoupled weight decay (Loshchilov & Hutter, 2019).\n\n"
+              "Weight decay shrinks θ by lr·weight_decay·θ directly instead of being added to "
+              "the gradient, so Adam's scaling does not weaken it.",
+              _torch(torch.optim.AdamW, "lr", "betas", "eps", "amsgrad"),
+              params=[_lr(0.001), BETAS, EPS,
+                      float_param("weight_decay", 0.01, "decoupled weight decay factor", min=0),
+                      AMSGRAD, *OPTIMIZER_PARAMS],
+              keywords=("adaptive", "decoupled", "weight decay"), **PORTS,
+              search=Search(popularity=2.5)),
+    optimizer("optimizers.LBFGS",
+              "L-BFGS: a quasi-Newton method that re-evaluates the loss during each step.\n\n"
+              "Builds a curvature estimate from the last `history_size` gradients; each "
+              "trainer step runs up to `max_iter` iterations on the batch. Best with full "
+              "batches (batch_size 0) on small smooth problems. Gradient clipping does not "
+              "apply.",
+              _lbfgs,
+              params=[_lr(1.0),
+                      int_param("max_iter", 20, "iterations per trainer step", min=1),
+                      float_param("tolerance_grad", 1e-7, "stop when the largest gradient entry "
+                                  "is below this", min=0),
+                      float_param("tolerance_change", 1e-9, "stop when the loss or step changes "
+                                  "less than this", min=0),
+                      int_param("history_size", 100, "gradients kept for the curvature estimate",
+                                min=1),
+                      choice_param("line_search_fn", ("none", "strong_wolfe"), "none",
+                                   "none: fixed step lr; strong_wolfe: a line search (safer on "
+                                   "well-scaled inputs)"),
+                      *OPTIMIZER_PARAMS],
+              keywords=("quasi-newton", "bfgs", "second order", "closure"), closure=True,
+              **PORTS),
+    optimizer("optimizers.NormalizedGD",
+              "Normalised gradient descent: a step of length lr along −g/‖g‖.\n\n"
+              "The steepest-descent direction with a fixed step length, ‖g‖ taken over all "
+              "parameters together; it does not slow down where the loss is flat, nor blow up "
+              "where it is steep.",
+              lambda p, named: NormalizedGD(param_groups(named, p), p.lr, p.eps),
+              params=[LR, float_param("eps", 1e-12, "added to ‖g‖ so a zero gradient gives no "
+                                      "step", min=0), *OPTIMIZER_PARAMS],
+              keywords=("ngd", "steepest descent", "unit step"), **PORTS),
+    optimizer("optimizers.LeastSquares",
+              "Closed-form least squares (ridge): one Newton step lands on the minimiser.\n\n"
+              "For a squared loss on a linear model the step solves the normal equations "
+              "θ* = (XᵀX)⁻¹Xᵀy exactly: use losses.SSE or losses.MSE, batch_size 0 and one "
+              "epoch. `ridge` λ adds λ·‖θ‖² to the loss (biases included unless decay is "
+              "weights_only); with losses.SSE that is θ* = (XᵀX + λI)⁻¹Xᵀy, with losses.MSE "
+              "the same with λ·n. For other smooth losses each step is a Newton iteration. It "
+              "builds the full Hessian (small models only) and works in float64, so raw "
+              "polynomial features stay exact to about degree 15.",
+              _least_squares,
+              params=[float_param("ridge", 0.0, "λ of the ridge penalty λ·‖θ‖²", min=0),
+                      float_param("lr", 1.0, "fraction of the Newton step taken; 1 is the exact "
+                                  "solve", min=0),
+                      int_param("iterations", 1, "Newton steps per trainer step: one solves a "
+                                "squared loss; more refine a badly conditioned solve, or iterate "
+                                "Newton's method on other losses", min=1),
+                      *OPTIMIZER_PARAMS],
+              keywords=("normal equations", "ridge", "ols", "newton", "solver", "closed form"),
+              closure=True, **PORTS),
 ]

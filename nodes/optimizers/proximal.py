@@ -2,7 +2,7 @@
 
 An L1 penalty λ‖w‖₁ has no gradient at 0, so gradient descent on it (a subgradient)
 oscillates around zero and never makes a weight exactly 0 — yet exact zeros are the point
-of the lasso (seed 000 §2.5, L419). The proximal step takes the gradient step on the smooth
+of the lasso. The proximal step takes the gradient step on the smooth
 loss and then solves the penalty exactly: soft thresholding, S_t(z) = sign(z)·max(|z| − t, 0)
 with t = lr·λ, which sets small weights to exactly 0 (ISTA). `accelerated` adds Nesterov's
 extrapolation between steps (FISTA), which converges as 1/k² instead of 1/k.
@@ -18,8 +18,15 @@ import math
 
 import torch
 
+from nodegraph.kinds.declare import optimizer
 from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
-from nodegraph.model.spec import LOSS_IN, SCHEDULE_IN, block, bool_param, choice_param, float_param
+from nodegraph.model.spec import (
+    LOSS_IN,
+    SCHEDULE_IN,
+    bool_param,
+    choice_param,
+    float_param,
+)
 
 
 def soft_threshold(z: torch.Tensor, t: float) -> torch.Tensor:
@@ -65,22 +72,22 @@ def _build(p, named):
 
 
 BLOCKS = [
-    block("optimizers.ProximalGD", "optimizer",
-          "Proximal gradient descent (ISTA/FISTA): the lasso's solver.\n\n"
-          "A gradient step on the loss, then soft thresholding by lr·l1 — the exact "
-          "minimiser of the L1 penalty l1·‖w‖₁ near that step — so weights reach exactly "
-          "0. With losses.MSE the solution is scikit-learn's Lasso(alpha = l1/2). Use full "
-          "batches (batch_size 0) and lr ≤ 1/L, L the loss's gradient Lipschitz constant "
-          "(2·λ_max(XᵀX)/n for MSE).",
-          _build,
-          inputs=[LOSS_IN, SCHEDULE_IN], outputs=[],
-          params=[float_param("lr", 0.1, "step size", min=0),
-                  float_param("l1", 0.0, "λ of the L1 penalty λ·‖w‖₁", min=0),
-                  bool_param("accelerated", True, "FISTA's extrapolation (1/k² convergence); "
-                             "off: plain ISTA"),
-                  *[q if q.name != "decay" else choice_param(
-                      "decay", ("all", "weights_only"), "weights_only",
-                      "which parameters l1 applies to: all, or only weight matrices "
-                      "(biases spared, as in the lasso)") for q in OPTIMIZER_PARAMS]],
-          keywords=("lasso", "l1", "ista", "fista", "soft threshold", "sparse", "proximal")),
+    optimizer("optimizers.ProximalGD",
+              "Proximal gradient descent (ISTA/FISTA): the lasso's solver.\n\n"
+              "A gradient step on the loss, then soft thresholding by lr·l1 — the exact "
+              "minimiser of the L1 penalty l1·‖w‖₁ near that step — so weights reach exactly "
+              "0. With losses.MSE the solution is scikit-learn's Lasso(alpha = l1/2). Use full "
+              "batches (batch_size 0) and lr ≤ 1/L, L the loss's gradient Lipschitz constant "
+              "(2·λ_max(XᵀX)/n for MSE).",
+              _build,
+              inputs=[LOSS_IN, SCHEDULE_IN], outputs=[],
+              params=[float_param("lr", 0.1, "step size", min=0),
+                      float_param("l1", 0.0, "λ of the L1 penalty λ·‖w‖₁", min=0),
+                      bool_param("accelerated", True, "FISTA's extrapolation (1/k² convergence); "
+                                 "off: plain ISTA"),
+                      *[q if q.name != "decay" else choice_param(
+                          "decay", ("all", "weights_only"), "weights_only",
+                          "which parameters l1 applies to: all, or only weight matrices "
+                          "(biases spared, as in the lasso)") for q in OPTIMIZER_PARAMS]],
+              keywords=("lasso", "l1", "ista", "fista", "soft threshold", "sparse", "proximal")),
 ]

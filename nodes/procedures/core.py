@@ -11,17 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 from torch.nn.utils import prune
 
+from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import block, choice_param, float_param, int_param, node_param
+from nodegraph.model.spec import (
+    choice_param,
+    float_param,
+    int_param,
+    node_param,
+)
 
 if TYPE_CHECKING:
-    from nodegraph.runtime.compile import Compiled
+    from nodegraph.kinds.procedure_context import Compiled
 
 MODEL = node_param("model", doc="the node or group instance to loop around",
                    of=("op", "group"))
@@ -160,7 +166,7 @@ class LotteryTicket(Procedure):
         self.ctx = ctx
         with seeded(ctx):
             dense = self.fresh(opts["seed"])
-            keys = prunable(dense, ctx.bound)
+            keys = prunable(dense, cast(str, ctx.bound))  # the block binds its model
             self.metric = self.metric_node(dense)
             init = {k: v.detach().clone() for k, v in dense.module.block_state().items()}
             snapshot = self.train(dense, p.rewind_epoch)
@@ -224,7 +230,8 @@ class LotteryTicket(Procedure):
     def frame(self, r: int, masks: Weights, ticket: dict, control: dict) -> dict[str, Any]:
         total = sum(m.numel() for m in masks.values())
         left = int(sum(m.sum().item() for m in masks.values()))
-        frame = {"round": r, "sparsity": round(1 - left / total, 6), "weights_left": left}
+        frame: dict[str, Any] = {"round": r, "sparsity": round(1 - left / total, 6),
+                                 "weights_left": left}
         for split, value in ticket.items():
             frame[f"{split}_rewind"] = value
         for split, value in control.items():
@@ -246,50 +253,50 @@ def trained_state(c: Compiled) -> Weights:
 
 
 BLOCKS = [
-    block("procedures.RecursiveForecast", "procedure",
-          "Forecast many steps ahead by feeding each prediction back into the input window.\n\n"
-          "Starts from window `start` of a split and predicts `steps` times; each frame holds "
-          "the prediction and, where the split has it, the true value. The free-run test of "
-          "a time-series model: errors compound, so it tells models apart that one-step "
-          "accuracy does not.",
-          lambda p: RecursiveForecast(p),
-          params=[MODEL, int_param("steps", 50, "how many steps to forecast", min=1),
-                  choice_param("split", ("train", "val", "test"), "test",
-                               "the split whose window starts the forecast"),
-                  int_param("start", 0, "index of the starting window", min=0)],
-          binds="model", keywords=("time series", "free run", "multi-step", "autoregressive")),
-    block("procedures.LotteryTicket", "procedure",
-          "Find a lottery ticket: prune the smallest weights, rewind the rest, retrain."
-          "\n\nIterative magnitude pruning (Frankle & Carbin 2019): trains the graph from "
-          "its initial weights θ₀, then for each round removes the fraction `rate` of the "
-          "surviving weights of `model` with the smallest magnitude (per layer or ranked "
-          "globally), resets the survivors to θ₀ (or to their values after "
-          "`rewind_epoch` epochs) and trains again with the mask held. A control trains "
-          "the same mask from a new random initialisation (reinit) or from the trained "
-          "values (continue). Each frame is one round: sparsity and the metric on val/test "
-          "for the rewound ticket and the control. Winning tickets keep the dense "
-          "network's accuracy to high sparsity; re-initialised ones fall off sooner.",
-          lambda p: LotteryTicket(p),
-          params=[node_param("model", doc="the node or group instance whose weight "
-                             "matrices and kernels are pruned (biases are kept)",
-                             of=("op", "group")),
-                  int_param("rounds", 5, "pruning rounds after the dense training", min=1),
-                  float_param("rate", 0.5, "fraction of the surviving weights pruned per "
-                              "round (p % / 100); after r rounds 1 − (1 − rate)^r are gone",
-                              min=0, max=0.99),
-                  choice_param("scope", ("layer", "global"), "layer",
-                               "layer: each weight tensor loses `rate` of its survivors; "
-                               "global: the smallest magnitudes over all of them"),
-                  int_param("rewind_epoch", 0, "0: rewind to the initial weights θ₀; k: to "
-                            "the weights after k epochs of the dense training (late "
-                            "rewinding)", min=0),
-                  choice_param("control", ("reinit", "continue"), "reinit",
-                               "reinit: the same mask on new random weights; continue: the "
-                               "same mask on the trained weights, trained on"),
-                  int_param("epochs", None, "training epochs per run; empty: the graph's",
-                            min=1, nullable=True),
-                  node_param("metric", "", "the metric block reported; empty: the first",
-                             of=("metric",))],
-          binds="model", keywords=("pruning", "lottery ticket", "sparsity", "rewinding",
-                                   "magnitude pruning", "imp")),
+    procedure("procedures.RecursiveForecast",
+              "Forecast many steps ahead by feeding each prediction back into the input window.\n\n"
+              "Starts from window `start` of a split and predicts `steps` times; each frame holds "
+              "the prediction and, where the split has it, the true value. The free-run test of "
+              "a time-series model: errors compound, so it tells models apart that one-step "
+              "accuracy does not.",
+              lambda p: RecursiveForecast(p),
+              params=[MODEL, int_param("steps", 50, "how many steps to forecast", min=1),
+                      choice_param("split", ("train", "val", "test"), "test",
+                                   "the split whose window starts the forecast"),
+                      int_param("start", 0, "index of the starting window", min=0)],
+              binds="model", keywords=("time series", "free run", "multi-step", "autoregressive")),
+    procedure("procedures.LotteryTicket",
+              "Find a lottery ticket: prune the smallest weights, rewind the rest, retrain."
+              "\n\nIterative magnitude pruning (Frankle & Carbin 2019): trains the graph from "
+              "its initial weights θ₀, then for each round removes the fraction `rate` of the "
+              "surviving weights of `model` with the smallest magnitude (per layer or ranked "
+              "globally), resets the survivors to θ₀ (or to their values after "
+              "`rewind_epoch` epochs) and trains again with the mask held. A control trains "
+              "the same mask from a new random initialisation (reinit) or from the trained "
+              "values (continue). Each frame is one round: sparsity and the metric on val/test "
+              "for the rewound ticket and the control. Winning tickets keep the dense "
+              "network's accuracy to high sparsity; re-initialised ones fall off sooner.",
+              lambda p: LotteryTicket(p),
+              params=[node_param("model", doc="the node or group instance whose weight "
+                                 "matrices and kernels are pruned (biases are kept)",
+                                 of=("op", "group")),
+                      int_param("rounds", 5, "pruning rounds after the dense training", min=1),
+                      float_param("rate", 0.5, "fraction of the surviving weights pruned per "
+                                  "round (p % / 100); after r rounds 1 − (1 − rate)^r are gone",
+                                  min=0, max=0.99),
+                      choice_param("scope", ("layer", "global"), "layer",
+                                   "layer: each weight tensor loses `rate` of its survivors; "
+                                   "global: the smallest magnitudes over all of them"),
+                      int_param("rewind_epoch", 0, "0: rewind to the initial weights θ₀; k: to "
+                                "the weights after k epochs of the dense training (late "
+                                "rewinding)", min=0),
+                      choice_param("control", ("reinit", "continue"), "reinit",
+                                   "reinit: the same mask on new random weights; continue: the "
+                                   "same mask on the trained weights, trained on"),
+                      int_param("epochs", None, "training epochs per run; empty: the graph's",
+                                min=1, nullable=True),
+                      node_param("metric", "", "the metric block reported; empty: the first",
+                                 of=("metric",))],
+              binds="model", keywords=("pruning", "lottery ticket", "sparsity", "rewinding",
+                                       "magnitude pruning", "imp")),
 ]

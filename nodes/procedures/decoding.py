@@ -1,7 +1,7 @@
 """Autoregressive decoding: text from a trained language model, one token at a time.
 
 A language model maps token ids (N, L) to next-token scores (N, L, V); generating text is a
-loop around it (seed 003 on sequence models): encode a prompt, score the next token from the
+loop around it: encode a prompt, score the next token from the
 last position, choose one, append it, repeat. `procedures.Decode` runs that loop with four
 ways of choosing:
 
@@ -22,9 +22,15 @@ from typing import Any
 
 import torch
 
+from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import block, choice_param, float_param, int_param, str_param
+from nodegraph.model.spec import (
+    choice_param,
+    float_param,
+    int_param,
+    str_param,
+)
 from nodes.procedures.core import MODEL
 
 METHODS = ("greedy", "temperature", "top_k", "beam")
@@ -89,7 +95,7 @@ def beam_search(scores, prompt: list[int], steps: int, width: int, context: int,
     step; returns its new tokens and the running total after each."""
     beams = torch.tensor([prompt], device=device)
     totals = torch.zeros(1, device=device)
-    history = [[]]  # the running totals of each beam
+    history: list[list[float]] = [[]]  # the running totals of each beam
     for _ in range(steps):
         log_probs = next_log_probs(scores, beams, context)
         candidates = (totals[:, None] + log_probs).flatten()
@@ -147,31 +153,32 @@ class Decode(Procedure):
 
 
 BLOCKS = [
-    block("procedures.Decode", "procedure",
-          "Generate text from a language model token by token (greedy, sampling, top-k, beam).\n\n"
-          "`model` names the node or group instance mapping token ids (N, L) to next-token "
-          "scores (N, L, V); the vocabulary comes from data.TokenText. Starting from "
-          "`prompt`, each step scores the next token from the last position and picks one "
-          "by `method`; each frame holds the token, the text so far and the total "
-          "log-probability. Beam search keeps `beam_width` candidates and yields the best.",
-          lambda p: Decode(p),
-          params=[MODEL,
-                  choice_param("method", METHODS, "greedy",
-                               "greedy: the best token; temperature: sample from "
-                               "softmax(logits / T); top_k: sample among the k best; beam: "
-                               "the most probable sequence among beam_width candidates"),
-                  str_param("prompt", "The ", "the text to continue (characters of the "
-                            "vocabulary)"),
-                  int_param("max_new_tokens", 100, "how many tokens to generate", min=1),
-                  float_param("temperature", 1.0, "divides the scores before sampling "
-                              "(temperature and top_k)", min=1e-3),
-                  int_param("top_k", 5, "how many of the best tokens top_k samples from",
-                            min=1),
-                  int_param("beam_width", 4, "candidate sequences kept by beam search",
-                            min=1),
-                  int_param("context", None, "the most recent tokens the model sees; empty "
-                            "means the data's context length", min=1, nullable=True)],
-          binds="model",
-          keywords=("generate", "sampling", "language model", "beam search", "top-k",
-                    "temperature", "greedy", "text")),
+    procedure("procedures.Decode",
+              "Generate text from a language model token by token (greedy, sampling, top-k, "
+              "beam).\n\n"
+              "`model` names the node or group instance mapping token ids (N, L) to next-token "
+              "scores (N, L, V); the vocabulary comes from data.TokenText. Starting from "
+              "`prompt`, each step scores the next token from the last position and picks one "
+              "by `method`; each frame holds the token, the text so far and the total "
+              "log-probability. Beam search keeps `beam_width` candidates and yields the best.",
+              lambda p: Decode(p),
+              params=[MODEL,
+                      choice_param("method", METHODS, "greedy",
+                                   "greedy: the best token; temperature: sample from "
+                                   "softmax(logits / T); top_k: sample among the k best; beam: "
+                                   "the most probable sequence among beam_width candidates"),
+                      str_param("prompt", "The ", "the text to continue (characters of the "
+                                "vocabulary)"),
+                      int_param("max_new_tokens", 100, "how many tokens to generate", min=1),
+                      float_param("temperature", 1.0, "divides the scores before sampling "
+                                  "(temperature and top_k)", min=1e-3),
+                      int_param("top_k", 5, "how many of the best tokens top_k samples from",
+                                min=1),
+                      int_param("beam_width", 4, "candidate sequences kept by beam search",
+                                min=1),
+                      int_param("context", None, "the most recent tokens the model sees; empty "
+                                "means the data's context length", min=1, nullable=True)],
+              binds="model",
+              keywords=("generate", "sampling", "language model", "beam search", "top-k",
+                        "temperature", "greedy", "text")),
 ]

@@ -20,16 +20,16 @@ E = −log p + const (minus the energy's gradient), by repeating `samplers.Lange
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
 
+from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
-    block,
     choice_param,
     float_param,
     int_param,
@@ -71,7 +71,7 @@ def fed_input(ctx: ProcedureContext, node: str, split: str, count: int) -> torch
         values.update({(name, port): t[:count].to(c.device) for port, t in tensors.items()})
     c.module.eval()
     values = c.module.run(c.module.plan(needed), values)
-    return values[steps[node][2][0]]
+    return values[cast("tuple[str, str]", steps[node][2][0])]
 
 
 def clamp_mask(rows: list[int], shape: list[int], units: int) -> torch.Tensor:
@@ -296,68 +296,68 @@ GIBBS_PARAMS = [
 ]
 
 BLOCKS = [
-    block("procedures.GibbsChain", "procedure",
-          "Run a Gibbs chain of a trained RBM: sample, or fill in occluded rows."
-          "\n\nStarts `count` chains at samples of a split (as the graph feeds them to the "
-          "RBM) or at random 0/1 units, and alternates h ~ P(h|v), v ~ P(v|h); every k "
-          "steps a frame shows P(v = 1 | h). Units in `clamp_rows` of the image keep their "
-          "data values: start from noise with some rows clamped and the chain inpaints "
-          "the others. A well-trained RBM's chains drift towards digit-like images; an "
-          "untrained one's stay noise.",
-          lambda p: GibbsChain(p),
-          params=[node_param("model", doc="the energy.BernoulliRBM node to sample", of=("op",)),
-                  *GIBBS_PARAMS],
-          binds="model", keywords=("rbm", "sampling", "inpainting", "mcmc", "boltzmann",
-                                   "generate")),
-    block("procedures.DBMGibbs", "procedure",
-          "Gibbs sampling through both layers of a two-layer deep Boltzmann machine."
-          "\n\nThe DBM is two stacked, layer-wise trained RBMs (`model` on the pixels, "
-          "`top` on its hidden units) joined into one model whose energy is the sum of "
-          "theirs: the middle layer h1 hears the pixels and the top layer at once, "
-          "P(h1 | v, h2) = σ(W₁v + c₁ + W₂ᵀh2 + b₂), and a sweep draws h1, then v and h2 "
-          "given h1. Chains start at data or noise (h2 from a bottom-up pass); every k "
-          "sweeps a frame shows P(v = 1 | h1) and the top units. Clamped rows inpaint as "
-          "in GibbsChain. No joint fine-tuning: the layers are as pre-training left them "
-          "(Salakhutdinov & Hinton halve pre-trained weights to avoid counting h1's "
-          "evidence twice; here both RBMs keep their own).",
-          lambda p: DBMGibbs(p),
-          params=[node_param("model", doc="the lower energy.BernoulliRBM (on the pixels)",
-                             of=("op",)),
-                  node_param("top", doc="the upper energy.BernoulliRBM, fed the lower "
-                             "one's hidden units", of=("op",)),
-                  *GIBBS_PARAMS],
-          binds="model", keywords=("dbm", "deep boltzmann", "sampling", "inpainting",
-                                   "mcmc", "generate")),
+    procedure("procedures.GibbsChain",
+              "Run a Gibbs chain of a trained RBM: sample, or fill in occluded rows."
+              "\n\nStarts `count` chains at samples of a split (as the graph feeds them to the "
+              "RBM) or at random 0/1 units, and alternates h ~ P(h|v), v ~ P(v|h); every k "
+              "steps a frame shows P(v = 1 | h). Units in `clamp_rows` of the image keep their "
+              "data values: start from noise with some rows clamped and the chain inpaints "
+              "the others. A well-trained RBM's chains drift towards digit-like images; an "
+              "untrained one's stay noise.",
+              lambda p: GibbsChain(p),
+              params=[node_param("model", doc="the energy.BernoulliRBM node to sample", of=("op",)),
+                      *GIBBS_PARAMS],
+              binds="model", keywords=("rbm", "sampling", "inpainting", "mcmc", "boltzmann",
+                                       "generate")),
+    procedure("procedures.DBMGibbs",
+              "Gibbs sampling through both layers of a two-layer deep Boltzmann machine."
+              "\n\nThe DBM is two stacked, layer-wise trained RBMs (`model` on the pixels, "
+              "`top` on its hidden units) joined into one model whose energy is the sum of "
+              "theirs: the middle layer h1 hears the pixels and the top layer at once, "
+              "P(h1 | v, h2) = σ(W₁v + c₁ + W₂ᵀh2 + b₂), and a sweep draws h1, then v and h2 "
+              "given h1. Chains start at data or noise (h2 from a bottom-up pass); every k "
+              "sweeps a frame shows P(v = 1 | h1) and the top units. Clamped rows inpaint as "
+              "in GibbsChain. No joint fine-tuning: the layers are as pre-training left them "
+              "(Salakhutdinov & Hinton halve pre-trained weights to avoid counting h1's "
+              "evidence twice; here both RBMs keep their own).",
+              lambda p: DBMGibbs(p),
+              params=[node_param("model", doc="the lower energy.BernoulliRBM (on the pixels)",
+                                 of=("op",)),
+                      node_param("top", doc="the upper energy.BernoulliRBM, fed the lower "
+                                 "one's hidden units", of=("op",)),
+                      *GIBBS_PARAMS],
+              binds="model", keywords=("dbm", "deep boltzmann", "sampling", "inpainting",
+                                       "mcmc", "generate")),
 
-    block("procedures.Langevin", "procedure",
-          "Sample a density from its score or energy by Langevin dynamics."
-          "\n\nRepeats x ← x + (ε/2)·∇log p(x) + √ε·z (samplers.LangevinStep) on `count` "
-          "chains started from N(0, init_std²) noise or from samples of a split, with "
-          "∇log p the output of a score model (kind score) or −∇E of an energy model "
-          "(kind energy: a block or group instance whose output is the energy, or an "
-          "energy.BernoulliRBM's free energy). Every `every` steps a frame holds the "
-          "samples, their mean and variance (and mean energy). As ε → 0 and steps → ∞ "
-          "the samples follow p; a finite ε adds a bias: on a Gaussian with precision P "
-          "the chains settle at covariance (P − (ε/4)·P²)⁻¹ instead of P⁻¹.",
-          lambda p: Langevin(p),
-          params=[node_param("model", doc="the score or energy model: a node or a "
-                             "group instance", of=("op", "group")),
-                  choice_param("kind", ("score", "energy"), "score",
-                               "score: the output is ∇ₓ log p(x); energy: the output is "
-                               "E(x) = −log p(x) + const"),
-                  str_param("output", "", "the output port to use; empty: the first"),
-                  int_param("steps", 500, "Langevin steps", min=1),
-                  float_param("step_size", 0.01, "step ε", min=0),
-                  float_param("noise_scale", 1.0, "multiplies the noise; 0 turns the chain "
-                              "into gradient ascent on log p", min=0),
-                  int_param("every", 50, "steps between frames", min=1),
-                  choice_param("start", ("noise", "data"), "noise",
-                               "noise: N(0, init_std²) shaped like the model's input; data: "
-                               "samples of the split as the graph feeds them to the model"),
-                  float_param("init_std", 1.0, "std of the starting noise", min=0),
-                  int_param("count", 256, "number of chains", min=1),
-                  choice_param("split", ("train", "val", "test"), "train",
-                               "the split that gives the starting samples (and their shape)")],
-          binds="model", keywords=("langevin", "score", "energy", "mcmc", "sgld", "sampling",
-                                   "generate")),
+    procedure("procedures.Langevin",
+              "Sample a density from its score or energy by Langevin dynamics."
+              "\n\nRepeats x ← x + (ε/2)·∇log p(x) + √ε·z (samplers.LangevinStep) on `count` "
+              "chains started from N(0, init_std²) noise or from samples of a split, with "
+              "∇log p the output of a score model (kind score) or −∇E of an energy model "
+              "(kind energy: a block or group instance whose output is the energy, or an "
+              "energy.BernoulliRBM's free energy). Every `every` steps a frame holds the "
+              "samples, their mean and variance (and mean energy). As ε → 0 and steps → ∞ "
+              "the samples follow p; a finite ε adds a bias: on a Gaussian with precision P "
+              "the chains settle at covariance (P − (ε/4)·P²)⁻¹ instead of P⁻¹.",
+              lambda p: Langevin(p),
+              params=[node_param("model", doc="the score or energy model: a node or a "
+                                 "group instance", of=("op", "group")),
+                      choice_param("kind", ("score", "energy"), "score",
+                                   "score: the output is ∇ₓ log p(x); energy: the output is "
+                                   "E(x) = −log p(x) + const"),
+                      str_param("output", "", "the output port to use; empty: the first"),
+                      int_param("steps", 500, "Langevin steps", min=1),
+                      float_param("step_size", 0.01, "step ε", min=0),
+                      float_param("noise_scale", 1.0, "multiplies the noise; 0 turns the chain "
+                                  "into gradient ascent on log p", min=0),
+                      int_param("every", 50, "steps between frames", min=1),
+                      choice_param("start", ("noise", "data"), "noise",
+                                   "noise: N(0, init_std²) shaped like the model's input; data: "
+                                   "samples of the split as the graph feeds them to the model"),
+                      float_param("init_std", 1.0, "std of the starting noise", min=0),
+                      int_param("count", 256, "number of chains", min=1),
+                      choice_param("split", ("train", "val", "test"), "train",
+                                   "the split that gives the starting samples (and their shape)")],
+              binds="model", keywords=("langevin", "score", "energy", "mcmc", "sgld", "sampling",
+                                       "generate")),
 ]

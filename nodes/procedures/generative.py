@@ -19,13 +19,21 @@ from typing import Any
 
 import torch
 
+from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, block, choice_param, int_param, node_param, str_param
+from nodegraph.model.spec import (
+    Param,
+    choice_param,
+    int_param,
+    node_param,
+    str_param,
+)
 
 MODEL_DOC = "the decoder or generator (a node or group instance) that maps codes to data"
-SHAPE = Param("image_shape", "ints", [], "shape each sample is given in the frames (e.g. "
-                   "[8, 8] for the 8x8 digits); empty: the model's output shape")
+SHAPE: Param[list[int]] = Param("image_shape", "ints", [],
+                                "shape each sample is given in the frames (e.g. "
+                                "[8, 8] for the 8x8 digits); empty: the model's output shape")
 
 
 def only_port(ports: list[str], what: str, node: str) -> str:
@@ -68,7 +76,7 @@ class SamplePrior(Procedure):
         z = torch.randn(p.count, dim, generator=ctx.generator).to(ctx.device)
         samples = decode(**{port: z})[out]
         for i in range(p.count):
-            yield {"index": i, "z": z[i].tolist(), "image": as_image(samples[i], p.image_shape)}
+            yield {"index": i, "z": z[i].tolist(), "image": as_image(samples[i], p.typed(SHAPE))}
 
 
 class Interpolate(Procedure):
@@ -95,7 +103,7 @@ class Interpolate(Procedure):
         port = only_port(decode.inputs, "input", p.model)
         frames = decode(**{port: line})[decode.outputs[0]]
         for alpha, z, image in zip(alphas.tolist(), line, frames, strict=True):
-            yield {"alpha": alpha, "z": z.tolist(), "image": as_image(image, p.image_shape)}
+            yield {"alpha": alpha, "z": z.tolist(), "image": as_image(image, p.typed(SHAPE))}
 
 
 class DDPMSample(Procedure):
@@ -127,8 +135,8 @@ class DDPMSample(Procedure):
         yield {"t": steps, "x": x.tolist()}
         for t in range(steps - 1, -1, -1):
             t_batch = torch.full((p.count,), t, dtype=torch.long, device=ctx.device)
-            eps = denoise(**{x_port: x.float().to(ctx.device), t_port: t_batch})
-            eps = eps[denoise.outputs[0]].double().cpu()
+            out = denoise(**{x_port: x.float().to(ctx.device), t_port: t_batch})
+            eps = out[denoise.outputs[0]].double().cpu()
             x = (x - betas[t] / (1 - abar[t]).sqrt() * eps) / (1 - betas[t]).sqrt()
             if t > 0:
                 var = betas[t] if p.variance == "beta" else (
@@ -155,49 +163,49 @@ MODEL = node_param("model", doc=MODEL_DOC, of=("op", "group"))
 COUNT = int_param("count", 16, "how many samples to draw", min=1)
 
 BLOCKS = [
-    block("procedures.SamplePrior", "procedure",
-          "Generate data by decoding codes drawn from the prior z ~ N(0, I).\n\n"
-          "What a trained VAE decoder (or GAN generator) makes of random codes: one frame "
-          "per sample, holding its code and the decoded sample. A VAE whose KL term did "
-          "its job decodes most codes into plausible data; an autoencoder without it does "
-          "not.",
-          lambda p: SamplePrior(p),
-          params=[MODEL, COUNT, int_param("latent_dim", None, "code size; empty: the width "
-                                          "of what the graph wires into the model",
-                                          min=1, nullable=True), SHAPE],
-          binds="model", keywords=("VAE", "generate", "decoder", "prior", "latent")),
-    block("procedures.Interpolate", "procedure",
-          "Decode (1 − α)·z_a + α·z_b for α from 0 to 1 between the codes of two samples.\n\n"
-          "Encodes samples `index_a` and `index_b` of a split and walks the straight line "
-          "between their codes, one frame per α. A smooth path of plausible data says the "
-          "latent space is organised (the notes' VAE digits morph into each other).",
-          lambda p: Interpolate(p),
-          params=[MODEL, node_param("encoder", doc="the encoder (node or group instance) "
-                                    "that gives each sample its code", of=("op", "group")),
-                  str_param("code", "mu", "the encoder output used as the code (a VAE's "
-                            "mean μ)"),
-                  choice_param("split", ("train", "val", "test"), "test",
-                               "the split the two samples come from"),
-                  int_param("index_a", 0, "index of the first sample", min=0),
-                  int_param("index_b", 1, "index of the second sample", min=0),
-                  int_param("steps", 9, "frames from α = 0 to α = 1", min=2), SHAPE],
-          binds="model", keywords=("VAE", "latent", "interpolation", "morph")),
-    block("procedures.DDPMSample", "procedure",
-          "Sample a trained diffusion model: the reverse chain x_T → x_0 from pure noise.\n\n"
-          "Starts from x_T ~ N(0, I) and removes the predicted noise ε_θ(x_t, t) one step "
-          "at a time with the schedule of the `noise` block (Ho et al. 2020, Algorithm 2); "
-          "a frame every `every` steps shows the samples condensing onto the data.",
-          lambda p: DDPMSample(p),
-          params=[node_param("model", doc="the denoiser (node or group instance) taking the "
-                             "noisy sample and the step, giving the predicted noise ε",
-                             of=("op", "group")),
-                  node_param("noise", "noise", "the samplers.DDPMNoise block whose schedule "
-                             "the model was trained with", of=("op",)),
-                  str_param("step_input", "t", "the denoiser's input port for the step t"),
-                  COUNT, int_param("every", 10, "yield a frame every this many steps",
-                                   min=1),
-                  choice_param("variance", ("beta", "posterior"), "beta",
-                               "σ_t² of each reverse step: β_t, or the posterior "
-                               "β̃_t = β_t(1 − ᾱ_{t−1})/(1 − ᾱ_t)")],
-          binds="model", keywords=("diffusion", "DDPM", "reverse process", "denoising")),
+    procedure("procedures.SamplePrior",
+              "Generate data by decoding codes drawn from the prior z ~ N(0, I).\n\n"
+              "What a trained VAE decoder (or GAN generator) makes of random codes: one frame "
+              "per sample, holding its code and the decoded sample. A VAE whose KL term did "
+              "its job decodes most codes into plausible data; an autoencoder without it does "
+              "not.",
+              lambda p: SamplePrior(p),
+              params=[MODEL, COUNT, int_param("latent_dim", None, "code size; empty: the width "
+                                              "of what the graph wires into the model",
+                                              min=1, nullable=True), SHAPE],
+              binds="model", keywords=("VAE", "generate", "decoder", "prior", "latent")),
+    procedure("procedures.Interpolate",
+              "Decode (1 − α)·z_a + α·z_b for α from 0 to 1 between the codes of two samples.\n\n"
+              "Encodes samples `index_a` and `index_b` of a split and walks the straight line "
+              "between their codes, one frame per α. A smooth path of plausible data says the "
+              "latent space is organised (the notes' VAE digits morph into each other).",
+              lambda p: Interpolate(p),
+              params=[MODEL, node_param("encoder", doc="the encoder (node or group instance) "
+                                        "that gives each sample its code", of=("op", "group")),
+                      str_param("code", "mu", "the encoder output used as the code (a VAE's "
+                                "mean μ)"),
+                      choice_param("split", ("train", "val", "test"), "test",
+                                   "the split the two samples come from"),
+                      int_param("index_a", 0, "index of the first sample", min=0),
+                      int_param("index_b", 1, "index of the second sample", min=0),
+                      int_param("steps", 9, "frames from α = 0 to α = 1", min=2), SHAPE],
+              binds="model", keywords=("VAE", "latent", "interpolation", "morph")),
+    procedure("procedures.DDPMSample",
+              "Sample a trained diffusion model: the reverse chain x_T → x_0 from pure noise.\n\n"
+              "Starts from x_T ~ N(0, I) and removes the predicted noise ε_θ(x_t, t) one step "
+              "at a time with the schedule of the `noise` block (Ho et al. 2020, Algorithm 2); "
+              "a frame every `every` steps shows the samples condensing onto the data.",
+              lambda p: DDPMSample(p),
+              params=[node_param("model", doc="the denoiser (node or group instance) taking the "
+                                 "noisy sample and the step, giving the predicted noise ε",
+                                 of=("op", "group")),
+                      node_param("noise", "noise", "the samplers.DDPMNoise block whose schedule "
+                                 "the model was trained with", of=("op",)),
+                      str_param("step_input", "t", "the denoiser's input port for the step t"),
+                      COUNT, int_param("every", 10, "yield a frame every this many steps",
+                                       min=1),
+                      choice_param("variance", ("beta", "posterior"), "beta",
+                                   "σ_t² of each reverse step: β_t, or the posterior "
+                                   "β̃_t = β_t(1 − ᾱ_{t−1})/(1 − ᾱ_t)")],
+              binds="model", keywords=("diffusion", "DDPM", "reverse process", "denoising")),
 ]

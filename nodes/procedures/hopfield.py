@@ -14,8 +14,15 @@ from typing import Any
 
 import torch
 
+from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
-from nodegraph.model.spec import block, bool_param, choice_param, float_param, int_param, node_param
+from nodegraph.model.spec import (
+    bool_param,
+    choice_param,
+    float_param,
+    int_param,
+    node_param,
+)
 from nodes.energy import HopfieldRecall
 from nodes.procedures.core import module_as, seeded
 from nodes.procedures.energy import model_input
@@ -63,26 +70,26 @@ def _frame(net: HopfieldRecall, step: int, x: torch.Tensor, moved: torch.Tensor 
 
 
 BLOCKS = [
-    block("procedures.HopfieldRecall", "procedure",
-          "Run a Hopfield network's recall one step at a time, from data or random starts."
-          "\n\nStarts `count` chains at samples of a split (as the graph feeds them to the "
-          "network) or at uniform random states in [−1, 1]^units, and iterates the "
-          "network's own update x ← f(Wx + b) with its saved W and b. Each frame holds the "
-          "states, their energies E = −½xᵀWx − bᵀx, the mean energy and how many chains "
-          "moved no unit by more than tol in that step; a chain that settles stays put.",
-          lambda p: Recall(p),
-          params=[node_param("model", doc="the energy.HopfieldNewhop or HopfieldHebbian "
-                             "node to run", of=("op",)),
-                  choice_param("start", ("uniform", "data"), "uniform",
-                               "uniform random states in [−1, 1], or samples of `split`"),
-                  int_param("count", 8, "how many chains", min=1, max=4096),
-                  choice_param("split", ("train", "val", "test"), "train",
-                               "the split `start: data` draws from"),
-                  int_param("steps", 0, "iterations at most; 0: the network's own `steps`",
-                            min=0, max=10000),
-                  float_param("tol", 1e-6, "a chain whose units all moved less than this "
-                              "has settled", min=0),
-                  bool_param("stop", True, "stop once every chain has settled")],
-          binds="model", keywords=("hopfield", "recall", "attractor", "associative memory",
-                                   "energy")),
+    procedure("procedures.HopfieldRecall",
+              "Run a Hopfield network's recall one step at a time, from data or random starts."
+              "\n\nStarts `count` chains at samples of a split (as the graph feeds them to the "
+              "network) or at uniform random states in [−1, 1]^units, and iterates the "
+              "network's own update x ← f(Wx + b) with its saved W and b. Each frame holds the "
+              "states, their energies E = −½xᵀWx − bᵀx, the mean energy and how many chains "
+              "moved no unit by more than tol in that step; a chain that settles stays put.",
+              lambda p: Recall(p),
+              params=[node_param("model", doc="the energy.HopfieldNewhop or HopfieldHebbian "
+                                 "node to run", of=("op",)),
+                      choice_param("start", ("uniform", "data"), "uniform",
+                                   "uniform random states in [−1, 1], or samples of `split`"),
+                      int_param("count", 8, "how many chains", min=1, max=4096),
+                      choice_param("split", ("train", "val", "test"), "train",
+                                   "the split `start: data` draws from"),
+                      int_param("steps", 0, "iterations at most; 0: the network's own `steps`",
+                                min=0, max=10000),
+                      float_param("tol", 1e-6, "a chain whose units all moved less than this "
+                                  "has settled", min=0),
+                      bool_param("stop", True, "stop once every chain has settled")],
+              binds="model", keywords=("hopfield", "recall", "attractor", "associative memory",
+                                       "energy")),
 ]

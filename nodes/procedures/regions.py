@@ -3,7 +3,7 @@
 A ReLU MLP is piecewise linear: inside a region where the same units are active it is one
 affine map. With one hidden layer of n units on a 2-D input, each unit splits the plane
 along the line w_i·x + b_i = 0, and n lines cut the plane into at most
-R_2(n) = C(n,0) + C(n,1) + C(n,2) = ½(n² + n + 2) regions (seed 000 §4.1.4, L834), reached
+R_2(n) = C(n,0) + C(n,1) + C(n,2) = ½(n² + n + 2) regions, reached
 when no two lines are parallel and no three meet in a point. The digest suggests checking
 this empirically by counting activation patterns: evaluate the units on a dense grid,
 read each point's pattern of signs, and count the distinct patterns. For one hidden layer
@@ -24,9 +24,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, block, float_param, str_param
+from nodegraph.model.spec import (
+    Param,
+    float_param,
+    str_param,
+)
 
 
 def region_bound(n: int, d: int = 2) -> int:
@@ -151,24 +156,24 @@ def _two_d_input(c, needed: set[str]):
 
 
 BLOCKS = [
-    block("procedures.LinearRegions", "procedure",
-          "Count the linear regions of a ReLU network on a 2-D input, against the bound."
-          "\n\nEvaluates the `units` (the hidden layers' pre-activations: a unit is active "
-          "where its output is > 0) on grids of growing resolution and counts the distinct "
-          "activation patterns; each frame shows the regions as an image, the count and "
-          "the bound ½(n² + n + 2) of one hidden layer of n units (seed 000 §4.1.4). The "
-          "grid covers the data and every crossing of the first layer's lines unless "
-          "`extent` is set.",
-          lambda p: LinearRegions(p),
-          params=[str_param("model", doc="the network's output node (the grid runs what "
-                            "feeds it)"),
-                  Param("units", "strs", doc="node ids whose outputs' signs are the "
-                        "activation pattern: the hidden Linear layers, in order"),
-                  Param("resolutions", "ints", [50, 200, 800],
-                        "grid points per side, one frame each", min=2, max=4000),
-                  float_param("extent", None, "half-width of the square grid around 0; "
-                              "empty: the data and the first layer's crossings",
-                              min=0, nullable=True)],
-          keywords=("linear regions", "activation patterns", "relu", "expressivity",
-                    "piecewise linear", "hyperplane arrangement")),
+    procedure("procedures.LinearRegions",
+              "Count the linear regions of a ReLU network on a 2-D input, against the bound."
+              "\n\nEvaluates the `units` (the hidden layers' pre-activations: a unit is active "
+              "where its output is > 0) on grids of growing resolution and counts the distinct "
+              "activation patterns; each frame shows the regions as an image, the count and "
+              "the bound ½(n² + n + 2) of one hidden layer of n units. The "
+              "grid covers the data and every crossing of the first layer's lines unless "
+              "`extent` is set.",
+              lambda p: LinearRegions(p),
+              params=[str_param("model", doc="the network's output node (the grid runs what "
+                                "feeds it)"),
+                      Param("units", "strs", doc="node ids whose outputs' signs are the "
+                            "activation pattern: the hidden Linear layers, in order"),
+                      Param("resolutions", "ints", [50, 200, 800],
+                            "grid points per side, one frame each", min=2, max=4000),
+                      float_param("extent", None, "half-width of the square grid around 0; "
+                                  "empty: the data and the first layer's crossings",
+                                  min=0, nullable=True)],
+              keywords=("linear regions", "activation patterns", "relu", "expressivity",
+                        "piecewise linear", "hyperplane arrangement")),
 ]

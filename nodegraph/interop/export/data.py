@@ -1,7 +1,8 @@
 """A graph's data as code: each data block's arrays made again, split and scaled as
 nodegraph does, or read from an .npz written beside the script.
 
-A *recipe* writes the numpy lines that make a built-in dataset's full `x` and `y` (an
+A *recipe*, declared on the data block (``recipe=``, `nodes/data/_recipes.py` for the built-in
+ones), writes the numpy lines that make a built-in dataset's full `x` and `y` (an
 sklearn loader, a seeded generator); the split and the normalisation follow the block's
 shared data params (random, stratified or chronological; z-score or min-max fitted on the
 training rows). The exporter runs the written function and compares every split with the
@@ -13,7 +14,6 @@ agree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,117 +37,6 @@ class DataCode:
     arrays: dict[str, np.ndarray] | None = None  # for the .npz, when there is no recipe
 
 
-# -- recipes: block id -> lines making numpy arrays x and y --------------------------------
-
-
-def _truth_table(gate: str) -> Callable[[Any], list[str]]:
-    def lines(p) -> list[str]:
-        corners = "np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=np.float32)"
-        out = [f"x = {corners}" if p.n == 4 else f"x = {corners}[np.arange({p.n}) % 4]",
-               f"y = {gate}"]
-        if p.noise:
-            out += [f"rng = np.random.default_rng({p.seed})",
-                    f"x = (x + rng.normal(0.0, {p.noise / 100.0!r}, size=x.shape))"
-                    ".astype(np.float32)"]
-        return out + _labels(p)
-    return lines
-
-
-def _labels(p) -> list[str]:
-    """0/1 labels as a float column for BCE, or as class indices (the `target` param)."""
-    if "target" not in p:
-        return []
-    return ["y = y.astype(np.float32)[:, None]  # one 0/1 column, for BCE" if p.target == "binary"
-            else "y = y.astype(np.int64)  # class indices"]
-
-
-def _noisy_line(p) -> list[str]:
-    return [f"rng = np.random.default_rng({p.seed})",
-            f"x = rng.uniform({p.x_min!r}, {p.x_max!r}, size=({p.n}, 1)).astype(np.float32)",
-            f"noise = rng.normal(0.0, {p.noise!r}, size=({p.n}, 1))",
-            f"y = ({p.slope!r} * x {'-' if p.intercept < 0 else '+'} {abs(p.intercept)!r} + noise)"
-            ".astype(np.float32)"]
-
-
-def _sklearn_classes(loader: str) -> Callable[[Any], list[str]]:
-    return lambda p: [f"x, y = {loader}(return_X_y=True)",
-                      "x, y = x.astype(np.float32), y.astype(np.int64)"]
-
-
-def _diabetes(p) -> list[str]:
-    return [f"x, y = load_diabetes(return_X_y=True, scaled={p.scaled})",
-            "x, y = x.astype(np.float32), y.astype(np.float32)[:, None]"]
-
-
-def _digits(p) -> list[str]:
-    lines = ["digits = load_digits()",
-             "x = digits.images[:, None].astype(np.float32) / 16.0  # pixels are 0..16"]
-    if p.size != 8:  # bilinear upsampling, an MNIST stand-in
-        lines += ["x = torch.nn.functional.interpolate(torch.from_numpy(x), "
-                  f"size=({p.size}, {p.size}),",
-                  '                                    mode="bilinear", align_corners=False)'
-                  ".numpy()"]
-    if p.layout == "flat":
-        lines.append("x = x.reshape(len(x), -1)")
-    return [*lines, "y = digits.target.astype(np.int64)"]
-
-
-def _noise(p) -> str:
-    return repr(p.noise / 100.0) if p.noise else "None"
-
-
-def _moons(p) -> list[str]:
-    return [f"x, y = make_moons({p.n}, noise={_noise(p)}, random_state={p.seed})",
-            "x = x.astype(np.float32)", *_labels(p)]
-
-
-def _circles(p) -> list[str]:
-    return [f"x, y = make_circles({p.n}, noise={_noise(p)}, factor={p.factor!r}, "
-            f"random_state={p.seed})", "x = x.astype(np.float32)", *_labels(p)]
-
-
-def _blobs(p) -> list[str]:
-    centres = ("centres = np.zeros((1, 2))" if p.centers == 1 else
-               f"angle = 2 * np.pi * np.arange({p.centers}) / {p.centers}")
-    lines = [centres]
-    if p.centers > 1:
-        lines.append("centres = np.stack([np.cos(angle), np.sin(angle)], axis=1)  # unit circle")
-    return [*lines, f"x, y = make_blobs({p.n}, centers=centres, cluster_std="
-            f"{p.noise / 100.0!r}, random_state={p.seed})",
-            "x, y = x.astype(np.float32), y.astype(np.int64)"]
-
-
-def _regression(formula: Callable[[Any], str]) -> Callable[[Any], list[str]]:
-    """y = f(x) + noise whose std is `noise` % of the clean signal's."""
-    def lines(p) -> list[str]:
-        sample = (f"np.linspace({p.x_min!r}, {p.x_max!r}, {p.n})" if p.spacing == "grid"
-                  else f"rng.uniform({p.x_min!r}, {p.x_max!r}, size={p.n})")
-        return [f"rng = np.random.default_rng({p.seed})", f"x = {sample}[:, None]",
-                f"clean = {formula(p)}",
-                f"sigma = {p.noise!r} / 100.0 * float(np.std(clean))",
-                "y = clean + rng.normal(0.0, 1.0, size=clean.shape) * sigma",
-                "x, y = x.astype(np.float32), y.astype(np.float32)"]
-    return lines
-
-
-RECIPES: dict[str, Callable[[Any], list[str]]] = {
-    "data.XOR": _truth_table("x[:, 0] != x[:, 1]  # x1 XOR x2"),
-    "data.NAND": _truth_table("~((x[:, 0] == 1) & (x[:, 1] == 1))  # NOT (x1 AND x2)"),
-    "data.NoisyLine": _noisy_line,
-    "data.Iris": _sklearn_classes("load_iris"),
-    "data.Wine": _sklearn_classes("load_wine"),
-    "data.BreastCancer": _sklearn_classes("load_breast_cancer"),
-    "data.Diabetes": _diabetes,
-    "data.Digits": _digits,
-    "data.Moons": _moons,
-    "data.Circles": _circles,
-    "data.Blobs": _blobs,
-    "data.Polynomial": _regression(
-        lambda p: f"np.polynomial.polynomial.polyval(x, {list(p.coefficients)!r})"),
-    "data.Sinusoid": _regression(
-        lambda p: f"{p.amplitude!r} * np.sin(2 * np.pi * {p.frequency!r} * x + {p.phase!r})"),
-    "data.SinSquared": _regression(lambda p: "np.sin(x ** 2)"),
-}
 SKLEARN = ("load_iris", "load_wine", "load_breast_cancer", "load_diabetes", "load_digits",
            "make_moons", "make_circles", "make_blobs")
 
@@ -212,7 +101,7 @@ def data_code(compiled: Compiled, node: str, function: str, npz_name: str) -> Da
     """The load function of data block `node`: a checked recipe, else the .npz."""
     spec, p = compiled.report.specs[node], compiled.report.params[node]
     dataset = compiled.datasets[node]
-    recipe = RECIPES.get(spec.id)
+    recipe = spec.recipe
     lines = recipe(p) if recipe is not None else None
     splits = _split_lines(p)
     if lines is not None and splits is not None and set(dataset.ports) == {"x", "y"}:
