@@ -240,7 +240,7 @@ def test_callbacks_keep_their_state_across_a_resume(tmp_path):
 
 def test_summaries_count_what_the_graph_and_the_model_hold():
     g = moons()
-    table = g.summary()
+    table = nodegraph.summary(g)
     report = nodegraph.validate(g)
     assert table.params == sum(report.param_counts.values()) == 3
     row = next(r for r in table.rows if r["node"] == "linear")

@@ -1,6 +1,6 @@
 """A graph's summary table, as torchinfo prints a model's: one row per node.
 
-    >>> g.summary()            # or nodegraph.summary(g), model.summary()
+    >>> nodegraph.summary(g)    # or model.summary() for a trained model
     node    block              output shape   params  trainable  memory
     data    data.XOR           x (N, 2) ...        0             ...
     ...

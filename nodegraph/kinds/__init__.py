@@ -2,12 +2,12 @@
 
 `nodegraph.model.spec` documents what `build` receives and returns per kind; here it is typed.
 Declare a block with the constructor of its kind from `nodegraph.kinds.declare` (`op`,
-`estimator`, `data`, `metric`, `optimizer`, `schedule`, `procedure`, `transform`; `family` for blocks
-sharing ports; a module of their own, as `metric` and `estimator` also name modules
-here) and mypy checks
-the build function against the Protocol; the constructor stamps the declaration
-(`BlockSpec.declared`), and every block of the library is made this way, once, with all
-that belongs to it (torch equivalence, the `dtype` param, export recipe, search hints).
+`estimator`, `data`, `metric`, `optimizer`, `schedule`, `procedure`, `transform`; `family`
+for blocks sharing ports; a module of their own, as `metric` and `estimator` also name
+modules here) and mypy checks the build function against the Protocol; the constructor
+stamps the declaration (`BlockSpec.declared`), and every block of the library is made this
+way, once, with all that belongs to it (torch equivalence, the `dtype` param, export
+recipe, search hints).
 `BlockSpec` also checks at declaration that `build` takes the kind's number of positional
 arguments, so a block written without a type checker fails when it is declared,
 not when a graph first uses it.

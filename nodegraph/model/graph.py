@@ -453,13 +453,6 @@ class Graph:
         head = f"<div><code>{escape(repr(self))}</code></div>"
         return head + (self._repr_svg_() if len(self._nodes) <= 200 else "")
 
-    def summary(self):
-        """A torchinfo-style table of the nodes: block, output shapes, parameters,
-        trainable ones, memory (`nodegraph.check.summary`; validates the graph)."""
-        from nodegraph.check.summary import summary  # the check layer, on call only
-
-        return summary(self)
-
     def _repr_svg_(self) -> str:
         """The graph drawn as cards and wires, for Jupyter (`nodegraph.model.svg`)."""
         from nodegraph.model.svg import graph_svg  # for notebooks only: not at start-up

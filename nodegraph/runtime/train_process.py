@@ -147,13 +147,13 @@ def warm() -> None:
     compiling, an optimizer step), so that the first job starts as fast as later ones."""
     import torch
 
-    import nodegraph
+    from nodegraph.model.graph import Graph
     from nodegraph.runtime.train import train
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        g = nodegraph.Graph("warm-up")
+        g = Graph("warm-up")
         g.add("data.XOR", "data")
         g.add("layers.Linear", "fc", out_features=1)
         g.add("losses.BCEWithLogits", "loss")

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nodegraph.kinds.declare import data
 from nodegraph.kinds.datameta import DataMeta, split_sizes
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, bool_param, choice_param, str_param

@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nodegraph.kinds.declare import data
 from nodegraph.kinds.datameta import DataMeta, sized
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
