@@ -31,7 +31,7 @@ class MappedRows(torch.utils.data.Dataset):
 
     def __init__(self, open_x, n: int, y: np.ndarray, shape: tuple[int, ...], scale: float = 1.0):
         self.open_x, self.n, self.y, self.shape, self.scale = open_x, n, y, shape, scale
-        self._x = None
+        self._x: np.ndarray | None = None
 
     def __len__(self) -> int:
         return self.n
@@ -42,6 +42,7 @@ class MappedRows(torch.utils.data.Dataset):
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
         if self._x is None:
             self._x = self.open_x()
+        assert self._x is not None
         x = np.array(self._x[int(i)], dtype=np.float32)  # a copy: the map is read-only
         if self.scale != 1.0:
             x = x * np.float32(self.scale)

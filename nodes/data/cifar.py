@@ -55,7 +55,8 @@ class Layout:
 
 
 def _batch_number(path: Path) -> int:
-    return int(re.search(r"(\d+)", path.stem).group(1))
+    found = re.search(r"(\d+)", path.stem)
+    return int(found.group(1)) if found else 0
 
 
 def layout(folder: str, variant: str) -> Layout:
@@ -164,7 +165,7 @@ def x_shape(p) -> tuple[int, ...]:
     return SHAPE if p.layout == "image" else (PIXELS,)
 
 
-def cifar_meta(p) -> DataMeta:
+def cifar_meta(p) -> DataMeta | None:
     """Shapes and split sizes from the folder listing and the files' sizes; a stratified
     split reads the label bytes alone (memory-mapped)."""
     train, test = sources(p)

@@ -25,6 +25,7 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -94,7 +95,7 @@ def scan(shard: Path, fields: tuple[str, str]) -> list[str]:
     is refused, naming it."""
     size = shard.stat().st_size
     keys: list[str] = []
-    key_now, have = None, set()
+    key_now, have = None, set[str]()
     end = 0
     try:
         with tarfile.open(shard, "r:") as tar:
@@ -148,7 +149,7 @@ def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, 
     """The (x, y) of each sample of `shard` in order, read start to end."""
     # a sample's members lie together in the tar (WebDataset writes them so): only the
     # current key's fields are kept, so a sample missing a field costs nothing later
-    key_now, got = None, {}
+    key_now, got = None, dict[str, Any]()
     try:
         with tarfile.open(shard, "r:") as tar:
             for member in tar:
@@ -162,7 +163,10 @@ def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, 
                                          f"{MAX_FIELD >> 20} MB")
                 if key != key_now:
                     key_now, got = key, {}
-                raw = tar.extractfile(member).read()
+                handle = tar.extractfile(member)
+                if handle is None:  # a regular file has one
+                    continue
+                raw = handle.read()
                 got[ext] = decode(member.name, ext, raw, str(shard))
                 if len(got) == 2:
                     yield got[fields[0]], got[fields[1]]
@@ -258,10 +262,10 @@ def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Path) -
     if (x.shape or (1,)) != ports["x"][0]:
         raise SampleError(f"shard '{shard}': a sample's x is {x.shape}, the first sample's "
                           f"{ports['x'][0]}")
-    x = torch.from_numpy(np.asarray(x, np.float32).reshape(ports["x"][0]))
+    xt = torch.from_numpy(np.asarray(x, np.float32).reshape(ports["x"][0]))
     if kind == "class":
-        return {"x": x, "y": torch.tensor(int(np.asarray(y).reshape(-1)[0]))}
-    return {"x": x, "y": torch.from_numpy(np.asarray(y, np.float32).reshape(-1))}
+        return {"x": xt, "y": torch.tensor(int(np.asarray(y).reshape(-1)[0]))}
+    return {"x": xt, "y": torch.from_numpy(np.asarray(y, np.float32).reshape(-1))}
 
 
 def _streamed_shards(p, sset: ShardSet, ports: dict):

@@ -107,6 +107,7 @@ def train_tokenizer(p):
     """A BPE (byte-level) or WordPiece tokenizer trained on the corpus."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+    trainer: trainers.Trainer
     if p.tokenizer == "bpe":
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
