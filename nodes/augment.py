@@ -21,9 +21,12 @@ from nodegraph.model.spec import Param, choice_param, float_param, int_param
 
 
 def _v2() -> Any:
-    load_torchvision()
-    from torchvision.transforms import v2
-
+    try:
+        load_torchvision()
+        from torchvision.transforms import v2
+    except ImportError as e:
+        raise NodegraphError(f"augmentation blocks need torchvision ({e}); install the "
+                             "models extra: pip install 'nodegraph[models]'") from e
     return v2
 
 
