@@ -7,7 +7,9 @@
     over the folder alternate between the two, the ratio is of the medians (target >= 0.95);
 (2) peak RSS of `nodegraph run` training one epoch on N and 10·N JPEGs of the same size
     (a linear model, 2 workers): lazy means memory does not grow with the folder (target:
-    growth <= 10 %); the largest process's peak (the main one), from getrusage;
+    growth <= 10 %); the main process's peak from getrusage, and each worker's peak RSS
+    (VmHWM, counting pages it still shares with the main process) and private memory
+    (smaps_rollup), read while the persistent workers are alive;
 (3) seconds from starting `nodegraph run` to the first training step, N vs 10·N images
     (target: growth <= 20 %), and `validate` of the large folder: how many images it
     decodes (target: none; it reads headers).
@@ -151,14 +153,47 @@ def child_first_step(folder: str, workers: int, started: float) -> None:
     nodegraph.train(g, events=events)
 
 
+def _workers() -> list[int]:
+    """Pids of this process's children (the DataLoader workers, alive: persistent)."""
+    me, pids = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == me:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def _status(pid: int, key: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _private(pid: int) -> float:
+    """MB only this process holds (not pages still shared with its parent)."""
+    total = 0
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:")):
+            total += int(line.split()[1])
+    return total / 1024
+
+
 def child_epoch_rss(folder: str, workers: int) -> None:
-    """One epoch of training; the peak RSS of this process (workers: their own)."""
+    """One epoch of training; the peak RSS of this process, and of its workers their peak
+    RSS (pages shared with this process included) and the memory that is theirs alone."""
     import nodegraph
 
-    nodegraph.train(graph(Path(folder), workers))
+    result = nodegraph.train(graph(Path(folder), workers))  # kept: its workers stay alive
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(json.dumps({"rss_mb": round(own / 1024, 1), "worker_rss_mb": round(kids / 1024, 1)}))
+    kids = _workers()
+    assert result.history
+    print(json.dumps({"rss_mb": round(own / 1024, 1),
+                      "worker_rss_mb": round(max([_status(p, "VmHWM") for p in kids] or [0]), 1),
+                      "worker_private_mb": round(max([_private(p) for p in kids] or [0]), 1)}))
 
 
 def child_validate(folder: str) -> None:
@@ -218,12 +253,14 @@ def main() -> None:
         result.update({
             "peak_rss_mb": peak, "worker_peak_rss_mb": {c: max(r["worker_rss_mb"] for r in v)
                                                         for c, v in rss.items()},
+            "worker_private_mb": {c: max(r["worker_private_mb"] for r in v)
+                                  for c, v in rss.items()},
             "rss_growth": round(peak[10 * n] / peak[n] - 1, 3),
             "first_step_s": {c: round(s, 2) for c, s in start.items()},
             "first_step_growth": round(start[10 * n] / start[n] - 1, 3),
             "validate_large": _child(["--child", "validate", str(large)])})
-        print(f"(2) peak RSS MB {peak} (workers {result['worker_peak_rss_mb']}): growth "
-              f"{result['rss_growth']:+.1%}")
+        print(f"(2) peak RSS MB {peak}: growth {result['rss_growth']:+.1%}; workers: peak RSS "
+              f"{result['worker_peak_rss_mb']}, their own memory {result['worker_private_mb']}")
         print(f"(3) first step s {result['first_step_s']}: growth "
               f"{result['first_step_growth']:+.1%}; validate of {10 * n} images: "
               f"{result['validate_large']}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodegraph import kinds
+from nodegraph.kinds import declare
 from nodegraph.kinds.augment import Step
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.packages import load_torchvision
@@ -21,9 +21,12 @@ from nodegraph.model.spec import Param, choice_param, float_param, int_param
 
 
 def _v2() -> Any:
-    load_torchvision()
-    from torchvision.transforms import v2
-
+    try:
+        load_torchvision()
+        from torchvision.transforms import v2
+    except ImportError as e:
+        raise NodegraphError(f"augmentation blocks need torchvision ({e}); install the "
+                             "models extra: pip install 'nodegraph[models]'") from e
     return v2
 
 
@@ -99,7 +102,7 @@ _ALPHA = float_param("alpha", 1.0, "the Beta(alpha, alpha) distribution the mixi
 _CLASSES = int_param("num_classes", doc="classes of the labels (the model's outputs)", min=2)
 
 BLOCKS = [
-    kinds.transform(
+    declare.transform(
         "augment.RandomResizedCrop",
         "Crop a random part of the image (share `scale` of its area, aspect in `ratio`) and "
         "resize it to size x size.\n\nThe standard ImageNet augmentation "
@@ -114,7 +117,7 @@ BLOCKS = [
                             min=0.01),
                 float_param("ratio_max", 4 / 3, "largest aspect ratio", min=0.01)],
         keywords=("augmentation", "crop", "resize", "imagenet")),
-    kinds.transform(
+    declare.transform(
         "augment.RandomCrop",
         "Pad the image by `padding` pixels and crop a random window of size x size (empty: "
         "the image's own size, CIFAR's crop).\n\nval/test get a centre crop "
@@ -126,12 +129,12 @@ BLOCKS = [
                 choice_param("padding_mode", ("constant", "edge", "reflect", "symmetric"),
                              "constant", "what the padding holds (constant: zeros)")],
         keywords=("augmentation", "crop", "cifar", "padding")),
-    kinds.transform(
+    declare.transform(
         "augment.HorizontalFlip",
         "Mirror the image left to right with probability p (training only).",
         _flip, params=[float_param("p", 0.5, "probability of a flip", min=0.0, max=1.0)],
         keywords=("augmentation", "flip", "mirror")),
-    kinds.transform(
+    declare.transform(
         "augment.ColorJitter",
         "Randomly change brightness, contrast, saturation and hue (training only).\n\n"
         "Each factor is drawn from [1 - v, 1 + v] (hue: [-v, v]); "
@@ -142,7 +145,7 @@ BLOCKS = [
                 float_param("saturation", 0.4, "saturation change", min=0.0),
                 float_param("hue", 0.0, "hue shift", min=0.0, max=0.5)],
         keywords=("augmentation", "colour", "color", "brightness", "contrast")),
-    kinds.transform(
+    declare.transform(
         "augment.RandAugment",
         "RandAugment: num_ops operations drawn per image from a fixed list (rotate, shear, "
         "colour, posterize, ...) at strength `magnitude` (training only).",
@@ -150,12 +153,12 @@ BLOCKS = [
         params=[int_param("num_ops", 2, "operations per image", min=1, max=10),
                 int_param("magnitude", 9, "strength of each operation (0-30)", min=0, max=30)],
         keywords=("augmentation", "autoaugment", "policy")),
-    kinds.transform(
+    declare.transform(
         "augment.TrivialAugment",
         "TrivialAugment (wide): one operation per image at a random strength; no settings "
         "to tune (training only).",
         _trivial, keywords=("augmentation", "autoaugment", "policy")),
-    kinds.transform(
+    declare.transform(
         "augment.Normalize",
         "Subtract `mean` and divide by `std`, channel by channel, on every split.\n\n"
         "ImageNet's statistics are the default; a 1-channel image takes one value each.",
@@ -164,13 +167,13 @@ BLOCKS = [
                 Param("std", "floats", [0.229, 0.224, 0.225], "per-channel standard "
                       "deviation")],
         keywords=("normalise", "normalization", "standardise", "imagenet")),
-    kinds.transform(
+    declare.transform(
         "augment.MixUp",
         "MixUp: each training batch is mixed with itself shuffled, images and labels alike; "
         "the labels become class probabilities (one-hot on val/test).",
         _batch_step("MixUp"), params=[_ALPHA, _CLASSES],
         keywords=("augmentation", "mixup", "regularisation", "batch")),
-    kinds.transform(
+    declare.transform(
         "augment.CutMix",
         "CutMix: a random box of each training image is pasted from another image of the "
         "batch, labels mixed by the box's area (probabilities; one-hot on val/test). Chained "

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -87,9 +88,11 @@ def data_params(**defaults: object) -> tuple[Param, ...]:
 class Dataset:
     """A dataset held as tensors, with its splits and batch size."""
 
-    # a text dataset's vocabulary, characters in token-id order (data.TokenText); for
-    # decoding generated ids
-    vocab: str | None = None
+    # a text dataset's vocabulary, for decoding generated ids: characters in token-id order
+    # (data.TokenText) or a view of a subword tokenizer (data.TokenizedText)
+    vocab: Any = None
+    # a table's numbering of its text values per column (data.Parquet), for predictions
+    categories: dict[str, Any] | None = None
 
     def __init__(self, tensors: dict[str, torch.Tensor], splits: dict[str, torch.Tensor],
                  batch_size: int = 32, shuffle: bool = True):

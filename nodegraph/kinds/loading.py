@@ -21,6 +21,7 @@ automatically and settable as ``training.workers``, ``training.pin_memory``,
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -263,7 +264,7 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
         sampler, loader = kept
         sampler.set_epoch(seed)
     skipped, first = 0, None
-    for step, (batch, bad) in enumerate(loader, 1):
+    for step, (batch, bad) in enumerate(_started(loader, workers), 1):
         if bad:
             if ds.on_error == "stop":
                 raise SampleError(f"{ds.node or 'data'}: {bad[0]} (set on_error = skip to "
@@ -276,6 +277,20 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
         if limit is not None and step >= limit:
             break
     ds.end_epoch(split, skipped, first)
+
+
+def _started(loader: DataLoader, workers: int) -> Iterator:
+    """An iterator over `loader`, its worker processes forked with the garbage collector's
+    objects frozen: a worker's collector then never walks the objects it inherited, so it
+    does not copy the parent's memory page by page (copy-on-write touched by reference
+    counts and collections) — its memory stays its own batches, however long the epoch."""
+    if workers == 0:
+        return iter(loader)
+    gc.freeze()
+    try:
+        return iter(loader)  # forks the workers (the first time, for persistent ones)
+    finally:
+        gc.unfreeze()
 
 
 def _worker_kwargs(opts: LoaderOptions, workers: int, reusable: bool) -> dict:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -65,10 +65,12 @@ class StreamedDataset:
     """A dataset read per sample by DataLoader workers, batched as the in-memory kind is."""
 
     streamed = True
+    vocab: Any = None  # as `Dataset.vocab`
+    categories: dict[str, Any] | None = None  # as `Dataset.categories`
 
     def __init__(self, sources: dict[str, Any], ports: Ports, batch_size: int = 32,
-                 shuffle: bool = True, transforms: dict[str, Callable] | None = None,
-                 batch_transforms: dict[str, Callable] | None = None,
+                 shuffle: bool = True, transforms: Mapping[str, Callable] | None = None,
+                 batch_transforms: Mapping[str, Callable] | None = None,
                  augmented: bool = False, node: str | None = None, on_error: str = "stop"):
         from nodegraph.kinds.loading import LoaderOptions
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nodegraph import kinds
-from nodegraph.kinds import augment
+from nodegraph.kinds import augment, declare
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import data_params, split_indices
 from nodegraph.kinds.streamed import (
@@ -66,7 +65,8 @@ def _headers(folder: str, stamp: tuple, grayscale: bool, size: int | None, skip:
              ) -> tuple[tuple[Path, ...], tuple[int, ...], tuple[int, int, int]]:
     del stamp  # part of the cache key only: a folder changed since is scanned again
     _, listed = list_folder(folder)
-    files, labels, channels, sizes = [], [], 1, {}
+    files, labels, channels = [], [], 1
+    sizes: dict[tuple[int, int], Path] = {}
     for k, names in enumerate(listed):
         for f in names:
             try:
@@ -150,7 +150,7 @@ def _image_folder_meta(p):
 
 
 BLOCKS = [
-    kinds.data(
+    declare.data(
         "data.ImageFolder",
         "Images sorted into one subfolder per class (cats/, dogs/, ...).\n\n"
         "Classes are numbered by sorted folder name. Reads JPEG, PNG, WebP, BMP, TIFF, GIF "

@@ -4,8 +4,8 @@
 tokenizer — byte-level BPE (GPT-2's kind) or WordPiece (BERT's) trained on the corpus with
 `vocab_size` tokens, or one saved as a `tokenizer.json` — and cuts the token ids into
 contexts x (N, seq_len) with their next tokens y, as `data.TokenText` does with characters.
-The dataset carries the tokenizer (`dataset.tokenizer`, and as `dataset.vocab` the view of it
-procedures.Decode encodes its prompt and spells tokens with).
+The dataset carries the tokenizer as `dataset.vocab`, the view of it procedures.Decode
+encodes its prompt and spells tokens with.
 
 Files are read and encoded in pieces of lines (the tokenizer's batch encoder, in Rust), so
 the corpus is never held as one Python string beside its ids. Streamed (`storage` stream,
@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import sized
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import Dataset, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
-from nodegraph.kinds.streamed import STORAGE_PARAM
+from nodegraph.kinds.streamed import STORAGE_PARAM, StreamedDataset
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, bool_param, choice_param, int_param, str_param
 from nodes.data._streaming import held_bytes, in_memory, mark, split_rows, streamed, subsets
@@ -207,6 +207,7 @@ def tokenized_meta(p):
 def tokenized_text(p):
     tok, ids = tokenized(p)
     stride, count = _contexts(ids, p)
+    dataset: Dataset | StreamedDataset
     if in_memory(p, held_bytes(ports_of(p), count)):
         x, y = token_windows(ids, p.seq_len, stride)
         dataset = from_arrays({"x": x, "y": y}, p, normalize_ports=())
@@ -214,7 +215,6 @@ def tokenized_text(p):
         windows = TokenWindows(ids, p.seq_len, stride, count)
         labels = ids[np.arange(count) * stride + 1] if p.split == "stratified" else None
         dataset = streamed(subsets(windows, split_rows(count, p, labels)), ports_of(p), p)
-    dataset.tokenizer = tok
     dataset.vocab = Subwords(tok)  # what procedures.Decode spells generated ids with
     return dataset
 
