@@ -380,7 +380,7 @@ def test_bpe_tokens_decode_back_to_the_corpus(tmp_path):
                     vocab_size=80, val_fraction=0.0)
     data = spec.build(p)
     x, y = data.tensors("train")["x"], data.tensors("train")["y"]
-    tok = data.tokenizer
+    tok = data.vocab.tokenizer
     assert tok.get_vocab_size() <= 80
     ids = tok.encode(CORPUS).ids
     assert len(ids) < len(CORPUS) / 2  # merges: far fewer tokens than characters
@@ -394,7 +394,7 @@ def test_wordpiece_and_a_saved_tokenizer(tmp_path):
     spec, p = _spec("data.TokenizedText", path=str(tmp_path / "c.txt"),
                     tokenizer="wordpiece", vocab_size=60, seq_len=8)
     trained = spec.build(p)
-    first = trained.tokenizer.decode(trained.tensors("train")["x"][0].tolist())
+    first = trained.vocab.tokenizer.decode(trained.tensors("train")["x"][0].tolist())
     assert first.startswith("The cat sees the river")  # words whole, spaces restored
     trained.tokenizer.save(str(tmp_path / "tokenizer.json"))
     spec, q = _spec("data.TokenizedText", path=str(tmp_path / "c.txt"), tokenizer="file",

@@ -93,7 +93,7 @@ def bpe(tmp_path_factory):
 
 
 def test_bpe_language_model_learns(bpe):
-    vocab = bpe.compiled.datasets["data"].tokenizer.get_vocab_size()
+    vocab = bpe.compiled.datasets["data"].vocab.tokenizer.get_vocab_size()
     assert vocab <= 512
     assert bpe.final["val"]["loss"] < 0.4 * math.log(vocab)
 
@@ -117,7 +117,7 @@ def test_bpe_language_model_streamed_decodes(tmp_path):
                  training__workers=0)
     data = result.compiled.datasets["data"]
     assert is_streamed(data) and data._tensors == {}
-    assert result.final["val"]["loss"] < 0.5 * math.log(data.tokenizer.get_vocab_size())
+    assert result.final["val"]["loss"] < 0.5 * math.log(data.vocab.tokenizer.get_vocab_size())
     text = run_procedure(result.compiled, "decode", max_new_tokens=8)[-1]["text"]
     assert text.startswith("The river") and data._tensors == {}
 
@@ -140,7 +140,7 @@ def test_the_full_examples_reach_their_figures(make_data, name, split, metric, l
 def test_the_full_bpe_example_writes_grammatical_text(make_data):
     result = run("bpe_transformer")
     assert result.final["val"]["loss"] < 0.3 * math.log(
-        result.compiled.datasets["data"].tokenizer.get_vocab_size())
+        result.compiled.datasets["data"].vocab.tokenizer.get_vocab_size())
     text = run_procedure(result.compiled, "decode", method="greedy")[-1]["text"]
     assert set(text.replace(".", " ").split()) <= set(make_data.corpus(4000).replace(
         ".", " ").split())
