@@ -396,7 +396,7 @@ def test_wordpiece_and_a_saved_tokenizer(tmp_path):
     trained = spec.build(p)
     first = trained.vocab.tokenizer.decode(trained.tensors("train")["x"][0].tolist())
     assert first.startswith("The cat sees the river")  # words whole, spaces restored
-    trained.tokenizer.save(str(tmp_path / "tokenizer.json"))
+    trained.vocab.tokenizer.save(str(tmp_path / "tokenizer.json"))
     spec, q = _spec("data.TokenizedText", path=str(tmp_path / "c.txt"), tokenizer="file",
                     tokenizer_file=str(tmp_path / "tokenizer.json"), seq_len=8)
     loaded = spec.build(q)
