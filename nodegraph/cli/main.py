@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nodegraph.model.errors import NodegraphError, ValidationError
+from nodegraph.model.sanitize import clean, clean_lines
 
 EXIT_PROBLEMS = 1
 EXIT_INTERRUPTED = 130
@@ -41,6 +42,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def say(*parts: object, file=None, **kwargs) -> None:
+    """`print`, with control characters from a file escaped (`nodegraph.model.sanitize`):
+    every line the CLI writes about a graph passes here, so no file writes to the terminal."""
+    print(*(clean_lines(p) for p in parts), file=file or sys.stdout, **kwargs)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser(_command_named(argv))
@@ -55,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         _print_problems(e.problems, getattr(args, "graph", None))
         return EXIT_PROBLEMS
     except NodegraphError as e:
-        print(f"error: {e}", file=sys.stderr)
+        say(f"error: {e}", file=sys.stderr)
         return EXIT_PROBLEMS
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `nodegraph info --json | head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -67,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # the edge: never let a traceback be the user's only clue
         if os.environ.get("NODEGRAPH_DEBUG"):
             traceback.print_exc()
-        print(f"internal error: {type(e).__name__}: {e}\n(set NODEGRAPH_DEBUG=1 for the "
+        say(f"internal error: {type(e).__name__}: {e}\n(set NODEGRAPH_DEBUG=1 for the "
               "traceback, and please report it)", file=sys.stderr)
         return EXIT_PROBLEMS
 
@@ -158,10 +165,11 @@ def open_graph(args: argparse.Namespace):
 
     graph = fileformat.load(args.graph)
     if getattr(args, "trust", False):
-        modules = allowlist.trust(graph)
-        if modules and distributed.is_main():  # under torchrun, rank 0 says it once
-            print(f"trusting code from module(s) {', '.join(modules)} for {args.graph}",
-                  file=sys.stderr)
+        grant = allowlist.granted(graph)
+        allowlist.trust(graph)
+        if grant and distributed.is_main():  # under torchrun, rank 0 says it once
+            say(f"trusting code from module(s) {allowlist.describe_grant(grant)} for "
+                f"{args.graph}: only these names, nothing they import", file=sys.stderr)
     return graph
 
 
@@ -201,7 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         renderer.close()
         if not args.checkpoint_dir:
             raise  # main says "interrupted", once
-        print(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
+        say(f"interrupted; the last checkpoint is kept in {args.checkpoint_dir} "
               "(continue with --resume)", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
@@ -237,7 +245,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         trains = "trainable" if can["train"] else (
             f"forward-only: {can['why_not_train']}, so `run` cannot train it (add a loss and "
             "an optimizer; `nodegraph import` does with --loss and --optimizer)")
-        print(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
+        say(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
               f"{sum(report.param_counts.values()):,} parameters; {trains})")
     return 0 if report.ok else EXIT_PROBLEMS
 
@@ -258,7 +266,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(graph, report)
         return 0
-    print(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
+    say(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
     width = max((len(n) for n in graph.nodes), default=4)
     try:
         order = graph.topological_order()
@@ -272,10 +280,10 @@ def cmd_info(args: argparse.Namespace) -> int:
                          if (node_id, p.name) in report.outputs)
         count = report.param_counts.get(node_id)
         params = f"{count:,} params" if count else ""
-        print(f"  {node_id:<{width}}  {node.type:<24} {params:>14}  {outs}")
-    print(f"trainable parameters: {sum(report.param_counts.values()):,}")
+        say(f"  {clean(node_id):<{width}}  {clean(node.type):<24} {params:>14}  {outs}")
+    say(f"trainable parameters: {sum(report.param_counts.values()):,}")
     if report.memory is not None:
-        print(f"memory: {report.memory.text()}")
+        say(f"memory: {report.memory.text()}")
     if report.problems:
         _print_problems(report.problems, args.graph)
     return 0 if report.ok else EXIT_PROBLEMS
@@ -372,14 +380,14 @@ def _trains(graph) -> bool:
 def _print_problems(problems, source: str | None) -> None:
     errors = [p for p in problems if p.severity == "error"]
     head = f"{source}: " if source else ""
-    print(f"{head}{len(errors)} problem(s)" + (f", {len(problems) - len(errors)} warning(s)"
+    say(f"{head}{len(errors)} problem(s)" + (f", {len(problems) - len(errors)} warning(s)"
                                                 if len(problems) > len(errors) else ""),
           file=sys.stderr)
     for p in problems:
         tag = "error" if p.severity == "error" else "warning"
-        print(f"  {tag} [{p.kind}] {p.location()}: {p.message}", file=sys.stderr)
+        say(f"  {tag} [{clean(p.kind)}] {clean(p.location())}: {p.message}", file=sys.stderr)
         if p.hint:
-            print(f"      hint: {p.hint}", file=sys.stderr)
+            say(f"      hint: {p.hint}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -124,14 +124,16 @@ class FileActions:
     def _ask_trust(self, graph: Graph, path: str) -> None:
         """Let `graph` import the modules of the user's it names when the user trusts this
         file's content (asked once per content); otherwise validation lists those nodes."""
-        modules = allowlist.modules_needed(graph)
+        grant = allowlist.granted(graph)  # shown name by name: trust grants just these
+        modules = list(grant)
         if not modules:
             return
         try:
             data = Path(path).read_bytes()
         except OSError:
             return  # gone since it was read: stays untrusted
-        if self.trusted.knows(data, modules) or self.prompts.trust_code(str(path), modules):
+        if self.trusted.knows(data, modules) or self.prompts.trust_code(
+                str(path), [f"{m} ({', '.join(names)})" for m, names in grant.items()]):
             self.trusted.remember(data, modules)
             allowlist.trust(graph)
 

@@ -558,7 +558,7 @@ def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
     from nodes.opaque import OpaqueModule
 
     try:  # the class is the live module's own, already imported by the user: trusted
-        with allowlist.trusting(allowlist.trusted_now() | {allowlist.top_module(target)}):
+        with allowlist.trusting(allowlist.trusted_now() | {allowlist.module_of(target)}):
             built = OpaqueModule(target, kwargs, path).module
         built.load_state_dict(module.state_dict())
     except Exception:
