@@ -22,7 +22,7 @@ import torch
 
 from nodegraph.check import eager, opcache
 from nodegraph.check.opcache import OpCache
-from nodegraph.kinds import dtypes, footprint, shapes
+from nodegraph.kinds import confine, dtypes, footprint, shapes
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
 from nodegraph.model import allowlist, gcpause, groups, references, settings
@@ -62,6 +62,9 @@ class Report:
     # bytes of an op node's parameters, buffers, and tensors made by one forward on a batch
     module_bytes: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     memory: footprint.Footprint | None = None  # what the graph needs, when inference ran
+    # the folders its data may come from beyond the graph's (nodegraph.kinds.confine), as
+    # validation allowed them: building the rest of the data later allows the same
+    data_roots: tuple | str = ()
 
     @property
     def ok(self) -> bool:
@@ -105,7 +108,7 @@ def validate(graph: Graph, for_training: bool = False, cache: OpCache | None = N
     with allowlist.trusting(graph.trusted), gcpause.paused(), \
             footprint.memory_limit(footprint.limit_bytes()):
         if graph.folder is not None:  # a graph from a file reads its data beside the file
-            with files_relative_to(graph.folder):
+            with files_relative_to(graph.folder), confine.allowing(graph.data_roots):
                 return _validated(graph, for_training, cache)
         return _validated(graph, for_training, cache)
 
@@ -134,7 +137,7 @@ def _validated(graph: Graph, for_training: bool, cache: OpCache) -> Report:
 
 def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
               cache: OpCache, flat: groups.Flat | None = None) -> Report:
-    report = Report(flat=flat)
+    report = Report(flat=flat, data_roots=confine.allowed_now())
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
     report.problems += flat.problems if flat else []  # wires to ports a group lacks
     report.problems += settings.resolve(graph.training)[1]

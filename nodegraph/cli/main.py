@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.func(args)
+        with _allowing(args):
+            return args.func(args)
     except ValidationError as e:
         _print_problems(e.problems, getattr(args, "graph", None))
         return EXIT_PROBLEMS
@@ -77,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         say(f"internal error: {type(e).__name__}: {e}\n(set NODEGRAPH_DEBUG=1 for the "
               "traceback, and please report it)", file=sys.stderr)
         return EXIT_PROBLEMS
+
+
+def _allowing(args: argparse.Namespace):
+    """The data folders the command line allows, for everything the command reads."""
+    from nodegraph.kinds import confine
+
+    return confine.allowing(allowed_roots(args))
 
 
 def _beside(graph_path: str):
@@ -155,7 +163,10 @@ def add_graph_argument(parser: argparse.ArgumentParser) -> None:
                         "the modules it names outside nodegraph's allowlist of tensor "
                         "functions and torch.nn modules (your own modules, brought in by "
                         "nodegraph import); without it those nodes are reported and nothing "
-                        "is imported")
+                        "is imported; its data files may then come from anywhere")
+    parser.add_argument("--data-root", action="append", default=[], metavar="DIR",
+                        help="let this graph's data and weights files come from DIR too "
+                        "(repeatable); without it they must lie in the graph's folder")
 
 
 def open_graph(args: argparse.Namespace):
@@ -164,6 +175,7 @@ def open_graph(args: argparse.Namespace):
     from nodegraph.runtime import distributed
 
     graph = fileformat.load(args.graph)
+    graph.data_roots = allowed_roots(args)
     if getattr(args, "trust", False):
         grant = allowlist.granted(graph)
         allowlist.trust(graph)
@@ -171,6 +183,16 @@ def open_graph(args: argparse.Namespace):
             say(f"trusting code from module(s) {allowlist.describe_grant(grant)} for "
                 f"{args.graph}: only these names, nothing they import", file=sys.stderr)
     return graph
+
+
+def allowed_roots(args: argparse.Namespace) -> tuple[Path, ...] | str:
+    """The folders beyond the graph's that its data may come from: --data-root DIR, or
+    anywhere under --trust (see `nodegraph.kinds.confine`)."""
+    from nodegraph.kinds import confine
+
+    if getattr(args, "trust", False):
+        return confine.ANYWHERE
+    return tuple(Path(d).expanduser().resolve() for d in getattr(args, "data_root", None) or ())
 
 
 # -- commands ----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from nodegraph.kinds import confine
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, bool_param, choice_param, float_param, int_param
@@ -69,10 +70,16 @@ def files_relative_to(folder: str | Path | None) -> Iterator[None]:
 
 def data_path(path: str) -> Path:
     """The file a data param names: ``~`` expanded, a relative path taken from the folder
-    set by `files_relative_to` (the current directory outside one)."""
+    set by `files_relative_to` (the current directory outside one), and inside that folder
+    or one the user allowed (`nodegraph.kinds.confine`), else an error naming `path`."""
     p = Path(path).expanduser()
     folder = _files_folder.get()
-    return p if p.is_absolute() or folder is None else folder / p
+    return confine.inside(path, p if p.is_absolute() or folder is None else folder / p, folder)
+
+
+def data_folder() -> Path | None:
+    """The folder relative data paths start from now (None outside `files_relative_to`)."""
+    return _files_folder.get()
 
 
 def data_params(**defaults: object) -> tuple[Param, ...]:

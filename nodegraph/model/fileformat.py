@@ -30,6 +30,7 @@ from nodegraph.model.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.model.groupdefs import GROUP_NAME, GroupDef
 from nodegraph.model.groupdefs import MAX_NODES as MAX_EXPANDED
 from nodegraph.model.outputs import atomic_write_text
+from nodegraph.model.safe_read import FileRefused, read_regular
 from nodegraph.model.spec import NAME as PORT_NAME
 from nodegraph.model.spec import Registry
 
@@ -55,7 +56,11 @@ def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
     try:
         if path.is_file() and path.stat().st_size > MAX_BYTES:
             raise GraphFileError(_too_big(str(path), path.stat().st_size))
-        text = path.read_text(encoding="utf-8")
+        # a regular file only, read to MAX_BYTES and no further (a FIFO, /dev/zero, a file
+        # that grows while read), then decoded as UTF-8 the way read_text would
+        text = read_regular(path, MAX_BYTES, "graph file").decode("utf-8")
+    except FileRefused as e:
+        raise GraphFileError(str(e)) from None
     except FileNotFoundError:
         raise GraphFileError(f"{path}: no such file") from None
     except IsADirectoryError:

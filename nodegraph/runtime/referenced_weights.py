@@ -15,6 +15,7 @@ from typing import Any
 
 from safetensors.torch import load_file
 
+from nodegraph.kinds import confine
 from nodegraph.model.errors import NodegraphError
 
 
@@ -25,9 +26,12 @@ def referenced(graph: Any) -> Path | None:
     if not isinstance(name, str) or not name:
         return None
     path = Path(name)
-    if not path.is_absolute() and graph.folder is not None:
+    if graph.folder is None:
+        return path
+    if not path.is_absolute():
         path = Path(graph.folder) / path
-    return path
+    with confine.allowing(getattr(graph, "data_roots", ())):  # beside the graph, or allowed
+        return confine.inside(name, path, Path(graph.folder))
 
 
 def load_referenced(compiled: Any, graph: Any) -> Path | None:
