@@ -22,7 +22,7 @@ import torch
 
 from nodegraph.check import eager, opcache
 from nodegraph.check.opcache import OpCache
-from nodegraph.kinds import confine, dtypes, footprint, shapes
+from nodegraph.kinds import confine, devices, dtypes, footprint, shapes
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
 from nodegraph.model import allowlist, gcpause, groups, references, settings
@@ -298,11 +298,10 @@ def _check_device(graph: Graph, report: Report) -> None:
     if not isinstance(device, str) or device == "auto":
         return  # a non-text device is reported by the settings check
     try:
-        torch.device(device)
-    except (RuntimeError, ValueError):
+        devices.parse(device, "training.device")
+    except NodegraphError:
         report.problems.append(Problem(None, "training.device", "bad_param",
-                                       f"unknown device '{device}'",
-                                       "use cpu, cuda, cuda:N or auto"))
+                                       f"unknown device '{device}'", devices.HINT))
 
 
 def _tied_parameter(graph: Graph, report: Report, node: str, name: str

@@ -11,7 +11,8 @@ the file and the position. Nothing is ever eval'd or unpickled.
 
 A file anyone sends must end in a clear message, quickly and in bounded memory: files over
 `MAX_BYTES` are refused before they are read, JSON nested deeper than `MAX_DEPTH` and the
-NaN / Infinity literals Python's parser would let through are refused naming the JSON path,
+NaN / Infinity literals Python's parser would let through and integers longer than
+`MAX_INT_DIGITS` are refused naming the JSON path,
 and a UTF-8 BOM is skipped.
 """
 
@@ -45,6 +46,7 @@ KNOWN_TOP = {"format", "version", "name", "groups", "nodes", "edges", "ties", "t
              "imports"}  # imports: written from the nodes on save, never trusted on load
 KNOWN_NODE = {"type", "params"}
 MAX_BYTES = 10 * 2**20  # a graph holds blocks and wires; its data lives in files beside it
+MAX_INT_DIGITS = 100  # int64 needs 19; a longer literal is refused by its JSON path
 MAX_DEPTH = 64  # the format needs ~8 levels; deeper only overflows recursive code
 MAX_NODES = MAX_EXPANDED  # as for groups: what validation takes on within a second or so
 MAX_EDGES = 5 * MAX_NODES  # no block takes more than a handful of inputs
@@ -91,7 +93,7 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
         return seen
 
     try:
-        doc = json.loads(text, object_pairs_hook=pairs)
+        doc = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise GraphFileError(f"{source}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
     except RecursionError:
@@ -156,10 +158,29 @@ def _check_values(doc: Any, source: str) -> None:
         for key, v in items:
             if isinstance(v, dict | list):
                 todo.append((v, (*path, key)))
+            elif isinstance(v, _LongInt):
+                raise GraphFileError(f"{source}: {_path((*path, key))}: an integer of "
+                                     f"{v.digits:,} digits is more than any setting takes "
+                                     f"(at most {MAX_INT_DIGITS} digits); write a smaller "
+                                     "number")
             elif isinstance(v, float) and not math.isfinite(v):
                 raise GraphFileError(f"{source}: {_path((*path, key))}: {v} is not a number "
                                      "JSON allows (NaN, Infinity or too large); write a "
                                      "finite number")
+
+
+class _LongInt:
+    """An integer literal too long to convert (Python refuses > 4,300 digits, and converting
+    one costs time quadratic in its length): kept as its length, refused by `_check_values`
+    with its JSON path."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    digits = len(text.lstrip("-"))
+    return _LongInt(digits) if digits > MAX_INT_DIGITS else int(text)
 
 
 def _path(path: tuple) -> str:
