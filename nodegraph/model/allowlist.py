@@ -37,6 +37,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nodegraph.model import bounded
 from nodegraph.model.errors import ParamError
 
 FUNCTIONS = "function"
@@ -117,9 +118,11 @@ def functions() -> dict[str, Any]:
         if not name.startswith("_") and name not in _TENSOR_REFUSED and callable(obj) and \
                 not isinstance(obj, type):
             table[f"torch:Tensor.{name}"] = obj
-    table.update({f"operator:{name}": getattr(operator, name) for name in _OPERATOR})
-    table.update({f"math:{name}": getattr(math, name) for name in dir(math)
-                  if _is_function(getattr(math, name), name)})
+    # pure-Python arithmetic, each call bounded by the size of what it would make
+    table.update({f"operator:{name}": bounded.guard(f"operator:{name}", getattr(operator, name))
+                  for name in _OPERATOR})
+    table.update({f"math:{name}": bounded.guard(f"math:{name}", getattr(math, name))
+                  for name in dir(math) if _is_function(getattr(math, name), name)})
     return table
 
 
