@@ -135,7 +135,7 @@ class OpaqueModule(nn.Module):
         if not callable(cls) or isinstance(cls, type) and not issubclass(cls, nn.Module):
             raise ParamError(f"target {target!r} is not an nn.Module class")
         kwargs = dict(decode(kwargs))
-        if "device" in kwargs:  # a device pinned in the file: one this machine has
+        if kwargs.get("device") is not None:  # a device pinned in the file: one we have
             devices.check_here(kwargs["device"], "its 'device' argument")
         try:
             root = cls(*kwargs.pop("*", ()), **kwargs)
@@ -200,7 +200,8 @@ class OpaqueFunction(nn.Module):
             # size from the file) is made on meta too, whatever device the file asks for,
             # so validation allocates nothing; its size counts in the memory estimate
             if "device" in kwargs:  # but the one it names is checked as the run needs it
-                devices.check_here(kwargs["device"], "its 'device' argument")
+                if kwargs["device"] is not None:
+                    devices.check_here(kwargs["device"], "its 'device' argument")
                 kwargs["device"] = "meta"
             with torch.device("meta"):
                 out = self.function(*args, **kwargs)
