@@ -236,7 +236,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise NodegraphError("--jobs must be at least 1")
     fixed = [x for item in args.set for x in ("--set", item)] + (["--trust"] if args.trust
-                                                                  else [])
+                                                                  else []) + [
+        x for root in args.data_root for x in ("--data-root", root)]  # runs read as this one
     out = args.output or str(Path(args.graph).with_name(f"{Path(args.graph).stem}-sweep"))
     from nodegraph.cli.main import parse_assignments, with_assignments
 

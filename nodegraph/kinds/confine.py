@@ -3,8 +3,8 @@
 A graph file is data, and so are the paths in it. A relative data or weights path is read
 from the graph's folder and, after symlinks are resolved, may not leave it (``../../etc``,
 a symlink pointing out); an absolute path is taken only inside a folder the user allowed.
-The user widens this, never the file: `allowing` adds folders (CLI ``--data-root DIR``)
-or lifts the fence (``--trust``, the editor's confirmation; `ANYWHERE`). Outside any graph
+The user widens this, never the file: `allowing` adds folders (CLI ``--data-root DIR``,
+`Graph.data_roots` in Python) or lifts the fence (``--trust``; `ANYWHERE`). Outside any graph
 folder (a graph built in code, paths from the caller's script) nothing is fenced.
 
 `inside` is checked by `nodegraph.kinds.dataset.data_path`, the one place data paths are
@@ -27,8 +27,8 @@ ANYWHERE = "anywhere"
 # folders the user allowed beyond the graph's own (resolved), or ANYWHERE
 _allowed: ContextVar[tuple[Path, ...] | str] = ContextVar("nodegraph_data_roots", default=())
 
-HINT = ("give it relative to the graph's folder, inside that folder, or allow its folder "
-        "with --data-root DIR (or --trust) on the command line; the editor asks")
+HINT = ("put the file in the graph's folder and name it relative to the graph, or allow its "
+        "folder: --data-root DIR (or --trust) on the command line, graph.data_roots in Python")
 
 
 class OutsideDataRoot(NodegraphError):
