@@ -8,11 +8,13 @@ reported as an internal error, with the traceback only under ``NODEGRAPH_DEBUG=1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        with _allowing(args):
+        with _allowing(args), _sanitised_warnings():
             return args.func(args)
     except ValidationError as e:
         _print_problems(e.problems, getattr(args, "graph", None))
@@ -85,6 +87,23 @@ def _allowing(args: argparse.Namespace):
     from nodegraph.kinds import confine
 
     return confine.allowing(allowed_roots(args))
+
+
+@contextlib.contextmanager
+def _sanitised_warnings():
+    """Python warnings (a weights file's node names, a data block's) printed as `say` prints:
+    their text can come from the file."""
+    show = warnings.showwarning
+
+    def shown(message, category, filename, lineno, file=None, line=None):
+        text = warnings.formatwarning(message, category, filename, lineno, line)
+        (file or sys.stderr).write(clean_lines(text))
+
+    warnings.showwarning = shown
+    try:
+        yield
+    finally:
+        warnings.showwarning = show
 
 
 def _beside(graph_path: str):
