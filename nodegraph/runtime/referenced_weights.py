@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 
 from nodegraph.kinds import confine
 from nodegraph.model.errors import NodegraphError
+from nodegraph.model.safe_read import require_regular
 
 
 def referenced(graph: Any) -> Path | None:
@@ -31,7 +32,9 @@ def referenced(graph: Any) -> Path | None:
     if not path.is_absolute():
         path = Path(graph.folder) / path
     with confine.allowing(getattr(graph, "data_roots", ())):  # beside the graph, or allowed
-        return confine.inside(name, path, Path(graph.folder))
+        path = confine.inside(name, path, Path(graph.folder))
+    require_regular(path, "the graph's weights file")  # not a FIFO or a device
+    return path
 
 
 def load_referenced(compiled: Any, graph: Any) -> Path | None:
