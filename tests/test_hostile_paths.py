@@ -161,3 +161,20 @@ def test_weights_and_data_that_are_not_files_are_refused(tmp_path, capsys, monke
     code, text = run_cli(capsys, "run", str(tmp_path / "g.json"), "--quiet",
                          "--init-weights", str(special))
     assert code != 0 and "weights file" in text and "regular file" in text, text
+
+
+def test_an_imported_graphs_weights_outside_its_folder_are_refused(fenced, capsys):
+    from safetensors.torch import save_file
+
+    project, outside = fenced
+    save_file({"line.weight": __import__("torch").zeros(1, 1)}, str(outside / "w.safetensors"))
+    (project / "data.csv").write_text("x,y\n1,2\n2,3\n3,4\n4,5\n5,6\n6,7\n7,8\n8,9\n")
+    doc = line_graph("data.csv")
+    doc["imported"] = {"weights": "../outside/w.safetensors"}
+    (project / "graph.json").write_text(json.dumps(doc))
+    for command in (["run", "--quiet"], ["export", "--to", "python", "-o", "x.py"]):
+        code, text = run_cli(capsys, command[0], str(project / "graph.json"), *command[1:])
+        assert code != 0 and "leads outside the graph's folder" in text, text
+    code, text = run_cli(capsys, "run", "--quiet", "--data-root", str(outside),
+                         str(project / "graph.json"))
+    assert code == 0, text
