@@ -44,7 +44,7 @@ DATA_PARAMS: tuple[Param, ...] = (
                  "how samples are assigned to splits: random, stratified by the target "
                  "class, or in order (chronological, for time series)"),
     int_param("split_seed", 0, "seed of the random split, fixed so runs compare", min=0,
-              max=2**32 - 1),
+              max=2**31 - 1),
     int_param("folds", 0, "K-fold cross-validation: cut the samples outside the test split "
               "into this many folds (val_fraction is then unused); 0 means off", min=0),
     int_param("fold", 0, "with folds on: which fold (0 to folds-1) validates while the others "
