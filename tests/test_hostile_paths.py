@@ -178,3 +178,16 @@ def test_an_imported_graphs_weights_outside_its_folder_are_refused(fenced, capsy
     code, text = run_cli(capsys, "run", "--quiet", "--data-root", str(outside),
                          str(project / "graph.json"))
     assert code == 0, text
+
+
+def test_a_runs_log_shows_the_graphs_name_as_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.csv").write_text("x,y\n1,2\n2,3\n3,4\n4,5\n5,6\n6,7\n7,8\n8,9\n")
+    doc = line_graph("data.csv")
+    doc["name"] = "evil" + ESC + "[bold red]markup[/bold red]"
+    doc["training"]["epochs"] = 1
+    (tmp_path / "g.json").write_text(json.dumps(doc))
+    code, text = run_cli(capsys, "run", str(tmp_path / "g.json"))
+    assert code == 0, text
+    assert_clean(text)
+    assert "[bold red]markup" in text  # shown as written: rich markup from a file not obeyed
