@@ -73,6 +73,21 @@ class Prompts:
         box.exec()
         return box.clickedButton() is trust
 
+    def allow_data(self, path: str, files: list[str]) -> bool:
+        """Whether the graph at `path` may read these files outside its folder."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "This file reads data from elsewhere",
+                          f"{clean_lines(path)} names files outside its folder:\n\n"
+                          + clean_lines("\n".join(files[:20]))
+                          + (f"\n… and {len(files) - 20} more" if len(files) > 20 else "")
+                          + "\n\nAllow it to read them (their folders, for this session)? "
+                          "Until you do, those blocks are listed as problems and nothing "
+                          "outside the graph's folder is read.", parent=self.parent)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        allow = box.addButton("Allow", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(box.addButton("Don't allow", QMessageBox.ButtonRole.RejectRole))
+        box.exec()
+        return box.clickedButton() is allow
+
     def load_report(self, path: str, problems: list[Problem]) -> None:
         """What the loader could not place, shown once when a damaged file opens."""
         lines = "".join(f"<li>{html.escape(clean_lines(p))}</li>" for p in problems[:30])

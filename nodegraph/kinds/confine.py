@@ -4,7 +4,8 @@ A graph file is data, and so are the paths in it. A relative data or weights pat
 from the graph's folder and, after symlinks are resolved, may not leave it (``../../etc``,
 a symlink pointing out); an absolute path is taken only inside a folder the user allowed.
 The user widens this, never the file: `allowing` adds folders (CLI ``--data-root DIR``,
-`Graph.data_roots` in Python) or lifts the fence (``--trust``; `ANYWHERE`). Outside any graph
+`Graph.data_roots` in Python and the editor, which asks naming what `outside` finds) or
+lifts the fence (``--trust``; `ANYWHERE`). Outside any graph
 folder (a graph built in code, paths from the caller's script) nothing is fenced.
 
 `inside` is checked by `nodegraph.kinds.dataset.data_path`, the one place data paths are
@@ -28,7 +29,8 @@ ANYWHERE = "anywhere"
 _allowed: ContextVar[tuple[Path, ...] | str] = ContextVar("nodegraph_data_roots", default=())
 
 HINT = ("put the file in the graph's folder and name it relative to the graph, or allow its "
-        "folder: --data-root DIR (or --trust) on the command line, graph.data_roots in Python")
+        "folder: --data-root DIR (or --trust) on the command line, graph.data_roots in Python; "
+        "the editor asks on opening")
 
 
 class OutsideDataRoot(NodegraphError):
@@ -90,3 +92,37 @@ def may_echo(path: Path, folder: Path | None) -> bool:
         return _within(path.resolve(), _roots(folder))
     except (OSError, RuntimeError):
         return False
+
+
+def outside(graph) -> list[tuple[str, str, Path]]:
+    """(node, param, file) for each existing file or folder a data block of `graph` (or an
+    imported graph's weights entry) names outside the graph's folder and its allowed
+    folders: what the editor asks about before allowing (only names that exist count, so
+    a delimiter or a column name is never taken for a path)."""
+    if graph.folder is None or graph.data_roots == ANYWHERE:
+        return []
+    folder = Path(graph.folder)
+    roots = [folder.resolve(), *(Path(r).resolve() for r in graph.data_roots)]
+    named = [(node.id, key, value) for node in graph if node.type in graph.registry
+             and graph.registry.get(node.type).kind == "data" and isinstance(node.params, dict)
+             for key, value in node.params.items()]
+    imported = graph.extra.get("imported") if isinstance(graph.extra, dict) else None
+    if isinstance(imported, dict):
+        named.append(("(graph)", "imported.weights", imported.get("weights")))
+    found = []
+    for node, key, value in named:
+        if not isinstance(value, str) or not value or "\x00" in value:
+            continue
+        path = Path(value).expanduser()
+        try:
+            real = (path if path.is_absolute() else folder / path).resolve()
+            if real.exists() and not _within(real, roots):
+                found.append((node, key, real))
+        except (OSError, RuntimeError, ValueError):
+            continue
+    return found
+
+
+def folders_for(found: list[tuple[str, str, Path]]) -> tuple[Path, ...]:
+    """The folders that allow exactly these files (a folder named is allowed itself)."""
+    return tuple(sorted({p if p.is_dir() else p.parent for _, _, p in found}))
