@@ -105,11 +105,10 @@ class Prompts:
         return name.strip() if ok and name.strip() else None
 
     def error(self, title: str, text: str) -> None:
-        """`text` (often from a file) shown as plain text: no markup, no control characters."""
-        box = QMessageBox(QMessageBox.Icon.Critical, title, clean_lines(text),
-                          QMessageBox.StandardButton.Ok, self.parent)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.exec()
+        """`text` (often from a file) shown as written: its markup escaped (Qt would render
+        a message that looks like HTML), its control characters visible."""
+        shown = html.escape(clean_lines(text)).replace("\n", "<br>")
+        QMessageBox.critical(self.parent, title, f"<p>{shown}</p>")
 
     def open_path(self, directory: str) -> str | None:
         path, _ = QFileDialog.getOpenFileName(self.parent, "Open graph", directory, FILE_FILTER)
