@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE ?= examples/xor.json
 
-.PHONY: run test lint setup
+.PHONY: run test test-slow test-all fuzz-smoke lint setup
 
 setup: $(STAMP)
 
@@ -20,8 +20,18 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/nodegraph edit $(EXAMPLE)
 
+# `make test`: the quick set (everything not marked slow); `make test-all` adds the long
+# learning and end-to-end runs, as a step of their own, and the trained fuzz smoke.
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 --durations=20 tests
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 -m "not slow" --durations=20 tests
+
+test-slow: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 -m slow --durations=20 tests
+
+fuzz-smoke: $(STAMP)
+	$(BIN)/python benchmarks/fuzz.py --smoke
+
+test-all: test test-slow fuzz-smoke
 
 lint: $(STAMP)
 	$(BIN)/ruff check nodegraph nodes tests benchmarks examples tools

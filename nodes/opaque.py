@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from nodegraph.kinds import devices
 from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import data_params, from_arrays
 from nodegraph.kinds.declare import data, op
@@ -140,6 +141,8 @@ class OpaqueModule(nn.Module):
         if not callable(cls) or isinstance(cls, type) and not issubclass(cls, nn.Module):
             raise ParamError(f"target {target!r} is not an nn.Module class")
         kwargs = dict(decode(kwargs))
+        if kwargs.get("device") is not None:  # a device pinned in the file: one we have
+            devices.check_here(kwargs["device"], "its 'device' argument")
         try:
             root = cls(*kwargs.pop("*", ()), **kwargs)
         except TypeError as e:
@@ -202,7 +205,9 @@ class OpaqueFunction(nn.Module):
             # shape inference: a tensor the call makes from its arguments (torch:ones with a
             # size from the file) is made on meta too, whatever device the file asks for,
             # so validation allocates nothing; its size counts in the memory estimate
-            if "device" in kwargs:
+            if "device" in kwargs:  # but the one it names is checked as the run needs it
+                if kwargs["device"] is not None:
+                    devices.check_here(kwargs["device"], "its 'device' argument")
                 kwargs["device"] = "meta"
             with torch.device("meta"):
                 out = self.function(*args, **kwargs)

@@ -22,7 +22,7 @@ import torch
 
 from nodegraph.check import eager, opcache
 from nodegraph.check.opcache import OpCache
-from nodegraph.kinds import dtypes, footprint, shapes
+from nodegraph.kinds import confine, devices, dtypes, footprint, shapes
 from nodegraph.kinds.augment import Chain, augmenting
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
@@ -72,6 +72,9 @@ class Report:
     # one place validation and compile read them from (an unusable value keeps its default
     # and is a problem above)
     settings: Params = field(default_factory=lambda: settings.resolve({})[0])
+    # the folders its data may come from beyond the graph's (nodegraph.kinds.confine), as
+    # validation allowed them: building the rest of the data later allows the same
+    data_roots: tuple | str = ()
 
     @property
     def ok(self) -> bool:
@@ -132,7 +135,7 @@ def validate(graph: Graph, for_training: bool = False, cache: OpCache | None = N
     with allowlist.trusting(graph.trusted), gcpause.paused(), \
             footprint.memory_limit(footprint.limit_bytes()):
         if graph.folder is not None:  # a graph from a file reads its data beside the file
-            with files_relative_to(graph.folder):
+            with files_relative_to(graph.folder), confine.allowing(graph.data_roots):
                 return _validated(graph, for_training, cache)
         return _validated(graph, for_training, cache)
 
@@ -161,7 +164,7 @@ def _validated(graph: Graph, for_training: bool, cache: OpCache) -> Report:
 
 def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
               cache: OpCache, flat: groups.Flat | None = None) -> Report:
-    report = Report(flat=flat)
+    report = Report(flat=flat, data_roots=confine.allowed_now())
     report.problems += [p for p in load_problems if p.kind in _LOAD_ONLY]
     report.problems += flat.problems if flat else []  # wires to ports a group lacks
     report.settings, problems = settings.resolve(graph.training)
@@ -323,11 +326,10 @@ def _check_device(graph: Graph, report: Report) -> None:
     if not isinstance(device, str) or device == "auto":
         return  # a non-text device is reported by the settings check
     try:
-        torch.device(device)
-    except (RuntimeError, ValueError):
+        devices.parse(device, "training.device")
+    except NodegraphError:
         report.problems.append(Problem(None, "training.device", "bad_param",
-                                       f"unknown device '{device}'",
-                                       "use cpu, cuda, cuda:N or auto"))
+                                       f"unknown device '{device}'", devices.HINT))
 
 
 def _tied_parameter(graph: Graph, report: Report, node: str, name: str

@@ -6,7 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from nodegraph.cli.main import add_graph_argument, open_graph
+from nodegraph.cli.main import (
+    add_graph_argument,
+    open_graph,
+    say,  # control characters from the file escaped
+)
 from nodegraph.runtime import referenced_weights as fx_weights
 
 
@@ -52,10 +56,10 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
         from nodegraph.interop.export.python import to_python
 
         result = to_python(graph, out, Path(args.graph).name)
-        print(f"wrote {out}: class {result.class_name}"
+        say(f"wrote {out}: class {result.class_name}"
               + (f"; train it with `python {out}`" if result.trains else ""))
         for node, block in result.saved_data.items():
-            print(f"  the data of '{node}' ({block}) is saved in {result.npz}: the script "
+            say(f"  the data of '{node}' ({block}) is saved in {result.npz}: the script "
                   "cannot make it again without nodegraph")
         if weights is not None or carried.startswith("the imported"):
             from nodegraph.runtime import checkpoint
@@ -63,7 +67,7 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
             beside = out.with_name(out.stem + ".weights.safetensors")  # not the graph's own
             checkpoint.save_weights(beside, weights if weights is not None else
                                     _state(graph))
-            print(f"  weights: {carried}, saved in {beside}; the class starts from fresh "
+            say(f"  weights: {carried}, saved in {beside}; the class starts from fresh "
                   f"weights: model.load_state_dict(safetensors.torch.load_file("
                   f"'{beside.name}'))")
         else:
@@ -77,9 +81,9 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
                  "onnxruntime is not installed, so the file was not checked"
                  if onnx.max_difference is None else
                  f"onnxruntime agrees with the graph to {onnx.max_difference:.2g}")
-        print(f"wrote {out}: inputs {', '.join(onnx.inputs) or '-'}; outputs "
+        say(f"wrote {out}: inputs {', '.join(onnx.inputs) or '-'}; outputs "
               f"{', '.join(onnx.outputs)}; {check}")
-        print(f"  weights: {carried}")
+        say(f"  weights: {carried}")
         _say_untrained(carried, "the file carries them")
     else:
         from nodegraph.interop.export.weights import to_weights
@@ -87,7 +91,7 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
         referenced = fx_weights.referenced(graph)
         source = args.weights or (None if args.train else referenced)
         count = to_weights(graph, out, source, args.train)
-        print(f"wrote {count} tensors to {out} (keys node.param); weights: {carried}")
+        say(f"wrote {count} tensors to {out} (keys node.param); weights: {carried}")
 
 
 def _weights(args: argparse.Namespace, graph) -> tuple[dict | None, str]:
@@ -101,7 +105,7 @@ def _weights(args: argparse.Namespace, graph) -> tuple[dict | None, str]:
     if args.train:
         from nodegraph.runtime.train import train
 
-        print("training the graph first (--train) ...", file=sys.stderr)
+        say("training the graph first (--train) ...", file=sys.stderr)
         module = train(graph).unless_cancelled().module
         return ({k.removeprefix("blocks."): v.detach().clone()
                  for k, v in module.state_dict().items()}, "trained here (--train)")
@@ -116,7 +120,7 @@ UNTRAINED = "UNTRAINED (freshly initialised)"
 
 def _say_untrained(carried: str, what: str) -> None:
     if carried == UNTRAINED:
-        print(f"warning: these weights are untrained, freshly initialised, and {what}; pass "
+        say(f"warning: these weights are untrained, freshly initialised, and {what}; pass "
               "--train to train the graph first, or --weights FILE (a checkpoint's "
               "last/model.safetensors from nodegraph run --checkpoint-dir)", file=sys.stderr)
 

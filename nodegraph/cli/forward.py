@@ -6,7 +6,11 @@ import argparse
 import io
 from pathlib import Path
 
-from nodegraph.cli.main import add_graph_argument, open_graph
+from nodegraph.cli.main import (
+    add_graph_argument,
+    open_graph,
+    say,  # control characters from the file escaped
+)
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.outputs import check_file
 
@@ -61,8 +65,8 @@ def cmd_forward(args: argparse.Namespace) -> int:
     np.savez(buffer, allow_pickle=True, **arrays)  # numpy's default, named for mypy
     _write_bytes(Path(args.out), buffer.getvalue())
     for name, a in arrays.items():
-        print(f"  {name:<28} {str(a.shape):<18} {a.dtype}")
-    print(f"wrote {len(arrays)} arrays to {Path(args.out)}")
+        say(f"  {name:<28} {str(a.shape):<18} {a.dtype}")
+    say(f"wrote {len(arrays)} arrays to {Path(args.out)}")
     return 0
 
 

@@ -11,7 +11,11 @@ import argparse
 import csv
 import math
 
-from nodegraph.cli.main import add_graph_argument, open_graph
+from nodegraph.cli.main import (
+    add_graph_argument,
+    open_graph,
+    say,  # control characters from the file escaped
+)
 
 WIDTH = 40
 
@@ -39,18 +43,18 @@ def cmd_lr_find(args: argparse.Namespace) -> int:
     graph = open_graph(args)
     result = lr_range_test(graph, args.optimizer, args.start, args.end, args.steps,
                            suggest=args.suggest)
-    print(chart(result.lrs, result.smoothed))
-    print(f"optimizer {result.optimizer}: {len(result.lrs)} steps"
+    say(chart(result.lrs, result.smoothed))
+    say(f"optimizer {result.optimizer}: {len(result.lrs)} steps"
           + (f", diverged at lr {result.divergence_lr:.3g}" if result.diverged else ""))
     for name, value in (("steepest descent", result.steepest_lr),
                         ("min loss / 10", result.min_loss_lr and result.min_loss_lr / 10),
                         ("divergence / 10", result.divergence_lr and result.divergence_lr / 10)):
         if value:
-            print(f"  {name:<17} {value:.3g}")
+            say(f"  {name:<17} {value:.3g}")
     if result.suggested_lr is None:
-        print("no suggestion: the loss did not fall; widen --start/--end or add --steps")
+        say("no suggestion: the loss did not fall; widen --start/--end or add --steps")
         return 1
-    print(f"suggested lr: {result.suggested_lr:.3g}")
+    say(f"suggested lr: {result.suggested_lr:.3g}")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             writer = csv.writer(f)
@@ -59,7 +63,7 @@ def cmd_lr_find(args: argparse.Namespace) -> int:
     if args.write:
         graph.set_param(result.optimizer, "lr", float(f"{result.suggested_lr:.3g}"))
         fileformat.save(graph, args.write)
-        print(f"wrote {args.write} with {result.optimizer}.lr = {result.suggested_lr:.3g}")
+        say(f"wrote {args.write} with {result.optimizer}.lr = {result.suggested_lr:.3g}")
     return 0
 
 

@@ -8,16 +8,19 @@ reported as an internal error, with the traceback only under ``NODEGRAPH_DEBUG=1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
 from nodegraph.model import gcpause
 from nodegraph.model.errors import NodegraphError, ValidationError
+from nodegraph.model.sanitize import clean, clean_lines
 
 EXIT_PROBLEMS = 1
 EXIT_INTERRUPTED = 130
@@ -42,6 +45,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def say(*parts: object, file=None, **kwargs) -> None:
+    """`print`, with control characters from a file escaped (`nodegraph.model.sanitize`):
+    every line the CLI writes about a graph passes here, so no file writes to the terminal."""
+    print(*(clean_lines(p) for p in parts), file=file or sys.stdout, **kwargs)
+
+
 def main(argv: list[str] | None = None) -> int:
     gcpause.tune_process()  # this process is ours: keep the collector out of the hot paths
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -52,15 +61,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.func(args)
+        with _allowing(args), _sanitised_warnings():
+            return args.func(args)
     except ValidationError as e:
         _print_problems(e.problems, getattr(args, "graph", None))
         return EXIT_PROBLEMS
     except NodegraphError as e:
-        print(f"error: {e}", file=sys.stderr)
+        say(f"error: {e}", file=sys.stderr)
         return EXIT_PROBLEMS
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `nodegraph info --json | head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -69,9 +79,33 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # the edge: never let a traceback be the user's only clue
         if os.environ.get("NODEGRAPH_DEBUG"):
             traceback.print_exc()
-        print(f"internal error: {type(e).__name__}: {e}\n(set NODEGRAPH_DEBUG=1 for the "
+        say(f"internal error: {type(e).__name__}: {e}\n(set NODEGRAPH_DEBUG=1 for the "
               "traceback, and please report it)", file=sys.stderr)
         return EXIT_PROBLEMS
+
+
+def _allowing(args: argparse.Namespace):
+    """The data folders the command line allows, for everything the command reads."""
+    from nodegraph.kinds import confine
+
+    return confine.allowing(allowed_roots(args))
+
+
+@contextlib.contextmanager
+def _sanitised_warnings():
+    """Python warnings (a weights file's node names, a data block's) printed as `say` prints:
+    their text can come from the file."""
+    show = warnings.showwarning
+
+    def shown(message, category, filename, lineno, file=None, line=None):
+        text = warnings.formatwarning(message, category, filename, lineno, line)
+        (file or sys.stderr).write(clean_lines(text))
+
+    warnings.showwarning = shown
+    try:
+        yield
+    finally:
+        warnings.showwarning = show
 
 
 def _beside(graph_path: str):
@@ -158,7 +192,10 @@ def add_graph_argument(parser: argparse.ArgumentParser) -> None:
                         "the modules it names outside nodegraph's allowlist of tensor "
                         "functions and torch.nn modules (your own modules, brought in by "
                         "nodegraph import); without it those nodes are reported and nothing "
-                        "is imported")
+                        "is imported; its data files may then come from anywhere")
+    parser.add_argument("--data-root", action="append", default=[], metavar="DIR",
+                        help="let this graph's data and weights files come from DIR too "
+                        "(repeatable); without it they must lie in the graph's folder")
 
 
 def open_graph(args: argparse.Namespace):
@@ -167,12 +204,24 @@ def open_graph(args: argparse.Namespace):
     from nodegraph.runtime import distributed
 
     graph = fileformat.load(args.graph)
+    graph.data_roots = allowed_roots(args)
     if getattr(args, "trust", False):
-        modules = allowlist.trust(graph)
-        if modules and distributed.is_main():  # under torchrun, rank 0 says it once
-            print(f"trusting code from module(s) {', '.join(modules)} for {args.graph}",
-                  file=sys.stderr)
+        grant = allowlist.granted(graph)
+        allowlist.trust(graph)
+        if grant and distributed.is_main():  # under torchrun, rank 0 says it once
+            say(f"trusting code from module(s) {allowlist.describe_grant(grant)} for "
+                f"{args.graph}: only these names, nothing they import", file=sys.stderr)
     return graph
+
+
+def allowed_roots(args: argparse.Namespace) -> tuple[Path, ...] | str:
+    """The folders beyond the graph's that its data may come from: --data-root DIR, or
+    anywhere under --trust (see `nodegraph.kinds.confine`)."""
+    from nodegraph.kinds import confine
+
+    if getattr(args, "trust", False):
+        return confine.ANYWHERE
+    return tuple(Path(d).expanduser().resolve() for d in getattr(args, "data_root", None) or ())
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -250,11 +299,11 @@ def _say_checkpoint(folder: str | None) -> None:
 
     epoch = written_epoch(folder) if folder else None
     if epoch is None:
-        print("interrupted" + (f"; no checkpoint was written in {folder}" if folder else ""),
-              file=sys.stderr)
+        say("interrupted" + (f"; no checkpoint was written in {folder}" if folder else ""),
+            file=sys.stderr)
     else:
-        print(f"interrupted; the checkpoint of epoch {epoch} is in {folder} (continue with "
-              "--resume)", file=sys.stderr)
+        say(f"interrupted; the checkpoint of epoch {epoch} is in {folder} (continue with "
+            "--resume)", file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -281,7 +330,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         trains = "trainable" if can["train"] else (
             f"forward-only: {can['why_not_train']}, so `run` cannot train it (add a loss and "
             "an optimizer; `nodegraph import` does with --loss and --optimizer)")
-        print(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
+        say(f"{args.graph}: ok ({len(graph)} nodes, {len(graph.edges)} wires, "
               f"{sum(report.param_counts.values()):,} parameters; {trains})")
     return 0 if report.ok else EXIT_PROBLEMS
 
@@ -300,7 +349,7 @@ def _print_failure(path: str, problems: list, message: str) -> int:
 
     print(json.dumps({"describe_format": FORMAT, "file": path, "ok": False, "loaded": False,
                       "error": message, "problems": problems}, indent=1, default=str))
-    print(f"error: {message}", file=sys.stderr)
+    say(f"error: {message}", file=sys.stderr)
     return EXIT_PROBLEMS
 
 
@@ -313,7 +362,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(graph, report)
         return 0
-    print(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
+    say(f"{graph.name}: {len(graph)} nodes, {len(graph.edges)} wires")
     width = max((len(n) for n in graph.nodes), default=4)
     try:
         order = graph.topological_order()
@@ -327,10 +376,10 @@ def cmd_info(args: argparse.Namespace) -> int:
                          if (node_id, p.name) in report.outputs)
         count = report.param_counts.get(node_id)
         params = f"{count:,} params" if count else ""
-        print(f"  {node_id:<{width}}  {node.type:<24} {params:>14}  {outs}")
-    print(f"trainable parameters: {sum(report.param_counts.values()):,}")
+        say(f"  {clean(node_id):<{width}}  {clean(node.type):<24} {params:>14}  {outs}")
+    say(f"trainable parameters: {sum(report.param_counts.values()):,}")
     if report.memory is not None:
-        print(f"memory: {report.memory.text()}")
+        say(f"memory: {report.memory.text()}")
     if report.problems:
         _print_problems(report.problems, args.graph)
     return 0 if report.ok else EXIT_PROBLEMS
@@ -427,14 +476,14 @@ def _trains(graph) -> bool:
 def _print_problems(problems, source: str | None) -> None:
     errors = [p for p in problems if p.severity == "error"]
     head = f"{source}: " if source else ""
-    print(f"{head}{len(errors)} problem(s)" + (f", {len(problems) - len(errors)} warning(s)"
+    say(f"{head}{len(errors)} problem(s)" + (f", {len(problems) - len(errors)} warning(s)"
                                                 if len(problems) > len(errors) else ""),
           file=sys.stderr)
     for p in problems:
         tag = "error" if p.severity == "error" else "warning"
-        print(f"  {tag} [{p.kind}] {p.location()}: {p.message}", file=sys.stderr)
+        say(f"  {tag} [{clean(p.kind)}] {clean(p.location())}: {p.message}", file=sys.stderr)
         if p.hint:
-            print(f"      hint: {p.hint}", file=sys.stderr)
+            say(f"      hint: {p.hint}", file=sys.stderr)
 
 
 if __name__ == "__main__":

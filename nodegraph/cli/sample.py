@@ -7,7 +7,11 @@ import json
 
 import torch
 
-from nodegraph.cli.main import add_graph_argument, open_graph
+from nodegraph.cli.main import (
+    add_graph_argument,
+    open_graph,
+    say,  # control characters from the file escaped
+)
 from nodegraph.model.outputs import check_file, write_text
 
 
@@ -43,11 +47,11 @@ def cmd_sample(args: argparse.Namespace) -> int:
                            **overrides)
     if args.out:
         write_text(args.out, json.dumps(_plain(frames)), "--out")
-    print(f"{args.node}: {len(frames)} frame(s)" + (f", written to {args.out}" if args.out
+    say(f"{args.node}: {len(frames)} frame(s)" + (f", written to {args.out}" if args.out
                                                      else ""))
     table = _number_table(frames)
     if table:
-        print(table)
+        say(table)
     elif frames:
         last = {k: v for k, v in _plain(frames[-1]).items()
                 if not isinstance(v, list) or len(v) <= 8}

@@ -30,7 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from nodegraph.cli import sweep_search
-from nodegraph.cli.main import add_graph_argument, open_graph
+from nodegraph.cli.main import (
+    add_graph_argument,
+    open_graph,
+    say,  # control characters from the file escaped
+)
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.settings import monitor_rises
 from nodegraph.runtime.search import final_value as metric_of
@@ -236,20 +240,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise NodegraphError("--jobs must be at least 1")
     fixed = [x for item in args.set for x in ("--set", item)] + (["--trust"] if args.trust
-                                                                  else [])
+                                                                  else []) + [
+        x for root in args.data_root for x in ("--data-root", root)]  # runs read as this one
     out = args.output or str(Path(args.graph).with_name(f"{Path(args.graph).stem}-sweep"))
     from nodegraph.cli.main import parse_assignments, with_assignments
 
     with_assignments(open_graph(args), parse_assignments(args.set))
     result = sweep(args.graph, grid, out, args.jobs, args.metric, args.epochs, fixed)
-    print(table(result.runs, result.metric))
+    say(table(result.runs, result.metric))
     best = result.best
     if best is not None:
-        print(f"best: {best.name} ({_settings(best)}) with {result.metric} {_format(best.value)}")
-    print(f"summary written to {Path(out) / 'summary.csv'}")
+        say(f"best: {best.name} ({_settings(best)}) with {result.metric} {_format(best.value)}")
+    say(f"summary written to {Path(out) / 'summary.csv'}")
     failed = [r.name for r in result.runs if r.status != "ok"]
     if failed:
-        print(f"{len(failed)} run(s) failed: {', '.join(failed)} (see their .log files)",
+        say(f"{len(failed)} run(s) failed: {', '.join(failed)} (see their .log files)",
               file=sys.stderr)
         return 1
     return 0

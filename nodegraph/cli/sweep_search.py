@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from nodegraph.cli.main import say  # control characters from the file escaped
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.runtime.search import SearchResult, TrialRow, shown
@@ -120,29 +121,29 @@ def cmd_search(args: argparse.Namespace) -> int:
         from nodegraph.runtime.search import refreshed
 
         for complaint in search_workers.wait(helpers):
-            print(f"a helper process failed: {complaint}", file=sys.stderr)
+            say(f"a helper process failed: {complaint}", file=sys.stderr)
         result = refreshed(result)  # the trials the helpers ran since
     out.mkdir(parents=True, exist_ok=True)
     targets = [s.target for s in spaces]
-    print(table(result, targets))
+    say(table(result, targets))
     write_summary(out / "summary.csv", result, targets)
     from nodegraph.cli.search_plot import write_plot
 
     plot = write_plot(result, out)
     best = result.best
     if best is None:
-        print(f"no trial finished with a {metric}; summary in {out / 'summary.csv'}",
+        say(f"no trial finished with a {metric}; summary in {out / 'summary.csv'}",
               file=sys.stderr)
         return 1
-    print(f"best: trial {best.number} ({_settings(best)}) with {metric} {best.value:.6g}")
+    say(f"best: trial {best.number} ({_settings(best)}) with {metric} {best.value:.6g}")
     failed = [str(t.number) for t in result.trials if t.state == "FAIL"]
     if failed:
-        print(f"{len(failed)} trial(s) failed: {', '.join(failed)} (summary.csv says why)",
+        say(f"{len(failed)} trial(s) failed: {', '.join(failed)} (summary.csv says why)",
               file=sys.stderr)
     if args.write:
         fileformat.save(build(best.params), args.write)
-        print(f"wrote {args.write} with the best params")
-    print(f"summary written to {out / 'summary.csv'}, plot to {plot}")
+        say(f"wrote {args.write} with the best params")
+    say(f"summary written to {out / 'summary.csv'}, plot to {plot}")
     return 0
 
 

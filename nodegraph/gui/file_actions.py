@@ -22,6 +22,7 @@ from nodegraph.gui import files
 from nodegraph.gui.document import Document
 from nodegraph.gui.prompts import Prompts
 from nodegraph.gui.trusted_files import TrustedFiles
+from nodegraph.kinds import confine
 from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.fileformat import load, save
@@ -102,6 +103,7 @@ class FileActions:
             return False
         restored = self._offer_autosave(path)
         self._ask_trust(restored or graph, path)
+        self._ask_data_roots(restored or graph, path)
         if not self._replace(restored or graph, path, "Cannot open the file"):
             return False
         if restored is not None:
@@ -124,16 +126,26 @@ class FileActions:
     def _ask_trust(self, graph: Graph, path: str) -> None:
         """Let `graph` import the modules of the user's it names when the user trusts this
         file's content (asked once per content); otherwise validation lists those nodes."""
-        modules = allowlist.modules_needed(graph)
+        grant = allowlist.granted(graph)  # shown name by name: trust grants just these
+        modules = list(grant)
         if not modules:
             return
         try:
             data = Path(path).read_bytes()
         except OSError:
             return  # gone since it was read: stays untrusted
-        if self.trusted.knows(data, modules) or self.prompts.trust_code(str(path), modules):
+        if self.trusted.knows(data, modules) or self.prompts.trust_code(
+                str(path), [f"{m} ({', '.join(names)})" for m, names in grant.items()]):
             self.trusted.remember(data, modules)
             allowlist.trust(graph)
+
+    def _ask_data_roots(self, graph: Graph, path: str) -> None:
+        """Let `graph` read the data files it names outside its folder when the user says
+        so (asked on each open, naming them); otherwise validation reports those nodes."""
+        found = confine.outside(graph)
+        if found and self.prompts.allow_data(str(path), [
+                f"{node}.{key}: {file}" for node, key, file in found]):
+            graph.data_roots = confine.folders_for(found)
 
     def _replace(self, graph: Graph, path: str | None, title: str) -> bool:
         """Show `graph` in place of the open one; when a part of the window fails on it,

@@ -13,6 +13,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QPlainTextEdit
 
 from nodegraph.gui import theme
+from nodegraph.model.sanitize import clean_lines
 
 LEVEL_COLORS = {"error": theme.ERROR, "warning": theme.WARNING, "debug": theme.TEXT_DIM,
                 "info": theme.TEXT}
@@ -32,6 +33,7 @@ class LogView(QPlainTextEdit):
         self._timer.timeout.connect(self.flush)
 
     def log(self, text: str, level: str = "info") -> None:
+        text = clean_lines(text)  # names from the file: their control characters shown
         stamp = time.strftime("%H:%M:%S")
         self.lines.append(text)
         if len(self.lines) > MAX_LINES:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from nodegraph.gui import theme
 from nodegraph.model.errors import Problem
+from nodegraph.model.sanitize import clean, clean_lines
 
 NODE_ROLE = Qt.ItemDataRole.UserRole
 
@@ -81,7 +82,8 @@ class ProblemsView(QWidget):
         self.problems = sorted(problems, key=lambda p: (p.severity != "error", p.location()))
         self.table.clear()
         for p in self.problems:
-            item = QTreeWidgetItem(self.table, [p.location(), p.message, p.hint])
+            item = QTreeWidgetItem(self.table, [clean(p.location()), clean_lines(p.message),
+                                                clean_lines(p.hint)])
             color = QColor(theme.ERROR if p.severity == "error" else theme.WARNING)
             item.setForeground(0, QBrush(color))
             tip = _tooltip(p)
@@ -105,5 +107,5 @@ class ProblemsView(QWidget):
 
 def _tooltip(p: Problem) -> str:
     """The whole problem as rich text (Qt wraps rich-text tooltips at a readable width)."""
-    text = f"<b>{html.escape(p.location())}</b>: {html.escape(p.message)}"
-    return text + (f"<br><i>hint: {html.escape(p.hint)}</i>" if p.hint else "")
+    text = f"<b>{html.escape(clean(p.location()))}</b>: {html.escape(clean_lines(p.message))}"
+    return text + (f"<br><i>hint: {html.escape(clean_lines(p.hint))}</i>" if p.hint else "")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import html
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from nodegraph.model.errors import Problem
+from nodegraph.model.sanitize import clean_lines
 
 FILE_FILTER = "Graph files (*.json);;All files (*)"
 
@@ -54,28 +56,46 @@ class Prompts:
 
     def trust_code(self, path: str, modules: list[str]) -> bool:
         """Whether the file at `path` may import and run these modules of the user's."""
-        names = ", ".join(modules)
+        names = clean_lines(", ".join(modules))
         box = QMessageBox(QMessageBox.Icon.Warning, "This file runs code",
-                          f"{path} runs code from the module(s) {names}: Python outside the "
+                          f"{clean_lines(path)} runs code from the module(s) {names}, and "
+                          "only those names (nothing they import): Python outside the "
                           "tensor functions and torch.nn modules a graph file may name.\n\n"
                           "Checking, previewing or training it imports and runs that code "
                           "with your permissions. Trust it only if you trust where it came "
                           "from. Until you do, those nodes are listed as problems and nothing "
                           "is imported.\n\nThe answer is remembered for this file as it is "
-                          "now; a changed file is asked about again.", parent=self.parent)
-        trust = box.addButton(f"Trust and run {names}", QMessageBox.ButtonRole.AcceptRole)
+                          "now; a changed file or module is asked about again.",
+                          parent=self.parent)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # module names come from the file
+        trust = box.addButton("Trust and run these", QMessageBox.ButtonRole.AcceptRole)
         box.setDefaultButton(box.addButton("Don't trust", QMessageBox.ButtonRole.RejectRole))
         box.exec()
         return box.clickedButton() is trust
 
+    def allow_data(self, path: str, files: list[str]) -> bool:
+        """Whether the graph at `path` may read these files outside its folder."""
+        box = QMessageBox(QMessageBox.Icon.Warning, "This file reads data from elsewhere",
+                          f"{clean_lines(path)} names files outside its folder:\n\n"
+                          + clean_lines("\n".join(files[:20]))
+                          + (f"\n… and {len(files) - 20} more" if len(files) > 20 else "")
+                          + "\n\nAllow it to read them (their folders, for this session)? "
+                          "Until you do, those blocks are listed as problems and nothing "
+                          "outside the graph's folder is read.", parent=self.parent)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        allow = box.addButton("Allow", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(box.addButton("Don't allow", QMessageBox.ButtonRole.RejectRole))
+        box.exec()
+        return box.clickedButton() is allow
+
     def load_report(self, path: str, problems: list[Problem]) -> None:
         """What the loader could not place, shown once when a damaged file opens."""
-        lines = "".join(f"<li>{html.escape(str(p))}</li>" for p in problems[:30])
+        lines = "".join(f"<li>{html.escape(clean_lines(p))}</li>" for p in problems[:30])
         more = f"<p>… and {len(problems) - 30} more</p>" if len(problems) > 30 else ""
         QMessageBox.warning(self.parent, "Opened with problems",
-                            f"<p>{html.escape(path)} opened, but not everything in it could "
-                            f"be used:</p><ul>{lines}</ul>{more}<p>What could be read is on the "
-                            "canvas; the problems list shows what needs fixing.</p>")
+                            f"<p>{html.escape(clean_lines(path))} opened, but not everything "
+                            f"in it could be used:</p><ul>{lines}</ul>{more}<p>What could be "
+                            "read is on the canvas; the problems list shows what needs fixing.</p>")
 
     def group_name(self, suggested: str) -> str | None:
         """The name of a new group (its block type is group.NAME); None cancels."""
@@ -85,7 +105,10 @@ class Prompts:
         return name.strip() if ok and name.strip() else None
 
     def error(self, title: str, text: str) -> None:
-        QMessageBox.critical(self.parent, title, text)
+        """`text` (often from a file) shown as written: its markup escaped (Qt would render
+        a message that looks like HTML), its control characters visible."""
+        shown = html.escape(clean_lines(text)).replace("\n", "<br>")
+        QMessageBox.critical(self.parent, title, f"<p>{shown}</p>")
 
     def open_path(self, directory: str) -> str | None:
         path, _ = QFileDialog.getOpenFileName(self.parent, "Open graph", directory, FILE_FILTER)

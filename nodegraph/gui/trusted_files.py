@@ -2,9 +2,10 @@
 
 A graph that names Python outside `nodegraph.model.allowlist` (a module of the user's, brought in
 by `nodegraph import`) runs only when the user says so. The editor asks once per file
-content, naming the modules, and remembers the answer by the file's SHA-256: an edited or
-replaced file (a colleague's new version, a download of the same name) is asked about
-again. The record lives in the user's state folder, never beside the graph; a damaged
+content, naming the modules, and remembers the answer by the file's SHA-256 together with
+the SHA-256 of each module's source file: an edited or replaced graph (a colleague's new
+version, a download of the same name) or a changed module beside an unchanged graph is
+asked about again. The record lives in the user's state folder, never beside the graph; a damaged
 record is treated as empty, so the worst it costs is a question asked twice.
 """
 
@@ -14,6 +15,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from nodegraph.model.allowlist import source_digest
 from nodegraph.model.fileformat import atomic_write_text
 
 RECORD = "trusted-files.json"
@@ -29,22 +31,25 @@ class TrustedFiles:
     def __init__(self, folder: Path):
         self.path = Path(folder) / RECORD
 
-    def _read(self) -> dict[str, list[str]]:
+    def _read(self) -> dict[str, dict[str, str]]:
         try:
             record = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         files = record.get("files") if isinstance(record, dict) else None
-        return {k: v for k, v in files.items() if isinstance(v, list)} if isinstance(
+        # an older record (modules without their sources' digests) is asked about again
+        return {k: v for k, v in files.items() if isinstance(v, dict)} if isinstance(
             files, dict) else {}
 
     def knows(self, data: bytes, modules: list[str]) -> bool:
-        """True when this content was trusted for (at least) these modules."""
-        return set(modules) <= set(self._read().get(digest(data), ()))
+        """True when this content was trusted for (at least) these modules, each with the
+        source it has now."""
+        known = self._read().get(digest(data), {})
+        return all(m in known and known[m] == source_digest(m) for m in modules)
 
     def remember(self, data: bytes, modules: list[str]) -> None:
         files = self._read()
-        files[digest(data)] = sorted(set(modules))
+        files[digest(data)] = {m: source_digest(m) for m in sorted(set(modules))}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.path, json.dumps({"files": files}, indent=1))

@@ -562,7 +562,7 @@ def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
                                                 "path": path})
         if problems:
             return False
-        with allowlist.trusting(allowlist.trusted_now() | {allowlist.top_module(target)}):
+        with allowlist.trusting(allowlist.trusted_now() | {allowlist.module_of(target)}):
             built = spec.build(params, {}).module
         built.load_state_dict(module.state_dict())
     except Exception:

@@ -108,7 +108,7 @@ def build(obj: Any, kwargs: dict, model_name: str | None = None,
     unknown = _unknown(obj, kwargs)
     if unknown:
         raise NodegraphError(f"{path or obj!r} takes no argument {', '.join(unknown)}")
-    with allowlist.trusting(allowlist.trusted_now() | {allowlist.top_module(path or "x:y")}):
+    with allowlist.trusting(allowlist.trusted_now() | {allowlist.module_of(path or "x:y")}):
         with recording(nn.Module) as recorder:
             try:
                 module = obj(**kwargs)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.kinds import confine
 from nodegraph.kinds.augment import augmenting
 from nodegraph.kinds.dataset import SPLITS, Dataset, files_relative_to, split_indices
 from nodegraph.model.errors import NodegraphError, Problem, ProblemKind, ValidationError
@@ -111,7 +112,8 @@ def materialise(report, folder=None) -> dict[str, Dataset]:
     datasets = {}
     # no folder (a graph built in code): paths as the caller's context has them, as
     # validation read them
-    with files_relative_to(folder) if folder is not None else contextlib.nullcontext():
+    with (files_relative_to(folder) if folder is not None else contextlib.nullcontext(),
+          confine.allowing(report.data_roots)):
         for node_id in report.data:
             dataset = report.datasets.get(node_id)
             if dataset is None:

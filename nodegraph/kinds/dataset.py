@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.kinds import confine
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, bool_param, choice_param, float_param, int_param
@@ -43,7 +44,8 @@ DATA_PARAMS: tuple[Param, ...] = (
     choice_param("split", ("random", "stratified", "chronological"), "random",
                  "how samples are assigned to splits: random, stratified by the target "
                  "class, or in order (chronological, for time series)"),
-    int_param("split_seed", 0, "seed of the random split, fixed so runs compare", min=0),
+    int_param("split_seed", 0, "seed of the random split, fixed so runs compare", min=0,
+              max=2**31 - 1),
     int_param("folds", 0, "K-fold cross-validation: cut the samples outside the test split "
               "into this many folds (val_fraction is then unused); 0 means off", min=0),
     int_param("fold", 0, "with folds on: which fold (0 to folds-1) validates while the others "
@@ -70,10 +72,16 @@ def files_relative_to(folder: str | Path | None) -> Iterator[None]:
 
 def data_path(path: str) -> Path:
     """The file a data param names: ``~`` expanded, a relative path taken from the folder
-    set by `files_relative_to` (the current directory outside one)."""
+    set by `files_relative_to` (the current directory outside one), and inside that folder
+    or one the user allowed (`nodegraph.kinds.confine`), else an error naming `path`."""
     p = Path(path).expanduser()
     folder = _files_folder.get()
-    return p if p.is_absolute() or folder is None else folder / p
+    return confine.inside(path, p if p.is_absolute() or folder is None else folder / p, folder)
+
+
+def data_folder() -> Path | None:
+    """The folder relative data paths start from now (None outside `files_relative_to`)."""
+    return _files_folder.get()
 
 
 def data_params(**defaults: object) -> tuple[Param, ...]:

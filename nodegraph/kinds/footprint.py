@@ -27,6 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from nodegraph.kinds import shapes
+from nodegraph.model import bounded
 from nodegraph.model.errors import PortError, Problem
 
 try:
@@ -200,7 +201,8 @@ def run_counted(module: torch.nn.Module, args: list) -> tuple[Any, int]:
     except Exception:
         with torch.device("meta"), _Allocations() as counted:  # new tensors without a device
             out = module(*args)
-    return out, counted.nbytes
+    # a call of pure-Python arithmetic makes values no tensor counts: their bytes too
+    return out, counted.nbytes + sum(bounded.python_bytes(v) for v in tree_leaves(out))
 
 
 def tensor_bytes(tensors) -> int:

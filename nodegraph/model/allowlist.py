@@ -11,20 +11,26 @@ imported, so ``torch:os.system``, ``torch:load`` or ``operator:methodcaller`` na
 at all.
 
 Code outside the table (a user's own module brought in by `nodegraph import`) runs only
-when the user trusts the graph: `Graph.trusted` holds the top-level modules trusted for it
-(CLI ``--trust``, the editor's prompt), and validation and compilation build blocks inside
-`trusting(graph.trusted)`. Without it validation reports each such node, and nothing is
-imported.
+when the user trusts the graph: `Graph.trusted` holds the modules trusted for it, each by
+its full dotted name as the file writes it before the colon (CLI ``--trust``, the editor's
+prompt), and validation and compilation build blocks inside `trusting(graph.trusted)`.
+Without it validation reports each such node, and nothing is imported. Trust is scoped to
+what the user was shown: a trusted module grants its own callables and classes (objects
+whose ``__module__`` lies in its package), never a module it imported (``numpy:f2py.os``)
+nor an object it took from another package; a submodule is granted only when named.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
+import importlib.machinery
 import math
 import operator
 import sys
+import types
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -32,6 +38,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nodegraph.model import bounded
 from nodegraph.model.errors import ParamError
 
 FUNCTIONS = "function"
@@ -78,6 +85,12 @@ def never_trusted(module: str) -> bool:
     return module in _SEALED or module in sys.stdlib_module_names or not module.isidentifier()
 
 
+def module_of(path: str) -> str:
+    """The module a ``module:qualname`` path imports, as trust names it (``mypkg.a`` of
+    ``mypkg.a:B``): a submodule is trusted only when named, never through its package."""
+    return path.partition(":")[0]
+
+
 def top_module(path: str) -> str:
     """The top-level module a ``module:qualname`` path imports (``mypkg`` of ``mypkg.a:B``)."""
     return path.partition(":")[0].split(".")[0]
@@ -106,9 +119,11 @@ def functions() -> dict[str, Any]:
         if not name.startswith("_") and name not in _TENSOR_REFUSED and callable(obj) and \
                 not isinstance(obj, type):
             table[f"torch:Tensor.{name}"] = obj
-    table.update({f"operator:{name}": getattr(operator, name) for name in _OPERATOR})
-    table.update({f"math:{name}": getattr(math, name) for name in dir(math)
-                  if _is_function(getattr(math, name), name)})
+    # pure-Python arithmetic, each call bounded by the size of what it would make
+    table.update({f"operator:{name}": bounded.guard(f"operator:{name}", getattr(operator, name))
+                  for name in _OPERATOR})
+    table.update({f"math:{name}": bounded.guard(f"math:{name}", getattr(math, name))
+                  for name in dir(math) if _is_function(getattr(math, name), name)})
     return table
 
 
@@ -145,13 +160,13 @@ def resolve(path: Any, what: str, kind: str = FUNCTIONS) -> Any:
     table = functions() if kind == FUNCTIONS else module_classes()
     if path in table:
         return table[path]
-    if never_trusted(top_module(path)) or top_module(path) not in _trusted.get():
+    if never_trusted(top_module(path)) or module_of(path) not in _trusted.get():
         raise UntrustedCodeError(path, what)
     return import_path(path, what)
 
 
 def import_path(path: str, what: str) -> Any:
-    """Import a trusted path the way Python would: the module, then the attribute chain."""
+    """Import a trusted path: the module, then its own attributes only (`scoped_attribute`)."""
     module_name, sep, qualname = path.partition(":")
     if not sep or not module_name or not qualname:
         raise ParamError(f"{what} must look like module:qualname, e.g. torch.nn:Linear; got "
@@ -161,10 +176,41 @@ def import_path(path: str, what: str) -> Any:
     except ImportError as e:
         raise ParamError(f"{what} {path!r}: cannot import {module_name} ({e})") from None
     for part in qualname.split("."):
-        if not hasattr(obj, part):
-            raise ParamError(f"{what} {path!r}: {module_name} has no {qualname}")
-        obj = getattr(obj, part)
+        obj = scoped_attribute(obj, part, path, what)
     return obj
+
+
+def _owner(obj: Any) -> str:
+    """The module an object was defined in (a method descriptor's: its class's)."""
+    owner = getattr(obj, "__module__", None) or getattr(
+        getattr(obj, "__objclass__", None), "__module__", None)
+    return owner if isinstance(owner, str) else ""
+
+
+def scoped_attribute(obj: Any, part: str, path: str, what: str) -> Any:
+    """`obj.part` when it is the trusted package's own callable or class: never a module
+    (a submodule is trusted by its own name), a dunder, or an object of another package
+    that the module merely imported (``numpy:f2py.os.system``, ``mypkg:subprocess.run``)."""
+    package = top_module(path)
+    if part.startswith("__") or not part.isidentifier():
+        raise ParamError(f"{what} {path!r}: {part!r} is not a name trust grants")
+    if isinstance(obj, types.ModuleType):  # no module __getattr__: nothing lazy is imported
+        value = vars(obj).get(part, _MISSING)
+    else:
+        value = getattr(obj, part, _MISSING)
+    if value is _MISSING:
+        raise ParamError(f"{what} {path!r}: {module_of(path)} has no {path.partition(':')[2]}")
+    owner = _owner(value)
+    if isinstance(value, types.ModuleType) or not callable(value) or not (
+            owner == package or owner.startswith(package + ".")):
+        raise ParamError(
+            f"{what} {path!r}: {part!r} is not a callable or class of {package}'s own "
+            f"(it is {'a module' if isinstance(value, types.ModuleType) else owner or 'data'})"
+            f"; trusting {module_of(path)} grants only its own functions and classes")
+    return value
+
+
+_MISSING = object()
 
 
 @contextlib.contextmanager
@@ -208,18 +254,33 @@ def refusals(graph, trusted: frozenset[str]) -> list[tuple[str, str, str, str]]:
             out.append((node, param, f"'{param}' must name Python as a string like "
                                      f"module:qualname, got {path!r}", ""))
         elif not allowed(path, kind) and not (_trustable(path, kind)
-                                              and top_module(path) in trusted):
+                                              and module_of(path) in trusted):
             error = UntrustedCodeError(path, param)
             out.append((node, param, str(error), error.hint))
     return out
 
 
+def granted(graph) -> dict[str, list[str]]:
+    """What trusting `graph` grants, shown before the user says yes: for each module of the
+    user's that it (or a group) names outside the allowlist, the names it calls there."""
+    graphs = [graph, *(defn.body for defn in graph.groups.values())]
+    out: dict[str, set[str]] = {}
+    for g in graphs:
+        for _, _, path, kind in _named(g):
+            if _trustable(path, kind):
+                out.setdefault(module_of(path), set()).add(path.partition(":")[2])
+    return {module: sorted(names) for module, names in sorted(out.items())}
+
+
+def describe_grant(grant: dict[str, list[str]]) -> str:
+    """``numpy (mean, std); mypkg.models (Net)``: the grant in one line, for prompts."""
+    return "; ".join(f"{module} ({', '.join(names)})" for module, names in grant.items())
+
+
 def modules_needed(graph) -> list[str]:
     """The modules of the user's that `graph` (and its groups) name outside the allowlist:
     what trusting it means, shown to the user before they do."""
-    graphs = [graph, *(defn.body for defn in graph.groups.values())]
-    return sorted({top_module(path) for g in graphs for _, _, path, kind in _named(g)
-                   if _trustable(path, kind)})
+    return list(granted(graph))
 
 
 def trust(graph) -> list[str]:
@@ -227,3 +288,30 @@ def trust(graph) -> list[str]:
     modules = modules_needed(graph)
     graph.trusted = frozenset(modules)
     return modules
+
+
+def source_digest(module: str) -> str:
+    """SHA-256 of the source file `module` would import from, found without importing
+    anything (a package's ``__init__`` is not run to find its submodule), or "" when it has
+    none: part of a trust record, so a changed module of the user's is asked about again."""
+    parts = module.split(".")
+    spec = None
+    locations: list[str] | None = list(sys.path)
+    for i in range(len(parts)):
+        if locations is None:
+            return ""
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:i + 1]), locations)
+        except (ImportError, ValueError):
+            return ""
+        if spec is None:
+            return ""
+        locations = list(spec.submodule_search_locations or []) or None
+    if spec is None or not spec.has_location or not isinstance(spec.origin, str):
+        return ""
+    from nodegraph.model.safe_read import read_regular  # (a module, not a FIFO, is hashed)
+
+    try:
+        return hashlib.sha256(read_regular(spec.origin, 64 << 20, "module")).hexdigest()
+    except (OSError, ParamError):
+        return ""

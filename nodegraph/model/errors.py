@@ -66,8 +66,8 @@ class Problem:
             object.__setattr__(self, "kind", ProblemKind(self.kind))
 
     def location(self) -> str:
-        if self.node is None:
-            return "graph"
+        if self.node is None:  # the graph's own settings: training.seed
+            return self.port or "graph"
         return f"{self.node}.{self.port}" if self.port else self.node
 
     def __str__(self) -> str:

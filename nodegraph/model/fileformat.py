@@ -12,7 +12,8 @@ the file and the position. Nothing is ever eval'd or unpickled.
 
 A file anyone sends must end in a clear message, quickly and in bounded memory: files over
 `MAX_BYTES` are refused before they are read, JSON nested deeper than `MAX_DEPTH` and the
-NaN / Infinity literals Python's parser would let through are refused naming the JSON path,
+NaN / Infinity literals Python's parser would let through and integers longer than
+`MAX_INT_DIGITS` are refused naming the JSON path,
 and a UTF-8 BOM is skipped.
 """
 
@@ -31,6 +32,7 @@ from nodegraph.model.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.model.groupdefs import GROUP_NAME, GroupDef
 from nodegraph.model.groupdefs import MAX_NODES as MAX_EXPANDED
 from nodegraph.model.outputs import atomic_write_text
+from nodegraph.model.safe_read import FileRefused, read_regular
 from nodegraph.model.spec import NAME as PORT_NAME
 from nodegraph.model.spec import Registry
 
@@ -45,6 +47,7 @@ KNOWN_TOP = {"format", "version", "name", "groups", "nodes", "edges", "ties", "t
              "imports"}  # imports: written from the nodes on save, never trusted on load
 KNOWN_NODE = {"type", "params"}
 MAX_BYTES = 10 * 2**20  # a graph holds blocks and wires; its data lives in files beside it
+MAX_INT_DIGITS = 100  # int64 needs 19; a longer literal is refused by its JSON path
 MAX_DEPTH = 64  # the format needs ~8 levels; deeper only overflows recursive code
 MAX_NODES = MAX_EXPANDED  # as for groups: what validation takes on within a second or so
 MAX_EDGES = 5 * MAX_NODES  # no block takes more than a handful of inputs
@@ -56,7 +59,11 @@ def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
     try:
         if path.is_file() and path.stat().st_size > MAX_BYTES:
             raise GraphFileError(_too_big(str(path), path.stat().st_size))
-        text = path.read_text(encoding="utf-8")
+        # a regular file only, read to MAX_BYTES and no further (a FIFO, /dev/zero, a file
+        # that grows while read), then decoded as UTF-8 the way read_text would
+        text = read_regular(path, MAX_BYTES, "graph file").decode("utf-8")
+    except FileRefused as e:
+        raise GraphFileError(str(e)) from None
     except FileNotFoundError:
         raise GraphFileError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -87,7 +94,7 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
         return seen
 
     try:
-        doc = json.loads(text, object_pairs_hook=pairs)
+        doc = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int)
     except json.JSONDecodeError as e:
         raise GraphFileError(f"{source}:{e.lineno}:{e.colno}: malformed JSON: {e.msg}") from None
     except RecursionError:
@@ -152,10 +159,29 @@ def _check_values(doc: Any, source: str) -> None:
         for key, v in items:
             if isinstance(v, dict | list):
                 todo.append((v, (*path, key)))
+            elif isinstance(v, _LongInt):
+                raise GraphFileError(f"{source}: {_path((*path, key))}: an integer of "
+                                     f"{v.digits:,} digits is more than any setting takes "
+                                     f"(at most {MAX_INT_DIGITS} digits); write a smaller "
+                                     "number")
             elif isinstance(v, float) and not math.isfinite(v):
                 raise GraphFileError(f"{source}: {_path((*path, key))}: {v} is not a number "
                                      "JSON allows (NaN, Infinity or too large); write a "
                                      "finite number")
+
+
+class _LongInt:
+    """An integer literal too long to convert (Python refuses > 4,300 digits, and converting
+    one costs time quadratic in its length): kept as its length, refused by `_check_values`
+    with its JSON path."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    digits = len(text.lstrip("-"))
+    return _LongInt(digits) if digits > MAX_INT_DIGITS else int(text)
 
 
 def _path(path: tuple) -> str:

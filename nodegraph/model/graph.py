@@ -128,6 +128,9 @@ class Graph:
         # modules outside nodegraph.model.allowlist this graph may import: the user's choice
         # (--trust, the editor's prompt), never read from the file
         self.trusted: frozenset[str] = frozenset()
+        # folders beyond `folder` its data and weights may come from, or "anywhere"
+        # (nodegraph.kinds.confine): the user's choice too, never the file's
+        self.data_roots: tuple[Path, ...] | str = ()
         self.events = Emitter()
 
     @property
@@ -483,6 +486,7 @@ class Graph:
         g.extra = copy.deepcopy(self.extra)
         g.folder = self.folder
         g.trusted = self.trusted
+        g.data_roots = self.data_roots
         return g
 
     # -- checks used by strict edits -----------------------------------------------------

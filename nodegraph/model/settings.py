@@ -24,7 +24,8 @@ from nodegraph.model.spec import (
 
 TRAINING_PARAMS: tuple[Param, ...] = (
     int_param("epochs", 10, "passes over the training split", min=0),
-    int_param("seed", 0, "seed of weight initialisation, shuffling and dropout", min=0),
+    int_param("seed", 0, "seed of weight initialisation, shuffling and dropout", min=0,
+              max=2**31 - 1),  # what every seed taker holds (numpy, torch + rank, a Qt spin box)
     str_param("device", "auto", "cpu, cuda, cuda:N or auto (a GPU when there is one)"),
     int_param("patience", None, "early stopping: stop after this many epochs without "
               "improvement of `monitor`; empty means never stop early", min=1, nullable=True),

@@ -202,10 +202,16 @@ def _wrong(param: Param, value: Any) -> ParamError:
     return ParamError(f"'{param.name}' must be {param.describe()}, got {shown}")
 
 
+INT_LIMIT = 2**63  # torch and numpy take 64-bit integers; a larger one fails deep in a run
+
+
 def _check_int(p: Param, v: Any) -> int:
     if (isinstance(v, bool) or not isinstance(v, int | float)
             or (isinstance(v, float) and not v.is_integer())):  # NaN and inf too
         raise _wrong(p, v)
+    if not -INT_LIMIT <= v < INT_LIMIT:
+        raise ParamError(f"'{p.name}' must be a 64-bit integer (-2**63 to 2**63-1, what torch "
+                         f"and numpy take), got a number of {int(abs(v)).bit_length()} bits")
     return int(v)
 
 

@@ -24,6 +24,7 @@ from safetensors.torch import load_file, save_file
 
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.outputs import OutputError, advice, reason
+from nodegraph.model.safe_read import require_regular
 
 LAST = "last"
 
@@ -116,6 +117,7 @@ def read_tensors(path: Path, what: str, advice: str) -> dict[str, torch.Tensor]:
     if path.is_dir():
         raise NodegraphError(f"{what} '{path}' is a folder, not a safetensors file; {advice}")
     try:
+        require_regular(path, what)  # not a FIFO or device, which safetensors would wait on
         return load_file(str(path))
     except FileNotFoundError:
         raise NodegraphError(f"{what} '{path}' does not exist; {advice}") from None

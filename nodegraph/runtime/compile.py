@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from nodegraph.check.validate import Report, check
-from nodegraph.kinds import dtypes
+from nodegraph.kinds import devices, dtypes
 from nodegraph.kinds.datameta import materialise
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.metric import Metric
@@ -200,18 +200,7 @@ def resolve_device(name: str) -> torch.device:
     """`auto` is the first GPU when there is one, else the CPU; others are checked."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise NodegraphError(f"unknown device '{name}' (use cpu, cuda, cuda:N or auto)") from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise NodegraphError(f"device '{name}' asked for, but no CUDA GPU is available "
-                                 "(use cpu or auto)")
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise NodegraphError(f"device '{name}' does not exist: this machine has "
-                                 f"{torch.cuda.device_count()} GPU(s)")
-    return device
+    return devices.check_here(name, "training.device")
 
 
 def compile(graph: Graph, device: str | torch.device | None = None, seed: int | None = None,

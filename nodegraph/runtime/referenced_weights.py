@@ -15,7 +15,9 @@ from typing import Any
 
 from safetensors.torch import load_file
 
+from nodegraph.kinds import confine
 from nodegraph.model.errors import NodegraphError
+from nodegraph.model.safe_read import require_regular
 
 
 def referenced(graph: Any) -> Path | None:
@@ -25,8 +27,13 @@ def referenced(graph: Any) -> Path | None:
     if not isinstance(name, str) or not name:
         return None
     path = Path(name)
-    if not path.is_absolute() and graph.folder is not None:
+    if graph.folder is None:
+        return path
+    if not path.is_absolute():
         path = Path(graph.folder) / path
+    with confine.allowing(getattr(graph, "data_roots", ())):  # beside the graph, or allowed
+        path = confine.inside(name, path, Path(graph.folder))
+    require_regular(path, "the graph's weights file")  # not a FIFO or a device
     return path
 
 

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -29,6 +30,12 @@ from nodegraph.model.events import (
     RunStarted,
     StepEnded,
 )
+from nodegraph.model.sanitize import clean_lines
+
+
+def _safe(text: object) -> str:
+    """Text from a file for a rich console: control characters escaped, markup not obeyed."""
+    return escape(clean_lines(text))
 
 
 def format_stats(stats: dict[str, Any]) -> str:
@@ -45,6 +52,7 @@ class ConsoleRenderer:
     """Subscribes to a run's events and draws them on the terminal."""
 
     def __init__(self, name: str, quiet: bool = False):
+        name = _safe(name)  # the graph's name comes from its file
         self.name = name
         self.quiet = quiet
         # soft_wrap: a piped or logged line is never broken in the middle of a number
@@ -73,13 +81,13 @@ class ConsoleRenderer:
         elif isinstance(event, EpochEnded):
             self._epoch(event)
         elif isinstance(event, Message) and event.level != "debug":
-            self.err.print(f"[dim]{event.text}[/dim]")
+            self.err.print(f"[dim]{_safe(event.text)}[/dim]")
         elif isinstance(event, RunFinished):
             self.close()
 
     def _start(self, e: RunStarted) -> None:
         self.err.print(f"[bold]{self.name}[/bold]: {e.parameters:,} trainable parameters on "
-                       f"{e.device}, {e.epochs} epochs of {e.steps_per_epoch} steps")
+                       f"{_safe(e.device)}, {e.epochs} epochs of {e.steps_per_epoch} steps")
         if not self.err.is_terminal:
             return  # a bar in a log file is noise; the epoch lines say enough
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
@@ -99,7 +107,7 @@ class ConsoleRenderer:
         line = f"epoch {e.epoch:>{len(str(e.epochs))}}/{e.epochs}  train {format_stats(e.train)}"
         if e.val:
             line += f"  | val {format_stats(e.val)}"
-        self.err.print(line)
+        self.err.print(_safe(line))
 
     def close(self) -> None:
         if self.progress is not None:
@@ -114,4 +122,4 @@ class ConsoleRenderer:
                        "with the final weights in eval mode (the epoch lines' train numbers "
                        "are means over the epoch's steps, while the weights changed)")
         for split, stats in result.final.items():
-            self.out.print(f"  {split:<5} {format_stats(stats)}")
+            self.out.print(f"  {_safe(split):<5} {_safe(format_stats(stats))}")

@@ -186,6 +186,8 @@ def _run(text: str, folder: str | None, trusted: list[str], options: dict, threa
         graph = loads(text)
         graph.folder = Path(folder) if folder else None
         graph.trusted = frozenset(trusted)  # the file text carries no trust; the editor's does
+        options = dict(options)
+        graph.data_roots = options.pop("_data_roots", ())  # nor data folders: the user's
         result = train(graph, events=events, control=control, **options)
     except Exception as e:  # the editor shows it; this process stays up for the next run
         batcher.flush()
@@ -265,6 +267,8 @@ class TrainingProcess:
         except (TypeError, ValueError):
             return False
         folder = str(graph.folder) if graph.folder else None
+        # the folders the user let its data come from travel beside it, as trust does
+        options = {**options, "_data_roots": graph.data_roots}
         return self.send("train", text, folder, sorted(graph.trusted), options,
                          torch.get_num_threads())
 

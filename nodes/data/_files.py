@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nodegraph.kinds.dataset import data_path
+from nodegraph.kinds import confine
+from nodegraph.kinds.dataset import data_folder, data_path
 from nodegraph.model.errors import NodegraphError
 
 
@@ -164,8 +165,8 @@ def column_index(names: list[str], ref: str, path: str) -> int:
     try:
         i = int(ref)
     except ValueError:
-        raise NodegraphError(f"CSV file '{path}' has no column '{ref}' "
-                             f"(columns: {', '.join(names)})") from None
+        shown = f" (columns: {', '.join(names)})" if _may_echo(path) else ""
+        raise NodegraphError(f"CSV file '{path}' has no column '{ref}'{shown}") from None
     if not -len(names) <= i < len(names):
         raise NodegraphError(f"column index {i} is outside the {len(names)} columns of "
                              f"'{path}'")
@@ -177,8 +178,15 @@ def numeric_column(rows: list[list[str]], i: int, name: str, path: str) -> np.nd
         return np.array([float(r[i]) for r in rows], dtype=np.float64)
     except ValueError:
         bad = next(n for n, r in enumerate(rows) if not _is_number(r[i]))
-        raise NodegraphError(f"CSV file '{path}': column '{name}' holds {rows[bad][i]!r} "
-                             f"(data row {bad + 1}), not a number") from None
+        cell = f" holds {rows[bad][i]!r}" if _may_echo(path) else " holds a cell"
+        raise NodegraphError(f"CSV file '{path}': column '{name}'{cell} (data row {bad + 1}), "
+                             "not a number") from None
+
+
+def _may_echo(path: str) -> bool:
+    """Whether an error may quote the file's cells: not from outside the graph's folder and
+    the folders allowed by name (`nodegraph.kinds.confine.may_echo`)."""
+    return confine.may_echo(data_path(path), data_folder())
 
 
 def class_column(rows: list[list[str]], i: int) -> tuple[np.ndarray, list[str]]:

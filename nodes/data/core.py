@@ -433,9 +433,15 @@ def _table_columns(p) -> list[str]:
 
 def _table_column(p, cols: list[str], name: str, dtype) -> np.ndarray:
     try:
-        return np.array([r[cols.index(name)] for r in p.rows], dtype=dtype)
-    except (TypeError, ValueError):
+        with np.errstate(over="ignore"):
+            column = np.array([r[cols.index(name)] for r in p.rows], dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
         raise NodegraphError(f"column '{name}' holds a value that is not a number") from None
+    # 1e300 in a float32 column is inf: the fit or the loss would fail far from here
+    if column.dtype.kind == "f" and not np.isfinite(column).all():
+        raise NodegraphError(f"column '{name}' holds a value beyond what {column.dtype} "
+                             f"holds (at most {np.finfo(column.dtype).max:.3g})")
+    return column
 
 
 def _table_targets(p, cols: list[str]) -> np.ndarray:

@@ -26,6 +26,8 @@ from nodegraph.interop.export import to_python
 from nodegraph.runtime.procedure import run_procedure
 
 QUICK = 12
+# training the module's model takes ~40 s quiet (its fixture): the slow step runs these
+pytestmark = pytest.mark.slow
 COUNT = 200
 # ConvTranspose2d weights are (in, out, k, k); BatchNorm adds γ and β per channel
 G_PARAMS = ((32 * 128 * 2 * 2 + 128) + 2 * 128 + (128 * 64 * 4 * 4 + 64) + 2 * 64

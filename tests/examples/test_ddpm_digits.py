@@ -22,6 +22,8 @@ from nodegraph.cli.main import main
 from nodegraph.runtime.procedure import ProcedureContext, run_procedure
 
 QUICK, STEPS = 4, 100
+# training the module's model takes ~40 s quiet (its fixture): the slow step runs these
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

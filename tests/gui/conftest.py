@@ -25,6 +25,7 @@ class ScriptedPrompts:
         self.image_to: str | None = None  # where File > Export Image writes
         self.group: str | None = "block"  # the name given to a new group
         self.trust = False  # a file naming code of the user's is not trusted
+        self.allow = False  # nor allowed to read data outside its folder
 
     def unsaved_changes(self, name):
         self.asked.append(("unsaved", name))
@@ -41,6 +42,10 @@ class ScriptedPrompts:
     def trust_code(self, path, modules):
         self.asked.append(("trust", path, list(modules)))
         return self.trust
+
+    def allow_data(self, path, files):
+        self.asked.append(("allow_data", path, list(files)))
+        return self.allow
 
     def load_report(self, path, problems):
         self.asked.append(("load_report", path, list(problems)))

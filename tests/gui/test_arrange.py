@@ -43,7 +43,7 @@ def test_ctrl_alt_s_straightens_the_selected_wires(xor_window, qtbot):
     w = xor_window
     w.activateWindow()
     w.view.setFocus()
-    qtbot.waitUntil(lambda: w.view.hasFocus())
+    qtbot.waitUntil(lambda: w.view.hasFocus(), timeout=30_000)
     w.doc.move(w.scene.item_positions(["act"]), {"act": (w.scene.nodes["act"].pos().x(),
                                                          w.scene.nodes["act"].pos().y() + 77)})
     click_node(w, "hidden")

@@ -22,7 +22,7 @@ RIGHT = Qt.MouseButton.RightButton
 def _focus_canvas(w, qtbot):
     w.activateWindow()
     w.view.setFocus()
-    qtbot.waitUntil(lambda: w.view.hasFocus())
+    qtbot.waitUntil(lambda: w.view.hasFocus(), timeout=30_000)
 
 
 def test_shift_click_adds_to_the_selection_and_plain_click_replaces_it(xor_window):

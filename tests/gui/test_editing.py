@@ -137,7 +137,7 @@ def test_keyboard_shortcuts_delete_undo_redo_and_duplicate(xor_window, qtbot):
     w = xor_window
     w.activateWindow()
     w.view.setFocus()
-    qtbot.waitUntil(lambda: w.view.hasFocus())
+    qtbot.waitUntil(lambda: w.view.hasFocus(), timeout=30_000)
     w.scene.select_nodes(["act"])
     qtbot.keyClick(w.view, Qt.Key.Key_Delete)
     assert "act" not in w.doc.graph.nodes

@@ -139,7 +139,7 @@ def test_a_damaged_file_opens_with_what_could_be_read_and_a_report(window, tmp_p
     assert not window.scene.nodes["mystery"].known
     assert ("hidden", "output", "mystery", "input") in {tuple(vars(e).values())
                                                         for e in window.scene.wires}
-    assert window.validator.wait()
+    assert window.validator.wait(60)
     shown = {(p.node, p.kind) for p in window.problems.problems}
     assert ("mystery", "unknown_block") in shown and ("hidden", "unknown_param") in shown
 
@@ -171,9 +171,9 @@ def test_a_graph_reads_its_data_beside_its_file_in_the_editor(make_window, tmp_p
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     w = make_window(str(folder / "graph.json"))
-    w.validator.wait()
+    w.validator.wait(60)
     assert w.validator.report.ok, w.validator.report.problems
     w.epochs.setValue(2)
     assert w.start_training()
-    assert w.runner.wait(60)
+    assert w.runner.wait(180)
     assert w.runner.result is not None and len(w.runner.result.history) == 2

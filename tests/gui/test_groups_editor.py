@@ -58,7 +58,7 @@ def test_open_edit_undo_save_and_go_back(xor_window, tmp_path):
     w.inspector.fields["out_features"].editor.setValue(6)
     assert w.doc.graph.groups["block"].body.node("hidden").params["out_features"] == 6
     assert w.doc.revision > revision and w.doc.dirty
-    w.validator.wait()
+    w.validator.wait(60)
     assert w.validator.report.param_counts["block"] == 18  # Linear(2 -> 6): 12 + 6
     assert w.validator.report.param_counts["out"] == 7  # Linear(6 -> 1)
     wire = next(wire for e, wire in canvas.scene.wires.items() if e.src == "hidden")
@@ -116,12 +116,12 @@ def test_a_shape_error_inside_is_painted_in_the_body_and_on_the_instance(xor_win
     w.scene.select_nodes(["block"])
     canvas = w.group_tabs.open_selected()
     canvas.doc.set_param("hidden", "in_features", 3)  # the data has 2 features
-    assert w.validator.wait()
+    assert w.validator.wait(60)
     assert canvas.scene.nodes["hidden"].has_error and not canvas.scene.nodes["act"].has_error
     assert w.scene.nodes["block"].has_error
     assert "inside, at 'hidden'" in w.scene.nodes["block"].problems[0].message
     w.undo()
-    assert w.validator.wait()
+    assert w.validator.wait(60)
     assert not canvas.scene.nodes["hidden"].has_error and not w.scene.nodes["block"].has_error
 
 

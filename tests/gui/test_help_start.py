@@ -17,7 +17,7 @@ from tests.gui.driver import click_node
 def _focus_canvas(w, qtbot):
     w.activateWindow()
     w.view.setFocus()
-    qtbot.waitUntil(lambda: w.view.hasFocus())
+    qtbot.waitUntil(lambda: w.view.hasFocus(), timeout=30_000)
 
 
 def test_shortcut_sheet_lists_the_actions_as_they_are(xor_window, qtbot):

@@ -163,7 +163,7 @@ def test_shape_labels_keep_off_cards_and_port_dots_or_stay_in_the_tooltip():
 def _focus(w, qtbot):
     w.activateWindow()
     w.view.setFocus()
-    qtbot.waitUntil(lambda: w.view.hasFocus())
+    qtbot.waitUntil(lambda: w.view.hasFocus(), timeout=30_000)
 
 
 def test_the_layout_direction_is_saved_in_the_file_and_restored_on_open(make_window, qtbot,

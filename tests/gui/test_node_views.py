@@ -29,7 +29,7 @@ EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 
 def example(make_window, name: str):
     w = make_window(str(EXAMPLES / f"{name}.json"))
-    w.validator.wait()
+    w.validator.wait(60)
     return w
 
 
@@ -66,7 +66,7 @@ def test_xor_run_feeds_histograms_layers_and_the_decision_boundary(make_window, 
 
     hist = dock.view(nv.HistogramView)
     qtbot.waitUntil(lambda: hist.data.get("output") is not None
-                    and hist.data["output"].steps[-1] == frames[-1].step, timeout=5000)
+                    and hist.data["output"].steps[-1] == frames[-1].step, timeout=30_000)
     expected = vd.histogram_history(frames, "out", "output")
     assert hist.data["output"].steps == expected.steps == [f.step for f in frames]
     assert hist.data["output"].counts == pytest.approx(expected.counts)
@@ -250,7 +250,7 @@ def test_hopfield_recall_energy_per_step(make_window):
 
 def test_opening_from_menu_alt_double_click_and_context_menu(xor_window):
     w = xor_window
-    w.validator.wait()
+    w.validator.wait(60)
     assert {"node_view", "grad_norms", "load_probes"} <= set(w.actions_by_name)
     w.scene.select_nodes(["out"])
     w.actions_by_name["node_view"].trigger()
@@ -285,7 +285,7 @@ def test_model_tabs_follow_the_weights_while_the_run_trains(make_window, qtbot, 
     w.epochs.setValue(100000)
     assert w.start_training()
     try:
-        qtbot.waitUntil(lambda: "(training)" in dock.header.text(), timeout=30000)
+        qtbot.waitUntil(lambda: "(training)" in dock.header.text(), timeout=120_000)
         snap = w.node_views._snapshot_drawn
         live = w.node_views._live_model[1]
         for k, v in live.module.block_state().items():
@@ -295,4 +295,4 @@ def test_model_tabs_follow_the_weights_while_the_run_trains(make_window, qtbot, 
         assert not np.allclose(shown.scores, initial)
     finally:
         w.runner.stop()
-        assert w.runner.wait(30)
+        assert w.runner.wait(120)

@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 
 def open_view(make_window, name: str, node: str) -> tuple[DetectionView, object]:
     w = make_window(str(EXAMPLES / f"{name}.json"))
-    w.validator.wait()
+    w.validator.wait(60)
     dock = w.node_views.open(node)
     view = dock.view(DetectionView)
     assert view is dock.views[0]

@@ -17,7 +17,7 @@ EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 
 def opened(make_window, name: str, epochs: int):
     w = make_window(str(EXAMPLES / f"{name}.json"))
-    w.validator.wait()
+    w.validator.wait(60)
     w.epochs.setValue(epochs)
     assert w.start_training()
     assert w.runner.wait(300)
@@ -62,7 +62,7 @@ def test_the_tree_and_its_pruning_path(make_window):
 
 def test_the_ridge_path_view_waits_for_refresh_then_draws_w_of_lambda(make_window):
     w = make_window(str(EXAMPLES / "ridge_path.json"))
-    w.validator.wait()
+    w.validator.wait(60)
     dock = w.node_views.open("path")
     view = dock.view(nvt.WeightPathView)
     assert [v.title for v in dock.views] == ["Path"]

@@ -143,7 +143,7 @@ def test_a_file_the_validator_fails_on_opens_with_the_failure_listed(window, xor
 
     monkeypatch.setattr(validator, "validate_graph", fails)
     assert window.file_actions.open(str(xor_file))
-    assert window.validator.wait()
+    assert window.validator.wait(60)
     (problem,) = window.problems.problems
     assert problem.kind == "internal_error" and "RecursionError" in problem.message
     assert not window.start_training()  # validated again on this thread: listed, not raised

@@ -62,16 +62,16 @@ def test_preview_follows_every_change_and_its_message_is_whole(xor_window, qtbot
     w = xor_window
     assert w.validator.wait(60)
     click_node(w, "out")
-    qtbot.waitUntil(lambda: w.preview.shape.text().startswith("shape ("), timeout=20_000)
+    qtbot.waitUntil(lambda: w.preview.shape.text().startswith("shape ("), timeout=60_000)
     spin = w.inspector.fields["out_features"].editor
     spin.setFocus()
     QTest.keyClick(spin, Qt.Key.Key_Down)  # 1 -> "required": the graph cannot run
     assert "out_features" not in w.doc.graph.node("out").params
-    qtbot.waitUntil(lambda: "out_features" in w.preview.shape.text(), timeout=20_000)
+    qtbot.waitUntil(lambda: "out_features" in w.preview.shape.text(), timeout=60_000)
     assert w.preview.table.isHidden()  # the message gets the room, not an empty table
     assert w.preview.shape.wordWrap()
     QTest.keyClick(spin, Qt.Key.Key_Up)  # fixed: the preview runs again by itself
-    qtbot.waitUntil(lambda: w.preview.shape.text().startswith("shape ("), timeout=20_000)
+    qtbot.waitUntil(lambda: w.preview.shape.text().startswith("shape ("), timeout=60_000)
     assert "required" not in w.preview.shape.text()
     w.preview.auto.setChecked(False)  # no refresh wanted: stale values are cleared instead
     QTest.keyClick(spin, Qt.Key.Key_Up)
@@ -121,9 +121,9 @@ def test_preview_shows_the_trained_weights_once_a_run_ends(xor_window, qtbot):
     w = xor_window
     assert w.validator.wait(60)
     click_node(w, "out")
-    qtbot.waitUntil(lambda: "initial weights" in w.preview.title.text(), timeout=20_000)
+    qtbot.waitUntil(lambda: "initial weights" in w.preview.title.text(), timeout=60_000)
     w.epochs.setValue(3)
     assert w.start_training()
     qtbot.waitUntil(lambda: not w.runner.running, timeout=60_000)
-    qtbot.waitUntil(lambda: "trained weights" in w.preview.title.text(), timeout=20_000)
+    qtbot.waitUntil(lambda: "trained weights" in w.preview.title.text(), timeout=60_000)
     assert w.preview.shape.text().startswith("shape (")

@@ -34,7 +34,7 @@ def test_preview_uses_trained_weights_after_a_run(xor_window):
     w = xor_window
     w.epochs.setValue(5)
     w.start_training()
-    assert w.runner.wait(60)
+    assert w.runner.wait(180)
     w.scene.select_nodes(["out"])
     assert "trained weights" in w.preview.title.text()
     trained = w.runner.result.compiled.module.blocks["out"].weight

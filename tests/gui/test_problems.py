@@ -14,7 +14,7 @@ def test_a_shape_error_is_painted_on_the_node_that_has_it(make_window, tmp_path)
     path = tmp_path / "broken.json"
     save(g, path)
     w = make_window(str(path))
-    assert w.validator.wait()
+    assert w.validator.wait(60)
 
     out = w.scene.nodes["out"]
     assert out.has_error and out.port("input", False).error
@@ -34,17 +34,17 @@ def test_a_shape_error_is_painted_on_the_node_that_has_it(make_window, tmp_path)
     w.inspector.fields["in_features"].editor.setText("")  # empty: inferred from the wire
     w.inspector.fields["in_features"].editor.editingFinished.emit()
     assert w.doc.graph.node("out").params.get("in_features") is None
-    assert w.validator.wait()
+    assert w.validator.wait(60)
     assert not out.has_error and not wire.has_error
     assert "No problems" in w.problems.summary.text()
 
 
 def test_validation_is_debounced_and_stale_results_are_dropped(xor_window):
     w = xor_window
-    assert w.validator.wait()
+    assert w.validator.wait(60)
     w.doc.set_param("hidden", "out_features", 8)
     w.doc.set_param("hidden", "out_features", 16)
     assert not w.validator.fresh  # the timer has not fired yet
-    assert w.validator.wait()
+    assert w.validator.wait(60)
     assert w.scene.wires[Edge("hidden", "output", "act", "input")].label == "(N, 16)"
     assert w.validator.report.param_counts["out"] == 17

@@ -90,7 +90,7 @@ def test_copy_paste_keeps_the_reroute_points_of_the_copied_wires(xor_window, qtb
     (point,) = reroute.stored(w.doc.graph.ui, WIRE)
     w.activateWindow()
     w.view.setFocus()
-    qtbot.waitUntil(lambda: w.view.hasFocus())
+    qtbot.waitUntil(lambda: w.view.hasFocus(), timeout=30_000)
     click_node(w, "hidden")
     click_node(w, "act", shift)
     QTest.keyClick(w.view, Qt.Key.Key_C, ctrl)

@@ -24,7 +24,7 @@ def click_run(qtbot: QtBot, panel, number: int, ctrl: bool = False) -> None:
 def train(window, epochs: int) -> None:
     window.epochs.setValue(epochs)
     window.actions_by_name["train"].trigger()
-    assert window.runner.wait(60)
+    assert window.runner.wait(180)
 
 
 def test_two_runs_with_different_lr_are_overlaid_with_the_lr_difference(
@@ -89,9 +89,9 @@ def test_an_unsaved_graphs_runs_go_with_it_to_its_file_and_a_stopped_run_counts(
     assert [r["number"] for r in json.loads(history_path(target).read_text())["runs"]] == [1]
     w.epochs.setValue(100_000)
     w.actions_by_name["train"].trigger()
-    qtbot.waitUntil(lambda: w.run_status.done_steps > 5, timeout=30_000)
+    qtbot.waitUntil(lambda: w.run_status.done_steps > 5, timeout=120_000)
     w.actions_by_name["stop"].trigger()
-    assert w.runner.wait(30)
+    assert w.runner.wait(120)
     assert [r.status for r in w.run_history.history.runs] == ["finished", "stopped"]
     assert w.run_history.differences() == {}  # nothing picked yet
     click_run(qtbot, w.run_history, 1)

@@ -85,7 +85,7 @@ def test_step_uses_the_trained_weights_after_a_run_and_waits_for_a_running_one(x
     assert w.start_training()
     assert not w.watch.step()  # a running graph is not traced
     assert "Stop the run first" in w.watch.steps.title.text()
-    assert w.runner.wait(60)
+    assert w.runner.wait(180)
     assert w.watch.step()
     trained = w.watch.steps.trace.by_node["hidden"].outputs["output"]
     state = w.runner.result.compiled.module.block_state()

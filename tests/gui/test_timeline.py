@@ -32,7 +32,7 @@ def test_scrubbing_the_run_replays_a_frame_and_stops_following(xor_window):
     w = xor_window
     probe_every_step(w)
     w.epochs.setValue(5)
-    assert w.start_training() and w.runner.wait(60)
+    assert w.start_training() and w.runner.wait(180)
     timeline, animator = w.watch.timeline, w.watch.animator
     assert [f.step for f in timeline.log.frames] == [1, 2, 3, 4, 5]
     assert timeline.slider.value() == 4 and timeline.live.isChecked()

@@ -44,7 +44,7 @@ def test_the_users_module_runs_only_when_trusted_and_the_answer_is_kept(make_win
     path = hostile_file(folder, "opaque.Module", MODULE_ESCAPES["own_module"])
     first = make_window()
     report = opened(first, path)
-    assert ("trust", str(path), ["canary_module"]) in prompts.asked
+    assert ("trust", str(path), ["canary_module (Touch)"]) in prompts.asked
     assert_untouched(folder)
     assert [(p.node, p.kind) for p in report.errors if p.node == "evil"] == \
         [("evil", "untrusted_code")]
@@ -52,7 +52,7 @@ def test_the_users_module_runs_only_when_trusted_and_the_answer_is_kept(make_win
     prompts.trust, prompts.asked = True, []
     second = make_window()
     opened(second, path)
-    assert ("trust", str(path), ["canary_module"]) in prompts.asked
+    assert ("trust", str(path), ["canary_module (Touch)"]) in prompts.asked
     assert (folder / "IMPORTED").exists() and "canary_module" in sys.modules
     assert second.doc.graph.trusted == {"canary_module"}
     assert "untrusted_code" not in {p.kind for p in second.validator.report.problems}
@@ -62,6 +62,12 @@ def test_the_users_module_runs_only_when_trusted_and_the_answer_is_kept(make_win
     opened(third, path)
     assert "trust" not in prompts.kinds() and third.doc.graph.trusted == {"canary_module"}
 
+    prompts.asked = []  # the graph unchanged but its module edited: asked about again
+    (folder / "canary_module.py").write_text((folder / "canary_module.py").read_text() + "\n")
+    opened(make_window(), path)
+    assert prompts.kinds().count("trust") == 1
+
+    prompts.asked = []
     prompts.trust = False  # another content under the same name is asked about again
     path.write_text(path.read_text().replace('"name": "hostile"', '"name": "changed"'))
     fourth = make_window()
