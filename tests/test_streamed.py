@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import nodegraph
-from nodegraph import kinds
+from nodegraph.kinds import declare
 from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import DATA_PARAMS, Dataset
 from nodegraph.kinds.loading import LoaderOptions, ShardSource
@@ -153,16 +153,16 @@ class Mse(nn.Module):
 
 
 SPECS = [
-    kinds.data("stub.StreamRows", "n rows; y the row sums; the last 4 validate.", _rows,
+    declare.data("stub.StreamRows", "n rows; y the row sums; the last 4 validate.", _rows,
                outputs=["x", "y"], params=[int_param("n", 24, min=5), STORAGE_PARAM,
                                            *DATA_PARAMS],
                meta=lambda p: sized(PORTS, p.n, {**p, "val_fraction": 4 / p.n})),
-    kinds.op("stub.Dense", "A linear layer to one output.",
+    declare.op("stub.Dense", "A linear layer to one output.",
              lambda p, x: nn.Linear(x["input"].shape[-1], 1), inputs=["input"],
              outputs=["output"]),
-    kinds.op("stub.Mse", "Mean squared error.", lambda p, x: Mse(), inputs=["a", "b"],
+    declare.op("stub.Mse", "Mean squared error.", lambda p, x: Mse(), inputs=["a", "b"],
              outputs=[LOSS_OUT]),
-    kinds.optimizer("stub.Sgd", "Plain SGD.", lambda p, named: torch.optim.SGD(
+    declare.optimizer("stub.Sgd", "Plain SGD.", lambda p, named: torch.optim.SGD(
         [q for _, q in named], lr=p.lr), inputs=[LOSS_IN], params=[float_param("lr", 0.05)]),
 ]
 
