@@ -31,6 +31,8 @@ class RoundTrip:
     onnx: float | None = None
     trained: bool | None = None
     shape_ok: bool | None = None
+    resized: float | None = None  # compiled graph vs module at the other input sizes
+    fixed_sizes: dict = field(default_factory=dict)  # what the import is valid for only
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -52,9 +54,11 @@ def outputs_of(value: Any) -> list[torch.Tensor]:
 
 def round_trip(module: Any, inputs: tuple, folder: str | Path, kwargs: dict | None = None,
                ways: tuple[str, ...] = ("validate", "python", "onnx", "train"),
-               **options: Any) -> RoundTrip:
+               others: tuple = (), **options: Any) -> RoundTrip:
     """Import `module` (what `import_graph` takes) on `inputs` into `folder`, then check
-    each of `ways`; a failure is recorded by way, not raised."""
+    each of `ways`; a failure is recorded by way, not raised. `others` are inputs of other
+    sizes: the compiled graph must give the module's numbers there too, or refuse the
+    size with a message (way "resized")."""
     from nodegraph.interop.fx_import import import_graph
 
     folder = Path(folder)
@@ -67,10 +71,13 @@ def round_trip(module: Any, inputs: tuple, folder: str | Path, kwargs: dict | No
     result.opaque = sum(n.type in ("opaque.Module", "opaque.Function") for n in graph)
     result.compiled = imported.max_difference
     reference = [t.detach() for t in imported.reference]
-    checks = {"validate": _validate, "python": _python, "onnx": _onnx, "train": _train}
-    for way in ways:
+    result.fixed_sizes = imported.fixed_sizes
+    checks = {"validate": _validate, "python": _python, "onnx": _onnx, "train": _train,
+              "resized": _resized}
+    for way in (*ways, *(("resized",) if others else ())):
         try:
-            checks[way](imported, inputs, reference, folder, result)
+            checks[way](imported, others if way == "resized" else inputs, reference, folder,
+                        result)
         except Exception as e:  # recorded by way: the caller decides what fails
             result.errors[way] = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
     return result
@@ -119,6 +126,35 @@ def _onnx(imported, inputs, reference, folder, result) -> None:
                                                            strict=True)})
     result.onnx = max(relative(torch.as_tensor(h), w) for h, w in zip(got[:len(reference)],
                                                                       reference, strict=True))
+
+
+def _resized(imported, others, reference, folder, result) -> None:
+    """The compiled graph at each of `others` (inputs of other sizes) against the module
+    there; a size the import refuses must be refused with a NodegraphError naming it
+    (recorded in `errors` as "refused: ..."), never computed wrong."""
+    from nodegraph.interop.export.weights import load_weights
+    from nodegraph.model.errors import NodegraphError
+    from nodegraph.runtime.compile import compile
+
+    compiled = compile(imported.graph, device="cpu", for_training=False)
+    load_weights(compiled, imported.weights)
+    compiled.module.eval()
+    worst = 0.0
+    for inputs in others:
+        with torch.no_grad():
+            want = outputs_of(imported.module(*inputs))
+            values = {(p, "x"): x for p, x in zip(imported.placeholders, inputs, strict=True)}
+            try:
+                got = compiled.module.run(compiled.module.full_plan, values)
+            except NodegraphError as e:
+                if not imported.fixed_sizes:
+                    raise
+                result.errors["resized"] = f"refused: {' '.join(str(e).split())[:300]}"
+                continue
+        have = [got[key] for key in imported.outputs[:len(want)]]
+        worst = max([worst, *(relative(h, w) if h.shape == w.shape else float("inf")
+                              for h, w in zip(have, want, strict=True))])
+    result.resized = worst
 
 
 def _train(imported, inputs, reference, folder, result) -> None:
