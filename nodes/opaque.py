@@ -414,7 +414,14 @@ def _arrays(p):
     if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
         raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
                              f"of samples, got shapes {x.shape} and {y.shape}")
-    return from_arrays({"x": np.asarray(x), "y": np.asarray(y)}, p, normalize_ports=())
+    data = from_arrays({"x": np.asarray(x), "y": np.asarray(y)}, p, normalize_ports=())
+    for port, array in (("x", x), ("y", y)):  # a boolean mask stays a mask (~mask works)
+        if np.asarray(array).dtype == np.bool_:
+            for split in ("train", "val", "test"):
+                if data.has(split):
+                    part = data.tensors(split)
+                    part[port] = part[port].bool()
+    return data
 
 
 def _arrays_meta(p):
@@ -427,7 +434,8 @@ def _arrays_meta(p):
     if not xs or not ys or xs[0] != ys[0]:
         raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
                              f"of samples, got shapes {xs} and {ys}")
-    ports = {k: (shape[1:], torch.int64 if d.kind in "iu" else torch.float32)
+    kinds = {"i": torch.int64, "u": torch.int64, "b": torch.bool}
+    ports = {k: (shape[1:], kinds.get(d.kind, torch.float32))
              for k, (shape, d) in (("x", heads[0]), ("y", heads[1]))}
     return sized(ports, xs[0], p)
 
@@ -490,8 +498,8 @@ BLOCKS = [
     block("opaque.Arrays", "data",
           "Arrays from an .npz archive with their dtypes: the example inputs of an imported "
           "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "
-          "the module's own output there); integer arrays stay integers, others become "
-          "float32, and no normalisation is applied.",
+          "the module's own output there); integer arrays stay integers, boolean ones "
+          "booleans, others become float32, and no normalisation is applied.",
           _arrays, meta=_arrays_meta,
           outputs=[Port("x", doc="the inputs"), Port("y", doc="the reference outputs")],
           params=[str_param("path", doc="the .npz archive"),

@@ -47,6 +47,7 @@ def test_imported_at_one_size_equals_the_module_at_two_others(cls, inputs, other
     assert result.shape_ok and result.trained
     assert result.compiled <= 1e-5 and result.python <= 1e-5 and result.onnx <= 1e-4
     assert result.resized is not None and result.resized <= 1e-5
+    assert result.resized_onnx is not None and result.resized_onnx <= 1e-4  # ONNX follows
     assert not result.fixed_sizes
 
 

@@ -19,6 +19,7 @@ written, the imported graph is compiled and must give the module's outputs.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import linecache
@@ -108,7 +109,8 @@ class Importer:
         self.notes: list[str] = []  # what the import fixed, and where
         self.guards: dict[Any, str] = {}  # input placeholder -> the node checking its sizes
         self.after: list[Planned] = []  # nodes planned after the next (a module's copies)
-        self.ties: list[tuple[Planned, Planned, str]] = []  # copies sharing a parameter
+        # (owner, user, the user's param, the owner's): one parameter in several blocks
+        self.ties: list[tuple[Planned, Planned, str, str]] = []
 
     def plan(self) -> list[Planned]:
         for node in self.traced.graph.nodes:
@@ -139,7 +141,25 @@ class Importer:
             self.order += self.after
             self.after.clear()
         self._name_by_scope()
+        self._tie_shared()
         return self.order
+
+    def _tie_shared(self) -> None:
+        """One parameter used by several calls — a module called twice, or GPT's lm_head
+        reusing the token embedding — is tied in the graph (the first call's owns it), so
+        training moves them as the module does."""
+        owner: dict[int, tuple[Planned, str]] = {}
+        for node, planned in self.planned.items():
+            if node.op != "call_module":
+                continue
+            prefix = "module." if planned.type == "opaque.Module" else ""
+            for name, param in self.root.get_submodule(node.target).named_parameters():
+                key = f"{prefix}{name}"
+                if key not in planned.weights:
+                    continue
+                first = owner.setdefault(id(param), (planned, key))
+                if first[0] is not planned:
+                    self.ties.append((first[0], planned, key, first[1]))
 
     def _name_by_scope(self) -> None:
         """Functional ops named by the module whose forward made them and what they do
@@ -428,7 +448,7 @@ class Importer:
                                picked, inputs, weights)
                 self.planned[leaves[0]] = copy
                 self.after.append(copy)
-                self.ties += [(planned, copy, f"module.{name}")
+                self.ties += [(planned, copy, f"module.{name}", f"module.{name}")
                               for name, _ in module.named_parameters()]
                 source = leaves[0]
             for leaf in leaves if source is node else leaves[1:]:  # the same element again
@@ -782,11 +802,28 @@ class _Tracer(torch.fx.Tracer):
     another library extends (timm's BatchNormAct2d: its weights stay one module's) and the
     modules named in `leaves` as one call."""
 
-    def __init__(self, leaves: frozenset[str] = frozenset()):
+    def __init__(self, leaves: frozenset[str] = frozenset(), examples: tuple | None = None):
         super().__init__()
         self.leaves = leaves
+        self.examples = examples  # the example inputs: a size check is evaluated on them
+        self.checks: list[str] = []  # the size checks taken at trace time, where and how
         self.record_stack_traces = True  # messages name the user's line (see _line)
         self.proxy_buffer_attributes = True  # self.mask[:, :T]: sliced by a size that follows
+
+    def to_bool(self, obj) -> bool:
+        """`if H != W:` / `if x.shape[-2:] != y.shape[-2:]` on sizes: decided on the example
+        inputs and recorded (the probes then hold the trace to the module at other sizes,
+        so a size that takes the other branch is refused). A condition on tensor values
+        stays an error."""
+        if self.examples is None or not isinstance(obj, torch.fx.Proxy):
+            return super().to_bool(obj)
+        values = _evaluate_prefix(self.root, self.graph, obj.node, self.examples)
+        if values is None or not _sizes_only(obj.node, values):
+            return super().to_bool(obj)
+        outcome = bool(values[obj.node])
+        self.checks.append(f"{_line(obj.node).removeprefix(' at ') or obj.node.name}: "
+                           f"{outcome} on the example")
+        return outcome
 
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
         # (the class only: reading the module's attributes here would add them to the trace)
@@ -812,8 +849,58 @@ EXTENDED = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.Linea
             nn.modules.conv._ConvNd)
 
 
+SIZE_READS = {"size", "shape", "ndim", "dim", "dtype", "device"}
+
+
+def _evaluate_prefix(root: nn.Module, graph: torch.fx.Graph, node, examples: tuple
+                     ) -> dict | None:
+    """Each value of the graph traced so far, up to `node`, on the example inputs (None
+    where it does not run)."""
+    part = torch.fx.Graph()
+    env: dict = {}
+    for n in graph.nodes:
+        env[n] = part.node_copy(n, lambda x: env[x])
+        if n is node:
+            break
+    part.output(env[node])
+    values: dict = {}
+    back = {v: k for k, v in env.items()}
+
+    class Recording(torch.fx.Interpreter):
+        def run_node(self, n):
+            values[back.get(n, n)] = super().run_node(n)
+            return values[back.get(n, n)]
+
+    placeholders = [n for n in part.nodes if n.op == "placeholder"]
+    try:
+        with torch.no_grad():
+            Recording(torch.fx.GraphModule(root, part)).run(*examples[:len(placeholders)])
+    except Exception:
+        return None
+    return values
+
+
+def _sizes_only(node, values: dict) -> bool:
+    """Whether `node` reads its inputs only through their sizes (shape, size(), ndim),
+    never their values."""
+    seen, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op == "call_method" and n.target in SIZE_READS or n.op == "call_function" and \
+                n.target is getattr and n.args[1] in SIZE_READS:
+            continue  # a size of a tensor: what it holds is not read
+        if isinstance(values.get(n), torch.Tensor) or n.op in ("placeholder", "get_attr",
+                                                               "call_module"):
+            return False
+        stack += n.all_input_nodes
+    return True
+
+
 def trace(module: nn.Module, leaves: Iterable[str] = (),
-          inputs: int | None = None) -> torch.fx.GraphModule:
+          inputs: int | None = None, examples: tuple | None = None) -> torch.fx.GraphModule:
     """The fx graph of `module`, or an error naming the construct fx cannot follow.
 
     Submodules named in `leaves` stay one call. So does, found by tracing again, a
@@ -829,7 +916,8 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
     concrete = _defaults_after(module, inputs)
     for _ in range(len(names) + 1):
         try:
-            graph = _Tracer(frozenset(leaves)).trace(module, concrete_args=concrete)
+            tracer = _Tracer(frozenset(leaves), examples)
+            graph = tracer.trace(module, concrete_args=concrete)
         except Exception as e:
             owner = _failing_module(e, module)
             if owner and owner not in leaves:
@@ -848,6 +936,7 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
             break
         leaves |= outside
     traced = torch.fx.GraphModule(module, graph)
+    traced.meta["size_checks"] = tracer.checks
     _plain_outputs(traced.graph)
     traced.graph.eliminate_dead_code()  # an unused tuple element (`out, _ = lstm(x)`)
     traced.recompile()
@@ -855,17 +944,23 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
 
 
 def _plain_outputs(graph: torch.fx.Graph) -> None:
-    """A named tuple returned by forward (torchvision's GoogLeNetOutputs while training)
-    becomes the plain tuple of its fields: each one an output of the graph."""
+    """A named tuple returned by forward (torchvision's GoogLeNetOutputs while training), or
+    a dataclass, becomes the plain tuple of its fields: each one an output of the graph."""
     [output] = [n for n in graph.nodes if n.op == "output"]
     value = output.args[0]
-    if isinstance(value, torch.fx.Node) and value.op == "call_function" and isinstance(
-            value.target, type) and issubclass(value.target, tuple) and \
-            hasattr(value.target, "_fields") and len(value.users) == 1:
-        fields = list(value.args) + [value.kwargs[f] for f in value.target._fields
-                                     if f in value.kwargs]
-        output.args = (tuple(fields),)
-        graph.erase_node(value)
+    if not isinstance(value, torch.fx.Node) or value.op != "call_function" or not isinstance(
+            value.target, type) or len(value.users) != 1:
+        return
+    if issubclass(value.target, tuple) and hasattr(value.target, "_fields"):
+        names = list(value.target._fields)
+    elif dataclasses.is_dataclass(value.target):  # return Output(logits=..., hidden=...)
+        names = [f.name for f in dataclasses.fields(value.target)]
+    else:
+        return
+    fields = list(value.args) + [value.kwargs[f] for f in names[len(value.args):]
+                                 if f in value.kwargs]
+    output.args = (tuple(fields),)
+    graph.erase_node(value)
 
 
 def _with_training_outputs(root: nn.Module, traced: torch.fx.GraphModule, leaves: Iterable[str],
@@ -889,7 +984,7 @@ def _with_training_outputs(root: nn.Module, traced: torch.fx.GraphModule, leaves
              if name and _reads_training(type(m))}  # type: ignore[arg-type]
     root.train()
     try:
-        trained = trace(root, set(leaves) | reads, len(inputs))
+        trained = trace(root, set(leaves) | reads, len(inputs), inputs)
     except NodegraphError:
         return traced, 0
     finally:
@@ -970,6 +1065,13 @@ def _trace_error(module: nn.Module, e: Exception) -> NodegraphError:
                               "turned into a Python number, stops it; keep the module that "
                               "does it as one block with --leaf MODULE_PATH)")
     text = " ".join(str(e).split())[:300]
+    if any("/einops/" in f.f_code.co_filename.replace("\\", "/")
+           for f, _ in traceback.walk_tb(e.__traceback__)):
+        return NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
+                              "einops does not take torch.fx's symbolic tensors; write that "
+                              "line with torch (rearrange(x, 'b c h w -> b (h w) c') is "
+                              "x.flatten(2).transpose(1, 2)), or keep the submodule that "
+                              "calls it whole with --leaf MODULE_PATH")
     return NodegraphError(f"{type(module).__name__}.forward cannot be traced{_where(e)}: "
                           f"{type(e).__name__}: {text}")
 
@@ -981,7 +1083,9 @@ def _where(error: BaseException) -> str:
               and f.f_code.co_filename != __file__]
     if not frames:
         return ""
-    frame = frames[-1]
+    own = [f for f in frames if not any(part in f.f_code.co_filename.replace("\\", "/")
+                                        for part in ("/site-packages/", "/dist-packages/"))]
+    frame = (own or frames)[-1]  # the user's line, not the library's (einops) it called
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     return f" at {Path(frame.f_code.co_filename).name}:{frame.f_lineno} (`{line}`)"
 
@@ -1106,7 +1210,7 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     kwargs = dict(kwargs or {})
     root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
-    traced = trace(root, leaves, len(inputs))
+    traced = trace(root, leaves, len(inputs), inputs)
     traced, heads = _with_training_outputs(root, traced, leaves, inputs)
     values = _run(traced, inputs)
     importer = Importer(root, traced, values, recorder, target, kwargs)
@@ -1138,8 +1242,8 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
         for port, source in zip(spec.inputs, item.inputs, strict=False):
             graph.connect(_source_of(source, ids, importer), (item.id, port.name))
         weights.update({f"{item.id}.{k}": v.detach().clone() for k, v in item.weights.items()})
-    for src, dst, param in importer.ties:  # one module read at several outputs
-        graph.ties.append(Tie(src.id, param, dst.id, param))
+    for src, dst, param, src_param in importer.ties:  # one parameter, several blocks
+        graph.ties.append(Tie(src.id, src_param, dst.id, param))
     out_keys = [_source_of(o, ids, importer) for o in outs]
     allowlist.trust(graph)  # the user's own module, imported at their request
     graph.extra["imported"] = {"source": target or type(root).__qualname__,
@@ -1148,6 +1252,8 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     if fixed:  # the sizes the import is valid for (the guards refuse others)
         graph.extra["imported"]["fixed_sizes"] = fixed
         graph.extra["imported"]["notes"] = list(importer.notes)
+    if traced.meta.get("size_checks"):  # `if H != W:` in forward, decided at import
+        graph.extra["imported"]["size_checks"] = list(traced.meta["size_checks"])
     arrays = {p.name: x.numpy() for p, x in zip(placeholders, inputs, strict=False)}
     arrays["output"] = first.detach().numpy() if first is not None and first.ndim and \
         len(first) == len(inputs[0]) else inputs[0].numpy()
@@ -1229,6 +1335,8 @@ def _leaves(value: Any, kind: type) -> list:
     """The `kind` objects in a (nested) tuple, list or dict, in order."""
     if isinstance(value, kind):
         return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = [getattr(value, f.name) for f in dataclasses.fields(value)]
     items = value.values() if isinstance(value, dict) else value if isinstance(
         value, tuple | list) else ()
     return [leaf for v in items for leaf in _leaves(v, kind)]

@@ -11,6 +11,7 @@ module's eval outputs; the eval outputs are compared, the training step trains t
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ class RoundTrip:
     trained: bool | None = None
     shape_ok: bool | None = None
     resized: float | None = None  # compiled graph vs module at the other input sizes
+    resized_onnx: float | None = None  # the ONNX export vs module there
     fixed_sizes: dict = field(default_factory=dict)  # what the import is valid for only
     errors: dict[str, str] = field(default_factory=dict)
 
@@ -47,6 +49,8 @@ def relative(have: torch.Tensor, want: torch.Tensor) -> float:
 def outputs_of(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = [getattr(value, f.name) for f in dataclasses.fields(value)]
     items = value.values() if isinstance(value, dict) else value if isinstance(
         value, tuple | list) else ()
     return [t for v in items for t in outputs_of(v)]
@@ -154,6 +158,18 @@ def _resized(imported, others, reference, folder, result) -> None:
         have = [got[key] for key in imported.outputs[:len(want)]]
         worst = max([worst, *(relative(h, w) if h.shape == w.shape else float("inf")
                               for h, w in zip(have, want, strict=True))])
+        onnx = folder / "model.onnx"
+        if onnx.exists():  # the ONNX file follows the sizes the graph follows
+            import onnxruntime
+
+            session = onnxruntime.InferenceSession(str(onnx),
+                                                   providers=["CPUExecutionProvider"])
+            names = [i.name for i in session.get_inputs()]
+            ran = session.run(None, {n: x.numpy() for n, x in zip(names, inputs,
+                                                                  strict=True)})
+            result.resized_onnx = max([result.resized_onnx or 0.0, *(
+                relative(torch.as_tensor(h), w) if tuple(h.shape) == tuple(w.shape)
+                else float("inf") for h, w in zip(ran[:len(want)], want, strict=True))])
     result.resized = worst
 
 

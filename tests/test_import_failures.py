@@ -1,0 +1,174 @@
+"""The failure classes of issue #26, item 2, one regression test each: what used to be
+refused or silently wrong on modules written the usual way now imports and equals the
+module in the graph, the Python export and ONNX, or is refused naming the user's line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import nodegraph
+from nodegraph.interop.fx_import import import_graph
+from nodegraph.interop.fx_roundtrip import round_trip
+from nodegraph.model.errors import NodegraphError
+
+ALL = ("validate", "python", "onnx", "train")
+
+
+def _ok(result, ways=ALL):
+    assert not result.errors, result.errors
+    assert result.compiled <= 1e-5 and result.python <= 1e-5 and result.onnx <= 1e-4
+    assert result.trained or "train" not in ways
+
+
+class DictOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return {"logits": self.fc(x), "features": torch.relu(x)}
+
+
+@dataclass
+class Output:
+    logits: torch.Tensor
+    hidden: torch.Tensor
+
+
+class DataclassOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return Output(logits=self.fc(x), hidden=x * 2)
+
+
+@pytest.mark.parametrize("cls", [DictOut, DataclassOut])
+def test_every_output_of_a_dict_or_dataclass_is_kept(cls, tmp_path):
+    result = round_trip(cls, (torch.randn(2, 4),), tmp_path)
+    _ok(result)  # round_trip compares every output: graph, Python export and ONNX
+    graph = nodegraph.load(tmp_path / "model.json")
+    assert len(graph.extra["imported"]["outputs"]) == 2
+
+
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, mask):
+        return self.fc(x).masked_fill(~mask, 0.0)
+
+
+def test_a_boolean_input_stays_boolean(tmp_path):
+    inputs = (torch.randn(2, 5, 4), torch.rand(2, 5, 4) > 0.5)
+    _ok(round_trip(Masked, inputs, tmp_path))
+    report = nodegraph.validate(nodegraph.load(tmp_path / "model.json"))
+    assert report.outputs[("mask", "x")].dtype == torch.bool
+
+
+class SquareOnly(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        h, w = x.shape[-2:]
+        if h != w:
+            raise ValueError("square images only")
+        return self.conv(x)
+
+
+def test_a_shape_check_in_the_roots_forward_is_decided_at_import_and_recorded(tmp_path):
+    result = round_trip(SquareOnly, (torch.randn(2, 3, 8, 8),), tmp_path,
+                        others=[(torch.randn(2, 3, 16, 16),)])
+    _ok(result)
+    assert result.resized <= 1e-5
+    checks = nodegraph.load(tmp_path / "model.json").extra["imported"]["size_checks"]
+    assert len(checks) == 1 and "test_import_failures.py" in checks[0]
+    assert "if h != w:" in checks[0] and "False" in checks[0]
+
+
+class ValueBranch(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # on values: no size check
+            return x
+        return -x
+
+
+def test_a_branch_on_values_is_still_refused_at_the_users_line(tmp_path):
+    with pytest.raises(NodegraphError, match=r"test_import_failures.py:\d+ \(`if x.sum"):
+        import_graph(ValueBranch, (torch.randn(2, 3),), tmp_path / "v.json")
+
+
+class Rearranged(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 5)
+
+    def forward(self, x):
+        import einops
+
+        return self.fc(einops.rearrange(x, "b c h w -> b (h w) c"))
+
+
+def test_einops_is_refused_at_the_users_line_with_what_to_do(tmp_path):
+    pytest.importorskip("einops")
+    with pytest.raises(NodegraphError, match=r"at test_import_failures.py:\d+ "
+                       r"\(`return self.fc\(einops.rearrange.*flatten\(2\).*--leaf"):
+        import_graph(Rearranged, (torch.randn(2, 3, 4, 4),), tmp_path / "e.json")
+
+
+class TwiceCalled(nn.Module):
+    """One Linear applied twice: the graph ties its two blocks' weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(torch.tanh(self.fc(x)))
+
+
+def test_a_module_called_twice_shares_its_weights(tmp_path):
+    _ok(round_trip(TwiceCalled, (torch.randn(3, 4),), tmp_path))
+    graph = nodegraph.load(tmp_path / "model.json")
+    assert {(t.src, t.src_param, t.dst, t.dst_param) for t in graph.ties} == {
+        ("fc", "weight", "fc_1", "weight"), ("fc", "bias", "fc_1", "bias")}
+
+
+class Folded(nn.Module):
+    def forward(self, x):
+        return F.fold(x, output_size=(4, 4), kernel_size=2, stride=2)
+
+
+def test_onnx_opset_is_an_option(tmp_path):
+    from nodegraph.interop.export import to_onnx
+
+    imported = import_graph(Folded, (torch.randn(2, 12, 4),), tmp_path / "f.json")
+    outputs = [f"{n}.{p}" for n, p in imported.outputs]
+    with pytest.raises(NodegraphError, match="--opset 3"):
+        to_onnx(imported.graph, tmp_path / "f.onnx", outputs=outputs, opset=3)
+    exported = to_onnx(imported.graph, tmp_path / "f.onnx", outputs=outputs, opset=18)
+    assert exported.max_difference is not None and exported.max_difference < 1e-5
+    import onnx
+
+    assert onnx.load(str(exported.path)).opset_import[0].version == 18
+
+
+def test_inputs_npz_keeps_boolean_and_integer_dtypes(tmp_path):
+    from nodegraph.cli.main import main
+
+    np.savez(tmp_path / "in.npz", x=np.random.randn(2, 5, 4).astype("float32"),
+             mask=np.random.rand(2, 5, 4) > 0.5)
+    assert main(["import", "test_import_failures:Masked", "-o", str(tmp_path / "m.json"),
+                 "--inputs", str(tmp_path / "in.npz")]) == 0
+    report = nodegraph.validate(nodegraph.load(tmp_path / "m.json"))
+    assert report.ok, report.problems
