@@ -172,3 +172,44 @@ def test_inputs_npz_keeps_boolean_and_integer_dtypes(tmp_path):
                  "--inputs", str(tmp_path / "in.npz")]) == 0
     report = nodegraph.validate(nodegraph.load(tmp_path / "m.json"))
     assert report.ok, report.problems
+
+
+needs_timm = pytest.mark.skipif(not __import__("importlib").util.find_spec("timm"),
+                                reason="timm is not installed")
+
+
+def _timm_layers():
+    from nodegraph.model.packages import load_torchvision
+
+    load_torchvision()  # timm imports torchvision, which needs help beside a CPU torch
+    import timm.layers
+
+    return timm.layers
+
+
+@needs_timm
+def test_timm_same_padding_norm_act_and_channels_last_norm(tmp_path):
+    """Dynamic 'SAME' padding (Conv2dSame) keeps its padding at every size; BatchNormAct2d
+    becomes BatchNorm2d + ReLU and LayerNorm2d permute + LayerNorm + permute blocks."""
+    layers = _timm_layers()
+
+    class TimmBits(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = layers.create_conv2d(3, 8, 3, stride=2, padding="same")
+            self.bn = layers.BatchNormAct2d(8, act_layer=nn.ReLU)
+            self.ln = layers.LayerNorm2d(8)
+
+        def forward(self, x):
+            return self.ln(self.bn(self.conv(x)))
+
+    torch.manual_seed(0)
+    model = TimmBits()
+    model.bn.running_mean.uniform_(-1, 1)
+    result = round_trip(model, (torch.randn(2, 3, 15, 15),), tmp_path,
+                        others=[(torch.randn(2, 3, 20, 17),), (torch.randn(1, 3, 8, 9),)])
+    _ok(result)
+    assert result.resized <= 1e-5 and result.resized_onnx <= 1e-4
+    types = [n.type for n in nodegraph.load(tmp_path / "model.json")]
+    assert types.count("norm.BatchNorm2d") == 1 and "activations.ReLU" in types
+    assert types.count("layers.Permute") == 2 and "norm.LayerNorm" in types

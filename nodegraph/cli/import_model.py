@@ -70,6 +70,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     result = import_graph(args.target, examples, args.output, kwargs, leaves=args.leaf,
                           loss=args.loss, optimizer=args.optimizer)
     graph = result.graph
+    _lay_out(graph, args.output)
     opaque = [f"{n.id} ({n.params.get('target') or n.params.get('function')})"
               for n in graph if n.type.startswith("opaque.") and n.type != "opaque.Arrays"]
     print(f"wrote {args.output}: {len(graph)} nodes" + (
@@ -87,6 +88,18 @@ def cmd_import(args: argparse.Namespace) -> int:
         print("  forward-only: add --loss cross_entropy --optimizer adam to fine-tune it with "
               "`nodegraph run`")
     return 0
+
+
+def _lay_out(graph, path: str) -> None:
+    """The editor's own layered layout (Ctrl+L, Qt-free) for the graph and each group's
+    body, saved: the file opens readable at fit, never as one row."""
+    from nodegraph.gui.layout import auto_layout
+    from nodegraph.model.fileformat import save
+
+    graph.ui["positions"] = {n: list(xy) for n, xy in auto_layout(graph).items()}
+    for defn in graph.groups.values():
+        defn.ui["positions"] = {n: list(xy) for n, xy in auto_layout(defn.body).items()}
+    save(graph, path)
 
 
 def _examples(args: argparse.Namespace) -> tuple:

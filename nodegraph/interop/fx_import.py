@@ -38,7 +38,7 @@ import torch.fx
 from safetensors.torch import save_file
 from torch import nn
 
-from nodegraph.interop import fx_finish, fx_targets
+from nodegraph.interop import fx_composite, fx_finish, fx_groups, fx_targets
 from nodegraph.interop.export.record import Recorder
 from nodegraph.interop.export.source import MAX_TENSOR_LITERAL, torch_path
 from nodegraph.model import allowlist
@@ -132,6 +132,11 @@ class Importer:
             if not isinstance(value, torch.Tensor) and node.op != "call_module":
                 self.symbols[node] = self._symbol(node)
                 continue
+            if self._identity(node):  # a no-op placeholder (timm's norm=Identity): no node
+                source = node.args[0]
+                alias = self.symbols.get(source)
+                self.symbols[node] = alias if isinstance(alias, _Alias) else _Alias(source)
+                continue
             planned = self._node(node)
             for item in self.extra:  # the head of a chain (a long concatenation)
                 self.order.append(item)
@@ -181,6 +186,40 @@ class Importer:
                 candidate = f"{name}_{count}"
             taken.add(candidate)
             planned.id = candidate
+
+    def scopes(self) -> dict[str, str]:
+        """Planned node id -> the dotted path of the module whose forward made it ('' for
+        the root's own); a node no fx node is (a chain's link, a module's copy) takes its
+        neighbour's."""
+        by_planned = {id(p): n for n, p in self.planned.items()}
+        out: dict[str, str] = {}
+        last = ""
+        pending: list[str] = []
+        for item in self.order:
+            node = by_planned.get(id(item))
+            if node is None:
+                pending.append(item.id)
+                continue
+            if node.op in ("call_module", "get_attr"):
+                scope = node.target.rpartition(".")[0]
+            else:
+                scope = _owner(node)
+            for waiting in pending:  # a chain's links come before their node
+                out[waiting] = scope
+            pending.clear()
+            out[item.id] = last = scope
+        for waiting in pending:
+            out[waiting] = last
+        return out
+
+    def _one_tensor(self, node) -> bool:
+        return len(node.args) == 1 and not node.kwargs and self._is_tensor(node.args[0])
+
+    def _identity(self, node) -> bool:
+        """An nn.Identity called on one tensor (not a --leaf the user asked for)."""
+        return node.op == "call_module" and len(node.args) == 1 and not node.kwargs and \
+            type(self.root.get_submodule(node.target)) is nn.Identity and \
+            self._is_tensor(node.args[0])
 
     def _tensors(self, node) -> bool:
         """True (and noted) when a function or method returns a tuple of tensors whose
@@ -300,6 +339,18 @@ class Importer:
                         self.symbols[user] = _Alias(node)
                 return Planned(node.name, block, params, [node.args[0]],
                                dict(module.state_dict()))
+            links = fx_composite.chain(module, module_block) if isinstance(
+                self.values[node], torch.Tensor) and self._one_tensor(node) else None
+            if links:  # timm's BatchNormAct2d, LayerNorm2d: a chain of blocks
+                source: Any = node.args[0]
+                for i, (block, params, weights) in enumerate(links):
+                    last = i == len(links) - 1
+                    link = Planned(node.name if i == 0 else f"{node.name}_{i}", block,
+                                   params, [source], dict(weights))
+                    if not last:
+                        self.extra.append(link)
+                    source = link
+                return link
             return self._opaque_module(node, module)
         fn = node.target
         tensors = [a for a in node.args if self._is_tensor(a)]
@@ -1195,11 +1246,12 @@ def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path
 def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
                  kwargs: dict | None = None, name: str | None = None,
                  leaves: Iterable[str] = (), loss: str | None = None,
-                 optimizer: str | None = None) -> Imported:
+                 optimizer: str | None = None, groups: bool = True) -> Imported:
     """Trace `module_or_instance` — an nn.Module, its class or factory, or a target string
     (see `fx_targets`; built with `kwargs`) — on `example_inputs` (a tensor or a tuple of
     them) into a graph; the submodules named in `leaves` stay opaque blocks, and `loss` /
-    `optimizer` (see `fx_finish.add_training`) make it trainable at once.
+    `optimizer` (see `fx_finish.add_training`) make it trainable at once. With `groups`
+    the module hierarchy becomes nested groups (`fx_groups`).
 
     With `path` the graph is saved there, with its weights (``STEM.safetensors``) and
     example inputs (``STEM.inputs.npz``) beside it; without, those two go to a temporary
@@ -1245,6 +1297,11 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     for src, dst, param, src_param in importer.ties:  # one parameter, several blocks
         graph.ties.append(Tie(src.id, src_param, dst.id, param))
     out_keys = [_source_of(o, ids, importer) for o in outs]
+    if groups:  # the module hierarchy as nested groups; execution's ids key the weights
+        flat = fx_groups.group_by_scope(graph, importer.scopes(), {
+            *(n for n, _ in out_keys), *ids.values(), *importer.guards.values()})
+        weights = {f"{flat.get(k.partition('.')[0], k.partition('.')[0])}."
+                   f"{k.partition('.')[2]}": v for k, v in weights.items()}
     allowlist.trust(graph)  # the user's own module, imported at their request
     graph.extra["imported"] = {"source": target or type(root).__qualname__,
                                "weights": weights_path.name,  # beside the graph
@@ -1266,6 +1323,8 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     save_file({k: v.contiguous() for k, v in weights.items()}, str(weights_path))
     fx_finish.add_training(graph, base.parent, loss, optimizer)
     graph.ui["positions"] = fx_finish.layered_positions(graph)
+    for defn in graph.groups.values():
+        defn.ui["positions"] = fx_finish.layered_positions(defn.body)
     if path is not None:
         from nodegraph.model.fileformat import save
 

@@ -77,6 +77,7 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     _refuse_bfloat16(compiled)
     compiled.module.eval()
     keys = _outputs(compiled, outputs)
+    imported = graph.extra.get("imported") if isinstance(graph.extra, dict) else None
     graph = executed(compiled)
     needed = graph.upstream([k[0] for k in keys])
     inputs = [(d, p) for d, ds in compiled.datasets.items() for p in ds.ports
@@ -99,7 +100,6 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
                                                             strict=True))
     batch = example[0].shape[0] if example else None
     dynamic = {n: {0: "batch"} for n, t in zip(in_names, example, strict=True)}
-    imported = graph.extra.get("imported") if isinstance(graph.extra, dict) else None
     if isinstance(imported, dict):  # sizes the import follows (see fx_import.probe)
         fixed = imported.get("fixed_sizes") or {}
         for name, (node, _), t in zip(in_names, inputs, example, strict=True):
