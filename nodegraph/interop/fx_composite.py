@@ -28,15 +28,17 @@ def chain(module: nn.Module, block_of: Callable[[nn.Module], tuple[str, dict] | 
     if isinstance(module, nn.BatchNorm2d) and type(module) is not nn.BatchNorm2d and \
             hasattr(module, "act") and hasattr(module, "drop"):  # timm's BatchNormAct2d
         norm = _as(module, nn.BatchNorm2d, block_of)
-        links = [norm] if norm is None else [(norm[0], norm[1], own)]
+        if norm is None:
+            return None
+        links: list[Link] = [(norm[0], norm[1], own)]
         for part in (module.drop, module.act):
             if isinstance(part, nn.Identity):
                 continue
-            mapped = block_of(part)
-            if mapped is None or any(True for _ in part.parameters()):
+            mapped = block_of(part)  # type: ignore[arg-type]
+            if mapped is None or any(True for _ in part.parameters()):  # type: ignore[union-attr]
                 return None
             links.append((mapped[0], mapped[1], {}))
-        return None if links[0] is None else links  # type: ignore[return-value]
+        return links
     if isinstance(module, nn.LayerNorm) and type(module) is not nn.LayerNorm and \
             len(module.normalized_shape) == 1 and "permute(0, 2, 3, 1)" in _source(module):
         norm = _as(module, nn.LayerNorm, block_of)  # timm's LayerNorm2d: channels last
