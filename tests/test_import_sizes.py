@@ -128,3 +128,13 @@ def test_lstm_state_passes_between_modules_with_tied_copies(tmp_path):
     assert decoder.params["call_args"] == [{"input": 0}, {"tuple": [{"input": 1},
                                                                     {"input": 2}]}]
     assert imported.max_difference == 0.0
+
+
+def test_the_command_says_which_sizes_an_import_is_valid_for(tmp_path, capsys):
+    from nodegraph.cli.main import main
+
+    assert main(["import", "test_import_sizes:Numel", "-o", str(tmp_path / "n.json"),
+                 "--input-shape", "2,3,8"]) == 0
+    out = capsys.readouterr().out
+    assert "valid only for input 'x' with dim 1 = 3, dim 2 = 8" in out
+    assert "numel" in out and "test_import_sizes.py" in out

@@ -80,6 +80,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     print(f"  weights in {info['weights']} beside it (run and export load them); the "
           f"graph's outputs {', '.join(info['outputs'])} match the module's to "
           f"{result.max_difference:.2g}")
+    for name, dims in result.fixed_sizes.items():  # the import holds at these sizes only
+        sizes = ", ".join(f"dim {d} = {s}" for d, s in dims.items())
+        print(f"  valid only for input '{name}' with {sizes}: other sizes are refused")
+    for note in result.notes:
+        print(f"    {note}")
     external = sorted(graph.trusted - {"torch"})
     if external:
         print(f"  its opaque blocks import {', '.join(external)}: run nodegraph where that "

@@ -64,6 +64,7 @@ def round_trip(module: Any, inputs: tuple, folder: str | Path, kwargs: dict | No
     sizes: the compiled graph must give the module's numbers there too, or refuse the
     size with a message (way "resized")."""
     from nodegraph.interop.fx_import import import_graph
+    from nodegraph.model.groups import flatten, has_groups
 
     folder = Path(folder)
     result = RoundTrip()
@@ -71,8 +72,9 @@ def round_trip(module: Any, inputs: tuple, folder: str | Path, kwargs: dict | No
     imported = import_graph(module, inputs, folder / "model.json", kwargs, **options)
     result.import_s = time.perf_counter() - start
     graph = imported.graph
-    result.nodes = len(graph)
-    result.opaque = sum(n.type in ("opaque.Module", "opaque.Function") for n in graph)
+    flat = flatten(graph).graph if has_groups(graph) else graph  # every node, groups opened
+    result.nodes = len(flat)
+    result.opaque = sum(n.type in ("opaque.Module", "opaque.Function") for n in flat)
     result.compiled = imported.max_difference
     reference = [t.detach() for t in imported.reference]
     result.fixed_sizes = imported.fixed_sizes
