@@ -213,3 +213,44 @@ def test_timm_same_padding_norm_act_and_channels_last_norm(tmp_path):
     types = [n.type for n in nodegraph.load(tmp_path / "model.json")]
     assert types.count("norm.BatchNorm2d") == 1 and "activations.ReLU" in types
     assert types.count("layers.Permute") == 2 and "norm.LayerNorm" in types
+
+
+class Features(nn.Module):
+    """The features are an output and also feed the logits: no sink, so no 'head'."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.head = nn.Linear(4, 6), nn.Linear(6, 3)
+
+    def forward(self, x):
+        features = torch.relu(self.fc(x))
+        return {"logits": self.head(features), "features": features}
+
+
+def test_the_onnx_export_of_an_import_has_every_output_by_default(tmp_path):
+    from nodegraph.cli.main import main
+
+    assert main(["import", "test_import_failures:Features", "-o", str(tmp_path / "d.json"),
+                 "--input-shape", "2,4", "--loss", "mse", "--optimizer", "adam"]) == 0
+    assert main(["export", str(tmp_path / "d.json"), "--to", "onnx",
+                 "-o", str(tmp_path / "d.onnx")]) == 0
+    import onnx
+
+    assert len(onnx.load(str(tmp_path / "d.onnx")).graph.output) == 2
+
+
+def test_the_python_export_of_an_import_returns_every_output(tmp_path):
+    from nodegraph.interop.export import to_python
+
+    imported = import_graph(Features, (torch.randn(2, 4),), tmp_path / "f.json", loss="mse",
+                            optimizer="adam")
+    exported = to_python(imported.graph, tmp_path / "f.py")
+    namespace: dict = {"__name__": "exported"}
+    exec(compile(exported.path.read_text(), str(exported.path), "exec"), namespace)
+    model = namespace[exported.class_name]()
+    model.load_state_dict(imported.weights, strict=False)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        got, want = model.eval()(x), imported.module(x)
+    assert len(got) == 2
+    assert torch.allclose(got[0], want["logits"]) and torch.allclose(got[1], want["features"])

@@ -1216,7 +1216,18 @@ def _probe_run(root: nn.Module, traced: torch.fx.GraphModule, inputs: tuple,
                 (h.double() - w.double()).abs().max()) > TOLERANCE * max(
                 1.0, float(w.double().abs().max())) for h, w in zip(have, want, strict=False)):
         return "differs"
-    return values
+    # only shapes and sizes are read from a probe: its tensors are kept as meta tensors, so
+    # a big model's probes hold no activations
+    return {n: _as_meta(v) for n, v in values.items()}
+
+
+def _as_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+    if isinstance(value, tuple | list) and any(isinstance(v, torch.Tensor) for v in value):
+        return type(value)(_as_meta(v) for v in value) if not hasattr(value, "_fields") \
+            else value
+    return value
 
 
 # -- the whole import ----------------------------------------------------------------------------

@@ -63,7 +63,8 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
             weights: dict[str, torch.Tensor] | None = None,
             opset: int | None = None) -> OnnxExport:
     """Write the forward graph of `graph` to `path`; `outputs` names node or node.port
-    values (default: the prediction heads); `weights` (node.param) replace the initial
+    values (default: the prediction heads; for an imported graph, every output of the
+    module, as the file lists them); `weights` (node.param) replace the initial
     weights; `opset` is the ONNX opset version (default OPSET). Raises ExportError naming
     the blocks ONNX cannot hold. The batch dim of every input is dynamic; in a graph made
     by `nodegraph import`, every dim of its inputs is, but those it records as fixed."""
@@ -76,8 +77,10 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
         load_weights(compiled, weights)
     _refuse_bfloat16(compiled)
     compiled.module.eval()
-    keys = _outputs(compiled, outputs)
     imported = graph.extra.get("imported") if isinstance(graph.extra, dict) else None
+    if not outputs and isinstance(imported, dict) and isinstance(imported.get("outputs"), list):
+        outputs = [str(o) for o in imported["outputs"]]  # every output of the module
+    keys = _outputs(compiled, outputs)
     graph = executed(compiled)
     needed = graph.upstream([k[0] for k in keys])
     inputs = [(d, p) for d, ds in compiled.datasets.items() for p in ds.ports
