@@ -72,7 +72,8 @@ TV_MORE = {
     "r3d_18": ({"num_classes": 5}, (1, 3, 4, 32, 32), (1, 3, 6, 48, 40)),
     "mc3_18": ({"num_classes": 5}, (1, 3, 4, 32, 32), (1, 3, 6, 48, 40)),
     "r2plus1d_18": ({"num_classes": 5}, (1, 3, 4, 32, 32), (1, 3, 6, 48, 40)),
-    "s3d": ({"num_classes": 5}, (1, 3, 8, 64, 64), (1, 3, 8, 96, 96)),
+    "s3d": ({"num_classes": 5}, (1, 3, 16, 224, 224), (1, 3, 24, 224, 224)),  # its last
+    # pooling window is (2, 7, 7): 16 frames of 224 pixels at least
     "raft_small": ({}, ((1, 3, 64, 64), (1, 3, 64, 64)), ((1, 3, 96, 80), (1, 3, 96, 80))),
 }
 TV_MODULES = {"fcn_resnet50": "segmentation", "deeplabv3_mobilenet_v3_large": "segmentation",

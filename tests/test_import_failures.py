@@ -254,3 +254,21 @@ def test_the_python_export_of_an_import_returns_every_output(tmp_path):
         got, want = model.eval()(x), imported.module(x)
     assert len(got) == 2
     assert torch.allclose(got[0], want["logits"]) and torch.allclose(got[1], want["features"])
+
+
+class AdaptiveHead(nn.Module):
+    """AdaptiveAvgPool2d((7, 7)) as VGG ends: ONNX writes it only for a known input size."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.pool = nn.AdaptiveAvgPool2d((7, 7))
+        self.fc = nn.Linear(196, 2)
+
+    def forward(self, x):
+        return self.fc(self.pool(self.conv(x)).flatten(1))
+
+
+def test_onnx_falls_back_to_the_examples_sizes_where_an_op_needs_them(tmp_path):
+    result = round_trip(AdaptiveHead, (torch.randn(2, 3, 16, 16),), tmp_path)
+    _ok(result)  # the ONNX file is exact at the example's size (dynamic batch only)

@@ -103,16 +103,24 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
                                                             strict=True))
     batch = example[0].shape[0] if example else None
     dynamic = {n: {0: "batch"} for n, t in zip(in_names, example, strict=True)}
+    dynamic.update({n: {0: "batch"} for n, t in zip(out_names, expected, strict=True)
+                    if batch is not None and t.ndim and t.shape[0] == batch})
+    sized = {k: dict(v) for k, v in dynamic.items()}
     if isinstance(imported, dict):  # sizes the import follows (see fx_import.probe)
         fixed = imported.get("fixed_sizes") or {}
         for name, (node, _), t in zip(in_names, inputs, example, strict=True):
             kept = fixed.get(node, {}) if isinstance(fixed, dict) else {}
-            dynamic[name].update({d: f"{name}_{d}" for d in range(1, t.ndim)
-                                  if str(d) not in kept})
-    dynamic.update({n: {0: "batch"} for n, t in zip(out_names, expected, strict=True)
-                    if batch is not None and t.ndim and t.shape[0] == batch})
+            sized[name].update({d: f"{name}_{d}" for d in range(1, t.ndim)
+                                if str(d) not in kept})
     try:
-        _export(module, example, path, in_names, out_names, dynamic, opset)
+        try:
+            _export(module, example, path, in_names, out_names, sized, opset)
+        except Exception:
+            if sized == dynamic:
+                raise
+            # an op ONNX writes only for a known input size (adaptive pooling to 7x7):
+            # the file is exact at the example's sizes, the batch dynamic
+            _export(module, example, path, in_names, out_names, dynamic, opset)
     except Exception as e:
         raise _locate(compiled, module.steps, sample, e) from None
     result = OnnxExport(path, in_names, out_names, random=random)
