@@ -106,8 +106,16 @@ def size_of(source: str, name: str) -> int:
 
 
 def _timm_size(name: str) -> int:
-    tail = name.rsplit("_", 1)[-1]
-    return int(tail) if tail.isdigit() and int(tail) >= 160 else TIMM_SIZE.get(name, 64)
+    """A small image, or the size a model that takes only its own demands."""
+    if name in TIMM_SIZE:
+        return TIMM_SIZE[name]
+    from nodegraph.model.packages import load_torchvision
+
+    load_torchvision()
+    import timm
+
+    cfg = timm.get_pretrained_cfg(name)
+    return int(cfg.input_size[-1]) if cfg is not None and cfg.fixed_input_size else 64
 
 
 def job(source: str, name: str) -> tuple[object, tuple, tuple, dict]:

@@ -175,7 +175,8 @@ class Importer:
         for node, planned in self.planned.items():
             if node.op not in ("call_function", "call_method") or planned.id != node.name:
                 continue
-            scope = _owner(node).replace(".", "_")
+            # (a module path may hold any character: regnet's `block1-0`)
+            scope = "".join(c if c.isalnum() or c == "_" else "_" for c in _owner(node))
             base = node.name.rstrip("0123456789").rstrip("_") or "op"
             name = f"{scope}_{base}" if scope else base
             if hasattr(nn.Module, name):
