@@ -270,9 +270,10 @@ def main() -> int:
         return 0
     if args.table_only:
         done = read_rows(args.rows)
-        every = [("torchvision", n) for n in torchvision_models()] + \
-            [("timm", n) for n in TIMM] + [("written", n) for n in WRITTEN] + \
-            [(TV_MODULES[n], n) for n in TV_MORE] + [("timm", n) for n in TIMM_MORE]
+        more = [("written", n) for n in WRITTEN] + [(TV_MODULES[n], n) for n in TV_MORE] + \
+            [("timm", n) for n in TIMM_MORE]
+        every = more if args.more_only else [("torchvision", n) for n in torchvision_models()] \
+            + [("timm", n) for n in TIMM] + more
         pending = [f"{s}:{n}" for s, n in every if (s, n) not in done]
         with open(args.markdown, "w") as fh:
             fh.write(markdown(list(done.values()), ways, pending))

@@ -272,3 +272,25 @@ class AdaptiveHead(nn.Module):
 def test_onnx_falls_back_to_the_examples_sizes_where_an_op_needs_them(tmp_path):
     result = round_trip(AdaptiveHead, (torch.randn(2, 3, 16, 16),), tmp_path)
     _ok(result)  # the ONNX file is exact at the example's size (dynamic batch only)
+
+
+class BufferFlag(nn.Module):
+    """Branches on a buffer's value: with buffers as nodes fx cannot follow it, so the
+    import traces again with buffers read as the tensors they are."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("initialized", torch.tensor(True))
+
+    def forward(self, x):
+        if self.initialized:
+            return self.fc(x)
+        return x
+
+
+def test_a_branch_on_a_buffer_value_imports_through_the_cautious_trace(tmp_path):
+    result = round_trip(BufferFlag, (torch.randn(2, 4),), tmp_path,
+                        others=[(torch.randn(5, 4),)])
+    _ok(result)
+    assert result.resized == 0.0

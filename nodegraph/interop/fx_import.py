@@ -19,6 +19,7 @@ written, the imported graph is compiled and must give the module's outputs.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -860,7 +861,9 @@ class _Tracer(torch.fx.Tracer):
         self.examples = examples  # the example inputs: a size check is evaluated on them
         self.checks: list[str] = []  # the size checks taken at trace time, where and how
         self.record_stack_traces = True  # messages name the user's line (see _line)
-        self.proxy_buffer_attributes = True  # self.mask[:, :T]: sliced by a size that follows
+        # self.mask[:, :T]: a buffer read in forward is a node, sliced by a size that follows
+        # (not in the cautious retry, see import_graph)
+        self.proxy_buffer_attributes = not _CAUTIOUS.get()
 
     def to_bool(self, obj) -> bool:
         """`if H != W:` / `if x.shape[-2:] != y.shape[-2:]` on sizes: decided on the example
@@ -982,6 +985,9 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
                        "torch", "builtins", "_operator", "operator", "math")}
         # a tensor made while tracing (fx's `_tensor_constantN`, timm swin's relative
         # position index): kept inside the module whose forward made it
+        if _CAUTIOUS.get():  # a module reading a big buffer whole, as before issue #26
+            outside |= {n.target.rpartition(".")[0] for n in graph.nodes if n.op ==
+                        "get_attr" and "." in n.target and _big_buffer(module, n.target)}
         outside |= {_owner(n) for n in graph.nodes if n.op == "get_attr" and "." not in
                     n.target and _owner(n) and _big_buffer(module, n.target)}
         if not outside - leaves:
@@ -1255,10 +1261,39 @@ def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path
     return import_graph(module_or_instance, example_inputs, path, kwargs, name).graph
 
 
+# the cautious trace: buffers read as plain tensors and a module that reads a big one kept
+# whole, as before issue #26 — taken when the full trace stops or does not give the
+# module's numbers (`if self.initialized:` on a buffer's value, a cache of a tensor made
+# from buffers kept across calls)
+_CAUTIOUS: contextvars.ContextVar[bool] = contextvars.ContextVar("cautious", default=False)
+
+
 def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
                  kwargs: dict | None = None, name: str | None = None,
                  leaves: Iterable[str] = (), loss: str | None = None,
                  optimizer: str | None = None, groups: bool = True) -> Imported:
+    """See `_import_graph`; where the graph's outputs differ from the module's, it is
+    traced again cautiously (`_CAUTIOUS`) before the difference is reported."""
+    given = dict(kwargs or {})
+    try:
+        return _import_graph(module_or_instance, example_inputs, path, dict(given), name,
+                             leaves, loss, optimizer, groups)
+    except NodegraphError as e:
+        if not any(why in str(e) for why in ("differ from the module's", "cannot be traced",
+                                             "fails on the example inputs")):
+            raise
+    token = _CAUTIOUS.set(True)
+    try:
+        return _import_graph(module_or_instance, example_inputs, path, dict(given), name,
+                             leaves, loss, optimizer, groups)
+    finally:
+        _CAUTIOUS.reset(token)
+
+
+def _import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,
+                  kwargs: dict | None = None, name: str | None = None,
+                  leaves: Iterable[str] = (), loss: str | None = None,
+                  optimizer: str | None = None, groups: bool = True) -> Imported:
     """Trace `module_or_instance` — an nn.Module, its class or factory, or a target string
     (see `fx_targets`; built with `kwargs`) — on `example_inputs` (a tensor or a tuple of
     them) into a graph; the submodules named in `leaves` stay opaque blocks, and `loss` /
