@@ -294,3 +294,25 @@ def test_a_branch_on_a_buffer_value_imports_through_the_cautious_trace(tmp_path)
                         others=[(torch.randn(5, 4),)])
     _ok(result)
     assert result.resized == 0.0
+
+
+class WeightDevice(nn.Module):
+    """edgenext's positional encoding: a tensor made on `self.proj.weight.device`."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        device, dtype = self.proj.weight.device, self.proj.weight.dtype
+        steps = torch.arange(x.shape[1], device=device, dtype=dtype)
+        return self.proj(x + steps)
+
+
+def test_a_weight_read_for_its_device_is_no_second_copy_of_it(tmp_path):
+    result = round_trip(WeightDevice, (torch.randn(2, 4),), tmp_path)
+    _ok(result)  # every weight trains: no untrained copy of proj.weight
+    graph = nodegraph.load(tmp_path / "model.json")
+    assert "layers.Parameter" not in {n.type for n in graph}
+    [arange] = [n for n in graph if n.params.get("function") == "torch:arange"]
+    assert arange.params["kwargs"]["device"] == {"device": 0}  # the input's device

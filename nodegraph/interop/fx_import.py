@@ -133,6 +133,10 @@ class Importer:
             if not isinstance(value, torch.Tensor) and node.op != "call_module":
                 self.symbols[node] = self._symbol(node)
                 continue
+            if node.op == "get_attr" and node.users and all(
+                    _reads_size(u) for u in node.users):  # weight.device, weight.dtype: no node
+                self.symbols[node] = _WEIGHT_READ
+                continue
             if self._identity(node):  # a no-op placeholder (timm's norm=Identity): no node
                 source = node.args[0]
                 alias = self.symbols.get(source)
@@ -281,6 +285,10 @@ class Importer:
             if args[1] == "device":
                 return ("device", args[0])
             return None
+        if node.op == "call_function" and target is getattr and args[1] == "device" and \
+                self.symbols.get(args[0]) is _WEIGHT_READ:  # the graph's device: an input's
+            first = next((n for n in self.traced.graph.nodes if n.op == "placeholder"), None)
+            return ("device", first) if first is not None else None
         if node.op == "call_function" and target is operator.getitem:
             whole = self._part(args[0])
             if isinstance(whole, tuple) and whole[0] == "tuple":
@@ -670,6 +678,14 @@ class _Sym:
 
 
 _NOT_SIZE = object()  # an argument size arithmetic cannot take
+_WEIGHT_READ = object()  # a weight read only for its device, dtype or shape (no node)
+
+
+def _reads_size(node) -> bool:
+    """Whether an fx node reads only the size, dtype or device of its tensor."""
+    return node.op == "call_function" and node.target is getattr and node.args[1] in (
+        "device", "dtype", "shape", "ndim") or node.op == "call_method" and node.target in (
+        "size", "dim")
 SIZE_OPERATIONS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
                    operator.floordiv: "floordiv", operator.truediv: "truediv",
                    operator.mod: "mod", operator.neg: "neg", operator.pow: "pow",
