@@ -10,6 +10,13 @@ built (see `export.record`); for a module given already built they are read back
 attributes and checked, and when that fails the submodule is taken by path from a fresh
 instance of the root class.
 
+Sizes stay sizes: the trace is run again with the inputs' dims doubled (`probe`), and
+every size that changes with them (`x.shape[2] // 2`, `arange(T, device=x.device)`,
+`view(B, T, -1)`) is written as an expression the graph evaluates on its inputs (see
+`nodes.opaque`), the rest as constants; a size with no expression is recorded with the
+input sizes the import is valid for, and a guard node refuses the others. The module
+hierarchy becomes nested groups (`fx_groups`), functional ops are named by their module.
+
 The module's forward arguments become data blocks (`opaque.Arrays`) reading the example
 inputs from an .npz beside the graph, so `nodegraph validate` and `info` infer every shape;
 their `y` holds the module's own outputs. The weights go to a safetensors file beside the
