@@ -316,3 +316,16 @@ def test_a_weight_read_for_its_device_is_no_second_copy_of_it(tmp_path):
     assert "layers.Parameter" not in {n.type for n in graph}
     [arange] = [n for n in graph if n.params.get("function") == "torch:arange"]
     assert arange.params["kwargs"]["device"] == {"device": 0}  # the input's device
+
+
+class FixedSize(nn.Module):
+    def forward(self, x):
+        assert x.shape[-1] == 8, "this model takes 8 features"
+        return x * 2
+
+
+def test_inputs_the_module_itself_refuses_are_named_as_such(tmp_path):
+    with pytest.raises(NodegraphError, match=r"FixedSize itself fails on the example inputs "
+                       r"\[\(2, 5\)\] at test_import_failures.py:\d+ .*takes 8 features.*"
+                       r"--input-shape"):
+        import_graph(FixedSize, (torch.randn(2, 5),), tmp_path / "f.json")

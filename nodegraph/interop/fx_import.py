@@ -1332,6 +1332,15 @@ def _import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path
     kwargs = dict(kwargs or {})
     root, recorder, target = _instantiate(module_or_instance, kwargs)
     root.eval()
+    try:  # inputs the module itself refuses are the user's to change, not a trace problem
+        with torch.no_grad():
+            root(*inputs)
+    except Exception as e:
+        text = " ".join(str(e).split())[:300]
+        raise NodegraphError(f"{type(root).__name__} itself fails on the example inputs "
+                             f"{[tuple(x.shape) for x in inputs]}{_where(e)}: "
+                             f"{type(e).__name__}: {text} (give inputs it takes: "
+                             "--input-shape, --input-dtype or --inputs)") from None
     traced = trace(root, leaves, len(inputs), inputs)
     traced, heads = _with_training_outputs(root, traced, leaves, inputs)
     values = _run(traced, inputs)
