@@ -71,9 +71,13 @@ def cmd_import(args: argparse.Namespace) -> int:
                           loss=args.loss, optimizer=args.optimizer)
     graph = result.graph
     _lay_out(graph, args.output)
+    from nodegraph.model.groups import flatten, has_groups
+
+    flat = flatten(graph).graph if has_groups(graph) else graph  # inside the groups too
     opaque = [f"{n.id} ({n.params.get('target') or n.params.get('function')})"
-              for n in graph if n.type.startswith("opaque.") and n.type != "opaque.Arrays"]
-    print(f"wrote {args.output}: {len(graph)} nodes" + (
+              for n in flat if n.type in ("opaque.Module", "opaque.Function")]
+    inside = f" ({len(flat)} in all, in {len(graph.groups)} groups)" if graph.groups else ""
+    print(f"wrote {args.output}: {len(graph)} nodes{inside}" + (
         f", {len(opaque)} opaque: {', '.join(opaque[:12])}" + (" ..." if len(opaque) > 12
                                                                 else "") if opaque else ""))
     info = graph.extra["imported"]
