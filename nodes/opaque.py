@@ -19,7 +19,9 @@ Sizes that follow the input stay expressions: ``{"shape": k}`` is input k's whol
 ``{"device": k}`` its device (a tensor made in forward lands beside its inputs), and
 ``{"expr": [op, a, b]}`` size arithmetic (`add`, `sub`, `mul`, `floordiv`, `truediv`, `mod`,
 `neg`, `pow`, `sqrt`); ``{"expr": ["expect", size, value, message]}`` is `size` where it equals
-`value` and an error saying `message` elsewhere (an import valid for one size only).
+`value` and an error saying `message` elsewhere (an import valid for one size only);
+``{"expr": ["check", condition, outcome, message, value]}`` is `value` where a size check
+of forward (`h != w`, with `eq` ... `ge`) comes out as it did at import.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def _special(key: str, arg: Any, inputs: tuple) -> Any:
 
 
 EXPRESSIONS = ("add", "sub", "mul", "floordiv", "truediv", "mod", "neg", "pow", "sqrt",
-               "expect")
+               "eq", "ne", "lt", "le", "gt", "ge", "expect", "check")
 
 
 class SizeError(ValueError):
@@ -132,10 +134,17 @@ def size_expression(op, args):
         return a ** b
     if op == "sqrt":
         return a ** 0.5
+    if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
+                "ge": a >= b}[op]
     if op == "expect":
         if a != b:
             raise SizeError(f"{args[2]}: got {a}")
         return a
+    if op == "check":  # [check, condition, its outcome at import, message, value]
+        if bool(a) != b:
+            raise SizeError(str(args[2]))
+        return args[3]
     raise ValueError(f"unknown size operation {op!r}")
 
 

@@ -94,6 +94,32 @@ def test_a_shape_check_in_the_roots_forward_is_decided_at_import_and_recorded(tm
     checks = nodegraph.load(tmp_path / "model.json").extra["imported"]["size_checks"]
     assert len(checks) == 1 and "test_import_failures.py" in checks[0]
     assert "if h != w:" in checks[0] and "False" in checks[0]
+    # the guard holds the check: a size that takes the other branch is refused, by name
+    refused = round_trip(SquareOnly, (torch.randn(2, 3, 8, 8),), tmp_path / "again",
+                         ways=(), others=[(torch.randn(2, 3, 8, 12),)])
+    assert refused.errors["resized"].startswith("refused:")
+    assert "if h != w:" in refused.errors["resized"]
+    assert "take the other one" in refused.errors["resized"]
+
+
+class Branchy(nn.Module):
+    """A size check in a submodule keeps that submodule whole (right at every size)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = SquareOnly()
+
+    def forward(self, x):
+        return self.inner(x) * 2
+
+
+def test_a_size_check_in_a_submodule_keeps_the_submodule_whole(tmp_path):
+    result = round_trip(Branchy, (torch.randn(2, 3, 8, 8),), tmp_path,
+                        others=[(torch.randn(2, 3, 12, 12),)])
+    _ok(result)
+    assert result.resized <= 1e-5
+    types = {n.type for n in nodegraph.load(tmp_path / "model.json")}
+    assert "opaque.Module" in types
 
 
 class ValueBranch(nn.Module):

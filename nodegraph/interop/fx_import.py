@@ -696,7 +696,8 @@ def _reads_size(node) -> bool:
 SIZE_OPERATIONS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
                    operator.floordiv: "floordiv", operator.truediv: "truediv",
                    operator.mod: "mod", operator.neg: "neg", operator.pow: "pow",
-                   math.sqrt: "sqrt"}
+                   math.sqrt: "sqrt", operator.eq: "eq", operator.ne: "ne",
+                   operator.lt: "lt", operator.le: "le", operator.gt: "gt", operator.ge: "ge"}
 
 
 @dataclass
@@ -883,6 +884,8 @@ class _Tracer(torch.fx.Tracer):
         self.leaves = leaves
         self.examples = examples  # the example inputs: a size check is evaluated on them
         self.checks: list[str] = []  # the size checks taken at trace time, where and how
+        # each as (its expression on the inputs' sizes or None, its outcome, where)
+        self.check_trees: list[tuple[Any, bool, str]] = []
         self.record_stack_traces = True  # messages name the user's line (see _line)
         # self.mask[:, :T]: a buffer read in forward is a node, sliced by a size that follows
         # (not in the cautious retry, see import_graph)
@@ -893,14 +896,15 @@ class _Tracer(torch.fx.Tracer):
         inputs and recorded (the probes then hold the trace to the module at other sizes,
         so a size that takes the other branch is refused). A condition on tensor values
         stays an error."""
-        if self.examples is None or not isinstance(obj, torch.fx.Proxy):
-            return super().to_bool(obj)
+        if self.examples is None or not isinstance(obj, torch.fx.Proxy) or _owner(obj.node):
+            return super().to_bool(obj)  # (a submodule's check keeps that module whole)
         values = _evaluate_prefix(self.root, self.graph, obj.node, self.examples)
         if values is None or not _sizes_only(obj.node, values):
             return super().to_bool(obj)
         outcome = bool(values[obj.node])
-        self.checks.append(f"{_line(obj.node).removeprefix(' at ') or obj.node.name}: "
-                           f"{outcome} on the example")
+        where = _line(obj.node).removeprefix(" at ") or obj.node.name
+        self.checks.append(f"{where}: {outcome} on the example")
+        self.check_trees.append((_check_tree(obj.node, values), outcome, where))
         return outcome
 
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
@@ -956,6 +960,63 @@ def _evaluate_prefix(root: nn.Module, graph: torch.fx.Graph, node, examples: tup
     except Exception:
         return None
     return values
+
+
+def _check_tree(node, values: dict) -> Any:
+    """A size check of the root's forward as an expression of its inputs' sizes (as
+    `Importer._tree` writes them, with placeholders for tensors), or None."""
+    args = node.args
+    if node.op == "call_method" and node.target == "size" and args and \
+            args[0].op == "placeholder":
+        ndim = values[args[0]].ndim
+        if len(args) == 1:
+            return ("tuple", [("size", args[0], d) for d in range(ndim)])
+        return ("size", args[0], args[1] % ndim) if isinstance(args[1], int) else None
+    if node.op == "call_function" and node.target is getattr and args[1] == "shape" and \
+            args[0].op == "placeholder":
+        return ("tuple", [("size", args[0], d) for d in range(values[args[0]].ndim)])
+    if node.op == "call_function" and node.target is operator.getitem:
+        whole = _check_tree(args[0], values) if isinstance(args[0], torch.fx.Node) else None
+        if isinstance(whole, tuple) and whole[0] == "tuple" and isinstance(args[1],
+                                                                          int | slice):
+            picked = whole[1][args[1]]
+            return ("tuple", picked) if isinstance(picked, list) else picked
+        return None
+    name = SIZE_OPERATIONS.get(node.target) if node.op == "call_function" and _hashable(
+        node.target) else None
+    if name is None or node.kwargs:
+        return None
+    parts = []
+    for a in args:
+        part = _check_tree(a, values) if isinstance(a, torch.fx.Node) else \
+            ("tuple", list(a)) if isinstance(a, tuple) and all(isinstance(v, int) for v in a) \
+            else a if isinstance(a, int | float | bool) else None
+        if part is None:
+            return None
+        parts.append(part)
+    return ("op", name, parts)
+
+
+def _tree_inputs(tree: Any) -> list:
+    """The placeholders a check's expression reads, in order of first use."""
+    found: list = []
+    if isinstance(tree, tuple) and tree and tree[0] == "size":
+        return [tree[1]]
+    if isinstance(tree, tuple) and tree and tree[0] in ("tuple", "op"):
+        for part in tree[-1]:
+            found += [p for p in _tree_inputs(part) if p not in found]
+    return found
+
+
+def _tree_json(tree: Any, ports: list) -> Any:
+    """A check's expression as the JSON of an opaque block whose inputs are `ports`."""
+    if not isinstance(tree, tuple):
+        return tree
+    if tree[0] == "size":
+        return {"size": [ports.index(tree[1]), tree[2]]}
+    if tree[0] == "tuple":
+        return {"tuple": [_tree_json(p, ports) for p in tree[1]]}
+    return {"expr": [tree[1], *(_tree_json(p, ports) for p in tree[2])]}
 
 
 def _sizes_only(node, values: dict) -> bool:
@@ -1018,6 +1079,7 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
         leaves |= outside
     traced = torch.fx.GraphModule(module, graph)
     traced.meta["size_checks"] = tracer.checks
+    traced.meta["size_check_trees"] = tracer.check_trees
     _plain_outputs(traced.graph)
     traced.graph.eliminate_dead_code()  # an unused tuple element (`out, _ = lstm(x)`)
     traced.recompile()
@@ -1419,14 +1481,36 @@ def _guard_sizes(graph: Graph, placeholders: list, ids: dict, importer: Importer
     a node right after it that passes it on unchanged where those dims have that size and
     refuses any other size, naming it (validation reports it on that node), so no other
     size computes wrong numbers. Returns {input: {dim: size}} for the file."""
+    checks: dict[int, list[tuple[Any, bool, str, list]]] = {}
+    for tree, outcome, where in importer.traced.meta.get("size_check_trees", []):
+        reads = _tree_inputs(tree) if tree is not None else []
+        if tree is None or not reads or any(r not in placeholders for r in reads):
+            for i, x in enumerate(inputs):  # no expression: every size stays as it is
+                importer.fixed.setdefault(i, {}).update({d: int(x.shape[d])
+                                                         for d in range(1, x.ndim)})
+            importer.notes.append(f"the size check at {where} has no expression; the "
+                                  "import is valid for the example's sizes only")
+            continue
+        first = placeholders.index(reads[0])
+        checks.setdefault(first, []).append((tree, outcome, where, reads))
     recorded: dict[str, dict[str, int]] = {}
-    for i, dims in sorted(importer.fixed.items()):
-        if i >= len(placeholders) or not dims:
+    for i in sorted(set(importer.fixed) | set(checks)):
+        dims = importer.fixed.get(i, {})
+        if i >= len(placeholders) or not dims and i not in checks:
             continue
         name = ids[placeholders[i]]
+        ports = [placeholders[i]]  # the guard's inputs: this one, then any a check reads
+        for _, _, _, reads in checks.get(i, []):
+            ports += [r for r in reads if r not in ports]
         sizes: list[Any] = []
         for d in range(inputs[i].ndim):
             size: Any = {"size": [0, d]}
+            if d == 0:
+                for tree, outcome, where, _ in checks.get(i, []):
+                    size = {"expr": ["check", _tree_json(tree, ports), outcome,
+                                     f"the check at {where} was {outcome} when the module "
+                                     "was imported and the graph follows that branch; "
+                                     "these input sizes take the other one", size]}
             if d in dims:
                 size = {"expr": ["expect", size, dims[d],
                                  f"'{name}' was imported at size {dims[d]} in dim {d} and "
@@ -1437,9 +1521,12 @@ def _guard_sizes(graph: Graph, placeholders: list, ids: dict, importer: Importer
         guard = f"{name}_sizes"
         graph.add("opaque.Function", id=guard, function="torch:Tensor.expand",
                   args=[{"input": 0}, {"tuple": sizes}], kwargs={})
-        graph.connect((name, "x"), (guard, "input"))
+        spec = graph.registry.get("opaque.Function")
+        for port, source in zip(spec.inputs, ports, strict=False):
+            graph.connect((ids[source], "x"), (guard, port.name))
         importer.guards[placeholders[i]] = guard
-        recorded[name] = {str(d): s for d, s in sorted(dims.items())}
+        if dims:
+            recorded[name] = {str(d): s for d, s in sorted(dims.items())}
     return recorded
 
 
