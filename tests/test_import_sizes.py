@@ -138,3 +138,18 @@ def test_the_command_says_which_sizes_an_import_is_valid_for(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "valid only for input 'x' with dim 1 = 3, dim 2 = 8" in out
     assert "numel" in out and "test_import_sizes.py" in out
+
+
+class ShapeTuple(nn.Module):
+    """`x.reshape(shape)` with the shape built as a tuple first (maxvit's window
+    partition): not a Reshape block to (N,), but the call with that shape."""
+
+    def forward(self, x):
+        return x.reshape(x.shape[:2] + (-1, 2)).sum(3)
+
+
+def test_a_reshape_to_a_shape_built_first(tmp_path):
+    result = round_trip(ShapeTuple, (torch.randn(2, 3, 4, 5),), tmp_path, ways=ALL[:3],
+                        others=[(torch.randn(3, 2, 8, 7),)])  # (N, C, -1, 2) at both
+    assert not result.errors, result.errors
+    assert result.compiled == 0.0 and result.resized == 0.0

@@ -325,6 +325,9 @@ class Importer:
                 whole = symbol.value
                 return ("tuple", list(whole)) if isinstance(whole, tuple) else whole
             return _NOT_SIZE
+        if isinstance(value, tuple | list):  # x.shape[:2] + (-1, 2)
+            parts = [self._part(v) for v in value]
+            return _NOT_SIZE if any(p is _NOT_SIZE for p in parts) else ("tuple", parts)
         return value if isinstance(value, int | float | bool | type(None)) else _NOT_SIZE
 
     def _shape(self, tensor) -> tuple:
@@ -439,12 +442,16 @@ class Importer:
         if node.kwargs or not rest:
             return None
         before = self.values[source].shape
-        if node.target in ("view", "reshape") and self._keeps_batch(source, node):
+        first = self._const(rest[0])
+        if node.target in ("view", "reshape") and self._keeps_batch(source, node) and (
+                first == -1 or isinstance(first, _Sym) and first.tree[0] == "size" and
+                first.tree[2] == 0):  # x.view(B, ...) / x.view(-1, ...): the batch kept
             shape = [self._const(r) for r in rest[1:]]
-            free = [i for i, r in enumerate(shape) if not isinstance(r, int)]
+            free = [i for i, r in enumerate(shape) if isinstance(r, _Sym) and
+                    r.tree[0] in ("size", "op")]
             if len(free) == 1 and -1 not in shape:  # the one size that follows the input
                 shape[free[0]] = -1
-            if all(isinstance(r, int) for r in shape):
+            if all(isinstance(r, int) and not isinstance(r, bool) for r in shape):
                 return Planned(node.name, "layers.Reshape", {"shape": shape}, [source])
         if node.target == "permute" and all(isinstance(self._const(r), int) for r in rest):
             dims = [self._const(r) % len(before) for r in rest]
