@@ -14,6 +14,14 @@ Arguments are JSON. A few values JSON has no word for are written as one-key obj
 ``{"input": k}`` is the block's input k, ``{"size": [k, d]}`` that input's size in dim d
 (the batch size, for d = 0), ``{"tuple": [...]}``, ``{"slice": [start, stop, step]}``,
 ``{"ellipsis": true}``, ``{"dtype": "float32"}`` and ``{"function": "module:qualname"}``.
+Sizes that follow the input stay expressions: ``{"shape": k}`` is input k's whole shape,
+``{"float": "-inf"}`` a number JSON lacks,
+``{"device": k}`` its device (a tensor made in forward lands beside its inputs), and
+``{"expr": [op, a, b]}`` size arithmetic (`add`, `sub`, `mul`, `floordiv`, `truediv`, `mod`,
+`neg`, `pow`, `sqrt`); ``{"expr": ["expect", size, value, message]}`` is `size` where it equals
+`value` and an error saying `message` elsewhere (an import valid for one size only);
+``{"expr": ["check", condition, outcome, message, value]}`` is `value` where a size check
+of forward (`h != w`, with `eq` ... `ge`) comes out as it did at import.
 """
 
 from __future__ import annotations
@@ -76,7 +84,22 @@ def _special(key: str, arg: Any, inputs: tuple) -> Any:
     if key == "tuple":
         return tuple(decode(v, inputs) for v in arg)
     if key == "slice":
-        return slice(*arg)
+        return slice(*(decode(v, inputs) for v in arg))
+    if key == "shape":
+        return inputs[_index(arg)].shape
+    if key == "float":
+        if arg not in ("inf", "-inf", "nan"):
+            raise ParamError(f"{{'float': {arg!r}}}: only 'inf', '-inf' and 'nan'")
+        return float(arg)
+    if key == "device":
+        return inputs[_index(arg)].device
+    if key == "expr":
+        if not isinstance(arg, list) or not arg or arg[0] not in EXPRESSIONS:
+            raise ParamError(f"{{'expr': {arg!r}}}: not one of {', '.join(EXPRESSIONS)}")
+        try:
+            return size_expression(arg[0], [decode(v, inputs) for v in arg[1:]])
+        except SizeError as e:
+            raise NodegraphError(str(e)) from None
     if key == "ellipsis":
         return Ellipsis
     if key == "dtype":
@@ -86,6 +109,50 @@ def _special(key: str, arg: Any, inputs: tuple) -> Any:
     if key == "function":
         return resolve(arg, "function", _kind(arg))
     return {key: decode(arg, inputs)}
+
+
+EXPRESSIONS = ("add", "sub", "mul", "floordiv", "truediv", "mod", "neg", "pow", "sqrt",
+               "eq", "ne", "lt", "le", "gt", "ge", "expect", "check")
+
+
+class SizeError(ValueError):
+    """An input size other than the one an import is valid for."""
+
+
+def size_expression(op, args):
+    """Size arithmetic of an imported call (`{"expr": [op, ...]}`), on ints or SymInts."""
+    a = args[0]
+    b = args[1] if len(args) > 1 else None
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op == "floordiv":
+        return a // b
+    if op == "truediv":
+        return a / b
+    if op == "mod":
+        return a % b
+    if op == "neg":
+        return -a
+    if op == "pow":
+        return a ** b
+    if op == "sqrt":
+        return a ** 0.5
+    if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b,
+                "ge": a >= b}[op]
+    if op == "expect":
+        if a != b:
+            raise SizeError(f"{args[2]}: got {a}")
+        return a
+    if op == "check":  # [check, condition, its outcome at import, message, value]
+        if bool(a) != b:
+            raise SizeError(str(args[2]))
+        return args[3]
+    raise ValueError(f"unknown size operation {op!r}")
 
 
 def _index(value: Any, negative: bool = False) -> int:
@@ -135,8 +202,14 @@ class OpaqueModule(nn.Module):
     """A module built from an import path and keyword arguments (or a submodule of one)."""
 
     def __init__(self, target: str, kwargs: dict, path: str = "", index: int | None = None,
-                 call_kwargs: dict | None = None):
+                 call_kwargs: dict | None = None, call_args: list | None = None,
+                 pick: list | None = None):
         super().__init__()
+        if call_args is not None and not isinstance(call_args, list):
+            raise ParamError(f"'call_args' must be a list, got {call_args!r}")
+        if any(isinstance(i, bool) or not isinstance(i, int) for i in pick or ()):
+            raise ParamError(f"'pick' must be a list of indices, got {pick!r}")
+        self.call_args, self.pick = call_args, list(pick or ())
         cls = resolve(target, "target", allowlist.MODULES)
         if not callable(cls) or isinstance(cls, type) and not issubclass(cls, nn.Module):
             raise ParamError(f"target {target!r} is not an nn.Module class")
@@ -158,15 +231,25 @@ class OpaqueModule(nn.Module):
         self.call_kwargs = decode(call_kwargs or {})
         self.recipe = (target, kwargs, path)
 
+    def _arguments(self, inputs: tuple) -> Any:
+        """The call's positional arguments: the inputs, or `call_args` built from them
+        (an LSTM's `(x, (h, c))`)."""
+        if self.call_args is None:
+            return _present(inputs)
+        return decode(self.call_args, inputs)
+
     def forward(self, *inputs):
         try:
-            out = self.module(*_present(inputs), **self.call_kwargs)
+            out = self.module(*self._arguments(inputs), **self.call_kwargs)
         except (NotImplementedError, RuntimeError) as e:
             if "meta" not in str(e) or not any(isinstance(x, torch.Tensor) and x.is_meta
                                                for x in inputs):
                 raise
             out = self._shapes_on_cpu(inputs)
-        return out if self.index is None else out[self.index]
+        out = out if self.index is None else out[self.index]
+        for i in self.pick:  # `_, (h, c) = lstm(x)`: h is out[1][0]
+            out = out[i]
+        return out
 
     def _shapes_on_cpu(self, inputs: tuple):
         """Shape inference of a module that reads tensor values (an `if` on a sum, the
@@ -178,10 +261,10 @@ class OpaqueModule(nn.Module):
             kwargs = dict(kwargs)
             root = cls(*kwargs.pop("*", ()), **kwargs)
             real = root.get_submodule(path) if path else root
-            zeros = [torch.zeros(x.shape, dtype=x.dtype) if isinstance(x, torch.Tensor)
-                     else x for x in _present(inputs)]
+            zeros = tuple(torch.zeros(x.shape, dtype=x.dtype) if isinstance(x, torch.Tensor)
+                          else x for x in inputs)
             with torch.no_grad():
-                out = real(*zeros, **self.call_kwargs)
+                out = real(*self._arguments(zeros), **self.call_kwargs)
 
         def meta(v):
             if isinstance(v, torch.Tensor):
@@ -200,7 +283,9 @@ class OpaqueFunction(nn.Module):
         self.args, self.kwargs, self.index = args, kwargs, index
 
     def forward(self, *inputs):
-        args, kwargs = decode(self.args, inputs), decode(self.kwargs, inputs)
+        # (the keyword arguments are a plain dict: `device=` is not a one-key object)
+        args = decode(self.args, inputs)
+        kwargs = {k: decode(v, inputs) for k, v in self.kwargs.items()}
         if any(isinstance(x, torch.Tensor) and x.is_meta for x in inputs):
             # shape inference: a tensor the call makes from its arguments (torch:ones with a
             # size from the file) is made on meta too, whatever device the file asks for,
@@ -244,7 +329,15 @@ def decoded(value, inputs):
     if key == "tuple":
         return tuple(decoded(v, inputs) for v in arg)
     if key == "slice":
-        return slice(*arg)
+        return slice(*(decoded(v, inputs) for v in arg))
+    if key == "shape":
+        return inputs[arg].shape
+    if key == "float":
+        return float(arg)
+    if key == "device":
+        return inputs[arg].device
+    if key == "expr":
+        return size_expression(arg[0], [decoded(v, inputs) for v in arg[1:]])
     if key == "ellipsis":
         return Ellipsis
     if key == "dtype":
@@ -258,18 +351,24 @@ class ImportedModule(nn.Module):
     """A module built from its import path (``torchvision.models:resnet18``) and keyword
     arguments, or one of its submodules; `index` picks one element of a tuple output."""
 
-    def __init__(self, target, kwargs=None, path="", index=None, call_kwargs=None):
+    def __init__(self, target, kwargs=None, path="", index=None, call_kwargs=None,
+                 call_args=None, pick=()):
         super().__init__()
         kwargs = dict(kwargs or {})
         root = by_path(target)(*kwargs.pop("*", ()), **kwargs)
         self.module = root.get_submodule(path) if path else root
         self.index = index
         self.call_kwargs = call_kwargs or {}
+        self.call_args, self.pick = call_args, list(pick or ())
 
     def forward(self, *inputs):
         count = max((i + 1 for i, x in enumerate(inputs) if x is not None), default=0)
-        out = self.module(*inputs[:count], **self.call_kwargs)
-        return out if self.index is None else out[self.index]
+        args = inputs[:count] if self.call_args is None else decoded(self.call_args, inputs)
+        out = self.module(*args, **self.call_kwargs)
+        out = out if self.index is None else out[self.index]
+        for i in self.pick:
+            out = out[i]
+        return out
 
 
 class ImportedCall(nn.Module):
@@ -281,13 +380,38 @@ class ImportedCall(nn.Module):
         self.args, self.kwargs, self.index = args, kwargs, index
 
     def forward(self, *inputs):
-        out = self.function(*decoded(self.args, inputs), **decoded(self.kwargs, inputs))
+        kwargs = {k: decoded(v, inputs) for k, v in self.kwargs.items()}
+        out = self.function(*decoded(self.args, inputs), **kwargs)
         return out if self.index is None else out[self.index]
+
+
+BUFFER_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16",
+                 "int8", "uint8", "bool")
+
+
+class StoredBuffer(nn.Module):
+    """A fixed tensor whose values come with the weights (safetensors), not the file."""
+
+    def __init__(self, shape, dtype):
+        super().__init__()
+        self.register_buffer("value", torch.zeros(tuple(shape), dtype=getattr(torch, dtype)))
+
+    def forward(self):
+        return self.value
+
+
+def _buffer(p, x):
+    if any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in p.shape):
+        raise ParamError(f"'shape' must be sizes >= 0, got {p.shape!r}")
+    if p.dtype not in BUFFER_DTYPES:
+        raise ParamError(f"'dtype' must be one of {', '.join(BUFFER_DTYPES)}, got {p.dtype!r}")
+    return StoredBuffer(p.shape, p.dtype)
 
 
 def _module_export(p, x):
     return ImportedModule, {"target": p.target, "kwargs": decode(p.kwargs), "path": p.path,
-                            "index": p.index, "call_kwargs": decode(p.call_kwargs)}
+                            "index": p.index, "call_kwargs": decode(p.call_kwargs),
+                            "call_args": p.call_args, "pick": p.pick}
 
 
 def _function_export(p, x):
@@ -310,7 +434,14 @@ def _arrays(p):
     if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
         raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
                              f"of samples, got shapes {x.shape} and {y.shape}")
-    return from_arrays({"x": np.asarray(x), "y": np.asarray(y)}, p, normalize_ports=())
+    data = from_arrays({"x": np.asarray(x), "y": np.asarray(y)}, p, normalize_ports=())
+    for port, array in (("x", x), ("y", y)):  # a boolean mask stays a mask (~mask works)
+        if np.asarray(array).dtype == np.bool_:
+            for split in ("train", "val", "test"):
+                if data.has(split):
+                    part = data.tensors(split)
+                    part[port] = part[port].bool()
+    return data
 
 
 def _arrays_meta(p):
@@ -325,7 +456,8 @@ def _arrays_meta(p):
     if not xs or not ys or xs[0] != ys[0]:
         raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
                              f"of samples, got shapes {xs} and {ys}")
-    ports = {k: (shape[1:], torch.int64 if d.kind in "iu" else torch.float32)
+    kinds = {"i": torch.int64, "u": torch.int64, "b": torch.bool}
+    ports = {k: (shape[1:], kinds.get(d.kind, torch.float32))
              for k, (shape, d) in (("x", x_head), ("y", y_head))}
     return sized(ports, xs[0], p)
 
@@ -339,7 +471,7 @@ BLOCKS = [
        "expresses. torch.nn classes build anywhere; a class of another module only in a "
        "graph the user trusts (--trust, or the editor's prompt).",
        lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index,
-                                 p.call_kwargs),
+                                 p.call_kwargs, p.call_args, p.pick),
        inputs=INPUTS, outputs=["output"],
        params=[str_param("target", doc="the class, as module:QualName "
                          "(torch.nn:TransformerEncoderLayer)"),
@@ -349,14 +481,21 @@ BLOCKS = [
                int_param("index", None, "when the module returns a tuple: the element that "
                          "is the output; empty means all of it", min=0, nullable=True),
                Param("call_kwargs", "json", {}, "constant keyword arguments of each call "
-                     "(need_weights=False)")],
+                     "(need_weights=False)"),
+               Param("call_args", "json", None, "positional arguments built from the "
+                     "inputs, e.g. [{\"input\": 0}, {\"tuple\": [{\"input\": 1}, "
+                     "{\"input\": 2}]}] for lstm(x, (h, c)); empty means the inputs "
+                     "in order"),
+               Param("pick", "json", [], "indices into the output after `index`: [0] "
+                     "with index 1 is h of an LSTM's (out, (h, c))")],
        keywords=("imported", "custom", "fx", "module"), code=code_named,
        export=_module_export),
     op("opaque.Function",
        "A call of a torch function or tensor method with fixed extra arguments.\n\n"
        "`function` is module:qualname (torch:mean, torch:Tensor.transpose, operator:add); "
        "`args` and `kwargs` are JSON, with {\"input\": k} for input k and "
-       "{\"size\": [k, d]} for its size in dim d. Made by `nodegraph import` for "
+       "{\"size\": [k, d]} for its size in dim d, {\"expr\": [op, a, b]} for size "
+       "arithmetic that follows the input. Made by `nodegraph import` for "
        "operations no block expresses.",
        lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs, p.index),
        inputs=INPUTS, outputs=["output"],
@@ -368,11 +507,21 @@ BLOCKS = [
                          nullable=True)],
        keywords=("imported", "function", "fx", "call"), code=code_named,
        export=_function_export),
+    op("opaque.Buffer",
+       "A fixed tensor stored with the weights, with no inputs.\n\n"
+       "A buffer a module reads in forward (a causal mask, a relative-position index, "
+       "a rotary table) too large to write into the graph file: its values travel in "
+       "the weights file under node.value; it is not trained. Made by `nodegraph "
+       "import`.",
+       _buffer, inputs=(), outputs=["output"],
+       params=[Param("shape", "ints", doc="shape of the tensor", min=0),
+               str_param("dtype", "float32", "element type (float32, int64, bool, ...)")],
+       keywords=("imported", "buffer", "mask", "table", "fixed")),
     data("opaque.Arrays",
          "Arrays from an .npz archive with their dtypes: the example inputs of an imported "
          "module.\n\nx is the array `x_key`, y the array `y_key` (nodegraph import stores "
-         "the module's own output there); integer arrays stay integers, others become "
-         "float32, and no normalisation is applied.",
+         "the module's own output there); integer arrays stay integers, boolean ones "
+         "booleans, others become float32, and no normalisation is applied.",
          _arrays, meta=_arrays_meta,
          outputs=[Port("x", doc="the inputs"), Port("y", doc="the reference outputs")],
          params=[str_param("path", doc="the .npz archive"),

@@ -165,8 +165,11 @@ def test_control_flow_on_values_is_named(tmp_path):
     with pytest.raises(NodegraphError, match=r"Branchy.forward cannot be traced at "
                        r"test_fx_import.py:\d+ \(`if x.sum\(\) > 0:`\).*control flow"):
         import_module(Branchy(), torch.randn(2, 3), tmp_path / "b.json")
-    with pytest.raises(NodegraphError, match="computes with the batch size"):
-        import_module(BatchArithmetic(), torch.randn(2, 4), tmp_path / "b.json")
+    # arithmetic on the batch size is a size expression now (issue #26): it follows the batch
+    graph = import_module(BatchArithmetic(), torch.randn(2, 4), tmp_path / "b.json")
+    x = torch.randn(5, 4)
+    [out] = graph_outputs(graph, [x])
+    assert torch.equal(out, BatchArithmetic()(x))
 
 
 def test_imported_graph_exports_back_to_python(tmp_path):

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from nodegraph.interop.fx_roundtrip import round_trip
+from nodegraph.model.groups import flatten
 
 HAVE_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 HAVE_TIMM = importlib.util.find_spec("timm") is not None
@@ -223,7 +224,7 @@ def test_library_blocks_replace_opaque_ones(tmp_path):
     torch.manual_seed(0)
     graph = import_graph("torchvision.models:mobilenet_v3_small", torch.randn(2, 3, 32, 32),
                          tmp_path / "m.json", {"num_classes": 10}).graph
-    types = {n.type for n in graph}
+    types = {n.type for n in flatten(graph).graph}  # (the stages are groups)
     assert {"activations.Hardswish", "activations.Hardsigmoid",
             "layers.AdaptiveAvgPool2d"} <= types
     assert not any(t in ("opaque.Module", "opaque.Function") for t in types)
@@ -241,7 +242,8 @@ def test_drop_path_keeps_its_train_eval_difference(tmp_path):
     imported = import_graph("timm:resnet10t", torch.randn(2, 3, 32, 32), tmp_path / "r.json",
                             {"num_classes": 4, "drop_path_rate": 0.5, "zero_init_last": False})
     graph = imported.graph
-    assert any(n.params.get("target") == "timm.layers.drop:DropPath" for n in graph)
+    assert any(n.params.get("target") == "timm.layers.drop:DropPath"
+               for n in flatten(graph).graph)
     compiled = nodegraph.compile(graph, device="cpu", for_training=False)
     x, key = torch.randn(16, 3, 32, 32), imported.outputs[0]
 

@@ -538,6 +538,23 @@ CASES = [
       for r in ("mean", "sum", "none") for scale in (1.0, 3.0)
       for scores, target in ((X, ((8,), I64)), (((4, 6, 5), F64), ((4, 6), I64)))),
     case("losses.CrossEntropy", {"label_smoothing": 0.2}, input=X, target=X, declines=True),
+    # the volumetric blocks (nodes/layers/volumetric.py)
+    case("layers.Conv3d", {"out_channels": 4}, input=((2, 3, 5, 9, 8), F32)),
+    case("layers.Conv3d", {"out_channels": 6, "kernel_size": [1, 3, 3], "stride": [1, 2, 2],
+                           "padding": [0, 1, 1], "bias": False}, input=((2, 3, 5, 9, 8), F32)),
+    case("layers.Conv3d", {"out_channels": 4, "kernel_size": [9]}, input=((2, 3, 5, 9, 8), F32)),
+    case("layers.Conv3d", {"out_channels": 4}, input=IMG),
+    case("layers.Conv3d", {"out_channels": 4, "padding": "same"},
+         input=((2, 3, 5, 9, 8), F32), declines=True),
+    case("norm.BatchNorm3d", {}, input=((2, 3, 5, 9, 8), F32)),
+    case("norm.BatchNorm3d", {}, input=IMG),
+    case("layers.MaxPool3d", {}, input=((2, 3, 5, 9, 8), F32)),
+    case("layers.MaxPool3d", {"kernel_size": [1, 3, 3], "stride": [1, 2, 2],
+                              "padding": [0, 1, 1]}, input=((2, 3, 5, 9, 8), F32)),
+    case("layers.AvgPool3d", {"kernel_size": [2], "ceil_mode": True},
+         input=((2, 3, 5, 9, 8), F32)),
+    case("layers.AdaptiveAvgPool3d", {"output_size": [2, 3, 2]}, input=((2, 3, 5, 9, 8), F32)),
+    case("layers.AdaptiveAvgPool3d", {}, input=IMG),
 ]
 
 

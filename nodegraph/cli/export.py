@@ -32,6 +32,8 @@ def register(subparsers) -> None:
                    help="onnx: the values to output (default: the predictions)")
     p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                    help="change a param (or training.KEY) before exporting; repeatable")
+    p.add_argument("--opset", type=int, default=None, metavar="N",
+                   help="onnx: the opset version (default 17; F.fold needs 18)")
     p.set_defaults(func=cmd_export)
 
 
@@ -75,7 +77,7 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
     elif args.to == "onnx":
         from nodegraph.interop.export.onnx import to_onnx
 
-        onnx = to_onnx(graph, out, args.outputs, weights)
+        onnx = to_onnx(graph, out, args.outputs, weights, opset=args.opset)
         check = ("the outputs depend on random draws, so onnxruntime's were not compared"
                  if onnx.random else
                  "onnxruntime is not installed, so the file was not checked"

@@ -70,15 +70,25 @@ def cmd_import(args: argparse.Namespace) -> int:
     result = import_graph(args.target, examples, args.output, kwargs, leaves=args.leaf,
                           loss=args.loss, optimizer=args.optimizer)
     graph = result.graph
+    _lay_out(graph, args.output)
+    from nodegraph.model.groups import flatten, has_groups
+
+    flat = flatten(graph).graph if has_groups(graph) else graph  # inside the groups too
     opaque = [f"{n.id} ({n.params.get('target') or n.params.get('function')})"
-              for n in graph if n.type.startswith("opaque.") and n.type != "opaque.Arrays"]
-    print(f"wrote {args.output}: {len(graph)} nodes" + (
+              for n in flat if n.type in ("opaque.Module", "opaque.Function")]
+    inside = f" ({len(flat)} in all, in {len(graph.groups)} groups)" if graph.groups else ""
+    print(f"wrote {args.output}: {len(graph)} nodes{inside}" + (
         f", {len(opaque)} opaque: {', '.join(opaque[:12])}" + (" ..." if len(opaque) > 12
                                                                 else "") if opaque else ""))
     info = graph.extra["imported"]
     print(f"  weights in {info['weights']} beside it (run and export load them); the "
           f"graph's outputs {', '.join(info['outputs'])} match the module's to "
           f"{result.max_difference:.2g}")
+    for name, dims in result.fixed_sizes.items():  # the import holds at these sizes only
+        sizes = ", ".join(f"dim {d} = {s}" for d, s in dims.items())
+        print(f"  valid only for input '{name}' with {sizes}: other sizes are refused")
+    for note in result.notes:
+        print(f"    {note}")
     external = sorted(graph.trusted - {"torch"})
     if external:
         print(f"  its opaque blocks import {', '.join(external)}: run nodegraph where that "
@@ -87,6 +97,18 @@ def cmd_import(args: argparse.Namespace) -> int:
         print("  forward-only: add --loss cross_entropy --optimizer adam to fine-tune it with "
               "`nodegraph run`")
     return 0
+
+
+def _lay_out(graph, path: str) -> None:
+    """The editor's own layered layout (Ctrl+L, Qt-free) for the graph and each group's
+    body, saved: the file opens readable at fit, never as one row."""
+    from nodegraph.gui.layout import auto_layout
+    from nodegraph.model.fileformat import save
+
+    graph.ui["positions"] = {n: list(xy) for n, xy in auto_layout(graph).items()}
+    for defn in graph.groups.values():
+        defn.ui["positions"] = {n: list(xy) for n, xy in auto_layout(defn.body).items()}
+    save(graph, path)
 
 
 def _examples(args: argparse.Namespace) -> tuple:

@@ -9,6 +9,7 @@ module's own predictions until the data block is replaced).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from nodegraph.model.errors import NodegraphError
 
 COLUMN, ROW = 220.0, 110.0  # the editor's spacing between columns and rows of nodes
+SCREEN_ASPECT = 1.6  # width / height of the canvas an import should fill
 
 LOSSES = {"cross_entropy": "losses.CrossEntropy", "mse": "losses.MSE", "mae": "losses.MAE",
           "huber": "losses.Huber", "bce_logits": "losses.BCEWithLogits"}
@@ -25,21 +27,32 @@ OPTIMIZERS = {"adam": "optimizers.Adam", "adamw": "optimizers.AdamW", "sgd": "op
 
 def layered_positions(graph) -> dict[str, list[float]]:
     """Node id -> [x, y]: column = longest path from a node without inputs, rows in order
-    of appearance within a column."""
-    order = list(graph.nodes)
+    of appearance within a column, the columns wrapped into bands to fit a screen."""
+    try:  # (a group's instance is added after the nodes that read it)
+        order = list(graph.topological_order())
+    except Exception:  # a cycle: validation names it; lay out in file order
+        order = list(graph.nodes)
     depth: dict[str, int] = {}
     sources: dict[str, list[str]] = {n: [] for n in order}
     for edge in graph.edges:
         sources[edge.dst].append(edge.src)
-    for node in order:  # the import adds nodes after their inputs
+    for node in order:
         depth[node] = 1 + max((depth.get(s, 0) for s in sources[node]), default=-1)
     rows: dict[int, int] = {}
-    out = {}
+    row_of = {}
     for node in order:
-        row = rows.get(depth[node], 0)
-        rows[depth[node]] = row + 1
-        out[node] = [depth[node] * COLUMN, row * ROW]
-    return out
+        row_of[node] = rows.get(depth[node], 0)
+        rows[depth[node]] = row_of[node] + 1
+    # a deep network is cut into bands of columns stacked under each other, so it fills a
+    # screen (aspect SCREEN_ASPECT) instead of running as one row
+    columns, tall = max(depth.values(), default=0) + 1, max(rows.values(), default=1)
+    bands = max(1, min(columns, round(math.sqrt(columns * COLUMN / (SCREEN_ASPECT * tall
+                                                                     * ROW)))))
+    per = math.ceil(columns / bands)
+    band_height = (tall + 1) * ROW
+    return {node: [(depth[node] % per) * COLUMN,
+                   (depth[node] // per) * band_height + row_of[node] * ROW]
+            for node in order}
 
 
 def add_training(graph, folder: Path, loss: str | None, optimizer: str | None) -> list[str]:

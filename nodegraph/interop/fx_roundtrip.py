@@ -11,6 +11,7 @@ module's eval outputs; the eval outputs are compared, the training step trains t
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,9 @@ class RoundTrip:
     onnx: float | None = None
     trained: bool | None = None
     shape_ok: bool | None = None
+    resized: float | None = None  # compiled graph vs module at the other input sizes
+    resized_onnx: float | None = None  # the ONNX export vs module there
+    fixed_sizes: dict = field(default_factory=dict)  # what the import is valid for only
     errors: dict[str, str] = field(default_factory=dict)
 
 
@@ -45,6 +49,8 @@ def relative(have: torch.Tensor, want: torch.Tensor) -> float:
 def outputs_of(value: Any) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = [getattr(value, f.name) for f in dataclasses.fields(value)]
     items = value.values() if isinstance(value, dict) else value if isinstance(
         value, tuple | list) else ()
     return [t for v in items for t in outputs_of(v)]
@@ -52,10 +58,13 @@ def outputs_of(value: Any) -> list[torch.Tensor]:
 
 def round_trip(module: Any, inputs: tuple, folder: str | Path, kwargs: dict | None = None,
                ways: tuple[str, ...] = ("validate", "python", "onnx", "train"),
-               **options: Any) -> RoundTrip:
+               others: tuple = (), **options: Any) -> RoundTrip:
     """Import `module` (what `import_graph` takes) on `inputs` into `folder`, then check
-    each of `ways`; a failure is recorded by way, not raised."""
+    each of `ways`; a failure is recorded by way, not raised. `others` are inputs of other
+    sizes: the compiled graph must give the module's numbers there too, or refuse the
+    size with a message (way "resized")."""
     from nodegraph.interop.fx_import import import_graph
+    from nodegraph.model.groups import flatten, has_groups
 
     folder = Path(folder)
     result = RoundTrip()
@@ -63,14 +72,18 @@ def round_trip(module: Any, inputs: tuple, folder: str | Path, kwargs: dict | No
     imported = import_graph(module, inputs, folder / "model.json", kwargs, **options)
     result.import_s = time.perf_counter() - start
     graph = imported.graph
-    result.nodes = len(graph)
-    result.opaque = sum(n.type in ("opaque.Module", "opaque.Function") for n in graph)
+    flat = flatten(graph).graph if has_groups(graph) else graph  # every node, groups opened
+    result.nodes = len(flat)
+    result.opaque = sum(n.type in ("opaque.Module", "opaque.Function") for n in flat)
     result.compiled = imported.max_difference
     reference = [t.detach() for t in imported.reference]
-    checks = {"validate": _validate, "python": _python, "onnx": _onnx, "train": _train}
-    for way in ways:
+    result.fixed_sizes = imported.fixed_sizes
+    checks = {"validate": _validate, "python": _python, "onnx": _onnx, "train": _train,
+              "resized": _resized}
+    for way in (*ways, *(("resized",) if others else ())):
         try:
-            checks[way](imported, inputs, reference, folder, result)
+            checks[way](imported, others if way == "resized" else inputs, reference, folder,
+                        result)
         except Exception as e:  # recorded by way: the caller decides what fails
             result.errors[way] = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
     return result
@@ -119,6 +132,51 @@ def _onnx(imported, inputs, reference, folder, result) -> None:
                                                            strict=True)})
     result.onnx = max(relative(torch.as_tensor(h), w) for h, w in zip(got[:len(reference)],
                                                                       reference, strict=True))
+
+
+def _resized(imported, others, reference, folder, result) -> None:
+    """The compiled graph at each of `others` (inputs of other sizes) against the module
+    there; a size the import refuses must be refused with a NodegraphError naming it
+    (recorded in `errors` as "refused: ..."), never computed wrong."""
+    from nodegraph.interop.export.weights import load_weights
+    from nodegraph.model.errors import NodegraphError
+    from nodegraph.runtime.compile import compile
+
+    compiled = compile(imported.graph, device="cpu", for_training=False)
+    load_weights(compiled, imported.weights)
+    compiled.module.eval()
+    worst = 0.0
+    for inputs in others:
+        with torch.no_grad():
+            try:
+                want = outputs_of(imported.module(*inputs))
+            except Exception as e:  # the module refuses these sizes: so must the graph
+                want, refusal = None, f"{type(e).__name__}: {e}"
+            values = {(p, "x"): x for p, x in zip(imported.placeholders, inputs, strict=True)}
+            try:
+                got = compiled.module.run(compiled.module.full_plan, values)
+            except NodegraphError as e:
+                result.errors["resized"] = f"refused: {' '.join(str(e).split())[:300]}"
+                continue
+            if want is None:
+                raise AssertionError(f"the module refuses inputs {[tuple(x.shape) for x in inputs]}"
+                                     f" ({refusal[:200]}) and the graph computes them")
+        have = [got[key] for key in imported.outputs[:len(want)]]
+        worst = max([worst, *(relative(h, w) if h.shape == w.shape else float("inf")
+                              for h, w in zip(have, want, strict=True))])
+        onnx = folder / "model.onnx"
+        if onnx.exists():  # the ONNX file follows the sizes the graph follows
+            import onnxruntime
+
+            session = onnxruntime.InferenceSession(str(onnx),
+                                                   providers=["CPUExecutionProvider"])
+            names = [i.name for i in session.get_inputs()]
+            ran = session.run(None, {n: x.numpy() for n, x in zip(names, inputs,
+                                                                  strict=True)})
+            result.resized_onnx = max([result.resized_onnx or 0.0, *(
+                relative(torch.as_tensor(h), w) if tuple(h.shape) == tuple(w.shape)
+                else float("inf") for h, w in zip(ran[:len(want)], want, strict=True))])
+    result.resized = worst
 
 
 def _train(imported, inputs, reference, folder, result) -> None:

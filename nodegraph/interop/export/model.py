@@ -85,6 +85,12 @@ def partition(compiled: Compiled) -> Parts:
     predict = [n for n in order if n not in scoring]
     heads = [(nid, port.name) for nid in predict for port in report.specs[nid].outputs
              if _read_outside(graph, nid, port.name, set(predict))]
+    imported = compiled.graph.extra.get("imported") if isinstance(compiled.graph.extra,
+                                                                   dict) else None
+    if isinstance(imported, dict) and isinstance(imported.get("outputs"), list):
+        # every output of an imported module (a dict's "features" that also feed the logits)
+        named = [tuple(str(o).split(".", 1)) for o in imported["outputs"]]
+        heads += [k for k in named if len(k) == 2 and k[0] in predict and k not in heads]
     data = [nid for nid in report.order if report.specs[nid].kind == "data"]
 
     def read_by(nodes: list[str]) -> list[Key]:

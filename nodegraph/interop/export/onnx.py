@@ -30,6 +30,7 @@ from nodegraph.model.graph import Graph
 from nodegraph.runtime.compile import Compiled, Key, compile
 
 OPSET = 17
+MIN_OPSET, MAX_OPSET = 9, 20  # what torch's TorchScript exporter writes
 TOLERANCE = 1e-4  # relative: of the largest output value, at least 1
 
 
@@ -59,16 +60,26 @@ class _Forward(nn.Module):
 
 
 def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
-            weights: dict[str, torch.Tensor] | None = None) -> OnnxExport:
+            weights: dict[str, torch.Tensor] | None = None,
+            opset: int | None = None) -> OnnxExport:
     """Write the forward graph of `graph` to `path`; `outputs` names node or node.port
-    values (default: the prediction heads); `weights` (node.param) replace the initial
-    weights. Raises ExportError naming the blocks ONNX cannot hold."""
+    values (default: the prediction heads; for an imported graph, every output of the
+    module, as the file lists them); `weights` (node.param) replace the initial
+    weights; `opset` is the ONNX opset version (default OPSET). Raises ExportError naming
+    the blocks ONNX cannot hold. The batch dim of every input is dynamic; in a graph made
+    by `nodegraph import`, every dim of its inputs is, but those it records as fixed."""
+    opset = OPSET if opset is None else opset
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise NodegraphError(f"--opset {opset}: use {MIN_OPSET} to {MAX_OPSET}")
     path = Path(path)
     compiled = compile(graph, device="cpu", for_training=False)
     if weights is not None:
         load_weights(compiled, weights)
     _refuse_bfloat16(compiled)
     compiled.module.eval()
+    imported = graph.extra.get("imported") if isinstance(graph.extra, dict) else None
+    if not outputs and isinstance(imported, dict) and isinstance(imported.get("outputs"), list):
+        outputs = [str(o) for o in imported["outputs"]]  # every output of the module
     keys = _outputs(compiled, outputs)
     graph = executed(compiled)
     needed = graph.upstream([k[0] for k in keys])
@@ -94,13 +105,30 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     dynamic = {n: {0: "batch"} for n, t in zip(in_names, example, strict=True)}
     dynamic.update({n: {0: "batch"} for n, t in zip(out_names, expected, strict=True)
                     if batch is not None and t.ndim and t.shape[0] == batch})
-    try:
-        _export(module, example, path, in_names, out_names, dynamic)
-    except Exception as e:
-        raise _locate(compiled, module.steps, sample, e) from None
+    sized = {k: dict(v) for k, v in dynamic.items()}
+    if isinstance(imported, dict):  # sizes the import follows (see fx_import.probe)
+        fixed = imported.get("fixed_sizes") or {}
+        for name, (node, _), t in zip(in_names, inputs, example, strict=True):
+            kept = fixed.get(node, {}) if isinstance(fixed, dict) else {}
+            sized[name].update({d: f"{name}_{d}" for d in range(1, t.ndim)
+                                if str(d) not in kept})
     result = OnnxExport(path, in_names, out_names, random=random)
-    if not random:  # sampling blocks draw other numbers in onnxruntime
-        result.max_difference = _check(path, in_names, example, expected)
+    for axes in ([sized, dynamic] if sized != dynamic else [dynamic]):
+        # with every size dynamic first; where an op has no form for an unknown size
+        # (adaptive pooling to 7x7) or its numbers drift, at the example's sizes with the
+        # batch dynamic, as before
+        last = axes is dynamic
+        try:
+            _export(module, example, path, in_names, out_names, axes, opset)
+        except Exception as e:
+            if last:
+                raise _locate(compiled, module.steps, sample, e) from None
+            continue
+        if not random:  # sampling blocks draw other numbers in onnxruntime
+            result.max_difference = _check(path, in_names, example, expected)
+        if last or result.max_difference is None or result.max_difference <= \
+                TOLERANCE * _scale(expected):
+            break
     if result.max_difference is not None and result.max_difference > TOLERANCE * _scale(
             expected):
         raise NodegraphError(f"onnxruntime's outputs differ from the graph's by "
@@ -165,7 +193,8 @@ def _output_name(compiled: Compiled, key: Key) -> str:
     return key[0] if single else f"{key[0]}.{key[1]}"
 
 
-def _export(module: nn.Module, example: tuple, path, in_names, out_names, dynamic) -> None:
+def _export(module: nn.Module, example: tuple, path, in_names, out_names, dynamic,
+            opset: int = 17) -> None:
     # quiet: the exporter warns that it is deprecated and prints its IR when it fails
     # and without torch's fused inference kernels (TransformerEncoderLayer's fast path under
     # no_grad), which have no ONNX form
@@ -176,7 +205,7 @@ def _export(module: nn.Module, example: tuple, path, in_names, out_names, dynami
         torch.onnx.export(module, example, str(path) if not isinstance(path, io.BytesIO)
                           else path,  # type: ignore[arg-type]  # it writes to a BytesIO too
                           input_names=in_names, output_names=out_names,
-                          dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
+                          dynamic_axes=dynamic, opset_version=opset, dynamo=False)
 
 
 @contextlib.contextmanager
