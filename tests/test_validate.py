@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import time
@@ -159,15 +160,22 @@ def test_a_thousand_nodes_validate_load_and_save_within_budget(tmp_path):
     nodegraph.validate(big_graph(3))  # torch loads its meta kernels on first use, once
     cache = validate_module.OpCache()  # nothing of the big graph is known yet
     g = big_graph(1000)
-    start = time.process_time()  # CPU time: other processes on a busy machine do not count
-    report = nodegraph.validate(g, cache=cache)
-    elapsed = time.process_time() - start
-    assert report.ok and len(report.outputs) > 1000
-    assert elapsed < 0.5, f"validate took {elapsed:.3f}s of CPU"
-    start = time.process_time()
-    nodegraph.save(g, tmp_path / "big.json")
-    again = nodegraph.load(tmp_path / "big.json")
-    elapsed = time.process_time() - start
+    # the worker's heap (thousands of tests' objects) frozen as the CLI's tuned process
+    # freezes its own, so a full collection of it is not timed as the graph's cost
+    gc.collect()
+    gc.freeze()
+    try:
+        start = time.process_time()  # CPU time: other processes on a busy machine do not count
+        report = nodegraph.validate(g, cache=cache)
+        elapsed = time.process_time() - start
+        assert report.ok and len(report.outputs) > 1000
+        assert elapsed < 0.5, f"validate took {elapsed:.3f}s of CPU"
+        start = time.process_time()
+        nodegraph.save(g, tmp_path / "big.json")
+        again = nodegraph.load(tmp_path / "big.json")
+        elapsed = time.process_time() - start
+    finally:
+        gc.unfreeze()
     assert len(again) == 1000 and elapsed < 0.5, f"save+load took {elapsed:.3f}s of CPU"
 
 
