@@ -110,6 +110,8 @@ class GroupCanvas:
         self.view = GraphView(self.scene)
         self.edit_actions = EditActions(self.doc, self.scene, self.view, window.notify)
         self.doc.refused.connect(window.notify)
+        self.edit_actions.popup.find_requested.connect(window.finder.open)
+        self.edit_actions.popup.offers_find = True
         # the window's canvas shortcuts (Delete, F, ...) work on this canvas too
         self.view.addActions([a for a in window.actions_by_name.values()
                               if a.shortcutContext() == Qt.ShortcutContext.
@@ -245,6 +247,7 @@ class GroupTabs(QTabWidget):
         canvas.ports = GroupPorts(canvas)  # the group's own ports, marked in its body
         canvas.edit_actions.set_snap(self.window_.edit_actions.snap_to_grid)
         canvas.view.fit()
+        self.focus_canvas()
         report = self.window_.validator.report
         if report is not None:
             self._paint(canvas, report)
@@ -276,8 +279,10 @@ class GroupTabs(QTabWidget):
         for i, c in enumerate(self.canvases):
             if c.trail == parent_trail:
                 self.setCurrentIndex(i + 1)
-                return
-        self.setCurrentIndex(0)
+                break
+        else:
+            self.setCurrentIndex(0)
+        self.focus_canvas()
 
     def close_all(self) -> None:
         while self.count() > 1:
@@ -301,6 +306,14 @@ class GroupTabs(QTabWidget):
     def _on_current(self, index: int) -> None:
         self.window_.inspector.set_document(self.current_doc())
         self._show_selection()
+        self.focus_canvas()
+
+    def focus_canvas(self) -> None:
+        """Keys go to the canvas in front after a tab opens or closes (else focus lands on
+        whatever Qt picks next, a dock's field, and the window's shortcuts seem dead)."""
+        view = self.current_view()
+        if view.isVisible():
+            view.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _show_selection(self) -> None:
         self.window_.inspector.show_selection(self.current_scene().selected_node_ids())

@@ -40,6 +40,7 @@ from nodegraph.gui import (
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.file_actions import FileActions
+from nodegraph.gui.find_panel import FindPanel
 from nodegraph.gui.group_tabs import GroupTabs
 from nodegraph.gui.help import Help
 from nodegraph.gui.inspector import Inspector
@@ -102,6 +103,9 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._connect()
         self.group_tabs = GroupTabs(self)  # the canvas in a tab; groups open beside it
+        self.finder = FindPanel(self)  # Ctrl+F: any node by id, type, param or group
+        self.edit_actions.popup.find_requested.connect(self.finder.open)
+        self.edit_actions.popup.offers_find = True
         self.node_views = node_views.install(self)  # per-node view dock, View menu
         self.watch = install_watch(self)  # animation, badges, timeline, step-through
         self.block_prefs = block_prefs.install(self)  # recent and starred blocks
@@ -129,6 +133,7 @@ class MainWindow(QMainWindow):
         else:
             self.file_actions.recover_untitled()
         self._update_start_page()
+        self.view.setFocus()  # keys go to the canvas from the start, not the palette search
 
     # -- construction ----------------------------------------------------------------------
 
@@ -221,7 +226,7 @@ class MainWindow(QMainWindow):
         self.actions_by_name["redo"].setEnabled(False)
         self.validator.finished.connect(self._on_report)
         self.scene.selectionChanged.connect(self._on_selection)
-        self.palette.block_activated.connect(lambda b: self.edit_actions.add_block(b))
+        self.palette.block_activated.connect(self._add_from_palette)
         self.problems.node_clicked.connect(self.focus_node)
         self.view.zoom_changed.connect(lambda z: self.zoom_label.setText(f"{z:.0%}"))
         self.view.zoom_changed.connect(
@@ -248,6 +253,12 @@ class MainWindow(QMainWindow):
         d.changed.connect(self._update_start_page)
 
     # -- reactions -------------------------------------------------------------------------
+
+    def _add_from_palette(self, block_id: str) -> None:
+        """A block chosen in the palette (Enter in its search, or a double-click) goes on the
+        canvas in front, and the keys go back to that canvas."""
+        self.group_tabs.current_edit_actions().add_block(block_id)
+        self.group_tabs.focus_canvas()
 
     def notify(self, text: str) -> None:
         self.statusBar().showMessage(text, 6000)
