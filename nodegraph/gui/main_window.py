@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from nodegraph.gui import (
     block_prefs,
     collapse,
+    compare_view,
     files,
     image_export,
     menus,
@@ -111,6 +112,7 @@ class MainWindow(QMainWindow):
         self.block_prefs = block_prefs.install(self)  # recent and starred blocks
         self.collapser = collapse.install(self)  # cards shown as their title bar only
         self.run_recorder = run_history.install(self)  # the Runs dock: past runs compared
+        self.compare = compare_view.install(self)  # File > Compare with…: two files' changes
         self.inspector.run_procedure = self.run_procedure
         # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
         self.view.viewport().installEventFilter(self)

@@ -77,6 +77,9 @@ def build(w: MainWindow) -> dict[str, QAction]:
         "export_image": _action(w, "Export &Image…", w.export_image, "Ctrl+Alt+E",
                                 "save a picture of the graph: PNG (by the name .png) or SVG "
                                 "(.svg)"),
+        "compare": _action(w, "Compare &with…", lambda: w.compare.compare_with(), None,
+                           "open another graph file beside this one, with what changed "
+                           "coloured on both (as `nodegraph diff`)"),
         "close": _action(w, "&Quit", w.close, Key.Quit),
         "undo": _action(w, "&Undo", w.undo, Key.Undo, "undo the last edit"),
         # spelt out: the standard key for redo differs between platforms (and offscreen)
@@ -175,6 +178,7 @@ def build(w: MainWindow) -> dict[str, QAction]:
     file_menu.addSeparator()
     file_menu.addActions([a["save"], a["save_as"]])
     file_menu.addAction(a["export_image"])
+    file_menu.addAction(a["compare"])
     file_menu.addSeparator()
     file_menu.addAction(a["close"])
     w.recent_menu.aboutToShow.connect(lambda: fill_recent(w))

@@ -118,6 +118,7 @@ class NodeItem(QGraphicsItem):
         self.known = known
         self.header = theme.category_color(category) if known else QColor("#5a5f68")
         self.badge = ""
+        self.diff_mark: str | None = None  # "added", "changed", "removed": File > Compare
         self.problems: list[Problem] = []
         self.collapsed = False
         self.full_height = card_height(len(inputs), len(outputs))
@@ -303,6 +304,8 @@ class NodeItem(QGraphicsItem):
             return QColor(theme.SELECTION)
         if self.has_error:
             return QColor(theme.ERROR)
+        if self.diff_mark:
+            return QColor(theme.diff_color(self.diff_mark))
         return None
 
     def _paint_title(self, painter: QPainter, lod: float) -> None:

@@ -98,6 +98,7 @@ class WireItem(QGraphicsPathItem):
         self.label = ""
         self.problems: list[Problem] = []
         self.has_error = False
+        self.diff_mark: str | None = None  # "added", "changed", "removed": File > Compare
         self._label_rect = QRectF()
         self._points: list | None = None  # the routed polyline, None for the plain curve
         self._cards: list = []  # the other cards near it (labels keep clear of them)
@@ -281,6 +282,8 @@ class WireItem(QGraphicsPathItem):
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         lod = detail(option, painter)
         color = QColor(theme.ERROR) if self.has_error else self.color
+        if self.diff_mark and not self.has_error:
+            color = QColor(theme.diff_color(self.diff_mark))
         if lod < LABEL_LOD:  # zoomed far out: a plain curve is all one can see
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(QPen(QColor(theme.SELECTION) if self.isSelected() else color, 0))
