@@ -410,6 +410,7 @@ class MainWindow(QMainWindow):
         self.scene.set_report(report)
         self.problems.set_problems(report.problems, f"· checked in {report.seconds * 1000:.0f} ms")
         self.inspector.set_report(report)
+        self.plots.show_metric_hint(not any(s.kind == "metric" for s in report.specs.values()))
 
     def _on_selection(self) -> None:
         nodes = self.scene.selected_node_ids()

@@ -119,6 +119,7 @@ class NodeItem(QGraphicsItem):
         self.header = theme.category_color(category) if known else QColor("#5a5f68")
         self.badge = ""
         self.diff_mark: str | None = None  # "added", "changed", "removed": File > Compare
+        self.shown_title = node_id  # the id as last painted (elided in the middle)
         self.problems: list[Problem] = []
         self.collapsed = False
         self.full_height = card_height(len(inputs), len(outputs))
@@ -276,7 +277,10 @@ class NodeItem(QGraphicsItem):
         self.title_px = font.pixelSize() * lod
         painter.setFont(font)
         painter.setPen(QColor(theme.TEXT))
-        title = metrics.elidedText(self.node_id, Qt.TextElideMode.ElideRight, width)
+        # ids elide in the middle: siblings of an imported model differ at the end
+        # (`layer1_…_conv1`, `layer1_…_conv2`), which an elision at the end would hide
+        title = self.shown_title = metrics.elidedText(self.node_id,
+                                                      Qt.TextElideMode.ElideMiddle, width)
         painter.drawText(QRectF(8, 0, width, bar), Qt.AlignmentFlag.AlignVCenter, title)
         if self.collapsed:
             return
@@ -316,7 +320,8 @@ class NodeItem(QGraphicsItem):
         self.title_px = font.pixelSize() * lod
         painter.setFont(font)
         painter.setPen(QColor(theme.HEADER_TEXT))
-        title = QFontMetricsF(font).elidedText(self.node_id, Qt.TextElideMode.ElideRight, width)
+        title = self.shown_title = QFontMetricsF(font).elidedText(
+            self.node_id, Qt.TextElideMode.ElideMiddle, width)
         painter.drawText(QRectF(10, 4, width, 18), Qt.AlignmentFlag.AlignVCenter, title)
         painter.setFont(TYPE_FONT)
         painter.setPen(QColor(theme.HEADER_DIM))

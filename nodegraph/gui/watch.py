@@ -28,7 +28,7 @@ from nodegraph.gui.overlays import CanvasMarks
 from nodegraph.gui.preview import preview_error
 from nodegraph.gui.stepthrough import StepPanel, StepTrace
 from nodegraph.gui.timeline import TimelinePanel
-from nodegraph.model.events import NodeFailed, RunStarted
+from nodegraph.model.events import NodeFailed, RunFinished, RunStarted
 from nodegraph.runtime.compile import compile
 from nodegraph.runtime.probes import ProbeFrame, read_frames
 
@@ -49,7 +49,7 @@ class Watch(QObject):
         self.failed: dict[str, list[Badge]] = {}  # sticky until the next run
         self._add_docks()
         self._add_actions()
-        window.runner.listen(self.on_event, ProbeFrame, RunStarted, NodeFailed)
+        window.runner.listen(self.on_event, ProbeFrame, RunStarted, NodeFailed, RunFinished)
         self.timeline.frame_chosen.connect(self.show_frame)
         self.timeline.live_changed.connect(self._follow)
         self.timeline.paused_changed.connect(self.animator.set_paused)
@@ -105,6 +105,11 @@ class Watch(QObject):
                 self.animator.push(event)
         elif isinstance(event, RunStarted):
             self._reset()
+        elif isinstance(event, RunFinished) and event.cancelled:
+            # Stop finishes cleanly: the last wave is not left painted on the wires (the
+            # timeline keeps its frames to replay, the plots keep their curves)
+            self.animator.stop()
+            self.marks.clear()
         elif isinstance(event, NodeFailed) and NONFINITE_STOP in event.message:
             node = self.marks.canvas_node(event.node)
             if node is not None:
