@@ -35,6 +35,7 @@ from nodegraph.gui import (
     image_export,
     menus,
     node_views,
+    panel_edges,
     run_history,
     theme,
 )
@@ -113,6 +114,7 @@ class MainWindow(QMainWindow):
         self.collapser = collapse.install(self)  # cards shown as their title bar only
         self.run_recorder = run_history.install(self)  # the Runs dock: past runs compared
         self.compare = compare_view.install(self)  # File > Compare with…: two files' changes
+        self.panel_edges = panel_edges.install(self)  # T, N, Ctrl+J fold the panels away
         self.inspector.run_procedure = self.run_procedure
         # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
         self.view.viewport().installEventFilter(self)
@@ -330,6 +332,8 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+        else:  # a first start: the canvas gets the room (the panels wait at the edges)
+            self.panel_edges.first_layout()
         self.set_theme(str(s.value("view/theme", theme.CURRENT)), remember=False)
         snap = str(s.value("view/snap", "false")).lower() == "true"
         self.actions_by_name["snap"].setChecked(snap)
@@ -414,6 +418,7 @@ class MainWindow(QMainWindow):
 
     def _on_selection(self) -> None:
         nodes = self.scene.selected_node_ids()
+        self.panel_edges.selected(nodes)  # a picked card brings the inspector (first time)
         self.inspector.show_selection(nodes)
         if len(nodes) == 1 and self.docks["preview"].isVisible() and self.preview.auto.isChecked():
             self.preview_selected()
@@ -451,12 +456,14 @@ class MainWindow(QMainWindow):
         # the report of the graph as it is now, if the validator has it (it usually has)
         report = self.validator.report if self.validator.fresh else self.validator.validate_now()
         if not report.ok:
-            self.docks["problems"].raise_()
+            self.panel_edges.unfold("bottom", self.docks["problems"])
             self.notify(f"Fix {len(report.errors)} problem(s) before training "
                         "(see the Problems panel).")
             return False
         metric_nodes = {n for n, s in report.specs.items() if s.kind == "metric"}
         self.plots.reset(metric_nodes)
+        if self.panel_edges.is_folded("bottom"):  # the plots are what training is watched by
+            self.panel_edges.unfold("bottom", self.docks["plots"])
         self.log.log(f"Training {self.doc.title}: {self.epochs.value()} epochs on "
                      f"{self.device.currentText()}")
         self.runner.start(self.doc.graph, self.doc.revision, epochs=self.epochs.value(),

@@ -38,6 +38,7 @@ COMPACT_LOD = 0.75  # below this zoom, draw the title larger and drop the port n
 TITLE_PX = 12.5  # the smallest on-screen title: 9 px cap height in DejaVu Sans Bold
 DETAIL_PX = 10.5  # the smallest on-screen type name and parameter count
 CAP = 0.73  # cap height / pixel size of DejaVu Sans
+PORT_MIN_PX = 9.0  # the smallest on-screen port name (zoomed out), in pixels
 ERROR_MARK_RADIUS = 7.0
 
 
@@ -120,6 +121,7 @@ class NodeItem(QGraphicsItem):
         self.badge = ""
         self.diff_mark: str | None = None  # "added", "changed", "removed": File > Compare
         self.shown_title = node_id  # the id as last painted (elided in the middle)
+        self.port_name_px = 0.0  # cap height of the port names as last painted (0: none)
         self.problems: list[Problem] = []
         self.collapsed = False
         self.full_height = card_height(len(inputs), len(outputs))
@@ -224,6 +226,7 @@ class NodeItem(QGraphicsItem):
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         lod = detail(option, painter)
+        self.port_name_px = 0.0
         outline = self._outline_color()
         if lod < SIMPLE_LOD:
             painter.setPen(QPen(outline, 2.0) if outline else Qt.PenStyle.NoPen)
@@ -248,9 +251,11 @@ class NodeItem(QGraphicsItem):
             painter.fillRect(QRectF(0, bar - 2, self.rect.width(), 2), self.header)
         if compact:
             self._paint_compact(painter, lod, bar)
+            if self.names_ports_when_compact:
+                self._paint_port_labels(painter, lod, bar)
         else:
             self._paint_title(painter, lod)
-            self._paint_port_labels(painter)
+            self._paint_port_labels(painter, lod)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.setPen(QPen(outline, 2.0) if outline else QPen(QColor(theme.NODE_BORDER), 1.0))
         painter.drawPath(body)
@@ -282,8 +287,8 @@ class NodeItem(QGraphicsItem):
         title = self.shown_title = metrics.elidedText(self.node_id,
                                                       Qt.TextElideMode.ElideMiddle, width)
         painter.drawText(QRectF(8, 0, width, bar), Qt.AlignmentFlag.AlignVCenter, title)
-        if self.collapsed:
-            return
+        if self.collapsed or self.names_ports_when_compact:
+            return  # a card of several inputs or outputs names its ports instead
         small = QFont(TYPE_FONT)
         small.setPixelSize(max(8, round(DETAIL_PX / lod)))
         sm = QFontMetricsF(small)
@@ -343,21 +348,38 @@ class NodeItem(QGraphicsItem):
         painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.badge)
         return w + 6
 
-    def _paint_port_labels(self, painter: QPainter) -> None:
-        painter.setFont(PORT_FONT)
-        metrics = QFontMetricsF(PORT_FONT)
+    @property
+    def names_ports_when_compact(self) -> bool:
+        """Zoomed out, a card with several inputs or outputs keeps its port names (which
+        dot is which matters there); one input and one output need none."""
+        return not self.collapsed and (len(self.inputs) > 1 or len(self.outputs) > 1)
+
+    def _paint_port_labels(self, painter: QPainter, lod: float = 1.0,
+                           top: float = 0.0) -> None:
+        """Each port's name by its dot; zoomed out, in letters grown to stay readable (up
+        to the row's height) and abbreviated to fit; rows under the title bar only."""
+        font = QFont(PORT_FONT)
+        size = QFontMetricsF(PORT_FONT).height()
+        if lod < COMPACT_LOD:
+            font.setPixelSize(max(1, round(min(theme.PORT_ROW * 0.9, PORT_MIN_PX / lod))))
+            size = QFontMetricsF(font).height()
+        painter.setFont(font)
+        metrics = QFontMetricsF(font)
+        self.port_name_px = metrics.capHeight() * lod  # on screen
         half = self.rect.width() / 2 - 14
         for items, left in ((self.inputs, True), (self.outputs, False)):
             for item in items.values():
                 y = item.pos().y()
+                if y - size / 2 < top - 1:
+                    continue  # under the enlarged title: the dot alone
                 painter.setPen(QColor(theme.ERROR if item.error else theme.TEXT_DIM))
                 text = metrics.elidedText(item.port.name, Qt.TextElideMode.ElideRight, half)
                 if left:
-                    rect = QRectF(12, y - 8, half, 16)
+                    rect = QRectF(12, y - size / 2, half, size)
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignLeft, text)
                 else:
-                    rect = QRectF(self.rect.width() - 12 - half, y - 8, half, 16)
+                    rect = QRectF(self.rect.width() - 12 - half, y - size / 2, half, size)
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignRight, text)
 

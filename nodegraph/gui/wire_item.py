@@ -54,6 +54,11 @@ def set_label_scale(scale: float, wires) -> None:
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
 
 
+def compact(shape: str) -> str:
+    """A shape label without its spaces, for the tag by a port: `(N,16)`."""
+    return shape.replace(" ", "")
+
+
 def rounded(points: list[tuple[float, float]]) -> QPainterPath:
     """A polyline with its corners rounded off."""
     path = QPainterPath(QPointF(*points[0]))
@@ -100,6 +105,7 @@ class WireItem(QGraphicsPathItem):
         self.has_error = False
         self.diff_mark: str | None = None  # "added", "changed", "removed": File > Compare
         self._label_rect = QRectF()
+        self.label_at: str | None = None  # where the shape shows: "wire", "port", "sibling"
         self._points: list | None = None  # the routed polyline, None for the plain curve
         self._cards: list = []  # the other cards near it (labels keep clear of them)
         self._bounds = QRectF()  # kept, not computed per call: Qt asks for it very often
@@ -191,15 +197,23 @@ class WireItem(QGraphicsPathItem):
             layer.changed()
 
     def _place_label(self) -> None:
+        self.label_at = None
         if self.label:
             scale = _label["scale"]
             w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
             h = 14.0 * scale
             mid = self._label_centre(w, h)
+            self.label_at = "wire" if mid is not None else None
             if mid is not None and self._said_nearby(mid):
                 mid = None  # a fan-out's wires run together: its shape once is enough
+                self.label_at = "sibling"
             self._label_rect = QRectF() if mid is None else \
                 QRectF(mid[0] - w / 2, mid[1] - h / 2, w, h)
+            if self.label_at is None:
+                # no room on the wire: the shape goes by the input's dot, compact
+                # (`(N,16)`), just above where the wire arrives, outside the card
+                self._label_rect = self._port_tag_rect()
+                self.label_at = "port"
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
@@ -208,6 +222,33 @@ class WireItem(QGraphicsPathItem):
         if labels is not None:
             r = self._label_rect
             labels.put(self, None if r.isEmpty() else (r.left(), r.top(), r.right(), r.bottom()))
+
+    @property
+    def shown_text(self) -> str:
+        """The shape as drawn: in full on the wire, compact by the port."""
+        return compact(self.label) if self.label_at == "port" else self.label
+
+    def _port_tag_rect(self) -> QRectF:
+        """Above the arriving wire, left of the input's dot; below it when a card (the one
+        the wire comes from, in a tight layout) or another label is there; above it and
+        smaller-looking is still better than nowhere."""
+        scale = _label["scale"]
+        w = QFontMetricsF(_label["font"]).horizontalAdvance(compact(self.label)) + 6 * scale
+        h = 12.0 * scale
+        b = self.target.anchor()
+        right = b.x() - theme.PORT_RADIUS - 4
+        spots = [QRectF(right - w, b.y() - h - 1, w, h), QRectF(right - w, b.y() + 1, w, h)]
+        scene = self.scene()
+        index = getattr(scene, "card_index", None)
+        labels = getattr(scene, "label_index", None)
+        for spot in spots:
+            box = (spot.left() - 2, spot.top() - 2, spot.right() + 2, spot.bottom() + 2)
+            if index is not None and index.query(scene.nodes.values(), *box):
+                continue
+            if labels is not None and labels.near(*box, but=self):
+                continue
+            return spot
+        return spots[0]
 
     def shown_label_rect(self) -> QRectF:
         """Where the shape label is drawn (empty when it has none or no room): the wave
@@ -310,7 +351,7 @@ class WireItem(QGraphicsPathItem):
         painter.drawRoundedRect(self._label_rect, radius, radius)
         painter.setFont(_label["font"])
         painter.setPen(QColor(theme.TEXT))
-        painter.drawText(self._label_rect, Qt.AlignmentFlag.AlignCenter, self.label)
+        painter.drawText(self._label_rect, Qt.AlignmentFlag.AlignCenter, self.shown_text)
 
 
 class DragWire(QGraphicsPathItem):

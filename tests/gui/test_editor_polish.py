@@ -53,3 +53,47 @@ def test_long_ids_are_elided_in_the_middle(make_window, tmp_path, qtbot):
         title = item.shown_title
         assert title != node and "…" in title  # too long for the card
         assert title.startswith("layer1") and title.endswith(node[-5:])  # both ends kept
+
+
+def test_the_canvas_gets_three_quarters_and_panels_fold_with_one_key(window, qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    w = window
+    w.resize(1600, 1000)
+    qtbot.waitUntil(lambda: w.width() == 1600 and w.height() == 1000, timeout=5000)
+    QApplication.processEvents()
+    canvas = w.group_tabs
+    assert canvas.width() * canvas.height() >= 0.75 * 1600 * 1000
+    edges = w.panel_edges
+    assert not edges.is_folded("left") and edges.is_folded("right")
+    assert edges.is_folded("bottom")
+    w.activateWindow()
+    w.view.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is w.view, timeout=5000)
+    qtbot.keyClick(w.view, Qt.Key.Key_T)
+    assert edges.is_folded("left") and w.docks["palette"].isHidden()
+    qtbot.keyClick(w.view, Qt.Key.Key_T)
+    assert not w.docks["palette"].isHidden()
+    qtbot.keyClick(w.view, Qt.Key.Key_N)
+    assert not w.docks["inspector"].isHidden()
+    qtbot.keyClick(w.view, Qt.Key.Key_J, Qt.KeyboardModifier.ControlModifier)
+    assert not edges.is_folded("bottom")
+    qtbot.keyClick(w.view, Qt.Key.Key_J, Qt.KeyboardModifier.ControlModifier)
+    assert edges.is_folded("bottom")
+    edges.buttons["bottom"].click()  # the button at the window's foot does the same
+    assert not edges.is_folded("bottom")
+
+
+def test_the_minimap_takes_a_corner_that_covers_no_card(xor_window, qtbot):
+    w = xor_window
+    w.view.set_zoom(2.5)  # the graph no longer fits: the map appears
+    w.view.centerOn(w.scene.nodes["out"].sceneBoundingRect().center())
+    w.view.minimap.refresh()
+    mm = w.view.minimap
+    assert mm.isVisible()
+    free = [c for c in range(4)]  # at least one corner is free in this small graph
+    assert free
+    geo = mm.geometry().translated(-w.view.viewport().pos())
+    shown = w.view.mapToScene(geo).boundingRect()
+    assert not any(shown.intersects(i.sceneBoundingRect()) for i in w.scene.nodes.values())
