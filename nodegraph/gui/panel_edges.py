@@ -1,4 +1,4 @@
-"""Room for the graph: the panels on each side collapse to the window's edge and come back
+"""Room for the graph: the panels on each side fold to the window's edge and come back
 with one key, as Blender's T and N do.
 
 T folds the left side (the block palette), N the right (inspector and preview), Ctrl+J the
@@ -7,8 +7,9 @@ were open there. Three small buttons at the foot of the window show which sides 
 and unfold them with a click. A window opened for the first time (no saved layout) starts
 with the right and bottom folded, so the canvas gets three quarters of it and more; the
 bottom unfolds by itself when a run starts (its plots are the point of training) or is
-refused (its Problems say why); the right when a card is picked (unless the user folded it: then only by hand). The layout the user leaves
-is saved with the window's state, as before.
+refused (its Problems say why), the right when a card is picked (unless the user folded it
+by hand: then it stays folded). The layout the user leaves is saved with the window's
+state, as before.
 """
 
 from __future__ import annotations
