@@ -229,6 +229,8 @@ class MainWindow(QMainWindow):
         self.actions_by_name["undo"].setEnabled(False)
         self.actions_by_name["redo"].setEnabled(False)
         self.validator.finished.connect(self._on_report)
+        self.validator.started.connect(self.problems.checking)
+        d.graph_replaced.connect(lambda: self.problems.checking(forget=True))
         self.scene.selectionChanged.connect(self._on_selection)
         self.palette.block_activated.connect(self._add_from_palette)
         self.problems.node_clicked.connect(self.focus_node)

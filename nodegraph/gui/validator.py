@@ -68,6 +68,7 @@ class Validator(QObject):
     """Runs validation after edits settle and announces fresh reports."""
 
     finished = Signal(object)  # Report, fresh for the current graph
+    started = Signal()  # a check began (the Problems panel says "checking…" till finished)
 
     def __init__(self, doc: Document, parent=None):
         super().__init__(parent)
@@ -115,6 +116,7 @@ class Validator(QObject):
             name="nodegraph-validate", daemon=True)
         self._thread.start()
         self._poll.start()
+        self.started.emit()
 
     def _collect(self) -> None:
         """Take the worker's report when it has posted it (on the GUI thread)."""

@@ -97,3 +97,16 @@ def test_the_minimap_takes_a_corner_that_covers_no_card(xor_window, qtbot):
     geo = mm.geometry().translated(-w.view.viewport().pos())
     shown = w.view.mapToScene(geo).boundingRect()
     assert not any(shown.intersects(i.sceneBoundingRect()) for i in w.scene.nodes.values())
+
+
+def test_problems_say_checking_while_validation_runs(window, xor_file, qtbot):
+    from nodegraph.model.errors import Problem
+
+    w = window
+    w.problems.set_problems([Problem("gone", None, "shape_mismatch", "an old file's error")])
+    w.file_actions.open(str(xor_file))
+    # the other file's rows go at once, and the panel says a check is under way
+    assert w.problems.problems == [] and "checking" in w.problems.summary.text()
+    assert not w.problems.table.isEnabled()
+    assert w.validator.wait(120)
+    assert "checking" not in w.problems.summary.text() and w.problems.table.isEnabled()
