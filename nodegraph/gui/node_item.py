@@ -32,6 +32,7 @@ from nodegraph.model.spec import Port
 TITLE_FONT = theme.font(9.5, bold=True)
 TYPE_FONT = theme.font(8.0)
 PORT_FONT = theme.font(8.0)
+TAG_FONT = theme.font(7.0, mono=True)  # a wire's compact shape, drawn by its input's name
 BADGE_FONT = theme.font(7.5, bold=True)
 SIMPLE_LOD = 0.2  # below this zoom, draw cards as plain boxes (1,000 nodes stay fast)
 COMPACT_LOD = 0.75  # below this zoom, draw the title larger and drop the port names
@@ -251,8 +252,7 @@ class NodeItem(QGraphicsItem):
             painter.fillRect(QRectF(0, bar - 2, self.rect.width(), 2), self.header)
         if compact:
             self._paint_compact(painter, lod, bar)
-            if self.names_ports_when_compact:
-                self._paint_port_labels(painter, lod, bar)
+            self._paint_port_labels(painter, lod, bar, names=self.names_ports_when_compact)
         else:
             self._paint_title(painter, lod)
             self._paint_port_labels(painter, lod)
@@ -355,33 +355,54 @@ class NodeItem(QGraphicsItem):
         return not self.collapsed and (len(self.inputs) > 1 or len(self.outputs) > 1)
 
     def _paint_port_labels(self, painter: QPainter, lod: float = 1.0,
-                           top: float = 0.0) -> None:
+                           top: float = 0.0, names: bool = True) -> None:
         """Each port's name by its dot; zoomed out, in letters grown to stay readable (up
-        to the row's height) and abbreviated to fit; rows under the title bar only."""
+        to the row's height) and abbreviated to fit; rows under the title bar only. After
+        an input's name, the compact shape of a wire that had no room for its label between
+        the cards (`input (N,4)`): drawn here, over the card, not by the wire under it."""
         font = QFont(PORT_FONT)
         size = QFontMetricsF(PORT_FONT).height()
         if lod < COMPACT_LOD:
             font.setPixelSize(max(1, round(min(theme.PORT_ROW * 0.9, PORT_MIN_PX / lod))))
             size = QFontMetricsF(font).height()
-        painter.setFont(font)
         metrics = QFontMetricsF(font)
-        self.port_name_px = metrics.capHeight() * lod  # on screen
+        if names:
+            self.port_name_px = metrics.capHeight() * lod  # on screen
         half = self.rect.width() / 2 - 14
         for items, left in ((self.inputs, True), (self.outputs, False)):
             for item in items.values():
                 y = item.pos().y()
                 if y - size / 2 < top - 1:
                     continue  # under the enlarged title: the dot alone
+                text = metrics.elidedText(item.port.name, Qt.TextElideMode.ElideRight, half) \
+                    if names else ""
+                painter.setFont(font)
                 painter.setPen(QColor(theme.ERROR if item.error else theme.TEXT_DIM))
-                text = metrics.elidedText(item.port.name, Qt.TextElideMode.ElideRight, half)
                 if left:
                     rect = QRectF(12, y - size / 2, half, size)
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignLeft, text)
+                    tag = next((w.shown_text for w in item.wires
+                                if getattr(w, "label_at", None) == "port_inside"), "")
+                    if tag:
+                        self._paint_tag(painter, tag, 12 + metrics.horizontalAdvance(text)
+                                        + (4 if text else 0), y, lod)
                 else:
                     rect = QRectF(self.rect.width() - 12 - half, y - size / 2, half, size)
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignRight, text)
+
+    def _paint_tag(self, painter: QPainter, tag: str, x: float, y: float, lod: float) -> None:
+        font = QFont(TAG_FONT)
+        if lod < COMPACT_LOD:
+            font.setPixelSize(max(1, round(min(theme.PORT_ROW * 0.8, PORT_MIN_PX / lod))))
+        painter.setFont(font)
+        painter.setPen(QColor(theme.TEXT))
+        width = self.rect.width() - x - 8
+        painter.drawText(QRectF(x, y - theme.PORT_ROW / 2, width, theme.PORT_ROW),
+                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                         QFontMetricsF(font).elidedText(tag, Qt.TextElideMode.ElideRight,
+                                                        width))
 
     def error_mark_centre(self) -> QPointF:
         """Where the red "!" goes: inside the bottom corner, clear of the port dots (they sit

@@ -23,7 +23,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
 from nodegraph.gui import theme
-from nodegraph.gui.node_item import NodeItem, PortItem, detail
+from nodegraph.gui.node_item import PORT_FONT, NodeItem, PortItem, detail
 from nodegraph.gui.routing import Rect, curve_points, label_spot, route
 from nodegraph.model.errors import Problem
 from nodegraph.model.graph import Edge
@@ -212,8 +212,9 @@ class WireItem(QGraphicsPathItem):
             if self.label_at is None:
                 # no room on the wire: the shape goes by the input's dot, compact
                 # (`(N,16)`), just above where the wire arrives, outside the card
-                self._label_rect = self._port_tag_rect()
                 self.label_at = "port"
+                self._label_rect = self._port_tag_rect()
+                self.target.node.update()  # it may paint the tag now (or stop)
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
@@ -226,12 +227,12 @@ class WireItem(QGraphicsPathItem):
     @property
     def shown_text(self) -> str:
         """The shape as drawn: in full on the wire, compact by the port."""
-        return compact(self.label) if self.label_at == "port" else self.label
+        return compact(self.label) if self.label_at in ("port", "port_inside") else self.label
 
     def _port_tag_rect(self) -> QRectF:
-        """Above the arriving wire, left of the input's dot; below it when a card (the one
-        the wire comes from, in a tight layout) or another label is there; above it and
-        smaller-looking is still better than nowhere."""
+        """Above the arriving wire, left of the input's dot; below it when a card or another
+        label is there; else inside the card, after the port's name (`input (N,4)`), where
+        cards stand too close for anything between them."""
         scale = _label["scale"]
         w = QFontMetricsF(_label["font"]).horizontalAdvance(compact(self.label)) + 6 * scale
         h = 12.0 * scale
@@ -248,7 +249,9 @@ class WireItem(QGraphicsPathItem):
             if labels is not None and labels.near(*box, but=self):
                 continue
             return spot
-        return spots[0]
+        self.label_at = "port_inside"
+        name = QFontMetricsF(PORT_FONT).horizontalAdvance(self.target.port.name)
+        return QRectF(b.x() + 12 + name + 4, b.y() - h / 2, w, h)
 
     def shown_label_rect(self) -> QRectF:
         """Where the shape label is drawn (empty when it has none or no room): the wave
@@ -341,8 +344,8 @@ class WireItem(QGraphicsPathItem):
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self.path())
-        if self.label and not self._label_rect.isEmpty():
-            self._paint_label(painter, color)
+        if self.label and not self._label_rect.isEmpty() and self.label_at != "port_inside":
+            self._paint_label(painter, color)  # (a tag inside a card is the card's to paint)
 
     def _paint_label(self, painter: QPainter, color: QColor) -> None:
         painter.setPen(QPen(color.darker(130), 1.0))
