@@ -48,6 +48,8 @@ class Document(QObject):
         self.path: str | None = None
         self.revision = 0
         self.edit_guard: Callable[[], bool] = lambda: True  # False cancels the edit
+        # a live param's new value for the running run: True when a run took it
+        self.live_edit: Callable[[str, str, Any], bool] | None = None
         self._unsubscribe = None
         self.set_graph(graph or Graph(), path)
 
@@ -232,6 +234,10 @@ class Document(QObject):
             raise EditRefused(str(e)) from None
         if node.params.get(name, cmd.SetParam.RESET) == value:
             return False
+        if param.live and self.live_edit is not None and self.live_edit(node_id, name, value):
+            # the running run takes it from its next step: an edit, not a reason to stop
+            self.undo_stack.push(cmd.SetParam(self, node_id, name, value, merge_key))
+            return True
         return self.push(cmd.SetParam(self, node_id, name, value, merge_key))
 
     def reset_param(self, node_id: str, name: str) -> bool:

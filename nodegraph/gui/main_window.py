@@ -88,6 +88,7 @@ class MainWindow(QMainWindow):
         self.recent = files.RecentFiles(self.settings)
         self.doc = Document(Graph(registry=registry) if registry else None, parent=self)
         self.doc.edit_guard = self._may_edit
+        self.doc.live_edit = self._live_edit  # an optimizer's lr changes without a Stop
         self.scene = GraphScene(self.doc, self)
         self.view = GraphView(self.scene)
         self.places = ViewPlaces(self.settings, self.view)  # zoom and place per file
@@ -432,6 +433,14 @@ class MainWindow(QMainWindow):
             self.view.centerOn(item)
 
     # -- edits while training --------------------------------------------------------------
+
+    def _live_edit(self, node: str, name: str, value) -> bool:
+        """A live param edited while a run trains: the run takes it from its next step (and
+        writes it in its history); the log says so."""
+        if not self.runner.running or not self.runner.set_param(node, name, value):
+            return False
+        self.log.log(f"{node}.{name} = {value}: applied to the running run from its next step")
+        return True
 
     def _may_edit(self) -> bool:
         if not self.runner.running:

@@ -22,7 +22,8 @@ every 50 ms) and are handed to the listeners (`listen`) by plain Python calls. A
 names the kinds of event it handles, so a fast model's thousands of step and epoch events a
 second reach only the plots and the status bar. Stop and Pause reach the trainer, which
 checks them every step, so Stop takes effect within one step; a process that has not
-stopped a few seconds later is ended.
+stopped a few seconds later is ended. A live param (an optimizer's lr) edited while a run
+trains reaches it the same way (`set_param`) and applies from its next step.
 """
 
 from __future__ import annotations
@@ -136,6 +137,9 @@ class _ProcessControl:
         self.paused = False
         self.process.send("resume")
 
+    def set_param(self, node: str, name: str, value) -> None:
+        self.process.send("set", node, name, value)
+
 
 class TrainingRunner(QObject):
     """Starts, pauses and stops runs; hands their events to listeners on the GUI thread."""
@@ -229,6 +233,13 @@ class TrainingRunner(QObject):
         if worker is self._worker and worker.process.alive:
             worker.killed = True
             worker.process.kill()
+
+    def set_param(self, node: str, name: str, value) -> bool:
+        """Send a live param change to the running run (applied from its next step)."""
+        if self.control is None or not self.running:
+            return False
+        self.control.set_param(node, name, value)
+        return True
 
     def toggle_pause(self) -> None:
         if self.control is None or not self.running:

@@ -117,6 +117,9 @@ class Param:
     # node and nodes only: the block kinds a named node may have ("op", "metric", "group",
     # ...); empty: any node
     of: tuple[str, ...] = ()
+    # may change while a run trains: the editor sends the new value to the run, which
+    # applies it from its next step and records it in its history (an optimizer's lr)
+    live: bool = False
 
     @property
     def required(self) -> bool:
