@@ -34,6 +34,7 @@ class PanelEdges:
         self.folded: dict[str, list[QDockWidget]] = {}  # side -> the docks it hid
         self.buttons: dict[str, QToolButton] = {}
         self.chosen: set[str] = set()  # sides the user folded or unfolded by hand
+        self._fresh: set[str] = set()  # sides folded by the first layout, never shown yet
         for side in reversed(AREA):  # each goes first: left to right, Blocks first
             button = QToolButton()
             button.setAutoRaise(True)
@@ -82,7 +83,21 @@ class PanelEdges:
             raise_.raise_()
         elif docks:
             docks[0].raise_()
+        if side in self._fresh:  # hidden since the start: give the panels their room
+            self._fresh.discard(side)
+            self._first_sizes(side)
         self._label_buttons()
+
+    def _first_sizes(self, side: str) -> None:
+        """The sizes a first layout gives a side's panels when they first unfold (docks
+        hidden from the start would share the room unevenly: a wide log, a thin plot)."""
+        w, docks = self.window, self.window.docks
+        horizontal, vertical = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
+        if side == "bottom":
+            w.resizeDocks([docks["problems"], docks["plots"]], [560, 940], horizontal)
+            w.resizeDocks([docks["plots"]], [250], vertical)
+        elif side == "right":
+            w.resizeDocks([docks["inspector"]], [360], horizontal)
 
     def _label_buttons(self) -> None:
         if not shiboken6.isValid(self.window):  # docks report hiding while the window goes
@@ -102,6 +117,7 @@ class PanelEdges:
         """No saved layout: the canvas first (right and bottom folded)."""
         for side in ("right", "bottom"):
             self.fold(side)
+        self._fresh = {"right", "bottom"}
 
 
 def install(window) -> PanelEdges:
