@@ -77,6 +77,46 @@ def check_every_shortcut(qtbot, w) -> None:
     press(qtbot, w, K.Key_Z, CTRL)
     assert len(g.nodes) == n
 
+    # Ctrl+X cuts (the clipboard holds it: Ctrl+V brings a copy back); Ctrl+Z undoes each
+    cut = [m for m in sorted(scene.nodes) if m not in getattr(doc, "port_nodes",
+                                                              lambda: set())()][:1]
+    if cut:
+        scene.select_nodes(cut)
+        press(qtbot, w, K.Key_X, CTRL)
+        assert cut[0] not in g.nodes
+        press(qtbot, w, K.Key_Z, CTRL)
+        assert cut[0] in g.nodes
+
+    # Ctrl+Alt+Left aligns as a row, Ctrl+Alt+S straightens, Ctrl+Shift+L lays out top
+    # to bottom: each one undo step
+    pair = sorted(scene.nodes)[:2]
+    for key, mods in ((K.Key_Left, CTRL | ALT), (K.Key_S, CTRL | ALT),
+                      (K.Key_L, CTRL | SHIFT)):
+        scene.select_nodes(pair)
+        at, before = stack.index(), dict(doc.positions())
+        press(qtbot, w, key, mods)
+        if stack.index() > at:  # (nothing to move is no step)
+            press(qtbot, w, K.Key_Z, CTRL)
+            assert stack.index() == at and dict(doc.positions()) == before
+
+    # T, N and Ctrl+J fold and unfold the panels of each side
+    edges = w.panel_edges
+    for key, mods, side in ((K.Key_T, NO, "left"), (K.Key_N, NO, "right"),
+                            (K.Key_J, CTRL, "bottom")):
+        was = edges.is_folded(side)
+        press(qtbot, w, key, mods)
+        assert edges.is_folded(side) != was
+        press(qtbot, w, key, mods)
+        assert edges.is_folded(side) == was
+
+    # F1 opens the selected block's documentation (a window of its own); closed again
+    scene.select_nodes([first])
+    press(qtbot, w, K.Key_F1)
+    assert w.help.dialog is not None and w.help.dialog.isVisible()
+    w.help.dialog.close()
+    w.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is view, timeout=10000)
+
     # Ctrl+Alt+Up aligns the selection as a column: one centre line, cards kept apart
     pair = sorted(scene.nodes)[:2]
     scene.select_nodes(pair)
