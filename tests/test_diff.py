@@ -116,3 +116,12 @@ def test_diff_imports_no_torch(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.splitlines()[-1] == "False"
+
+
+def test_textconv_writes_values_in_full(tmp_path, capsys):
+    doc = json.loads(EXAMPLE.read_text())
+    doc["nodes"]["conv1"]["params"]["kernel_size"] = list(range(60))  # long: past any cut
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(doc))
+    assert main(["diff", "--textconv", str(path)]) == 0
+    assert json.dumps(list(range(60))) in capsys.readouterr().out

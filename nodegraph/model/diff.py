@@ -73,8 +73,12 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def _full(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    text = _full(value)
     return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 1] + "…"
 
 
@@ -206,12 +210,13 @@ def summary(changes: list[Change]) -> str:
 def lines(doc: dict) -> list[str]:
     """One graph as sorted lines that a line diff reads well (git's textconv): its name,
     training settings, each node with its params, each wire, and each group's body."""
-    out = [f"graph {_short(doc.get('name', ''))}"]
+    # values in full: a textconv that shortened them would hide a change past the cut
+    out = [f"graph {_full(doc.get('name', ''))}"]
     return [printable(line) for line in _lines(doc, out)]
 
 
 def _lines(doc: dict, out: list[str]) -> list[str]:
-    out += [f"training {k} = {_short(v)}" for k, v in
+    out += [f"training {k} = {_full(v)}" for k, v in
             sorted(_dict(doc.get("training")).items(), key=lambda kv: str(kv[0]))]
     out += _body_lines(doc, "")
     for name, body in sorted(_dict(doc.get("groups")).items(), key=lambda kv: str(kv[0])):
@@ -223,7 +228,7 @@ def _lines(doc: dict, out: list[str]) -> list[str]:
 def _body_lines(doc: dict, prefix: str) -> list[str]:
     out = []
     for n, (t, params) in sorted(_nodes(doc).items()):
-        shown = " ".join(f"{k}={_short(v)}" for k, v in sorted(params.items(),
+        shown = " ".join(f"{k}={_full(v)}" for k, v in sorted(params.items(),
                                                                 key=lambda kv: str(kv[0])))
         out.append(f"{prefix}node {n}  {t}" + (f"  {shown}" if shown else ""))
     for (dst, port), sources in sorted(_wires(doc).items()):
