@@ -27,7 +27,7 @@ def application() -> QApplication:
 def main(path: str | None = None) -> int:
     """Open the editor on `path` (or an empty graph), run until it closes; the exit code."""
     app = application()
-    window = MainWindow(path)
+    window = MainWindow(path, draw_first=True)  # cards first, the blocks right after
     window.show()
     return app.exec()
 

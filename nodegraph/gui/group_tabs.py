@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QTabBar, QTabWidget
 
-from nodegraph.check.validate import Report
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.group_ports import GroupPorts
@@ -33,6 +32,7 @@ from nodegraph.model.errors import Problem
 from nodegraph.model.graph import GraphChanged
 
 if TYPE_CHECKING:
+    from nodegraph.check.validate import Report
     from nodegraph.gui.main_window import MainWindow
 
 SEPARATOR = " › "
@@ -84,6 +84,7 @@ class BodyDocument(Document):
 def body_report(report: Report, prefix: str) -> Report:
     """What a validation report says about one instance's body, keyed by the body's own node
     ids: `prefix` is the instance's flat id and separator (``block__``)."""
+    from nodegraph.check.validate import Report  # torch: not before the window is drawn
     out = Report(batch_size=report.batch_size, seconds=report.seconds)
     for (node, port), tensor in report.outputs.items():
         inner = node[len(prefix):]

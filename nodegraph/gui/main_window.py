@@ -39,6 +39,7 @@ from nodegraph.gui import (
     run_history,
     theme,
 )
+from nodegraph.gui.blocks_loader import BlocksLoader, devices
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.file_actions import FileActions
@@ -46,6 +47,7 @@ from nodegraph.gui.find_panel import FindPanel
 from nodegraph.gui.group_tabs import GroupTabs
 from nodegraph.gui.help import Help
 from nodegraph.gui.inspector import Inspector
+from nodegraph.gui.later import later
 from nodegraph.gui.log_view import LogView
 from nodegraph.gui.palette import Palette
 from nodegraph.gui.plots import TrainingPlots
@@ -69,9 +71,11 @@ from nodegraph.model.events import (
     RunStarted,
     StepEnded,
 )
+from nodegraph.model.fileformat import load
 from nodegraph.model.graph import Graph
-from nodegraph.model.spec import Registry
-from nodegraph.runtime.compile import compile
+from nodegraph.model.spec import Registry, default_registry_loaded
+
+compiler = later("nodegraph.runtime.compile")  # torch: imported by the first preview
 
 SLOW_PREVIEW_S = 0.5
 
@@ -81,12 +85,20 @@ class MainWindow(QMainWindow):
 
     def __init__(self, path: str | None = None, *, registry: Registry | None = None,
                  settings: QSettings | None = None, prompts: Prompts | None = None,
-                 recovery_dir: str | Path | None = None, autosave_ms: int | None = None):
+                 recovery_dir: str | Path | None = None, autosave_ms: int | None = None,
+                 draw_first: bool = False):
+        """`draw_first` (the `nodegraph edit` launch): when the block library is not
+        imported yet, show the file's cards at once and load the library after the first
+        paint (see `blocks_loader`); edits, checks and Train wait for it."""
         super().__init__()
+        self.blocks_loading = draw_first and registry is None and not default_registry_loaded()
+        if self.blocks_loading:
+            registry = Registry()  # no blocks yet: cards show their ids and types
         self.settings = settings or QSettings("nodegraph", "editor")
         self.prompts = prompts or Prompts(self)
         self.recent = files.RecentFiles(self.settings)
-        self.doc = Document(Graph(registry=registry) if registry else None, parent=self)
+        self.doc = Document(Graph(registry=registry) if registry is not None else None,
+                            parent=self)
         self.doc.edit_guard = self._may_edit
         self.doc.live_edit = self._live_edit  # an optimizer's lr changes without a Stop
         self.scene = GraphScene(self.doc, self)
@@ -94,7 +106,7 @@ class MainWindow(QMainWindow):
         self.places = ViewPlaces(self.settings, self.view)  # zoom and place per file
         self.setCentralWidget(self.view)
         self.validator = Validator(self.doc, self)
-        self.runner = TrainingRunner(self)
+        self.runner = TrainingRunner(self, warm=not self.blocks_loading)
         self.edit_actions = EditActions(self.doc, self.scene, self.view, self.notify)
         recovery = Path(recovery_dir) if recovery_dir else files.state_dir()
         self.file_actions = FileActions(self.doc, self.prompts, self.recent, recovery,
@@ -120,6 +132,7 @@ class MainWindow(QMainWindow):
         # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
         self.view.viewport().installEventFilter(self)
         self._windows: list[MainWindow] = []
+        self._painted = False
         self._preview_cache: tuple[int, object] | None = None
         self._slow_previews = 0
         self.autosave_timer = QTimer(self, interval=autosave_ms or files.autosave_interval_ms())
@@ -133,7 +146,13 @@ class MainWindow(QMainWindow):
         self._shown_path: str | None = None  # the file whose place the view shows
         self._restore_settings()
         self._update_title()
-        if path:
+        self._path_to_open = path
+        self.blocks = BlocksLoader(self)
+        self.blocks.loaded.connect(self._blocks_arrived)
+        self.blocks.failed.connect(self._blocks_failed)
+        if self.blocks_loading:
+            self._first_look(path)
+        elif path:
             self.file_actions.open(path)
         else:
             self.file_actions.recover_untitled()
@@ -141,6 +160,48 @@ class MainWindow(QMainWindow):
         self.view.setFocus()  # keys go to the canvas from the start, not the palette search
 
     # -- construction ----------------------------------------------------------------------
+
+    def _first_look(self, path: str | None) -> None:
+        """Before the blocks are in: the file's cards as read without them (ids, types,
+        wires), checks held, Problems saying 'checking…'; the real open follows."""
+        self.validator.hold(True)
+        if path:
+            try:
+                self.doc.set_graph(load(path, self.doc.graph.base_registry), path)
+            except Exception:  # the real open, once the blocks are in, says what is wrong
+                pass
+            else:
+                self.view.fit()
+        self.problems.checking(forget=True)
+        self.notify("Loading the blocks…")
+
+    def _after_first_paint(self) -> None:
+        if self.blocks_loading:
+            self.blocks.start()
+
+    def _blocks_arrived(self, registry: Registry, devices: list[str]) -> None:
+        """The library is in: open the file for real (trust and autosave questions, the
+        load report), fill the palette, start checking, and warm up the first run."""
+        self.blocks_loading = False
+        self.doc.graph.base_registry = registry  # the placeholder graph, until the open
+        self.start_page.cache.registry = registry
+        self.palette.set_registry(self.doc.graph.registry)
+        self.device.blockSignals(True)
+        self.device.addItems(devices[self.device.count():])
+        self.device.blockSignals(False)
+        self.validator.hold(False)
+        path, self._path_to_open = self._path_to_open, None
+        if path:
+            self.file_actions.open(path)
+        else:
+            self.file_actions.recover_untitled()
+        self._update_start_page()
+        self.statusBar().clearMessage()
+        self.runner.warm_up()
+
+    def _blocks_failed(self, message: str) -> None:
+        self.prompts.error("Cannot load the blocks", message)
+        self.validator.hold(False)
 
     def _dock(self, title: str, widget: QWidget, name: str) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -204,7 +265,8 @@ class MainWindow(QMainWindow):
         bar.addWidget(QLabel(" Device "))
         self.device = QComboBox()
         self.device.setEditable(True)
-        self.device.addItems(_devices())
+        # torch says which devices there are: without it yet, auto and cpu (more come later)
+        self.device.addItems(["auto", "cpu"] if self.blocks_loading else devices())
         self.device.setToolTip(training_settings._BY_NAME["device"].doc)
         bar.addWidget(self.device)
         for panel in self.docks.values():
@@ -315,6 +377,13 @@ class MainWindow(QMainWindow):
     def eventFilter(self, obj, event) -> bool:
         if obj is self.view and event.type() == QEvent.Type.Resize:
             self.start_page.place()
+        elif (obj is self.view.viewport() and event.type() == QEvent.Type.Resize
+              and self.blocks_loading and self.doc.path):
+            self.view.fit()  # the first look follows the window taking its size
+        elif (obj is self.view.viewport() and event.type() == QEvent.Type.Paint
+              and self.blocks_loading and not self._painted):
+            self._painted = True  # drawn: now the blocks load (the paint must not wait)
+            QTimer.singleShot(0, self._after_first_paint)
         elif (obj is self.view.viewport() and event.type() == QEvent.Type.ContextMenu
               and event.modifiers() & Qt.KeyboardModifier.ControlModifier):
             return True  # Ctrl+right-drag cuts wires: no node menu over the knife
@@ -443,6 +512,9 @@ class MainWindow(QMainWindow):
         return True
 
     def _may_edit(self) -> bool:
+        if self.blocks_loading:
+            self.notify("The blocks are still loading; edit in a moment.")
+            return False
         if not self.runner.running:
             return True
         answer = self.prompts.stop_run_to_edit()
@@ -463,6 +535,9 @@ class MainWindow(QMainWindow):
 
     def start_training(self) -> bool:
         if self.runner.running:
+            return False
+        if self.blocks_loading:
+            self.notify("The blocks are still loading; train in a moment.")
             return False
         # the report of the graph as it is now, if the validator has it (it usually has)
         report = self.validator.report if self.validator.fresh else self.validator.validate_now()
@@ -593,7 +668,7 @@ class MainWindow(QMainWindow):
     def _untrained_compiled(self):
         if self._preview_cache is None or self._preview_cache[0] != self.doc.revision:
             began = time.perf_counter()
-            compiled = compile(self.doc.graph, for_training=False)
+            compiled = compiler.compile(self.doc.graph, for_training=False)
             compiled.module.eval()  # this copy only ever previews
             self._preview_cache = (self.doc.revision, compiled)
             # twice slow in a row (the first compile also pays one-time imports): keep
@@ -622,6 +697,7 @@ class MainWindow(QMainWindow):
         if self.runner.running:
             self.runner.stop()
             self.runner.wait(10)
+        self.blocks.wait()  # a thread still importing torch at exit would abort
         self.validator.shutdown()
         self.autosave_timer.stop()
         self.file_actions.discard_autosave()
@@ -631,10 +707,3 @@ class MainWindow(QMainWindow):
 def _numbers(values: dict) -> str:
     return ", ".join(f"{k} {v:.4g}" for k, v in values.items() if isinstance(v, int | float))
 
-
-def _devices() -> list[str]:
-    import torch
-    names = ["auto", "cpu"]
-    if torch.cuda.is_available():
-        names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    return names

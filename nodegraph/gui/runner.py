@@ -33,16 +33,22 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
 from nodegraph.gui import collector
+from nodegraph.gui.later import later
 from nodegraph.model.events import Emitter
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import default_registry
 from nodegraph.runtime import train_process
-from nodegraph.runtime.train import RunControl, RunResult, train
 from nodegraph.runtime.train_process import EventBatcher, TrainingProcess, failure, rebuild
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.train import RunControl, RunResult
+
+training = later("nodegraph.runtime.train")  # torch: imported by the first run (or warm-up)
 
 KILL_AFTER_STOP_S = 5.0
 DRAIN_MS = 10
@@ -78,7 +84,8 @@ class _Worker:
         result = cpu_seconds = None
         began = time.thread_time()
         try:
-            result = train(self.graph, events=emitter, control=self.control, **self.options)
+            result = training.train(self.graph, events=emitter, control=self.control,
+                                    **self.options)
             cpu_seconds = time.thread_time() - began
         except Exception as e:  # shown in the editor, which stays alive
             batcher.flush()
@@ -147,7 +154,7 @@ class TrainingRunner(QObject):
     failed = Signal(str, object)
     state_changed = Signal(str)  # "running", "paused", "idle"
 
-    def __init__(self, parent=None, in_process: bool = not IN_THREAD):
+    def __init__(self, parent=None, in_process: bool = not IN_THREAD, warm: bool = True):
         super().__init__(parent)
         self.in_process = in_process
         self.control: RunControl | _ProcessControl | None = None
@@ -162,8 +169,16 @@ class TrainingRunner(QObject):
         self._drain_timer.timeout.connect(self._drain)
         self._draining = False
         self._collection = collector.Hold(self)
-        if in_process:
+        if warm:
+            self.warm_up()
+
+    def warm_up(self) -> None:
+        """Get the first run ready now: a training process started ahead (it imports torch
+        in its own time), or, training in threads, the training code imported."""
+        if self.in_process:
             train_process.prewarm()
+        else:
+            training.train  # noqa: B018 — the import is the point
 
     def listen(self, listener: Callable[[object], None], *kinds: type) -> Callable[[], None]:
         """Call `listener(event)` on the GUI thread for every event of every run
@@ -196,7 +211,7 @@ class TrainingRunner(QObject):
         worker = None
         if self.in_process and copy.base_registry is default_registry():
             worker = self._process_worker(copy, options)
-        self._worker = worker or _Worker(copy, RunControl(), options)
+        self._worker = worker or _Worker(copy, training.RunControl(), options)
         self.control = self._worker.control
         self._collection.take()
         self._drain_timer.start()

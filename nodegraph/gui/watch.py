@@ -24,13 +24,15 @@ from PySide6.QtWidgets import QFileDialog, QToolBar
 
 from nodegraph.gui.animation import WaveAnimator
 from nodegraph.gui.badges import Badge, diagnose, nonfinite_badge
+from nodegraph.gui.later import later
 from nodegraph.gui.overlays import CanvasMarks
 from nodegraph.gui.preview import preview_error
 from nodegraph.gui.stepthrough import StepPanel, StepTrace
 from nodegraph.gui.timeline import TimelinePanel
 from nodegraph.model.events import NodeFailed, RunFinished, RunStarted
-from nodegraph.runtime.compile import compile
-from nodegraph.runtime.probes import ProbeFrame, read_frames
+from nodegraph.runtime.probe_frames import ProbeFrame, read_frames
+
+compiler = later("nodegraph.runtime.compile")  # torch: imported by the first Step
 
 NONFINITE_STOP = "NaN or infinite"  # in the trainer's message when it stops a run for NaN/Inf
 
@@ -186,7 +188,7 @@ class Watch(QObject):
             return False
         trained = w.runner.result is not None and w.runner.revision == w.doc.revision
         try:
-            compiled = w.runner.result.compiled if trained else compile(w.doc.graph)
+            compiled = w.runner.result.compiled if trained else compiler.compile(w.doc.graph)
             trace = StepTrace.of(compiled, list(w.scene.wires))
         except Exception as e:  # a graph that cannot run yet: say why, in the panel
             self.steps.show_message(preview_error(e))

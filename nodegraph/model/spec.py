@@ -608,6 +608,11 @@ def load_default_registry() -> Registry:
 _default: Registry | None = None
 
 
+def default_registry_loaded() -> bool:
+    """Whether `default_registry()` would answer at once (its block library is imported)."""
+    return _default is not None
+
+
 def default_registry() -> Registry:
     """The registry used when none is passed; built once on first use."""
     global _default
