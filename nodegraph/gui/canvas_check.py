@@ -40,10 +40,8 @@ def unseen(scene, zoom: float) -> tuple[list[str], list[str]]:
     """Wires with a shape that shows nowhere at `zoom` (not on the wire, not on a wire of
     the same output beside it, not by the input's dot), and ports of several-port cards
     whose name is not drawn readably (the cards must have been painted at this zoom)."""
-    from nodegraph.gui.wire_item import LABEL_LOD
-
     wires = [f"{edge}" for edge, wire in scene.wires.items()
-             if wire.label and (zoom < LABEL_LOD or wire.label_at is None)]
+             if wire.label and (zoom < scene.label_lod or wire.label_at is None)]
     ports = []
     for node, item in scene.nodes.items():
         if not item.names_ports_when_compact:

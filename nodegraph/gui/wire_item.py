@@ -38,8 +38,9 @@ _label = {"scale": 1.0, "font": LABEL_FONT}  # labels grow as the view zooms out
 
 def label_scale_for(zoom: float) -> float:
     """How much larger than at 1:1 shape labels are drawn at `zoom`, so they stay about
-    8 px tall on screen down to LABEL_LOD (in steps of 0.1: relabelling costs a little)."""
-    return round(min(1.6, max(1.0, 0.9 / max(zoom, 1e-6))), 1)
+    8 px tall on screen down to the zoom where labels stop (`label_lod`; in steps of 0.1:
+    relabelling costs a little)."""
+    return round(min(2.2, max(1.0, 0.9 / max(zoom, 1e-6))), 1)
 
 
 def set_label_scale(scale: float, wires) -> None:
@@ -52,6 +53,17 @@ def set_label_scale(scale: float, wires) -> None:
     for wire in wires:
         wire.relabel()
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
+# A small graph keeps its labels further out: a few hundred labels cost little to place and
+# draw, and such a graph fitted to the window (a detector, 50 wires at 44 %) would otherwise
+# show no shape at all. Large graphs keep LABEL_LOD, below which their far layer draws.
+FEW_WIRES = 200
+FEW_LABEL_LOD = 0.4
+
+
+def label_lod_for(wires: int) -> float:
+    """The zoom below which a scene of `wires` wires draws no shape labels (and its far
+    layer draws the wires)."""
+    return FEW_LABEL_LOD if wires <= FEW_WIRES else LABEL_LOD
 
 
 def compact(shape: str) -> str:
@@ -328,7 +340,9 @@ class WireItem(QGraphicsPathItem):
         color = QColor(theme.ERROR) if self.has_error else self.color
         if self.diff_mark and not self.has_error:
             color = QColor(theme.diff_color(self.diff_mark))
-        if lod < LABEL_LOD:  # zoomed far out: a plain curve is all one can see
+        scene = self.scene()
+        if lod < (scene.label_lod if hasattr(scene, "label_lod") else LABEL_LOD):
+            # zoomed far out: a plain curve is all one can see
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(QPen(QColor(theme.SELECTION) if self.isSelected() else color, 0))
             painter.drawPath(self.path())
