@@ -192,7 +192,8 @@ class MainWindow(QMainWindow):
         self.validator.hold(False)
         path, self._path_to_open = self._path_to_open, None
         if path:
-            self.file_actions.open(path)
+            if not self.file_actions.open(path):  # it said why; as an open at start would
+                self.doc.set_graph(Graph(registry=registry))  # leave it: an empty canvas
         else:
             self.file_actions.recover_untitled()
         self._update_start_page()
@@ -380,14 +381,18 @@ class MainWindow(QMainWindow):
         elif (obj is self.view.viewport() and event.type() == QEvent.Type.Resize
               and self.blocks_loading and self.doc.path):
             self.view.fit()  # the first look follows the window taking its size
-        elif (obj is self.view.viewport() and event.type() == QEvent.Type.Paint
-              and self.blocks_loading and not self._painted):
-            self._painted = True  # drawn: now the blocks load (the paint must not wait)
-            QTimer.singleShot(0, self._after_first_paint)
         elif (obj is self.view.viewport() and event.type() == QEvent.Type.ContextMenu
               and event.modifiers() & Qt.KeyboardModifier.ControlModifier):
             return True  # Ctrl+right-drag cuts wires: no node menu over the knife
         return False
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if self.blocks_loading and not self._painted:
+            # drawn (the window paints before its children, in the same pass): now the
+            # blocks load, after the canvas or the start page is on the screen
+            self._painted = True
+            QTimer.singleShot(0, self._after_first_paint)
 
     def keyPressEvent(self, event) -> None:
         if event.key() == Qt.Key.Key_Escape and self.start_page.isVisible() and (

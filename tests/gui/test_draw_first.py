@@ -54,3 +54,46 @@ def test_cards_first_then_the_blocks(qtbot, tmp_path, prompts, xor_file, monkeyp
     assert "checking" not in w.problems.summary.text()
     assert w.doc.add_block("layers.Linear", (0, 400))
     w.close()
+
+
+def test_a_file_that_cannot_open_says_so_once_the_blocks_are_in(qtbot, tmp_path, prompts,
+                                                                 monkeypatch):
+    from PySide6.QtCore import QSettings
+
+    from nodegraph.gui import main_window
+    from nodegraph.gui.app import application
+
+    application()
+    monkeypatch.setattr(main_window, "default_registry_loaded", lambda: False)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "nodegraph", "nodes": [', encoding="utf-8")
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    w = main_window.MainWindow(str(bad), settings=settings, prompts=prompts,
+                               recovery_dir=tmp_path / "rec", draw_first=True)
+    qtbot.addWidget(w)
+    assert not w.doc.graph.nodes and prompts.kinds() == []  # the first look says nothing
+    w.show()
+    qtbot.waitUntil(lambda: not w.blocks_loading, timeout=60_000)
+    assert prompts.kinds() == ["error"] and "bad.json" in prompts.asked[0][2]
+    assert not w.doc.graph.nodes and "layers.Linear" in w.doc.graph.registry
+    assert bad.read_text(encoding="utf-8") == '{"format": "nodegraph", "nodes": ['
+    w.close()
+
+
+def test_no_file_the_start_page_then_the_blocks(qtbot, tmp_path, prompts, monkeypatch):
+    from PySide6.QtCore import QSettings
+
+    from nodegraph.gui import main_window
+    from nodegraph.gui.app import application
+
+    application()
+    monkeypatch.setattr(main_window, "default_registry_loaded", lambda: False)
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    w = main_window.MainWindow(None, settings=settings, prompts=prompts,
+                               recovery_dir=tmp_path / "rec", draw_first=True)
+    qtbot.addWidget(w)
+    w.show()  # the start page covers the canvas: the window's own paint starts the loading
+    qtbot.waitUntil(lambda: not w.blocks_loading, timeout=60_000)
+    assert w.start_page.isVisible() and "layers.Linear" in w.palette.registry
+    assert w.doc.add_block("layers.Linear", (0, 0))
+    w.close()
