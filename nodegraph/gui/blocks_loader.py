@@ -72,11 +72,12 @@ class BlocksLoader(QObject):
             self._thread.start()
             self._poll.start()
 
-    def wait(self) -> None:
-        """Block until the library is in and announced (a window closing, tests)."""
+    def join(self) -> None:
+        """Wait for the loading thread and announce nothing (its window is closing: a thread
+        still importing torch when the interpreter exits would abort the process)."""
+        self._poll.stop()
         if self._thread is not None:
             self._thread.join()
-            self._collect()
 
     def _collect(self) -> None:
         try:

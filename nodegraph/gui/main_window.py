@@ -702,7 +702,7 @@ class MainWindow(QMainWindow):
         if self.runner.running:
             self.runner.stop()
             self.runner.wait(10)
-        self.blocks.wait()  # a thread still importing torch at exit would abort
+        self.blocks.join()  # no thread left importing torch when the process exits
         self.validator.shutdown()
         self.autosave_timer.stop()
         self.file_actions.discard_autosave()

@@ -97,3 +97,23 @@ def test_no_file_the_start_page_then_the_blocks(qtbot, tmp_path, prompts, monkey
     assert w.start_page.isVisible() and "layers.Linear" in w.palette.registry
     assert w.doc.add_block("layers.Linear", (0, 0))
     w.close()
+
+
+def test_closed_while_the_blocks_load(qtbot, tmp_path, prompts, xor_file, monkeypatch):
+    from PySide6.QtCore import QSettings
+
+    from nodegraph.gui import main_window
+    from nodegraph.gui.app import application
+
+    application()
+    monkeypatch.setattr(main_window, "default_registry_loaded", lambda: False)
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    w = main_window.MainWindow(str(xor_file), settings=settings, prompts=prompts,
+                               recovery_dir=tmp_path / "rec", draw_first=True)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.blocks._thread is not None, timeout=10_000)
+    assert w.close()  # waits for the loading thread, opens nothing, asks nothing
+    assert not w.blocks._thread.is_alive() and w.blocks_loading and prompts.kinds() == []
+    qtbot.wait(100)
+    assert w.blocks_loading  # what it loaded was not announced to the closed window
