@@ -28,7 +28,7 @@ from PySide6.QtCore import QRectF, QSettings, Qt  # noqa: E402
 from PySide6.QtGui import QColor, QFont, QImage, QPainter  # noqa: E402
 
 from nodegraph.gui.app import application  # noqa: E402
-from nodegraph.gui.canvas_check import defects  # noqa: E402
+from nodegraph.gui.canvas_check import defects, unseen  # noqa: E402
 from nodegraph.gui.files import example_files  # noqa: E402
 from nodegraph.gui.main_window import MainWindow  # noqa: E402
 from nodegraph.gui.node_item import CAP  # noqa: E402
@@ -60,6 +60,10 @@ def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path,
     smallest = min((i.title_px * CAP for i in window.scene.nodes.values()), default=0.0)
     for line in defects(window.scene, zoom >= LABEL_LOD) if check else []:
         print(f"  {path.stem}: {line}")
+    if check:
+        wires, ports = unseen(window.scene, zoom)
+        print(f"  {path.stem}: {len(wires)} wire(s) without a visible shape, {len(ports)} "
+              "port(s) without a visible name" + "".join(f"\n    {x}" for x in wires + ports))
     window.doc.undo_stack.setClean()
     window.close()
     window.deleteLater()
@@ -100,7 +104,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="example names (without .json)")
     parser.add_argument("--layout", action="store_true", help="press Auto-layout first")
     parser.add_argument("--check", action="store_true",
-                        help="list wires under cards and labels on cards, dots, labels")
+                        help="list wires under cards and labels on cards, dots, labels; count "
+                        "wires without a visible shape and ports without a visible name")
     args = parser.parse_args()
     size = tuple(int(v) for v in args.size.split("x"))
     out = Path(args.out)

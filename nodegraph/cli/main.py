@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sample": ("nodegraph.cli.sample", "run a procedure block (sampling, recall, decoding, "
                "forecasting) and write its trajectory"),
     "sweep": ("nodegraph.cli.sweep", "train a parameter grid, or search one on Optuna"),
+    "diff": ("nodegraph.cli.diff", "what changed between two graph files (also a git "
+             "textconv driver)"),
 }
 
 

@@ -20,13 +20,16 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QColor
 
 from nodegraph.gui import theme
 from nodegraph.gui.overlays import CanvasMarks
-from nodegraph.runtime.probes import ProbeFrame
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.probes import ProbeFrame
 
 FORWARD_COLORS = ("#2b6cb0", "#8fd3ff")  # small -> large activation
 BACKWARD_COLORS = ("#b4531f", "#ffc27a")  # small -> large gradient

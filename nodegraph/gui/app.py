@@ -29,7 +29,7 @@ def main(path: str | None = None) -> int:
     """Open the editor on `path` (or an empty graph), run until it closes; the exit code."""
     gcpause.tune_process()  # this process is ours: keep the collector out of the hot paths
     app = application()
-    window = MainWindow(path)
+    window = MainWindow(path, draw_first=True)  # cards first, the blocks right after
     window.show()
     return app.exec()
 

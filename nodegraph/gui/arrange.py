@@ -11,9 +11,17 @@ Rect = tuple[float, float, float, float]
 
 
 def align(rects: dict[str, Rect], edge: str) -> dict[str, tuple[float, float]]:
-    """Line the cards up on one `edge`: left, right, top, bottom, hcenter or vcenter."""
+    """Line the cards up on one `edge`: left, right, top, bottom, hcenter or vcenter; cards
+    that would then overlap are pushed apart along the line (in their old order), so an
+    Align as Column on cards of one row makes a column, not a stack."""
     if len(rects) < 2:
         return {}
+    placed = _aligned(rects, edge)
+    axis = 1 if edge in ("left", "right", "hcenter") else 0
+    return _apart(rects, placed, axis)
+
+
+def _aligned(rects: dict[str, Rect], edge: str) -> dict[str, tuple[float, float]]:
     xs = {n: r[0] for n, r in rects.items()}
     ys = {n: r[1] for n, r in rects.items()}
     if edge == "left":
@@ -35,6 +43,25 @@ def align(rects: dict[str, Rect], edge: str) -> dict[str, tuple[float, float]]:
         v = sum(r[1] + r[3] / 2 for r in rects.values()) / len(rects)
         return {n: (xs[n], v - r[3] / 2) for n, r in rects.items()}
     raise ValueError(f"unknown edge {edge!r}")
+
+
+APART = 24.0  # the gap left between cards that aligning pushed apart
+
+
+def _apart(rects: dict[str, Rect], placed: dict[str, tuple[float, float]],
+           axis: int) -> dict[str, tuple[float, float]]:
+    """Push cards along `axis` (0: x, 1: y) until none overlaps the one before it, keeping
+    their order along that axis (then across it); cards already apart do not move."""
+    other = 1 - axis
+    order = sorted(placed, key=lambda n: (placed[n][axis], rects[n][other], n))
+    out, end = {}, None
+    for n in order:
+        at = list(placed[n])
+        if end is not None and at[axis] < end + APART:
+            at[axis] = end + APART
+        out[n] = (at[0], at[1])
+        end = at[axis] + rects[n][axis + 2]
+    return out
 
 
 def distribute(rects: dict[str, Rect], axis: str) -> dict[str, tuple[float, float]]:

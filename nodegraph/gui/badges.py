@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from nodegraph.runtime.probes import OutputSummary, ProbeFrame
+if TYPE_CHECKING:
+    from nodegraph.runtime.probes import OutputSummary, ProbeFrame
+
 
 RELATIVE = 100.0  # a layer's gradient this many times off the last layer's is flagged
 DEAD_SHARE = 0.25  # of the units

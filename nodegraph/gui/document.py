@@ -44,12 +44,17 @@ class Document(QObject):
     def __init__(self, graph: Graph | None = None, path: str | None = None, parent=None):
         super().__init__(parent)
         self.undo_stack = QUndoStack(self)
-        self.graph: Graph = Graph()
+        # `is None`, not `or`: an empty graph is falsy, and a second Graph() would load the
+        # default block library (torch) where the window gave a registry of its own
+        graph = graph if graph is not None else Graph()
+        self.graph: Graph = graph
         self.path: str | None = None
         self.revision = 0
         self.edit_guard: Callable[[], bool] = lambda: True  # False cancels the edit
+        # a live param's new value for the running run: True when a run took it
+        self.live_edit: Callable[[str, str, Any], bool] | None = None
         self._unsubscribe = None
-        self.set_graph(graph or Graph(), path)
+        self.set_graph(graph, path)
 
     # -- the graph and its file -------------------------------------------------------------
 
@@ -232,6 +237,10 @@ class Document(QObject):
             raise EditRefused(str(e)) from None
         if node.params.get(name, cmd.SetParam.RESET) == value:
             return False
+        if param.live and self.live_edit is not None and self.live_edit(node_id, name, value):
+            # the running run takes it from its next step: an edit, not a reason to stop
+            self.undo_stack.push(cmd.SetParam(self, node_id, name, value, merge_key))
+            return True
         return self.push(cmd.SetParam(self, node_id, name, value, merge_key))
 
     def reset_param(self, node_id: str, name: str) -> bool:

@@ -69,7 +69,25 @@ class EditActions:
         node = self.doc.add_block(block_id, (corner.x(), corner.y()), **wire)
         if node is not None:
             self.scene.select_nodes([node])
+            self.show_in_view([node])
         return node
+
+    def show_in_view(self, nodes: list[str]) -> None:
+        """The view follows new cards: scrolled to them when they landed outside it (a
+        wire's far end, a paste at the copied place), zoomed out when they do not fit."""
+        items = [self.scene.nodes[n] for n in nodes if n in self.scene.nodes]
+        if not items:
+            return
+        rect = items[0].sceneBoundingRect()
+        for item in items[1:]:
+            rect = rect.united(item.sceneBoundingRect())
+        shown = self.view.mapToScene(self.view.viewport().rect()).boundingRect()
+        if shown.contains(rect):
+            return
+        if rect.width() < shown.width() * 0.9 and rect.height() < shown.height() * 0.9:
+            self.view.ensureVisible(rect, 40, 40)
+        else:
+            self.view.fit(rect.united(shown))
 
     def offer_any_block(self, pos: QPointF, screen=None) -> None:
         self._pending = {"pos": pos}
@@ -175,6 +193,7 @@ class EditActions:
         plan = clipboard.plan_paste(self.doc.graph, clip, (at.x(), at.y()) if at else None)
         ids = self.doc.paste(plan, text)
         self.scene.select_nodes(ids)
+        self.show_in_view(ids)
         for note in plan.notes:  # pasted notes are selected with the pasted nodes
             if note["id"] in self.scene.notes:
                 self.scene.notes[note["id"]].setSelected(True)

@@ -20,13 +20,15 @@ from pathlib import Path
 
 from nodegraph.gui import files
 from nodegraph.gui.document import Document
+from nodegraph.gui.later import later
 from nodegraph.gui.prompts import Prompts
 from nodegraph.gui.trusted_files import TrustedFiles
 from nodegraph.kinds import confine
-from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.fileformat import load, save
 from nodegraph.model.graph import Graph
+
+allowlist = later("nodegraph.model.allowlist")  # torch: its table is built from torch
 
 
 class OpenFailed(Exception):

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QTabBar, QTabWidget
 
-from nodegraph.check.validate import Report
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.group_ports import GroupPorts
@@ -33,6 +32,7 @@ from nodegraph.model.errors import Problem
 from nodegraph.model.graph import GraphChanged
 
 if TYPE_CHECKING:
+    from nodegraph.check.validate import Report
     from nodegraph.gui.main_window import MainWindow
 
 SEPARATOR = " › "
@@ -84,6 +84,7 @@ class BodyDocument(Document):
 def body_report(report: Report, prefix: str) -> Report:
     """What a validation report says about one instance's body, keyed by the body's own node
     ids: `prefix` is the instance's flat id and separator (``block__``)."""
+    from nodegraph.check.validate import Report  # torch: not before the window is drawn
     out = Report(batch_size=report.batch_size, seconds=report.seconds)
     for (node, port), tensor in report.outputs.items():
         inner = node[len(prefix):]
@@ -110,6 +111,8 @@ class GroupCanvas:
         self.view = GraphView(self.scene)
         self.edit_actions = EditActions(self.doc, self.scene, self.view, window.notify)
         self.doc.refused.connect(window.notify)
+        self.edit_actions.popup.find_requested.connect(window.finder.open)
+        self.edit_actions.popup.offers_find = True
         # the window's canvas shortcuts (Delete, F, ...) work on this canvas too
         self.view.addActions([a for a in window.actions_by_name.values()
                               if a.shortcutContext() == Qt.ShortcutContext.
@@ -245,6 +248,7 @@ class GroupTabs(QTabWidget):
         canvas.ports = GroupPorts(canvas)  # the group's own ports, marked in its body
         canvas.edit_actions.set_snap(self.window_.edit_actions.snap_to_grid)
         canvas.view.fit()
+        self.focus_canvas()
         report = self.window_.validator.report
         if report is not None:
             self._paint(canvas, report)
@@ -276,8 +280,10 @@ class GroupTabs(QTabWidget):
         for i, c in enumerate(self.canvases):
             if c.trail == parent_trail:
                 self.setCurrentIndex(i + 1)
-                return
-        self.setCurrentIndex(0)
+                break
+        else:
+            self.setCurrentIndex(0)
+        self.focus_canvas()
 
     def close_all(self) -> None:
         while self.count() > 1:
@@ -301,6 +307,14 @@ class GroupTabs(QTabWidget):
     def _on_current(self, index: int) -> None:
         self.window_.inspector.set_document(self.current_doc())
         self._show_selection()
+        self.focus_canvas()
+
+    def focus_canvas(self) -> None:
+        """Keys go to the canvas in front after a tab opens or closes (else focus lands on
+        whatever Qt picks next, a dock's field, and the window's shortcuts seem dead)."""
+        view = self.current_view()
+        if view.isVisible():
+            view.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _show_selection(self) -> None:
         self.window_.inspector.show_selection(self.current_scene().selected_node_ids())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -33,11 +33,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nodegraph.check.validate import Report
 from nodegraph.gui import param_widgets as pw
 from nodegraph.gui.document import Document, EditRefused
 from nodegraph.model import references, settings
 from nodegraph.model.spec import BlockSpec, Param
+
+if TYPE_CHECKING:
+    from nodegraph.check.validate import Report
 
 
 class _Field:

@@ -30,19 +30,24 @@ from PySide6.QtWidgets import (
 from nodegraph.gui import (
     block_prefs,
     collapse,
+    compare_view,
     files,
     image_export,
     menus,
     node_views,
+    panel_edges,
     run_history,
     theme,
 )
+from nodegraph.gui.blocks_loader import BlocksLoader, devices
 from nodegraph.gui.document import Document
 from nodegraph.gui.edit_actions import EditActions
 from nodegraph.gui.file_actions import FileActions
+from nodegraph.gui.find_panel import FindPanel
 from nodegraph.gui.group_tabs import GroupTabs
 from nodegraph.gui.help import Help
 from nodegraph.gui.inspector import Inspector
+from nodegraph.gui.later import later
 from nodegraph.gui.log_view import LogView
 from nodegraph.gui.palette import Palette
 from nodegraph.gui.plots import TrainingPlots
@@ -66,9 +71,11 @@ from nodegraph.model.events import (
     RunStarted,
     StepEnded,
 )
+from nodegraph.model.fileformat import load
 from nodegraph.model.graph import Graph
-from nodegraph.model.spec import Registry
-from nodegraph.runtime.compile import compile
+from nodegraph.model.spec import Registry, default_registry_loaded
+
+compiler = later("nodegraph.runtime.compile")  # torch: imported by the first preview
 
 SLOW_PREVIEW_S = 0.5
 
@@ -78,19 +85,28 @@ class MainWindow(QMainWindow):
 
     def __init__(self, path: str | None = None, *, registry: Registry | None = None,
                  settings: QSettings | None = None, prompts: Prompts | None = None,
-                 recovery_dir: str | Path | None = None, autosave_ms: int | None = None):
+                 recovery_dir: str | Path | None = None, autosave_ms: int | None = None,
+                 draw_first: bool = False):
+        """`draw_first` (the `nodegraph edit` launch): when the block library is not
+        imported yet, show the file's cards at once and load the library after the first
+        paint (see `blocks_loader`); edits, checks and Train wait for it."""
         super().__init__()
+        self.blocks_loading = draw_first and registry is None and not default_registry_loaded()
+        if self.blocks_loading:
+            registry = Registry()  # no blocks yet: cards show their ids and types
         self.settings = settings or QSettings("nodegraph", "editor")
         self.prompts = prompts or Prompts(self)
         self.recent = files.RecentFiles(self.settings)
-        self.doc = Document(Graph(registry=registry) if registry else None, parent=self)
+        self.doc = Document(Graph(registry=registry) if registry is not None else None,
+                            parent=self)
         self.doc.edit_guard = self._may_edit
+        self.doc.live_edit = self._live_edit  # an optimizer's lr changes without a Stop
         self.scene = GraphScene(self.doc, self)
         self.view = GraphView(self.scene)
         self.places = ViewPlaces(self.settings, self.view)  # zoom and place per file
         self.setCentralWidget(self.view)
         self.validator = Validator(self.doc, self)
-        self.runner = TrainingRunner(self)
+        self.runner = TrainingRunner(self, warm=not self.blocks_loading)
         self.edit_actions = EditActions(self.doc, self.scene, self.view, self.notify)
         recovery = Path(recovery_dir) if recovery_dir else files.state_dir()
         self.file_actions = FileActions(self.doc, self.prompts, self.recent, recovery,
@@ -102,15 +118,21 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._connect()
         self.group_tabs = GroupTabs(self)  # the canvas in a tab; groups open beside it
+        self.finder = FindPanel(self)  # Ctrl+F: any node by id, type, param or group
+        self.edit_actions.popup.find_requested.connect(self.finder.open)
+        self.edit_actions.popup.offers_find = True
         self.node_views = node_views.install(self)  # per-node view dock, View menu
         self.watch = install_watch(self)  # animation, badges, timeline, step-through
         self.block_prefs = block_prefs.install(self)  # recent and starred blocks
         self.collapser = collapse.install(self)  # cards shown as their title bar only
         self.run_recorder = run_history.install(self)  # the Runs dock: past runs compared
+        self.compare = compare_view.install(self)  # File > Compare with…: two files' changes
+        self.panel_edges = panel_edges.install(self)  # T, N, Ctrl+J fold the panels away
         self.inspector.run_procedure = self.run_procedure
         # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
         self.view.viewport().installEventFilter(self)
         self._windows: list[MainWindow] = []
+        self._painted = False
         self._preview_cache: tuple[int, object] | None = None
         self._slow_previews = 0
         self.autosave_timer = QTimer(self, interval=autosave_ms or files.autosave_interval_ms())
@@ -124,13 +146,63 @@ class MainWindow(QMainWindow):
         self._shown_path: str | None = None  # the file whose place the view shows
         self._restore_settings()
         self._update_title()
-        if path:
+        self._path_to_open = path
+        self.blocks = BlocksLoader(self)
+        self.blocks.loaded.connect(self._blocks_arrived)
+        self.blocks.failed.connect(self._blocks_failed)
+        if self.blocks_loading:
+            self._first_look(path)
+        elif path:
             self.file_actions.open(path)
         else:
             self.file_actions.recover_untitled()
         self._update_start_page()
+        self.view.setFocus()  # keys go to the canvas from the start, not the palette search
 
     # -- construction ----------------------------------------------------------------------
+
+    def _first_look(self, path: str | None) -> None:
+        """Before the blocks are in: the file's cards as read without them (ids, types,
+        wires), checks held, Problems saying 'checking…'; the real open follows."""
+        self.validator.hold(True)
+        if path:
+            try:
+                self.doc.set_graph(load(path, self.doc.graph.base_registry), path)
+            except Exception:  # the real open, once the blocks are in, says what is wrong
+                pass
+            else:
+                self.view.fit()
+        self.problems.checking(forget=True)
+        self.notify("Loading the blocks…")
+
+    def _after_first_paint(self) -> None:
+        if self.blocks_loading:
+            self.blocks.start()
+
+    def _blocks_arrived(self, registry: Registry, devices: list[str]) -> None:
+        """The library is in: open the file for real (trust and autosave questions, the
+        load report), fill the palette, start checking, and warm up the first run."""
+        self.blocks_loading = False
+        self.doc.graph.base_registry = registry  # the placeholder graph, until the open
+        self.start_page.cache.registry = registry
+        self.palette.set_registry(self.doc.graph.registry)
+        self.device.blockSignals(True)
+        self.device.addItems(devices[self.device.count():])
+        self.device.blockSignals(False)
+        self.validator.hold(False)
+        path, self._path_to_open = self._path_to_open, None
+        if path:
+            if not self.file_actions.open(path):  # it said why; as an open at start would
+                self.doc.set_graph(Graph(registry=registry))  # leave it: an empty canvas
+        else:
+            self.file_actions.recover_untitled()
+        self._update_start_page()
+        self.statusBar().clearMessage()
+        self.runner.warm_up()
+
+    def _blocks_failed(self, message: str) -> None:
+        self.prompts.error("Cannot load the blocks", message)
+        self.validator.hold(False)
 
     def _dock(self, title: str, widget: QWidget, name: str) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -194,7 +266,8 @@ class MainWindow(QMainWindow):
         bar.addWidget(QLabel(" Device "))
         self.device = QComboBox()
         self.device.setEditable(True)
-        self.device.addItems(_devices())
+        # torch says which devices there are: without it yet, auto and cpu (more come later)
+        self.device.addItems(["auto", "cpu"] if self.blocks_loading else devices())
         self.device.setToolTip(training_settings._BY_NAME["device"].doc)
         bar.addWidget(self.device)
         for panel in self.docks.values():
@@ -220,8 +293,10 @@ class MainWindow(QMainWindow):
         self.actions_by_name["undo"].setEnabled(False)
         self.actions_by_name["redo"].setEnabled(False)
         self.validator.finished.connect(self._on_report)
+        self.validator.started.connect(self.problems.checking)
+        d.graph_replaced.connect(lambda: self.problems.checking(forget=True))
         self.scene.selectionChanged.connect(self._on_selection)
-        self.palette.block_activated.connect(lambda b: self.edit_actions.add_block(b))
+        self.palette.block_activated.connect(self._add_from_palette)
         self.problems.node_clicked.connect(self.focus_node)
         self.view.zoom_changed.connect(lambda z: self.zoom_label.setText(f"{z:.0%}"))
         self.view.zoom_changed.connect(
@@ -248,6 +323,12 @@ class MainWindow(QMainWindow):
         d.changed.connect(self._update_start_page)
 
     # -- reactions -------------------------------------------------------------------------
+
+    def _add_from_palette(self, block_id: str) -> None:
+        """A block chosen in the palette (Enter in its search, or a double-click) goes on the
+        canvas in front, and the keys go back to that canvas."""
+        self.group_tabs.current_edit_actions().add_block(block_id)
+        self.group_tabs.focus_canvas()
 
     def notify(self, text: str) -> None:
         self.statusBar().showMessage(text, 6000)
@@ -297,10 +378,21 @@ class MainWindow(QMainWindow):
     def eventFilter(self, obj, event) -> bool:
         if obj is self.view and event.type() == QEvent.Type.Resize:
             self.start_page.place()
+        elif (obj is self.view.viewport() and event.type() == QEvent.Type.Resize
+              and self.blocks_loading and self.doc.path):
+            self.view.fit()  # the first look follows the window taking its size
         elif (obj is self.view.viewport() and event.type() == QEvent.Type.ContextMenu
               and event.modifiers() & Qt.KeyboardModifier.ControlModifier):
             return True  # Ctrl+right-drag cuts wires: no node menu over the knife
         return False
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if self.blocks_loading and not self._painted:
+            # drawn (the window paints before its children, in the same pass): now the
+            # blocks load, after the canvas or the start page is on the screen
+            self._painted = True
+            QTimer.singleShot(0, self._after_first_paint)
 
     def keyPressEvent(self, event) -> None:
         if event.key() == Qt.Key.Key_Escape and self.start_page.isVisible() and (
@@ -317,6 +409,8 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+        else:  # a first start: the canvas gets the room (the panels wait at the edges)
+            self.panel_edges.first_layout()
         self.set_theme(str(s.value("view/theme", theme.CURRENT)), remember=False)
         snap = str(s.value("view/snap", "false")).lower() == "true"
         self.actions_by_name["snap"].setChecked(snap)
@@ -397,9 +491,11 @@ class MainWindow(QMainWindow):
         self.scene.set_report(report)
         self.problems.set_problems(report.problems, f"· checked in {report.seconds * 1000:.0f} ms")
         self.inspector.set_report(report)
+        self.plots.show_metric_hint(not any(s.kind == "metric" for s in report.specs.values()))
 
     def _on_selection(self) -> None:
         nodes = self.scene.selected_node_ids()
+        self.panel_edges.selected(nodes)  # a picked card brings the inspector (first time)
         self.inspector.show_selection(nodes)
         if len(nodes) == 1 and self.docks["preview"].isVisible() and self.preview.auto.isChecked():
             self.preview_selected()
@@ -412,7 +508,18 @@ class MainWindow(QMainWindow):
 
     # -- edits while training --------------------------------------------------------------
 
+    def _live_edit(self, node: str, name: str, value) -> bool:
+        """A live param edited while a run trains: the run takes it from its next step (and
+        writes it in its history); the log says so."""
+        if not self.runner.running or not self.runner.set_param(node, name, value):
+            return False
+        self.log.log(f"{node}.{name} = {value}: applied to the running run from its next step")
+        return True
+
     def _may_edit(self) -> bool:
+        if self.blocks_loading:
+            self.notify("The blocks are still loading; edit in a moment.")
+            return False
         if not self.runner.running:
             return True
         answer = self.prompts.stop_run_to_edit()
@@ -434,15 +541,20 @@ class MainWindow(QMainWindow):
     def start_training(self) -> bool:
         if self.runner.running:
             return False
+        if self.blocks_loading:
+            self.notify("The blocks are still loading; train in a moment.")
+            return False
         # the report of the graph as it is now, if the validator has it (it usually has)
         report = self.validator.report if self.validator.fresh else self.validator.validate_now()
         if not report.ok:
-            self.docks["problems"].raise_()
+            self.panel_edges.unfold("bottom", self.docks["problems"])
             self.notify(f"Fix {len(report.errors)} problem(s) before training "
                         "(see the Problems panel).")
             return False
         metric_nodes = {n for n, s in report.specs.items() if s.kind == "metric"}
         self.plots.reset(metric_nodes)
+        if self.panel_edges.is_folded("bottom"):  # the plots are what training is watched by
+            self.panel_edges.unfold("bottom", self.docks["plots"])
         self.log.log(f"Training {self.doc.title}: {self.epochs.value()} epochs on "
                      f"{self.device.currentText()}")
         self.runner.start(self.doc.graph, self.doc.revision, epochs=self.epochs.value(),
@@ -561,7 +673,7 @@ class MainWindow(QMainWindow):
     def _untrained_compiled(self):
         if self._preview_cache is None or self._preview_cache[0] != self.doc.revision:
             began = time.perf_counter()
-            compiled = compile(self.doc.graph, for_training=False)
+            compiled = compiler.compile(self.doc.graph, for_training=False)
             compiled.module.eval()  # this copy only ever previews
             self._preview_cache = (self.doc.revision, compiled)
             # twice slow in a row (the first compile also pays one-time imports): keep
@@ -590,6 +702,7 @@ class MainWindow(QMainWindow):
         if self.runner.running:
             self.runner.stop()
             self.runner.wait(10)
+        self.blocks.join()  # no thread left importing torch when the process exits
         self.validator.shutdown()
         self.autosave_timer.stop()
         self.file_actions.discard_autosave()
@@ -599,10 +712,3 @@ class MainWindow(QMainWindow):
 def _numbers(values: dict) -> str:
     return ", ".join(f"{k} {v:.4g}" for k, v in values.items() if isinstance(v, int | float))
 
-
-def _devices() -> list[str]:
-    import torch
-    names = ["auto", "cpu"]
-    if torch.cuda.is_available():
-        names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    return names

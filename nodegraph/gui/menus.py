@@ -2,7 +2,9 @@
 
 Shortcuts appear in the menus next to their actions, and Help > Shortcuts lists them all
 from these very actions. Single-key shortcuts (Delete, F, F2) act on the canvas only, so
-typing in the inspector never triggers them; Tab is handled by the canvas itself, so it
+typing in the inspector never triggers them; every other shortcut belongs to the window
+itself (`WindowShortcut` on actions added to the window), so it works whichever canvas,
+group tab or panel has focus; Tab is handled by the canvas itself, so it
 still moves between fields elsewhere.
 """
 
@@ -31,6 +33,12 @@ def _action(w: MainWindow, text: str, slot, shortcut=None, tip: str = "",
     if canvas_only:
         action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         w.view.addAction(action)
+    elif shortcut is not None:
+        # one window-wide context for every other shortcut, held by the window itself and
+        # not through the menu bar: the keys work wherever focus is in this window (a
+        # group's tab, a dock) and never fire in a second window's place
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        w.addAction(action)
     if tip:
         action.setStatusTip(tip)
         action.setToolTip(f"{tip} ({action.shortcut().toString()})" if shortcut else tip)
@@ -69,6 +77,9 @@ def build(w: MainWindow) -> dict[str, QAction]:
         "export_image": _action(w, "Export &Image…", w.export_image, "Ctrl+Alt+E",
                                 "save a picture of the graph: PNG (by the name .png) or SVG "
                                 "(.svg)"),
+        "compare": _action(w, "Compare &with…", lambda: w.compare.compare_with(), None,
+                           "open another graph file beside this one, with what changed "
+                           "coloured on both (as `nodegraph diff`)"),
         "close": _action(w, "&Quit", w.close, Key.Quit),
         "undo": _action(w, "&Undo", w.undo, Key.Undo, "undo the last edit"),
         # spelt out: the standard key for redo differs between platforms (and offscreen)
@@ -80,6 +91,8 @@ def build(w: MainWindow) -> dict[str, QAction]:
         "delete": _action(w, "&Delete", e.delete_selection, ["Delete", "Backspace"],
                           canvas_only=True),
         "select_all": _action(w, "Select &All", e.select_all, Key.SelectAll),
+        "find": _action(w, "&Find…", lambda: w.finder.open(), "Ctrl+F",
+                        "find a node by id, block type, param value or group name"),
         "rename": _action(w, "Re&name Node", e.rename_selected, "F2",
                           "rename the selected node on the canvas", canvas_only=True),
         # Tab is the canvas's own key (the view handles it), so the inspector keeps Tab
@@ -165,6 +178,7 @@ def build(w: MainWindow) -> dict[str, QAction]:
     file_menu.addSeparator()
     file_menu.addActions([a["save"], a["save_as"]])
     file_menu.addAction(a["export_image"])
+    file_menu.addAction(a["compare"])
     file_menu.addSeparator()
     file_menu.addAction(a["close"])
     w.recent_menu.aboutToShow.connect(lambda: fill_recent(w))
@@ -173,7 +187,7 @@ def build(w: MainWindow) -> dict[str, QAction]:
     edit.addActions([a["undo"], a["redo"]])
     edit.addSeparator()
     edit.addActions([a[n] for n in ("cut", "copy", "paste", "duplicate", "delete",
-                                    "select_all", "rename")])
+                                    "select_all", "rename", "find")])
     edit.addSeparator()
     edit.addAction(a["add_block"])
     edit.addSeparator()

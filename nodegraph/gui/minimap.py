@@ -1,5 +1,5 @@
 """The minimap: an overview of the whole graph in a corner of the canvas, to find your way
-in a large graph.
+in a large graph; of the four corners, the one that covers no card (or the least).
 
 It shows every card as a small block in its family's colour, the notes as outlines, and
 the part of the canvas in view as a bright frame; a click or a drag on it moves the view
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPen, QPicture
 from PySide6.QtWidgets import QWidget
 
@@ -28,7 +28,7 @@ PAD = 6.0  # inside the map, around the graph
 
 
 class Minimap(QWidget):
-    """A small overview widget over the lower-right corner of a canvas view."""
+    """A small overview widget in a corner of a canvas view (the one hiding no card)."""
 
     def __init__(self, view: GraphView):
         super().__init__(view)
@@ -53,9 +53,35 @@ class Minimap(QWidget):
     # -- geometry ---------------------------------------------------------------------------
 
     def place(self) -> None:
-        """Keep to the lower-right corner of the view's visible canvas."""
+        """Sit in the corner of the visible canvas that hides the least of the cards: the
+        lower right when it is free, else the first free one of the other three (a map
+        over a card hid the very thing one came to see)."""
         area = self.view.viewport().geometry()
-        self.move(area.right() - self.width() - MARGIN, area.bottom() - self.height() - MARGIN)
+        w, h = self.width(), self.height()
+        left, top = area.left() + MARGIN, area.top() + MARGIN
+        right, bottom = area.right() - w - MARGIN, area.bottom() - h - MARGIN
+        corners = [(right, bottom), (left, bottom), (right, top), (left, top)]
+        best = min(corners, key=lambda c: (self._covered(QRect(c[0], c[1], w, h)),
+                                           corners.index(c)))
+        self.move(*best)
+
+    def _covered(self, rect: QRect) -> float:
+        """How much card area (in scene units) the map would hide at `rect` (view pixels)."""
+        scene = self.view.scene()
+        if scene is None:
+            return 0.0
+        shown = self.view.mapToScene(rect.translated(-self.view.viewport().pos())
+                                     ).boundingRect()
+        index = getattr(scene, "card_index", None)
+        if index is None:
+            return 0.0
+        total = 0.0
+        for entry in index.query(scene.nodes.values(), shown.left(), shown.top(),
+                                 shown.right(), shown.bottom()):
+            hit = QRectF(entry[0], entry[1], entry[2] - entry[0], entry[3] - entry[1]) \
+                .intersected(shown)
+            total += hit.width() * hit.height()
+        return total
 
     def graph_rect(self) -> QRectF:
         scene = self.view.scene()

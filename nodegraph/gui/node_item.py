@@ -32,12 +32,14 @@ from nodegraph.model.spec import Port
 TITLE_FONT = theme.font(9.5, bold=True)
 TYPE_FONT = theme.font(8.0)
 PORT_FONT = theme.font(8.0)
+TAG_FONT = theme.font(7.0, mono=True)  # a wire's compact shape, drawn by its input's name
 BADGE_FONT = theme.font(7.5, bold=True)
 SIMPLE_LOD = 0.2  # below this zoom, draw cards as plain boxes (1,000 nodes stay fast)
 COMPACT_LOD = 0.75  # below this zoom, draw the title larger and drop the port names
 TITLE_PX = 12.5  # the smallest on-screen title: 9 px cap height in DejaVu Sans Bold
 DETAIL_PX = 10.5  # the smallest on-screen type name and parameter count
 CAP = 0.73  # cap height / pixel size of DejaVu Sans
+PORT_MIN_PX = 9.0  # the smallest on-screen port name (zoomed out), in pixels
 ERROR_MARK_RADIUS = 7.0
 
 
@@ -118,6 +120,9 @@ class NodeItem(QGraphicsItem):
         self.known = known
         self.header = theme.category_color(category) if known else QColor("#5a5f68")
         self.badge = ""
+        self.diff_mark: str | None = None  # "added", "changed", "removed": File > Compare
+        self.shown_title = node_id  # the id as last painted (elided in the middle)
+        self.port_name_px = 0.0  # cap height of the port names as last painted (0: none)
         self.problems: list[Problem] = []
         self.collapsed = False
         self.full_height = card_height(len(inputs), len(outputs))
@@ -222,6 +227,7 @@ class NodeItem(QGraphicsItem):
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         lod = detail(option, painter)
+        self.port_name_px = 0.0
         outline = self._outline_color()
         if lod < SIMPLE_LOD:
             painter.setPen(QPen(outline, 2.0) if outline else Qt.PenStyle.NoPen)
@@ -246,9 +252,10 @@ class NodeItem(QGraphicsItem):
             painter.fillRect(QRectF(0, bar - 2, self.rect.width(), 2), self.header)
         if compact:
             self._paint_compact(painter, lod, bar)
+            self._paint_port_labels(painter, lod, bar, names=self.names_ports_when_compact)
         else:
             self._paint_title(painter, lod)
-            self._paint_port_labels(painter)
+            self._paint_port_labels(painter, lod)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.setPen(QPen(outline, 2.0) if outline else QPen(QColor(theme.NODE_BORDER), 1.0))
         painter.drawPath(body)
@@ -275,10 +282,13 @@ class NodeItem(QGraphicsItem):
         self.title_px = font.pixelSize() * lod
         painter.setFont(font)
         painter.setPen(QColor(theme.TEXT))
-        title = metrics.elidedText(self.node_id, Qt.TextElideMode.ElideRight, width)
+        # ids elide in the middle: siblings of an imported model differ at the end
+        # (`layer1_…_conv1`, `layer1_…_conv2`), which an elision at the end would hide
+        title = self.shown_title = metrics.elidedText(self.node_id,
+                                                      Qt.TextElideMode.ElideMiddle, width)
         painter.drawText(QRectF(8, 0, width, bar), Qt.AlignmentFlag.AlignVCenter, title)
-        if self.collapsed:
-            return
+        if self.collapsed or self.names_ports_when_compact:
+            return  # a card of several inputs or outputs names its ports instead
         small = QFont(TYPE_FONT)
         small.setPixelSize(max(8, round(DETAIL_PX / lod)))
         sm = QFontMetricsF(small)
@@ -303,6 +313,8 @@ class NodeItem(QGraphicsItem):
             return QColor(theme.SELECTION)
         if self.has_error:
             return QColor(theme.ERROR)
+        if self.diff_mark:
+            return QColor(theme.diff_color(self.diff_mark))
         return None
 
     def _paint_title(self, painter: QPainter, lod: float) -> None:
@@ -313,7 +325,8 @@ class NodeItem(QGraphicsItem):
         self.title_px = font.pixelSize() * lod
         painter.setFont(font)
         painter.setPen(QColor(theme.HEADER_TEXT))
-        title = QFontMetricsF(font).elidedText(self.node_id, Qt.TextElideMode.ElideRight, width)
+        title = self.shown_title = QFontMetricsF(font).elidedText(
+            self.node_id, Qt.TextElideMode.ElideMiddle, width)
         painter.drawText(QRectF(10, 4, width, 18), Qt.AlignmentFlag.AlignVCenter, title)
         painter.setFont(TYPE_FONT)
         painter.setPen(QColor(theme.HEADER_DIM))
@@ -335,23 +348,61 @@ class NodeItem(QGraphicsItem):
         painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, self.badge)
         return w + 6
 
-    def _paint_port_labels(self, painter: QPainter) -> None:
-        painter.setFont(PORT_FONT)
-        metrics = QFontMetricsF(PORT_FONT)
+    @property
+    def names_ports_when_compact(self) -> bool:
+        """Zoomed out, a card with several inputs or outputs keeps its port names (which
+        dot is which matters there); one input and one output need none."""
+        return not self.collapsed and (len(self.inputs) > 1 or len(self.outputs) > 1)
+
+    def _paint_port_labels(self, painter: QPainter, lod: float = 1.0,
+                           top: float = 0.0, names: bool = True) -> None:
+        """Each port's name by its dot; zoomed out, in letters grown to stay readable (up
+        to the row's height) and abbreviated to fit; rows under the title bar only. After
+        an input's name, the compact shape of a wire that had no room for its label between
+        the cards (`input (N,4)`): drawn here, over the card, not by the wire under it."""
+        font = QFont(PORT_FONT)
+        size = QFontMetricsF(PORT_FONT).height()
+        if lod < COMPACT_LOD:
+            font.setPixelSize(max(1, round(min(theme.PORT_ROW * 0.9, PORT_MIN_PX / lod))))
+            size = QFontMetricsF(font).height()
+        metrics = QFontMetricsF(font)
+        if names:
+            self.port_name_px = metrics.capHeight() * lod  # on screen
         half = self.rect.width() / 2 - 14
         for items, left in ((self.inputs, True), (self.outputs, False)):
             for item in items.values():
                 y = item.pos().y()
+                if y - size / 2 < top - 1:
+                    continue  # under the enlarged title: the dot alone
+                text = metrics.elidedText(item.port.name, Qt.TextElideMode.ElideRight, half) \
+                    if names else ""
+                painter.setFont(font)
                 painter.setPen(QColor(theme.ERROR if item.error else theme.TEXT_DIM))
-                text = metrics.elidedText(item.port.name, Qt.TextElideMode.ElideRight, half)
                 if left:
-                    rect = QRectF(12, y - 8, half, 16)
+                    rect = QRectF(12, y - size / 2, half, size)
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignLeft, text)
+                    tag = next((w.shown_text for w in item.wires
+                                if getattr(w, "label_at", None) == "port_inside"), "")
+                    if tag:
+                        self._paint_tag(painter, tag, 12 + metrics.horizontalAdvance(text)
+                                        + (4 if text else 0), y, lod)
                 else:
-                    rect = QRectF(self.rect.width() - 12 - half, y - 8, half, 16)
+                    rect = QRectF(self.rect.width() - 12 - half, y - size / 2, half, size)
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignRight, text)
+
+    def _paint_tag(self, painter: QPainter, tag: str, x: float, y: float, lod: float) -> None:
+        font = QFont(TAG_FONT)
+        if lod < COMPACT_LOD:
+            font.setPixelSize(max(1, round(min(theme.PORT_ROW * 0.8, PORT_MIN_PX / lod))))
+        painter.setFont(font)
+        painter.setPen(QColor(theme.TEXT))
+        width = self.rect.width() - x - 8
+        painter.drawText(QRectF(x, y - theme.PORT_ROW / 2, width, theme.PORT_ROW),
+                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                         QFontMetricsF(font).elidedText(tag, Qt.TextElideMode.ElideRight,
+                                                        width))
 
     def error_mark_centre(self) -> QPointF:
         """Where the red "!" goes: inside the bottom corner, clear of the port dots (they sit

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -49,13 +50,18 @@ from PySide6.QtWidgets import (
 )
 
 from nodegraph.gui import theme
+from nodegraph.gui.later import later
 from nodegraph.gui.node_item import NodeItem
 from nodegraph.model.errors import NodegraphError, first_line
 from nodegraph.model.events import RunStarted, WeightsSnapshot
 from nodegraph.model.types import LOSS
-from nodegraph.runtime import viewdata as vd
-from nodegraph.runtime.compile import Compiled, compile
-from nodegraph.runtime.probes import ProbeFrame, read_frames
+from nodegraph.runtime.probe_frames import ProbeFrame, read_frames
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.compile import Compiled
+
+vd = later("nodegraph.runtime.viewdata")  # torch: imported when a view first computes
+compiler = later("nodegraph.runtime.compile")
 
 REFRESH_MS = 500
 MODEL_REFRESH_S = 2.0  # model tabs follow a training run's weights at most this often
@@ -717,7 +723,7 @@ class NodeViews(QObject):
             return w.runner.result.compiled, "trained weights"
         cache = getattr(w, "_preview_cache", None)
         if cache is None or cache[0] != w.doc.revision:
-            compiled = compile(w.doc.graph, for_training=False)
+            compiled = compiler.compile(w.doc.graph, for_training=False)
             w._preview_cache = (w.doc.revision, compiled)
         return w._preview_cache[1], "initial weights"
 
@@ -733,7 +739,8 @@ class NodeViews(QObject):
         self._snapshot_drawn, self._model_drawn_at = snap, time.monotonic()
         try:
             if self._live_model is None or self._live_model[0] != w.doc.revision:
-                self._live_model = (w.doc.revision, compile(w.doc.graph, for_training=False))
+                compiled = compiler.compile(w.doc.graph, for_training=False)
+                self._live_model = (w.doc.revision, compiled)
             compiled = self._live_model[1]
             compiled.module.load_block_state(snap.state)
         except Exception as e:  # the graph changed shape under the run: say so, keep going

@@ -17,15 +17,21 @@ trains the example headless and saves a picture of this view (the README's scree
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QDoubleSpinBox
 
+from nodegraph.gui.later import later
 from nodegraph.gui.node_views import CLASS_COLORS, View
 from nodegraph.model.types import BOXES
-from nodegraph.runtime import viewdata as vd
-from nodegraph.runtime.compile import Compiled
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.compile import Compiled
+
+vd = later("nodegraph.runtime.viewdata")  # torch: imported on first use
 
 SHAPE_NAMES = ("square", "disc", "triangle")  # data.Shapes' classes
 

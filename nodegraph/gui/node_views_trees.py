@@ -11,13 +11,19 @@ weight against the penalty, on a log axis. Numbers come from `nodegraph.runtime.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 
 from nodegraph.gui import theme
+from nodegraph.gui.later import later
 from nodegraph.gui.node_views import TrajectoryView, View
-from nodegraph.runtime import viewdata_trees as vt
-from nodegraph.runtime.compile import Compiled
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.compile import Compiled
+
+vt = later("nodegraph.runtime.viewdata_trees")  # torch: imported on first use
 
 LABEL_DEPTH = 3  # deeper nodes are dots only: captions would overlap
 

@@ -88,7 +88,9 @@ class WireOverlay(QGraphicsItem):
             return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         gap = self._label_gap()
-        clip = not gap.isEmpty() and detail(option, painter) >= LABEL_LOD  # label drawn
+        scene = self.wire.scene()
+        shown_from = scene.label_lod if hasattr(scene, "label_lod") else LABEL_LOD
+        clip = not gap.isEmpty() and detail(option, painter) >= shown_from  # label drawn
         if clip:  # the view does not save the painter's state between items: this does
             painter.save()
             keep = QPainterPath()

@@ -48,6 +48,9 @@ class _Canvas(pg.GraphicsLayoutWidget):
         return seconds
 
 
+METRIC_HINT = "connect a metric block to see metrics here"
+
+
 class TrainingPlots(QWidget):
     """Three plots side by side: loss per epoch, metrics per epoch, loss per step."""
 
@@ -61,6 +64,11 @@ class TrainingPlots(QWidget):
         self.loss_plot = self._plot("Loss per epoch", "epoch", col=0)
         self.metric_plot = self._plot("Metrics per epoch", "epoch", col=1)
         self.step_plot = self._plot("Loss per step", "step", col=2)
+        # said where the metrics would be, while the graph has no metric block: an empty
+        # plot alone reads as "broken" (parented to the view box: it stays put, in pixels)
+        self.metric_hint = pg.TextItem(METRIC_HINT, color=theme.TEXT_DIM, anchor=(0.5, 0.5))
+        self.metric_hint.setParentItem(self.metric_plot.vb)
+        self.metric_plot.vb.sigResized.connect(self._place_hint)
         self.series: dict[str, tuple[list, list]] = {}
         self._curves: dict[str, pg.PlotDataItem] = {}
         self.metric_nodes: set[str] = set()
@@ -88,6 +96,7 @@ class TrainingPlots(QWidget):
                 axis.setTextPen(pen)  # the tick labels and the axis label
             plot.setTitle(plot.titleLabel.text, color=theme.TEXT_DIM)
             plot.legend.setLabelTextColor(theme.TEXT)
+        self.metric_hint.setColor(theme.TEXT_DIM)
 
     def _plot(self, title: str, x_label: str, col: int) -> pg.PlotItem:
         plot = self.canvas.addPlot(row=0, col=col, title=title)
@@ -107,6 +116,14 @@ class TrainingPlots(QWidget):
             plot.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         return plot
 
+    def _place_hint(self, *_) -> None:
+        self.metric_hint.setPos(self.metric_plot.vb.rect().center())
+
+    def show_metric_hint(self, shown: bool) -> None:
+        """Say "connect a metric block…" on the empty metrics plot (or stop saying it)."""
+        self.metric_hint.setVisible(shown)
+        self._place_hint()
+
     # -- data ------------------------------------------------------------------------------
 
     def reset(self, metric_nodes: set[str] = frozenset()) -> None:
@@ -114,6 +131,7 @@ class TrainingPlots(QWidget):
         for the new run's numbers of the same names (making a curve and its legend entry
         takes milliseconds); those the new run does not plot go when it ends."""
         self.metric_nodes = set(metric_nodes)
+        self.show_metric_hint(not self.metric_nodes)
         for curve in self._curves.values():
             curve.setData([], [])
         self.series.clear()

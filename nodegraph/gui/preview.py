@@ -15,9 +15,9 @@ on select is off (`mark_stale`).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import pyqtgraph as pg
-import torch
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -31,10 +31,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nodegraph.gui.later import later
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
-from nodegraph.runtime.compile import Compiled, compile
-from nodegraph.runtime.forward import forward
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.compile import Compiled
+
+# torch: imported by the first preview, not before the window is drawn
+torch = later("torch")
+compiler = later("nodegraph.runtime.compile")
+forwarding = later("nodegraph.runtime.forward")
 
 MAX_ROWS, MAX_COLS = 64, 32
 GRID = 16  # samples of an image batch the Preview tiles
@@ -45,8 +52,8 @@ def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
     """The outputs of `node` for the first batch, by port name (compiling `graph` if
     needed): `nodegraph.forward` limited to what the node needs. A group instance's
     outputs are read where its inner nodes put them."""
-    compiled = compiled or compile(graph, for_training=False)
-    values = forward(graph, compiled=compiled, nodes={node})
+    compiled = compiled or compiler.compile(graph, for_training=False)
+    values = forwarding.forward(graph, compiled=compiled, nodes={node})
     spec = graph.registry.get(graph.nodes[node].type)
     return {p.name: values[node, p.name] for p in spec.outputs if (node, p.name) in values}
 

@@ -78,7 +78,17 @@ class ProblemsView(QWidget):
         self.problems: list[Problem] = []
         self.set_problems([])
 
+    def checking(self, forget: bool = False) -> None:
+        """A check is running: say so, and grey the rows it may change (`forget`: another
+        file is open, so the rows belong to no graph shown and go at once)."""
+        if forget:
+            self.problems = []
+            self.table.clear()
+        self.table.setEnabled(False)
+        self.summary.setText(f"<span style='color:{theme.TEXT_DIM}'>checking…</span>")
+
     def set_problems(self, problems: list[Problem], extra_note: str = "") -> None:
+        self.table.setEnabled(True)
         self.problems = sorted(problems, key=lambda p: (p.severity != "error", p.location()))
         self.table.clear()
         for p in self.problems:

@@ -63,8 +63,8 @@ class CanvasRename(QObject):
 
     def cancel(self) -> None:
         self.node = None
+        self.view.setFocus()  # first: a focused field that hides hands focus on by chance
         self.field.hide()
-        self.view.setFocus()
 
     def eventFilter(self, obj, event) -> bool:
         if obj is self.field:

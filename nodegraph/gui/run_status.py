@@ -75,7 +75,9 @@ class RunStatus(QWidget):
         elif isinstance(event, RunFinished):
             self._timer.stop()
             self._paint_due = False
-            self.bar.setValue(min(self.done_steps, self.total_steps))
+            # a stopped run leaves the bar empty, not at the step it stopped on (which read
+            # as "still going"); a finished one shows where it ended
+            self.bar.setValue(0 if event.cancelled else min(self.done_steps, self.total_steps))
             word = "stopped" if event.cancelled else "early stop" if event.stopped_early \
                 else "finished"
             self.label.setText(f"Training {word} after {len(event.history)} epoch(s) in "

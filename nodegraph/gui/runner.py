@@ -22,7 +22,8 @@ every 50 ms) and are handed to the listeners (`listen`) by plain Python calls. A
 names the kinds of event it handles, so a fast model's thousands of step and epoch events a
 second reach only the plots and the status bar. Stop and Pause reach the trainer, which
 checks them every step, so Stop takes effect within one step; a process that has not
-stopped a few seconds later is ended.
+stopped a few seconds later is ended. A live param (an optimizer's lr) edited while a run
+trains reaches it the same way (`set_param`) and applies from its next step.
 """
 
 from __future__ import annotations
@@ -32,16 +33,22 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
 from nodegraph.gui import collector
+from nodegraph.gui.later import later
 from nodegraph.model.events import Emitter
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import default_registry
 from nodegraph.runtime import train_process
-from nodegraph.runtime.train import RunControl, RunResult, train
 from nodegraph.runtime.train_process import EventBatcher, TrainingProcess, failure, rebuild
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.train import RunControl, RunResult
+
+training = later("nodegraph.runtime.train")  # torch: imported by the first run (or warm-up)
 
 KILL_AFTER_STOP_S = 5.0
 DRAIN_MS = 10
@@ -77,7 +84,8 @@ class _Worker:
         result = cpu_seconds = None
         began = time.thread_time()
         try:
-            result = train(self.graph, events=emitter, control=self.control, **self.options)
+            result = training.train(self.graph, events=emitter, control=self.control,
+                                    **self.options)
             cpu_seconds = time.thread_time() - began
         except Exception as e:  # shown in the editor, which stays alive
             batcher.flush()
@@ -136,6 +144,9 @@ class _ProcessControl:
         self.paused = False
         self.process.send("resume")
 
+    def set_param(self, node: str, name: str, value) -> None:
+        self.process.send("set", node, name, value)
+
 
 class TrainingRunner(QObject):
     """Starts, pauses and stops runs; hands their events to listeners on the GUI thread."""
@@ -143,7 +154,7 @@ class TrainingRunner(QObject):
     failed = Signal(str, object)
     state_changed = Signal(str)  # "running", "paused", "idle"
 
-    def __init__(self, parent=None, in_process: bool = not IN_THREAD):
+    def __init__(self, parent=None, in_process: bool = not IN_THREAD, warm: bool = True):
         super().__init__(parent)
         self.in_process = in_process
         self.control: RunControl | _ProcessControl | None = None
@@ -158,8 +169,16 @@ class TrainingRunner(QObject):
         self._drain_timer.timeout.connect(self._drain)
         self._draining = False
         self._collection = collector.Hold(self)
-        if in_process:
+        if warm:
+            self.warm_up()
+
+    def warm_up(self) -> None:
+        """Get the first run ready now: a training process started ahead (it imports torch
+        in its own time), or, training in threads, the training code imported."""
+        if self.in_process:
             train_process.prewarm()
+        else:
+            training.train  # noqa: B018 — the import is the point
 
     def listen(self, listener: Callable[[object], None], *kinds: type) -> Callable[[], None]:
         """Call `listener(event)` on the GUI thread for every event of every run
@@ -192,7 +211,7 @@ class TrainingRunner(QObject):
         worker = None
         if self.in_process and copy.base_registry is default_registry():
             worker = self._process_worker(copy, options)
-        self._worker = worker or _Worker(copy, RunControl(), options)
+        self._worker = worker or _Worker(copy, training.RunControl(), options)
         self.control = self._worker.control
         self._collection.take()
         self._drain_timer.start()
@@ -229,6 +248,13 @@ class TrainingRunner(QObject):
         if worker is self._worker and worker.process.alive:
             worker.killed = True
             worker.process.kill()
+
+    def set_param(self, node: str, name: str, value) -> bool:
+        """Send a live param change to the running run (applied from its next step)."""
+        if self.control is None or not self.running:
+            return False
+        self.control.set_param(node, name, value)
+        return True
 
     def toggle_pause(self) -> None:
         if self.control is None or not self.running:

@@ -9,11 +9,12 @@ whether it would accept it; a refused port turns red and a tooltip says why.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QTransform
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 
-from nodegraph.check.validate import Report
 from nodegraph.gui import annotations
 from nodegraph.gui.annotation_item import AnnotationItem
 from nodegraph.gui.card_index import CardIndex
@@ -23,9 +24,9 @@ from nodegraph.gui.label_index import LabelIndex
 from nodegraph.gui.layout import auto_layout, saved_direction
 from nodegraph.gui.node_item import SIMPLE_LOD, NodeItem, PortItem, card_height
 from nodegraph.gui.wire_item import (
-    LABEL_LOD,
     DragWire,
     WireItem,
+    label_lod_for,
     label_scale_for,
     set_label_scale,
 )
@@ -33,6 +34,9 @@ from nodegraph.gui.wiring import why_refused
 from nodegraph.model.errors import Problem
 from nodegraph.model.graph import Edge, GraphChanged
 from nodegraph.model.spec import Port
+
+if TYPE_CHECKING:
+    from nodegraph.check.validate import Report
 
 EXTENT = 100_000.0  # the canvas is effectively unbounded, so panning never hits a wall
 
@@ -141,8 +145,11 @@ class GraphScene(QGraphicsScene):
         if ports is None:
             ports = self._ports(node_id, [*graph.edges_into(node_id), *graph.edges_from(node_id)])
         category = spec.category if spec else node.type.split(".")[0]
+        # no block library at all yet (the window's first look, while it loads): coloured by
+        # family, not flagged unknown
+        known = spec is not None or len(graph.base_registry) == 0
         return NodeItem(node_id, node.type, category, *ports, spec.summary if spec else "",
-                        spec is not None)
+                        known)
 
     def _add_node(self, node_id: str, ports: tuple | None = None) -> NodeItem:
         item = self._make_node(node_id, ports)
@@ -332,11 +339,16 @@ class GraphScene(QGraphicsScene):
 
     # -- level of detail -------------------------------------------------------------------
 
+    @property
+    def label_lod(self) -> float:
+        """The zoom below which wires show no shape labels (lower for a small graph)."""
+        return label_lod_for(len(self.wires))
+
     def set_zoom(self, zoom: float) -> None:
         """Hide the port dots when cards are too small to wire (500 nodes stay fast); size
         the wires' shape labels to stay readable."""
         set_label_scale(label_scale_for(zoom), self.wires.values())
-        self._far = (zoom < LABEL_LOD, zoom < SIMPLE_LOD)
+        self._far = (zoom < self.label_lod, zoom < SIMPLE_LOD)
         self.far_wires.set_active(self._far[0])
         self.far_cards.set_active(self._far[1])
         show = zoom >= SIMPLE_LOD

@@ -4,7 +4,8 @@ Type a few letters (or a word people use: "xent", "bn", "fc"), pick with the arr
 Enter (or a click). When a wire was dropped on empty canvas, the list holds only blocks
 with a port that wire fits, the title says so, and what usually follows comes first (after
 logits: the losses and metrics). Ctrl+D stars the current block (favourites rank higher).
-Hovering an entry shows the block's doc. The popup only reports the choice; the window
+Hovering an entry shows the block's doc. The last entry finds the typed text among the
+graph's own nodes (the Find panel, Ctrl+F). The popup only reports the choice; the window
 makes the edit.
 """
 
@@ -20,12 +21,14 @@ from nodegraph.gui.ranking import Context, rank
 from nodegraph.model.spec import BlockSpec
 
 ID_ROLE = Qt.ItemDataRole.UserRole
+FIND_ROLE = Qt.ItemDataRole.UserRole + 1  # the last row: find the text among the nodes
 
 
 class SearchPopup(QFrame):
     """A small floating list of blocks filtered as the user types."""
 
     chosen = Signal(str)
+    find_requested = Signal(str)  # "find this among the graph's nodes" (Ctrl+F's panel)
 
     def __init__(self, parent=None):
         super().__init__(parent, Qt.WindowType.Popup)
@@ -44,6 +47,7 @@ class SearchPopup(QFrame):
         self.specs: list[BlockSpec] = []
         self.context: Context | None = None
         self.prefs = None  # a block_prefs.BlockPrefs once the window installs one
+        self.offers_find = False  # set by the window that answers find_requested
         self.edit.textChanged.connect(self._filter)
         self.edit.installEventFilter(self)
         self.list.itemActivated.connect(self._choose_item)
@@ -71,6 +75,11 @@ class SearchPopup(QFrame):
             item.setToolTip(f"<b>{spec.id}</b><br>"
                             + spec.doc.strip().replace("\n\n", "<br><br>"))
             self.list.addItem(item)
+        if text.strip() and self.offers_find:
+            # the same search reaches the graph's own nodes: ids, params, groups
+            find = QListWidgetItem(f"Find “{text.strip()}” among the graph's nodes…  (Ctrl+F)")
+            find.setData(FIND_ROLE, text.strip())
+            self.list.addItem(find)
         if self.list.count():
             self.list.setCurrentRow(0)
 
@@ -85,13 +94,18 @@ class SearchPopup(QFrame):
         self.list.setCurrentRow(min(row, self.list.count() - 1))
 
     def shown_ids(self) -> list[str]:
-        return [self.list.item(i).data(ID_ROLE) for i in range(self.list.count())]
+        return [self.list.item(i).data(ID_ROLE) for i in range(self.list.count())
+                if self.list.item(i).data(ID_ROLE) is not None]
 
     def choose(self, block_id: str) -> None:
         self.hide()
         self.chosen.emit(block_id)
 
     def _choose_item(self, item: QListWidgetItem) -> None:
+        if item.data(FIND_ROLE) is not None:
+            self.hide()
+            self.find_requested.emit(item.data(FIND_ROLE))
+            return
         self.choose(item.data(ID_ROLE))
 
     def eventFilter(self, obj, event) -> bool:

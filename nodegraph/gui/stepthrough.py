@@ -15,18 +15,25 @@ against the worked example by hand. The panel lists the current node's values in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from nodegraph.gui import theme
 from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS
+from nodegraph.gui.later import later
 from nodegraph.gui.overlays import CanvasMarks
 from nodegraph.model.graph import Edge
 from nodegraph.model.types import BOXES
-from nodegraph.runtime.probes import TraceRecord, trace_batch
+
+if TYPE_CHECKING:
+    import torch
+
+    from nodegraph.runtime.probes import TraceRecord
+
+probes = later("nodegraph.runtime.probes")  # torch: imported by the first Step
 
 WIRE_VALUES = 12  # a wire with at most this many numbers shows them all
 PANEL_VALUES = 64  # the panel prints tensors up to this size in full
@@ -90,7 +97,7 @@ class StepTrace:
         specs = compiled.report.specs
         boxes = frozenset((n, p.name) for n, spec in specs.items() for p in spec.outputs
                           if p.type == BOXES)
-        return StepTrace(trace_batch(compiled), edges, boxes)
+        return StepTrace(probes.trace_batch(compiled), edges, boxes)
 
     def _fmt(self, node: str, port: str, t: torch.Tensor, limit: int = WIRE_VALUES) -> str:
         if (node, port) in self.boxes and t.shape[-1:] == (4,):

@@ -59,6 +59,11 @@ PORT_ROW = 20.0
 PORT_RADIUS = 5.5
 
 
+def diff_color(mark: str) -> str:
+    """The colour of a compare mark (File > Compare with…): added, changed or removed."""
+    return {"added": OK, "changed": WARNING}.get(mark, ERROR)
+
+
 def category_color(category: str) -> QColor:
     """The header colour of a block family (a stable spare colour for unknown families)."""
     hex_ = CATEGORY_COLORS.get(category) or _SPARE[zlib.crc32(category.encode()) % len(_SPARE)]

@@ -12,6 +12,8 @@ is shown and how many frames the animation skipped.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -24,7 +26,9 @@ from PySide6.QtWidgets import (
 )
 
 from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS
-from nodegraph.runtime.probes import ProbeFrame
+
+if TYPE_CHECKING:
+    from nodegraph.runtime.probes import ProbeFrame
 
 MAX_FRAMES = 2000
 

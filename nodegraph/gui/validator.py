@@ -16,14 +16,20 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from nodegraph.check.opcache import OpCache, using
-from nodegraph.check.validate import Report, validate
 from nodegraph.gui import collector
 from nodegraph.gui.document import Document
+from nodegraph.gui.later import later
 from nodegraph.model.graph import Graph
+
+if TYPE_CHECKING:
+    from nodegraph.check.validate import Report
+
+checks = later("nodegraph.check.validate")  # torch: imported by the first round
 
 DELAY_MS = 200
 POLL_MS = 10
@@ -43,7 +49,7 @@ def snapshot(graph: Graph) -> Graph:
 
 
 def validate_graph(graph: Graph) -> Report:
-    return validate(graph, for_training=for_training(graph))
+    return checks.validate(graph, for_training=for_training(graph))
 
 
 def validate_safely(graph: Graph) -> Report:
@@ -53,7 +59,7 @@ def validate_safely(graph: Graph) -> Report:
         return validate_graph(graph)
     except Exception as e:
         from nodegraph.model.errors import Problem
-        return Report(problems=[Problem(None, None, "internal_error",
+        return checks.Report(problems=[Problem(None, None, "internal_error",
                                         f"validation failed: {type(e).__name__}: {e}")])
 
 
@@ -68,6 +74,7 @@ class Validator(QObject):
     """Runs validation after edits settle and announces fresh reports."""
 
     finished = Signal(object)  # Report, fresh for the current graph
+    started = Signal()  # a check began (the Problems panel says "checking…" till finished)
 
     def __init__(self, doc: Document, parent=None):
         super().__init__(parent)
@@ -84,12 +91,20 @@ class Validator(QObject):
         self._collection = collector.Hold(self)
         self._running = False
         self._closed = False
+        # True while the window waits for its block library: rounds start when it comes
+        self.held = False
         doc.changed.connect(self.schedule)
         doc.graph_replaced.connect(self.schedule)
 
     def schedule(self, *_) -> None:
-        if not self._closed:
+        if not self._closed and not self.held:
             self._timer.start()
+
+    def hold(self, held: bool) -> None:
+        """Start no round while `held` (the blocks are loading); a release checks at once."""
+        self.held = held
+        if not held:
+            self.schedule()
 
     def shutdown(self) -> None:
         """Start no more rounds and wait for the running one (its window is closing: a
@@ -115,6 +130,7 @@ class Validator(QObject):
             name="nodegraph-validate", daemon=True)
         self._thread.start()
         self._poll.start()
+        self.started.emit()
 
     def _collect(self) -> None:
         """Take the worker's report when it has posted it (on the GUI thread)."""

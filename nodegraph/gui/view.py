@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QLineF, QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QLineF, QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QKeyEvent,
@@ -209,10 +209,15 @@ class GraphView(QGraphicsView):
             self._space = False
         super().keyReleaseEvent(event)
 
-    def focusNextPrevChild(self, next: bool) -> bool:
-        # Tab belongs to the canvas: it opens the block search at the cursor
-        self.request_search_at_cursor()
-        return True
+    def event(self, event) -> bool:
+        # Tab belongs to the canvas: it opens the block search at the cursor. Only a real Tab
+        # key does: Qt also moves focus "to the next child" when a focused child hides (the
+        # rename field, a closed group tab), and a search popup opened then took every key.
+        if (event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Tab
+                and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier):
+            self.request_search_at_cursor()
+            return True
+        return super().event(event)
 
     def request_search_at_cursor(self) -> None:
         local = self.mapFromGlobal(self.cursor().pos())

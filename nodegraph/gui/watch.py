@@ -24,13 +24,15 @@ from PySide6.QtWidgets import QFileDialog, QToolBar
 
 from nodegraph.gui.animation import WaveAnimator
 from nodegraph.gui.badges import Badge, diagnose, nonfinite_badge
+from nodegraph.gui.later import later
 from nodegraph.gui.overlays import CanvasMarks
 from nodegraph.gui.preview import preview_error
 from nodegraph.gui.stepthrough import StepPanel, StepTrace
 from nodegraph.gui.timeline import TimelinePanel
-from nodegraph.model.events import NodeFailed, RunStarted
-from nodegraph.runtime.compile import compile
-from nodegraph.runtime.probes import ProbeFrame, read_frames
+from nodegraph.model.events import NodeFailed, RunFinished, RunStarted
+from nodegraph.runtime.probe_frames import ProbeFrame, read_frames
+
+compiler = later("nodegraph.runtime.compile")  # torch: imported by the first Step
 
 NONFINITE_STOP = "NaN or infinite"  # in the trainer's message when it stops a run for NaN/Inf
 
@@ -49,7 +51,7 @@ class Watch(QObject):
         self.failed: dict[str, list[Badge]] = {}  # sticky until the next run
         self._add_docks()
         self._add_actions()
-        window.runner.listen(self.on_event, ProbeFrame, RunStarted, NodeFailed)
+        window.runner.listen(self.on_event, ProbeFrame, RunStarted, NodeFailed, RunFinished)
         self.timeline.frame_chosen.connect(self.show_frame)
         self.timeline.live_changed.connect(self._follow)
         self.timeline.paused_changed.connect(self.animator.set_paused)
@@ -105,6 +107,11 @@ class Watch(QObject):
                 self.animator.push(event)
         elif isinstance(event, RunStarted):
             self._reset()
+        elif isinstance(event, RunFinished) and event.cancelled:
+            # Stop finishes cleanly: the last wave is not left painted on the wires (the
+            # timeline keeps its frames to replay, the plots keep their curves)
+            self.animator.stop()
+            self.marks.clear()
         elif isinstance(event, NodeFailed) and NONFINITE_STOP in event.message:
             node = self.marks.canvas_node(event.node)
             if node is not None:
@@ -181,7 +188,7 @@ class Watch(QObject):
             return False
         trained = w.runner.result is not None and w.runner.revision == w.doc.revision
         try:
-            compiled = w.runner.result.compiled if trained else compile(w.doc.graph)
+            compiled = w.runner.result.compiled if trained else compiler.compile(w.doc.graph)
             trace = StepTrace.of(compiled, list(w.scene.wires))
         except Exception as e:  # a graph that cannot run yet: say why, in the panel
             self.steps.show_message(preview_error(e))

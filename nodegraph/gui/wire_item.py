@@ -23,7 +23,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QStyleOptionGraphicsItem
 
 from nodegraph.gui import theme
-from nodegraph.gui.node_item import NodeItem, PortItem, detail
+from nodegraph.gui.node_item import PORT_FONT, NodeItem, PortItem, detail
 from nodegraph.gui.routing import Rect, curve_points, label_spot, route
 from nodegraph.model.errors import Problem
 from nodegraph.model.graph import Edge
@@ -38,8 +38,9 @@ _label = {"scale": 1.0, "font": LABEL_FONT}  # labels grow as the view zooms out
 
 def label_scale_for(zoom: float) -> float:
     """How much larger than at 1:1 shape labels are drawn at `zoom`, so they stay about
-    8 px tall on screen down to LABEL_LOD (in steps of 0.1: relabelling costs a little)."""
-    return round(min(1.6, max(1.0, 0.9 / max(zoom, 1e-6))), 1)
+    8 px tall on screen down to the zoom where labels stop (`label_lod`; in steps of 0.1:
+    relabelling costs a little)."""
+    return round(min(2.2, max(1.0, 0.9 / max(zoom, 1e-6))), 1)
 
 
 def set_label_scale(scale: float, wires) -> None:
@@ -52,6 +53,22 @@ def set_label_scale(scale: float, wires) -> None:
     for wire in wires:
         wire.relabel()
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
+# A small graph keeps its labels further out: a few hundred labels cost little to place and
+# draw, and such a graph fitted to the window (a detector, 50 wires at 44 %) would otherwise
+# show no shape at all. Large graphs keep LABEL_LOD, below which their far layer draws.
+FEW_WIRES = 200
+FEW_LABEL_LOD = 0.4
+
+
+def label_lod_for(wires: int) -> float:
+    """The zoom below which a scene of `wires` wires draws no shape labels (and its far
+    layer draws the wires)."""
+    return FEW_LABEL_LOD if wires <= FEW_WIRES else LABEL_LOD
+
+
+def compact(shape: str) -> str:
+    """A shape label without its spaces, for the tag by a port: `(N,16)`."""
+    return shape.replace(" ", "")
 
 
 def rounded(points: list[tuple[float, float]]) -> QPainterPath:
@@ -98,7 +115,9 @@ class WireItem(QGraphicsPathItem):
         self.label = ""
         self.problems: list[Problem] = []
         self.has_error = False
+        self.diff_mark: str | None = None  # "added", "changed", "removed": File > Compare
         self._label_rect = QRectF()
+        self.label_at: str | None = None  # where the shape shows: "wire", "port", "sibling"
         self._points: list | None = None  # the routed polyline, None for the plain curve
         self._cards: list = []  # the other cards near it (labels keep clear of them)
         self._bounds = QRectF()  # kept, not computed per call: Qt asks for it very often
@@ -190,15 +209,24 @@ class WireItem(QGraphicsPathItem):
             layer.changed()
 
     def _place_label(self) -> None:
+        self.label_at = None
         if self.label:
             scale = _label["scale"]
             w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
             h = 14.0 * scale
             mid = self._label_centre(w, h)
+            self.label_at = "wire" if mid is not None else None
             if mid is not None and self._said_nearby(mid):
                 mid = None  # a fan-out's wires run together: its shape once is enough
+                self.label_at = "sibling"
             self._label_rect = QRectF() if mid is None else \
                 QRectF(mid[0] - w / 2, mid[1] - h / 2, w, h)
+            if self.label_at is None:
+                # no room on the wire: the shape goes by the input's dot, compact
+                # (`(N,16)`), just above where the wire arrives, outside the card
+                self.label_at = "port"
+                self._label_rect = self._port_tag_rect()
+                self.target.node.update()  # it may paint the tag now (or stop)
         else:
             self._label_rect = QRectF()
         self._bounds = self.path().controlPointRect().adjusted(-4, -4, 4, 4).united(
@@ -207,6 +235,35 @@ class WireItem(QGraphicsPathItem):
         if labels is not None:
             r = self._label_rect
             labels.put(self, None if r.isEmpty() else (r.left(), r.top(), r.right(), r.bottom()))
+
+    @property
+    def shown_text(self) -> str:
+        """The shape as drawn: in full on the wire, compact by the port."""
+        return compact(self.label) if self.label_at in ("port", "port_inside") else self.label
+
+    def _port_tag_rect(self) -> QRectF:
+        """Above the arriving wire, left of the input's dot; below it when a card or another
+        label is there; else inside the card, after the port's name (`input (N,4)`), where
+        cards stand too close for anything between them."""
+        scale = _label["scale"]
+        w = QFontMetricsF(_label["font"]).horizontalAdvance(compact(self.label)) + 6 * scale
+        h = 12.0 * scale
+        b = self.target.anchor()
+        right = b.x() - theme.PORT_RADIUS - 4
+        spots = [QRectF(right - w, b.y() - h - 1, w, h), QRectF(right - w, b.y() + 1, w, h)]
+        scene = self.scene()
+        index = getattr(scene, "card_index", None)
+        labels = getattr(scene, "label_index", None)
+        for spot in spots:
+            box = (spot.left() - 2, spot.top() - 2, spot.right() + 2, spot.bottom() + 2)
+            if index is not None and index.query(scene.nodes.values(), *box):
+                continue
+            if labels is not None and labels.near(*box, but=self):
+                continue
+            return spot
+        self.label_at = "port_inside"
+        name = QFontMetricsF(PORT_FONT).horizontalAdvance(self.target.port.name)
+        return QRectF(b.x() + 12 + name + 4, b.y() - h / 2, w, h)
 
     def shown_label_rect(self) -> QRectF:
         """Where the shape label is drawn (empty when it has none or no room): the wave
@@ -281,7 +338,11 @@ class WireItem(QGraphicsPathItem):
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         lod = detail(option, painter)
         color = QColor(theme.ERROR) if self.has_error else self.color
-        if lod < LABEL_LOD:  # zoomed far out: a plain curve is all one can see
+        if self.diff_mark and not self.has_error:
+            color = QColor(theme.diff_color(self.diff_mark))
+        scene = self.scene()
+        if lod < (scene.label_lod if hasattr(scene, "label_lod") else LABEL_LOD):
+            # zoomed far out: a plain curve is all one can see
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(QPen(QColor(theme.SELECTION) if self.isSelected() else color, 0))
             painter.drawPath(self.path())
@@ -297,8 +358,8 @@ class WireItem(QGraphicsPathItem):
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self.path())
-        if self.label and not self._label_rect.isEmpty():
-            self._paint_label(painter, color)
+        if self.label and not self._label_rect.isEmpty() and self.label_at != "port_inside":
+            self._paint_label(painter, color)  # (a tag inside a card is the card's to paint)
 
     def _paint_label(self, painter: QPainter, color: QColor) -> None:
         painter.setPen(QPen(color.darker(130), 1.0))
@@ -307,7 +368,7 @@ class WireItem(QGraphicsPathItem):
         painter.drawRoundedRect(self._label_rect, radius, radius)
         painter.setFont(_label["font"])
         painter.setPen(QColor(theme.TEXT))
-        painter.drawText(self._label_rect, Qt.AlignmentFlag.AlignCenter, self.label)
+        painter.drawText(self._label_rect, Qt.AlignmentFlag.AlignCenter, self.shown_text)
 
 
 class DragWire(QGraphicsPathItem):

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nodegraph.model import allowlist
 from nodegraph.model.errors import GraphFileError, Problem
 from nodegraph.model.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.model.groupdefs import GROUP_NAME, GroupDef
@@ -56,12 +55,25 @@ MAX_EDGES = 5 * MAX_NODES  # no block takes more than a handful of inputs
 def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
     """Read a graph file. What could not be placed in the graph is in `graph.load_problems`."""
     path = Path(path)
+    graph = loads(_read_text(path), registry, source=str(path))
+    graph.folder = path.parent.absolute()
+    return graph
+
+
+def read_document(path: str | os.PathLike) -> dict:
+    """A graph file's document, checked (size, depth, numbers, counts) and migrated like
+    `load`'s, but not built into a `Graph`: no registry and no torch (`nodegraph diff`)."""
+    path = Path(path)
+    return _parse(_read_text(path), str(path))[0]
+
+
+def _read_text(path: Path) -> str:
     try:
         if path.is_file() and path.stat().st_size > MAX_BYTES:
             raise GraphFileError(_too_big(str(path), path.stat().st_size))
         # a regular file only, read to MAX_BYTES and no further (a FIFO, /dev/zero, a file
         # that grows while read), then decoded as UTF-8 the way read_text would
-        text = read_regular(path, MAX_BYTES, "graph file").decode("utf-8")
+        return read_regular(path, MAX_BYTES, "graph file").decode("utf-8")
     except FileRefused as e:
         raise GraphFileError(str(e)) from None
     except FileNotFoundError:
@@ -73,13 +85,32 @@ def load(path: str | os.PathLike, registry: Registry | None = None) -> Graph:
                              ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise GraphFileError(f"{path}: cannot read: {e}") from None
-    graph = loads(text, registry, source=str(path))
-    graph.folder = path.parent.absolute()
-    return graph
 
 
 def loads(text: str, registry: Registry | None = None, source: str = "<string>") -> Graph:
     """Parse a graph document from a string (see `load`)."""
+    doc, duplicates = _parse(text, source)
+    graph = Graph(str(doc.get("name", Path(source).stem)), registry)
+    problems = [Problem(None, None, "duplicate_key", f"key '{k}' appears twice; the last one "
+                        "was kept", severity="warning") for k in duplicates]
+    _read_groups(graph, doc.get("groups", {}), problems)
+    _read_nodes(graph, doc.get("nodes", {}), problems)
+    _read_edges(graph, doc.get("edges", []), problems)
+    _read_ties(graph, doc.get("ties", []), problems)
+    for key in ("training", "ui"):
+        value = doc.get(key, {})
+        if isinstance(value, dict):
+            setattr(graph, key, value)
+        else:
+            problems.append(Problem(None, None, "bad_entry", f"'{key}' must be an object; "
+                                    "it was ignored"))
+    graph.extra = {k: v for k, v in doc.items() if k not in KNOWN_TOP}
+    graph.load_problems = problems
+    return graph
+
+
+def _parse(text: str, source: str) -> tuple[dict, list[str]]:
+    """The checked, migrated document of `text`, and the keys that appeared twice."""
     if len(text) > MAX_BYTES:
         raise GraphFileError(_too_big(source, len(text)))
     text = text.removeprefix("\ufeff")  # a BOM some editors write: not part of the JSON
@@ -103,23 +134,7 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
     _check_values(doc, source)
     doc = _check_and_migrate(doc, source)
     _check_counts(doc, source)
-    graph = Graph(str(doc.get("name", Path(source).stem)), registry)
-    problems = [Problem(None, None, "duplicate_key", f"key '{k}' appears twice; the last one "
-                        "was kept", severity="warning") for k in duplicates]
-    _read_groups(graph, doc.get("groups", {}), problems)
-    _read_nodes(graph, doc.get("nodes", {}), problems)
-    _read_edges(graph, doc.get("edges", []), problems)
-    _read_ties(graph, doc.get("ties", []), problems)
-    for key in ("training", "ui"):
-        value = doc.get(key, {})
-        if isinstance(value, dict):
-            setattr(graph, key, value)
-        else:
-            problems.append(Problem(None, None, "bad_entry", f"'{key}' must be an object; "
-                                    "it was ignored"))
-    graph.extra = {k: v for k, v in doc.items() if k not in KNOWN_TOP}
-    graph.load_problems = problems
-    return graph
+    return doc, duplicates
 
 
 def _check_counts(doc: dict, source: str) -> None:
@@ -387,6 +402,9 @@ def to_document(graph: Graph) -> dict:
                                 **({"ui": d.ui} if d.ui else {})}
                          for name, d in graph.groups.items()}
     doc.update(_body(graph))
+    # imported here: the allowlist needs torch, and reading a file (`nodegraph diff`) must not
+    from nodegraph.model import allowlist
+
     modules = allowlist.modules_needed(graph)
     if modules:  # the file says, at its top, which code of the user's it runs (if trusted)
         doc["imports"] = modules

@@ -128,6 +128,9 @@ class Param(Generic[T]):
     # node and nodes only: the block kinds a named node may have ("op", "metric", "group",
     # ...); empty: any node
     of: tuple[str, ...] = ()
+    # may change while a run trains: the editor sends the new value to the run, which
+    # applies it from its next step and records it in its history (an optimizer's lr)
+    live: bool = False
 
     @property
     def required(self) -> bool:
@@ -657,6 +660,11 @@ def load_default_registry() -> Registry:
 
 
 _default: Registry | None = None
+
+
+def default_registry_loaded() -> bool:
+    """Whether `default_registry()` would answer at once (its block library is imported)."""
+    return _default is not None
 
 
 def default_registry() -> Registry:

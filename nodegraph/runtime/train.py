@@ -72,6 +72,20 @@ class RunControl:
         self._stop = threading.Event()
         self._running = threading.Event()
         self._running.set()
+        self._changes: list[tuple[str, str, Any]] = []  # live param changes, not yet applied
+        self._lock = threading.Lock()
+
+    def set_param(self, node: str, name: str, value: Any) -> None:
+        """Change a live param (an optimizer's lr) of the running graph from its next step."""
+        with self._lock:
+            self._changes.append((node, name, value))
+
+    def take_changes(self) -> list[tuple[str, str, Any]]:
+        if not self._changes:  # every step asks: the common answer costs no lock
+            return []
+        with self._lock:
+            taken, self._changes = self._changes, []
+        return taken
 
     def stop(self) -> None:
         self._stop.set()
@@ -260,6 +274,7 @@ class Trainer:
                  checkpoint_dir: Path | None, group: distributed.Group | None = None,
                  callbacks: Iterable[Callback] = ()):
         self.c, self.opts, self.events, self.control = compiled, opts, events, control
+        self.live_changes: list[dict[str, Any]] = []  # applied since the last epoch entry
         self.checkpoint_dir = checkpoint_dir
         self.ddp = DataParallel(group) if group is not None else None
         self.run_plan = compiled.module.run  # (plan, values) -> values
@@ -364,6 +379,8 @@ class Trainer:
         entry: dict[str, Any] = {"epoch": state.epoch, "train": state.train, "val": state.val,
                  "lr": {o.node: o.optimizer.param_groups[0]["lr"] for o in self.active},
                  "seconds": round(time.perf_counter() - began, 4)}
+        if self.live_changes:  # what was changed while this epoch trained, and from when
+            entry["changes"], self.live_changes = self.live_changes, []
         if len(state.stages) > 1:
             entry["stage"] = state.stages[stage].name
         state.history.append(entry)
@@ -371,6 +388,30 @@ class Trainer:
                                     entry["lr"], entry["seconds"], state.improved))
         state.index += 1
         hooks.on_epoch_end(self)  # snapshots, early stopping, checkpoints
+
+    def apply_changes(self, changes: list[tuple[str, str, Any]], epoch: int) -> None:
+        """Live param changes sent while the run trains (an optimizer's lr): set in the
+        optimizer's param groups (and under its schedule, which scales from them) before
+        the next step, and recorded for the epoch's history; a param the optimizer does not
+        hold is said, not applied."""
+        for node, name, value in changes:
+            o = next((o for o in self.c.optimizers if o.node == node), None)
+            groups = o.optimizer.param_groups if o is not None else []
+            if o is None or not groups or name not in groups[0] \
+                    or isinstance(groups[0][name], tuple):
+                self.events.emit(Message(f"{node}.{name} cannot change while training; it "
+                                         "applies to the next run"))
+                continue
+            before = groups[0][name]
+            for g in groups:
+                g[name] = value
+            if name == "lr" and o.scheduler is not None and hasattr(o.scheduler, "base_lrs"):
+                o.scheduler.base_lrs = [value for _ in o.scheduler.base_lrs]
+            step = self.state.global_step + 1
+            self.live_changes.append({"node": node, "param": name, "value": value,
+                                      "before": before, "epoch": epoch, "step": step})
+            self.events.emit(Message(f"{node}.{name} = {value} from step {step} (was "
+                                     f"{before})"))
 
     def _train_epoch(self, epoch: int, steps: int) -> dict[str, Any] | None:
         """The steps of one epoch and their mean losses and metrics; None when stopped."""
@@ -390,6 +431,8 @@ class Trainer:
                 return None
             if control.paused:
                 control.wait_while_paused()
+            if control._changes:
+                self.apply_changes(control.take_changes(), epoch)
             state.global_step += 1
             for cb in before:
                 cb.on_step_start(self, values)

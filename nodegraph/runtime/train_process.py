@@ -10,7 +10,7 @@ the model trains at headless speed while the editor draws what it sends (the ben
 The protocol, one pickled tuple per message:
 
     editor -> process: ("train", graph text, folder, trusted modules, options, torch threads)
-                       ("stop",) ("pause",) ("resume",)
+                       ("stop",) ("pause",) ("resume",) ("set", node, param, value)
     process -> editor: ("ready",)   once, first: warm (`warm`), a run starts at once now
                        ("events", [event, ...])   batched as `EventBatcher` does
                        ("failed", message, node id or None)
@@ -133,6 +133,8 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
                 control.pause()
             elif kind == "resume":
                 control.resume()
+            elif kind == "set" and len(message) == 4:  # a live param, from the next step
+                control.set_param(*message[1:])
 
     threading.Thread(target=read_messages, daemon=True, name="nodegraph-jobs").start()
     warm()

@@ -32,7 +32,8 @@ from nodegraph.model.spec import (
 )
 
 PORTS = {"inputs": [LOSS_IN, SCHEDULE_IN], "outputs": []}
-LR = float_param("lr", 0.01, "learning rate (step size)", min=0)
+LR = float_param("lr", 0.01, "learning rate (step size); may change while training", min=0,
+                 live=True)
 WEIGHT_DECAY = float_param("weight_decay", 0.0, "L2 penalty added to the gradient", min=0)
 EPS = float_param("eps", 1e-8, "added to the denominator for stability", min=0)
 BETAS: Param[list[float]] = Param("betas", "floats", [0.9, 0.999],
@@ -41,7 +42,8 @@ AMSGRAD = bool_param("amsgrad", False, "use the AMSGrad variant")
 
 
 def _lr(default: float) -> Param:
-    return float_param("lr", default, "learning rate (step size)", min=0)
+    return float_param("lr", default, "learning rate (step size); may change while training",
+                       min=0, live=True)
 
 
 def _momentum(default: float) -> Param:

@@ -14,13 +14,25 @@ RECTS = {"a": (0.0, 0.0, 100.0, 40.0), "b": (150.0, 30.0, 60.0, 80.0),
 
 
 def test_align_edges_and_centres():
-    assert arrange.align(RECTS, "left") == {"a": (0, 0), "b": (0, 30), "c": (0, -20)}
-    assert arrange.align(RECTS, "right") == {"a": (400, 0), "b": (440, 30), "c": (400, -20)}
+    # lined up on the left edge they would overlap: pushed down in their order, 24 apart
+    # (c spans -20..40, so a goes to 64; a ends at 104, so b goes to 128)
+    assert arrange.align(RECTS, "left") == {"a": (0, 64), "b": (0, 128), "c": (0, -20)}
+    assert arrange.align(RECTS, "right") == {"a": (400, 64), "b": (440, 128),
+                                             "c": (400, -20)}
+    # on one bottom line they are already apart (different x): nobody moves sideways
     assert arrange.align(RECTS, "bottom") == {"a": (0, 70), "b": (150, 30), "c": (400, 50)}
     centre = (50 + 180 + 450) / 3
     col = arrange.align(RECTS, "hcenter")
     assert all(abs(col[n][0] + RECTS[n][2] / 2 - centre) < 1e-9 for n in RECTS)
     assert arrange.align({"a": RECTS["a"]}, "left") == {}  # one card: nothing to align
+
+
+def test_align_as_column_on_one_row_makes_a_column_not_a_stack():
+    row = {f"n{i}": (i * 220.0, 0.0, 180.0, 90.0) for i in range(4)}
+    col = arrange.align(row, "hcenter")
+    tops = [col[f"n{i}"][1] for i in range(4)]
+    assert tops == [0.0, 114.0, 228.0, 342.0]  # in their left-to-right order, 24 apart
+    assert len({col[n][0] for n in row}) == 1
 
 
 def test_distribute_keeps_the_ends_and_equalises_the_gaps():

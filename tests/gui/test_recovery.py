@@ -25,6 +25,9 @@ from nodegraph.gui.main_window import MainWindow
 
 def edit():
     (window,) = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow)]
+    if window.blocks_loading:  # the editor draws first; its blocks come right after
+        QTimer.singleShot(50, edit)
+        return
     window.doc.set_param("opt", "lr", 0.2)
     print("edited", flush=True)
 

@@ -89,7 +89,11 @@ def test_stop_works_mid_epoch_within_a_second_and_the_canvas_stays_live(make_win
     assert w.runner.wait(5)
     assert time.monotonic() - began < 1.0
     assert finished and finished[0].cancelled and finished[0].history == []  # mid-epoch
-    assert w.plots.points("train loss (step)") > 0
+    assert w.plots.points("train loss (step)") > 0  # the plots are kept
+    # Stop finishes cleanly: the progress bar is reset and no wave is left on the wires
+    assert w.run_status.bar.value() == 0 and "stopped" in w.run_status.label.text()
+    assert w.watch.animator.frame is None
+    assert all(s.color is None for s in w.watch.marks._strokes.values())
 
 
 def test_editing_during_a_run_asks_whether_to_stop(make_window, tmp_path, prompts):
