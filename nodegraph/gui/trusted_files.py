@@ -15,8 +15,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from nodegraph.model.allowlist import source_digest
+from nodegraph.gui.later import later
 from nodegraph.model.fileformat import atomic_write_text
+
+allowlist = later("nodegraph.model.allowlist")  # torch: its table is built from torch
 
 RECORD = "trusted-files.json"
 
@@ -45,11 +47,11 @@ class TrustedFiles:
         """True when this content was trusted for (at least) these modules, each with the
         source it has now."""
         known = self._read().get(digest(data), {})
-        return all(m in known and known[m] == source_digest(m) for m in modules)
+        return all(m in known and known[m] == allowlist.source_digest(m) for m in modules)
 
     def remember(self, data: bytes, modules: list[str]) -> None:
         files = self._read()
-        files[digest(data)] = {m: source_digest(m) for m in sorted(set(modules))}
+        files[digest(data)] = {m: allowlist.source_digest(m) for m in sorted(set(modules))}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.path, json.dumps({"files": files}, indent=1))
