@@ -35,9 +35,14 @@ def variant(graph: Graph | str, **sets: Any) -> Graph:
     return with_assignments(g, {k.replace("__", "."): v for k, v in sets.items()})
 
 
-def run(graph: Graph | str, epochs: int | None = None, **sets: Any) -> RunResult:
-    """Train an example (or a graph) on the CPU with `sets` applied."""
-    return nodegraph.train(variant(graph, **sets), epochs=epochs, device="cpu")
+def run(graph: Graph | str, epochs: int | None = None, data_roots: tuple = (),
+        **sets: Any) -> RunResult:
+    """Train an example (or a graph) on the CPU with `sets` applied; `data_roots`: folders
+    outside the example's own that its data may come from (a test's temporary files)."""
+    g = variant(graph, **sets)
+    if data_roots:
+        g.data_roots = tuple(Path(r) for r in data_roots)
+    return nodegraph.train(g, epochs=epochs, device="cpu")
 
 
 def builder(name: str):

@@ -41,6 +41,7 @@ def test_the_files_are_what_the_builder_writes():
 def test_cifar_cnn_learns_streamed_with_workers(make_data, tmp_path):
     folder = make_data.write_cifar(tmp_path, per_batch=400, test=300)
     result = run("cifar_cnn", epochs=4, data__path=str(folder), data__storage="stream",
+                 data_roots=(tmp_path,),
                  training__workers=2)
     from nodegraph.kinds.streamed import is_streamed
 
@@ -50,7 +51,7 @@ def test_cifar_cnn_learns_streamed_with_workers(make_data, tmp_path):
 
 def test_cifar_cnn_learns_in_memory(make_data, tmp_path):
     folder = make_data.write_cifar(tmp_path, per_batch=400, test=300)
-    result = run("cifar_cnn", epochs=4, data__path=str(folder))
+    result = run("cifar_cnn", epochs=4, data__path=str(folder), data_roots=(tmp_path,))
     assert not getattr(result.compiled.datasets["data"], "streamed", False)
     assert result.final["test"]["accuracy"] > 0.7
 
@@ -59,7 +60,7 @@ def test_parquet_churn_matches_logistic_regression(make_data, tmp_path):
     from sklearn.linear_model import LogisticRegression
 
     path = make_data.write_parquet(tmp_path, n=3000)
-    result = run("parquet_churn", epochs=10, data__path=str(path))
+    result = run("parquet_churn", epochs=10, data__path=str(path), data_roots=(tmp_path,))
     data = result.compiled.datasets["data"]
     train, test = data.tensors("train"), data.tensors("test")
     reference = LogisticRegression(max_iter=1000).fit(train["x"].numpy(), train["y"].numpy())
@@ -72,13 +73,13 @@ def test_parquet_churn_matches_logistic_regression(make_data, tmp_path):
 
 def test_hf_signals_learn(make_data, tmp_path):
     folder = make_data.write_hf(tmp_path, train=1200, test=300)
-    result = run("hf_signals", epochs=10, data__path=str(folder))
+    result = run("hf_signals", epochs=10, data__path=str(folder), data_roots=(tmp_path,))
     assert result.final["test"]["accuracy"] > 0.8  # 4 classes: chance is 0.25
 
 
 def test_webdataset_signals_learn_streamed(make_data, tmp_path):
     folder = make_data.write_shards(tmp_path, shards=4, per_shard=300, val=300)
-    result = run("webdataset_signals", epochs=10,
+    result = run("webdataset_signals", epochs=10, data_roots=(tmp_path,),
                  data__shards=str(folder / "train-{000..003}.tar"),
                  data__val_shards=str(folder / "val-000.tar"), data__storage="stream",
                  training__workers=2)
@@ -88,8 +89,9 @@ def test_webdataset_signals_learn_streamed(make_data, tmp_path):
 @pytest.fixture(scope="module")
 def bpe(tmp_path_factory):
     torch.set_num_threads(1)
-    path = _make_data().write_corpus(tmp_path_factory.mktemp("corpus"), sentences=1500)
-    return run("bpe_transformer", epochs=2, data__path=str(path))
+    folder = tmp_path_factory.mktemp("corpus")
+    path = _make_data().write_corpus(folder, sentences=1500)
+    return run("bpe_transformer", epochs=2, data__path=str(path), data_roots=(folder,))
 
 
 def test_bpe_language_model_learns(bpe):
@@ -114,6 +116,7 @@ def test_bpe_language_model_streamed_decodes(tmp_path):
 
     path = _make_data().write_corpus(tmp_path, sentences=1500)
     result = run("bpe_transformer", epochs=2, data__path=str(path), data__storage="stream",
+                 data_roots=(tmp_path,),
                  training__workers=0)
     data = result.compiled.datasets["data"]
     assert is_streamed(data) and data._tensors == {}

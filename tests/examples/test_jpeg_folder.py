@@ -33,7 +33,8 @@ def _write(root: Path, per_class: int) -> Path:
 def _run(tmp_path: Path, folder: Path, *extra: str) -> dict:
     out = tmp_path / "metrics.json"
     proc = subprocess.run([sys.executable, "-m", "nodegraph", "run", str(EXAMPLE), "--quiet",
-                           "--set", f"data.path={folder}", "--metrics-out", str(out), *extra],
+                           "--set", f"data.path={folder}", "--data-root", str(folder),
+                           "--metrics-out", str(out), *extra],
                           capture_output=True, text=True, timeout=1500,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-4000:]
