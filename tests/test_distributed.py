@@ -82,13 +82,17 @@ def test_two_processes_match_one(tmp_path, deadline, graph, extra):
     if "accuracy" in final["train"]:  # it learned, so agreeing is no matter of chance
         assert final.get("test", final["train"])["accuracy"] > 0.85
     assert len(single["history"]) == len(double["history"])
+    # the CNN's convolutions sum in another order when each rank holds half a batch: after
+    # two epochs its losses differ in the fourth digit on some CPUs (1.2e-4 relative on a
+    # Xeon of 2026), the MLPs' do not
+    rel = 5e-4 if "cnn" in graph else 1e-4
     for a, b in zip(single["history"], double["history"], strict=True):
         for split in ("train", "val"):
             for key, value in a[split].items():
-                assert b[split][key] == pytest.approx(value, rel=1e-4, abs=1e-6), (split, key)
+                assert b[split][key] == pytest.approx(value, rel=rel, abs=1e-6), (split, key)
     for split, stats in single["final"].items():
         for key, value in stats.items():
-            assert double["final"][split][key] == pytest.approx(value, rel=1e-4, abs=1e-6)
+            assert double["final"][split][key] == pytest.approx(value, rel=rel, abs=1e-6)
 
 
 def test_nproc_is_removed_before_torchrun_starts_the_workers():
