@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import nodegraph
-from nodegraph import kinds
+from nodegraph.kinds import declare as kinds
 from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import DATA_PARAMS, Dataset
 from nodegraph.kinds.loading import LoaderOptions, ShardSource
