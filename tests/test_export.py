@@ -47,8 +47,7 @@ def load_module(path: Path):
 # linear_sum_assignment (in `hungarian`), whose (compiled) source cannot be copied.
 UNEXPORTABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "trees_vs_mlp": (("tree", "forest", "boosting"), "fitted by scikit-learn"),
-    "detr_shapes": (("loss",), "hungarian"),
-    "jpeg_folder": (("data",), "streamed data block")}
+    "detr_shapes": (("loss",), "hungarian")}
 # Examples whose estimators are unfitted until the graph runs: ONNX traces initial weights.
 UNFITTED = {"trees_vs_mlp"}
 
@@ -125,6 +124,42 @@ def test_training_script_gives_nodegraphs_loss_curve(exported, name, epochs):
     # the loss fell: the script trains, it does not only agree
     first, last = theirs.history[0]["train"]["loss"], theirs.history[-1]["train"]["loss"]
     assert last < 0.5 * first
+
+
+def test_streamed_augmented_images_export_as_a_dataloader_over_the_same_files(exported):
+    """jpeg_folder streams a JPEG folder with random crops, flips and colour jitter in 2
+    workers: the script reads the same files (listed in its .npz, not the pixels) with the
+    same v2 transforms, and with the same seed its batches are nodegraph's, augmentation
+    included, so the loss curve is nodegraph's too."""
+    graph, path = exported["jpeg_folder"]
+    text = path.read_text()
+    assert "v2.RandomCrop((32, 32), padding=3, padding_mode='edge')" in text
+    assert "class ImageFiles(torch.utils.data.Dataset):" in text
+    with np.load(path.with_name(path.stem + "_data.npz")) as arrays:
+        assert sorted(arrays) == ["data/train/files", "data/train/labels", "data/val/files",
+                                  "data/val/labels"]  # a file list, not decoded images
+        assert len(arrays["data/train/files"]) == 40
+    module = load_module(path)
+    data = module.load_data()
+    compiled = nodegraph.compile(graph, device="cpu", for_training=True)
+    ds = compiled.datasets["data"]
+    mine, theirs = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    for _ in range(2):  # two epochs: a new order and new random draws each
+        ours = list(data["train"].batches(module.BATCH_SIZE, mine))
+        ng = list(ds.batches("train", True, theirs))
+        assert len(ours) == len(ng) == 2
+        for a, b in zip(ours, ng, strict=True):
+            assert torch.equal(a["x"], b["x"]) and torch.equal(a["y"], b["y"])
+    first = next(data["val"].batches(module.EVAL_BATCH_SIZE))
+    assert torch.equal(first["x"], next(ds.batches("val", batch_size=32))["x"])
+    epochs = 4
+    _, result = module.train(epochs, log=lambda line: None)
+    run = nodegraph.train(graph, epochs=epochs, device="cpu")
+    for a, b in zip(result["history"], run.history, strict=True):
+        assert _flat(a["train"]) == pytest.approx(_flat(b["train"]), rel=1e-5)
+        assert _flat(a["val"]) == pytest.approx(_flat(b["val"]), rel=1e-5)
+    losses = [h["train"]["loss"] for h in result["history"]]
+    assert losses[-1] < losses[0]
 
 
 def test_two_optimizers_and_training_stages_give_the_same_curve(tmp_path):

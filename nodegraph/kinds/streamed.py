@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,27 @@ STORAGE_PARAM = choice_param(
 MEMORY_LIMIT = 2 << 30
 # whole-split tensors (`tensors`) of a streamed dataset are made up to this many bytes
 TENSORS_LIMIT = 1 << 30
+
+
+@dataclass
+class StreamScript:
+    """A streamed data block as code, for the Python export (`nodegraph.interop.export.stream`):
+    a block whose reads can be written in a few lines sets ``dataset.script`` to a callable
+    ``script(node) -> StreamScript``. `readers[split]` is the call making the split's
+    map-style reader, (callee, argument expressions); they may read ``arrays["node/..."]``,
+    the .npz beside the script, which holds `arrays`. `transforms[split]` is (steps, onehot,
+    flat): the per-sample steps on port x as ``v2.`` expressions (torchvision.transforms.v2),
+    the classes labels become one-hot over (None: kept) and whether x is flattened; None when
+    nothing applies. `batch_steps` are the training batches' MixUp/CutMix expressions.
+    `definitions` are the classes the readers need, `imports` theirs (module, name, alias)."""
+
+    readers: dict[str, tuple[str, list[str]]]
+    arrays: dict[str, np.ndarray]
+    definitions: list[str] = field(default_factory=list)
+    imports: list[tuple[str, str, str]] = field(default_factory=list)
+    transforms: dict[str, tuple[list[str], int | None, bool] | None] = field(
+        default_factory=dict)
+    batch_steps: list[str] = field(default_factory=list)
 
 
 class SampleError(NodegraphError):

@@ -53,10 +53,11 @@ def libraries(graph: Graph) -> list[str]:
     return [lib for lib in LIBRARIES if f'"{lib}.' in text or f'"{lib}:' in text]
 
 
-def loader(graph: Graph, source: Source) -> str | None:
-    """The lines that make the libraries `graph` names importable, or None if it names
-    none; the imports they use are added to `source`."""
-    libs = libraries(graph)
+def loader(graph: Graph, source: Source, transforms: bool = False) -> str | None:
+    """The lines that make the libraries `graph` names importable (torchvision too when
+    `transforms`: streamed data's augmentation), or None if it names none; the imports
+    they use are added to `source`."""
+    libs = libraries(graph) or (["torchvision"] if transforms else [])
     if not libs:
         return None
     needed = ["torchvision", *[lib for lib in libs if lib != "torchvision"]]
