@@ -198,18 +198,34 @@ class StreamedDataset:
         return max(0, min(b, self.size(split) - (step - 1) * b))
 
     def batches(self, split: str, shuffle: bool = False, generator: torch.Generator | None = None,
-                node: str | None = None, batch_size: int | None = None) -> Iterator[dict]:
+                node: str | None = None, batch_size: int | None = None,
+                plain: bool = False) -> Iterator[dict]:
         """Yield batches of `split` as dicts port -> tensor, or (node, port) -> tensor when
         `node` is given; shuffled (and augmented, on the training split) with a seed drawn
-        from `generator`, so a seeded run reproduces."""
+        from `generator`, so a seeded run reproduces. `plain`: no random augmentation, the
+        training split read as val/test are (predicting, evaluating a trained model)."""
         from nodegraph.kinds.loading import epoch_batches
 
         if split not in self.sources:
             return
         seed = (int(torch.randint(0, 2 ** 62, (1,), generator=generator))
                 if generator is not None else 0)
-        for batch in epoch_batches(self, split, shuffle, seed, batch_size):
+        for batch in epoch_batches(self, split, shuffle, seed, batch_size, plain):
             yield self._finish(batch, node)
+
+    def plain_transform(self, split: str) -> Callable | None:
+        """The deterministic per-sample transform of `split`: its own on val/test, on the
+        training split the val/test one when the training one is random."""
+        if split != "train" or not self.augmented:
+            return self.transforms.get(split)
+        for other in ("val", "test"):
+            if other in self.transforms:
+                return self.transforms[other]
+        if "train" in self.transforms:
+            raise NodegraphError(f"{self.node or 'data'}: the training split is randomly "
+                                 "augmented and the block gives no deterministic (val/test) "
+                                 "transform to read it without augmentation")
+        return None
 
     def _finish(self, batch: dict[str, torch.Tensor], node: str | None) -> dict:
         """A collated CPU batch on the training device, in its dtype, normalised."""
