@@ -19,7 +19,7 @@ from nodegraph.model.graph import Graph
 LIBRARIES = ("torchvision", "timm")  # timm imports torchvision too
 
 LOADER = '''\
-# This model builds modules of {libraries} by their import path (see `by_path`): it needs
+# {why}: it needs
 # {libraries} installed beside torch ({install}). A torchvision wheel built
 # for a CUDA torch fails to import beside a CPU-only torch while it registers its compiled
 # detection ops (torchvision::nms), which the classification models never call; declaring
@@ -64,5 +64,8 @@ def loader(graph: Graph, source: Source, transforms: bool = False) -> str | None
     source.add_import("sys")
     source.add_import("torch")
     source.reserve("load_torchvision")
-    return LOADER.format(libraries=" and ".join(needed),
+    why = ("This model builds modules of " + " and ".join(needed) + " by their import path "
+           "(see `by_path`)" if libraries(graph) else
+           "The data is augmented with torchvision.transforms.v2 (its load function)")
+    return LOADER.format(why=why, libraries=" and ".join(needed),
                          install="pip install " + " ".join(needed))

@@ -17,6 +17,10 @@ pixels are read from the files while training, so data larger than memory trains
 
 from __future__ import annotations
 
+from typing import Any
+
+import torch
+
 from nodegraph.interop.export.data import SPLITS, DataCode
 from nodegraph.interop.export.syntax import LINE, call_lines
 from nodegraph.kinds.loading import _MIX, LoaderOptions
@@ -113,10 +117,13 @@ class Stream:
     samples and seeds every sample's transforms. Batches are at most `limit` samples (the
     training batch: evaluation reads no larger ones)."""
 
-    def __init__(self, reader, transform, limit, shuffle, workers, batch_transform=None):
+    def __init__(self, reader, transform, limit, shuffle, workers, batch_transform=None,
+                 normalization=None):
         self.samples = Seeded(reader, transform)
         self.limit, self.shuffle, self.workers = limit, shuffle, workers
         self.batch_transform = batch_transform
+        # port -> (centre, scale) fitted on the training split: batches scaled as they come
+        self.normalization = normalization or {{}}
         self.loaders = {{}}  # per batch size, kept: persistent workers live across epochs
 
     def __len__(self):
@@ -141,7 +148,10 @@ class Stream:
         order, loader = self.loaders[size]
         order.seed = seed
         for batch in loader:
-            yield {{port: t.to(DEVICE) for port, t in batch.items()}}'''
+            batch = {{port: t.to(DEVICE) for port, t in batch.items()}}
+            for port, (centre, scale) in self.normalization.items():
+                batch[port] = (batch[port] - centre.to(DEVICE)) / scale.to(DEVICE)
+            yield batch'''
 
 # what `batches` does first when data streams
 BATCHES_STREAMED = '''\
@@ -154,11 +164,14 @@ BATCHES_STREAMED = '''\
 def stream_code(compiled: Compiled, node: str, function: str, npz_name: str,
                 opts: dict) -> DataCode | str:
     """The load function of streamed data block `node`, or why it cannot be written."""
-    ds = compiled.datasets[node]
+    ds: Any = compiled.datasets[node]  # a StreamedDataset
     script = getattr(ds, "script", None)
     if script is None:
         return ("a streamed data block of this kind has no script form yet; set its storage "
                 "to memory (without random augmentation) to export its tensors")
+    if ds.dtype not in (None, torch.float32):
+        return (f"streamed data in {ds.dtype} has no script form yet; train it in float32 "
+                "to export it")
     try:
         s = script(node)
     except NodegraphError as e:
@@ -168,10 +181,10 @@ def stream_code(compiled: Compiled, node: str, function: str, npz_name: str,
     present = [split for split in SPLITS if ds.has(split)]
     v2 = bool(s.batch_steps) or any(t is not None and t[0] for t in s.transforms.values())
     lines = [f"def {function}():",
-             f'    """{spec.id} \'{node}\': each split read per sample from its files by '
-             "DataLoader",
-             "    workers (the file list is in the .npz beside this script), transformed as "
-             'nodegraph does."""']
+             f'    """{spec.id} \'{node}\': each split read per sample by DataLoader workers '
+             "from the",
+             "    files it names (which files or rows: in the .npz beside this script), "
+             'as nodegraph reads it."""']
     if v2:  # imported once torchvision can be (see `export.packages`)
         lines += ["    load_torchvision()", "    from torchvision.transforms import v2", ""]
     lines += ["    readers, transforms = {}, {}",
@@ -191,13 +204,30 @@ def stream_code(compiled: Compiled, node: str, function: str, npz_name: str,
     if s.batch_steps:
         lines += _list_lines("mix", s.batch_steps, 4)
         lines.append("    mix = MixBatch(mix)  # the training batches' MixUp / CutMix")
+    arrays = dict(s.arrays)
+    extra = []
+    if ds.normalization:  # fitted by nodegraph on the training split: saved, applied per batch
+        lines.append("    with np.load(Path(__file__).with_name("
+                     f'"{npz_name}")) as arrays:')
+        lines.append("        scaled = {")
+        for port, st in ds.normalization.items():
+            for k in ("centre", "scale"):
+                arrays[f"{node}/normalization/{port}/{k}"] = st[k].float().cpu().numpy()
+            lines.append(f'            "{port}": (torch.from_numpy(arrays["{node}/normalization/'
+                         f'{port}/centre"]),')
+            lines.append(f'                  torch.from_numpy(arrays["{node}/normalization/'
+                         f'{port}/scale"])),')
+        lines.append("        }")
+        extra.append("normalization=scaled")
     head = (f"    return {{split: Stream(reader, transforms[split], {ds.step_batch('train')}, "
             f"{bool(ds.shuffle)}, {workers}")
-    lines += ([head + ",", '                          mix if split == "train" else None)']
-              if s.batch_steps else [head + ")"])
+    mix = ['mix if split == "train" else None'] if s.batch_steps else \
+        (["None"] if extra else [])
+    rest = ", ".join(mix + extra)
+    lines += ([head + ",", f"                          {rest})"] if rest else [head + ")"])
     lines.append("            for split, reader in readers.items()}")
     imports = [("numpy", "", "np"), ("torch", "", ""), ("pathlib", "Path", ""), *s.imports]
-    return DataCode(node, function, "\n".join(lines), imports, dict(s.arrays),
+    return DataCode(node, function, "\n".join(lines), imports, arrays,
                     definitions=[*s.definitions], torchvision=v2)
 
 
