@@ -44,7 +44,8 @@ HELPERS = ("SEED", "EPOCHS", "STAGES", "DEVICE", "EVAL_BATCH_SIZE", "LOSSES", "O
            "MONITOR",
            "PATIENCE",
            "MIN_DELTA", "BATCH_SIZE", "batches", "mean_losses", "metric_values",
-           "update_metrics", "evaluate", "train", "main", "Stream", "Transforms", "MixBatch",
+           "update_metrics", "evaluate", "train", "main", "Stream", "Collate", "Transforms",
+           "MixBatch",
            "Seeded", "EpochOrder", "sample_seed", "seeded", "v2", "load_torchvision", "readers",
            "transforms", "mix", "arrays")
 

@@ -111,6 +111,20 @@ class EpochOrder(torch.utils.data.Sampler):
             yield [(j, sample_seed(self.seed, j)) for j in order[i:i + self.size].tolist()]
 
 
+class Collate:
+    """Samples stacked per port, then the batch transform seeded by the first sample's seed
+    (an object of its own: workers started by spawn receive it pickled)."""
+
+    def __init__(self, batch_transform):
+        self.batch_transform = batch_transform
+
+    def __call__(self, items):
+        batch = {{k: torch.stack([s[k] for s, _ in items]) for k in items[0][0]}}
+        if self.batch_transform is not None:
+            batch = seeded(self.batch_transform, batch, items[0][1])
+        return batch
+
+
 class Stream:
     """One split read per sample by `workers` DataLoader workers, as nodegraph streams it:
     each epoch draws a seed from the shuffle generator (0 without one), which orders the
@@ -129,12 +143,6 @@ class Stream:
     def __len__(self):
         return len(self.samples)
 
-    def collate(self, items):
-        batch = {{k: torch.stack([s[k] for s, _ in items]) for k in items[0][0]}}
-        if self.batch_transform is not None:  # seeded by the batch's first sample
-            batch = seeded(self.batch_transform, batch, items[0][1])
-        return batch
-
     def batches(self, batch_size, generator=None):
         n = len(self.samples)
         size = min(n if batch_size == 0 else batch_size, self.limit)
@@ -143,7 +151,7 @@ class Stream:
             order = EpochOrder(n, size, self.shuffle and generator is not None)
             extra = {{"persistent_workers": True}} if self.workers else {{}}
             self.loaders[size] = order, torch.utils.data.DataLoader(
-                self.samples, batch_sampler=order, collate_fn=self.collate,
+                self.samples, batch_sampler=order, collate_fn=Collate(self.batch_transform),
                 num_workers=self.workers, generator=torch.Generator().manual_seed(0), **extra)
         order, loader = self.loaders[size]
         order.seed = seed
