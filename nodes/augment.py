@@ -37,7 +37,12 @@ def _random_resized_crop(p) -> Step:
     train = v2.RandomResizedCrop(p.size, scale=(p.scale_min, p.scale_max),
                                  ratio=(p.ratio_min, p.ratio_max), antialias=True)
     return Step("RandomResizedCrop", train,
-                v2.Compose([v2.Resize(p.size, antialias=True), v2.CenterCrop(p.size)]))
+                v2.Compose([v2.Resize(p.size, antialias=True), v2.CenterCrop(p.size)]),
+                script=(f"v2.RandomResizedCrop({p.size}, scale=({p.scale_min!r}, "
+                        f"{p.scale_max!r}), ratio=({p.ratio_min!r}, {p.ratio_max!r}), "
+                        "antialias=True)",
+                        f"v2.Compose([v2.Resize({p.size}, antialias=True), "
+                        f"v2.CenterCrop({p.size})])", None))
 
 
 class _PadCrop:
@@ -55,28 +60,37 @@ class _PadCrop:
 def _random_crop(p) -> Step:
     v2 = _v2()
     if p.size is None:
-        return Step("RandomCrop", _PadCrop(p.padding, p.padding_mode), None)
+        return Step("RandomCrop", _PadCrop(p.padding, p.padding_mode), None,
+                    script=(f"v2.RandomCrop({{hw}}, padding={p.padding}, "
+                            f"padding_mode={p.padding_mode!r})", None, None))
     return Step("RandomCrop", v2.RandomCrop(p.size, padding=p.padding or None,
                                             padding_mode=p.padding_mode, pad_if_needed=True),
-                v2.CenterCrop(p.size))
+                v2.CenterCrop(p.size),
+                script=(f"v2.RandomCrop({p.size}, padding={p.padding or None}, "
+                        f"padding_mode={p.padding_mode!r}, pad_if_needed=True)",
+                        f"v2.CenterCrop({p.size})", None))
 
 
 def _flip(p) -> Step:
-    return Step("HorizontalFlip", _v2().RandomHorizontalFlip(p.p), None)
+    return Step("HorizontalFlip", _v2().RandomHorizontalFlip(p.p), None,
+                script=(f"v2.RandomHorizontalFlip({p.p!r})", None, None))
 
 
 def _jitter(p) -> Step:
     return Step("ColorJitter", _v2().ColorJitter(p.brightness, p.contrast, p.saturation, p.hue),
-                None)
+                None, script=(f"v2.ColorJitter({p.brightness!r}, {p.contrast!r}, "
+                              f"{p.saturation!r}, {p.hue!r})", None, None))
 
 
 def _randaugment(p) -> Step:
     return Step("RandAugment", _v2().RandAugment(num_ops=p.num_ops, magnitude=p.magnitude),
-                None)
+                None, script=(f"v2.RandAugment(num_ops={p.num_ops}, magnitude={p.magnitude})",
+                              None, None))
 
 
 def _trivial(p) -> Step:
-    return Step("TrivialAugment", _v2().TrivialAugmentWide(), None)
+    return Step("TrivialAugment", _v2().TrivialAugmentWide(), None,
+                script=("v2.TrivialAugmentWide()", None, None))
 
 
 def _normalize(p) -> Step:
@@ -85,7 +99,8 @@ def _normalize(p) -> Step:
     if any(s <= 0 for s in p.std):
         raise NodegraphError("every std must be positive")
     fn = _v2().Normalize(list(p.mean), list(p.std))
-    return Step("Normalize", fn, fn)
+    text = f"v2.Normalize({list(p.mean)!r}, {list(p.std)!r})"
+    return Step("Normalize", fn, fn, script=(text, text, None))
 
 
 def _batch_step(name: str):
@@ -93,7 +108,9 @@ def _batch_step(name: str):
         v2 = _v2()
         cls = v2.MixUp if name == "MixUp" else v2.CutMix
         return Step(name, batch=cls(alpha=p.alpha, num_classes=p.num_classes),
-                    classes=p.num_classes)
+                    classes=p.num_classes,
+                    script=(None, None, f"v2.{name}(alpha={p.alpha!r}, "
+                                        f"num_classes={p.num_classes})"))
     return build
 
 

@@ -47,8 +47,7 @@ def load_module(path: Path):
 # linear_sum_assignment (in `hungarian`), whose (compiled) source cannot be copied.
 UNEXPORTABLE: dict[str, tuple[tuple[str, ...], str]] = {
     "trees_vs_mlp": (("tree", "forest", "boosting"), "fitted by scikit-learn"),
-    "detr_shapes": (("loss",), "hungarian"),
-    "jpeg_folder": (("data",), "streamed data block")}
+    "detr_shapes": (("loss",), "hungarian")}
 # Examples whose estimators are unfitted until the graph runs: ONNX traces initial weights.
 UNFITTED = {"trees_vs_mlp"}
 
@@ -125,6 +124,42 @@ def test_training_script_gives_nodegraphs_loss_curve(exported, name, epochs):
     # the loss fell: the script trains, it does not only agree
     first, last = theirs.history[0]["train"]["loss"], theirs.history[-1]["train"]["loss"]
     assert last < 0.5 * first
+
+
+def test_streamed_augmented_images_export_as_a_dataloader_over_the_same_files(exported):
+    """jpeg_folder streams a JPEG folder with random crops, flips and colour jitter in 2
+    workers: the script reads the same files (listed in its .npz, not the pixels) with the
+    same v2 transforms, and with the same seed its batches are nodegraph's, augmentation
+    included, so the loss curve is nodegraph's too."""
+    graph, path = exported["jpeg_folder"]
+    text = path.read_text()
+    assert "v2.RandomCrop((32, 32), padding=3, padding_mode='edge')" in text
+    assert "class ImageFiles(torch.utils.data.Dataset):" in text
+    with np.load(path.with_name(path.stem + "_data.npz")) as arrays:
+        assert sorted(arrays) == ["data/train/files", "data/train/labels", "data/val/files",
+                                  "data/val/labels"]  # a file list, not decoded images
+        assert len(arrays["data/train/files"]) == 40
+    module = load_module(path)
+    data = module.load_data()
+    compiled = nodegraph.compile(graph, device="cpu", for_training=True)
+    ds = compiled.datasets["data"]
+    mine, theirs = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    for _ in range(2):  # two epochs: a new order and new random draws each
+        ours = list(data["train"].batches(module.BATCH_SIZE, mine))
+        ng = list(ds.batches("train", True, theirs))
+        assert len(ours) == len(ng) == 2
+        for a, b in zip(ours, ng, strict=True):
+            assert torch.equal(a["x"], b["x"]) and torch.equal(a["y"], b["y"])
+    first = next(data["val"].batches(module.EVAL_BATCH_SIZE))
+    assert torch.equal(first["x"], next(ds.batches("val", batch_size=32))["x"])
+    epochs = 4
+    _, result = module.train(epochs, log=lambda line: None)
+    run = nodegraph.train(graph, epochs=epochs, device="cpu")
+    for a, b in zip(result["history"], run.history, strict=True):
+        assert _flat(a["train"]) == pytest.approx(_flat(b["train"]), rel=1e-5)
+        assert _flat(a["val"]) == pytest.approx(_flat(b["val"]), rel=1e-5)
+    losses = [h["train"]["loss"] for h in result["history"]]
+    assert losses[-1] < losses[0]
 
 
 def test_two_optimizers_and_training_stages_give_the_same_curve(tmp_path):
@@ -434,3 +469,86 @@ def test_cli_export_python_and_a_clear_error(tmp_path, capsys):
     assert main(["export", "examples/xor.json", "--to", "weights", "-o",
                  str(tmp_path / "w.safetensors")]) == 1
     assert "--weights" in capsys.readouterr().err
+
+
+def test_a_streamed_npy_file_exports_as_a_memory_map(tmp_path):
+    """data.NumPy streamed (storage stream) from a .npy file: the script maps the same file
+    and reads the same rows per split (their indices and the targets in the .npz, x not),
+    scales them with nodegraph's training statistics, and trains to nodegraph's curve."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(3.0, 2.0, (300, 4, 5)).astype(np.float32)
+    y = (x[:, 0, :].sum(1) > 15).astype(np.int64)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    g = nodegraph.Graph("mapped")
+    g.add("data.NumPy", id="data", path=str(tmp_path / "x.npy"), y_path=str(tmp_path / "y.npy"),
+          target_kind="class", storage="stream", normalize="zscore", batch_size=32)
+    g.add("layers.Flatten", id="flat")
+    g.add("layers.Linear", id="out", out_features=2)
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.Adam", id="opt", lr=0.01)
+    g.connect(("data", "x"), ("flat", "input"))
+    g.connect(("flat", "output"), ("out", "input"))
+    g.connect(("out", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    g.training.update({"seed": 0, "workers": 0})
+    path = to_python(g, tmp_path / "mapped.py").path
+    with np.load(tmp_path / "mapped_data.npz") as arrays:
+        assert "data/train/rows" in arrays and not any(a.size >= x.size for a in
+                                                         arrays.values())
+    module = load_module(path)
+    ds = nodegraph.compile(g, device="cpu", for_training=True).datasets["data"]
+    mine = list(module.load_data()["train"].batches(32, torch.Generator().manual_seed(5)))
+    theirs = list(ds.batches("train", True, torch.Generator().manual_seed(5)))
+    assert len(mine) == len(theirs) == 8
+    for a, b in zip(mine, theirs, strict=True):
+        assert torch.allclose(a["x"], b["x"], atol=1e-6) and torch.equal(a["y"], b["y"])
+    _, result = module.train(3, log=lambda line: None)
+    run = nodegraph.train(g, epochs=3, device="cpu")
+    for a, b in zip(result["history"], run.history, strict=True):
+        assert _flat(a["train"]) == pytest.approx(_flat(b["train"]), rel=1e-5)
+        assert _flat(a["val"]) == pytest.approx(_flat(b["val"]), rel=1e-5)
+    assert result["history"][-1]["train"]["loss"] < result["history"][0]["train"]["loss"]
+
+
+def test_streamed_cifar_binary_files_export_as_memory_maps(tmp_path):
+    """data.CIFAR streamed: the script maps the same binary batch files and reads the same
+    records per split (the test file as the test split), batch for batch nodegraph's."""
+    from nodes.data.cifar import write_cifar
+
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "cifar-10-batches-bin"
+    folder.mkdir()
+    images = rng.integers(0, 256, (60, 3, 32, 32), dtype=np.uint8)
+    labels = rng.integers(0, 10, 60)
+    for i in range(2):
+        write_cifar(folder / f"data_batch_{i + 1}.bin", images[30 * i:30 * i + 30],
+                    labels[30 * i:30 * i + 30])
+    write_cifar(folder / "test_batch.bin", images[:12], labels[:12])
+    g = nodegraph.Graph("cifar-stream")
+    g.add("data.CIFAR", id="data", path=str(folder), storage="stream", layout="flat",
+          batch_size=16, val_fraction=0.2)
+    g.add("layers.Linear", id="out", out_features=10)
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.SGD", id="opt", lr=0.01)
+    g.connect(("data", "x"), ("out", "input"))
+    g.connect(("out", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    g.training.update({"seed": 0, "workers": 0})
+    module = load_module(to_python(g, tmp_path / "cifar.py").path)
+    data = module.load_data()
+    ds = nodegraph.compile(g, device="cpu", for_training=True).datasets["data"]
+    assert sorted(data) == ["test", "train", "val"] and len(data["test"]) == 12
+    for split, generator in (("train", torch.Generator().manual_seed(2)), ("test", None)):
+        mine = list(data[split].batches(16, generator))
+        theirs = list(ds.batches(split, split == "train", generator and
+                                 torch.Generator().manual_seed(2)))
+        assert len(mine) == len(theirs) > 0
+        for a, b in zip(mine, theirs, strict=True):
+            assert torch.equal(a["x"], b["x"]) and torch.equal(a["y"], b["y"])
+    _, result = module.train(2, log=lambda line: None)
+    run = nodegraph.train(g, epochs=2, device="cpu")
+    for a, b in zip(result["history"], run.history, strict=True):
+        assert _flat(a["train"]) == pytest.approx(_flat(b["train"]), rel=1e-5)

@@ -170,3 +170,27 @@ def test_the_preview_shows_augmented_training_samples(folder):
     assert torch.allclose(flipped, plain.flip(-1), atol=1e-6)
     grid = image_of(flipped)
     assert grid.shape == (3 * 25 - 1, 3 * 25 - 1, 3)  # the batch of 8 tiled 3 x 3
+
+
+def test_a_fitted_model_predicts_and_evaluates_a_streamed_folder_without_augmentation(folder):
+    """Model.predict / evaluate read streamed splits through the DataLoader workers (2 here)
+    as evaluation does, the training split without its random flip: the numbers are the
+    trained linear layer on the plain, normalised images."""
+    norm = ("augment.Normalize", {"mean": [0.5] * 3, "std": [0.25] * 3})
+    g = graph(folder, ("augment.HorizontalFlip", {"p": 1.0}), norm)
+    g.training.update({"workers": 2})
+    m = nodegraph.fit(g, epochs=2)
+    w = m.weights()
+    plain = graph(folder, norm)  # the same files, deterministic: the reference inputs
+    for split in ("train", "val"):
+        x, y = _split(plain, split), torch.cat([b["y"] for b in nodegraph.compile(
+            plain, for_training=False).datasets["data"].batches(split)])
+        expected = x.flatten(1) @ w["out.weight"].T + w["out.bias"]
+        got = m.predict(split, batch_size=5)
+        assert got.shape == (len(x), 4)
+        assert torch.allclose(got, expected, atol=1e-5)
+        loss = torch.nn.functional.cross_entropy(expected, y).item()
+        assert m.evaluate(split)["loss"] == pytest.approx(loss, rel=1e-5)
+    flipped = _split(plain, "train").flip(-1)  # what training saw: a different prediction
+    assert not torch.allclose(m.predict("train"),
+                              flipped.flatten(1) @ w["out.weight"].T + w["out.bias"], atol=1e-3)

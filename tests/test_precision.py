@@ -9,6 +9,7 @@ trains to the same numbers under every setting.
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ import torch
 import nodegraph
 from nodegraph.interop.export import to_python
 from nodegraph.model.errors import NodegraphError
+from nodegraph.runtime.callbacks.base import Callback
 
 
 def line_fit(batch_size: int, **training):
@@ -106,3 +108,50 @@ def test_the_python_export_trains_to_the_same_numbers(tmp_path, precision, accum
     for a, b in zip(mine["history"], theirs.history, strict=True):
         assert a["train"]["loss"] == pytest.approx(b["train"]["loss"], rel=1e-6)
         assert a["val"]["loss"] == pytest.approx(b["val"]["loss"], rel=1e-6)
+
+
+class _Scaled(Callback):
+    """Sets the loss scale by hand after epoch 1 (as an overflow would halve it) and keeps
+    the scaler's state at the end of the run."""
+
+    def __init__(self):
+        self.end = None
+
+    def on_epoch_end(self, trainer) -> None:
+        if trainer.state.epoch == 1:
+            trainer.precision.scaler.update(new_scale=1024.0)
+
+    def on_run_end(self, trainer) -> None:
+        self.end = trainer.precision.scaler.state_dict()
+
+
+def test_a_resumed_16_mixed_run_keeps_its_loss_scale(tmp_path):
+    """GradScaler works on the CPU: its scale and growth count travel in the checkpoint,
+    and --resume continues with them (a fresh scaler would start at 65536 again)."""
+    whole = _Scaled()
+    straight = nodegraph.train(line_fit(20, precision="16-mixed"), epochs=4, device="cpu",
+                               callbacks=[whole])
+    first, second = _Scaled(), _Scaled()
+    nodegraph.train(line_fit(20, precision="16-mixed"), epochs=2, device="cpu",
+                    checkpoint_dir=tmp_path, callbacks=[first])
+    saved = json.loads((tmp_path / "last" / "trainer.json").read_text())["precision"]
+    assert saved["scaler"] == first.end and saved["scaler"]["scale"] == 1024.0
+    assert saved["scaler"]["_growth_tracker"] > 0  # steps without overflow, counted
+    resumed = nodegraph.train(line_fit(20, precision="16-mixed"), epochs=4, device="cpu",
+                              checkpoint_dir=tmp_path, resume=True, callbacks=[second])
+    assert second.end == whole.end
+    assert whole.end["_growth_tracker"] > saved["scaler"]["_growth_tracker"]
+    assert [h["train"]["loss"] for h in resumed.history] == \
+        [h["train"]["loss"] for h in straight.history]
+
+
+def test_a_malformed_loss_scale_in_a_checkpoint_is_refused(tmp_path):
+    nodegraph.train(line_fit(20, precision="16-mixed"), epochs=1, device="cpu",
+                    checkpoint_dir=tmp_path)
+    info = tmp_path / "last" / "trainer.json"
+    state = json.loads(info.read_text())
+    state["precision"]["scaler"]["scale"] = -1
+    info.write_text(json.dumps(state))
+    with pytest.raises(NodegraphError, match="loss-scaler state is malformed"):
+        nodegraph.train(line_fit(20, precision="16-mixed"), epochs=2, device="cpu",
+                        checkpoint_dir=tmp_path, resume=True)

@@ -19,6 +19,7 @@ kept on the model (`m.cancelled`). The file format is `nodegraph.interop.modelfi
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from nodegraph.interop import modelfile, predict
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import Emitter
 from nodegraph.model.graph import Graph
-from nodegraph.runtime import checkpoint, normalization
+from nodegraph.runtime import checkpoint, feeding, normalization
 from nodegraph.runtime.callbacks.base import Callback
 from nodegraph.runtime.compile import Compiled
 from nodegraph.runtime.train import RunControl, RunResult, Trainer, train, training_options
@@ -94,17 +95,24 @@ class Model:
         node.port values; by default the prediction heads (what losses and metrics read).
         One output is a tensor; several are a dict keyed "node.port"."""
         c = self._ready()
-        size = self._options()["eval_batch_size"] if batch_size is None else batch_size
+        opts = self._options()
+        size = opts["eval_batch_size"] if batch_size is None else batch_size
+        # streamed data read with the run's loader settings (workers, pinning)
+        feeding.prepare(c.datasets, opts, c.device, None,
+                        lambda text: warnings.warn(text, stacklevel=3))
         return predict.predict(c, data, size, outputs)
 
     def evaluate(self, split: str = "test") -> dict[str, Any]:
-        """Mean losses and metric values over `split`, in eval mode."""
+        """Mean losses and metric values over `split`, in eval mode; streamed data is read
+        without random augmentation, the training split too."""
         c = self._ready()
         if split not in predict.SPLITS:
             raise NodegraphError(f"split '{split}': use one of {', '.join(predict.SPLITS)}")
         if not any(ds.has(split) for ds in c.datasets.values()):
             raise NodegraphError(f"the graph's data has no '{split}' split")
-        return Trainer(c, self._options(), Emitter(), RunControl(), None).evaluate(split)
+        # streamed data without random augmentation (the training split read as val is)
+        return Trainer(c, self._options(), Emitter(), RunControl(), None).evaluate(
+            split, plain=True)
 
     def weights(self) -> dict[str, torch.Tensor]:
         """The weights keyed node.param, with the data blocks' normalisation."""

@@ -10,7 +10,7 @@ data block scaled its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ import torch
 
 from nodegraph.interop.export.model import partition
 from nodegraph.model.errors import NodegraphError
+from nodegraph.runtime import feeding
 from nodegraph.runtime.compile import Compiled, Key
 from nodegraph.runtime.forward import forward
 
@@ -30,21 +31,26 @@ def predict(c: Compiled, data: Any, batch_size: int,
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise NodegraphError(f"batch_size={batch_size!r}: give a whole number of samples >= 1")
     wanted = _outputs(c, outputs)
-    if isinstance(data, str):
-        inputs, raw = _split(c, data), False
+    if isinstance(data, str) and feeding.any_streamed(c.datasets):
+        inputs: dict[Key, torch.Tensor] = {}
+        batches, raw = _streamed_split(c, data, batch_size), False
     else:
-        inputs, raw = _user_inputs(c, data), True
-    n = _length(inputs)
+        if isinstance(data, str):
+            inputs, raw = _split(c, data), False
+        else:
+            inputs, raw = _user_inputs(c, data), True
+        n = _length(inputs)
+        batches = ({k: v[i:i + batch_size] for k, v in inputs.items()}
+                   for i in range(0, n, batch_size))
     pieces: dict[Key, list[torch.Tensor]] = {k: [] for k in wanted}
     graph = c.exec_graph or c.graph
     nodes = {node for node, _ in wanted}
-    for i in range(0, n, batch_size):
-        batch = {k: v[i:i + batch_size] for k, v in inputs.items()}
+    for batch in batches:
         values = forward(graph, batch, compiled=c, nodes=nodes, raw=raw)
         for key in wanted:
             if key not in values:
                 raise NodegraphError(f"output {key[0]}.{key[1]} could not be computed from "
-                                     f"the inputs given ({', '.join(_names(inputs))}); give "
+                                     f"the inputs given ({', '.join(_names(batch))}); give "
                                      "the data ports it reads")
             pieces[key].append(values[key].detach().cpu())
     joined = {f"{k[0]}.{k[1]}": (torch.cat(v) if v else torch.empty(0))
@@ -86,6 +92,18 @@ def _split(c: Compiled, split: str) -> dict[Key, torch.Tensor]:
     if not found:
         raise NodegraphError(f"the graph's data has no '{split}' split")
     return found
+
+
+def _streamed_split(c: Compiled, split: str, size: int) -> Iterator[dict[Key, torch.Tensor]]:
+    """A split's batches when some data streams: read by the DataLoader workers as
+    evaluation reads them (in at most the training batch size), without random
+    augmentation, the training split too."""
+    if split not in SPLITS:
+        raise NodegraphError(f"split '{split}': use one of {', '.join(SPLITS)}, or give "
+                             "arrays")
+    if not any(ds.has(split) for ds in c.datasets.values()):
+        raise NodegraphError(f"the graph's data has no '{split}' split")
+    return feeding.eval_batches(c.datasets, split, size, plain=True)
 
 
 def _user_inputs(c: Compiled, data: Any) -> dict[Key, torch.Tensor]:

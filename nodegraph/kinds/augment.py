@@ -39,6 +39,9 @@ class Step:
     eval: Callable | None = None
     batch: Callable | None = None
     classes: int | None = None
+    # the same three as torchvision.transforms.v2 expressions (``v2.`` prefixed) for the
+    # Python export; "{hw}" stands for the input's (height, width)
+    script: tuple[str | None, str | None, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,33 @@ class Chain:
                                  f"split but {outs['val']} on val/test; give the deterministic "
                                  "steps the same size")
         return outs["train"]
+
+    def script(self, split: str, shape: tuple[int, ...]) -> tuple[list[str], int | None]:
+        """The per-sample transform of `split` as v2 expressions, in order (for samples
+        shaped `shape` on port x), and the classes labels are one-hot over (None: kept).
+        Raises NodegraphError naming a step that has no script form."""
+        exprs = []
+        for s in self.steps:
+            fn = s.train if split == "train" else s.eval
+            if fn is None:
+                continue
+            if s.script is None:
+                raise NodegraphError(f"the augmentation step {s.name} has no script form")
+            text = s.script[0 if split == "train" else 1]
+            exprs.append(str(text).replace("{hw}", repr(tuple(shape[-2:]))))
+            with torch.random.fork_rng(devices=[]):
+                shape = tuple(fn(torch.zeros(shape)).shape)
+        return exprs, (self.classes if split != "train" else None)
+
+    def batch_script(self) -> list[str]:
+        """The batch steps as v2 expressions (one is drawn per batch when several)."""
+        out = []
+        for s in self.steps:
+            if s.batch is not None:
+                if s.script is None or s.script[2] is None:
+                    raise NodegraphError(f"the augmentation step {s.name} has no script form")
+                out.append(s.script[2])
+        return out
 
     def label_port(self, shape: tuple[int, ...], dtype: torch.dtype
                    ) -> tuple[tuple[int, ...], torch.dtype]:

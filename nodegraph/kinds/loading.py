@@ -231,12 +231,14 @@ class ShardSource(IterableDataset):
 
 
 def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
-                  batch_size: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
-    """One pass over `split` of `ds`: CPU batches, port -> tensor."""
+                  batch_size: int | None = None, plain: bool = False
+                  ) -> Iterator[dict[str, torch.Tensor]]:
+    """One pass over `split` of `ds`: CPU batches, port -> tensor; with `plain`, without
+    random augmentation (the training split gets the deterministic val/test transform)."""
     src = ds.sources[split]
     b = batch_size or ds.step_batch(split)
-    transform = ds.transforms.get(split)
-    batch_transform = ds.batch_transforms.get(split)
+    transform = ds.plain_transform(split) if plain else ds.transforms.get(split)
+    batch_transform = None if plain else ds.batch_transforms.get(split)
     opts = ds.options
     workers = opts.worker_count(len(src))
     collate_fn = partial(collate, ports=ds.sample_ports(), batch_transform=batch_transform)
@@ -251,7 +253,7 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
                                         num_workers=workers, pin_memory=opts.pin,
                                         **_worker_kwargs(opts, workers, False))
     else:
-        key = (split, b, shuffle, ds.rank, ds.world, workers)
+        key = (split, b, shuffle, ds.rank, ds.world, workers, plain)
         kept = ds._loaders.get(key)
         if kept is None:
             sampler = EpochBatches(len(src), b, shuffle, ds.rank, ds.world)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,27 @@ STORAGE_PARAM = choice_param(
 MEMORY_LIMIT = 2 << 30
 # whole-split tensors (`tensors`) of a streamed dataset are made up to this many bytes
 TENSORS_LIMIT = 1 << 30
+
+
+@dataclass
+class StreamScript:
+    """A streamed data block as code, for the Python export (`nodegraph.interop.export.stream`):
+    a block whose reads can be written in a few lines sets ``dataset.script`` to a callable
+    ``script(node) -> StreamScript``. `readers[split]` is the call making the split's
+    map-style reader, (callee, argument expressions); they may read ``arrays["node/..."]``,
+    the .npz beside the script, which holds `arrays`. `transforms[split]` is (steps, onehot,
+    flat): the per-sample steps on port x as ``v2.`` expressions (torchvision.transforms.v2),
+    the classes labels become one-hot over (None: kept) and whether x is flattened; None when
+    nothing applies. `batch_steps` are the training batches' MixUp/CutMix expressions.
+    `definitions` are the classes the readers need, `imports` theirs (module, name, alias)."""
+
+    readers: dict[str, tuple[str, list[str]]]
+    arrays: dict[str, np.ndarray]
+    definitions: list[str] = field(default_factory=list)
+    imports: list[tuple[str, str, str]] = field(default_factory=list)
+    transforms: dict[str, tuple[list[str], int | None, bool] | None] = field(
+        default_factory=dict)
+    batch_steps: list[str] = field(default_factory=list)
 
 
 class SampleError(NodegraphError):
@@ -176,18 +198,34 @@ class StreamedDataset:
         return max(0, min(b, self.size(split) - (step - 1) * b))
 
     def batches(self, split: str, shuffle: bool = False, generator: torch.Generator | None = None,
-                node: str | None = None, batch_size: int | None = None) -> Iterator[dict]:
+                node: str | None = None, batch_size: int | None = None,
+                plain: bool = False) -> Iterator[dict]:
         """Yield batches of `split` as dicts port -> tensor, or (node, port) -> tensor when
         `node` is given; shuffled (and augmented, on the training split) with a seed drawn
-        from `generator`, so a seeded run reproduces."""
+        from `generator`, so a seeded run reproduces. `plain`: no random augmentation, the
+        training split read as val/test are (predicting, evaluating a trained model)."""
         from nodegraph.kinds.loading import epoch_batches
 
         if split not in self.sources:
             return
         seed = (int(torch.randint(0, 2 ** 62, (1,), generator=generator))
                 if generator is not None else 0)
-        for batch in epoch_batches(self, split, shuffle, seed, batch_size):
+        for batch in epoch_batches(self, split, shuffle, seed, batch_size, plain):
             yield self._finish(batch, node)
+
+    def plain_transform(self, split: str) -> Callable | None:
+        """The deterministic per-sample transform of `split`: its own on val/test, on the
+        training split the val/test one when the training one is random."""
+        if split != "train" or not self.augmented:
+            return self.transforms.get(split)
+        for other in ("val", "test"):
+            if other in self.transforms:
+                return self.transforms[other]
+        if "train" in self.transforms:
+            raise NodegraphError(f"{self.node or 'data'}: the training split is randomly "
+                                 "augmented and the block gives no deterministic (val/test) "
+                                 "transform to read it without augmentation")
+        return None
 
     def _finish(self, batch: dict[str, torch.Tensor], node: str | None) -> dict:
         """A collated CPU batch on the training device, in its dtype, normalised."""

@@ -69,9 +69,10 @@ def shard(datasets: dict[str, Any], values: dict[Key, torch.Tensor], step: int,
     return values, (mine * group.world / n) if n else 1.0
 
 
-def eval_batches(datasets: dict[str, Any], split: str,
-                 size: int) -> Iterator[dict[Key, torch.Tensor]]:
-    """Batches of `size` samples of `split` from every data block, zipped, in order."""
+def eval_batches(datasets: dict[str, Any], split: str, size: int,
+                 plain: bool = False) -> Iterator[dict[Key, torch.Tensor]]:
+    """Batches of `size` samples of `split` from every data block, zipped, in order; with
+    `plain`, streamed data without random augmentation (the training split too)."""
     if not any_streamed(datasets):
         tensors = {nid: ds.tensors(split) for nid, ds in datasets.items()}
         n = min(len(next(iter(t.values()))) for t in tensors.values())
@@ -83,12 +84,12 @@ def eval_batches(datasets: dict[str, Any], split: str,
     # default): what one training batch needs in memory, evaluation then needs too
     size = min([size, *(max(1, ds.step_batch("train")) for ds in datasets.values()
                         if is_streamed(ds))])
-    streams = [_eval_stream(nid, ds, split, size) for nid, ds in datasets.items()]
+    streams = [_eval_stream(nid, ds, split, size, plain) for nid, ds in datasets.items()]
     for parts in zip(*streams, strict=False):
         yield {k: v for part in parts for k, v in part.items()}
 
 
-def _eval_stream(nid: str, ds: Any, split: str, size: int) -> Iterator[dict]:
+def _eval_stream(nid: str, ds: Any, split: str, size: int, plain: bool) -> Iterator[dict]:
     if not is_streamed(ds):
         part = ds.tensors(split)
         n = len(next(iter(part.values())))
@@ -100,6 +101,6 @@ def _eval_stream(nid: str, ds: Any, split: str, size: int) -> Iterator[dict]:
     rank, world = ds.rank, ds.world
     ds.shard(0, 1)
     try:
-        yield from ds.batches(split, node=nid, batch_size=size)
+        yield from ds.batches(split, node=nid, batch_size=size, plain=plain)
     finally:
         ds.shard(rank, world)

@@ -12,6 +12,7 @@ of K·B. With both at their defaults the trainer keeps its own step and nothing 
 
 from __future__ import annotations
 
+import math
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -78,8 +79,22 @@ class Precision:
             o.scheduler.step()
 
     def state_dict(self) -> dict:
+        """The GradScaler's state under 16-mixed (its loss scale and growth count, plain
+        numbers: checkpoints keep it in their JSON), else nothing."""
         return {} if self.scaler is None else {"scaler": self.scaler.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        if self.scaler is not None and "scaler" in state:
-            self.scaler.load_state_dict(state["scaler"])
+        """Restore `state_dict`'s; a malformed one (a hand-edited checkpoint) is refused."""
+        if self.scaler is None or not isinstance(state, dict) or "scaler" not in state:
+            return
+        saved = state["scaler"]
+        numbers = ("scale", "growth_factor", "backoff_factor")
+        if not isinstance(saved, dict) or not all(
+                isinstance(saved.get(k), int | float) and not isinstance(saved.get(k), bool)
+                and math.isfinite(saved[k]) and saved[k] > 0 for k in numbers) or not all(
+                isinstance(saved.get(k), int) and not isinstance(saved.get(k), bool)
+                and saved[k] >= 0 for k in ("growth_interval", "_growth_tracker")):
+            raise NodegraphError("its 16-mixed loss-scaler state is malformed (expected "
+                                 "positive finite scale, growth_factor, backoff_factor and "
+                                 "whole growth_interval, _growth_tracker)")
+        self.scaler.load_state_dict(saved)

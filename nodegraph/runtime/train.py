@@ -501,8 +501,9 @@ class Trainer:
             o.scheduler.step()
 
     @torch.no_grad()
-    def evaluate(self, split: str) -> dict[str, Any]:
-        """Mean losses and metric values over `split`, in eval mode."""
+    def evaluate(self, split: str, plain: bool = False) -> dict[str, Any]:
+        """Mean losses and metric values over `split`, in eval mode (`plain`: streamed
+        data without random augmentation, the training split too)."""
         c = self.c
         was_training = c.module.training
         c.module.eval()
@@ -510,7 +511,7 @@ class Trainer:
         for m in c.metrics:
             m.metric.reset()
         size = self.opts["eval_batch_size"]
-        for values in self._eval_batches(split, size):
+        for values in self._eval_batches(split, size, plain):
             with self.precision.autocast():
                 c.module.run(c.eval_plan, values)
             sums.add(values, next(iter(values.values())).shape[0])
@@ -519,8 +520,9 @@ class Trainer:
         c.module.train(was_training)
         return {**sums.means(), **_metric_values(c)}
 
-    def _eval_batches(self, split: str, size: int) -> Iterator[dict[Key, torch.Tensor]]:
-        return feeding.eval_batches(self.c.datasets, split, size)
+    def _eval_batches(self, split: str, size: int,
+                      plain: bool = False) -> Iterator[dict[Key, torch.Tensor]]:
+        return feeding.eval_batches(self.c.datasets, split, size, plain)
 
     def fail_nonfinite(self, loss_node: str, values: dict, epoch: int) -> None:
         """Stop with the name of the first node whose output stopped being finite."""

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from nodegraph.kinds.streamed import StreamScript
 from nodegraph.model.errors import NodegraphError
 from nodes.data import _files as files
 from nodes.data._streaming import in_memory, iterate, split_rows, streamed, subsets
@@ -82,7 +83,51 @@ def streamed_numpy(p, targets):
     parts = subsets(rows, split_rows(shape[0], p, labels))
     ports = {"x": (sample, torch.float32),
              "y": (tuple(y.shape[1:]), torch.int64 if y.dtype == np.int64 else torch.float32)}
-    return streamed(parts, ports, p, iterate(parts["train"]))
+    ds = streamed(parts, ports, p, iterate(parts["train"]))
+    ds.script = _MappedScript(str(files.resolve(p.path, "x file")), y,  # type: ignore[attr-defined]
+                              {s: np.asarray(sub.indices, np.int64) for s, sub in parts.items()},
+                              sample)
+    return ds
+
+
+# the script's reader (`nodegraph.interop.export.stream`): MappedRows over a .npy file
+SCRIPT_READER = '''\
+class MappedRows(torch.utils.data.Dataset):
+    """Rows `rows` of the .npy file at `path`, memory-mapped (read when a worker asks: a file
+    larger than memory trains), as float32 x shaped `shape`, with their targets from y."""
+
+    def __init__(self, path, rows, y, shape):
+        self.path, self.rows, self.y, self.shape = path, rows, y, tuple(shape)
+        self.x = None  # opened on first use in each process
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getstate__(self):
+        return {**self.__dict__, "x": None}
+
+    def __getitem__(self, i):
+        if self.x is None:
+            self.x = np.load(self.path, mmap_mode="r", allow_pickle=False)
+        row = int(self.rows[i])
+        x = np.array(self.x[row], dtype=np.float32).reshape(self.shape)
+        return {"x": torch.from_numpy(x), "y": torch.as_tensor(self.y[row])}'''
+
+
+class _MappedScript:
+    """data.NumPy streamed, as code: the rows of each split and the targets go to the
+    .npz beside the script, x stays in its .npy file, mapped (`StreamScript`)."""
+
+    def __init__(self, path: str, y: np.ndarray, rows: dict[str, np.ndarray],
+                 shape: tuple[int, ...]):
+        self.path, self.y, self.rows, self.shape = path, y, rows, shape
+
+    def __call__(self, node: str) -> StreamScript:
+        arrays = {f"{node}/y": self.y, **{f"{node}/{s}/rows": r for s, r in self.rows.items()}}
+        readers = {s: ("MappedRows", [repr(self.path), f'arrays["{node}/{s}/rows"]',
+                                      f'arrays["{node}/y"]', repr(tuple(self.shape))])
+                   for s in self.rows}
+        return StreamScript(readers, arrays, [SCRIPT_READER])
 
 
 def _idx_map(path: str, what: str):

@@ -208,3 +208,66 @@ def grey(image: np.ndarray) -> np.ndarray:
     weights = np.array([0.299, 0.587, 0.114], np.float32)[:, None, None]
     return (image * weights).sum(axis=0, keepdims=True)
 
+
+
+# -- the Python export's reader (`nodegraph.interop.export.stream`) ------------------------
+
+# `ImageFiles` as a script writes it: the same decoding, fitting and scaling without
+# nodegraph (a damaged file stops the script with Pillow's own error)
+SCRIPT_READER = '''\
+class ImageFiles(torch.utils.data.Dataset):
+    """Image files under `root` decoded by Pillow as nodegraph's image blocks read them: grey
+    or RGB, brought to size x size by `policy`, float32 (channels, height, width) in [0, 1]."""
+
+    GREY = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "I;16N", "F", "La")
+
+    def __init__(self, root, files, labels, channels, size, policy):
+        self.root, self.files, self.labels = Path(root), [str(f) for f in files], labels
+        self.channels, self.size, self.policy = channels, size, policy
+
+    def __len__(self):
+        return len(self.files)
+
+    def decode(self, path):
+        with Image.open(path) as img:
+            img.load()
+            if img.mode.startswith("I;16"):
+                return img.convert("I")
+            if img.mode in ("I", "F", "RGB"):
+                return img.copy()
+            if img.mode in self.GREY:
+                return img.convert("L")
+            return (img.convert("RGBA") if img.mode == "P" else img).convert("RGB")
+
+    def fit(self, img):
+        size = self.size
+        if size is None or img.size == (size, size):
+            return img
+        w, h = img.size
+        if self.policy == "stretch":
+            return img.resize((size, size), Image.BILINEAR)
+        scale = size / (min(w, h) if self.policy == "crop" else max(w, h))
+        nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+        img = img.resize((nw, nh), Image.BILINEAR)
+        if self.policy == "crop":
+            left, top = (nw - size) // 2, (nh - size) // 2
+            return img.crop((left, top, left + size, top + size))
+        canvas = Image.new(img.mode, (size, size))  # pad: letter-boxed in black
+        canvas.paste(img, ((size - nw) // 2, (size - nh) // 2))
+        return canvas
+
+    def __getitem__(self, i):
+        img = self.fit(self.decode(self.root / self.files[i]))
+        if img.mode in ("I", "F"):
+            a = np.asarray(img, dtype=np.float32)
+            a = (a / 65535.0 if img.mode == "I" else a)[None]
+        else:
+            a = np.asarray(img, dtype=np.float32) / 255.0
+            a = a[None] if a.ndim == 2 else a.transpose(2, 0, 1)
+        if self.channels == 1 and len(a) == 3:  # luminance, ITU-R BT.601
+            weights = np.array([0.299, 0.587, 0.114], np.float32)[:, None, None]
+            a = (a * weights).sum(axis=0, keepdims=True)
+        elif self.channels == 3 and len(a) == 1:
+            a = np.repeat(a, 3, axis=0)
+        return {"x": torch.from_numpy(np.ascontiguousarray(a)),
+                "y": torch.tensor(int(self.labels[i]))}'''

@@ -26,7 +26,7 @@ import torch
 from nodegraph.kinds.datameta import DataMeta, split_sizes
 from nodegraph.kinds.dataset import data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
-from nodegraph.kinds.streamed import STORAGE_PARAM
+from nodegraph.kinds.streamed import STORAGE_PARAM, StreamScript
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, bool_param, choice_param, str_param
 from nodes.data._streaming import in_memory, iterate, mark, split_rows, streamed, subsets
@@ -145,6 +145,60 @@ class CifarRecords(torch.utils.data.Dataset):
                               ).astype(np.int64)
 
 
+# the script's reader (`nodegraph.interop.export.stream`): the same records, mapped
+SCRIPT_READER = '''\
+class CifarRecords(torch.utils.data.Dataset):
+    """Records `rows` of CIFAR binary files (`record` bytes each: label bytes, then 3 x 32 x 32
+    pixels), memory-mapped, as x float32 in [0, 1] and y the label byte at `offset`."""
+
+    def __init__(self, files, rows, record, offset, flat):
+        self.files, self.rows, self.record, self.offset = files, rows, record, offset
+        self.flat = flat
+        self.counts = [Path(f).stat().st_size // record for f in files]
+        self.starts = np.cumsum([0, *self.counts])
+        self.maps = None  # opened on first use in each process
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getstate__(self):
+        return {**self.__dict__, "maps": None}
+
+    def __getitem__(self, i):
+        if self.maps is None:
+            self.maps = [np.memmap(f, np.uint8, "r", shape=(n, self.record))
+                         for f, n in zip(self.files, self.counts, strict=True)]
+        j = int(self.rows[i])
+        f = int(np.searchsorted(self.starts, j, side="right")) - 1
+        row = self.maps[f][j - self.starts[f]]
+        x = torch.from_numpy(row[-3072:].reshape(3, 32, 32).astype(np.float32) / 255.0)
+        return {"x": x.reshape(-1) if self.flat else x,
+                "y": torch.tensor(int(row[self.offset]), dtype=torch.int64)}'''
+
+
+class _Script:
+    """data.CIFAR streamed, as code (`StreamScript`): each split's record numbers go to the
+    .npz beside the script, which maps the same binary files."""
+
+    def __init__(self, parts: dict):
+        self.parts = parts
+
+    def __call__(self, node: str) -> StreamScript:
+        arrays, readers = {}, {}
+        for split, part in self.parts.items():
+            if isinstance(part, torch.utils.data.Subset):
+                records: CifarRecords = part.dataset  # type: ignore[assignment]
+                rows = np.asarray(part.indices, np.int64)
+            else:
+                records, rows = part, np.arange(len(part), dtype=np.int64)
+            arrays[f"{node}/{split}/rows"] = rows
+            files = "[" + ", ".join(repr(str(f)) for f in records.files) + "]"
+            readers[split] = ("CifarRecords", [files, f'arrays["{node}/{split}/rows"]',
+                                               str(records.record), str(records.offset),
+                                               str(records.flat)])
+        return StreamScript(readers, arrays, [SCRIPT_READER])
+
+
 def sources(p) -> tuple[CifarRecords, CifarRecords | None]:
     """The training and (with `use_test`, where the folder has one) test records."""
     lay = layout(p.path, p.variant)
@@ -188,7 +242,9 @@ def cifar_dataset(p):
         if test is not None:
             parts["test"] = test
         ports = {"x": (x_shape(p), torch.float32), "y": ((), torch.int64)}
-        return streamed(parts, ports, p, iterate(parts["train"]))
+        ds = streamed(parts, ports, p, iterate(parts["train"]))
+        ds.script = _Script(parts)  # type: ignore[attr-defined]
+        return ds
     x, y = train.arrays()
     test_rows = None
     if test is not None:

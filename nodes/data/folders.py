@@ -26,6 +26,7 @@ from nodegraph.kinds.streamed import (
     STORAGE_PARAM,
     SampleError,
     StreamedDataset,
+    StreamScript,
     choose_storage,
     streams,
 )
@@ -40,6 +41,7 @@ from nodegraph.model.spec import (
 )
 from nodes.data._images import (
     RESIZE,
+    SCRIPT_READER,
     ImageFiles,
     channels_of,
     list_folder,
@@ -118,6 +120,33 @@ def _ports(shape: tuple[int, int, int], p, chain: augment.Chain) -> dict:
     return {"x": (x, torch.float32), "y": chain.label_port((), torch.int64)}
 
 
+class _Script:
+    """The folder as code for the Python export (`nodegraph.kinds.streamed.StreamScript`):
+    each split's files (relative to the folder) and labels go to the .npz beside the script,
+    which reads them with `SCRIPT_READER` and the same v2 transforms."""
+
+    def __init__(self, sources: dict, chain: augment.Chain, shape: tuple[int, int, int], p):
+        self.sources, self.chain, self.shape, self.p = sources, chain, shape, p
+
+    def __call__(self, node: str) -> StreamScript:
+        p, arrays, readers, transforms = self.p, {}, {}, {}
+        root = next(iter(self.sources.values())).files[0].parent.parent
+        for split, src in self.sources.items():
+            files, labels = f"{node}/{split}/files", f"{node}/{split}/labels"
+            arrays[files] = np.array([f.relative_to(root).as_posix() for f in src.files],
+                                     dtype=str)
+            arrays[labels] = np.asarray(src.labels, dtype=np.int64)
+            readers[split] = ("ImageFiles", [repr(str(root)), f'arrays["{files}"]',
+                                             f'arrays["{labels}"]', str(self.shape[0]),
+                                             repr(p.size), repr(p.resize)])
+            steps, onehot = self.chain.script(split, self.shape)
+            flat = p.layout == "flat"
+            transforms[split] = (None if not steps and onehot is None and not flat else
+                                 (steps, onehot, flat))
+        return StreamScript(readers, arrays, [SCRIPT_READER], [("PIL", "Image", "")],
+                            transforms, self.chain.batch_script())
+
+
 def _image_folder(p):
     chain = augment.given()
     files, labels, shape, _ = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
@@ -132,6 +161,7 @@ def _image_folder(p):
     ds = StreamedDataset(sources, ports, p.batch_size, p.shuffle, transforms=transforms,
                          batch_transforms={"train": batch} if batch else None,
                          augmented=chain.random, on_error=p.on_error)
+    ds.script = _Script(sources, chain, shape, p)  # type: ignore[attr-defined]
     if not streams(p.storage, chain.random, ds.estimated_bytes()):
         need_memory(len(files), ds.estimated_bytes() // max(1, len(files)))
     return choose_storage(ds, p.storage)

@@ -14,7 +14,7 @@ agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,8 @@ class DataCode:
     text: str  # its definition
     imports: list[tuple[str, str, str]]  # (module, name, alias) for Source.add_import
     arrays: dict[str, np.ndarray] | None = None  # for the .npz, when there is no recipe
+    definitions: list[str] = field(default_factory=list)  # classes the function uses
+    torchvision: bool = False  # the function imports torchvision.transforms.v2
 
 
 SKLEARN = ("load_iris", "load_wine", "load_breast_cancer", "load_diabetes", "load_digits",

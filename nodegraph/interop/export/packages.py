@@ -19,7 +19,7 @@ from nodegraph.model.graph import Graph
 LIBRARIES = ("torchvision", "timm")  # timm imports torchvision too
 
 LOADER = '''\
-# This model builds modules of {libraries} by their import path (see `by_path`): it needs
+# {why}: it needs
 # {libraries} installed beside torch ({install}). A torchvision wheel built
 # for a CUDA torch fails to import beside a CPU-only torch while it registers its compiled
 # detection ops (torchvision::nms), which the classification models never call; declaring
@@ -53,15 +53,19 @@ def libraries(graph: Graph) -> list[str]:
     return [lib for lib in LIBRARIES if f'"{lib}.' in text or f'"{lib}:' in text]
 
 
-def loader(graph: Graph, source: Source) -> str | None:
-    """The lines that make the libraries `graph` names importable, or None if it names
-    none; the imports they use are added to `source`."""
-    libs = libraries(graph)
+def loader(graph: Graph, source: Source, transforms: bool = False) -> str | None:
+    """The lines that make the libraries `graph` names importable (torchvision too when
+    `transforms`: streamed data's augmentation), or None if it names none; the imports
+    they use are added to `source`."""
+    libs = libraries(graph) or (["torchvision"] if transforms else [])
     if not libs:
         return None
     needed = ["torchvision", *[lib for lib in libs if lib != "torchvision"]]
     source.add_import("sys")
     source.add_import("torch")
     source.reserve("load_torchvision")
-    return LOADER.format(libraries=" and ".join(needed),
+    why = ("This model builds modules of " + " and ".join(needed) + " by their import path "
+           "(see `by_path`)" if libraries(graph) else
+           "The data is augmented with torchvision.transforms.v2 (its load function)")
+    return LOADER.format(why=why, libraries=" and ".join(needed),
                          install="pip install " + " ".join(needed))

@@ -29,6 +29,7 @@ from nodegraph.interop.export.packages import loader
 from nodegraph.interop.export.record import recording
 from nodegraph.interop.export.script import ScriptWriter
 from nodegraph.interop.export.source import Source
+from nodegraph.interop.export.stream import STREAM, stream_code
 from nodegraph.interop.export.syntax import LINE, class_name, identifier, in_docstring
 from nodegraph.kinds.metric import Metric
 from nodegraph.kinds.streamed import is_streamed
@@ -43,7 +44,10 @@ HELPERS = ("SEED", "EPOCHS", "STAGES", "DEVICE", "EVAL_BATCH_SIZE", "LOSSES", "O
            "MONITOR",
            "PATIENCE",
            "MIN_DELTA", "BATCH_SIZE", "batches", "mean_losses", "metric_values",
-           "update_metrics", "evaluate", "train", "main")
+           "update_metrics", "evaluate", "train", "main", "Stream", "Collate", "Transforms",
+           "MixBatch",
+           "Seeded", "EpochOrder", "sample_seed", "seeded", "v2", "load_torchvision", "readers",
+           "transforms", "mix", "arrays")
 
 
 @dataclass
@@ -85,20 +89,24 @@ def to_python(graph: Graph, path: str | Path, source_name: str | None = None) ->
         class_text = model.write()
         npz_name = f"{path.stem}_data.npz"
         data: list[DataCode] = []
+        streamed: dict[str | None, str] = {}
         training_text = None
         if training:
-            streamed: dict[str | None, str] = {
-                nid: "a streamed data block (read per sample by DataLoader workers, with its "
-                     "augmentation) has no script form yet"
-                for nid, ds in compiled.datasets.items() if is_streamed(ds)}
+            for nid, ds in compiled.datasets.items():
+                name = _load_name(source, nid)
+                code = (stream_code(compiled, nid, name, npz_name, opts) if is_streamed(ds)
+                        else data_code(compiled, nid, name, npz_name))
+                if isinstance(code, str):
+                    streamed[nid] = code
+                else:
+                    data.append(code)
             if streamed:
                 raise unexportable(streamed, "export --to onnx or --to weights, or set its "
                                    "storage to memory (without random augmentation)")
-            data = [data_code(compiled, nid, _load_name(source, nid), npz_name)
-                    for nid in compiled.datasets]
             training_text = _training(compiled, recorder, source, parts, model, data, opts,
                                       source_name or graph.name)
-        prelude = loader(graph, source)  # torchvision importable beside a CPU torch
+        # torchvision importable beside a CPU torch
+        prelude = loader(graph, source, any(d.torchvision for d in data))
         for _ in range(2):  # a second round writes the values set by hand as literals
             text = _assemble(graph, source, [class_text, *filter(None, [training_text])],
                              model.name, source_name, path, training, prelude)
@@ -117,7 +125,7 @@ def to_python(graph: Graph, path: str | Path, source_name: str | None = None) ->
         np.savez(npz, allow_pickle=True, **arrays)  # numpy's default, named for mypy
     return PythonExport(path, model.name, training, npz,
                         {d.node: compiled.report.specs[d.node].id for d in data
-                         if d.arrays is not None})
+                         if d.arrays is not None and not is_streamed(compiled.datasets[d.node])})
 
 
 def full_state(module) -> dict[str, torch.Tensor]:
@@ -144,7 +152,11 @@ def _training(compiled, recorder, source, parts, model, data, opts, source_name)
     if writer.problems:
         raise unexportable(writer.problems)
     copied = source.definitions("training")
-    blocks = ["\n".join(constants), *copied, *(d.text for d in data), *helpers, train, main]
+    defs = [text for d in data for text in d.definitions]
+    if any(is_streamed(compiled.datasets[d.node]) for d in data):
+        defs = [STREAM, *dict.fromkeys(defs)]
+    blocks = ["\n".join(constants), *copied, *defs, *(d.text for d in data), *helpers, train,
+              main]
     return "# -- training: what `nodegraph run` does with this graph " + "-" * 34 + \
         "\n\n" + "\n\n\n".join(blocks) + '\n\n\nif __name__ == "__main__":\n    main()'
 

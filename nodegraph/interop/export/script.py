@@ -23,6 +23,7 @@ from nodegraph.interop.export.model import (
 )
 from nodegraph.interop.export.record import Recorder
 from nodegraph.interop.export.source import Source
+from nodegraph.interop.export.stream import BATCHES_STREAMED
 from nodegraph.interop.export.syntax import (
     LINE,
     Unexportable,
@@ -31,6 +32,7 @@ from nodegraph.interop.export.syntax import (
     identifier,
     reflow,
 )
+from nodegraph.kinds.streamed import is_streamed
 from nodegraph.model import settings
 from nodegraph.runtime.compile import Compiled, Key, OptimizerRun
 from nodegraph.runtime.render import format_stats
@@ -164,7 +166,7 @@ class ScriptWriter:
         """Functions the loop calls: batches, loss means, metrics, evaluation."""
         self.source.section = "training"
         self.source.bind("format_stats", format_stats)
-        out = [BATCHES, MEAN_LOSSES]
+        out = [self._batches(), MEAN_LOSSES]
         if self._mixed:
             self.source.add_import("contextlib")
             out.append("\n".join(self._autocast_helper()[:-1]))
@@ -175,6 +177,18 @@ class ScriptWriter:
                 self.problems[None] = str(e)
         out.append(self._evaluate())
         return out
+
+    @property
+    def _streamed(self) -> bool:
+        """Some data is read per sample while training (`export.stream`)."""
+        return any(is_streamed(self.c.datasets[d.node]) for d in self.data)
+
+    def _batches(self) -> str:
+        if not self._streamed:
+            return BATCHES
+        head, _, rest = BATCHES.partition('"""\n')
+        head, _, doc = head.rpartition("\n")
+        return head + "\n" + doc + '"""\n' + BATCHES_STREAMED + rest
 
     def _update_metrics(self) -> str:
         lines = ["def update_metrics(metrics, outputs, " + self._batch_params() + "):",
@@ -259,9 +273,7 @@ class ScriptWriter:
                 '`--metrics-out` writes them."""',
                 f"{I1}data = {{" + ", ".join(f'"{d.node}": {d.function}()' for d in self.data)
                 + "}",
-                f"{I1}data = {{node: {{split: {{port: t.to(DEVICE) for port, t in part.items()}}",
-                f"{I1}                 for split, part in splits.items()}}",
-                f"{I1}        for node, splits in data.items()}}",
+                *self._to_device(),
                 f"{I1}torch.manual_seed(SEED)  # the weights are drawn right after seeding, "
                 "as nodegraph does",
                 f"{I1}model = {self.model.name}().to(DEVICE)"]
@@ -275,7 +287,9 @@ class ScriptWriter:
                 f'"{o.node}": {self.names.optimizers[o.node]}' for o in self.c.optimizers) + "}")
         if self.c.metrics:
             body += self._metrics()
-        shuffle = "shuffle" if self.c.datasets[self.data[0].node].shuffle else None
+        # streamed data draws each epoch's seed from it even unshuffled (its augmentation)
+        shuffle = ("shuffle" if self.c.datasets[self.data[0].node].shuffle or self._streamed
+                   else None)
         if shuffle:
             body.append(f"{I1}shuffle = torch.Generator().manual_seed(SEED)  # the trainer's "
                         "shuffle order")
@@ -302,6 +316,17 @@ class ScriptWriter:
         body += self._finish()
         head = "def train(log=print):" if staged else "def train(epochs=EPOCHS, log=print):"
         return "\n".join([head, *body])
+
+    def _to_device(self) -> list[str]:
+        """The lines moving in-memory splits to DEVICE (streams move each batch)."""
+        if self._streamed:
+            return [f"{I1}data = {{node: {{split: part if isinstance(part, Stream)  # per batch",
+                    f"{I1}                 else {{port: t.to(DEVICE) for port, t in part.items()}}",
+                    f"{I1}                 for split, part in splits.items()}}",
+                    f"{I1}        for node, splits in data.items()}}"]
+        return [f"{I1}data = {{node: {{split: {{port: t.to(DEVICE) for port, t in part.items()}}",
+                f"{I1}                 for split, part in splits.items()}}",
+                f"{I1}        for node, splits in data.items()}}"]
 
     def _epoch(self, shuffle: str | None, staged: bool) -> list[str]:
         """The body of the epoch loop."""

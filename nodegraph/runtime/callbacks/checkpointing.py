@@ -1,5 +1,6 @@
 """Checkpoints: the whole state of a run (weights, optimizer and schedule states, random
-generators, history, position in the stage schedule, the monitor) written every
+generators, history, position in the stage schedule, the monitor, the GradScaler's loss
+scale under 16-mixed precision) written every
 `checkpoint_every` epochs and after the last, so `--resume` continues exactly where the run
 stopped: the same seed gives the same history, byte for byte, resumed or not. The best
 weights go beside it (`best.safetensors`) at each new best. A run stopped by request or by
@@ -56,6 +57,9 @@ class Checkpointing(Callback):
                 "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
                               if o.scheduler is not None},
                 "callbacks": callback_states(_callbacks(trainer), skip=[self.monitor])}
+        precision = getattr(trainer, "precision", None)  # 16-mixed: the GradScaler's state
+        if precision is not None and precision.state_dict():
+            info["precision"] = precision.state_dict()
         self.written = checkpoint.save(
             self.directory, normalization.with_weights(c, c.module.block_state()),
             {o.node: o.optimizer.state_dict() for o in c.optimizers}, tensors, info)
@@ -85,6 +89,12 @@ class Checkpointing(Callback):
                                  f"fit this graph's optimizers ({first_line(e)}); resume with "
                                  "the graph that wrote it, or start afresh without --resume"
                                  ) from None
+        precision = getattr(trainer, "precision", None)
+        if precision is not None:
+            try:
+                precision.load_state_dict(info.get("precision", {}))
+            except NodegraphError as e:
+                raise NodegraphError(f"the checkpoint in {where}: {e}") from None
         torch.set_rng_state(tensors["rng/torch"])
         trainer.shuffle_rng.set_state(tensors["rng/shuffle"])
         if "rng/cuda" in tensors and torch.cuda.is_available():
