@@ -289,6 +289,9 @@ class NodeItem(QGraphicsItem):
         painter.drawText(QRectF(8, 0, width, bar), Qt.AlignmentFlag.AlignVCenter, title)
         if self.collapsed or self.names_ports_when_compact:
             return  # a card of several inputs or outputs names its ports instead
+        if any(getattr(w, "label_at", None) == "port_inside"
+               for item in self.inputs.values() for w in item.wires):
+            return  # a wire's shape is drawn in the input's row: it matters more than the type
         small = QFont(TYPE_FONT)
         small.setPixelSize(max(8, round(DETAIL_PX / lod)))
         sm = QFontMetricsF(small)
