@@ -111,6 +111,8 @@ class Progress(Callback):
 
     def on_step_end(self, trainer, values: dict) -> None:
         self.step += 1
+        if self.steps <= 1:
+            return  # one step an epoch: the epoch's end draws (tiny epochs pay nothing here)
         now = time.monotonic()
         if now - self.last_draw >= max(self.min_interval, self.epoch_interval):
             self.last_draw = now
@@ -120,10 +122,14 @@ class Progress(Callback):
         state = trainer.state
         self.step = self.steps
         self.pending = (state.train, state.val)  # read into `latest` when next drawn
-        for split, stats in (("train", state.train), ("val", state.val)):
+        epoch, curves = state.epoch, self.curves
+        for name, stats in (("train loss", state.train), ("val loss", state.val)):
             loss = stats.get("loss")
             if loss is not None:
-                self.curves.setdefault(f"{split} loss", []).append((state.epoch, float(loss)))
+                points = curves.get(name)
+                if points is None:
+                    points = curves[name] = []
+                points.append((epoch, float(loss)))
         now = time.monotonic()
         if now - self.last_draw >= self.epoch_interval:
             self.last_draw = now
