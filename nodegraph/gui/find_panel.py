@@ -12,6 +12,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout
 
+from nodegraph.gui.list_keys import steer_list
 from nodegraph.model.find import Hit, find
 
 
@@ -90,14 +91,7 @@ class FindPanel(QFrame):
         if obj is self.edit and isinstance(event, QKeyEvent) and \
                 event.type() == event.Type.KeyPress:
             key = event.key()
-            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
-                row = self.list.currentRow() + (1 if key == Qt.Key.Key_Down else -1)
-                self.list.setCurrentRow(max(0, min(self.list.count() - 1, row)))
-                return True
-            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-                item = self.list.currentItem()
-                if item is not None:
-                    self._jump_item(item)
+            if steer_list(key, self.list, self._jump_item):
                 return True
             if key == Qt.Key.Key_Escape:
                 self.hide()

@@ -17,6 +17,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout
 
+from nodegraph.gui.list_keys import steer_list
 from nodegraph.gui.ranking import Context, rank
 from nodegraph.model.spec import BlockSpec
 
@@ -112,14 +113,7 @@ class SearchPopup(QFrame):
         if obj is self.edit and isinstance(event, QKeyEvent) and \
                 event.type() == event.Type.KeyPress:
             key = event.key()
-            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
-                row = self.list.currentRow() + (1 if key == Qt.Key.Key_Down else -1)
-                self.list.setCurrentRow(max(0, min(self.list.count() - 1, row)))
-                return True
-            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-                item = self.list.currentItem()
-                if item is not None:
-                    self._choose_item(item)
+            if steer_list(key, self.list, self._choose_item):
                 return True
             if key == Qt.Key.Key_D and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
                 self.toggle_favourite()
