@@ -39,8 +39,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QSettings  # noqa: E402
 
 import nodegraph  # noqa: E402
-from nodegraph.gui.app import application  # noqa: E402
-from nodegraph.gui.main_window import MainWindow  # noqa: E402
+from nodegraph.gui.shell.app import application  # noqa: E402
+from nodegraph.gui.shell.main_window import MainWindow  # noqa: E402
 
 CHAIN = ("data.XOR", "layers.Linear", "activations.Tanh", "layers.Linear",
          "losses.BCEWithLogits")
@@ -168,7 +168,7 @@ def main() -> None:
 
 def deep_network(args, tmp: Path, settings: QSettings) -> list[tuple[float, float]]:
     """Lay out, open and draw the residual network; the frames' (wall, cpu) p95s."""
-    from nodegraph.gui.layout import auto_layout
+    from nodegraph.gui.canvas.layout import auto_layout
 
     graph = residual_mlp(args.deep)
     for direction in ("LR", "TB"):

@@ -40,8 +40,8 @@ def child(launched: float, graph: str) -> dict[str, float]:
     t0 = time.time()
     from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
 
-    from nodegraph.gui.app import application
-    from nodegraph.gui.main_window import MainWindow
+    from nodegraph.gui.shell.app import application
+    from nodegraph.gui.shell.main_window import MainWindow
     from nodegraph.model.events import EpochEnded, StepEnded
     imported = time.time()
     app = application()

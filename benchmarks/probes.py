@@ -99,9 +99,9 @@ def editor_run(window, app, animate: bool = True) -> Callable[[], dict[str, floa
 def open_editor(tmp: Path):
     from PySide6.QtCore import QSettings
 
-    from nodegraph.gui import theme
-    from nodegraph.gui.app import application
-    from nodegraph.gui.main_window import MainWindow
+    from nodegraph.gui.base import theme
+    from nodegraph.gui.shell.app import application
+    from nodegraph.gui.shell.main_window import MainWindow
     from nodegraph.model.fileformat import save
 
     app = application()

@@ -7,7 +7,7 @@ edit of the head.
 
 The model is imported with `nodegraph import` (random weights, nothing downloaded) into a
 temporary folder by another process, read back, and validated through the editor's own path
-(`nodegraph.gui.validator.validate_safely` on a snapshot, under an `OpCache`; no Qt is
+(`nodegraph.gui.document.validator.validate_safely` on a snapshot, under an `OpCache`; no Qt is
 created). Wall and CPU seconds are printed per round with the load average: on a shared
 machine wall time moves with the load. Target: warm < 1 s.
 """
@@ -46,7 +46,7 @@ def main() -> None:
                        capture_output=True)
         import nodegraph
         from nodegraph.check.opcache import OpCache, using
-        from nodegraph.gui.validator import snapshot, validate_safely
+        from nodegraph.gui.document.validator import snapshot, validate_safely
 
         graph = nodegraph.load(path)  # (its weights file is beside it: check in here)
         cache = OpCache()

@@ -139,7 +139,7 @@ def test_make_group_and_flatten_keep_the_indexes():
 
 @pytest.fixture
 def doc(qapp):
-    from nodegraph.gui.document import Document
+    from nodegraph.gui.document.document import Document
 
     return Document(mlp())
 
@@ -150,7 +150,7 @@ def _state(g: Graph):
 
 def test_undo_and_redo_of_every_command_keep_the_indexes(doc):
     pytest.importorskip("PySide6")
-    from nodegraph.gui import commands
+    from nodegraph.gui.document import commands
 
     g = doc.graph
     before = _state(g)

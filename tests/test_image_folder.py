@@ -163,7 +163,7 @@ def test_a_folder_without_class_folders_is_a_problem_on_the_block(tmp_path):
 
 def test_the_preview_shows_augmented_training_samples(folder):
     pytest.importorskip("PySide6")
-    from nodegraph.gui.preview import image_of, node_outputs
+    from nodegraph.gui.training.preview import image_of, node_outputs
 
     plain = node_outputs(graph(folder), "data")["x"]
     flipped = node_outputs(graph(folder, ("augment.HorizontalFlip", {"p": 1.0})), "data")["x"]

@@ -122,7 +122,7 @@ def test_darker_matches_qcolor_darker():
 
 def test_the_colours_are_the_editors():
     pytest.importorskip("PySide6")
-    from nodegraph.gui import theme
+    from nodegraph.gui.base import theme
 
     assert svg.CATEGORY_COLORS == theme.CATEGORY_COLORS
     assert svg.SPARE_COLORS == theme._SPARE

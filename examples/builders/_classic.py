@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nodegraph
-from nodegraph.gui.layout import auto_layout
+from nodegraph.gui.canvas.layout import auto_layout
 from nodegraph.model.graph import Graph
 
 EXAMPLES = Path(__file__).resolve().parents[1]

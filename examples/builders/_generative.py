@@ -9,7 +9,7 @@ from __future__ import annotations
 from _classic import wire
 from _networks import chain
 
-from nodegraph.gui.layout import auto_layout
+from nodegraph.gui.canvas.layout import auto_layout
 from nodegraph.model.graph import Graph
 from nodegraph.model.groups import GroupDef
 

@@ -102,7 +102,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _lay_out(graph, path: str) -> None:
     """The editor's own layered layout (Ctrl+L, Qt-free) for the graph and each group's
     body, saved: the file opens readable at fit, never as one row."""
-    from nodegraph.gui.layout import auto_layout
+    from nodegraph.gui.canvas.layout import auto_layout
     from nodegraph.model.fileformat import save
 
     graph.ui["positions"] = {n: list(xy) for n, xy in auto_layout(graph).items()}

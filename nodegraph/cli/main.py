@@ -389,7 +389,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_edit(args: argparse.Namespace) -> int:
     try:
-        from nodegraph.gui.app import main as gui_main
+        from nodegraph.gui.shell.app import main as gui_main
     except ImportError as e:
         raise NodegraphError(f"the editor needs PySide6 and pyqtgraph ({e}); install them with "
                              "pip install 'nodegraph[gui]'") from None

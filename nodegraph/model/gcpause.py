@@ -3,7 +3,7 @@
 Opt-in, by the program that owns the process: the collector is process-wide state, and a
 library that froze or paused it would keep a host program's garbage alive (a reference
 cycle made before the first `Graph` would never be freed). `nodegraph`'s own entry points,
-the CLI (`nodegraph.cli.main.main`) and the editor (`nodegraph.gui.app.main`), call
+the CLI (`nodegraph.cli.main.main`) and the editor (`nodegraph.gui.shell.app.main`), call
 `tune_process()`; a host program may too. Untuned, both remedies below do nothing.
 
 A full collection walks every tracked object in the process, and importing torch and the
@@ -19,7 +19,7 @@ over torch's heap (70-94 % of the time of a 5,000-node build). Two remedies, mea
 - `paused`: no automatic collection for the duration of validate and compile, which make
   and drop many small objects, and the previous state back after. Only on the main thread:
   collection is process-wide, and the editor hands it to its GUI thread while its own
-  threads run (`nodegraph.gui.collector`).
+  threads run (`nodegraph.gui.base.collector`).
 """
 
 from __future__ import annotations

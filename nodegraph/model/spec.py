@@ -302,7 +302,8 @@ class Params(dict):
 
 @dataclass(frozen=True)
 class Search:
-    """How the editor's block search finds a block besides its name (`nodegraph.gui.ranking`).
+    """How the editor's block search finds a block besides its name
+    (`nodegraph.gui.panels.ranking`).
 
     `words`: what people type for it ("xent", "bn", "fc"); a word several blocks share is
     written ``(word, n)`` on its n-th meaning (0 is the first, a bare word), so "nll" offers

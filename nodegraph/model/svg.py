@@ -9,7 +9,7 @@ Cards sit where the file's `ui.positions` put them (the editor's top-left corner
 graph without positions (built in code) is laid out in layers by `layered_positions`, a
 small topological layout (the editor's grandalf layout lives in the GUI's dependencies).
 
-The colours are copies of `nodegraph.gui.theme`'s (tests/test_svg.py checks they match).
+The colours are copies of `nodegraph.gui.base.theme`'s (tests/test_svg.py checks they match).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from nodegraph.model.spec import BlockSpec
 if TYPE_CHECKING:  # graph.py imports this module for `Graph._repr_svg_`
     from nodegraph.model.graph import Graph
 
-# copies of nodegraph.gui.theme (that module imports Qt)
+# copies of nodegraph.gui.base.theme (that module imports Qt)
 THEMES = {
     "dark": {"CANVAS": "#1b1e23", "NODE_BODY": "#2a2f37", "NODE_BORDER": "#414854",
              "TEXT": "#e6e9ee",
@@ -47,7 +47,7 @@ CATEGORY_COLORS = {
 SPARE_COLORS = ("#5f8f3e", "#b0704a", "#4a7fa0", "#9a5a8a", "#6a6fb8", "#3e9a8a")
 UNKNOWN_COLOR = "#6b7380"  # a block type the registry does not know (theme.DISABLED)
 WIRE_COLOR = "#4f9dde"  # a wire from a port the registry does not know (a tensor's colour)
-COMMENT_COLOR = "#c9b458"  # nodegraph.gui.annotations: a note without a colour of its own
+COMMENT_COLOR = "#c9b458"  # nodegraph.gui.document.annotations: a note without a colour of its own
 BACKDROP_COLOR = "#3f6f9e"
 NOTE_TITLE = 28.0  # a backdrop's title bar
 HEX = re.compile(r"^#[0-9A-Fa-f]{6}$")

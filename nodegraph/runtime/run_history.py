@@ -10,7 +10,7 @@ so a rewired graph shows as "graph (wires, blocks)" when no param tells the runs
 The history lives beside the graph file (``NAME.runs.json`` next to ``NAME.json``), written
 atomically and never touching the graph file, so it survives restarts; an unsaved graph's
 history stays in memory until the graph gets a file. This module is Qt-free: the editor's
-panel (`nodegraph.gui.run_history`) shows what it holds.
+panel (`nodegraph.gui.training.run_history`) shows what it holds.
 """
 
 from __future__ import annotations

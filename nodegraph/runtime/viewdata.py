@@ -1,6 +1,6 @@
 """The numbers behind the editor's per-node views, computed without Qt.
 
-The editor's node views (`nodegraph/gui/node_views.py`) only draw; what they draw comes
+The editor's node views (`nodegraph/gui/training/node_views.py`) only draw; what they draw comes
 from here, so it can be checked against the model and the probe frames directly:
 
 - from probe frames (live or replayed from a `--probe-out` file): a node's activation or

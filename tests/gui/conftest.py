@@ -81,9 +81,9 @@ def make_window(qtbot, tmp_path, prompts, registry):
     """A factory of shown main windows sharing one settings file and recovery folder."""
     from PySide6.QtCore import QSettings
 
-    from nodegraph.gui import theme
-    from nodegraph.gui.app import application
-    from nodegraph.gui.main_window import MainWindow
+    from nodegraph.gui.base import theme
+    from nodegraph.gui.shell.app import application
+    from nodegraph.gui.shell.main_window import MainWindow
 
     theme.apply(application())
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)

@@ -6,7 +6,7 @@ import math
 
 from PySide6.QtGui import QColor
 
-from nodegraph.gui.animation import BACKWARD_COLORS, FORWARD_COLORS, MAX_WIDTH, MIN_WIDTH
+from nodegraph.gui.training.animation import BACKWARD_COLORS, FORWARD_COLORS, MAX_WIDTH, MIN_WIDTH
 from nodegraph.model.graph import Edge
 from tests.gui.test_training import wait_until
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from nodegraph.gui import arrange
+from nodegraph.gui.canvas import arrange
 from tests.gui.driver import click_node
 
 RECTS = {"a": (0.0, 0.0, 100.0, 40.0), "b": (150.0, 30.0, 60.0, 80.0),

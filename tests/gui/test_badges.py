@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 import nodegraph
-from nodegraph.gui.badges import diagnose, layer_grad_norms
-from nodegraph.gui.files import examples_dir
+from nodegraph.gui.canvas.badges import diagnose, layer_grad_norms
+from nodegraph.gui.document.files import examples_dir
 from nodegraph.model.events import Emitter, RunFinished
 from nodegraph.model.fileformat import load, save
 from nodegraph.runtime.probes import ParamSummary, ProbeFrame, summarize_output

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QDragEnterEvent, QDropEvent, QImage, QMouseEve
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
-from nodegraph.gui import theme
+from nodegraph.gui.base import theme
 from nodegraph.model.graph import Edge
 from tests.gui.driver import NONE, click_node, drag, model_state, mouse
 

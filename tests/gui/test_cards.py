@@ -8,9 +8,9 @@ from PySide6.QtCore import QPoint, QPointF
 from PySide6.QtGui import QContextMenuEvent
 from PySide6.QtWidgets import QApplication
 
-from nodegraph.gui import node_item
-from nodegraph.gui.files import example_files
-from nodegraph.gui.node_item import CAP
+from nodegraph.gui.canvas import node_item
+from nodegraph.gui.canvas.node_item import CAP
+from nodegraph.gui.document.files import example_files
 
 
 def painted(window) -> None:

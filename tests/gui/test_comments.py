@@ -7,7 +7,7 @@ import json
 
 from PySide6.QtCore import QPointF
 
-from nodegraph.gui import annotations
+from nodegraph.gui.document import annotations
 from nodegraph.model import fileformat
 from tests.gui.driver import drag, model_state
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from nodegraph.gui.files import example_files
+from nodegraph.gui.document.files import example_files
 from nodegraph.model.graph import Edge
 from tests.gui.driver import drag, model_state
 

@@ -6,7 +6,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QGraphicsItem
 
-from nodegraph.gui.image_export import export_png, graph_rect
+from nodegraph.gui.canvas.image_export import export_png, graph_rect
 from tests.gui.driver import click_node, drag
 
 NO_CONTENTS = QGraphicsItem.GraphicsItemFlag.ItemHasNoContents

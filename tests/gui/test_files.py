@@ -9,7 +9,7 @@ import os
 from PySide6.QtCore import QPointF
 
 import nodegraph
-from nodegraph.gui import files
+from nodegraph.gui.document import files
 from tests.gui.driver import model_state, xor_graph
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodegraph.gui.fuzzy import rank
+from nodegraph.gui.panels.fuzzy import rank
 
 
 def test_search_ranks_what_the_user_means_first(registry):

@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
 
-from nodegraph.gui import start_page
-from nodegraph.gui.files import example_files
+from nodegraph.gui.document.files import example_files
+from nodegraph.gui.shell import start_page
 from tests.gui.driver import click_node
 
 

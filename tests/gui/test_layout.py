@@ -8,10 +8,10 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 import nodegraph
-from nodegraph.gui import layout
-from nodegraph.gui.files import example_files
-from nodegraph.gui.layout import auto_layout, card_sizes
-from nodegraph.gui.routing import route
+from nodegraph.gui.canvas import layout
+from nodegraph.gui.canvas.layout import auto_layout, card_sizes
+from nodegraph.gui.canvas.routing import route
+from nodegraph.gui.document.files import example_files
 
 
 def chain(n: int) -> nodegraph.Graph:
@@ -148,7 +148,7 @@ def test_a_file_without_positions_opens_laid_out(make_window, tmp_path):
 
 
 def test_shape_labels_keep_off_cards_and_port_dots_or_stay_in_the_tooltip():
-    from nodegraph.gui.routing import label_spot
+    from nodegraph.gui.canvas.routing import label_spot
 
     left, right = (0.0, 0.0, 176.0, 68.0), (300.0, 0.0, 476.0, 68.0)
     a, b = (176.0, 50.0), (300.0, 50.0)
@@ -207,7 +207,7 @@ def test_a_file_without_positions_opens_laid_out_in_its_saved_direction(make_win
 
 @pytest.mark.parametrize("name", ["yolo_shapes", "trees_vs_mlp", "detr_shapes"])
 def test_shape_labels_sit_on_no_card_dot_or_other_label(make_window, name):
-    from nodegraph.gui.canvas_check import defects
+    from nodegraph.gui.canvas.canvas_check import defects
 
     w = make_window(str(example_files()[0].parent / f"{name}.json"))
     w.resize(1600, 1000)
@@ -218,7 +218,7 @@ def test_shape_labels_sit_on_no_card_dot_or_other_label(make_window, name):
 
 
 def test_a_wire_whose_port_columns_are_blocked_still_goes_around_the_cards(make_window):
-    from nodegraph.gui.canvas_check import defects
+    from nodegraph.gui.canvas.canvas_check import defects
 
     w = make_window(str(example_files()[0].parent / "rcnn_shapes.json"))  # cards stacked
     w.resize(1600, 1000)  # right under the proposals' outputs

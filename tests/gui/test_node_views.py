@@ -20,7 +20,7 @@ from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QContextMenuEvent, QMouseEvent
 from PySide6.QtWidgets import QApplication
 
-from nodegraph.gui import node_views as nv
+from nodegraph.gui.training import node_views as nv
 from nodegraph.runtime import viewdata as vd
 from nodegraph.runtime.probes import ProbeFrame, read_frames
 

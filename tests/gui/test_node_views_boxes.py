@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from nodegraph.gui import node_views as nv
-from nodegraph.gui.node_views_boxes import DetectionView
+from nodegraph.gui.training import node_views as nv
+from nodegraph.gui.training.node_views_boxes import DetectionView
 from nodegraph.runtime import viewdata as vd
 from nodes._detection_heads import set_match
 

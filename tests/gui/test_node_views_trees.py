@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QCoreApplication
 
-from nodegraph.gui import node_views_trees as nvt
+from nodegraph.gui.training import node_views_trees as nvt
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 

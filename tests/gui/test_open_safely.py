@@ -136,7 +136,7 @@ def test_a_damaged_layout_is_laid_out_again(window, tmp_path):
 
 def test_a_file_the_validator_fails_on_opens_with_the_failure_listed(window, xor_file,
                                                                     monkeypatch):
-    from nodegraph.gui import validator
+    from nodegraph.gui.document import validator
 
     def fails(graph):
         raise RecursionError("maximum recursion depth exceeded")
@@ -151,7 +151,7 @@ def test_a_file_the_validator_fails_on_opens_with_the_failure_listed(window, xor
 
 
 def test_the_real_message_box_shows_the_failure(make_window, bad_files, monkeypatch):
-    from nodegraph.gui import prompts as prompts_module
+    from nodegraph.gui.base import prompts as prompts_module
 
     shown = []
     monkeypatch.setattr(prompts_module.QMessageBox, "critical",

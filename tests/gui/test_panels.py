@@ -99,8 +99,8 @@ def test_problems_wrap_long_text_and_show_it_whole_in_tooltips(make_window):
 
 
 def test_a_procedure_node_says_what_it_does_and_runs_from_the_inspector(make_window, qtbot):
-    from nodegraph.gui.files import examples_dir
-    from nodegraph.gui.node_views import TrajectoryView
+    from nodegraph.gui.document.files import examples_dir
+    from nodegraph.gui.training.node_views import TrajectoryView
 
     w = make_window(str(examples_dir() / "timeseries_mlp.json"))
     click_node(w, "forecast")

@@ -6,8 +6,8 @@ import pytest
 import torch
 from PySide6.QtCore import QPointF
 
-from nodegraph.gui import main_window
-from nodegraph.gui.preview import image_of, table_of
+from nodegraph.gui.shell import main_window
+from nodegraph.gui.training.preview import image_of, table_of
 
 
 @pytest.fixture(autouse=True)

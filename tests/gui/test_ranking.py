@@ -6,9 +6,9 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, Qt
 
 import nodegraph
-from nodegraph.gui.files import example_files
-from nodegraph.gui.ranking import Context, context_for, rank
-from nodegraph.gui.wiring import blocks_for_source
+from nodegraph.gui.document.files import example_files
+from nodegraph.gui.document.wiring import blocks_for_source
+from nodegraph.gui.panels.ranking import Context, context_for, rank
 from tests.gui.driver import drag, port_pos
 
 

@@ -20,8 +20,8 @@ DRIVER = """
 import sys
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from nodegraph.gui import app
-from nodegraph.gui.main_window import MainWindow
+from nodegraph.gui.shell import app
+from nodegraph.gui.shell.main_window import MainWindow
 
 def edit():
     (window,) = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow)]

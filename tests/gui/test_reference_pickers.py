@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodegraph.gui import param_widgets as pw
+from nodegraph.gui.panels import param_widgets as pw
 
 LOTTERY = str(Path(__file__).resolve().parents[2] / "examples" / "lottery_ticket.json")
 HOPFIELD = str(Path(__file__).resolve().parents[2] / "examples" / "hopfield_2d.json")

@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QMouseEvent
 
-from nodegraph.gui import reroute
+from nodegraph.gui.canvas import reroute
 from nodegraph.model.graph import Edge
 from tests.gui.driver import NONE, drag, model_state, mouse
 

@@ -7,7 +7,7 @@ import json
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
-from nodegraph.gui import theme
+from nodegraph.gui.base import theme
 from nodegraph.model.fileformat import save
 from nodegraph.runtime.run_history import history_path
 from tests.gui.driver import xor_graph
@@ -108,7 +108,7 @@ def test_an_unsaved_graphs_runs_go_with_it_to_its_file_and_a_stopped_run_counts(
 
 
 def test_a_shipped_examples_runs_stay_in_memory(make_window, tmp_path):
-    from nodegraph.gui.files import examples_dir
+    from nodegraph.gui.document.files import examples_dir
 
     example = examples_dir() / "xor.json"
     w = make_window(str(example))

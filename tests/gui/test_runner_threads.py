@@ -15,8 +15,9 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QGraphicsRectItem, QGraphicsScene, QMenu
 
 import nodegraph
-from nodegraph.gui import collector, runner
-from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+from nodegraph.gui.base import collector
+from nodegraph.gui.training import runner
+from nodegraph.gui.training.runner import TrainingRunner, _ProcessWorker
 from nodegraph.runtime import train_process
 
 

@@ -3,8 +3,8 @@ the log panel and the problems list."""
 
 from __future__ import annotations
 
-from nodegraph.gui.log_view import LogView
-from nodegraph.gui.problems import _tooltip
+from nodegraph.gui.panels.log_view import LogView
+from nodegraph.gui.panels.problems import _tooltip
 from nodegraph.model.errors import Problem
 
 ESC = "\x1b]52;c;cHduZWQ=\x07\u202e"

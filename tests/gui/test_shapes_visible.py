@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from nodegraph.gui.canvas_check import unseen
-from nodegraph.gui.files import examples_dir
+from nodegraph.gui.canvas.canvas_check import unseen
+from nodegraph.gui.document.files import examples_dir
 
 
 @pytest.mark.parametrize("name", ["xor", "cnn_digits", "yolo_shapes"])

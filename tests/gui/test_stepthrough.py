@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nodegraph.gui.files import examples_dir
-from nodegraph.gui.stepthrough import fmt_values
+from nodegraph.gui.document.files import examples_dir
+from nodegraph.gui.training.stepthrough import fmt_values
 from nodegraph.model.graph import Edge
 
 
@@ -106,7 +106,7 @@ def test_values_are_printed_as_a_student_reads_them(values, text):
 def test_box_tensors_read_as_corners_on_wires_and_in_the_panel():
     """A wire of port type boxes shows the first image's boxes as corners, padding left out;
     a tensor of 4 features that is not boxes stays numbers."""
-    from nodegraph.gui.stepthrough import StepTrace, fmt_boxes
+    from nodegraph.gui.training.stepthrough import StepTrace, fmt_boxes
     from nodegraph.runtime.probes import TraceRecord
 
     boxes = torch.tensor([[[2.0, 3, 10, 12], [20, 21, 30, 40], [0, 0, 0, 0]],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import nodegraph
-from nodegraph.gui.timeline import FrameLog
+from nodegraph.gui.training.timeline import FrameLog
 from nodegraph.model.events import Emitter
 from nodegraph.model.fileformat import load
 from nodegraph.runtime.probes import ProbeFrame, ProbeWriter, read_frames

@@ -183,7 +183,7 @@ def test_axes_hold_still_during_a_run_and_fit_at_its_end(xor_window):
 
 
 def test_runs_train_in_a_process_of_their_own_and_survive_its_end(make_window, tmp_path):
-    from nodegraph.gui.runner import _ProcessWorker
+    from nodegraph.gui.training.runner import _ProcessWorker
     from nodegraph.runtime import train_process
 
     w = make_window(slow_graph(tmp_path / "slow.json"))
@@ -205,7 +205,7 @@ def test_runs_train_in_a_process_of_their_own_and_survive_its_end(make_window, t
 
 
 def test_blocks_of_another_registry_train_in_a_thread(tmp_path, qtbot):
-    from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+    from nodegraph.gui.training.runner import TrainingRunner, _ProcessWorker
     from nodegraph.model.spec import load_default_registry
 
     g = nodegraph.load("examples/xor.json", registry=load_default_registry())
@@ -241,7 +241,7 @@ def test_a_run_that_never_started_leaves_no_busy_bar(window):
 
 
 def test_the_first_train_does_not_wait_for_the_process_to_warm_up(monkeypatch, qtbot):
-    from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+    from nodegraph.gui.training.runner import TrainingRunner, _ProcessWorker
     from nodegraph.runtime import train_process
 
     monkeypatch.setattr(train_process, "_idle", [])
@@ -257,7 +257,7 @@ def test_the_first_train_does_not_wait_for_the_process_to_warm_up(monkeypatch, q
 
 
 def test_where_no_training_process_starts_runs_train_in_a_thread(monkeypatch, qtbot):
-    from nodegraph.gui.runner import TrainingRunner, _ProcessWorker
+    from nodegraph.gui.training.runner import TrainingRunner, _ProcessWorker
     from nodegraph.runtime import train_process
 
     def no_python(self):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QMouseEvent
 
-from nodegraph.gui.wiring import compatible_input
+from nodegraph.gui.document.wiring import compatible_input
 from nodegraph.model.graph import Edge
 from tests.gui.driver import NONE, drag, mouse, port_pos
 

@@ -1,0 +1,298 @@
+"""Every edit as an undoable command that calls the Graph API (and nothing else).
+
+Commands capture what they need to undo when they first run, so a command built for a
+node still holds after earlier commands renamed or rewired things. Undo puts nodes and
+wires back at their old place in the graph's order, because that order breaks ties in the
+topological order, which decides the order weights are initialised in: an undone delete
+must train exactly like the graph before it. Multi-node edits are macros (one undo step).
+Position changes have no Graph event, so commands set them through the document, which
+tells the canvas.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtGui import QUndoCommand
+
+from nodegraph.gui.document import annotations
+from nodegraph.model import groups
+from nodegraph.model.graph import Edge, Graph, Node
+
+if TYPE_CHECKING:
+    from nodegraph.gui.document.document import Document
+
+_UNSET = object()
+MERGE_PARAM = 1
+
+
+def _move_last_node_to(graph: Graph, index: int) -> None:
+    """Put the most recently added node back at `index` in the graph's node order."""
+    graph.move_node(next(reversed(graph.nodes)), index)
+
+
+def _move_last_edge_to(graph: Graph, index: int) -> None:
+    """Put the most recently added wire back at `index` in the graph's wire order."""
+    graph.move_edge(graph.edges[-1], index)
+
+
+class AddNode(QUndoCommand):
+    """Add a node (new, pasted, or restored) at a position."""
+
+    def __init__(self, doc: Document, node: Node, pos: tuple[float, float] | None):
+        super().__init__(f"Add {node.id}")
+        self.doc, self.node, self.pos = doc, copy.deepcopy(node), pos
+
+    def redo(self) -> None:
+        # strict=False: like the loader, keep what the user pasted and let validation speak
+        self.doc.graph.add_node(copy.deepcopy(self.node), strict=False)
+        if self.pos is not None:
+            self.doc.set_positions({self.node.id: self.pos})
+
+    def undo(self) -> None:
+        self.doc.graph.remove(self.node.id)
+        self.doc.forget_positions([self.node.id])
+
+
+class RemoveNode(QUndoCommand):
+    """Remove a node with its wires and ties; undo restores them where they were."""
+
+    def __init__(self, doc: Document, node_id: str):
+        super().__init__(f"Delete {node_id}")
+        self.doc, self.node_id = doc, node_id
+        self.saved: tuple | None = None
+
+    def redo(self) -> None:
+        g = self.doc.graph
+        index = list(g.nodes).index(self.node_id)
+        edges = [(i, e) for i, e in enumerate(g.edges) if self.node_id in (e.src, e.dst)]
+        pos = g.ui.get("positions", {}).get(self.node_id)
+        self.saved = (copy.deepcopy(g.node(self.node_id)), index, edges, pos, list(g.ties))
+        g.remove(self.node_id)
+        self.doc.forget_positions([self.node_id])
+
+    def undo(self) -> None:
+        g = self.doc.graph
+        node, index, edges, pos, ties = self.saved
+        g.add_node(copy.deepcopy(node), strict=False)
+        _move_last_node_to(g, index)
+        for i, e in edges:  # ascending indices: each insert lands where it was
+            g.connect(e.source, e.target, strict=False)
+            _move_last_edge_to(g, i)
+        g.ties = list(ties)
+        if pos is not None:
+            self.doc.set_positions({self.node_id: tuple(pos)})
+
+
+class Connect(QUndoCommand):
+    """Wire an output to an input, replacing the wire the input had."""
+
+    def __init__(self, doc: Document, source: tuple[str, str], target: tuple[str, str],
+                 strict: bool = True):
+        super().__init__(f"Connect {source[0]}.{source[1]} → {target[0]}.{target[1]}")
+        self.doc, self.source, self.target, self.strict = doc, source, target, strict
+        self.replaced: tuple[int, Edge] | None = None
+
+    def redo(self) -> None:
+        g = self.doc.graph
+        old = g.source_of(*self.target)
+        self.replaced = (g.edges.index(old), old) if old is not None else None
+        if old is not None and not self.strict:
+            g.disconnect(old)
+        g.connect(self.source, self.target, strict=self.strict, replace=True)
+
+    def undo(self) -> None:
+        g = self.doc.graph
+        g.disconnect(Edge(*self.source, *self.target))
+        if self.replaced is not None:
+            i, old = self.replaced
+            g.connect(old.source, old.target, strict=False)
+            _move_last_edge_to(g, i)
+
+
+class Disconnect(QUndoCommand):
+    def __init__(self, doc: Document, edge: Edge):
+        super().__init__(f"Disconnect {edge}")
+        self.doc, self.edge, self.index = doc, edge, 0
+
+    def redo(self) -> None:
+        self.index = self.doc.graph.edges.index(self.edge)
+        self.doc.graph.disconnect(self.edge)
+
+    def undo(self) -> None:
+        self.doc.graph.connect(self.edge.source, self.edge.target, strict=False)
+        _move_last_edge_to(self.doc.graph, self.index)
+
+
+class SetParam(QUndoCommand):
+    """Set a param (or, with value=RESET, go back to the block's default).
+
+    Changes merge into one step only when they come from one spin interaction (arrows,
+    wheel or Up/Down in one spin box without typing in between): both carry the same
+    `merge_key`. A typed value confirmed with Enter has none, so two typed edits are two
+    steps and the earlier value can always be brought back.
+    """
+
+    RESET = _UNSET
+
+    def __init__(self, doc: Document, node_id: str, name: str, value: Any,
+                 merge_key: object = None):
+        text = f"Reset {node_id}.{name}" if value is _UNSET else f"Set {node_id}.{name}"
+        super().__init__(text)
+        self.doc, self.node_id, self.name, self.value = doc, node_id, name, value
+        self.merge_key = merge_key
+        old = doc.graph.node(node_id).params.get(name, _UNSET)
+        self.old = old if old is _UNSET else copy.deepcopy(old)  # deepcopy would clone _UNSET
+
+    def _apply(self, value: Any) -> None:
+        if value is _UNSET:
+            self.doc.graph.reset_param(self.node_id, self.name)
+        else:
+            self.doc.graph.set_param(self.node_id, self.name, copy.deepcopy(value))
+
+    def redo(self) -> None:
+        self._apply(self.value)
+
+    def undo(self) -> None:
+        self._apply(self.old)
+
+    def id(self) -> int:
+        return MERGE_PARAM
+
+    def mergeWith(self, other: QUndoCommand) -> bool:
+        if not isinstance(other, SetParam) or (other.node_id, other.name) != (
+                self.node_id, self.name):
+            return False
+        if self.merge_key is None or other.merge_key != self.merge_key:
+            return False
+        self.value = other.value
+        return True
+
+
+class Rename(QUndoCommand):
+    def __init__(self, doc: Document, old: str, new: str):
+        super().__init__(f"Rename {old} → {new}")
+        self.doc, self.old, self.new = doc, old, new
+
+    def redo(self) -> None:
+        self.doc.graph.rename(self.old, self.new)
+
+    def undo(self) -> None:
+        self.doc.graph.rename(self.new, self.old)
+
+
+class MoveNodes(QUndoCommand):
+    """Positions before and after a drag (or an auto-layout): one undo step."""
+
+    def __init__(self, doc: Document, before: dict[str, tuple], after: dict[str, tuple],
+                 text: str = "Move"):
+        super().__init__(text)
+        self.doc, self.before, self.after = doc, dict(before), dict(after)
+
+    def redo(self) -> None:
+        self.doc.set_positions(self.after)
+
+    def undo(self) -> None:
+        self.doc.set_positions(self.before)
+
+
+class SetUiValue(QUndoCommand):
+    """Set one entry of the file's `ui` section (None removes it): saved, undoable."""
+
+    def __init__(self, doc: Document, key: str, value: Any, text: str):
+        super().__init__(text)
+        self.doc, self.key, self.value = doc, key, copy.deepcopy(value)
+        self.old = copy.deepcopy(doc.graph.ui.get(key))  # others edit the ui in place
+
+    def _write(self, value: Any) -> None:
+        if value is None:
+            self.doc.graph.ui.pop(self.key, None)
+        else:
+            self.doc.graph.ui[self.key] = copy.deepcopy(value)
+
+    def redo(self) -> None:
+        self._write(self.value)
+
+    def undo(self) -> None:
+        self._write(self.old)
+
+
+class SetTraining(QUndoCommand):
+    """Change a training setting (epochs, device, ...); None removes it."""
+
+    def __init__(self, doc: Document, key: str, value: Any):
+        super().__init__(f"Set training {key}")
+        self.doc, self.key, self.value = doc, key, value
+        self.old = doc.graph.training.get(key)
+
+    def redo(self) -> None:
+        self.doc.graph.set_training(self.key, self.value)
+
+    def undo(self) -> None:
+        self.doc.graph.set_training(self.key, self.old)
+
+
+class SetNotes(QUndoCommand):
+    """Add, change or remove comments and backdrops (UI data: no graph event, no results
+    change). `after` maps note ids to their new note, or None to remove it; undo puts each
+    note back at its place in the list, so the paint order comes back too."""
+
+    def __init__(self, doc: Document, after: dict[str, dict | None], text: str):
+        super().__init__(text)
+        self.doc, self.after = doc, copy.deepcopy(after)
+        current = annotations.by_id(doc.graph.ui)
+        self.before = {i: copy.deepcopy(current.get(i)) for i in after}
+        self.index = {i: annotations.index_of(doc.graph.ui, i) for i in after}
+
+    def redo(self) -> None:
+        self.doc.put_notes(self.after)
+
+    def undo(self) -> None:
+        self.doc.put_notes(self.before, self.index)
+
+
+class MakeGroup(QUndoCommand):
+    """Move nodes into a new group and put one instance in their place (`make_group`);
+    undo removes the instance and the definition and puts the nodes, wires and ties back
+    where they were, in the graph's order."""
+
+    def __init__(self, doc: Document, node_ids: list[str], name: str, instance: str):
+        super().__init__(f"Group {len(node_ids)} node(s) as {name}")
+        self.doc, self.node_ids, self.name, self.instance = doc, list(node_ids), name, instance
+        self.saved: tuple | None = None
+        self.defn = None  # the definition made first: a redo brings back this very one
+
+    def redo(self) -> None:
+        g = self.doc.graph
+        chosen = set(self.node_ids)
+        order = list(g.nodes)
+        positions = g.ui.get("positions", {})
+        self.saved = ([(order.index(n), copy.deepcopy(g.nodes[n])) for n in sorted(
+                          chosen, key=order.index)],
+                      [(i, e) for i, e in enumerate(g.edges) if {e.src, e.dst} & chosen],
+                      {n: list(positions[n]) for n in chosen if n in positions},
+                      list(g.ties))
+        groups.make_group(g, self.node_ids, self.name, self.instance)
+        if self.defn is not None:  # an open tab and later commands edit this body object
+            g.groups[self.name] = self.defn
+        self.defn = defn = g.groups[self.name]
+        defn.body.groups = g.groups  # nested groups resolve inside the body too
+        defn.ui = defn.body.ui  # one dict: positions set while editing the body are saved
+        self.doc.forget_positions(self.node_ids)
+        self.doc.set_positions({self.instance: tuple(positions.get(self.instance, (0, 0)))})
+
+    def undo(self) -> None:
+        g = self.doc.graph
+        nodes, edges, positions, ties = self.saved
+        g.remove(self.instance)
+        self.doc.forget_positions([self.instance])
+        del g.groups[self.name]
+        for index, node in nodes:  # ascending: each lands where it was
+            g.add_node(copy.deepcopy(node), strict=False)
+            _move_last_node_to(g, index)
+        for i, e in edges:
+            g.connect(e.source, e.target, strict=False)
+            _move_last_edge_to(g, i)
+        g.ties = list(ties)  # those the grouping moved into the body or renamed
+        self.doc.set_positions({n: tuple(p) for n, p in positions.items()})

@@ -1,0 +1,139 @@
+"""Room for the graph: the panels on each side fold to the window's edge and come back
+with one key, as Blender's T and N do.
+
+T folds the left side (the block palette), N the right (inspector and preview), Ctrl+J the
+bottom (problems, log, training plots, runs, ...); the same key brings back the panels that
+were open there. Three small buttons at the foot of the window show which sides are folded
+and unfold them with a click. A window opened for the first time (no saved layout) starts
+with the right and bottom folded, so the canvas gets three quarters of it and more; the
+bottom unfolds by itself when a run starts (its plots are the point of training) or is
+refused (its Problems say why), the right when a card is picked (unless the user folded it
+by hand: then it stays folded). The layout the user leaves is saved with the window's
+state, as before.
+"""
+
+from __future__ import annotations
+
+import shiboken6
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDockWidget, QToolButton
+
+AREA = {"left": Qt.DockWidgetArea.LeftDockWidgetArea,
+        "right": Qt.DockWidgetArea.RightDockWidgetArea,
+        "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
+KEYS = {"left": "T", "right": "N", "bottom": "Ctrl+J"}
+NAMES = {"left": "Blocks", "right": "Inspector", "bottom": "Panels"}
+ARROWS = {"left": "◂", "right": "▸", "bottom": "▾"}
+
+
+class PanelEdges:
+    """Folds and unfolds the docks of each side of one window."""
+
+    def __init__(self, window):
+        self.window = window
+        self.folded: dict[str, list[QDockWidget]] = {}  # side -> the docks it hid
+        self.buttons: dict[str, QToolButton] = {}
+        self.chosen: set[str] = set()  # sides the user folded or unfolded by hand
+        self._fresh: set[str] = set()  # sides folded by the first layout, never shown yet
+        for side in reversed(AREA):  # each goes first: left to right, Blocks first
+            button = QToolButton()
+            button.setAutoRaise(True)
+            button.setCheckable(True)
+            button.setToolTip(f"fold or unfold the {NAMES[side].lower()} side "
+                              f"({KEYS[side]})")
+            button.clicked.connect(lambda _=False, s=side: self.toggle(s))
+            window.statusBar().insertPermanentWidget(0, button)
+            self.buttons[side] = button
+        self._label_buttons()
+
+    def docks(self, side: str) -> list[QDockWidget]:
+        """The docks that live on `side` now (floating ones are nobody's)."""
+        w = self.window
+        return [d for d in w.findChildren(QDockWidget)
+                if d.parent() is w and not d.isFloating() and w.dockWidgetArea(d) == AREA[side]]
+
+    def is_folded(self, side: str) -> bool:
+        return all(d.isHidden() for d in self.docks(side))
+
+    def toggle(self, side: str) -> None:
+        """The key or button: the user's choice, kept (no side unfolds by itself after)."""
+        self.chosen.add(side)
+        if self.is_folded(side):
+            self.unfold(side)
+        else:
+            self.fold(side)
+
+    def fold(self, side: str) -> None:
+        shown = [d for d in self.docks(side) if not d.isHidden()]
+        if shown:
+            self.folded[side] = shown
+        for d in shown:
+            d.hide()
+        self._label_buttons()
+        self.window.group_tabs.focus_canvas()
+
+    def unfold(self, side: str, raise_: QDockWidget | None = None) -> None:
+        docks = [d for d in self.folded.pop(side, []) if d.parent() is self.window]
+        if not docks:  # nothing remembered: the side's first panel
+            docks = self.docks(side)[:1] if side != "right" else self.docks(side)
+        for d in docks:
+            d.show()
+        if raise_ is not None:
+            raise_.show()
+            raise_.raise_()
+        elif docks:
+            docks[0].raise_()
+        if side in self._fresh:  # hidden since the start: give the panels their room
+            self._fresh.discard(side)
+            self._first_sizes(side)
+        self._label_buttons()
+
+    def _first_sizes(self, side: str) -> None:
+        """The sizes a first layout gives a side's panels when they first unfold (docks
+        hidden from the start would share the room unevenly: a wide log, a thin plot)."""
+        w, docks = self.window, self.window.docks
+        horizontal, vertical = Qt.Orientation.Horizontal, Qt.Orientation.Vertical
+        if side == "bottom":
+            w.resizeDocks([docks["problems"], docks["plots"]], [560, 940], horizontal)
+            w.resizeDocks([docks["plots"]], [250], vertical)
+        elif side == "right":
+            w.resizeDocks([docks["inspector"]], [360], horizontal)
+
+    def _label_buttons(self) -> None:
+        if not shiboken6.isValid(self.window):  # docks report hiding while the window goes
+            return
+        for side, button in self.buttons.items():
+            folded = self.is_folded(side)
+            button.setChecked(not folded)
+            button.setText(f"{ARROWS[side]} {NAMES[side]}")
+
+    def selected(self, nodes: list[str]) -> None:
+        """A card was picked: its params are wanted, so a right side folded only by the
+        first layout (never by the user) unfolds."""
+        if len(nodes) == 1 and "right" not in self.chosen and self.is_folded("right"):
+            self.unfold("right")
+
+    def first_layout(self) -> None:
+        """No saved layout: the canvas first (right and bottom folded)."""
+        for side in ("right", "bottom"):
+            self.fold(side)
+        self._fresh = {"right", "bottom"}
+
+
+def install(window) -> PanelEdges:
+    """The edges of `window`, their keys (on the canvas: typing elsewhere is not caught)
+    and the View > Panels entries."""
+    from nodegraph.gui.shell.menus import _action
+
+    edges = PanelEdges(window)
+    window.panel_edges = edges
+    window.docks_menu.addSeparator()
+    for side in AREA:
+        action = _action(window, f"Fold / Unfold {NAMES[side]}", lambda s=side: edges.toggle(s),
+                         KEYS[side], f"the {side} side's panels fold to the edge and come "
+                         "back", canvas_only=len(KEYS[side]) == 1)
+        window.actions_by_name[f"fold_{side}"] = action
+        window.docks_menu.addAction(action)
+    for dock in window.findChildren(QDockWidget):
+        dock.visibilityChanged.connect(lambda *_: edges._label_buttons())
+    return edges
