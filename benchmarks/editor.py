@@ -39,7 +39,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QSettings  # noqa: E402
 
 import nodegraph  # noqa: E402
-from nodegraph.gui.shell.app import application  # noqa: E402
+from nodegraph.gui.base.application import application  # noqa: E402
 from nodegraph.gui.shell.main_window import MainWindow  # noqa: E402
 
 CHAIN = ("data.XOR", "layers.Linear", "activations.Tanh", "layers.Linear",

@@ -40,7 +40,7 @@ def child(launched: float, graph: str) -> dict[str, float]:
     t0 = time.time()
     from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
 
-    from nodegraph.gui.shell.app import application
+    from nodegraph.gui.base.application import application
     from nodegraph.gui.shell.main_window import MainWindow
     from nodegraph.model.events import EpochEnded, StepEnded
     imported = time.time()

@@ -49,7 +49,7 @@ import torch  # noqa: E402
 from PySide6.QtCore import QEventLoop, QSettings  # noqa: E402
 
 import nodegraph  # noqa: E402
-from nodegraph.gui.shell.app import application  # noqa: E402
+from nodegraph.gui.base.application import application  # noqa: E402
 from nodegraph.gui.shell.main_window import MainWindow  # noqa: E402
 from nodegraph.model.events import (  # noqa: E402
     Emitter,

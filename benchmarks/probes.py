@@ -100,7 +100,7 @@ def open_editor(tmp: Path):
     from PySide6.QtCore import QSettings
 
     from nodegraph.gui.base import theme
-    from nodegraph.gui.shell.app import application
+    from nodegraph.gui.base.application import application
     from nodegraph.gui.shell.main_window import MainWindow
     from nodegraph.model.fileformat import save
 

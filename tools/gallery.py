@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from PySide6.QtCore import QRectF, QSettings, Qt  # noqa: E402
 from PySide6.QtGui import QColor, QFont, QImage, QPainter  # noqa: E402
 
+from nodegraph.gui.base.application import application  # noqa: E402
 from nodegraph.gui.canvas.canvas_check import defects, unseen  # noqa: E402
 from nodegraph.gui.canvas.node_item import CAP  # noqa: E402
 from nodegraph.gui.canvas.wire_item import LABEL_LOD  # noqa: E402
 from nodegraph.gui.document.files import example_files  # noqa: E402
-from nodegraph.gui.shell.app import application  # noqa: E402
 from nodegraph.gui.shell.main_window import MainWindow  # noqa: E402
 
 THUMB_W, THUMB_H, CAPTION = 480, 300, 22

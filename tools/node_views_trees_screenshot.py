@@ -20,8 +20,8 @@ from nodegraph.gui.node_views_screenshot import grab  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from nodegraph.gui.base import theme  # noqa: E402
+from nodegraph.gui.base.application import application  # noqa: E402
 from nodegraph.gui.document.files import examples_dir  # noqa: E402
-from nodegraph.gui.shell.app import application  # noqa: E402
 from nodegraph.gui.shell.main_window import MainWindow  # noqa: E402
 
 

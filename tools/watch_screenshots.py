@@ -23,8 +23,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QSettings  # noqa: E402
 
+from nodegraph.gui.base.application import application  # noqa: E402
 from nodegraph.gui.document.files import examples_dir  # noqa: E402
-from nodegraph.gui.shell.app import application  # noqa: E402
 from nodegraph.gui.shell.main_window import MainWindow  # noqa: E402
 
 

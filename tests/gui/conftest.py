@@ -82,7 +82,7 @@ def make_window(qtbot, tmp_path, prompts, registry):
     from PySide6.QtCore import QSettings
 
     from nodegraph.gui.base import theme
-    from nodegraph.gui.shell.app import application
+    from nodegraph.gui.base.application import application
     from nodegraph.gui.shell.main_window import MainWindow
 
     theme.apply(application())

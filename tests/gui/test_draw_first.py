@@ -24,8 +24,8 @@ def test_the_window_imports_no_torch():
 def test_cards_first_then_the_blocks(qtbot, tmp_path, prompts, xor_file, monkeypatch):
     from PySide6.QtCore import QSettings
 
+    from nodegraph.gui.base.application import application
     from nodegraph.gui.shell import main_window
-    from nodegraph.gui.shell.app import application
 
     application()
     # this test process has the library imported already: make the window wait for it anyway
@@ -60,8 +60,8 @@ def test_a_file_that_cannot_open_says_so_once_the_blocks_are_in(qtbot, tmp_path,
                                                                  monkeypatch):
     from PySide6.QtCore import QSettings
 
+    from nodegraph.gui.base.application import application
     from nodegraph.gui.shell import main_window
-    from nodegraph.gui.shell.app import application
 
     application()
     monkeypatch.setattr(main_window, "default_registry_loaded", lambda: False)
@@ -83,8 +83,8 @@ def test_a_file_that_cannot_open_says_so_once_the_blocks_are_in(qtbot, tmp_path,
 def test_no_file_the_start_page_then_the_blocks(qtbot, tmp_path, prompts, monkeypatch):
     from PySide6.QtCore import QSettings
 
+    from nodegraph.gui.base.application import application
     from nodegraph.gui.shell import main_window
-    from nodegraph.gui.shell.app import application
 
     application()
     monkeypatch.setattr(main_window, "default_registry_loaded", lambda: False)
@@ -102,8 +102,8 @@ def test_no_file_the_start_page_then_the_blocks(qtbot, tmp_path, prompts, monkey
 def test_closed_while_the_blocks_load(qtbot, tmp_path, prompts, xor_file, monkeypatch):
     from PySide6.QtCore import QSettings
 
+    from nodegraph.gui.base.application import application
     from nodegraph.gui.shell import main_window
-    from nodegraph.gui.shell.app import application
 
     application()
     monkeypatch.setattr(main_window, "default_registry_loaded", lambda: False)

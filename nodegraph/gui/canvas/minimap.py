@@ -11,16 +11,11 @@ only that picture and the frame.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPen, QPicture
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from nodegraph.gui.base import theme
-
-if TYPE_CHECKING:
-    from nodegraph.gui.canvas.view import GraphView
 
 SIZE = (220, 150)
 MARGIN = 12  # from the canvas corner
@@ -30,7 +25,7 @@ PAD = 6.0  # inside the map, around the graph
 class Minimap(QWidget):
     """A small overview widget in a corner of a canvas view (the one hiding no card)."""
 
-    def __init__(self, view: GraphView):
+    def __init__(self, view: QGraphicsView):
         super().__init__(view)
         self.view = view
         self.enabled = True
@@ -47,7 +42,6 @@ class Minimap(QWidget):
             signal.connect(self.invalidate)
         view.horizontalScrollBar().valueChanged.connect(self.refresh)
         view.verticalScrollBar().valueChanged.connect(self.refresh)
-        view.zoom_changed.connect(self.refresh)
         self.hide()
 
     # -- geometry ---------------------------------------------------------------------------

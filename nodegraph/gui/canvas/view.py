@@ -66,6 +66,7 @@ class GraphView(QGraphicsView):
         self._mouse: QPoint | None = None  # where the mouse last was on the canvas
         self.viewport().setMouseTracking(True)
         self.minimap = Minimap(self)
+        self.zoom_changed.connect(self.minimap.refresh)  # the map's frame follows the zoom
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

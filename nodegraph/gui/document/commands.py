@@ -12,7 +12,8 @@ tells the canvas.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from PySide6.QtGui import QUndoCommand
 
@@ -20,8 +21,19 @@ from nodegraph.gui.document import annotations
 from nodegraph.model import groups
 from nodegraph.model.graph import Edge, Graph, Node
 
-if TYPE_CHECKING:
-    from nodegraph.gui.document.document import Document
+
+class Document(Protocol):
+    """What a command needs of the document it edits (`document.Document` is one): a
+    Protocol, because the document imports this module to build its commands."""
+
+    graph: Graph
+
+    def set_positions(self, positions: dict[str, tuple]) -> None: ...
+
+    def forget_positions(self, nodes: Iterable[str]) -> None: ...
+
+    def put_notes(self, changes: dict[str, dict | None],
+                  index: dict[str, int | None] | None = None) -> None: ...
 
 _UNSET = object()
 MERGE_PARAM = 1

@@ -17,8 +17,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from nodegraph.gui.base import _compat  # noqa: F401  (before any Qt call: a PySide6 bug guard)
-from nodegraph.gui.canvas import reroute
-from nodegraph.gui.document import annotations
+from nodegraph.gui.document import annotations, reroute_points
 from nodegraph.gui.document import commands as cmd
 from nodegraph.gui.document.clipboard import Paste
 from nodegraph.gui.document.wiring import why_refused
@@ -292,9 +291,9 @@ class Document(QObject):
         commands: list[QUndoCommand] = [cmd.AddNode(self, n, paste.positions.get(n.id))
                                         for n in paste.nodes]
         if paste.reroutes:  # before the wires: each wire finds its points when it is drawn
-            table = self.graph.ui.get(reroute.KEY)
+            table = self.graph.ui.get(reroute_points.KEY)
             table = {**(table if isinstance(table, dict) else {}), **paste.reroutes}
-            commands.append(cmd.SetUiValue(self, reroute.KEY, table, "Paste reroute points"))
+            commands.append(cmd.SetUiValue(self, reroute_points.KEY, table, "Paste reroute points"))
         # pasted wires were valid where they were copied; like the loader, keep them as they are
         commands += [cmd.Connect(self, s, t, strict=False) for s, t in paste.edges]
         if paste.notes:

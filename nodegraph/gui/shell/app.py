@@ -4,25 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
-
-from nodegraph.gui.base import theme
+from nodegraph.gui.base.application import application
 from nodegraph.gui.shell.main_window import MainWindow
 from nodegraph.model import gcpause
-
-
-def application() -> QApplication:
-    """The running QApplication, created and themed on first use."""
-    app = QApplication.instance()
-    if app is None:
-        QApplication.setHighDpiScaleFactorRoundingPolicy(
-            Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
-        app = QApplication(sys.argv[:1])
-        app.setApplicationName("nodegraph")
-        app.setOrganizationName("nodegraph")
-    theme.apply(app)
-    return app
 
 
 def main(path: str | None = None) -> int:

@@ -115,11 +115,8 @@ class ComparePanel(QWidget):
     def _open_other(self, path: str):
         """The other file in a window of its own, beside this one (its marks are set in
         `refresh`); None when it cannot be opened as a graph here."""
-        from nodegraph.gui.shell.main_window import MainWindow
-
         w = self.window_
-        other = MainWindow(path, registry=w.doc.graph.base_registry, settings=w.settings,
-                           prompts=w.prompts, recovery_dir=w.file_actions.recovery_dir)
+        other = w.window_on(path)
         if other.doc.path is None:  # it did not open (refused, or not trusted)
             other.deleteLater()
             return None

@@ -17,10 +17,11 @@ or Edit > Back to Parent, returns to the graph; a group that an undo removes clo
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QTabBar, QTabWidget
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QTabBar, QTabWidget, QWidget
 
 from nodegraph.gui.canvas.group_ports import GroupPorts
 from nodegraph.gui.canvas.scene import GraphScene
@@ -33,9 +34,35 @@ from nodegraph.model.graph import GraphChanged
 
 if TYPE_CHECKING:
     from nodegraph.check.validate import Report
-    from nodegraph.gui.shell.main_window import MainWindow
+    from nodegraph.gui.base.prompts import Prompts
+    from nodegraph.gui.document.validator import Validator
+    from nodegraph.gui.panels.find_panel import FindPanel
+    from nodegraph.gui.panels.inspector import Inspector
+    from nodegraph.gui.panels.palette import Palette
 
 SEPARATOR = " › "
+
+
+class Window(Protocol):
+    """What group tabs ask of the window they sit in (`main_window.MainWindow`, a
+    QMainWindow): a Protocol, because the window imports this module to make its tabs."""
+
+    doc: Document
+    scene: GraphScene
+    view: GraphView
+    edit_actions: EditActions
+    validator: Validator
+    finder: FindPanel
+    inspector: Inspector
+    palette: Palette
+    prompts: Prompts
+    actions_by_name: dict[str, QAction]
+
+    def notify(self, text: str) -> None: ...
+
+    def takeCentralWidget(self) -> QWidget: ...
+
+    def setCentralWidget(self, widget: QWidget) -> None: ...
 
 
 class BodyDocument(Document):
@@ -103,7 +130,7 @@ def body_report(report: Report, prefix: str) -> Report:
 class GroupCanvas:
     """One open body: its document, scene, view and edit actions."""
 
-    def __init__(self, window: MainWindow, name: str, trail: list[str], prefix: str | None):
+    def __init__(self, window: Window, name: str, trail: list[str], prefix: str | None):
         self.name, self.trail = name, trail
         self.prefix = prefix  # the flat id of the instance it shows shapes of, and "__"
         self.doc = BodyDocument(window.doc.graph.groups[name], window.doc)
@@ -128,8 +155,8 @@ class GroupCanvas:
 class GroupTabs(QTabWidget):
     """The window's central widget: the graph's canvas, then one tab per open group."""
 
-    def __init__(self, window: MainWindow):
-        super().__init__(window)
+    def __init__(self, window: Window):
+        super().__init__(cast(QWidget, window))  # the window, a QMainWindow, owns the tabs
         self.window_ = window
         self.canvases: list[GroupCanvas] = []
         self.setDocumentMode(True)

@@ -688,6 +688,12 @@ class MainWindow(QMainWindow):
         window.show()
         return window
 
+    def window_on(self, path: str) -> MainWindow:
+        """A window of its own on `path` with this one's blocks, settings, questions and
+        recovery folder, not shown yet (File > Compare with… opens the other file in one)."""
+        return MainWindow(path, registry=self.doc.graph.base_registry, settings=self.settings,
+                          prompts=self.prompts, recovery_dir=self.file_actions.recovery_dir)
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.file_actions.maybe_save():
             event.ignore()

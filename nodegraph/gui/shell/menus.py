@@ -10,23 +10,73 @@ still moves between fields elsewhere.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMenu, QMenuBar
 
 from nodegraph.gui.document import files
 
 if TYPE_CHECKING:
-    from nodegraph.gui.shell.main_window import MainWindow
+    from nodegraph.gui.canvas.view import GraphView
+    from nodegraph.gui.document.file_actions import FileActions
+    from nodegraph.gui.panels.find_panel import FindPanel
+    from nodegraph.gui.panels.help import Help
+    from nodegraph.gui.shell.compare_view import ComparePanel
+    from nodegraph.gui.shell.group_tabs import GroupTabs
+    from nodegraph.gui.training.runner import TrainingRunner
 
 Key = QKeySequence.StandardKey
 
 
-def _action(w: MainWindow, text: str, slot, shortcut=None, tip: str = "",
+class Window(Protocol):
+    """What the menus ask of the window they fill (`main_window.MainWindow`, a QMainWindow):
+    a Protocol, because the window imports this module to build its menus."""
+
+    file_actions: FileActions
+    view: GraphView
+    group_tabs: GroupTabs
+    runner: TrainingRunner
+    finder: FindPanel
+    help: Help
+    compare: ComparePanel
+    recent: files.RecentFiles
+    recent_menu: QMenu
+    examples_menu: QMenu
+    docks_menu: QMenu
+    run_menu: QMenu
+
+    def menuBar(self) -> QMenuBar: ...
+
+    def addAction(self, action: QAction) -> None: ...
+
+    def close(self) -> bool: ...
+
+    def new_window(self) -> object: ...
+
+    def export_image(self, path: str | None = None) -> bool: ...
+
+    def undo(self) -> None: ...
+
+    def redo(self) -> None: ...
+
+    def set_snap(self, on: bool) -> None: ...
+
+    def set_theme(self, name: str, remember: bool = True) -> None: ...
+
+    def show_start_page(self) -> None: ...
+
+    def start_training(self) -> bool: ...
+
+    def run_procedure(self, node: str | None = None) -> bool: ...
+
+    def preview_selected(self, node: str | None = None) -> None: ...
+
+
+def _action(w: Window, text: str, slot, shortcut=None, tip: str = "",
             canvas_only: bool = False) -> QAction:
-    action = QAction(text, w)
+    action = QAction(text, cast(QObject, w))  # the window, a QObject, owns its actions
     if shortcut is not None:
         keys = shortcut if isinstance(shortcut, list) else [shortcut]
         action.setShortcuts([QKeySequence(k) for k in keys])
@@ -50,7 +100,7 @@ class _Current:
     """The edit actions (or view) of the canvas in front — the graph's, or an open group's
     — looked up when an action fires."""
 
-    def __init__(self, w: MainWindow, part: str):
+    def __init__(self, w: Window, part: str):
         self.w, self.part = w, part
 
     def __getattr__(self, name: str):
@@ -64,7 +114,7 @@ class _Current:
         return call
 
 
-def build(w: MainWindow) -> dict[str, QAction]:
+def build(w: Window) -> dict[str, QAction]:
     """Create the actions, the menu bar and the toolbar of `w`; returns actions by name."""
     f, e, r = w.file_actions, _Current(w, "edit_actions"), w
     v = _Current(w, "view")
@@ -164,7 +214,7 @@ def build(w: MainWindow) -> dict[str, QAction]:
     }
     a["pause"].setCheckable(True)
     a["snap"].setCheckable(True)
-    themes = QActionGroup(w)
+    themes = QActionGroup(cast(QObject, w))
     for name in ("theme_dark", "theme_light"):
         a[name].setCheckable(True)
         themes.addAction(a[name])
@@ -218,7 +268,7 @@ def build(w: MainWindow) -> dict[str, QAction]:
     return a
 
 
-def fill_recent(w: MainWindow) -> None:
+def fill_recent(w: Window) -> None:
     menu: QMenu = w.recent_menu
     menu.clear()
     paths = w.recent.list()
@@ -228,7 +278,7 @@ def fill_recent(w: MainWindow) -> None:
         menu.addAction("(none yet)").setEnabled(False)
 
 
-def fill_examples(w: MainWindow) -> None:
+def fill_examples(w: Window) -> None:
     menu: QMenu = w.examples_menu
     menu.clear()
     examples = files.example_files()

@@ -18,6 +18,8 @@ import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QToolButton
 
+from nodegraph.gui.shell.menus import _action
+
 AREA = {"left": Qt.DockWidgetArea.LeftDockWidgetArea,
         "right": Qt.DockWidgetArea.RightDockWidgetArea,
         "bottom": Qt.DockWidgetArea.BottomDockWidgetArea}
@@ -123,8 +125,6 @@ class PanelEdges:
 def install(window) -> PanelEdges:
     """The edges of `window`, their keys (on the canvas: typing elsewhere is not caught)
     and the View > Panels entries."""
-    from nodegraph.gui.shell.menus import _action
-
     edges = PanelEdges(window)
     window.panel_edges = edges
     window.docks_menu.addSeparator()

@@ -52,6 +52,9 @@ from PySide6.QtWidgets import (
 from nodegraph.gui.base import theme
 from nodegraph.gui.base.later import later
 from nodegraph.gui.canvas.node_item import NodeItem
+from nodegraph.gui.training import node_views_trees
+from nodegraph.gui.training.node_views_base import CLASS_COLORS, TrajectoryView, View, colormap
+from nodegraph.gui.training.node_views_boxes import DetectionView, shows_boxes
 from nodegraph.model.errors import NodegraphError, first_line
 from nodegraph.model.events import RunStarted, WeightsSnapshot
 from nodegraph.model.types import LOSS
@@ -67,75 +70,6 @@ REFRESH_MS = 500
 MODEL_REFRESH_S = 2.0  # model tabs follow a training run's weights at most this often
 DRAWN_FRAMES = 200  # a histogram column per frame at most this many, spread over the run
 MAX_FRAMES = 2000  # the oldest frames of a very long run give way
-CLASS_COLORS = ("#5aa9ff", "#ff9f43", "#5cc689", "#e86a92", "#b48cf2", "#f2d24e",
-                "#4ad6d6", "#c0c0c0", "#ff6b6b", "#9acd32")
-
-
-def _cmap(name: str) -> pg.ColorMap:
-    return pg.colormap.get(name)
-
-
-class View(QWidget):
-    """One tab of a node's dock. Live tabs draw probe frames; model tabs the model."""
-
-    title = ""
-    live = False  # draws probe frames (show_frames)
-    model = True  # draws the model (show_model)
-
-    def __init__(self, node: str | None):
-        super().__init__()
-        self.node = node
-        self.data = None  # what was drawn last, for tests
-        self.canvas = pg.GraphicsLayoutWidget()
-        self.status = QLabel()
-        self.status.setProperty("role", "dim")
-        self.status.setWordWrap(True)
-        self.controls = QHBoxLayout()
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.addLayout(self.controls)
-        layout.addWidget(self.canvas, 1)
-        layout.addWidget(self.status)
-
-    def show_frames(self, frames: list[ProbeFrame]) -> None:
-        pass
-
-    def show_model(self, compiled: Compiled) -> None:
-        pass
-
-    def plot(self, row: int = 0, col: int = 0, title: str = "", x: str = "", y: str = ""
-             ) -> pg.PlotItem:
-        p = self.canvas.addPlot(row=row, col=col, title=title)
-        p.showGrid(x=True, y=True, alpha=0.12)
-        if x:
-            p.setLabel("bottom", x)
-        if y:
-            p.setLabel("left", y)
-        return p
-
-    def picture(self, row: int, col: int, title: str) -> pg.PlotItem:
-        """A plot for an image or a panel whose axes say nothing (pixels, shared scales)."""
-        plot = self.plot(row, col, title)
-        plot.hideAxis("left")
-        plot.hideAxis("bottom")
-        return plot
-
-    def image(self, plot: pg.PlotItem, img: np.ndarray, rect: QRectF | None = None,
-              cmap: str = "viridis", levels: tuple[float, float] | None = None,
-              square: bool = True) -> pg.ImageItem:
-        """`img` (rows from the top) in `plot`, covering `rect` (default: one unit a pixel)."""
-        item = pg.ImageItem(axisOrder="row-major")
-        item.setColorMap(_cmap(cmap))
-        finite = img[np.isfinite(img)]
-        lo, hi = levels or ((float(finite.min()), float(finite.max())) if finite.size else (0, 1))
-        item.setImage(img, levels=(lo, hi if hi > lo else lo + 1))
-        plot.addItem(item)
-        if rect is not None:
-            item.setRect(rect)
-        if square:
-            plot.setAspectLocked(True)
-            plot.invertY(rect is None)  # pictures read top-down; value axes bottom-up
-        return item
 
 
 # -- live views: probe frames -----------------------------------------------------------------
@@ -270,7 +204,7 @@ class GradNormView(View):
     @staticmethod
     def _color(i: int, n: int) -> str:
         """Input side blue, output side orange: depth reads as colour."""
-        return _cmap("CET-D1").map(0.1 + 0.8 * i / max(n - 1, 1), mode="qcolor")
+        return colormap("CET-D1").map(0.1 + 0.8 * i / max(n - 1, 1), mode="qcolor")
 
 
 # -- model views -------------------------------------------------------------------------------
@@ -499,45 +433,6 @@ class RecallView(View):
                             f"{rose} of them")
 
 
-class TrajectoryView(View):
-    title = "Trajectory"
-
-    def show_model(self, compiled: Compiled) -> None:
-        t = vd.procedure_trajectory(compiled, self.node)
-        self.data = t
-        self.canvas.clear()
-        if t.kind == "images":
-            rows, cols = t.images.shape[:2]
-            plot = self.picture(0, 0, " · ".join(t.labels) if rows > 1 else
-                                f"{t.labels[0]} … {t.labels[-1]}" if t.labels[0].startswith("α")
-                                else f"{cols} samples")
-            tiles = t.images.reshape(rows * cols, *t.images.shape[2:])
-            self.image(plot, vd.image_grid(tiles, cols=cols if rows > 1 else
-                                           int(np.ceil(np.sqrt(cols)))), cmap="CET-L1")
-            what = "one row per chain, one column per kept step" if rows > 1 else "samples"
-            self.status.setText(f"{what}, on the current weights")
-        elif t.kind == "points":
-            everything = np.concatenate(t.points)
-            lo, hi = everything.min(0), everything.max(0)
-            for j, (label, pts) in enumerate(zip(t.labels, t.points, strict=True)):
-                plot = self.picture(j // 5, j % 5, label)  # one scale for all: said below
-                plot.addItem(pg.ScatterPlotItem(pts[:, 0], pts[:, 1], size=3, pen=None,
-                                                brush=theme.PLOT_COLORS[0]))
-                plot.setXRange(lo[0], hi[0])
-                plot.setYRange(lo[1], hi[1])
-            self.status.setText(f"the reverse chain from noise (first) to samples (last); "
-                                f"every panel x {lo[0]:.3g} … {hi[0]:.3g}, y {lo[1]:.3g} … "
-                                f"{hi[1]:.3g}")
-        elif t.kind == "series":
-            plot = self.plot(0, 0, "forecast", "step")
-            plot.addLegend()
-            for i, (name, ys) in enumerate(t.series.items()):
-                plot.plot(ys, name=name, pen=pg.mkPen(theme.PLOT_COLORS[i], width=2))
-        else:
-            self.canvas.clear()
-            self.status.setText(t.text)
-
-
 # -- choosing, docking, feeding ----------------------------------------------------------------
 
 
@@ -545,8 +440,6 @@ def views_for(compiled: Compiled, node: str) -> list[View]:
     """The tabs that fit `node`: live tabs always (for a block that computes), model tabs
     by the kind of block and the shapes of its outputs."""
     spec = compiled.graph.registry.get(compiled.graph.nodes[node].type)
-    from nodegraph.gui.training import node_views_trees  # imports View from here
-
     special = node_views_trees.views_for(compiled, node)  # fitted trees, weight paths
     if special is not None:
         return special
@@ -576,11 +469,6 @@ def views_for(compiled: Compiled, node: str) -> list[View]:
     codes = [p for p in flat if 2 <= ports[p].shape[1] < width]
     if codes and key is None:
         views.insert(0, LatentView(node, codes))
-    from nodegraph.gui.training.node_views_boxes import (  # imports this one
-        DetectionView,
-        shows_boxes,
-    )
-
     if shows_boxes(compiled, node):
         views.insert(0, DetectionView(node))
     return [*views, GradNormView(node)]

@@ -25,7 +25,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QDoubleSpinBox
 
 from nodegraph.gui.base.later import later
-from nodegraph.gui.training.node_views import CLASS_COLORS, View
+from nodegraph.gui.training.node_views_base import CLASS_COLORS, View
 from nodegraph.model.types import BOXES
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ class DetectionView(View):
 def _screenshot(path: str, node: str, out: str, epochs: int | None) -> None:
     import nodegraph
     from nodegraph.gui.base import theme
-    from nodegraph.gui.shell.app import application
+    from nodegraph.gui.base.application import application
 
     app = application()
     theme.apply(app)

@@ -18,7 +18,7 @@ import pyqtgraph as pg
 
 from nodegraph.gui.base import theme
 from nodegraph.gui.base.later import later
-from nodegraph.gui.training.node_views import TrajectoryView, View
+from nodegraph.gui.training.node_views_base import TrajectoryView, View
 
 if TYPE_CHECKING:
     from nodegraph.runtime.compile import Compiled
