@@ -19,8 +19,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from nodegraph.gui.base import theme  # noqa: E402
+from nodegraph.gui.base.application import application  # noqa: E402
 from nodegraph.gui.document.files import examples_dir  # noqa: E402
-from nodegraph.gui.shell.app import application  # noqa: E402
 from nodegraph.gui.shell.main_window import MainWindow  # noqa: E402
 from nodegraph.model.fileformat import save  # noqa: E402
 from nodegraph.model.graph import Graph  # noqa: E402
@@ -52,8 +52,9 @@ def grab(window: MainWindow, node: str | None, epochs: int, out: Path, tab: int 
     window.epochs.setValue(epochs)
     window.start_training()
     window.runner.wait(900)
-    dock = window.node_views.open(node) if node else window.node_views.open_layers()
-    dock.tabs.setCurrentIndex(tab)
+    panel = window.node_views.open(node) if node else window.node_views.open_layers()
+    panel.tabs.setCurrentIndex(tab)
+    dock = window.node_views.dock
     dock.resize(820, 600)
     for _ in range(30):
         app.processEvents()

@@ -254,21 +254,21 @@ def test_opening_from_menu_alt_double_click_and_context_menu(xor_window):
     assert {"node_view", "grad_norms", "load_probes"} <= set(w.actions_by_name)
     w.scene.select_nodes(["out"])
     w.actions_by_name["node_view"].trigger()
-    assert w.node_views.dock.node == "out"
+    assert w.node_views.panel.node == "out"
     viewport = w.view.viewport()
     pos = w.view.mapFromScene(w.scene.nodes["hidden"].sceneBoundingRect().center())
     event = QMouseEvent(QEvent.Type.MouseButtonDblClick, QPointF(pos),
                         QPointF(viewport.mapToGlobal(pos)), Qt.MouseButton.LeftButton,
                         Qt.MouseButton.LeftButton, Qt.KeyboardModifier.AltModifier)
     QApplication.sendEvent(viewport, event)
-    assert w.node_views.dock.node == "hidden"
+    assert w.node_views.panel.node == "hidden"
     pos = w.view.mapFromScene(w.scene.nodes["act"].sceneBoundingRect().center())
     QApplication.sendEvent(viewport, QContextMenuEvent(QContextMenuEvent.Reason.Mouse, pos,
                                                        viewport.mapToGlobal(pos)))
     menu = w.node_views.context_menu
     assert [a.text() for a in menu.actions()][0] == "Open Node View of 'act'"
     menu.actions()[0].trigger()
-    assert w.node_views.dock.node == "act"
+    assert w.node_views.panel.node == "act"
     empty = w.view.mapFromScene(w.scene.itemsBoundingRect().bottomRight() + QPointF(300, 300))
     QApplication.sendEvent(viewport, QContextMenuEvent(QContextMenuEvent.Reason.Mouse, empty,
                                                        viewport.mapToGlobal(QPoint(0, 0))))

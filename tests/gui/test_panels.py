@@ -110,7 +110,7 @@ def test_a_procedure_node_says_what_it_does_and_runs_from_the_inspector(make_win
                          if label.isVisible())
     assert "procedure runs after training" in page_text
     qtbot.mouseClick(run, Qt.MouseButton.LeftButton)
-    dock = w.node_views.dock
+    dock = w.node_views.panel
     assert dock.isVisible() and dock.node == "forecast"
     view = dock.view(TrajectoryView)
     assert view is not None

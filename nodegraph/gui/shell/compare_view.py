@@ -169,10 +169,7 @@ class ComparePanel(QWidget):
 def install(window) -> ComparePanel:
     """The Compare dock (tabbed with Problems), and File > Compare with…."""
     panel = ComparePanel(window)
-    dock = window._dock("Compare", panel, "compare")
-    window.docks["compare"] = dock
-    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
-    window.tabifyDockWidget(window.docks["problems"], dock)
+    window.add_dock("compare", "Compare", panel, Qt.DockWidgetArea.BottomDockWidgetArea,
+                    tab_with="problems")
     window.docks["problems"].raise_()
-    window.docks_menu.addAction(dock.toggleViewAction())
     return panel

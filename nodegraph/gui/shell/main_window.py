@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
     QMainWindow,
+    QMenu,
     QSpinBox,
     QToolBar,
     QWidget,
@@ -198,10 +199,28 @@ class MainWindow(QMainWindow):
         self.prompts.error("Cannot load the blocks", message)
         self.validator.hold(False)
 
-    def _dock(self, title: str, widget: QWidget, name: str) -> QDockWidget:
+    def add_dock(self, name: str, title: str, widget: QWidget,
+                 area: Qt.DockWidgetArea | None = None, *, split: Qt.Orientation | None = None,
+                 tab_with: str | None = None) -> QDockWidget:
+        """`widget` in a dock of this window, the one way every panel is made: named `name`
+        (the saved layout finds it by that name) and kept in `docks` under it; placed at
+        `area` (split along `split` from the docks there, or tabbed with the dock
+        `tab_with`) and listed in View > Panels, or floating on its own when `area` is None."""
         dock = QDockWidget(title, self)
         dock.setObjectName(name)
         dock.setWidget(widget)
+        self.docks[name] = dock
+        if area is None:
+            dock.setFloating(True)
+            return dock
+        if split is None:
+            self.addDockWidget(area, dock)
+        else:
+            self.addDockWidget(area, dock, split)
+        if tab_with is not None:
+            self.tabifyDockWidget(self.docks[tab_with], dock)
+        if self.docks_menu is not None:  # docks made before the menus are listed with them
+            self.docks_menu.addAction(dock.toggleViewAction())
         return dock
 
     def _build_docks(self) -> None:
@@ -211,24 +230,18 @@ class MainWindow(QMainWindow):
         self.plots = TrainingPlots()
         self.log = LogView()
         self.preview = PreviewPanel()
-        self.docks = {
-            "palette": self._dock("Blocks", self.palette, "palette"),
-            "inspector": self._dock("Inspector", self.inspector, "inspector"),
-            "preview": self._dock("Preview", self.preview, "preview"),
-            "problems": self._dock("Problems", self.problems, "problems"),
-            "log": self._dock("Log", self.log, "log"),
-            "plots": self._dock("Training", self.plots, "plots"),
-        }
+        self.docks: dict[str, QDockWidget] = {}
+        self.docks_menu: QMenu | None = None  # View > Panels, made with the menus
         # One tab group only: Qt 6.12 leaves a stale tab bar painted when there are two.
-        area = Qt.DockWidgetArea
-        self.addDockWidget(area.LeftDockWidgetArea, self.docks["palette"])
-        self.addDockWidget(area.RightDockWidgetArea, self.docks["inspector"])
-        self.addDockWidget(area.RightDockWidgetArea, self.docks["preview"],
-                           Qt.Orientation.Vertical)
-        self.addDockWidget(area.BottomDockWidgetArea, self.docks["problems"])
-        self.tabifyDockWidget(self.docks["problems"], self.docks["log"])
-        self.addDockWidget(area.BottomDockWidgetArea, self.docks["plots"],
-                           Qt.Orientation.Horizontal)
+        area, along = Qt.DockWidgetArea, Qt.Orientation
+        self.add_dock("palette", "Blocks", self.palette, area.LeftDockWidgetArea)
+        self.add_dock("inspector", "Inspector", self.inspector, area.RightDockWidgetArea)
+        self.add_dock("preview", "Preview", self.preview, area.RightDockWidgetArea,
+                      split=along.Vertical)
+        self.add_dock("problems", "Problems", self.problems, area.BottomDockWidgetArea)
+        self.add_dock("log", "Log", self.log, area.BottomDockWidgetArea, tab_with="problems")
+        self.add_dock("plots", "Training", self.plots, area.BottomDockWidgetArea,
+                      split=along.Horizontal)
         self.docks["problems"].raise_()
         self.resizeDocks([self.docks["palette"]], [190], Qt.Orientation.Horizontal)
         self.resizeDocks([self.docks["inspector"]], [360], Qt.Orientation.Horizontal)

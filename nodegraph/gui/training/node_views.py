@@ -37,7 +37,6 @@ from PySide6.QtCore import QEvent, QObject, QPoint, QRectF, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
-    QDockWidget,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -498,27 +497,25 @@ def _data_width(compiled: Compiled) -> int:
                 for t in ds.tensors("train").values()), default=0)
 
 
-class NodeViewDock(QDockWidget):
-    """The dock: which node, on which weights, a Refresh button and the node's tabs."""
+class NodeViewPanel(QWidget):
+    """The node view's body: which node, on which weights, a Refresh button and the
+    node's tabs (in a floating dock of the window)."""
 
-    def __init__(self, parent=None):
-        super().__init__("Node View", parent)
-        self.setObjectName("node_view")
+    def __init__(self):
+        super().__init__()
         self.node: str | None = None
         self.header = QLabel("Select a node and open its view.")
         self.header.setWordWrap(True)
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setToolTip("recompute the model views on the current weights")
         self.tabs = QTabWidget()
-        body = QWidget()
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
         top.addWidget(self.refresh_button)
-        layout = QVBoxLayout(body)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
         layout.addWidget(self.tabs, 1)
-        self.setWidget(body)
 
     @property
     def views(self) -> list[View]:
@@ -544,11 +541,11 @@ class NodeViews(QObject):
         super().__init__(window)
         self.window = window
         self.frames: deque[ProbeFrame] = deque(maxlen=MAX_FRAMES)
-        self.dock = NodeViewDock(window)
-        self.dock.setFloating(True)
+        self.panel = NodeViewPanel()
+        self.dock = window.add_dock("node_view", "Node View", self.panel)  # floating
         self.dock.resize(860, 600)
         self.dock.hide()
-        self.dock.refresh_button.clicked.connect(lambda: self.refresh_model())
+        self.panel.refresh_button.clicked.connect(lambda: self.refresh_model())
         self.source = ""  # "run" or the recording's path
         self._drawn = 0  # frames received when the live tabs were last drawn
         self._received = 0
@@ -600,7 +597,7 @@ class NodeViews(QObject):
             return
         self._drawn = self._received
         frames = list(self.frames)
-        for v in self.dock.views:
+        for v in self.panel.views:
             if v.live:
                 v.show_frames(frames)
 
@@ -635,28 +632,28 @@ class NodeViews(QObject):
             compiled = self._live_model[1]
             compiled.module.load_block_state(snap.state)
         except Exception as e:  # the graph changed shape under the run: say so, keep going
-            self.dock.header.setText(f"<b>{self.dock.node}</b>: {first_line(e)}")
+            self.panel.header.setText(f"<b>{self.panel.node}</b>: {first_line(e)}")
             return
         self._show_model(compiled, f"weights of epoch {snap.epoch} (training)", False)
 
     def refresh_model(self, procedures: bool = True) -> None:
-        node = self.dock.node
+        node = self.panel.node
         if node is None or node not in self.window.doc.graph.nodes:
             return
         try:
             compiled, note = self.compiled()
         except Exception as e:  # a graph that cannot run: say so in the dock
-            self.dock.header.setText(f"<b>{node}</b>: {e}")
+            self.panel.header.setText(f"<b>{node}</b>: {e}")
             return
         self._show_model(compiled, note, procedures)
 
     def _show_model(self, compiled: Compiled, note: str, procedures: bool) -> None:
-        node = self.dock.node
+        node = self.panel.node
         if node is None or node not in self.window.doc.graph.nodes:
             return
-        self.dock.header.setText(f"<b>{node}</b> — {self.window.doc.graph.nodes[node].type}"
+        self.panel.header.setText(f"<b>{node}</b> — {self.window.doc.graph.nodes[node].type}"
                                  f" · model views on the {note}" + self._source_note())
-        for v in self.dock.views:
+        for v in self.panel.views:
             if not v.model or (isinstance(v, TrajectoryView) and not procedures):
                 continue
             try:
@@ -672,7 +669,7 @@ class NodeViews(QObject):
 
     # -- opening ---------------------------------------------------------------------------
 
-    def open(self, node: str | None = None) -> NodeViewDock:
+    def open(self, node: str | None = None) -> NodeViewPanel:
         """Show the views of `node` (default: the selected node; none: the layers chart)."""
         if node is None:
             selected = self.window.scene.selected_node_ids()
@@ -684,19 +681,19 @@ class NodeViews(QObject):
             views = views_for(compiled, node)
         except Exception as e:
             self.window.notify(f"No view for '{node}': {first_line(e)}")
-            return self.dock
-        self.dock.set_views(node, views)
+            return self.panel
+        self.panel.set_views(node, views)
         self.dock.setWindowTitle(f"Node View — {node}")
         self._show()
         self.refresh_model()
-        return self.dock
+        return self.panel
 
-    def open_layers(self) -> NodeViewDock:
-        self.dock.set_views(None, [GradNormView()])
+    def open_layers(self) -> NodeViewPanel:
+        self.panel.set_views(None, [GradNormView()])
         self.dock.setWindowTitle("Node View — gradient norm per layer")
-        self.dock.header.setText("Gradient norm of every layer's weights" + self._source_note())
+        self.panel.header.setText("Gradient norm of every layer's weights" + self._source_note())
         self._show()
-        return self.dock
+        return self.panel
 
     def _show(self) -> None:
         if not self.dock.isVisible():

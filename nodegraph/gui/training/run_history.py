@@ -309,11 +309,8 @@ class RunRecorder:
 def install(window) -> RunRecorder:
     """The Runs dock beside the Training panel, recording the window's runs."""
     panel = RunHistoryPanel()
-    dock = window._dock("Runs", panel, "runs")
-    window.docks["runs"] = dock
-    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
-    window.tabifyDockWidget(window.docks["plots"], dock)
+    window.add_dock("runs", "Runs", panel, Qt.DockWidgetArea.BottomDockWidgetArea,
+                    tab_with="plots")
     window.docks["plots"].raise_()
-    window.docks_menu.addAction(dock.toggleViewAction())
     window.run_history = panel
     return RunRecorder(window, panel)

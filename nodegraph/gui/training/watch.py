@@ -64,12 +64,8 @@ class Watch(QObject):
     def _add_docks(self) -> None:
         w = self.window
         area = Qt.DockWidgetArea.BottomDockWidgetArea
-        w.docks["animation"] = w._dock("Animation", self.timeline, "animation")
-        w.docks["stepthrough"] = w._dock("Step-through", self.steps, "stepthrough")
-        for name in ("animation", "stepthrough"):
-            w.addDockWidget(area, w.docks[name])
-            w.tabifyDockWidget(w.docks["log"], w.docks[name])
-            w.docks_menu.addAction(w.docks[name].toggleViewAction())
+        w.add_dock("animation", "Animation", self.timeline, area, tab_with="log")
+        w.add_dock("stepthrough", "Step-through", self.steps, area, tab_with="log")
         w.docks["problems"].raise_()
 
     def _add_actions(self) -> None:
