@@ -11,11 +11,16 @@ only that picture and the frame.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPen, QPicture
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from nodegraph.gui.base import theme
+
+if TYPE_CHECKING:
+    from nodegraph.gui.canvas.scene import GraphScene
 
 SIZE = (220, 150)
 MARGIN = 12  # from the canvas corner
@@ -35,7 +40,7 @@ class Minimap(QWidget):
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setToolTip("The whole graph; the frame is what the canvas shows. Click or drag "
                         "to move there.")
-        scene = view.scene()
+        scene = self._scene()
         doc = scene.doc
         for signal in (doc.changed, doc.positions_changed, doc.graph_replaced,
                        doc.notes_changed):
@@ -43,6 +48,10 @@ class Minimap(QWidget):
         view.horizontalScrollBar().valueChanged.connect(self.refresh)
         view.verticalScrollBar().valueChanged.connect(self.refresh)
         self.hide()
+
+    def _scene(self) -> GraphScene:
+        """The graph's scene, which the canvas's view shows (None while the view goes)."""
+        return cast("GraphScene", self.view.scene())
 
     # -- geometry ---------------------------------------------------------------------------
 
@@ -61,7 +70,7 @@ class Minimap(QWidget):
 
     def _covered(self, rect: QRect) -> float:
         """How much card area (in scene units) the map would hide at `rect` (view pixels)."""
-        scene = self.view.scene()
+        scene = self._scene()
         if scene is None:
             return 0.0
         shown = self.view.mapToScene(rect.translated(-self.view.viewport().pos())
@@ -78,7 +87,7 @@ class Minimap(QWidget):
         return total
 
     def graph_rect(self) -> QRectF:
-        scene = self.view.scene()
+        scene = self._scene()
         rect = QRectF()
         if scene is None:  # the window is closing
             return rect
@@ -116,7 +125,7 @@ class Minimap(QWidget):
 
     def refresh(self, *_) -> None:
         """Show the map when the graph does not fit in the view; repaint it."""
-        if self.view.scene() is None:
+        if self._scene() is None:
             return
         if self._picture is None:
             self._world = self.graph_rect()
@@ -133,7 +142,7 @@ class Minimap(QWidget):
         picture = QPicture()
         painter = QPainter(picture)
         painter.setPen(Qt.PenStyle.NoPen)
-        scene = self.view.scene()
+        scene = self._scene()
         by_colour: dict[str, list[QRectF]] = {}
         for item in scene.nodes.values():
             by_colour.setdefault(item.header.name(), []).append(item.sceneBoundingRect())
