@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nodegraph.gui.document import commands as cmd
 from nodegraph.gui.document.document import Document, EditRefused
 from nodegraph.gui.panels import param_widgets as pw
 from nodegraph.model import references, settings
@@ -201,8 +202,6 @@ class Inspector(QScrollArea):
             f.show(shown, same and values[0] is not pw.UNSET)
 
     def _commit_shared(self, param: Param, value: Any) -> None:
-        from nodegraph.gui.document import commands as cmd
-
         f = self.fields[param.name]
         if pw.is_parse_error(value):
             f.set_error(str(value))

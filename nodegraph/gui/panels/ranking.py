@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from nodegraph.gui.document.wiring import compatible_input, compatible_output
 from nodegraph.gui.panels.fuzzy import block_score
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import BlockSpec
@@ -122,8 +123,6 @@ def rank(query: str, specs: Iterable[BlockSpec], context: Context | None = None,
 def context_for(graph, ref: tuple[str, str], output: bool, specs: Iterable[BlockSpec]
                 ) -> Context:
     """The context of a wire dropped loose from port `ref` (an output when `output`)."""
-    from nodegraph.gui.document.wiring import compatible_input, compatible_output
-
     node = graph.nodes.get(ref[0])
     ports = []
     for spec in specs:

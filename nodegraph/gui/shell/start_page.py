@@ -27,7 +27,11 @@ from PySide6.QtWidgets import (
 )
 
 from nodegraph.gui.base import theme
+from nodegraph.gui.canvas.image_export import graph_rect
+from nodegraph.gui.canvas.scene import GraphScene
 from nodegraph.gui.document import files
+from nodegraph.gui.document.document import Document
+from nodegraph.gui.document.file_actions import read_graph
 
 THUMB = QSize(200, 120)
 PATH_ROLE = Qt.ItemDataRole.UserRole
@@ -69,11 +73,6 @@ def _first_sentence(cell: str) -> str:
 
 def render_thumbnail(path: str | Path, registry=None, size: QSize = THUMB) -> QImage:
     """The graph in `path` drawn small: its cards and wires fitted into `size`."""
-    from nodegraph.gui.canvas.image_export import graph_rect
-    from nodegraph.gui.canvas.scene import GraphScene
-    from nodegraph.gui.document.document import Document
-    from nodegraph.gui.document.file_actions import read_graph
-
     image = QImage(size, QImage.Format.Format_ARGB32)
     image.fill(QColor(theme.CANVAS))
     doc = Document(read_graph(path, registry))
