@@ -15,7 +15,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QTransform
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QToolTip
 
-from nodegraph.gui import annotations
+from nodegraph.gui import annotations as canvas_notes  # `annotations` is __future__'s
 from nodegraph.gui.annotation_item import AnnotationItem
 from nodegraph.gui.card_index import CardIndex
 from nodegraph.gui.document import Document
@@ -274,7 +274,7 @@ class GraphScene(QGraphicsScene):
         return item
 
     def _on_notes(self, ids: list[str]) -> None:
-        current = annotations.by_id(self.doc.graph.ui)
+        current = canvas_notes.by_id(self.doc.graph.ui)
         for note_id in ids:
             note, item = current.get(note_id), self.notes.get(note_id)
             if note is None and item is not None:
@@ -533,7 +533,7 @@ class GraphScene(QGraphicsScene):
         before, self._press_positions = self._press_positions, {}
         after = self.item_positions(before)
         notes_before, self._press_notes = self._press_notes, {}
-        current = annotations.by_id(self.doc.graph.ui)
+        current = canvas_notes.by_id(self.doc.graph.ui)
         notes_after = {i: {**current[i], "rect": item.rect()} for i, item in self.notes.items()
                        if i in current and item.rect() != notes_before.get(i, item.rect())}
         if notes_after:
