@@ -9,6 +9,8 @@ The item keeps no graph state: the scene tells it its note and reads its geometr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPen, QTextOption
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsTextItem, QStyleOptionGraphicsItem
@@ -55,7 +57,8 @@ class AnnotationItem(QGraphicsItem):
         self.size = QRectF()
         self.carried: list[QGraphicsItem] = []  # cards moving with this backdrop's drag
         self.editor: _Editor | None = None
-        self.on_text_edited = None  # callable(note_id, text), set by the scene
+        # called with (note id, text), set by the scene
+        self.on_text_edited: Callable[[str, str], object] | None = None
         self._resize_from: tuple[QPointF, QRectF] | None = None
         self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsMovable
                       | QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
