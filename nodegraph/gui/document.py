@@ -9,7 +9,7 @@ from fresh ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +172,7 @@ class Document(QObject):
         self.undo_stack.push(command)
         return True
 
-    def push_macro(self, text: str, commands: list[QUndoCommand]) -> bool:
+    def push_macro(self, text: str, commands: Sequence[QUndoCommand]) -> bool:
         if not commands:
             return False
         if len(commands) == 1:
