@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -59,6 +59,7 @@ from nodegraph.runtime.probe_frames import ProbeFrame, read_frames
 
 if TYPE_CHECKING:
     from nodegraph.runtime.compile import Compiled
+    from nodegraph.runtime.viewdata import HistogramHistory
 
 vd = later("nodegraph.runtime.viewdata")  # torch: imported when a view first computes
 compiler = later("nodegraph.runtime.compile")
@@ -85,7 +86,7 @@ class View(QWidget):
     def __init__(self, node: str | None):
         super().__init__()
         self.node = node
-        self.data = None  # what was drawn last, for tests
+        self.data: Any = None  # what was drawn last (each view its own kind), for tests
         self.canvas = pg.GraphicsLayoutWidget()
         self.status = QLabel()
         self.status.setProperty("role", "dim")
@@ -147,6 +148,8 @@ class HistogramView(View):
     title = "Histograms"
     live, model = True, False
 
+    node: str  # one node's outputs (only the layers' view may have none)
+
     def __init__(self, node: str, targets: dict[str, tuple[str, str]] | None = None):
         super().__init__(node)
         # where each output is probed: a group instance's outputs live on inner nodes
@@ -158,7 +161,7 @@ class HistogramView(View):
         self._frames: list[ProbeFrame] = []
         self.plots = {"output": self.plot(0, 0, "activations", "probed step", "value"),
                       "grad": self.plot(1, 0, "gradients arriving", "probed step", "gradient")}
-        self.data: dict[str, vd.HistogramHistory | None] = {}
+        self.data: dict[str, HistogramHistory | None] = {}
 
     def show_frames(self, frames: list[ProbeFrame]) -> None:
         self._frames = frames
@@ -196,7 +199,8 @@ class HistogramView(View):
             plot.setYRange(h.edges[0], h.edges[-1], padding=0)
         last = frames[-1].outputs.get(node, {}).get(port)
         grad = frames[-1].grads.get(node, {}).get(port)
-        text = f"{len(self.data['output'].steps)} frames"
+        shown = self.data["output"]
+        text = f"{len(shown.steps) if shown is not None else 0} frames"
         if last is not None:
             text += (f" · step {frames[-1].step}: mean {last.mean:.3g}, std {last.std:.3g}, "
                      f"zeros {last.zero_frac:.0%}, saturated {last.saturated_frac:.0%}")
@@ -286,6 +290,8 @@ def _ports(compiled: Compiled, node: str):
 
 class _PortView(View):
     """A model view of one of the node's outputs, with a port choice and a sample number."""
+
+    node: str  # one node's outputs (only the layers' view may have none)
 
     def __init__(self, node: str, ports: list[str]):
         super().__init__(node)
@@ -631,7 +637,7 @@ class NodeViewDock(QDockWidget):
 
     @property
     def views(self) -> list[View]:
-        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+        return [w for i in range(self.tabs.count()) if isinstance(w := self.tabs.widget(i), View)]
 
     def view(self, kind: type[View]) -> View | None:
         return next((v for v in self.views if isinstance(v, kind)), None)
@@ -641,7 +647,8 @@ class NodeViewDock(QDockWidget):
         while self.tabs.count():
             widget = self.tabs.widget(0)
             self.tabs.removeTab(0)
-            widget.deleteLater()
+            if widget is not None:
+                widget.deleteLater()
         for v in views:
             self.tabs.addTab(v, v.title)
 
