@@ -16,6 +16,7 @@ graph is quick.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -109,7 +110,8 @@ class Inspector(QScrollArea):
         self._training_fields: dict[str, _Field] = {}
         self._pages: dict[str, _NodePage] = {}  # node forms by block type
         self.multi_nodes: list[str] = []  # the nodes a shared-params page edits
-        self.run_procedure = None  # set by the window: runs a procedure node, opens its view
+        # set by the window: runs a procedure node, opens its view
+        self.run_procedure: Callable[[str], bool] | None = None
         doc.changed.connect(self._on_change)
         doc.graph_replaced.connect(self._new_graph)
         self._new_graph()

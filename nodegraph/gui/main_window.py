@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QColor
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
     QMainWindow,
+    QMenu,
     QSpinBox,
     QToolBar,
     QWidget,
@@ -75,6 +77,9 @@ from nodegraph.model.fileformat import load
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import Registry, default_registry_loaded
 
+if TYPE_CHECKING:
+    from nodegraph.gui.run_history import RunHistoryPanel
+
 compiler = later("nodegraph.runtime.compile")  # torch: imported by the first preview
 
 SLOW_PREVIEW_S = 0.5
@@ -82,6 +87,15 @@ SLOW_PREVIEW_S = 0.5
 
 class MainWindow(QMainWindow):
     """One editor window over one document."""
+
+    # the Blocks dock; it hides QWidget.palette(), which nothing calls on a window
+    palette: Palette  # type: ignore[assignment]
+    # made by the modules that install them (menus, run_history)
+    recent_menu: QMenu
+    examples_menu: QMenu
+    docks_menu: QMenu
+    run_menu: QMenu
+    run_history: RunHistoryPanel
 
     def __init__(self, path: str | None = None, *, registry: Registry | None = None,
                  settings: QSettings | None = None, prompts: Prompts | None = None,
@@ -427,7 +441,9 @@ class MainWindow(QMainWindow):
         """Switch between the dark and the light theme (View > Theme); remembered."""
         if name not in theme.THEMES:
             name = "dark"
-        theme.apply(QApplication.instance(), name)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):  # a window runs in one (Qt's stubs: QCoreApplication)
+            theme.apply(app, name)
         for key in theme.THEMES:
             action = self.actions_by_name.get(f"theme_{key}")
             if action is not None:
@@ -545,7 +561,9 @@ class MainWindow(QMainWindow):
             self.notify("The blocks are still loading; train in a moment.")
             return False
         # the report of the graph as it is now, if the validator has it (it usually has)
-        report = self.validator.report if self.validator.fresh else self.validator.validate_now()
+        report = self.validator.report if self.validator.fresh else None
+        if report is None:
+            report = self.validator.validate_now()
         if not report.ok:
             self.panel_edges.unfold("bottom", self.docks["problems"])
             self.notify(f"Fix {len(report.errors)} problem(s) before training "
@@ -619,7 +637,7 @@ class MainWindow(QMainWindow):
             chosen = self.scene.selected_node_ids()
             node = chosen[0] if len(chosen) == 1 else None
         g = self.doc.graph
-        if node not in g.nodes or g.nodes[node].type not in g.registry or \
+        if node is None or node not in g.nodes or g.nodes[node].type not in g.registry or \
                 g.registry.get(g.nodes[node].type).kind != "procedure":
             self.notify("Select a procedure node (procedures.*) to run it.")
             return False
@@ -657,10 +675,10 @@ class MainWindow(QMainWindow):
                 self.preview.show_message("Select one node to preview its output.")
                 return
             node = nodes[0]
-        trained = self.runner.result is not None and self.runner.revision == self.doc.revision
+        trained = self.runner.result if self.runner.revision == self.doc.revision else None
         try:
-            if trained:
-                compiled, note = self.runner.result.compiled, "(trained weights)"
+            if trained is not None:
+                compiled, note = trained.compiled, "(trained weights)"
             else:
                 compiled, note = self._untrained_compiled(), "(initial weights)"
             outputs = node_outputs(self.doc.graph, node, compiled)
