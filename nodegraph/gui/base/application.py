@@ -23,5 +23,7 @@ def application() -> QApplication:
         app = QApplication(sys.argv[:1])
         app.setApplicationName("nodegraph")
         app.setOrganizationName("nodegraph")
+    if not isinstance(app, QApplication):  # Qt's stubs type instance() as QCoreApplication
+        raise RuntimeError("a QCoreApplication is running; the editor needs a QApplication")
     theme.apply(app)
     return app

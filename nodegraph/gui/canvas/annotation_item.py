@@ -9,12 +9,14 @@ The item keeps no graph state: the scene tells it its note and reads its geometr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPen, QTextOption
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsTextItem, QStyleOptionGraphicsItem
 
 from nodegraph.gui.base import theme
-from nodegraph.gui.document import annotations
+from nodegraph.gui.document import annotations as canvas_notes  # `annotations` is __future__'s
 
 TITLE_FONT = theme.font(11.0, bold=True)
 TEXT_FONT = theme.font(9.5)
@@ -55,7 +57,8 @@ class AnnotationItem(QGraphicsItem):
         self.size = QRectF()
         self.carried: list[QGraphicsItem] = []  # cards moving with this backdrop's drag
         self.editor: _Editor | None = None
-        self.on_text_edited = None  # callable(note_id, text), set by the scene
+        # called with (note id, text), set by the scene
+        self.on_text_edited: Callable[[str, str], object] | None = None
         self._resize_from: tuple[QPointF, QRectF] | None = None
         self.setFlags(QGraphicsItem.GraphicsItemFlag.ItemIsMovable
                       | QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
@@ -68,9 +71,9 @@ class AnnotationItem(QGraphicsItem):
     def set_note(self, note: dict) -> None:
         x, y, w, h = note["rect"]
         self.text = str(note.get("text", ""))
-        self.color = QColor(note.get("color") or annotations.COMMENT_COLOR)
+        self.color = QColor(note.get("color") or canvas_notes.COMMENT_COLOR)
         if not self.color.isValid():
-            self.color = QColor(annotations.COMMENT_COLOR)
+            self.color = QColor(canvas_notes.COMMENT_COLOR)
         self.prepareGeometryChange()
         self.size = QRectF(0, 0, w, h)
         carried, self.carried = self.carried, []  # a set position carries nothing
@@ -100,7 +103,7 @@ class AnnotationItem(QGraphicsItem):
     def shape(self) -> QPainterPath:
         path = QPainterPath()
         if self.kind == "backdrop":  # the title bar and the handle; the body lets clicks by
-            path.addRect(QRectF(0, 0, self.size.width(), annotations.TITLE_HEIGHT))
+            path.addRect(QRectF(0, 0, self.size.width(), canvas_notes.TITLE_HEIGHT))
             path.addRect(self._handle())
         else:
             path.addRect(self.size)
@@ -126,8 +129,8 @@ class AnnotationItem(QGraphicsItem):
         painter.setBrush(body)
         painter.drawRoundedRect(self.size, 8, 8)
         bar = QPainterPath()
-        bar.addRoundedRect(QRectF(0, 0, self.size.width(), annotations.TITLE_HEIGHT), 8, 8)
-        bar.addRect(QRectF(0, annotations.TITLE_HEIGHT - 8, self.size.width(), 8))
+        bar.addRoundedRect(QRectF(0, 0, self.size.width(), canvas_notes.TITLE_HEIGHT), 8, 8)
+        bar.addRect(QRectF(0, canvas_notes.TITLE_HEIGHT - 8, self.size.width(), 8))
         title = QColor(self.color)
         title.setAlpha(200)
         painter.setPen(Qt.PenStyle.NoPen)
@@ -139,7 +142,7 @@ class AnnotationItem(QGraphicsItem):
             width = self.size.width() - 2 * PAD
             text = QFontMetricsF(TITLE_FONT).elidedText(self.text, Qt.TextElideMode.ElideRight,
                                                         width)
-            painter.drawText(QRectF(PAD, 0, width, annotations.TITLE_HEIGHT),
+            painter.drawText(QRectF(PAD, 0, width, canvas_notes.TITLE_HEIGHT),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
 
     def _paint_comment(self, painter: QPainter, outline) -> None:
@@ -171,8 +174,8 @@ class AnnotationItem(QGraphicsItem):
             start, size = self._resize_from
             delta = event.scenePos() - start
             self.prepareGeometryChange()
-            self.size = QRectF(0, 0, max(annotations.MIN_SIZE[0], size.width() + delta.x()),
-                               max(annotations.MIN_SIZE[1], size.height() + delta.y()))
+            self.size = QRectF(0, 0, max(canvas_notes.MIN_SIZE[0], size.width() + delta.x()),
+                               max(canvas_notes.MIN_SIZE[1], size.height() + delta.y()))
             self.update()
             return
         super().mouseMoveEvent(event)
@@ -226,7 +229,8 @@ class AnnotationItem(QGraphicsItem):
             return
         text = editor.toPlainText().strip() if self.kind == "backdrop" \
             else editor.toPlainText()
-        editor.setParentItem(None)
+        # Qt takes None (no parent item); its stubs do not say so
+        editor.setParentItem(None)  # type: ignore[arg-type]
         if editor.scene() is not None:
             editor.scene().removeItem(editor)
         self.update()

@@ -5,6 +5,13 @@ a person still looks at the pictures)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QRectF
+
+    from nodegraph.model.graph import Edge
+
 
 def defects(scene, labels_shown: bool = True) -> list[str]:
     """Wires drawn through a card that is not one of their ends, and shape labels lying
@@ -13,7 +20,7 @@ def defects(scene, labels_shown: bool = True) -> list[str]:
     cards = {n: i.sceneBoundingRect().adjusted(2, 2, -2, -2) for n, i in scene.nodes.items()}
     dots = [p.sceneBoundingRect().adjusted(4, 4, -4, -4) for i in scene.nodes.values()
             for p in i.ports() if p.isVisible()]
-    labels = []
+    labels: list[tuple[Edge, QRectF]] = []
     for edge, wire in scene.wires.items():
         path = wire.path()
         points = [path.pointAtPercent(i / 80) for i in range(1, 80)]

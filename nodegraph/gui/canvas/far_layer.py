@@ -11,6 +11,8 @@ colour. Selected and failing items are outlined on top each frame, as the items 
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
@@ -24,12 +26,13 @@ class FarLayer(QGraphicsItem):
     """All wires (`part` "wires", under the cards) or all cards (`part` "cards") of a
     scene, drawn at once while the view is zoomed out far enough to need no detail."""
 
-    def __init__(self, items: dict, part: str, kind: type):
+    def __init__(self, items: dict, part: str, kind: type[Any]):
         super().__init__()
         self._items = items  # the scene's wires or nodes by key, read when rebuilding
         self.part, self.kind = part, kind  # kind: the class of the items drawn here
         self.active = False
-        self._cache: list | None = None  # (colour, path or rects) groups; None: rebuild
+        # (colour, path or rects) groups; None: rebuild
+        self._cache: list[tuple[QColor, Any]] | None = None
         self._failing: list = []  # the cards with an error, outlined red
         self._bounds = QRectF()
         self.setZValue(0.0 if part == "wires" else 1.0)
@@ -68,8 +71,8 @@ class FarLayer(QGraphicsItem):
 
     # -- drawing ---------------------------------------------------------------------------
 
-    def _build(self) -> list:
-        groups: dict[int, tuple[QColor, object]] = {}
+    def _build(self) -> list[tuple[QColor, Any]]:
+        groups: dict[int, tuple[QColor, Any]] = {}  # a path (wires) or a list of rects
         bounds = QRectF()
         self._failing = []
         for item in self._items.values():
@@ -109,13 +112,13 @@ class FarLayer(QGraphicsItem):
         scene = self.scene()
         selected = scene.selectedItems() if scene is not None else []
         if self.part == "wires":
-            self._paint_wires(painter, selected)
+            self._paint_wires(painter, selected, self._cache)
         else:
-            self._paint_cards(painter, selected)
+            self._paint_cards(painter, selected, self._cache)
 
-    def _paint_wires(self, painter: QPainter, selected: list) -> None:
+    def _paint_wires(self, painter: QPainter, selected: list, groups: list) -> None:
         painter.setBrush(Qt.BrushStyle.NoBrush)
-        for color, path in self._cache:
+        for color, path in groups:
             painter.setPen(QPen(color, 0))
             painter.drawPath(path)
         picked = [w for w in selected if isinstance(w, self.kind) and w.isVisible()]
@@ -124,9 +127,9 @@ class FarLayer(QGraphicsItem):
             for wire in picked:
                 painter.drawPath(wire.path())
 
-    def _paint_cards(self, painter: QPainter, selected: list) -> None:
+    def _paint_cards(self, painter: QPainter, selected: list, groups: list) -> None:
         painter.setPen(Qt.PenStyle.NoPen)
-        for color, rects in self._cache:
+        for color, rects in groups:
             painter.setBrush(color)
             painter.drawRects(rects)
         painter.setBrush(Qt.BrushStyle.NoBrush)

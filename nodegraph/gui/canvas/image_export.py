@@ -70,7 +70,8 @@ def export_png(scene, path: str | Path, scale: float = 2.0) -> QSize:
         _paint(scene, painter, QRectF(0, 0, size.width(), size.height()), source)
     finally:
         painter.end()
-    if not image.save(str(path), "PNG"):
+    # the format as str: PySide6 refuses bytes here at run time, though its stubs ask for them
+    if not image.save(str(path), "PNG"):  # type: ignore[call-overload]
         raise OSError(f"could not write the image {path}: check the folder exists and "
                       "is writable")
     return size

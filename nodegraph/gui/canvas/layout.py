@@ -62,6 +62,7 @@ class _Layers(list):
         if self._built_for != len(self):  # layers are only appended, before any lookup
             self._at = {id(item): i for i, item in enumerate(self)}
             self._built_for = len(self)
+        assert self._at is not None  # built above: len(self) is never -1
         try:
             return self._at[id(layer)]
         except KeyError:

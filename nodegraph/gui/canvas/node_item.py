@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -155,10 +156,13 @@ class NodeItem(QGraphicsItem):
             return
         self.prepareGeometryChange()
         self.collapsed = collapsed
-        index = getattr(self.scene(), "card_index", None)
+        # the editor's GraphScene (not importable here: it imports this module) has a card
+        # index and a far layer; another scene has neither
+        scene: Any = self.scene()
+        index = getattr(scene, "card_index", None)
         if index is not None:
             index.invalidate()
-            self.scene().far_cards.changed()
+            scene.far_cards.changed()
         self.height = COLLAPSED_HEIGHT if collapsed else self.full_height
         self.rect = QRectF(0, 0, theme.NODE_WIDTH, self.height)
         self._bounds = self.rect.adjusted(-3, -3, 3, 3)
@@ -437,7 +441,7 @@ class NodeItem(QGraphicsItem):
         # called for every change of every card (select-all: a thousand calls): the enum
         # member is looked up once, and other changes return at once
         if change is _MOVED:  # plain curves while it moves; the scene routes them after
-            scene = self.scene()
+            scene: Any = self.scene()  # GraphScene or another (see set_collapsed)
             index = getattr(scene, "card_index", None)
             if index is not None:
                 index.invalidate()
@@ -458,7 +462,7 @@ def detail(option: QStyleOptionGraphicsItem, painter: QPainter) -> float:
     pixel ratio once (the highest of the screens)."""
     if not _pixel_ratio:
         app = QGuiApplication.instance()
-        _pixel_ratio.append(app.devicePixelRatio() if app is not None else 1.0)
+        _pixel_ratio.append(app.devicePixelRatio() if isinstance(app, QGuiApplication) else 1.0)
     t = painter.worldTransform()
     return math.hypot(t.m11(), t.m12()) * _pixel_ratio[0]
 

@@ -14,6 +14,8 @@ the graph changes (the scene deletes every item it holds when it rebuilds).
 
 from __future__ import annotations
 
+from typing import Any
+
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPen
@@ -292,7 +294,9 @@ class CanvasMarks:
         """The graph was edited: what was shown is out of date, and a removed wire's marks
         go with it."""
         self.clear()
-        for marks in (self._strokes, self._labels):
+        # wire marks by Edge, labels by (Edge, below)
+        every: tuple[dict[Any, Any], ...] = (self._strokes, self._labels)
+        for marks in every:
             for key, item in list(marks.items()):
                 edge = key if isinstance(key, Edge) else key[0]
                 if self.scene.wires.get(edge) is not item.wire:

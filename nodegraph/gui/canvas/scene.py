@@ -9,7 +9,8 @@ whether it would accept it; a refused port turns red and a tooltip says why.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeGuard
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QTransform
@@ -28,7 +29,7 @@ from nodegraph.gui.canvas.wire_item import (
     label_scale_for,
     set_label_scale,
 )
-from nodegraph.gui.document import annotations
+from nodegraph.gui.document import annotations as canvas_notes  # `annotations` is __future__'s
 from nodegraph.gui.document.document import Document
 from nodegraph.gui.document.wiring import why_refused
 from nodegraph.model.errors import Problem
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from nodegraph.check.validate import Report
 
 EXTENT = 100_000.0  # the canvas is effectively unbounded, so panning never hits a wall
+_Ports = tuple[list[Port], list[Port]]  # a card's inputs, outputs
 
 
 class GraphScene(QGraphicsScene):
@@ -74,7 +76,9 @@ class GraphScene(QGraphicsScene):
         self.card_index = CardIndex()  # where the cards are, for routing wires
         self.label_index = LabelIndex()  # where the wires' shape labels are
         self._far = (False, False)  # zoomed out: wires, cards drawn by the far layers
-        self.far_wires = self.far_cards = None  # made by rebuild (clear() deletes items)
+        # made by rebuild (clear() deletes items)
+        self.far_wires: FarLayer
+        self.far_cards: FarLayer
         self.selectionChanged.connect(self._far_selection)
         doc.graph_replaced.connect(self.rebuild)
         doc.changed.connect(self._on_change)
@@ -138,7 +142,7 @@ class GraphScene(QGraphicsScene):
                 outputs.append(Port(e.src_port, doc="not a port of this block"))
         return inputs, outputs
 
-    def _make_node(self, node_id: str, ports: tuple | None = None) -> NodeItem:
+    def _make_node(self, node_id: str, ports: _Ports | None = None) -> NodeItem:
         graph = self.doc.graph
         node = graph.nodes[node_id]
         spec = graph.registry.get(node.type) if node.type in graph.registry else None
@@ -151,7 +155,7 @@ class GraphScene(QGraphicsScene):
         return NodeItem(node_id, node.type, category, *ports, spec.summary if spec else "",
                         known)
 
-    def _add_node(self, node_id: str, ports: tuple | None = None) -> NodeItem:
+    def _add_node(self, node_id: str, ports: _Ports | None = None) -> NodeItem:
         item = self._make_node(node_id, ports)
         pos = self.doc.positions().get(node_id)
         if _valid_pos(pos):
@@ -204,6 +208,8 @@ class GraphScene(QGraphicsScene):
             return
         src = self._port_item(edge.src, edge.src_port, True)
         dst = self._port_item(edge.dst, edge.dst_port, False)
+        if src is None or dst is None:  # not expected: both cards are here (checked above)
+            return
         wire = WireItem(edge, src, dst)
         self.addItem(wire)
         self.wires[edge] = wire
@@ -221,16 +227,17 @@ class GraphScene(QGraphicsScene):
             self.far_wires.changed()
 
     def _on_change(self, event: GraphChanged) -> None:
-        if event.kind == "node_added":
-            self._add_node(event.node)
-        elif event.kind == "node_removed":
-            self._remove_node(event.node)
-        elif event.kind == "edge_added":
-            self._add_wire(event.edge)
-        elif event.kind == "edge_removed":
-            self._remove_wire(event.edge)
-        elif event.kind == "node_renamed":
-            self._rename(event.name, event.node)
+        node, edge = event.node, event.edge
+        if event.kind == "node_added" and node is not None:
+            self._add_node(node)
+        elif event.kind == "node_removed" and node is not None:
+            self._remove_node(node)
+        elif event.kind == "edge_added" and edge is not None:
+            self._add_wire(edge)
+        elif event.kind == "edge_removed" and edge is not None:
+            self._remove_wire(edge)
+        elif event.kind == "node_renamed" and event.name is not None and node is not None:
+            self._rename(event.name, node)
 
     def _rename(self, old: str, new: str) -> None:
         item = self.nodes.pop(old)
@@ -274,7 +281,7 @@ class GraphScene(QGraphicsScene):
         return item
 
     def _on_notes(self, ids: list[str]) -> None:
-        current = annotations.by_id(self.doc.graph.ui)
+        current = canvas_notes.by_id(self.doc.graph.ui)
         for note_id in ids:
             note, item = current.get(note_id), self.notes.get(note_id)
             if note is None and item is not None:
@@ -282,7 +289,7 @@ class GraphScene(QGraphicsScene):
                 self.removeItem(self.notes.pop(note_id))
             elif note is not None and item is None:
                 self._add_note(note)
-            elif note is not None:
+            elif note is not None and item is not None:
                 item.set_note(note)
 
     def selected_note_ids(self) -> list[str]:
@@ -328,11 +335,15 @@ class GraphScene(QGraphicsScene):
 
     def _paint_node(self, item: NodeItem) -> None:
         report = self.report
+        if report is None:  # callers paint only once a report came
+            return
         item.set_problems(report.for_node(item.node_id))
         item.set_badge(report.param_counts.get(item.node_id))
 
     def _paint_wire(self, wire: WireItem) -> None:
         e, report = wire.edge, self.report
+        if report is None:
+            return
         wire.set_label(shape_label(report, e.src, e.src_port))
         wire.set_problems([p for p in report.problems if p.node == e.dst
                            and p.port == e.dst_port and p.kind != "missing_input"])
@@ -360,7 +371,7 @@ class GraphScene(QGraphicsScene):
                 port.setVisible(show)
 
     def _far_selection(self) -> None:
-        if self.far_wires is not None:
+        if hasattr(self, "far_wires"):  # not before the first rebuild
             self.far_wires.selection_changed()
             self.far_cards.selection_changed()
 
@@ -429,8 +440,9 @@ class GraphScene(QGraphicsScene):
         reason = self._refusal(target) if target is not None else None
         if target is not None:
             target.set_highlight("refused" if reason else "ok")
-        self._drag.follow(target.anchor() if target is not None and not reason else pos,
-                          refused=bool(reason))
+        if self._drag is not None:
+            self._drag.follow(target.anchor() if target is not None and not reason else pos,
+                              refused=bool(reason))
         return reason
 
     def end_wire(self, pos: QPointF) -> None:
@@ -457,6 +469,8 @@ class GraphScene(QGraphicsScene):
 
     def _refusal(self, target: PortItem, start: PortItem | None = None) -> str | None:
         start = start or self._drag_from
+        if start is None:  # no wire is being dragged
+            return None
         if target.output == start.output:
             return "wire an output to an input"
         source, dest = (start.ref, target.ref) if start.output else (target.ref, start.ref)
@@ -533,7 +547,7 @@ class GraphScene(QGraphicsScene):
         before, self._press_positions = self._press_positions, {}
         after = self.item_positions(before)
         notes_before, self._press_notes = self._press_notes, {}
-        current = annotations.by_id(self.doc.graph.ui)
+        current = canvas_notes.by_id(self.doc.graph.ui)
         notes_after = {i: {**current[i], "rect": item.rect()} for i, item in self.notes.items()
                        if i in current and item.rect() != notes_before.get(i, item.rect())}
         if notes_after:
@@ -550,6 +564,6 @@ def shape_label(report: Report, node: str, port: str) -> str:
     return "scalar" if text == "()" else text
 
 
-def _valid_pos(pos) -> bool:
+def _valid_pos(pos) -> TypeGuard[Sequence[float]]:
     return (isinstance(pos, list | tuple) and len(pos) == 2
             and all(isinstance(v, int | float) for v in pos))

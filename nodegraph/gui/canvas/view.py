@@ -13,8 +13,9 @@ canvas, so a paste lands under the cursor.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QLineF, QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QLineF, QPoint, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QKeyEvent,
@@ -43,6 +44,9 @@ class GraphView(QGraphicsView):
     zoom_changed = Signal(float)
     knife_cut = Signal(list)  # the knife's stroke: scene points
     file_dropped = Signal(str)  # a graph file dropped from outside: its path
+
+    if TYPE_CHECKING:  # Qt's stubs say QGraphicsScene; this view is only given a GraphScene
+        def scene(self) -> GraphScene: ...
 
     def __init__(self, scene: GraphScene, parent=None):
         super().__init__(scene, parent)
@@ -262,13 +266,14 @@ class GraphView(QGraphicsView):
 
     # -- background ------------------------------------------------------------------------
 
-    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+    def drawBackground(self, painter: QPainter, rect: QRectF | QRect) -> None:
         painter.fillRect(rect, QColor(theme.CANVAS))
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)  # straight lines
         step = GRID
         while step * self.zoom < 10:  # keep minor lines at least 10 pixels apart
             step *= 5
-        minor, major = [], []
+        minor: list[QLineF] = []
+        major: list[QLineF] = []
         x = math.floor(rect.left() / step) * step
         while x < rect.right():
             line = QLineF(x, rect.top(), x, rect.bottom())

@@ -9,6 +9,7 @@ its tooltip. `DragWire` is the loose wire that follows the mouse while the user 
 from __future__ import annotations
 
 import html
+from typing import Any, TypedDict
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -33,7 +34,15 @@ CORNER = 10.0  # radius of a routed wire's bends
 DUPLICATE_GAP = 120.0  # a fan-out's labels closer than this (Manhattan) are shown once
 
 LABEL_FONT = theme.font(7.0, mono=True)
-_label = {"scale": 1.0, "font": LABEL_FONT}  # labels grow as the view zooms out (see below)
+
+
+class _LabelStyle(TypedDict):
+    scale: float
+    font: QFont
+
+
+# labels grow as the view zooms out (see below)
+_label: _LabelStyle = {"scale": 1.0, "font": LABEL_FONT}
 
 
 def label_scale_for(zoom: float) -> float:
@@ -49,7 +58,7 @@ def set_label_scale(scale: float, wires) -> None:
         return
     font = QFont(LABEL_FONT)
     font.setPointSizeF(LABEL_FONT.pointSizeF() * scale)
-    _label.update(scale=scale, font=font)
+    _label.update({"scale": scale, "font": font})
     for wire in wires:
         wire.relabel()
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
@@ -251,7 +260,9 @@ class WireItem(QGraphicsPathItem):
         b = self.target.anchor()
         right = b.x() - theme.PORT_RADIUS - 4
         spots = [QRectF(right - w, b.y() - h - 1, w, h), QRectF(right - w, b.y() + 1, w, h)]
-        scene = self.scene()
+        # the editor's GraphScene (not importable here: it imports this module) has the
+        # card and label indexes; another scene has neither
+        scene: Any = self.scene()
         index = getattr(scene, "card_index", None)
         labels = getattr(scene, "label_index", None)
         for spot in spots:
@@ -297,7 +308,7 @@ class WireItem(QGraphicsPathItem):
             points = curve_points(((a.x(), a.y()), (a.x() + dx, a.y()), (b.x() - dx, b.y()),
                                    (b.x(), b.y())), 16)
         cards = [*getattr(self, "_cards", []), _rect(self.source.node), _rect(self.target.node)]
-        scene = self.scene()
+        scene: Any = self.scene()  # GraphScene or another (see _port_tag_rect)
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         # where the label could go: the wire's extent, and a label's size around it
         region = (min(xs) - width, min(ys) - 2 * height, max(xs) + width, max(ys) + 2 * height)

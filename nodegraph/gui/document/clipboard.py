@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodegraph.gui.document import annotations
+from nodegraph.gui.document import annotations as canvas_notes  # `annotations` is __future__'s
 from nodegraph.gui.document import reroute_points as reroute
 from nodegraph.gui.document.wiring import edges_among
 from nodegraph.model.graph import Edge, Graph, Node
@@ -39,7 +39,7 @@ def copy_nodes(graph: Graph, node_ids: Iterable[str], note_ids: Iterable[str] = 
                      for e in edges],
            "positions": {n: list(positions[n]) for n in ids if n in positions},
            reroute.KEY: {k: points for k, points in bends.items() if points},
-           annotations.KEY: [copy.deepcopy(n) for n in annotations.notes(graph.ui)
+           canvas_notes.KEY: [copy.deepcopy(n) for n in canvas_notes.notes(graph.ui)
                              if n["id"] in wanted]}
     return json.dumps(doc, indent=1)
 
@@ -65,7 +65,7 @@ def parse(text: str) -> dict[str, Any] | None:
         return None
     if not isinstance(doc.get("nodes"), dict):
         return None
-    if not doc["nodes"] and not annotations.notes(doc):
+    if not doc["nodes"] and not canvas_notes.notes(doc):
         return None
     return doc
 
@@ -92,16 +92,16 @@ def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None
             continue
         if s in renamed and d in renamed:
             paste.edges.append(((renamed[s], sp), (renamed[d], dp)))
-    notes = annotations.notes(doc)
+    notes = canvas_notes.notes(doc)
     dx, dy = _shift(doc.get("positions") or {}, renamed, notes, at, offset)
     paste.positions = _place(doc.get("positions") or {}, renamed, at, (dx, dy))
     paste.reroutes = _bends(doc, renamed, (dx, dy))
-    taken_notes = [n["id"] for n in annotations.notes(graph.ui)]
+    taken_notes = [n["id"] for n in canvas_notes.notes(graph.ui)]
     for note in notes:
-        new = annotations.moved(note, dx, dy)
-        new["id"] = annotations.fresh_id(taken_notes, note["id"])
-        taken_notes.append(new["id"])
-        paste.notes.append(new)
+        placed = canvas_notes.moved(note, dx, dy)
+        placed["id"] = canvas_notes.fresh_id(taken_notes, note["id"])
+        taken_notes.append(placed["id"])
+        paste.notes.append(placed)
     return paste
 
 

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtGui import QUndoCommand
 
-from nodegraph.gui.document import annotations
+from nodegraph.gui.document import annotations as canvas_notes  # `annotations` is __future__'s
 from nodegraph.model import groups
 from nodegraph.model.graph import Edge, Graph, Node
+
+if TYPE_CHECKING:
+    from nodegraph.model.groupdefs import GroupDef
 
 
 class Document(Protocol):
@@ -86,6 +89,8 @@ class RemoveNode(QUndoCommand):
 
     def undo(self) -> None:
         g = self.doc.graph
+        if self.saved is None:  # not expected: the undo stack redoes a command first
+            return
         node, index, edges, pos, ties = self.saved
         g.add_node(copy.deepcopy(node), strict=False)
         _move_last_node_to(g, index)
@@ -253,9 +258,9 @@ class SetNotes(QUndoCommand):
     def __init__(self, doc: Document, after: dict[str, dict | None], text: str):
         super().__init__(text)
         self.doc, self.after = doc, copy.deepcopy(after)
-        current = annotations.by_id(doc.graph.ui)
+        current = canvas_notes.by_id(doc.graph.ui)
         self.before = {i: copy.deepcopy(current.get(i)) for i in after}
-        self.index = {i: annotations.index_of(doc.graph.ui, i) for i in after}
+        self.index = {i: canvas_notes.index_of(doc.graph.ui, i) for i in after}
 
     def redo(self) -> None:
         self.doc.put_notes(self.after)
@@ -273,7 +278,8 @@ class MakeGroup(QUndoCommand):
         super().__init__(f"Group {len(node_ids)} node(s) as {name}")
         self.doc, self.node_ids, self.name, self.instance = doc, list(node_ids), name, instance
         self.saved: tuple | None = None
-        self.defn = None  # the definition made first: a redo brings back this very one
+        # the definition made first: a redo brings back this very one
+        self.defn: GroupDef | None = None
 
     def redo(self) -> None:
         g = self.doc.graph
@@ -296,6 +302,8 @@ class MakeGroup(QUndoCommand):
 
     def undo(self) -> None:
         g = self.doc.graph
+        if self.saved is None:  # not expected: the undo stack redoes a command first
+            return
         nodes, edges, positions, ties = self.saved
         g.remove(self.instance)
         self.doc.forget_positions([self.instance])

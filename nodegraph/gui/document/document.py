@@ -9,7 +9,7 @@ from fresh ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,9 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from nodegraph.gui.base import _compat  # noqa: F401  (before any Qt call: a PySide6 bug guard)
-from nodegraph.gui.document import annotations, reroute_points
+from nodegraph.gui.document import annotations as canvas_notes  # `annotations` is __future__'s
 from nodegraph.gui.document import commands as cmd
+from nodegraph.gui.document import reroute_points
 from nodegraph.gui.document.clipboard import Paste
 from nodegraph.gui.document.wiring import why_refused
 from nodegraph.model.errors import ParamError
@@ -50,7 +51,7 @@ class Document(QObject):
         self.edit_guard: Callable[[], bool] = lambda: True  # False cancels the edit
         # a live param's new value for the running run: True when a run took it
         self.live_edit: Callable[[str, str, Any], bool] | None = None
-        self._unsubscribe = None
+        self._unsubscribe: Callable[[], None] | None = None
         self.set_graph(graph, path)
 
     # -- the graph and its file -------------------------------------------------------------
@@ -112,24 +113,24 @@ class Document(QObject):
     # -- comments and backdrops (UI data, no graph events) ---------------------------------
 
     def notes(self) -> list[dict]:
-        return annotations.notes(self.graph.ui)
+        return canvas_notes.notes(self.graph.ui)
 
     def put_notes(self, changes: dict[str, dict | None],
                   index: dict[str, int | None] | None = None) -> None:
         """Set notes by id (None removes one); tells the canvas. Commands call this."""
         for note_id, note in changes.items():
-            annotations.put(self.graph.ui, note_id, note, (index or {}).get(note_id))
+            canvas_notes.put(self.graph.ui, note_id, note, (index or {}).get(note_id))
         self.notes_changed.emit(list(changes))
 
     def add_note(self, kind: str, rect: tuple, text: str) -> str:
         """Add a comment or a backdrop as one undo step; returns its id."""
-        note = annotations.make(kind, rect, text, [n["id"] for n in self.notes()])
+        note = canvas_notes.make(kind, rect, text, [n["id"] for n in self.notes()])
         self.undo_stack.push(cmd.SetNotes(self, {note["id"]: note}, f"Add {kind}"))
         return note["id"]
 
     def edit_note(self, note_id: str, text: str | None = None, **fields) -> bool:
         """Change a note's text, rect or colour as one undo step."""
-        note = annotations.by_id(self.graph.ui).get(note_id)
+        note = canvas_notes.by_id(self.graph.ui).get(note_id)
         if note is None:
             return False
         new = {**note, **fields, **({"text": text} if text is not None else {})}
@@ -143,8 +144,9 @@ class Document(QObject):
         """Nodes and notes moved or resized together (a backdrop dragged with its nodes):
         one undo step."""
         moved = {n for n in after if tuple(before.get(n, ())) != tuple(after[n])}
-        current = annotations.by_id(self.graph.ui)
-        changed = {i: n for i, n in notes_after.items() if current.get(i) != n}
+        current = canvas_notes.by_id(self.graph.ui)
+        changed: dict[str, dict | None] = {i: n for i, n in notes_after.items()
+                                           if current.get(i) != n}
         commands: list[QUndoCommand] = []
         if moved:
             commands.append(cmd.MoveNodes(self, {n: before[n] for n in moved if n in before},
@@ -168,7 +170,7 @@ class Document(QObject):
         self.undo_stack.push(command)
         return True
 
-    def push_macro(self, text: str, commands: list[QUndoCommand]) -> bool:
+    def push_macro(self, text: str, commands: Sequence[QUndoCommand]) -> bool:
         if not commands:
             return False
         if len(commands) == 1:
@@ -196,13 +198,15 @@ class Document(QObject):
             commands.append(cmd.Connect(self, (node.id, port), connect_to))
         return node.id if self.push_macro(f"Add {node.id}", commands) else None
 
-    def connect(self, source: tuple[str, str], target: tuple[str, str]) -> bool:
+    # the document's edit API, named as the user says it; QObject.connect / disconnect are
+    # never called on a Document (its signals are connected through the signal objects)
+    def connect(self, source: tuple[str, str], target: tuple[str, str]) -> bool:  # type: ignore[override]
         reason = why_refused(self.graph, source, target)
         if reason:
             raise EditRefused(reason)
         return self.push(cmd.Connect(self, source, target))
 
-    def disconnect(self, edge: Edge) -> bool:
+    def disconnect(self, edge: Edge) -> bool:  # type: ignore[override]
         return self.push(cmd.Disconnect(self, edge))
 
     def delete(self, nodes: Iterable[str], edges: Iterable[Edge] = (),
@@ -213,7 +217,7 @@ class Document(QObject):
         commands: list[QUndoCommand] = [cmd.Disconnect(self, e) for e in dict.fromkeys(edges)
                                         if e in self.graph.edges and not {e.src, e.dst} & gone]
         commands += [cmd.RemoveNode(self, n) for n in nodes]
-        known = annotations.by_id(self.graph.ui)
+        known = canvas_notes.by_id(self.graph.ui)
         notes = [n for n in notes if n in known]
         if notes:
             commands.append(cmd.SetNotes(self, dict.fromkeys(notes), "Delete notes"))

@@ -46,7 +46,7 @@ def read_graph(path: str | Path, registry) -> Graph:
     return graph
 
 
-def describe_failure(path: str | Path, error: Exception) -> str:
+def describe_failure(path: str | Path, error: BaseException) -> str:
     """What the user reads when `path` cannot be opened."""
     if isinstance(error, NodegraphError):
         text = str(error)
@@ -210,7 +210,7 @@ class FileActions:
     def save_as(self) -> bool:
         suggested = self.doc.path or str(Path.cwd() / f"{self.doc.graph.name}.json")
         path = self.prompts.save_path(suggested)
-        return bool(path) and self._write(path)
+        return self._write(path) if path else False
 
     def _write(self, path: str) -> bool:
         try:

@@ -72,7 +72,8 @@ class RecentFiles:
         value = self.settings.value(self.KEY, [])
         if isinstance(value, str):  # QSettings returns a lone item as a string
             value = [value]
-        return [p for p in (value or []) if isinstance(p, str)]
+        # anything else (None when unset, a damaged file's number) reads as no entries
+        return [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
 
     def add(self, path: str) -> None:
         path = str(Path(path).resolve())

@@ -162,8 +162,9 @@ class Validator(QObject):
         """Validate on this thread and announce the result (tests, before a preview)."""
         self._timer.stop()
         with using(self.cache):
-            self._apply(validate_safely(snapshot(self.doc.graph)))
-        return self.report
+            report = validate_safely(snapshot(self.doc.graph))
+            self._apply(report)
+        return report
 
     def wait(self, timeout: float = 10.0) -> bool:
         """Process events until a fresh report arrived (for tests and scripted use)."""

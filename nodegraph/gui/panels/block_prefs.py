@@ -26,7 +26,8 @@ class BlockPrefs(QObject):
         value = self.settings.value(key, [])
         if isinstance(value, str):  # QSettings gives one string for a one-item list
             value = [value]
-        return [str(v) for v in value or []]
+        # anything else (None when unset, a damaged file's number) reads as no entries
+        return [str(v) for v in value] if isinstance(value, list) else []
 
     @property
     def recent(self) -> list[str]:

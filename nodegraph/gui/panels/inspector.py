@@ -16,6 +16,7 @@ graph is quick.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -110,7 +111,8 @@ class Inspector(QScrollArea):
         self._training_fields: dict[str, _Field] = {}
         self._pages: dict[str, _NodePage] = {}  # node forms by block type
         self.multi_nodes: list[str] = []  # the nodes a shared-params page edits
-        self.run_procedure = None  # set by the window: runs a procedure node, opens its view
+        # set by the window: runs a procedure node, opens its view
+        self.run_procedure: Callable[[str], bool] | None = None
         doc.changed.connect(self._on_change)
         doc.graph_replaced.connect(self._new_graph)
         self._new_graph()
@@ -152,11 +154,12 @@ class Inspector(QScrollArea):
         g = self.doc.graph
         specs = [g.registry.get(g.nodes[n].type) if g.nodes[n].type in g.registry else None
                  for n in node_ids if n in g.nodes]
-        if not specs or any(s is None for s in specs):
+        known = [s for s in specs if s is not None]
+        if not specs or len(known) < len(specs):
             return []
         shared = []
-        for param in specs[0].params:
-            others = [s.param(param.name) for s in specs[1:]]
+        for param in known[0].params:
+            others = [s.param(param.name) for s in known[1:]]
             if all(o is not None and (o.kind, tuple(o.choices), o.nullable) == (
                     param.kind, tuple(param.choices), param.nullable) for o in others):
                 shared.append(param)
@@ -211,6 +214,8 @@ class Inspector(QScrollArea):
             if n not in g.nodes:
                 continue
             own = g.registry.get(g.nodes[n].type).param(param.name)
+            if own is None:  # not expected: a shared param is every node's
+                continue
             if value is pw.UNSET:
                 if param.name in g.nodes[n].params:
                     commands.append(cmd.SetParam(self.doc, n, param.name, cmd.SetParam.RESET))
@@ -235,7 +240,8 @@ class Inspector(QScrollArea):
                                          else f"{count} nodes selected")
             self._training_hint.setText("Select a node to edit its params." if count < 2 else
                                         "Select one node to edit its params. Training settings:")
-            self._show_page(self._training_page)
+            if self._training_page is not None:  # built with each graph
+                self._show_page(self._training_page)
             return
         node = self.doc.graph.node(self.node_id)
         known = node.type in self.doc.graph.registry
@@ -344,7 +350,8 @@ class Inspector(QScrollArea):
     def _add_field(self, form: QFormLayout, param: Param, commit, reset=None,
                    choices=None) -> _Field:
         editor = pw.make_editor(param, commit, choices)
-        button = QToolButton(text="↺")
+        button = QToolButton()
+        button.setText("↺")
         button.setToolTip(f"reset {param.name} to its default")
         button.clicked.connect(lambda *_: (reset or (lambda: commit(None)))())
         if param.required and reset is not None:
@@ -361,6 +368,8 @@ class Inspector(QScrollArea):
         return self.fields[param.name]
 
     def _show_params(self, spec: BlockSpec) -> None:
+        if self.node_id is None:  # the training page shows no block params
+            return
         node = self.doc.graph.node(self.node_id)
         for name, f in self.fields.items():
             explicit = name in node.params
@@ -370,7 +379,8 @@ class Inspector(QScrollArea):
         self._show_param_problems()
 
     def _show_ports(self, spec: BlockSpec) -> None:
-        if self.ports_label is None:
+        node_id = self.node_id
+        if self.ports_label is None or node_id is None:
             return
         r = self.report
 
@@ -378,13 +388,13 @@ class Inspector(QScrollArea):
             if r is None:
                 return ""
             if output:
-                return r.shape_text(self.node_id, port)
-            e = self.doc.graph.source_of(self.node_id, port)
+                return r.shape_text(node_id, port)
+            e = self.doc.graph.source_of(node_id, port)
             return r.shape_text(*e.source) if e else "not connected"
 
         ins = ", ".join(f"{p.name} {shape(p.name, False)}" for p in spec.inputs) or "none"
         outs = ", ".join(f"{p.name} {shape(p.name, True)}" for p in spec.outputs) or "none"
-        count = r.param_counts.get(self.node_id) if r else None
+        count = r.param_counts.get(node_id) if r else None
         text = f"in: {html.escape(ins)}<br>out: {html.escape(outs)}"
         if count:
             text += f"<br>{count:,} trainable parameters"
@@ -419,13 +429,15 @@ class Inspector(QScrollArea):
             self.node_id = event.node
             if self.id_edit is not None:
                 self.id_edit.setText(event.node)
-        elif event.kind == "node_renamed" and self.node_id in self.doc.graph.nodes:
+        elif (event.kind == "node_renamed" and self.node_id is not None
+              and self.node_id in self.doc.graph.nodes):
             node = self.doc.graph.node(self.node_id)  # its params may name the renamed node
             if node.type in self.doc.graph.registry:
                 self._show_params(self.doc.graph.registry.get(node.type))
         elif event.kind == "node_removed" and event.node == self.node_id:
             self.show_node(None)
-        elif event.kind == "param_changed" and event.node == self.node_id:
+        elif (event.kind == "param_changed" and self.node_id is not None
+              and event.node == self.node_id):
             node = self.doc.graph.node(self.node_id)
             self._show_params(self.doc.graph.registry.get(node.type))
         elif event.kind == "training_changed":
@@ -441,6 +453,8 @@ class Inspector(QScrollArea):
         if pw.is_parse_error(value):
             f.set_error(str(value))
             return
+        if self.node_id is None:  # a node's field, and no node shown: nothing to set
+            return
         try:
             if value is pw.UNSET:
                 self.doc.reset_param(self.node_id, param.name)
@@ -453,6 +467,8 @@ class Inspector(QScrollArea):
         f.set_error("")
 
     def _reset_param(self, param: Param) -> None:
+        if self.node_id is None:
+            return
         self.doc.reset_param(self.node_id, param.name)
         node = self.doc.graph.node(self.node_id)
         self._show_params(self.doc.graph.registry.get(node.type))
@@ -471,7 +487,7 @@ class Inspector(QScrollArea):
         f.set_error("")
 
     def _commit_rename(self) -> None:
-        if self.id_edit is None or self.node_id is None:
+        if self.id_edit is None or self.id_error is None or self.node_id is None:
             return
         try:
             self.doc.rename(self.node_id, self.id_edit.text())

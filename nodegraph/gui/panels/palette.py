@@ -10,6 +10,8 @@ star it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
@@ -25,6 +27,10 @@ from nodegraph.gui.base import theme
 from nodegraph.gui.canvas.view import BLOCK_MIME
 from nodegraph.gui.panels.ranking import rank
 from nodegraph.model.spec import Registry
+
+if TYPE_CHECKING:
+    from nodegraph.gui.block_prefs import BlockPrefs
+    from nodegraph.model.groupdefs import GroupRegistry
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 
@@ -49,7 +55,7 @@ class Palette(QWidget):
 
     block_activated = Signal(str)  # double-clicked: add this block
 
-    def __init__(self, registry: Registry, parent=None):
+    def __init__(self, registry: Registry | GroupRegistry, parent=None):
         super().__init__(parent)
         self.registry = registry
         self.search = QLineEdit(placeholderText="Search blocks…  (e.g. lin, bce, adam)")
@@ -69,11 +75,11 @@ class Palette(QWidget):
         self.tree.itemDoubleClicked.connect(self._on_double_click)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._menu)
-        self.prefs = None  # a block_prefs.BlockPrefs once the window installs one
+        self.prefs: BlockPrefs | None = None  # once the window installs one
         self.menu: QMenu | None = None  # the last context menu shown
         self.refresh()
 
-    def set_prefs(self, prefs) -> None:
+    def set_prefs(self, prefs: BlockPrefs) -> None:
         self.prefs = prefs
         prefs.changed.connect(self._refresh_unless_searching)
         self.refresh()
@@ -82,7 +88,7 @@ class Palette(QWidget):
         if not self.search.text().strip():  # never reorder what the user is reading
             self.refresh()
 
-    def set_registry(self, registry: Registry) -> None:
+    def set_registry(self, registry: Registry | GroupRegistry) -> None:
         self.registry = registry
         self.refresh()
 
@@ -146,7 +152,9 @@ class Palette(QWidget):
         out = []
         for i in range(self.tree.topLevelItemCount()):
             group = self.tree.topLevelItem(i)
-            out += [group.child(j).data(0, ID_ROLE) for j in range(group.childCount())]
+            if group is not None:
+                out += [child.data(0, ID_ROLE) for j in range(group.childCount())
+                        if (child := group.child(j)) is not None]
         return out
 
     def _on_double_click(self, item: QTreeWidgetItem) -> None:

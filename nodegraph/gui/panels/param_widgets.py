@@ -16,11 +16,12 @@ import itertools
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -39,8 +40,15 @@ Choices = Callable[[], list[str]]  # the node ids (or stage names) a reference m
 INT_LIMIT = 2**31 - 1
 UNSET = object()  # the value shown for a required param nobody set
 
+# the mixin below only ever sits before a Qt spin box; the type checker must know that to
+# check its super() calls, but at run time it is a plain class (no second Qt base)
+if TYPE_CHECKING:
+    _SpinBase = QAbstractSpinBox
+else:
+    _SpinBase = object
 
-class _SpinSession:
+
+class _SpinSession(_SpinBase):
     """Marks the values one spin interaction makes (arrows, wheel, Up/Down, PageUp/Down
     with no typing in between) with one `merge_key`, so undo takes them back as one step;
     a typed value confirmed with Enter has no key and is a step of its own."""
@@ -107,7 +115,8 @@ class FloatEditor(_SpinSession, QDoubleSpinBox):
         low = param.min if param.min is not None else -1e12
         high = param.max if param.max is not None else 1e12
         self.setRange(low, high)
-        span = (param.max - param.min) if None not in (param.min, param.max) else math.inf
+        span = (param.max - param.min if param.min is not None and param.max is not None
+                else math.inf)
         self.setSingleStep(0.01 if span <= 1 else 0.1)
         self.setKeyboardTracking(False)
         self.valueChanged.connect(lambda v: self._commit(float(v)))
@@ -235,9 +244,11 @@ class NodeEditor(QComboBox):
         self._shown = ""
         self.setEditable(True)
         self.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.lineEdit().setPlaceholderText("required" if param.required else "empty: none")
+        edit = self.lineEdit()
+        assert edit is not None  # an editable combo box always has one
+        edit.setPlaceholderText("required" if param.required else "empty: none")
         self.activated.connect(lambda _: self._commit(self.currentText()))
-        self.lineEdit().editingFinished.connect(self._typed)
+        edit.editingFinished.connect(self._typed)
 
     def _typed(self) -> None:
         if self.currentText() != self._shown:
@@ -263,7 +274,9 @@ class NodesEditor(QWidget):
                                      else "required")
         self.menu = QMenu(self)
         self.menu.aboutToShow.connect(self._fill)
-        self.pick = QToolButton(text="▾", popupMode=QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.pick = QToolButton()
+        self.pick.setText("▾")
+        self.pick.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.pick.setToolTip(f"pick the nodes of {param.name}")
         self.pick.setMenu(self.menu)
         row = QHBoxLayout(self)
@@ -300,14 +313,16 @@ def is_parse_error(value: Any) -> bool:
 def make_editor(param: Param, commit: Commit, choices: Choices | None = None) -> QWidget:
     """The widget for `param`; it calls `commit(value)` when the user finishes an edit.
     `choices` lists what a node, nodes or stage param may name (default: nothing)."""
+    editor: QWidget
     if param.kind in ("node", "stage", "nodes"):
-        cls = NodesEditor if param.kind == "nodes" else NodeEditor
-        editor = cls(param, commit, choices or list)
+        pick: type[NodesEditor | NodeEditor] = NodesEditor if param.kind == "nodes" else NodeEditor
+        editor = pick(param, commit, choices or list)
     elif param.nullable and param.kind in ("int", "float"):
         editor = NullableNumberEditor(param, commit)
     else:
-        cls = {"int": IntEditor, "float": FloatEditor, "bool": BoolEditor,
-               "choice": ChoiceEditor, "str": TextEditor}.get(param.kind, JsonEditor)
+        cls: Callable[[Param, Commit], QWidget] = {
+            "int": IntEditor, "float": FloatEditor, "bool": BoolEditor,
+            "choice": ChoiceEditor, "str": TextEditor}.get(param.kind, JsonEditor)
         editor = cls(param, commit)
     editor.setToolTip(tooltip(param))
     return editor

@@ -94,8 +94,8 @@ class ProblemsView(QWidget):
         for p in self.problems:
             item = QTreeWidgetItem(self.table, [clean(p.location()), clean_lines(p.message),
                                                 clean_lines(p.hint)])
-            color = QColor(theme.ERROR if p.severity == "error" else theme.WARNING)
-            item.setForeground(0, QBrush(color))
+            item.setForeground(0, QBrush(QColor(
+                theme.ERROR if p.severity == "error" else theme.WARNING)))
             tip = _tooltip(p)
             for column in range(3):
                 item.setToolTip(column, tip)

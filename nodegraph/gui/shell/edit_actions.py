@@ -21,7 +21,8 @@ from nodegraph.gui.canvas.rename_editor import CanvasRename
 from nodegraph.gui.canvas.reroute import Reroutes
 from nodegraph.gui.canvas.scene import GraphScene
 from nodegraph.gui.canvas.view import GraphView
-from nodegraph.gui.document import annotations, clipboard
+from nodegraph.gui.document import annotations as canvas_notes  # `annotations` is __future__'s
+from nodegraph.gui.document import clipboard
 from nodegraph.gui.document import commands as cmd
 from nodegraph.gui.document.document import Document, EditRefused
 from nodegraph.gui.document.wiring import (
@@ -121,14 +122,15 @@ class EditActions:
         if ref is None:
             return self.add_block(block_id, pos)
         spec = self.doc.graph.registry.get(block_id)
+        drop: QPointF = pending["pos"]  # a loose end always comes with where it was dropped
         if pending["output"]:
             port = compatible_input(self.doc.graph, ref, spec)
             wire = {"connect_from": ref, "port": port.name if port else None}
-            return self.add_block(block_id, pos + CARD_OFFSET, **wire)
+            return self.add_block(block_id, drop + CARD_OFFSET, **wire)
         port = compatible_output(self.doc.graph, ref, spec)
         wire = {"connect_to": ref, "port": port.name if port else None}
         # a card feeding an input sits to the left of the point, its output at the point
-        return self.add_block(block_id, pos + CARD_OFFSET - QPointF(200, 0), **wire)
+        return self.add_block(block_id, drop + CARD_OFFSET - QPointF(200, 0), **wire)
 
     # -- wiring ----------------------------------------------------------------------------
 
@@ -188,8 +190,10 @@ class EditActions:
         nodes, notes = self.scene.selected_node_ids(), self.scene.selected_note_ids()
         if not nodes and not notes:
             return []
-        clip = clipboard.copy_nodes(self.doc.graph, nodes, notes)
-        return self._paste(clipboard.parse(clip), None, "Duplicate")
+        clip = clipboard.parse(clipboard.copy_nodes(self.doc.graph, nodes, notes))
+        if clip is None:  # not expected: a copy of a selection always parses
+            return []
+        return self._paste(clip, None, "Duplicate")
 
     def _paste(self, clip: dict, at: QPointF | None, text: str = "Paste") -> list[str]:
         plan = clipboard.plan_paste(self.doc.graph, clip, (at.x(), at.y()) if at else None)
@@ -218,7 +222,7 @@ class EditActions:
     def add_backdrop(self, text: str = "Backdrop") -> str:
         """A backdrop around the selected nodes (or in the middle of the view)."""
         items = [self.scene.nodes[n] for n in self.scene.selected_node_ids()]
-        rect = annotations.around((r.x(), r.y(), r.width(), r.height())
+        rect = canvas_notes.around((r.x(), r.y(), r.width(), r.height())
                                   for r in (i.sceneBoundingRect() for i in items))
         if rect is None:
             c = self.view.mapToScene(self.view.viewport().rect().center())
@@ -229,8 +233,8 @@ class EditActions:
 
     def recolour_backdrops(self) -> None:
         """Give the selected backdrops the next colour of the backdrop palette."""
-        colours = annotations.BACKDROP_COLORS
-        current = annotations.by_id(self.doc.graph.ui)
+        colours = canvas_notes.BACKDROP_COLORS
+        current = canvas_notes.by_id(self.doc.graph.ui)
         for note_id in self.scene.selected_note_ids():
             note = current[note_id]
             if note["kind"] == "backdrop":

@@ -60,7 +60,7 @@ class Window(Protocol):
 
     def notify(self, text: str) -> None: ...
 
-    def takeCentralWidget(self) -> QWidget: ...
+    def takeCentralWidget(self) -> QWidget | None: ...
 
     def setCentralWidget(self, widget: QWidget) -> None: ...
 
@@ -97,7 +97,8 @@ class BodyDocument(Document):
         return super().delete([n for n in nodes if n not in kept], edges, notes)
 
     def _on_graph_event(self, event: GraphChanged) -> None:
-        if event.kind == "node_renamed":  # the ports follow a renamed inner node
+        # the ports follow a renamed inner node
+        if event.kind == "node_renamed" and event.name is not None and event.node is not None:
             self._rename_in_ports(event.name, event.node)
         super()._on_graph_event(event)
 
@@ -129,6 +130,8 @@ def body_report(report: Report, prefix: str) -> Report:
 
 class GroupCanvas:
     """One open body: its document, scene, view and edit actions."""
+
+    ports: GroupPorts  # the group's own ports, set by the tabs once the canvas shows
 
     def __init__(self, window: Window, name: str, trail: list[str], prefix: str | None):
         self.name, self.trail = name, trail
@@ -163,7 +166,8 @@ class GroupTabs(QTabWidget):
         self.setTabsClosable(True)
         self.setTabBarAutoHide(True)  # one canvas: no tab bar at all
         view = window.takeCentralWidget()  # the graph's own view (not deleted: moved)
-        self.addTab(view, window.doc.title)
+        if view is not None:  # the window made it before its tabs
+            self.addTab(view, window.doc.title)
         self.tabBar().setTabButton(0, QTabBar.ButtonPosition.RightSide, None)
         window.setCentralWidget(self)
         self.tabCloseRequested.connect(self.close_tab)
@@ -248,6 +252,7 @@ class GroupTabs(QTabWidget):
             return None
         parent = self.current_canvas() if scene is not self.window_.scene else None
         trail = [*(parent.trail if parent else [self.window_.doc.title]), name]
+        prefix: str | None
         if parent is None:  # flat ids of an instance: its path of ids, joined by "__"
             prefix = node_id + groups.SEP
         else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QColor
@@ -70,6 +71,9 @@ from nodegraph.model.fileformat import load
 from nodegraph.model.graph import Graph
 from nodegraph.model.spec import Registry, default_registry_loaded
 
+if TYPE_CHECKING:
+    from nodegraph.gui.run_history import RunHistoryPanel
+
 compiler = later("nodegraph.runtime.compile")  # torch: imported by the first preview
 
 SLOW_PREVIEW_S = 0.5
@@ -77,6 +81,15 @@ SLOW_PREVIEW_S = 0.5
 
 class MainWindow(QMainWindow):
     """One editor window over one document."""
+
+    # the Blocks dock; it hides QWidget.palette(), which nothing calls on a window
+    palette: Palette  # type: ignore[assignment]
+    # made by the modules that install them (menus, run_history)
+    recent_menu: QMenu
+    examples_menu: QMenu
+    docks_menu: QMenu | None  # View > Panels: None until the menus are made
+    run_menu: QMenu
+    run_history: RunHistoryPanel
 
     def __init__(self, path: str | None = None, *, registry: Registry | None = None,
                  settings: QSettings | None = None, prompts: Prompts | None = None,
@@ -231,7 +244,7 @@ class MainWindow(QMainWindow):
         self.log = LogView()
         self.preview = PreviewPanel()
         self.docks: dict[str, QDockWidget] = {}
-        self.docks_menu: QMenu | None = None  # View > Panels, made with the menus
+        self.docks_menu = None  # View > Panels, made with the menus
         # One tab group only: Qt 6.12 leaves a stale tab bar painted when there are two.
         area, along = Qt.DockWidgetArea, Qt.Orientation
         self.add_dock("palette", "Blocks", self.palette, area.LeftDockWidgetArea)
@@ -277,8 +290,9 @@ class MainWindow(QMainWindow):
         self.device.addItems(["auto", "cpu"] if self.blocks_loading else devices())
         self.device.setToolTip(training_settings._BY_NAME["device"].doc)
         bar.addWidget(self.device)
-        for panel in self.docks.values():
-            self.docks_menu.addAction(panel.toggleViewAction())
+        if self.docks_menu is not None:
+            for panel in self.docks.values():
+                self.docks_menu.addAction(panel.toggleViewAction())
         self._show_training_settings()
 
     def _build_status_bar(self) -> None:
@@ -434,7 +448,9 @@ class MainWindow(QMainWindow):
         """Switch between the dark and the light theme (View > Theme); remembered."""
         if name not in theme.THEMES:
             name = "dark"
-        theme.apply(QApplication.instance(), name)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):  # a window runs in one (Qt's stubs: QCoreApplication)
+            theme.apply(app, name)
         for key in theme.THEMES:
             action = self.actions_by_name.get(f"theme_{key}")
             if action is not None:
@@ -552,7 +568,9 @@ class MainWindow(QMainWindow):
             self.notify("The blocks are still loading; train in a moment.")
             return False
         # the report of the graph as it is now, if the validator has it (it usually has)
-        report = self.validator.report if self.validator.fresh else self.validator.validate_now()
+        report = self.validator.report if self.validator.fresh else None
+        if report is None:
+            report = self.validator.validate_now()
         if not report.ok:
             self.panel_edges.unfold("bottom", self.docks["problems"])
             self.notify(f"Fix {len(report.errors)} problem(s) before training "
@@ -626,7 +644,7 @@ class MainWindow(QMainWindow):
             chosen = self.scene.selected_node_ids()
             node = chosen[0] if len(chosen) == 1 else None
         g = self.doc.graph
-        if node not in g.nodes or g.nodes[node].type not in g.registry or \
+        if node is None or node not in g.nodes or g.nodes[node].type not in g.registry or \
                 g.registry.get(g.nodes[node].type).kind != "procedure":
             self.notify("Select a procedure node (procedures.*) to run it.")
             return False
@@ -664,10 +682,10 @@ class MainWindow(QMainWindow):
                 self.preview.show_message("Select one node to preview its output.")
                 return
             node = nodes[0]
-        trained = self.runner.result is not None and self.runner.revision == self.doc.revision
+        trained = self.runner.result if self.runner.revision == self.doc.revision else None
         try:
-            if trained:
-                compiled, note = self.runner.result.compiled, "(trained weights)"
+            if trained is not None:
+                compiled, note = trained.compiled, "(trained weights)"
             else:
                 compiled, note = self._untrained_compiled(), "(initial weights)"
             outputs = node_outputs(self.doc.graph, node, compiled)

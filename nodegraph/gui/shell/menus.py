@@ -10,6 +10,7 @@ still moves between fields elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, cast
 
 from PySide6.QtCore import QObject, Qt
@@ -44,7 +45,7 @@ class Window(Protocol):
     recent: files.RecentFiles
     recent_menu: QMenu
     examples_menu: QMenu
-    docks_menu: QMenu
+    docks_menu: QMenu | None
     run_menu: QMenu
 
     def menuBar(self) -> QMenuBar: ...
@@ -118,7 +119,7 @@ def build(w: Window) -> dict[str, QAction]:
     """Create the actions, the menu bar and the toolbar of `w`; returns actions by name."""
     f, e, r = w.file_actions, _Current(w, "edit_actions"), w
     v = _Current(w, "view")
-    a = {
+    a: dict[str, QAction] = {
         "new": _action(w, "&New", f.new, Key.New, "start an empty graph"),
         "new_window": _action(w, "New &Window", w.new_window, "Ctrl+Shift+N"),
         "open": _action(w, "&Open…", f.open, Key.Open, "open a graph file"),
@@ -268,12 +269,17 @@ def build(w: Window) -> dict[str, QAction]:
     return a
 
 
+def _opener(w: Window, path: str) -> Callable[[], object]:
+    """A menu entry's slot that opens `path`."""
+    return lambda: w.file_actions.open(path)
+
+
 def fill_recent(w: Window) -> None:
     menu: QMenu = w.recent_menu
     menu.clear()
     paths = w.recent.list()
     for path in paths:
-        menu.addAction(path, lambda p=path: w.file_actions.open(p))
+        menu.addAction(path, _opener(w, path))
     if not paths:
         menu.addAction("(none yet)").setEnabled(False)
 
@@ -283,6 +289,6 @@ def fill_examples(w: Window) -> None:
     menu.clear()
     examples = files.example_files()
     for path in examples:
-        menu.addAction(path.stem, lambda p=str(path): w.file_actions.open(p))
+        menu.addAction(path.stem, _opener(w, str(path)))
     if not examples:
         menu.addAction("(no examples found)").setEnabled(False)

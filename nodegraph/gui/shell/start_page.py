@@ -123,7 +123,8 @@ class ThumbnailCache:
         if disk is not None and not disk.exists():
             try:
                 disk.parent.mkdir(parents=True, exist_ok=True)
-                image.save(str(disk), "PNG")
+                # str, not bytes: PySide6 refuses bytes at run time, though its stubs ask for them
+                image.save(str(disk), "PNG")  # type: ignore[call-overload]
             except OSError:
                 pass  # a read-only state folder: the memory cache still serves
         self.memory[key] = image
@@ -204,10 +205,10 @@ class StartPage(QFrame):
             self.gallery.addItem(item)
             self._todo.append(item)
         self.recent_list.clear()
-        for path in self.recent.list():
-            item = QListWidgetItem(Path(path).name)
-            item.setToolTip(path)
-            item.setData(PATH_ROLE, path)
+        for recent_path in self.recent.list():
+            item = QListWidgetItem(Path(recent_path).name)
+            item.setToolTip(recent_path)
+            item.setData(PATH_ROLE, recent_path)
             self.recent_list.addItem(item)
         if not self.recent.list():
             self.recent_list.addItem("(none yet)")
@@ -244,4 +245,6 @@ class StartPage(QFrame):
 
     def place(self) -> None:
         """Cover the parent (the canvas) fully."""
-        self.setGeometry(self.parentWidget().rect())
+        parent = self.parentWidget()
+        if parent is not None:
+            self.setGeometry(parent.rect())

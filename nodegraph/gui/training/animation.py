@@ -184,7 +184,7 @@ class WaveAnimator(QObject):
         return sources
 
     def _begin(self) -> None:
-        if self.pos < len(self.steps):
+        if self.pos < len(self.steps) and self.frame is not None:  # steps come with a frame
             step = self.steps[self.pos]
             self.played.append((self.frame.step, step.phase, step.node))
             self.step_started.emit(self.frame.step, step.phase, step.node)
@@ -216,6 +216,7 @@ class WaveAnimator(QObject):
 
     def _take_pending(self) -> ProbeFrame:
         frame, self.pending = self.pending, None
+        assert frame is not None  # callers take one only when one is waiting
         return frame
 
     def _apply(self, step: WaveStep, t: float | None) -> list:

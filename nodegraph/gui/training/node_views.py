@@ -61,6 +61,7 @@ from nodegraph.runtime.probe_frames import ProbeFrame, read_frames
 
 if TYPE_CHECKING:
     from nodegraph.runtime.compile import Compiled
+    from nodegraph.runtime.viewdata import HistogramHistory
 
 vd = later("nodegraph.runtime.viewdata")  # torch: imported when a view first computes
 compiler = later("nodegraph.runtime.compile")
@@ -80,6 +81,8 @@ class HistogramView(View):
     title = "Histograms"
     live, model = True, False
 
+    node: str  # one node's outputs (only the layers' view may have none)
+
     def __init__(self, node: str, targets: dict[str, tuple[str, str]] | None = None):
         super().__init__(node)
         # where each output is probed: a group instance's outputs live on inner nodes
@@ -91,7 +94,7 @@ class HistogramView(View):
         self._frames: list[ProbeFrame] = []
         self.plots = {"output": self.plot(0, 0, "activations", "probed step", "value"),
                       "grad": self.plot(1, 0, "gradients arriving", "probed step", "gradient")}
-        self.data: dict[str, vd.HistogramHistory | None] = {}
+        self.data: dict[str, HistogramHistory | None] = {}
 
     def show_frames(self, frames: list[ProbeFrame]) -> None:
         self._frames = frames
@@ -129,7 +132,8 @@ class HistogramView(View):
             plot.setYRange(h.edges[0], h.edges[-1], padding=0)
         last = frames[-1].outputs.get(node, {}).get(port)
         grad = frames[-1].grads.get(node, {}).get(port)
-        text = f"{len(self.data['output'].steps)} frames"
+        shown = self.data["output"]
+        text = f"{len(shown.steps) if shown is not None else 0} frames"
         if last is not None:
             text += (f" · step {frames[-1].step}: mean {last.mean:.3g}, std {last.std:.3g}, "
                      f"zeros {last.zero_frac:.0%}, saturated {last.saturated_frac:.0%}")
@@ -219,6 +223,8 @@ def _ports(compiled: Compiled, node: str):
 
 class _PortView(View):
     """A model view of one of the node's outputs, with a port choice and a sample number."""
+
+    node: str  # one node's outputs (only the layers' view may have none)
 
     def __init__(self, node: str, ports: list[str]):
         super().__init__(node)
@@ -519,7 +525,7 @@ class NodeViewPanel(QWidget):
 
     @property
     def views(self) -> list[View]:
-        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+        return [w for i in range(self.tabs.count()) if isinstance(w := self.tabs.widget(i), View)]
 
     def view(self, kind: type[View]) -> View | None:
         return next((v for v in self.views if isinstance(v, kind)), None)
@@ -529,7 +535,8 @@ class NodeViewPanel(QWidget):
         while self.tabs.count():
             widget = self.tabs.widget(0)
             self.tabs.removeTab(0)
-            widget.deleteLater()
+            if widget is not None:
+                widget.deleteLater()
         for v in views:
             self.tabs.addTab(v, v.title)
 

@@ -10,7 +10,7 @@ of block live beside it (`node_views_boxes`, `node_views_trees`) and build on th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -44,7 +44,7 @@ class View(QWidget):
     def __init__(self, node: str | None):
         super().__init__()
         self.node = node
-        self.data = None  # what was drawn last, for tests
+        self.data: Any = None  # what was drawn last (each view its own kind), for tests
         self.canvas = pg.GraphicsLayoutWidget()
         self.status = QLabel()
         self.status.setProperty("role", "dim")

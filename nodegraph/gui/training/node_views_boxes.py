@@ -30,6 +30,7 @@ from nodegraph.model.types import BOXES
 
 if TYPE_CHECKING:
     from nodegraph.runtime.compile import Compiled
+    from nodegraph.runtime.viewdata import Detections
 
 vd = later("nodegraph.runtime.viewdata")  # torch: imported on first use
 
@@ -110,7 +111,7 @@ class DetectionView(View):
         plot.setRange(xRange=(0, w), yRange=(0, h), padding=0.02)
         return plot
 
-    def _assignment(self, row: int, col: int, d: vd.Detections) -> None:
+    def _assignment(self, row: int, col: int, d: Detections) -> None:
         img = d.images[0]
         h, w = img.shape[:2]
         if d.grid:

@@ -98,6 +98,8 @@ class WeightPathView(TrajectoryView):
     def show_model(self, compiled: Compiled) -> None:
         from nodegraph.runtime.procedure import run_procedure
 
+        if self.node is None:  # not expected: a procedure node's view
+            return
         path = vt.weight_path(run_procedure(compiled, self.node))
         self.data = path
         self.canvas.clear()

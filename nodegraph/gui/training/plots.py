@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
@@ -126,7 +127,7 @@ class TrainingPlots(QWidget):
 
     # -- data ------------------------------------------------------------------------------
 
-    def reset(self, metric_nodes: set[str] = frozenset()) -> None:
+    def reset(self, metric_nodes: Iterable[str] = frozenset()) -> None:
         """Forget the last run's points (a new run starts). Its curves are emptied and kept
         for the new run's numbers of the same names (making a curve and its legend entry
         takes milliseconds); those the new run does not plot go when it ends."""

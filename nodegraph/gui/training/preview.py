@@ -38,8 +38,10 @@ from nodegraph.model.graph import Graph
 if TYPE_CHECKING:
     from nodegraph.runtime.compile import Compiled
 
-# torch: imported by the first preview, not before the window is drawn
-torch = later("torch")
+if TYPE_CHECKING:
+    import torch
+else:  # torch: imported by the first preview, not before the window is drawn
+    torch = later("torch")
 compiler = later("nodegraph.runtime.compile")
 forwarding = later("nodegraph.runtime.forward")
 

@@ -217,8 +217,8 @@ class RunHistoryPanel(QWidget):
 
     def differences(self) -> dict[str, list[str]]:
         """What the table shows: setting -> the text in each run's column."""
-        return {self.table.verticalHeaderItem(r).text():
-                [self.table.item(r, c).text() for c in range(self.table.columnCount())]
+        return {_text(self.table.verticalHeaderItem(r)):
+                [_text(self.table.item(r, c)) for c in range(self.table.columnCount())]
                 for r in range(self.table.rowCount())}
 
 
@@ -235,6 +235,10 @@ def legend_label(run: RunRecord, settings: list[tuple[str, object]]) -> str:
     """The run's name and, for the first two settings that set it apart, their values."""
     parts = [f"{k} {format_value(v)}" for k, v in settings[:2] if k != STRUCTURE]
     return run.name + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _text(item: QTableWidgetItem | None) -> str:
+    return item.text() if item is not None else ""
 
 
 def format_value(value) -> str:

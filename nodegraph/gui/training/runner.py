@@ -305,7 +305,7 @@ class TrainingRunner(QObject):
                     self.deliver(message[1])
                 elif kind == "failed":
                     self.failed.emit(message[1], message[2])
-                elif kind == "lost":
+                elif kind == "lost" and isinstance(worker, _ProcessWorker):  # only it sends it
                     worker.lost = True
                     self.failed.emit(
                         f"the run did not stop within {KILL_AFTER_STOP_S:.0f} s, so its process "

@@ -220,8 +220,8 @@ class StepPanel(QWidget):
         layout.addWidget(self.title)
         layout.addWidget(self.values)
         self.step_button.clicked.connect(self.step_requested)
-        self.prev_button.clicked.connect(lambda: self.move(-1))
-        self.next_button.clicked.connect(lambda: self.move(1))
+        self.prev_button.clicked.connect(lambda: self.walk(-1))
+        self.next_button.clicked.connect(lambda: self.walk(1))
         self.clear_button.clicked.connect(self.clear)
         self._enable()
 
@@ -229,7 +229,7 @@ class StepPanel(QWidget):
         self.trace = trace
         self._show()
 
-    def move(self, delta: int) -> None:
+    def walk(self, delta: int) -> None:  # (not `move`: that is QWidget's)
         if self.trace is not None and self.trace.move(delta):
             self._show()
 
@@ -246,18 +246,24 @@ class StepPanel(QWidget):
     def _show(self) -> None:
         trace, marks = self.trace, self.marks
         marks.clear()
+        if trace is None:  # cleared meanwhile: nothing to mark
+            return
         stop = trace.stop
         forward = stop.phase == "forward"
         for edge, text in _short_wires_first(marks, trace.shown_values()):
             item = marks.label(edge)
             if item is not None:
                 item.set_text(text, QColor(FORWARD_COLORS[1]))
-            marks.stroke(edge).set_stroke(QColor(FORWARD_COLORS[0]), 3.0)
+            stroke = marks.stroke(edge)
+            if stroke is not None:
+                stroke.set_stroke(QColor(FORWARD_COLORS[0]), 3.0)
         for edge, text in _short_wires_first(marks, trace.shown_grads()):
             item = marks.label(edge, below=True)
             if item is not None:
                 item.set_text(text, QColor(BACKWARD_COLORS[1]))
-            marks.stroke(edge).set_stroke(QColor(BACKWARD_COLORS[0]), 3.0)
+            stroke = marks.stroke(edge)
+            if stroke is not None:
+                stroke.set_stroke(QColor(BACKWARD_COLORS[0]), 3.0)
         node = marks.canvas_node(trace.record.node)
         ring = marks.node(node) if node else None
         if ring is not None:
