@@ -6,10 +6,12 @@ import argparse
 import io
 from pathlib import Path
 
-from nodegraph.cli.main import (
+from nodegraph.cli.common import (
     add_graph_argument,
+    beside,
     open_graph,
     say,  # control characters from the file escaped
+    weights_loader,
 )
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.outputs import check_file
@@ -38,7 +40,6 @@ def cmd_forward(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from nodegraph.cli.main import _beside
     from nodegraph.runtime.compile import compile
     from nodegraph.runtime.forward import forward
 
@@ -51,12 +52,10 @@ def cmd_forward(args: argparse.Namespace) -> int:
                 inputs = {name: archive[name] for name in archive.files}
         except (OSError, ValueError) as e:
             raise NodegraphError(f"--inputs {args.inputs}: cannot read it as .npz ({e})") from None
-    with _beside(args.graph):
+    with beside(args.graph):
         compiled = compile(graph, for_training=False)
         if args.weights:
-            from nodegraph.cli.main import _weights_loader
-
-            _weights_loader(args.weights)(compiled)
+            weights_loader(args.weights)(compiled)
         outputs = forward(graph, inputs, split=args.split, batch=args.batch, compiled=compiled,
                           nodes=set(args.node) or None, raw=not args.normalized)
     arrays = {f"{n}.{p}": t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16

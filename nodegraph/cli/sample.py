@@ -7,9 +7,10 @@ import json
 
 import torch
 
-from nodegraph.cli.main import (
+from nodegraph.cli.common import (
     add_graph_argument,
     open_graph,
+    parse_assignments,
     say,  # control characters from the file escaped
 )
 from nodegraph.model.outputs import check_file, write_text
@@ -31,7 +32,6 @@ def register(sub) -> None:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from nodegraph.cli.main import parse_assignments
     from nodegraph.runtime.compile import compile
     from nodegraph.runtime.procedure import run_procedure
     from nodegraph.runtime.train import train

@@ -30,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from nodegraph.cli import sweep_search
-from nodegraph.cli.main import (
+from nodegraph.cli.common import (
     add_graph_argument,
     open_graph,
+    parse_assignments,
     say,  # control characters from the file escaped
+    with_assignments,
 )
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.settings import monitor_rises
@@ -101,7 +103,6 @@ def sweep(graph: str | Path, grid: dict[str, list[Any]], out: str | Path, jobs: 
           extra: Sequence[str] = (), echo=print) -> Sweep:
     """Run every combination of `grid` on `graph` (with the `nodegraph run` arguments
     `extra`), writing into `out`; `metric` (split.key) picks the best."""
-    from nodegraph.cli.main import with_assignments
     from nodegraph.model import fileformat
 
     base = fileformat.load(graph)
@@ -243,8 +244,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                                                   else []) + [
         x for root in args.data_root for x in ("--data-root", root)]  # runs read as this one
     out = args.output or str(Path(args.graph).with_name(f"{Path(args.graph).stem}-sweep"))
-    from nodegraph.cli.main import parse_assignments, with_assignments
-
     with_assignments(open_graph(args), parse_assignments(args.set))
     result = sweep(args.graph, grid, out, args.jobs, args.metric, args.epochs, fixed)
     say(table(result.runs, result.metric))

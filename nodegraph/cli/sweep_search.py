@@ -16,7 +16,12 @@ import json
 import sys
 from pathlib import Path
 
-from nodegraph.cli.main import say  # control characters from the file escaped
+from nodegraph.cli.common import (
+    open_graph,
+    parse_assignments,
+    say,  # control characters from the file escaped
+    with_assignments,
+)
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.runtime.search import SearchResult, TrialRow, shown
@@ -56,7 +61,6 @@ def wants_search(args: argparse.Namespace) -> bool:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from nodegraph.cli.main import open_graph, parse_assignments, with_assignments
     from nodegraph.cli.sweep import _default_metric, parse_grid
     from nodegraph.model import fileformat
     from nodegraph.runtime.search import grid_spaces, parse_space, search
