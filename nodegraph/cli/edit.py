@@ -14,7 +14,7 @@ from nodegraph.model.errors import NodegraphError
 
 
 def register(sub) -> None:
-    edit = sub.add_parser("edit", help="open the graph editor")
+    edit = sub.add_parser("edit", description="Open the graph editor.")
     edit.add_argument("graph", nargs="?")
     edit.set_defaults(func=cmd_edit)
 

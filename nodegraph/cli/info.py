@@ -23,7 +23,8 @@ from nodegraph.model.sanitize import clean
 
 
 def register(sub) -> None:
-    info = sub.add_parser("info", help="nodes, inferred shapes and parameter counts of a graph")
+    info = sub.add_parser("info", description="Nodes, inferred shapes and parameter counts of a "
+                          "graph.")
     add_graph_argument(info)
     info.add_argument("--json", action="store_true", help="the same as JSON (as validate --json)")
     info.set_defaults(func=cmd_info)

@@ -27,7 +27,7 @@ from nodegraph.model.errors import NodegraphError
 
 
 def register(sub) -> None:
-    run = sub.add_parser("run", help="train a graph file headless")
+    run = sub.add_parser("run", description="Train a graph file headless.")
     add_graph_argument(run)
     run.add_argument("--epochs", type=int, help="override training.epochs")
     run.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",

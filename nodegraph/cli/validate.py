@@ -27,7 +27,8 @@ from nodegraph.model.errors import NodegraphError, ValidationError
 
 
 def register(sub) -> None:
-    val = sub.add_parser("validate", help="check a graph file; exit 1 when it has problems")
+    val = sub.add_parser("validate", description="Check a graph file; exit 1 when it has "
+                         "problems.")
     add_graph_argument(val)
     val.add_argument("--json", action="store_true", help="print the problems, every wire's "
                      "shape and dtype, parameter counts and the memory estimate as JSON")
