@@ -130,8 +130,8 @@ def _say_untrained(carried: str, what: str) -> None:
 
 def _state(graph) -> dict:
     """The weights compile loads for `graph` (its referenced file), keyed node.param."""
-    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.compile import compile_graph
 
-    compiled = compile(graph, device="cpu", for_training=False)
+    compiled = compile_graph(graph, device="cpu", for_training=False)
     return {k.removeprefix("blocks."): v.detach().clone()
             for k, v in compiled.module.state_dict().items()}

@@ -40,7 +40,7 @@ def cmd_forward(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.compile import compile_graph
     from nodegraph.runtime.forward import forward
 
     check_file(args.out, "--out")
@@ -53,7 +53,7 @@ def cmd_forward(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as e:
             raise NodegraphError(f"--inputs {args.inputs}: cannot read it as .npz ({e})") from None
     with beside(args.graph):
-        compiled = compile(graph, for_training=False)
+        compiled = compile_graph(graph, for_training=False)
         if args.weights:
             weights_loader(args.weights)(compiled)
         outputs = forward(graph, inputs, split=args.split, batch=args.batch, compiled=compiled,
