@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import tempfile
 from pathlib import Path
 
 from nodegraph.cli.common import (
@@ -14,7 +16,7 @@ from nodegraph.cli.common import (
     weights_loader,
 )
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.outputs import check_file
+from nodegraph.model.outputs import cannot_write, check_file
 
 
 def register(sub) -> None:
@@ -71,11 +73,6 @@ def cmd_forward(args: argparse.Namespace) -> int:
 
 def _write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` whole or not at all (temp file beside it, then a rename)."""
-    import os
-    import tempfile
-
-    from nodegraph.model.outputs import cannot_write
-
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -37,10 +37,10 @@ from nodegraph.cli.common import (
     say,  # control characters from the file escaped
     with_assignments,
 )
+from nodegraph.cli.sweep_grid import default_metric, parse_grid
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.settings import monitor_rises
 from nodegraph.runtime.search import final_value as metric_of
-from nodegraph.runtime.search import parse_value
 
 
 @dataclass
@@ -56,30 +56,6 @@ class Run:
     seconds: float = 0.0
     error: str = ""
     best: bool = field(default=False)
-
-
-def parse_grid(items: list[str]) -> dict[str, list[Any]]:
-    """``NODE.PARAM=v1,v2`` (or a JSON list ``=[[1, 2], [3]]``) as target -> values."""
-    grid: dict[str, list[Any]] = {}
-    for item in items:
-        target, sep, raw = item.partition("=")
-        target = target.strip()
-        if not sep or "." not in target or not raw.strip():
-            raise NodegraphError(f"--grid '{item}': write NODE.PARAM=v1,v2 (e.g. "
-                                 "opt.lr=0.1,0.01)")
-        if raw.strip().startswith("["):
-            try:
-                values = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise NodegraphError(f"--grid '{item}': the list is not JSON ({e})") from None
-        else:
-            values = [parse_value(v) for v in raw.split(",")]
-        if target in grid:
-            raise NodegraphError(f"--grid names {target} twice")
-        grid[target] = values
-    if not grid:
-        raise NodegraphError("give at least one --grid NODE.PARAM=v1,v2")
-    return grid
 
 
 def combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -109,7 +85,7 @@ def sweep(graph: str | Path, grid: dict[str, list[Any]], out: str | Path, jobs: 
     combos = combinations(grid)
     for combo in combos:  # a misspelt node or a bad value fails here, before any run starts
         with_assignments(base, combo)
-    metric = metric or _default_metric(base)
+    metric = metric or default_metric(base)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     width = max(2, len(str(len(combos))))
@@ -125,18 +101,6 @@ def sweep(graph: str | Path, grid: dict[str, list[Any]], out: str | Path, jobs: 
     _mark_best(runs, metric)
     _write_summary(out / "summary.csv", runs, list(grid), metric)
     return Sweep(runs, metric)
-
-
-def _default_metric(graph) -> str:
-    """val.loss when the data keeps a validation split, else train.loss."""
-    reg = graph.registry
-    for node in graph:
-        if node.type in reg and reg.get(node.type).kind == "data":
-            spec = reg.get(node.type)
-            values, _ = spec.resolve_params(node.params)
-            if values.get("val_fraction") or values.get("folds"):
-                return "val.loss"
-    return "train.loss"
 
 
 def _execute(run: Run, graph, epochs, extra, env, metric) -> Run:
