@@ -69,11 +69,11 @@ def lm_graph(a: argparse.Namespace) -> nodegraph.Graph:
 
 
 class GraphRun:
-    """One compiled graph and a trainer over it; `compile` names torch.compile's backend."""
+    """One compiled graph and a trainer over it; `backend` names torch.compile's backend."""
 
-    def __init__(self, a: argparse.Namespace, compile: str = "off"):
+    def __init__(self, a: argparse.Namespace, backend: str = "off"):
         graph = lm_graph(a)
-        graph.training["compile"] = compile
+        graph.training["compile"] = backend
         self.compiled = nodegraph.compile(graph)
         opts, _ = resolve(graph.training)
         self.fallbacks: list[str] = []  # torch.compile's messages when it gave up

@@ -21,10 +21,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # The public API, imported on first use (PEP 562): `import nodegraph` and `nodegraph --help`
-# cost no torch import; `nodegraph.Graph` brings in what it needs.
+# cost no torch import; `nodegraph.Graph` brings in what it needs. A name served under
+# another name is "module:name": `nodegraph.compile` is `compile_graph`, so no module (this
+# one included) defines a `compile` that shadows the builtin.
 _API = {
     "trust": "nodegraph.model.allowlist",
-    "compile": "nodegraph.runtime.compile",
+    "compile": "nodegraph.runtime.compile:compile_graph",
     "forward": "nodegraph.runtime.forward",
     "NodegraphError": "nodegraph.model.errors",
     "Problem": "nodegraph.model.errors",
@@ -62,17 +64,17 @@ if TYPE_CHECKING:
     from nodegraph.model.graph import Edge, Graph, Node
     from nodegraph.model.spec import Registry, default_registry
     from nodegraph.runtime.callbacks.base import Callback, LoopState, TrainerView
-    from nodegraph.runtime.compile import compile
     from nodegraph.runtime.forward import forward
     from nodegraph.runtime.search_api import search
     from nodegraph.runtime.train import RunControl, RunResult, train
 
 
 def __getattr__(name: str) -> Any:
-    module = _API.get(name)
-    if module is None:
+    where = _API.get(name)
+    if where is None:
         raise AttributeError(f"module 'nodegraph' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attribute = where.partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 
@@ -83,9 +85,11 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 
+# `compile` is public (`nodegraph.compile`) but left out of `from nodegraph import *`, which
+# would shadow the builtin in the importing module.
 __all__ = [
     "Callback", "Edge", "Graph", "LoopState", "Model", "Node", "NodegraphError", "Problem",
     "Registry", "Report", "RunControl", "RunResult", "TrainerView", "ValidationError",
-    "compile", "default_registry", "fit", "forward", "load", "load_model", "loads", "save",
+    "default_registry", "fit", "forward", "load", "load_model", "loads", "save",
     "search", "summary", "train", "trust", "validate",
 ]

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from nodegraph.cli.main import _without_option
+from nodegraph.cli.run import without_option
 
 # What the runs of one test may take together: under pytest-timeout's 300 s (pyproject), so
 # a run that hangs is stopped here, with its whole process tree and its stderr in the report,
@@ -96,9 +96,9 @@ def test_two_processes_match_one(tmp_path, deadline, graph, extra):
 
 
 def test_nproc_is_removed_before_torchrun_starts_the_workers():
-    assert _without_option(["run", "g.json", "--nproc", "2", "--quiet"], "--nproc") == [
+    assert without_option(["run", "g.json", "--nproc", "2", "--quiet"], "--nproc") == [
         "run", "g.json", "--quiet"]
-    assert _without_option(["run", "--nproc=4", "g.json"], "--nproc") == ["run", "g.json"]
+    assert without_option(["run", "--nproc=4", "g.json"], "--nproc") == ["run", "g.json"]
 
 
 def test_a_rank_killed_by_a_signal_prints_its_stacks(monkeypatch):

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 import nodegraph
-from nodegraph.cli.main import EXIT_PROBLEMS, main
+from nodegraph.cli.common import EXIT_PROBLEMS
+from nodegraph.cli.main import main
 from nodegraph.kinds import footprint
 from nodegraph.kinds.dataset import files_relative_to
 from nodegraph.model.graph import Graph

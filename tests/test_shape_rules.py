@@ -21,8 +21,10 @@ import nodegraph
 from nodegraph.check.opcache import OpCache
 from nodegraph.check.validate import _infer_op
 from nodegraph.kinds import dtypes, footprint, shapes
+from nodegraph.model import settings
 
 F32, F64, I64 = torch.float32, torch.float64, torch.int64
+DEFAULTS = settings.resolve({})[0]  # the training settings of a file that sets none
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -581,7 +583,7 @@ def test_rule_equals_meta_path(block, params, inputs, declines):
     x = {k: shapes.TensorMeta(s, d) for k, (s, d) in inputs.items()}
     ruled = _outcome(lambda: spec.shape(p, x))
     without_rule = dataclasses.replace(spec, shape=None)
-    dtype = dtypes.node_dtype(spec, p, {})  # the node's own dtype param, else float32
+    dtype = dtypes.node_dtype(spec, p, DEFAULTS)  # the node's own dtype param, else float32
     expected = _outcome(lambda: _infer_op(without_rule, p, meta, OpCache(), dtype))
     if declines:
         assert ruled is None

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from nodegraph.cli.main import main
-from nodegraph.cli.sweep import Run, _mark_best, combinations, metric_of, parse_grid
+from nodegraph.cli.sweep import Run, _mark_best, combinations, metric_of
+from nodegraph.cli.sweep_grid import parse_grid
 from nodegraph.model.errors import NodegraphError
 
 

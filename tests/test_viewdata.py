@@ -15,7 +15,7 @@ import torch
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.fileformat import load
 from nodegraph.runtime import viewdata as vd
-from nodegraph.runtime.compile import compile
+from nodegraph.runtime.compile import compile_graph
 from nodegraph.runtime.probes import (
     BINS,
     Histogram,
@@ -112,7 +112,7 @@ def probed_step(compiled) -> ProbeFrame:
 
 def test_grad_norms_of_a_deep_sigmoid_net_shrink_towards_the_input():
     """The vanishing-gradient picture from a real probe frame of examples/deep_sigmoid.json."""
-    compiled = compile(load(EXAMPLES / "deep_sigmoid.json"))
+    compiled = compile_graph(load(EXAMPLES / "deep_sigmoid.json"))
     f = probed_step(compiled)
     layers, _, table = vd.grad_norm_history([f])
     assert layers == [f"fc{i}" for i in range(1, 11)] + ["out"]
@@ -128,7 +128,7 @@ def test_grad_norms_of_a_deep_sigmoid_net_shrink_towards_the_input():
 
 @pytest.fixture(scope="module")
 def xor():
-    compiled = compile(load(EXAMPLES / "xor.json"), for_training=False)
+    compiled = compile_graph(load(EXAMPLES / "xor.json"), for_training=False)
     torch.manual_seed(3)
     with torch.no_grad():
         for p in compiled.module.parameters():
@@ -196,7 +196,7 @@ def test_pca_2d_projects_on_the_covariances_leading_eigenvectors():
 
 
 def test_latent_scatter_of_the_autoencoder_code_is_its_pca_on_val_with_labels():
-    compiled = compile(load(EXAMPLES / "autoencoder.json"), for_training=False)
+    compiled = compile_graph(load(EXAMPLES / "autoencoder.json"), for_training=False)
     scatter = vd.latent_scatter(compiled, "code")
     values = vd.data_values(compiled, scatter.split)
     x = values[("data", "x")]
@@ -227,7 +227,7 @@ def test_images_and_attention_heads_are_one_samples_maps():
 
 
 def test_hopfield_recall_energy_follows_the_energy_formula():
-    compiled = compile(load(EXAMPLES / "hopfield_2d.json"), for_training=False)
+    compiled = compile_graph(load(EXAMPLES / "hopfield_2d.json"), for_training=False)
     recall = vd.hopfield_recall(compiled, "hopfield", limit=5)
     block = compiled.module.blocks["hopfield"]
     w, b = block.weight.cpu().numpy(), block.bias.cpu().numpy()
@@ -245,7 +245,7 @@ def test_hopfield_recall_energy_follows_the_energy_formula():
 
 
 def test_gibbs_chain_frames_become_one_row_per_chain_one_column_per_kept_frame():
-    compiled = compile(load(EXAMPLES / "rbm_digits.json"), for_training=False)
+    compiled = compile_graph(load(EXAMPLES / "rbm_digits.json"), for_training=False)
     t = vd.procedure_trajectory(compiled, "sample", steps=12, count=3)
     assert t.kind == "images" and t.images.shape == (3, 10, 8, 8)
     assert t.labels[0] == "step 0" and t.labels[-1] == "step 12"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from nodegraph.gui.node_views_screenshot import grab  # noqa: E402
+from node_views_screenshot import grab  # noqa: E402  (its sibling in tools/)
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from nodegraph.gui.base import theme  # noqa: E402

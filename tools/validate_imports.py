@@ -27,7 +27,7 @@ CHILD = r"""
 import collections, json, sys, time
 import nodegraph
 from nodegraph.check import validate as v
-from nodegraph.cli.main import _beside, _trains
+from nodegraph.cli.common import beside, trains
 from nodegraph.kinds import shapes
 
 meta = collections.Counter()
@@ -44,8 +44,8 @@ if sys.argv[2] == "why":
     v._infer_op = counting
 graph = nodegraph.load(sys.argv[1])
 start = time.perf_counter()
-with _beside(sys.argv[1]):
-    report = v.validate(graph, for_training=_trains(graph))
+with beside(sys.argv[1]):
+    report = v.validate(graph, for_training=trains(graph))
 seconds = time.perf_counter() - start
 print(json.dumps({"ok": report.ok, "seconds": seconds, "meta": dict(meta),
                   "dynamo": "torch._dynamo" in sys.modules}))

@@ -233,7 +233,7 @@ def _check_instances(graph: Graph, report: Report) -> None:
 
 def _check_stages(graph: Graph, report: Report) -> None:
     """Each stage names real optimizers and nodes and a number of epochs."""
-    stages = graph.training.get("stages") or []
+    stages = report.settings.stages  # resolved: [] when the file declares none
     optimizers = {n.id for n in graph if n.type in graph.registry
                   and graph.registry.get(n.type).kind == "optimizer"}
 

@@ -1,6 +1,9 @@
-"""`nodegraph ...`: every subcommand, one module each beside `main` (run, validate, info,
-blocks, edit), which assembles the parser.
+"""`nodegraph ...`: the command line, one module per subcommand.
 
-- `lrfind`: lr-find; `export`: export; `sample`: sample; `import_model`: import;
-  `sweep`: sweep
+- `main`: the parser and the dispatch (`nodegraph.cli.main:main` is the console script);
+  it imports a subcommand's module only when that command is named
+- `common`: what the subcommands share (printing, the graph argument, opening the file)
+- `run`, `validate`, `info`, `edit`, `blocks`, `diff`, `forward`, `sample`, `export`,
+  `lrfind` (lr-find), `import_model` (import), `sweep` (with `sweep_search`,
+  `search_workers`, `search_plot`)
 """

@@ -6,10 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from nodegraph.cli.main import (
+from nodegraph.cli.common import (
     add_graph_argument,
+    beside,
     open_graph,
+    parse_assignments,
     say,  # control characters from the file escaped
+    with_assignments,
 )
 from nodegraph.runtime import referenced_weights as fx_weights
 
@@ -38,15 +41,13 @@ def register(subparsers) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from nodegraph.cli.main import parse_assignments, with_assignments
-    from nodegraph.kinds.dataset import files_relative_to
     from nodegraph.model.outputs import cannot_write, check_file
 
     graph = with_assignments(open_graph(args), parse_assignments(args.set))
     out = check_file(args.output, "-o")  # before any training or tracing
     try:
-        with files_relative_to(Path(args.graph).parent):  # the graph's data files, from its
-            _export(args, graph, out)                     # folder
+        with beside(args.graph):  # the graph's data files, from its folder
+            _export(args, graph, out)
     except OSError as e:  # the writes of to_python / torch.onnx.export, e.g. a full disk
         raise cannot_write("-o", out, e) from None
     return 0
@@ -129,8 +130,8 @@ def _say_untrained(carried: str, what: str) -> None:
 
 def _state(graph) -> dict:
     """The weights compile loads for `graph` (its referenced file), keyed node.param."""
-    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.compile import compile_graph
 
-    compiled = compile(graph, device="cpu", for_training=False)
+    compiled = compile_graph(graph, device="cpu", for_training=False)
     return {k.removeprefix("blocks."): v.detach().clone()
             for k, v in compiled.module.state_dict().items()}

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import tempfile
 from pathlib import Path
 
-from nodegraph.cli.main import (
+from nodegraph.cli.common import (
     add_graph_argument,
+    beside,
     open_graph,
     say,  # control characters from the file escaped
+    weights_loader,
 )
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.outputs import check_file
+from nodegraph.model.outputs import cannot_write, check_file
 
 
 def register(sub) -> None:
@@ -38,8 +42,7 @@ def cmd_forward(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from nodegraph.cli.main import _beside
-    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.compile import compile_graph
     from nodegraph.runtime.forward import forward
 
     check_file(args.out, "--out")
@@ -51,12 +54,10 @@ def cmd_forward(args: argparse.Namespace) -> int:
                 inputs = {name: archive[name] for name in archive.files}
         except (OSError, ValueError) as e:
             raise NodegraphError(f"--inputs {args.inputs}: cannot read it as .npz ({e})") from None
-    with _beside(args.graph):
-        compiled = compile(graph, for_training=False)
+    with beside(args.graph):
+        compiled = compile_graph(graph, for_training=False)
         if args.weights:
-            from nodegraph.cli.main import _weights_loader
-
-            _weights_loader(args.weights)(compiled)
+            weights_loader(args.weights)(compiled)
         outputs = forward(graph, inputs, split=args.split, batch=args.batch, compiled=compiled,
                           nodes=set(args.node) or None, raw=not args.normalized)
     arrays = {f"{n}.{p}": t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16
@@ -72,11 +73,6 @@ def cmd_forward(args: argparse.Namespace) -> int:
 
 def _write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` whole or not at all (temp file beside it, then a rename)."""
-    import os
-    import tempfile
-
-    from nodegraph.model.outputs import cannot_write
-
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

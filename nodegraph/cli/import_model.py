@@ -17,6 +17,8 @@ import torch
 from nodegraph.interop import fx_finish
 from nodegraph.interop.fx_import import import_graph
 from nodegraph.model.errors import NodegraphError
+from nodegraph.model.fileformat import save
+from nodegraph.model.groups import flatten, has_groups
 
 
 def register(subparsers) -> None:
@@ -71,8 +73,6 @@ def cmd_import(args: argparse.Namespace) -> int:
                           loss=args.loss, optimizer=args.optimizer)
     graph = result.graph
     _lay_out(graph, args.output)
-    from nodegraph.model.groups import flatten, has_groups
-
     flat = flatten(graph).graph if has_groups(graph) else graph  # inside the groups too
     opaque = [f"{n.id} ({n.params.get('target') or n.params.get('function')})"
               for n in flat if n.type in ("opaque.Module", "opaque.Function")]
@@ -103,7 +103,6 @@ def _lay_out(graph, path: str) -> None:
     """The editor's own layered layout (Ctrl+L, Qt-free) for the graph and each group's
     body, saved: the file opens readable at fit, never as one row."""
     from nodegraph.gui.canvas.layout import auto_layout
-    from nodegraph.model.fileformat import save
 
     graph.ui["positions"] = {n: list(xy) for n, xy in auto_layout(graph).items()}
     for defn in graph.groups.values():

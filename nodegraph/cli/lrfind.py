@@ -11,7 +11,7 @@ import argparse
 import csv
 import math
 
-from nodegraph.cli.main import (
+from nodegraph.cli.common import (
     add_graph_argument,
     open_graph,
     say,  # control characters from the file escaped

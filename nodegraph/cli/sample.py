@@ -7,9 +7,10 @@ import json
 
 import torch
 
-from nodegraph.cli.main import (
+from nodegraph.cli.common import (
     add_graph_argument,
     open_graph,
+    parse_assignments,
     say,  # control characters from the file escaped
 )
 from nodegraph.model.outputs import check_file, write_text
@@ -31,8 +32,7 @@ def register(sub) -> None:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from nodegraph.cli.main import parse_assignments
-    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.compile import compile_graph
     from nodegraph.runtime.procedure import run_procedure
     from nodegraph.runtime.train import train
 
@@ -42,7 +42,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     overrides = {k.split(".", 1)[-1]: v
                  for k, v in parse_assignments([f"x.{s}" for s in args.set]).items()}
     target = (train(graph).unless_cancelled().compiled if args.train
-              else compile(graph, for_training=False))
+              else compile_graph(graph, for_training=False))
     frames = run_procedure(target, args.node, weights=args.weights, seed=args.seed,
                            **overrides)
     if args.out:

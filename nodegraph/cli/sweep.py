@@ -30,15 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from nodegraph.cli import sweep_search
-from nodegraph.cli.main import (
+from nodegraph.cli.common import (
     add_graph_argument,
     open_graph,
+    parse_assignments,
     say,  # control characters from the file escaped
+    with_assignments,
 )
+from nodegraph.cli.sweep_grid import default_metric, parse_grid
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.settings import monitor_rises
 from nodegraph.runtime.search import final_value as metric_of
-from nodegraph.runtime.search import parse_value
 
 
 @dataclass
@@ -54,30 +56,6 @@ class Run:
     seconds: float = 0.0
     error: str = ""
     best: bool = field(default=False)
-
-
-def parse_grid(items: list[str]) -> dict[str, list[Any]]:
-    """``NODE.PARAM=v1,v2`` (or a JSON list ``=[[1, 2], [3]]``) as target -> values."""
-    grid: dict[str, list[Any]] = {}
-    for item in items:
-        target, sep, raw = item.partition("=")
-        target = target.strip()
-        if not sep or "." not in target or not raw.strip():
-            raise NodegraphError(f"--grid '{item}': write NODE.PARAM=v1,v2 (e.g. "
-                                 "opt.lr=0.1,0.01)")
-        if raw.strip().startswith("["):
-            try:
-                values = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise NodegraphError(f"--grid '{item}': the list is not JSON ({e})") from None
-        else:
-            values = [parse_value(v) for v in raw.split(",")]
-        if target in grid:
-            raise NodegraphError(f"--grid names {target} twice")
-        grid[target] = values
-    if not grid:
-        raise NodegraphError("give at least one --grid NODE.PARAM=v1,v2")
-    return grid
 
 
 def combinations(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -101,14 +79,13 @@ def sweep(graph: str | Path, grid: dict[str, list[Any]], out: str | Path, jobs: 
           extra: Sequence[str] = (), echo=print) -> Sweep:
     """Run every combination of `grid` on `graph` (with the `nodegraph run` arguments
     `extra`), writing into `out`; `metric` (split.key) picks the best."""
-    from nodegraph.cli.main import with_assignments
     from nodegraph.model import fileformat
 
     base = fileformat.load(graph)
     combos = combinations(grid)
     for combo in combos:  # a misspelt node or a bad value fails here, before any run starts
         with_assignments(base, combo)
-    metric = metric or _default_metric(base)
+    metric = metric or default_metric(base)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     width = max(2, len(str(len(combos))))
@@ -124,18 +101,6 @@ def sweep(graph: str | Path, grid: dict[str, list[Any]], out: str | Path, jobs: 
     _mark_best(runs, metric)
     _write_summary(out / "summary.csv", runs, list(grid), metric)
     return Sweep(runs, metric)
-
-
-def _default_metric(graph) -> str:
-    """val.loss when the data keeps a validation split, else train.loss."""
-    reg = graph.registry
-    for node in graph:
-        if node.type in reg and reg.get(node.type).kind == "data":
-            spec = reg.get(node.type)
-            values, _ = spec.resolve_params(node.params)
-            if values.get("val_fraction") or values.get("folds"):
-                return "val.loss"
-    return "train.loss"
 
 
 def _execute(run: Run, graph, epochs, extra, env, metric) -> Run:
@@ -243,8 +208,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                                                   else []) + [
         x for root in args.data_root for x in ("--data-root", root)]  # runs read as this one
     out = args.output or str(Path(args.graph).with_name(f"{Path(args.graph).stem}-sweep"))
-    from nodegraph.cli.main import parse_assignments, with_assignments
-
     with_assignments(open_graph(args), parse_assignments(args.set))
     result = sweep(args.graph, grid, out, args.jobs, args.metric, args.epochs, fixed)
     say(table(result.runs, result.metric))

@@ -16,10 +16,24 @@ import json
 import sys
 from pathlib import Path
 
-from nodegraph.cli.main import say  # control characters from the file escaped
+from nodegraph.cli.common import (
+    open_graph,
+    parse_assignments,
+    say,  # control characters from the file escaped
+    with_assignments,
+)
+from nodegraph.cli.sweep_grid import default_metric, parse_grid
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
-from nodegraph.runtime.search import SearchResult, TrialRow, shown
+from nodegraph.runtime.search import (
+    SearchResult,
+    TrialRow,
+    grid_spaces,
+    parse_space,
+    refreshed,
+    search,
+    shown,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,10 +70,7 @@ def wants_search(args: argparse.Namespace) -> bool:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from nodegraph.cli.main import open_graph, parse_assignments, with_assignments
-    from nodegraph.cli.sweep import _default_metric, parse_grid
     from nodegraph.model import fileformat
-    from nodegraph.runtime.search import grid_spaces, parse_space, search
 
     if args.jobs < 1:
         raise NodegraphError("--jobs must be at least 1")
@@ -83,7 +94,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             raise NodegraphError(f"--param {s.target}: no node '{node}' in the graph "
                                  f"(nodes: {', '.join(base.nodes)})")
     out = Path(args.output or Path(args.graph).with_name(f"{Path(args.graph).stem}-sweep"))
-    metric = args.metric or _default_metric(base)
+    metric = args.metric or default_metric(base)
 
     def build(params: dict) -> Graph:
         return with_assignments(base, params)
@@ -118,7 +129,6 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     if helpers:
         from nodegraph.cli import search_workers
-        from nodegraph.runtime.search import refreshed
 
         for complaint in search_workers.wait(helpers):
             say(f"a helper process failed: {complaint}", file=sys.stderr)

@@ -1596,9 +1596,9 @@ def _source_of(value, ids: dict, importer: Importer) -> tuple[str, str]:
 def _check(graph, weights, out_keys, placeholders, ids, inputs, reference) -> float:
     """Compile the graph with the module's weights and compare the outputs."""
     from nodegraph.interop.export.weights import load_weights as load
-    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.compile import compile_graph
 
-    compiled = compile(graph, device="cpu", for_training=False, referenced_weights=False)
+    compiled = compile_graph(graph, device="cpu", for_training=False, referenced_weights=False)
     load(compiled, weights)
     compiled.module.eval()
     values = {(ids[p], "x"): x for p, x in zip(placeholders, inputs, strict=False)}

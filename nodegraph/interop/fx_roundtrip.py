@@ -140,9 +140,9 @@ def _resized(imported, others, reference, folder, result) -> None:
     (recorded in `errors` as "refused: ..."), never computed wrong."""
     from nodegraph.interop.export.weights import load_weights
     from nodegraph.model.errors import NodegraphError
-    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.compile import compile_graph
 
-    compiled = compile(imported.graph, device="cpu", for_training=False)
+    compiled = compile_graph(imported.graph, device="cpu", for_training=False)
     load_weights(compiled, imported.weights)
     compiled.module.eval()
     worst = 0.0
@@ -183,9 +183,9 @@ def _train(imported, inputs, reference, folder, result) -> None:
     """One SGD step on the squared distance of the outputs from 1 (a head that starts at
     zero still passes gradients back): every weight gets a finite gradient."""
     from nodegraph.interop.export.weights import load_weights
-    from nodegraph.runtime.compile import compile
+    from nodegraph.runtime.compile import compile_graph
 
-    compiled = compile(imported.graph, device="cpu", for_training=False)
+    compiled = compile_graph(imported.graph, device="cpu", for_training=False)
     load_weights(compiled, imported.weights)
     compiled.module.train()
     values = {(p, "x"): x for p, x in zip(imported.placeholders, inputs, strict=True)}

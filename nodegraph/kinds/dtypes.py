@@ -25,8 +25,6 @@ from nodegraph.model.spec import Param, choice_param
 
 NAMES: dict[str, torch.dtype] = {"float32": torch.float32, "float64": torch.float64,
                                  "bfloat16": torch.bfloat16}
-DEFAULT = "float32"
-
 DTYPE_PARAM: Param = choice_param(
     "dtype", ("default", *NAMES), "default",
     "element type of this block's floating values: default follows the graph's "
@@ -35,9 +33,10 @@ DTYPE_PARAM: Param = choice_param(
 
 
 def graph_dtype(training: dict[str, Any]) -> torch.dtype:
-    """The graph-wide dtype `training.dtype` names (float32 when unset or unknown: the
-    settings check reports a bad name)."""
-    return NAMES.get(str(training.get("dtype", DEFAULT)), torch.float32)
+    """The graph-wide dtype `training.dtype` names, from the resolved training settings
+    (`nodegraph.model.settings.resolve`: its default filled in, a bad name reported there
+    and replaced by the default)."""
+    return NAMES[training["dtype"]]
 
 
 def follows_graph(spec: Any) -> bool:

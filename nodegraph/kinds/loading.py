@@ -26,14 +26,16 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, Sampler, get_worker_info
 
-from nodegraph.kinds.streamed import SampleError, StreamedDataset
 from nodegraph.model.errors import NodegraphError
+
+if TYPE_CHECKING:  # the dataset this reads imports this module to read itself
+    from nodegraph.kinds.streamed import StreamedDataset
 
 _MIX = 0x9E3779B97F4A7C15  # odd constant: spreads consecutive indices over the seed space
 
@@ -75,6 +77,10 @@ class LoaderOptions:
     @property
     def pin(self) -> bool:
         return self.pin_memory if self.pin_memory is not None else self.device == "cuda"
+
+
+class SampleError(NodegraphError):
+    """One sample could not be read (a corrupt or truncated file): the message names it."""
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ class ProcedureContext:
 
     def __init__(self, compiled: Compiled, seed: int = 0, node: str = "procedure", *,
                  bound: str | None = None, events: Emitter | None = None,
-                 train: RunTraining, compile: Compile):
+                 train: RunTraining, compile_graph: Compile):
         self.compiled = compiled
         self.node = node  # the procedure block, named in errors
         self.bound = bound  # the node named by the param the block `binds`
@@ -107,7 +107,7 @@ class ProcedureContext:
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
         self.events = events if events is not None else Emitter()
         self.run_training = train
-        self._compile = compile
+        self._compile = compile_graph
 
     def compile(self, seed: int, graph: Any = None) -> Compiled:
         """The graph (or `graph`, a changed copy of it) compiled anew on this device: its

@@ -39,6 +39,8 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.dataset import Dataset
+from nodegraph.kinds.loading import LoaderOptions, epoch_batches
+from nodegraph.kinds.loading import SampleError as SampleError  # where the data blocks find it
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import choice_param
 
@@ -79,10 +81,6 @@ class StreamScript:
     batch_steps: list[str] = field(default_factory=list)
 
 
-class SampleError(NodegraphError):
-    """One sample could not be read (a corrupt or truncated file): the message names it."""
-
-
 class StreamedDataset:
     """A dataset read per sample by DataLoader workers, batched as the in-memory kind is."""
 
@@ -94,8 +92,6 @@ class StreamedDataset:
                  shuffle: bool = True, transforms: Mapping[str, Callable] | None = None,
                  batch_transforms: Mapping[str, Callable] | None = None,
                  augmented: bool = False, node: str | None = None, on_error: str = "stop"):
-        from nodegraph.kinds.loading import LoaderOptions
-
         self.sources = {s: src for s, src in sources.items() if len(src) > 0}
         if not self.sources:
             raise NodegraphError("the data has no samples")
@@ -204,8 +200,6 @@ class StreamedDataset:
         `node` is given; shuffled (and augmented, on the training split) with a seed drawn
         from `generator`, so a seeded run reproduces. `plain`: no random augmentation, the
         training split read as val/test are (predicting, evaluating a trained model)."""
-        from nodegraph.kinds.loading import epoch_batches
-
         if split not in self.sources:
             return
         seed = (int(torch.randint(0, 2 ** 62, (1,), generator=generator))

@@ -6,7 +6,7 @@ costs one call per block and a dict store per wire — the same work a hand-writ
 `forward` does. Values travel in a dict keyed by (node, port). Each optimizer gets the plan
 of what its loss needs; evaluation gets the plan of every loss and metric.
 
-`compile` returns a `Compiled` bundle: the module, the datasets, the optimizers with their
+`compile_graph` returns a `Compiled` bundle: the module, the datasets, the optimizers with their
 parameter scopes and schedules, the metrics, and the plans. The trainer only loops.
 """
 
@@ -203,10 +203,12 @@ def resolve_device(name: str) -> torch.device:
     return devices.check_here(name, "training.device")
 
 
-def compile(graph: Graph, device: str | torch.device | None = None, seed: int | None = None,
-            for_training: bool = True, referenced_weights: bool = True) -> Compiled:
+def compile_graph(graph: Graph, device: str | torch.device | None = None,
+                  seed: int | None = None, for_training: bool = True,
+                  referenced_weights: bool = True) -> Compiled:
     """Validate `graph` and build its module, datasets, optimizers and metrics; with
-    `referenced_weights`, load the weights file an imported graph names.
+    `referenced_weights`, load the weights file an imported graph names. (Public as
+    `nodegraph.compile`; named so here that it does not shadow the builtin `compile`.)
 
     Raises ValidationError listing every problem when the graph cannot run.
     """

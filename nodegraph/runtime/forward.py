@@ -22,7 +22,7 @@ import torch
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.runtime import normalization
-from nodegraph.runtime.compile import Compiled, Key, compile
+from nodegraph.runtime.compile import Compiled, Key, compile_graph
 
 SPLITS = ("train", "val", "test")
 
@@ -39,7 +39,7 @@ def forward(graph: Graph, inputs: Mapping[Any, Any] | None = None, split: str = 
     scaled as the block scales its own (`nodegraph.runtime.normalization`); raw=False takes
     them as already scaled.
     """
-    compiled = compiled or compile(graph, for_training=False)
+    compiled = compiled or compile_graph(graph, for_training=False)
     run_graph = compiled.exec_graph or compiled.graph
     wanted = run_graph.upstream(_members(compiled, nodes)) if nodes is not None else None
     values: dict[Key, Any] = (_given(compiled, inputs) if inputs is not None

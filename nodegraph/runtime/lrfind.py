@@ -33,7 +33,7 @@ from nodegraph.model import settings
 from nodegraph.model.errors import NodegraphError, ValidationError
 from nodegraph.model.events import Emitter
 from nodegraph.model.graph import Graph
-from nodegraph.runtime.compile import OptimizerRun, compile
+from nodegraph.runtime.compile import OptimizerRun, compile_graph
 from nodegraph.runtime.train import RunControl, Trainer
 
 SUGGESTIONS = ("steepest", "min_loss", "divergence")
@@ -77,7 +77,7 @@ def lr_range_test(graph: Graph, optimizer_node: str | None = None, start: float 
     opts, problems = settings.resolve({**graph.training, **overrides})
     if problems:
         raise ValidationError(problems)
-    compiled = compile(graph, device=opts.device, seed=opts.seed)
+    compiled = compile_graph(graph, device=opts.device, seed=opts.seed)
     run = replace(_pick(compiled.optimizers, optimizer_node), scheduler=None, per_step=False)
     trainer = Trainer(compiled, opts, Emitter(), RunControl(), None)
     compiled.module.train()

@@ -30,7 +30,7 @@ from nodegraph.model.errors import NodegraphError, NodeRuntimeError, first_line
 from nodegraph.model.events import Emitter, EpochEnded
 from nodegraph.model.graph import Graph
 from nodegraph.runtime import normalization
-from nodegraph.runtime.compile import Compiled, compile
+from nodegraph.runtime.compile import Compiled, compile_graph
 from nodegraph.runtime.train import RunControl, Trainer, training_options
 
 __all__ = ["Compiled", "Procedure", "ProcedureContext", "ProcedureFrame", "RunTraining",
@@ -56,7 +56,7 @@ class ProcedureContext(Interface):
                  bound: str | None = None, events: Emitter | None = None,
                  train: RunTraining = run_training):
         super().__init__(compiled, seed, node, bound=bound, events=events, train=train,
-                         compile=compile)
+                         compile_graph=compile_graph)
 
 
 def run_procedure(graph: Graph | Compiled, node: str, events: Emitter | None = None,
@@ -70,7 +70,7 @@ def run_procedure(graph: Graph | Compiled, node: str, events: Emitter | None = N
     """
     from safetensors.torch import load_file
 
-    compiled = graph if isinstance(graph, Compiled) else compile(graph, for_training=False)
+    compiled = graph if isinstance(graph, Compiled) else compile_graph(graph, for_training=False)
     spec = compiled.report.specs.get(node)
     if spec is None or spec.kind != "procedure":
         names = [n for n, s in compiled.report.specs.items() if s.kind == "procedure"]

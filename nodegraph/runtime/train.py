@@ -60,7 +60,7 @@ from nodegraph.runtime.callbacks.fallback import compiled_or_eager
 from nodegraph.runtime.callbacks.parallel import DataParallel
 from nodegraph.runtime.callbacks.probing import output_ports
 from nodegraph.runtime.callbacks.stages import stages_of
-from nodegraph.runtime.compile import Compiled, Key, OptimizerRun, compile
+from nodegraph.runtime.compile import Compiled, Key, OptimizerRun, compile_graph
 from nodegraph.runtime.precision import Precision
 from nodegraph.runtime.probes import ProbeFrame, Prober
 
@@ -207,7 +207,7 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     fresh = compiled is None
     compiled = compile_for(graph, opts, device) if compiled is None else compiled
     if gradient_free and asked > 0 and compiled.parameter_count():  # an optimizer forgotten
-        compile(graph, device="cpu", for_training=True)  # raises: "no optimizer", with a hint
+        compile_graph(graph, device="cpu", for_training=True)  # raises: "no optimizer", with a hint
     events = events or Emitter()
     if opts["log_dir"] and (group is None or group.rank == 0):  # one writer under DDP
         from nodegraph.runtime.callbacks.tensorboard import TensorBoard
@@ -261,7 +261,7 @@ def compile_for(graph: Graph, opts, device: str | None = None) -> Compiled:
     """The graph compiled as `train` compiles it under `opts`: its seed (so its data
     splits) and device. With no epochs to run the graph is only evaluated, so it needs no
     optimizer."""
-    return compile(graph, device=device or opts.device, seed=opts.seed,
+    return compile_graph(graph, device=device or opts.device, seed=opts.seed,
                    for_training=opts.epochs > 0)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nodegraph.kinds.estimator import Estimator, split_inputs
+from nodegraph.kinds.estimator import Estimator, estimator_steps, split_inputs
 from nodegraph.model.errors import NodegraphError
 
 TREE_STATE = ("left", "right", "feature", "threshold", "value", "impurity", "samples")
@@ -138,7 +138,7 @@ def pruning_path(compiled, node: str, max_points: int = 40) -> PruningPath:
         raise NodegraphError(f"'{node}' is not a single decision tree")
     from sklearn.metrics import r2_score
 
-    in_keys = next(k for n, _, k in _steps(compiled) if n == node)
+    in_keys = next(k for n, _, k in estimator_steps(compiled) if n == node)
     data = {}
     for split in ("train", "val", "test"):
         if all(ds.has(split) for ds in compiled.datasets.values()):
@@ -173,11 +173,6 @@ def pruning_path(compiled, node: str, max_points: int = 40) -> PruningPath:
     return PruningPath([float(a) for a in alphas], scores, leaves,
                        "accuracy" if classifier else "R²", current)
 
-
-def _steps(compiled):
-    from nodegraph.kinds.estimator import estimator_steps
-
-    return estimator_steps(compiled)
 
 
 @dataclass(frozen=True)

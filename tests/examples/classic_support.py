@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import nodegraph
-from nodegraph.cli.main import with_assignments
+from nodegraph.cli.common import with_assignments
 from nodegraph.model.fileformat import dumps
 from nodegraph.model.graph import Graph
 from nodegraph.runtime.train import RunResult

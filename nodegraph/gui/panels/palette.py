@@ -29,7 +29,7 @@ from nodegraph.gui.panels.ranking import rank
 from nodegraph.model.spec import Registry
 
 if TYPE_CHECKING:
-    from nodegraph.gui.block_prefs import BlockPrefs
+    from nodegraph.gui.panels.block_prefs import BlockPrefs
     from nodegraph.model.groupdefs import GroupRegistry
 
 ID_ROLE = Qt.ItemDataRole.UserRole

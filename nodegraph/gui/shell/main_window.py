@@ -72,7 +72,7 @@ from nodegraph.model.graph import Graph
 from nodegraph.model.spec import Registry, default_registry_loaded
 
 if TYPE_CHECKING:
-    from nodegraph.gui.run_history import RunHistoryPanel
+    from nodegraph.gui.training.run_history import RunHistoryPanel
 
 compiler = later("nodegraph.runtime.compile")  # torch: imported by the first preview
 
@@ -698,7 +698,7 @@ class MainWindow(QMainWindow):
     def _untrained_compiled(self):
         if self._preview_cache is None or self._preview_cache[0] != self.doc.revision:
             began = time.perf_counter()
-            compiled = compiler.compile(self.doc.graph, for_training=False)
+            compiled = compiler.compile_graph(self.doc.graph, for_training=False)
             compiled.module.eval()  # this copy only ever previews
             self._preview_cache = (self.doc.revision, compiled)
             # twice slow in a row (the first compile also pays one-time imports): keep

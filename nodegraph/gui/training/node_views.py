@@ -618,7 +618,7 @@ class NodeViews(QObject):
             return w.runner.result.compiled, "trained weights"
         cache = getattr(w, "_preview_cache", None)
         if cache is None or cache[0] != w.doc.revision:
-            compiled = compiler.compile(w.doc.graph, for_training=False)
+            compiled = compiler.compile_graph(w.doc.graph, for_training=False)
             w._preview_cache = (w.doc.revision, compiled)
         return w._preview_cache[1], "initial weights"
 
@@ -634,7 +634,7 @@ class NodeViews(QObject):
         self._snapshot_drawn, self._model_drawn_at = snap, time.monotonic()
         try:
             if self._live_model is None or self._live_model[0] != w.doc.revision:
-                compiled = compiler.compile(w.doc.graph, for_training=False)
+                compiled = compiler.compile_graph(w.doc.graph, for_training=False)
                 self._live_model = (w.doc.revision, compiled)
             compiled = self._live_model[1]
             compiled.module.load_block_state(snap.state)

@@ -54,7 +54,7 @@ def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
     """The outputs of `node` for the first batch, by port name (compiling `graph` if
     needed): `nodegraph.forward` limited to what the node needs. A group instance's
     outputs are read where its inner nodes put them."""
-    compiled = compiled or compiler.compile(graph, for_training=False)
+    compiled = compiled or compiler.compile_graph(graph, for_training=False)
     values = forwarding.forward(graph, compiled=compiled, nodes={node})
     spec = graph.registry.get(graph.nodes[node].type)
     return {p.name: values[node, p.name] for p in spec.outputs if (node, p.name) in values}

@@ -184,7 +184,7 @@ class Watch(QObject):
             return False
         trained = w.runner.result is not None and w.runner.revision == w.doc.revision
         try:
-            compiled = w.runner.result.compiled if trained else compiler.compile(w.doc.graph)
+            compiled = w.runner.result.compiled if trained else compiler.compile_graph(w.doc.graph)
             trace = StepTrace.of(compiled, list(w.scene.wires))
         except Exception as e:  # a graph that cannot run yet: say why, in the panel
             self.steps.show_message(preview_error(e))

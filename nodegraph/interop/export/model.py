@@ -164,7 +164,7 @@ def partial_optimizers(compiled: Compiled) -> list:
     and no closure re-runs the graph. The exported model gets a method for each
     (`partial_method`), so blocks with running statistics (BatchNorm) see exactly the
     passes they see in nodegraph."""
-    if compiled.graph.training.get("stages") or len(compiled.optimizers) < 2:
+    if compiled.report.settings.stages or len(compiled.optimizers) < 2:
         return []
     full = {step[0] for step in compiled.module.full_plan}
     return [o for o in compiled.optimizers[:-1]
@@ -229,7 +229,7 @@ class ModelWriter:
         if call is None:
             raise Unexportable(f"its module ({type(module).__name__}) was not made by a "
                                "Python constructor call the exporter could see")
-        dtype = (dtypes.node_dtype(spec, self.c.report.params[nid], self.c.graph.training)
+        dtype = (dtypes.node_dtype(spec, self.c.report.params[nid], self.c.report.settings)
                  if dtypes.has_float_state(module) else torch.float32)
         call, cast_lines = _in_dtype(call, dtype)
         callee, args = self.source.call(call)

@@ -27,7 +27,7 @@ from nodegraph.interop.export.model import executed, partition, sample_inputs, u
 from nodegraph.interop.export.weights import load_weights
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
-from nodegraph.runtime.compile import Compiled, Key, compile
+from nodegraph.runtime.compile import Compiled, Key, compile_graph
 
 OPSET = 17
 MIN_OPSET, MAX_OPSET = 9, 20  # what torch's TorchScript exporter writes
@@ -72,7 +72,7 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise NodegraphError(f"--opset {opset}: use {MIN_OPSET} to {MAX_OPSET}")
     path = Path(path)
-    compiled = compile(graph, device="cpu", for_training=False)
+    compiled = compile_graph(graph, device="cpu", for_training=False)
     if weights is not None:
         load_weights(compiled, weights)
     _refuse_bfloat16(compiled)

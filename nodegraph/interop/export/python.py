@@ -37,7 +37,7 @@ from nodegraph.model import settings
 from nodegraph.model.errors import ValidationError
 from nodegraph.model.fileformat import atomic_write_text
 from nodegraph.model.graph import Graph
-from nodegraph.runtime.compile import compile
+from nodegraph.runtime.compile import compile_graph
 
 RECORDED = (nn.Module, torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, Metric)
 HELPERS = ("SEED", "EPOCHS", "STAGES", "DEVICE", "EVAL_BATCH_SIZE", "LOSSES", "OBJECTIVE",
@@ -77,7 +77,7 @@ def to_python(graph: Graph, path: str | Path, source_name: str | None = None) ->
     with torch.random.fork_rng(devices=[]):
         with recording(*RECORDED) as recorder:
             # the class starts from fresh weights, as compile does without an imported file
-            compiled = compile(graph, device="cpu", seed=opts["seed"], for_training=training,
+            compiled = compile_graph(graph, device="cpu", seed=opts["seed"], for_training=training,
                                referenced_weights=False)
         rng = torch.get_rng_state()
         initial = full_state(compiled.module)

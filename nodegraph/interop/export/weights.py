@@ -17,7 +17,7 @@ import torch
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.runtime import checkpoint, normalization
-from nodegraph.runtime.compile import Compiled, compile
+from nodegraph.runtime.compile import Compiled, compile_graph
 
 
 def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
@@ -68,7 +68,7 @@ def to_weights(graph: Graph, path: str | Path, weights: str | Path | None = None
     """Write the weights of `graph` to `path`: those of the file `weights` (checked to fit
     the graph), or, with `train`, those training the graph gives. Returns the tensor count."""
     if weights is not None:
-        compiled = compile(graph, device="cpu", for_training=False)
+        compiled = compile_graph(graph, device="cpu", for_training=False)
         load_weights(compiled, read_weights(weights), weights)
         module = compiled.module
     elif train:

@@ -64,7 +64,7 @@ class TensorBoard(Callback):
     def on_run_start(self, trainer) -> None:
         self.trainer = trainer
         self.writer = summary_writer(self.log_dir)
-        per_epoch = int(self.opts.get("histograms_per_epoch", 4) or 0)
+        per_epoch = self.opts["histograms_per_epoch"]  # resolved: its default filled in
         steps = trainer.primary.num_batches("train") if trainer.primary is not None else 0
         self.every = max(1, steps // per_epoch) if per_epoch and steps else 0
         add_graph(self.writer, trainer.c)

@@ -1,0 +1,139 @@
+"""What every `nodegraph` subcommand shares: printing, the graph argument, opening the file.
+
+Each subcommand module (`run`, `validate`, `info`, `export`, ...) imports these; none imports
+`nodegraph.cli.main`, which only assembles the parser and dispatches (an import-linter
+contract in pyproject.toml). Like the rest of the command line this module imports no torch
+at start-up: what it needs of the layers below is imported inside the helper that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.sanitize import clean, clean_lines
+
+EXIT_PROBLEMS = 1
+EXIT_INTERRUPTED = 130
+
+
+def say(*parts: object, file=None, **kwargs) -> None:
+    """`print`, with control characters from a file escaped (`nodegraph.model.sanitize`):
+    every line the CLI writes about a graph passes here, so no file writes to the terminal."""
+    print(*(clean_lines(p) for p in parts), file=file or sys.stdout, **kwargs)
+
+
+def add_graph_argument(parser: argparse.ArgumentParser) -> None:
+    """The graph file argument, with --trust: every command that opens a graph has both."""
+    parser.add_argument("graph")
+    parser.add_argument("--trust", action="store_true", help="let this graph run code from "
+                        "the modules it names outside nodegraph's allowlist of tensor "
+                        "functions and torch.nn modules (your own modules, brought in by "
+                        "nodegraph import); without it those nodes are reported and nothing "
+                        "is imported; its data files may then come from anywhere")
+    parser.add_argument("--data-root", action="append", default=[], metavar="DIR",
+                        help="let this graph's data and weights files come from DIR too "
+                        "(repeatable); without it they must lie in the graph's folder")
+
+
+def open_graph(args: argparse.Namespace):
+    """The graph file `args.graph`, trusted to import its modules when --trust was given."""
+    from nodegraph.model import allowlist, fileformat
+    from nodegraph.runtime import distributed
+
+    graph = fileformat.load(args.graph)
+    graph.data_roots = allowed_roots(args)
+    if getattr(args, "trust", False):
+        grant = allowlist.granted(graph)
+        allowlist.trust(graph)
+        if grant and distributed.is_main():  # under torchrun, rank 0 says it once
+            say(f"trusting code from module(s) {allowlist.describe_grant(grant)} for "
+                f"{args.graph}: only these names, nothing they import", file=sys.stderr)
+    return graph
+
+
+def allowed_roots(args: argparse.Namespace) -> tuple[Path, ...] | str:
+    """The folders beyond the graph's that its data may come from: --data-root DIR, or
+    anywhere under --trust (see `nodegraph.kinds.confine`)."""
+    from nodegraph.kinds import confine
+
+    if getattr(args, "trust", False):
+        return confine.ANYWHERE
+    return tuple(Path(d).expanduser().resolve() for d in getattr(args, "data_root", None) or ())
+
+
+def beside(graph_path: str):
+    """Relative data paths in a graph file are read beside the file."""
+    from nodegraph.kinds.dataset import files_relative_to
+
+    return files_relative_to(Path(graph_path).parent)
+
+
+def parse_assignments(items: list[str]) -> dict[str, Any]:
+    """`NODE.PARAM=VALUE` strings as a dict; VALUE is JSON when it parses, else text."""
+    out: dict[str, Any] = {}
+    for item in items:
+        target, sep, raw = item.partition("=")
+        if not sep or "." not in target:
+            raise NodegraphError(f"--set '{item}': write NODE.PARAM=VALUE, e.g. opt.lr=0.1")
+        try:
+            out[target.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[target.strip()] = raw
+    return out
+
+
+def with_assignments(graph, assignments: dict[str, Any]):
+    """A copy of `graph` with `node.param` (or `training.key`) values set."""
+    g = graph.copy()
+    for target, value in assignments.items():
+        node, _, name = target.partition(".")
+        if node == "training":
+            g.set_training(name, value)
+        elif node not in g.nodes:
+            raise NodegraphError(f"--set {target}: no node '{node}' in the graph "
+                                 f"(nodes: {', '.join(g.nodes)})")
+        else:
+            g.set_param(node, name, value)
+    return g
+
+
+def weights_loader(path: str):
+    """What loads the weights of `path` into the compiled graph before training; the file
+    is read now, so a missing or broken one fails before anything is built."""
+    from nodegraph.interop.export.weights import load_weights, read_weights
+
+    weights = read_weights(path)
+    return lambda compiled: load_weights(compiled, weights, path)
+
+
+def trains(graph) -> bool:
+    """Graphs with an optimizer are meant to train, so validate checks what training needs."""
+    reg = graph.registry
+    return any(n.type in reg and reg.get(n.type).kind == "optimizer" for n in graph)
+
+
+def print_json(graph, report) -> int:
+    """The graph and its validation `report` as the JSON of `validate --json`."""
+    from nodegraph.check.describe import describe
+
+    print(json.dumps(describe(graph, report), indent=1, default=str))
+    return 0 if report.ok else EXIT_PROBLEMS
+
+
+def print_problems(problems, source: str | None) -> None:
+    """Validation problems on stderr, one line each with its hint, after a count."""
+    errors = [p for p in problems if p.severity == "error"]
+    head = f"{source}: " if source else ""
+    say(f"{head}{len(errors)} problem(s)" + (f", {len(problems) - len(errors)} warning(s)"
+                                              if len(problems) > len(errors) else ""),
+        file=sys.stderr)
+    for p in problems:
+        tag = "error" if p.severity == "error" else "warning"
+        say(f"  {tag} [{clean(p.kind)}] {clean(p.location())}: {p.message}", file=sys.stderr)
+        if p.hint:
+            say(f"      hint: {p.hint}", file=sys.stderr)
