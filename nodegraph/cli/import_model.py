@@ -105,9 +105,9 @@ def _lay_out(graph, path: str) -> None:
     from nodegraph.gui.layout import auto_layout
     from nodegraph.model.fileformat import save
 
-    graph.ui["positions"] = {n: list(xy) for n, xy in auto_layout(graph).items()}
+    graph.set_ui("positions", {n: list(xy) for n, xy in auto_layout(graph).items()})
     for defn in graph.groups.values():
-        defn.ui["positions"] = {n: list(xy) for n, xy in auto_layout(defn.body).items()}
+        defn.body.set_ui("positions", {n: list(xy) for n, xy in auto_layout(defn.body).items()})
     save(graph, path)
 
 

@@ -15,7 +15,7 @@ nothing is cast when the dtype is float32.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -34,7 +34,7 @@ DTYPE_PARAM: Param = choice_param(
     "device supports it")
 
 
-def graph_dtype(training: dict[str, Any]) -> torch.dtype:
+def graph_dtype(training: Mapping[str, Any]) -> torch.dtype:
     """The graph-wide dtype `training.dtype` names (float32 when unset or unknown: the
     settings check reports a bad name)."""
     return NAMES.get(str(training.get("dtype", DEFAULT)), torch.float32)
@@ -47,7 +47,7 @@ def follows_graph(spec: Any) -> bool:
     return param is not None and param.default == "default"
 
 
-def node_dtype(spec: Any, params: dict[str, Any], training: dict[str, Any]) -> torch.dtype:
+def node_dtype(spec: Any, params: Mapping[str, Any], training: Mapping[str, Any]) -> torch.dtype:
     """The dtype a data block or layer computes in: its own `dtype` param, else the graph's."""
     if follows_graph(spec):
         name = params.get("dtype", "default")
@@ -56,7 +56,7 @@ def node_dtype(spec: Any, params: dict[str, Any], training: dict[str, Any]) -> t
     return graph_dtype(training)
 
 
-def node_dtypes(report: Any, training: dict[str, Any]) -> dict[str, torch.dtype]:
+def node_dtypes(report: Any, training: Mapping[str, Any]) -> dict[str, torch.dtype]:
     """Every node's dtype, by node id, for a validation report (`nodegraph.check`)."""
     return {nid: node_dtype(spec, report.params.get(nid, {}), training)
             for nid, spec in report.specs.items()}
