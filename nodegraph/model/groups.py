@@ -284,7 +284,9 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
             out_port[source] = _unique(source[1], outputs)
             outputs[out_port[source]] = source
     positions = graph.ui.get("positions", {})
-    body.set_ui("positions", {n: positions[n] for n in node_ids if n in positions})
+    inside = {n: positions[n] for n in node_ids if n in positions}
+    if inside:  # the definition's ui is its body's: saved with the group
+        body.set_ui("positions", inside)
     graph.define_group(GroupDef(name, body, inputs, outputs))
     instance = instance or graph.new_id(name)
     body.set_ties(t for t in graph.ties if t.src in chosen and t.dst in chosen)
