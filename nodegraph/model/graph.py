@@ -1,12 +1,15 @@
 """The graph model: nodes with stable ids, typed port-to-port edges, and change events.
 
-A `Graph` is plain data — which blocks, with which params, wired how — plus training
-settings and the editor's UI data, kept aside and round-tripped untouched. It knows nothing
-of torch or Qt. Every edit goes through a method here (add, remove, connect, disconnect,
-set_param, rename) and emits a `GraphChanged` event, so the editor's canvas, its undo stack
-and a script all see the same model. With a registry, edits are checked as they are made
-(unknown block, unknown port, type mismatch, cycle); a file loader can use `strict=False`
-to keep what it finds and let the validator report it.
+A `Graph` is plain data — which blocks, with which params, wired how, which parameters they
+share (ties), which groups they may use — plus training settings and the editor's UI data,
+kept aside and round-tripped untouched. It knows nothing of torch or Qt. Every edit goes
+through a method here (add, remove, connect, disconnect, set_param, rename, add_tie,
+define_group, set_training, set_ui, ...) and emits a `GraphChanged` event, so the editor's
+canvas, its undo stack and a script all see the same model; the state itself is shown
+read-only (`nodegraph.model.readonly`), so a write around the methods fails. With a
+registry, edits are checked as they are made (unknown block, unknown port, type mismatch,
+cycle); a file loader can use `strict=False` to keep what it finds and let the validator
+report it.
 """
 
 from __future__ import annotations
