@@ -8,9 +8,11 @@ through the same methods (the editor part needs PySide6 and pytest-qt).
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -351,3 +353,76 @@ def test_a_group_body_has_its_own_training_and_edits_the_graphs_through_its_docu
     assert g.training["epochs"] == 9 and "epochs" not in body_doc.graph.training
     doc.undo_stack.undo()
     assert g.training["epochs"] == 7
+
+
+# -- the guard's blind spot, scanned: values nested inside the read-only mappings --------
+
+STATE = {"ui", "training", "params"}
+MUTATORS = {"append", "extend", "insert", "pop", "popitem", "update", "setdefault", "clear",
+            "remove", "sort", "reverse"}
+
+
+def _through_state(node: ast.expr, depth: int = 0) -> bool:
+    """True when `node` reaches a value *inside* `x.ui`, `x.training` or `x.params` (one
+    subscript or `.get()` below them): what the read-only top level cannot guard."""
+    while True:
+        if isinstance(node, ast.Attribute):
+            if node.attr in STATE:
+                return depth >= 1
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node, depth = node.value, depth + 1
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "get"):
+            node, depth = node.func.value, depth + 1
+        else:
+            return False
+
+
+def nested_writes(source: str) -> list[str]:
+    """Writes in `source` to a list or dict held in a graph's ui, training or params."""
+    found = []
+    for n in ast.walk(ast.parse(source)):
+        targets: list[ast.expr] = []
+        if isinstance(n, (ast.Assign, ast.Delete)):
+            targets = n.targets
+        elif isinstance(n, ast.AugAssign):
+            targets = [n.target]
+        for t in targets:
+            for item in t.elts if isinstance(t, ast.Tuple) else [t]:
+                if isinstance(item, ast.Subscript) and _through_state(item.value):
+                    found.append(f"{n.lineno}: {ast.unparse(item)}")
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr in MUTATORS and _through_state(n.func.value, 1)
+                and not isinstance(n.func.value, ast.Attribute)):
+            found.append(f"{n.lineno}: {ast.unparse(n)[:60]}")
+    return found
+
+
+def test_the_scan_finds_writes_inside_graph_state():
+    assert len(nested_writes("""
+g.ui["positions"]["fc"] = [0, 0]
+g.ui.get("comments", []).append(note)
+g.training["stages"][0]["epochs"] = 3
+del graph.ui["positions"]["x"]
+node.params["betas"][0] += 1
+g.training["stages"].append(stage)
+""")) == 6
+    assert nested_writes("""
+report.params[node.id] = values
+positions = dict(g.ui["positions"]); positions["fc"] = [0, 0]
+g.set_training("stages", [{**s, "epochs": 1} for s in g.training["stages"]])
+x = g.ui["positions"]["fc"]
+""") == []
+
+
+def test_nothing_outside_the_model_writes_inside_graph_state():
+    """The read-only mappings guard their top level at run time; a list or dict stored in
+    them (positions, comments, stages, a list param) is guarded by this scan instead."""
+    root = Path(__file__).resolve().parents[1]
+    files = [p for folder in ("nodegraph", "nodes", "tests", "tools", "benchmarks", "examples")
+             for p in (root / folder).rglob("*.py")
+             if "nodegraph/model/" not in p.as_posix() and p.name != Path(__file__).name]
+    found = [f"{p.relative_to(root)}:{w}" for p in files
+             for w in nested_writes(p.read_text(encoding="utf-8"))]
+    assert found == [], "write through the Graph's methods instead:\n" + "\n".join(found)
