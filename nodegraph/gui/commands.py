@@ -203,7 +203,7 @@ class SetUiValue(QUndoCommand):
     def __init__(self, doc: Document, key: str, value: Any, text: str):
         super().__init__(text)
         self.doc, self.key, self.value = doc, key, copy.deepcopy(value)
-        self.old = copy.deepcopy(doc.graph.ui.get(key))  # others edit the ui in place
+        self.old = copy.deepcopy(doc.graph.ui.get(key))  # a copy of its own for undo
 
     def _write(self, value: Any) -> None:
         self.doc.graph.set_ui(self.key, copy.deepcopy(value))

@@ -621,11 +621,6 @@ class Graph:
         dict.__delitem__(self._groups, name)
         self.events.emit(GraphChanged("group_removed", name=name))
 
-    def share_groups(self, other: Graph) -> None:
-        """Resolve `group.NAME` against `other`'s groups, live (a group body inside
-        `other`, or a graph flattened from it): no event, nothing defined changes."""
-        self._groups = other._groups
-
     def new_id(self, type: str) -> str:
         """A fresh id from the block name: `linear`, then `linear_2`, ..."""
         base = re.sub(r"(?<!^)(?=[A-Z][a-z])", "_", type.split(".")[-1]).lower()
