@@ -64,7 +64,7 @@ def lm_graph(a: argparse.Namespace) -> nodegraph.Graph:
     g.connect(("head", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training.update({"seed": 0, "device": a.device})
+    g.update_training({"seed": 0, "device": a.device})
     return g
 
 
@@ -73,7 +73,7 @@ class GraphRun:
 
     def __init__(self, a: argparse.Namespace, backend: str = "off"):
         graph = lm_graph(a)
-        graph.training["compile"] = backend
+        graph.set_training("compile", backend)
         self.compiled = nodegraph.compile(graph)
         opts, _ = resolve(graph.training)
         self.fallbacks: list[str] = []  # torch.compile's messages when it gave up

@@ -74,7 +74,7 @@ def graph(folder: Path, workers: int, linear: bool = True):
     g.connect(("out", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training.update({"epochs": 1, "seed": 0, "workers": workers, "threads": 1})
+    g.update_training({"epochs": 1, "seed": 0, "workers": workers, "threads": 1})
     return g
 
 

@@ -94,7 +94,7 @@ def bench_step(rounds: int, steps: int) -> float:
 
 def trainer_and_batch(g: nodegraph.Graph) -> tuple[Trainer, dict]:
     """The trainer's own step machinery for `g` on DEVICE, and its first training batch."""
-    g.training["device"] = DEVICE
+    g.set_training("device", DEVICE)
     compiled = nodegraph.compile(g)
     opts, _ = resolve(g.training)
     trainer = Trainer(compiled, opts, Emitter(), RunControl(), None)
@@ -157,7 +157,7 @@ EPOCHS, BATCH = 20, 32
 def graph_run() -> None:
     g = mlp_graph("data.Digits", {"batch_size": BATCH, "val_fraction": 0.2, "split": "random"},
                   [32, 10], 1e-2)
-    g.training.update({"epochs": EPOCHS, "seed": 0, "device": DEVICE})
+    g.update_training({"epochs": EPOCHS, "seed": 0, "device": DEVICE})
     nodegraph.train(g)
 
 

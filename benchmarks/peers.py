@@ -98,7 +98,7 @@ def graph(model: str) -> Graph:
                            (("out", "output"), ("accuracy", "input")),
                            (("data", "y"), ("accuracy", "target"))]:
         g.connect(source, target)
-    g.training.update(epochs=EPOCHS[model], seed=SEED, device="cpu", threads=1)
+    g.update_training(epochs=EPOCHS[model], seed=SEED, device="cpu", threads=1)
     return g
 
 

@@ -48,7 +48,7 @@ from overhead import BATCH, EPOCHS, mlp_graph  # noqa: E402
 def digits_graph() -> nodegraph.Graph:
     g = mlp_graph("data.Digits", {"batch_size": BATCH, "val_fraction": 0.2, "split": "random"},
                   [32, 10], 1e-2)
-    g.training.update({"epochs": EPOCHS, "seed": 0, "device": "cpu"})
+    g.update_training({"epochs": EPOCHS, "seed": 0, "device": "cpu"})
     return g
 
 

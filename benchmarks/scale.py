@@ -95,7 +95,7 @@ def _finish(g: nodegraph.Graph, prev: tuple[str, str]) -> nodegraph.Graph:
     g.connect(("head", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training.update({"device": "cpu", "epochs": 1})
+    g.update_training({"device": "cpu", "epochs": 1})
     return g
 
 

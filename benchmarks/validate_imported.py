@@ -61,7 +61,7 @@ def main() -> None:
                      if "out_features" in n.params), None)
         edited = []
         for i in range(args.rounds if head is not None else 0):
-            head.params["out_features"] = 7 + i
+            graph.set_param(head.id, "out_features", 7 + i)
             edited.append(timed(check))
         ok = all(r[2].ok for r in [cold, *warm, *edited])
         first_problem = next((p.message for r in [cold, *warm, *edited]

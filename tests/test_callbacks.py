@@ -468,8 +468,8 @@ class Recorder(Callback):
 
 def test_the_loop_calls_the_hooks_in_order():
     g = two_heads()
-    g.training["stages"] = [{"name": "a", "epochs": 1, "optimizers": ["opt1"]},
-                            {"name": "b", "epochs": 1, "optimizers": ["opt2"]}]
+    g.set_training("stages", [{"name": "a", "epochs": 1, "optimizers": ["opt1"]},
+                              {"name": "b", "epochs": 1, "optimizers": ["opt2"]}])
     g.set_param("data", "batch_size", 80)  # 160 training samples: 2 steps an epoch
     rec = Recorder()
     result = nodegraph.train(g, callbacks=[rec])

@@ -77,7 +77,7 @@ def test_a_file_from_before_lacks_them_and_still_loads(tmp_path):
 
 def test_float64_graph_keeps_the_design_in_float64():
     g = nodegraph.load(EXAMPLE)
-    g.training["dtype"] = "float64"
+    g.set_training("dtype", "float64")
     out = nodegraph.forward(g)
     weight, bias = newhop(torch.tensor(TARGETS, dtype=torch.float64), 10.0, 0.15)
     assert torch.equal(out["hopfield", "weight"], weight)  # not rounded through float32

@@ -191,7 +191,7 @@ def test_python_export_of_a_data_recipe_makes_float64_tensors(tmp_path):
     from nodegraph.interop.export.python import to_python
 
     g = nodegraph.load(ROOT / "examples" / "line_fit.json")
-    g.training.update(dtype="float64", epochs=1)
+    g.update_training(dtype="float64", epochs=1)
     export = to_python(g, tmp_path / "line.py")
     text = export.path.read_text()
     assert export.npz is None  # written as code, not saved arrays
@@ -248,7 +248,7 @@ def test_the_timestep_embedding_is_made_in_the_graphs_dtype():
 @pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
 def test_a_diffusion_graph_validates_and_trains_in_another_dtype(dtype):
     graph = nodegraph.load(ROOT / "examples" / "ddpm_toy.json")
-    graph.training["dtype"] = dtype
+    graph.set_training("dtype", dtype)
     assert validate(graph, for_training=True).ok  # the embedding meets its layers' dtype
     loss = nodegraph.train(graph, epochs=1).final["train"]["loss"]
     assert np.isfinite(loss) and loss < 2.0  # unit-variance noise predicted: MSE below ~1

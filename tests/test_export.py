@@ -492,7 +492,7 @@ def test_a_streamed_npy_file_exports_as_a_memory_map(tmp_path):
     g.connect(("out", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training.update({"seed": 0, "workers": 0})
+    g.update_training({"seed": 0, "workers": 0})
     path = to_python(g, tmp_path / "mapped.py").path
     with np.load(tmp_path / "mapped_data.npz") as arrays:
         assert "data/train/rows" in arrays and not any(a.size >= x.size for a in
@@ -536,7 +536,7 @@ def test_streamed_cifar_binary_files_export_as_memory_maps(tmp_path):
     g.connect(("out", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training.update({"seed": 0, "workers": 0})
+    g.update_training({"seed": 0, "workers": 0})
     module = load_module(to_python(g, tmp_path / "cifar.py").path)
     data = module.load_data()
     ds = nodegraph.compile(g, device="cpu", for_training=True).datasets["data"]

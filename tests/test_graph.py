@@ -40,7 +40,7 @@ def test_events_report_every_edit():
 
 def test_rename_rewires_edges_and_positions():
     g = mlp()
-    g.ui["positions"] = {"fc": [1, 2]}
+    g.set_ui("positions", {"fc": [1, 2]})
     g.rename("fc", "hidden")
     assert Edge("data", "x", "hidden", "input") in g.edges
     assert g.ui["positions"] == {"hidden": [1, 2]}

@@ -59,7 +59,7 @@ def graph(folder, *chain: tuple[str, dict], **data) -> Graph:
     g.connect(("out", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training.update({"epochs": 1, "seed": 0})
+    g.update_training({"epochs": 1, "seed": 0})
     return g
 
 
@@ -99,7 +99,8 @@ def test_an_augmented_run_reproduces_whatever_the_workers(folder):
     chain = (("augment.RandomCrop", {"padding": 3}), ("augment.ColorJitter", {}),
              ("augment.TrivialAugment", {}))
     g0, g2 = graph(folder, *chain, shuffle=True), graph(folder, *chain, shuffle=True)
-    g0.training["workers"], g2.training["workers"] = 0, 2
+    g0.set_training("workers", 0)
+    g2.set_training("workers", 2)
     one, two = _weights(g0), _weights(g2)
     for a, b in zip(one, two, strict=True):
         assert torch.equal(a, b)
@@ -178,7 +179,7 @@ def test_a_fitted_model_predicts_and_evaluates_a_streamed_folder_without_augment
     trained linear layer on the plain, normalised images."""
     norm = ("augment.Normalize", {"mean": [0.5] * 3, "std": [0.25] * 3})
     g = graph(folder, ("augment.HorizontalFlip", {"p": 1.0}), norm)
-    g.training.update({"workers": 2})
+    g.update_training({"workers": 2})
     m = nodegraph.fit(g, epochs=2)
     w = m.weights()
     plain = graph(folder, norm)  # the same files, deterministic: the reference inputs

@@ -216,7 +216,7 @@ def test_a_node_changed_after_the_import_starts_fresh_the_rest_keeps_its_weights
     assert main(["import", f"{models}:MLP", "-o", "m.json", "--input-shape", "4,16",
                  "--kwargs", '{"width": 8}']) == 0
     graph = nodegraph.load("m.json")
-    graph.nodes["net_3"].params["out_features"] = 5  # a new head
+    graph.set_param("net_3", "out_features", 5)  # a new head
     from safetensors.torch import load_file
 
     saved = load_file("m.safetensors")

@@ -27,7 +27,7 @@ def line_fit(optimizers: tuple[str, ...] = ("opt",)) -> Graph:
         g.connect(("loss", "loss"), (name, "loss"))
     g.add("schedules.Exponential", id="decay", gamma=0.0, interval="step")
     g.connect(("decay", "schedule"), (optimizers[0], "schedule"))
-    g.training.update(device="cpu", seed=3)
+    g.update_training(device="cpu", seed=3)
     return g
 
 

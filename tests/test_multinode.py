@@ -51,7 +51,7 @@ def _graph_file(tmp_path: Path, folder: Path) -> Path:
     g.connect(("out", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training.update({"epochs": 2, "seed": 0, "workers": 0})
+    g.update_training({"epochs": 2, "seed": 0, "workers": 0})
     path = tmp_path / "two_nodes.json"
     nodegraph.save(g, path)
     return path

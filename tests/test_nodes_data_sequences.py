@@ -167,7 +167,7 @@ def test_a_character_model_validates_from_tokens_to_logits():
     assert report.ok, report.problems
     assert report.shape_text("head", "output") == f"(N, 32, {len(ds.vocab)})"
     # the head's (vocab, d) weight tied to the embedding's (notes 17.8): one tensor
-    g.ties.append(Tie("emb", "weight", "head", "weight"))
+    g.add_tie(Tie("emb", "weight", "head", "weight"))
     blocks = nodegraph.compile(g, device="cpu", for_training=False).module.blocks
     assert blocks["head"].weight is blocks["emb"].weight
 

@@ -397,7 +397,7 @@ def test_rbm_trains_in_a_graph_like_scikit_learns():
     g.connect(("data", "x"), ("rbm", "input"))
     g.connect(("rbm", "loss"), ("opt", "loss"))
     g.connect(("rbm", "pseudo_likelihood"), ("pl", "input"))
-    g.training.update({"epochs": 2, "seed": 0})
+    g.update_training({"epochs": 2, "seed": 0})
     result = nodegraph.train(g)
     ours = result.final["val"]["pl"]
     data = result.compiled.datasets["data"]
@@ -420,7 +420,7 @@ def pcd_graph() -> Graph:
     g.add("optimizers.SGD", id="opt", lr=0.05)
     g.connect(("data", "x"), ("rbm", "input"))
     g.connect(("rbm", "loss"), ("opt", "loss"))
-    g.training.update({"epochs": 4, "seed": 0, "restore_best": False})
+    g.update_training({"epochs": 4, "seed": 0, "restore_best": False})
     return g
 
 

@@ -29,7 +29,7 @@ def rbm_graph(epochs: int) -> Graph:
     g.connect(("data", "x"), ("binary", "input"))
     g.connect(("binary", "output"), ("rbm", "input"))
     g.connect(("rbm", "loss"), ("opt", "loss"))
-    g.training.update(epochs=epochs, seed=0)
+    g.update_training(epochs=epochs, seed=0)
     return g
 
 
@@ -305,7 +305,7 @@ def denoising_score_graph() -> Graph:
                      ("score.output", "loss.input"), ("target.output", "loss.target"),
                      ("loss.loss", "opt.loss")]:
         g.connect(tuple(src.split(".")), tuple(dst.split(".")))
-    g.training.update(epochs=8, seed=0)
+    g.update_training(epochs=8, seed=0)
     return g
 
 

@@ -179,7 +179,7 @@ def tree_graph(**tree_params) -> Graph:
     g.connect(("data", "y"), ("tree", "target"))
     g.connect(("tree", "output"), ("acc", "input"))
     g.connect(("data", "y"), ("acc", "target"))
-    g.training.update(epochs=0)
+    g.update_training(epochs=0)
     return g
 
 

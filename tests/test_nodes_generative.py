@@ -97,7 +97,7 @@ def test_vae_graph_trains_on_the_elbo():
                      ("mu.output", "elbo.mu"), ("logvar.output", "elbo.logvar"),
                      ("elbo.loss", "opt.loss")]:
         g.connect(tuple(src.split(".")), tuple(dst.split(".")))
-    g.training.update({"epochs": 3, "seed": 0})
+    g.update_training({"epochs": 3, "seed": 0})
     losses = [h["train"]["elbo"] for h in nodegraph.train(g).history]
     assert losses[0] > losses[1] > losses[2], losses
     assert losses[-1] < 0.75 * 64 * math.log(2)  # well below p = ½ for every pixel

@@ -88,9 +88,9 @@ def diffusion(timesteps: int = 4) -> Graph:
     body.add("layers.Linear", id="out", out_features=2)
     body.connect(("embed", "output"), ("join", "b"))
     body.connect(("join", "output"), ("out", "input"))
-    g.groups["denoiser"] = GroupDef("denoiser", body, {"x": [("join", "a")],
-                                                       "t": [("embed", "input")]},
-                                    {"eps": ("out", "output")})
+    g.define_group(GroupDef("denoiser", body, {"x": [("join", "a")],
+                                               "t": [("embed", "input")]},
+                            {"eps": ("out", "output")}))
     g.add("samplers.DDPMNoise", id="noise", timesteps=timesteps, schedule="linear",
           beta_start=0.1, beta_end=0.4)
     g.add("group.denoiser", id="den")

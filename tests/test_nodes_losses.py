@@ -203,7 +203,7 @@ def test_weighted_sum_trains_in_a_graph():
     g.connect(("mse", "loss"), ("total", "a"))
     g.connect(("mae", "loss"), ("total", "b"))
     g.connect(("total", "loss"), ("opt", "loss"))
-    g.training.update(epochs=3, device="cpu")
+    g.update_training(epochs=3, device="cpu")
     final = train(g).final["train"]
     close(final["total"], final["mse"] + 0.5 * final["mae"], 1e-5)
     close(final["loss"], final["total"])  # the parts are not counted twice
@@ -381,7 +381,7 @@ def test_scaled_loss_exports_to_python_with_the_same_curve(tmp_path):
 
     g = _line_graph("mean")
     g.set_param("mse", "scale", 0.5)
-    g.training.update(epochs=2, device="cpu")
+    g.update_training(epochs=2, device="cpu")
     path = to_python(g, tmp_path / "half_mse.py").path
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)

@@ -250,7 +250,7 @@ def cholesterol(optimizer: str, loss: str = "losses.MSE", normalize: str = "none
     g.connect(("lin", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training.update(epochs=epochs, device="cpu")
+    g.update_training(epochs=epochs, device="cpu")
     return g
 
 

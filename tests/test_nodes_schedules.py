@@ -122,7 +122,7 @@ def test_schedule_advances_per_epoch_or_per_step_in_training(interval, per_epoch
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
     g.connect(("decay", "schedule"), ("opt", "schedule"))
-    g.training.update(epochs=3, device="cpu")
+    g.update_training(epochs=3, device="cpu")
     history = train(g).history
     assert_rates([h["lr"]["opt"] for h in history],
                  [0.1 * 0.5 ** (per_epoch * e) for e in (1, 2, 3)])

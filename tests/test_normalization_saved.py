@@ -168,7 +168,7 @@ def test_a_graph_that_does_not_normalise_refuses_the_statistics(trained):
 def test_best_weights_carry_the_statistics_too(tmp_path):
     write_csv(tmp_path / "data.csv", seed=0, offset=100.0)
     g = nodegraph.load(graph_file(tmp_path))
-    g.training.update(epochs=3, monitor="train.loss")
+    g.update_training(epochs=3, monitor="train.loss")
     nodegraph.train(g, checkpoint_dir=tmp_path / "ck")
     best = checkpoint.read_tensors(tmp_path / "ck" / "best.safetensors", "weights", "")
     assert {"normalization/data/x.centre", "normalization/data/x.scale"} <= set(best)

@@ -24,7 +24,7 @@ def line_fit(batch_size: int, **training):
     g = nodegraph.load("examples/line_fit.json")
     g.set_param("data", "batch_size", batch_size)
     g.set_param("data", "shuffle", False)
-    g.training.update(training)
+    g.update_training(training)
     return g
 
 
@@ -85,11 +85,11 @@ def test_the_forward_runs_in_the_mixed_dtype():
 
 def test_accumulation_is_refused_where_it_would_be_wrong():
     gan = nodegraph.load("examples/gan_digits.json")
-    gan.training["accumulate"] = 2
+    gan.set_training("accumulate", 2)
     with pytest.raises(NodegraphError, match="accumulate needs one optimizer"):
         nodegraph.train(gan, epochs=1)
     lbfgs = nodegraph.load("examples/cholesterol_lbfgs.json")
-    lbfgs.training["precision"] = "bf16-mixed"
+    lbfgs.set_training("precision", "bf16-mixed")
     with pytest.raises(NodegraphError, match="L-BFGS"):
         nodegraph.train(lbfgs, epochs=1)
 
@@ -98,7 +98,7 @@ def test_accumulation_is_refused_where_it_would_be_wrong():
                          [("bf16-mixed", 3), ("16-mixed", 1), ("32", 2), ("16-mixed", 2)])
 def test_the_python_export_trains_to_the_same_numbers(tmp_path, precision, accumulate):
     g = nodegraph.load("examples/line_fit.json")
-    g.training.update(precision=precision, accumulate=accumulate)
+    g.update_training(precision=precision, accumulate=accumulate)
     path = to_python(g, tmp_path / "line_fit.py", "line_fit.json").path
     spec = importlib.util.spec_from_file_location("line_fit_export", path)
     module = importlib.util.module_from_spec(spec)

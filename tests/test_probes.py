@@ -61,7 +61,7 @@ def test_nonfinite_values_are_flagged_but_summarised():
 
 
 def probed_run(graph, epochs=1, **training):
-    graph.training.update({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 0, **training})
+    graph.update_training({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 0, **training})
     events, frames = Emitter(), []
     events.subscribe(frames.append, ProbeFrame)
     result = nodegraph.train(graph, epochs=epochs, events=events)
@@ -74,7 +74,7 @@ def xor() -> Graph:
 
 def test_frames_follow_forward_order_and_match_autograd():
     g = xor()
-    g.training["epochs"] = 1
+    g.set_training("epochs", 1)
     compiled = nodegraph.compile(g)
     records = {r.node: r for r in trace_batch(compiled)}  # reference: retain_grad + backward
     _, frames = probed_run(xor())
@@ -145,7 +145,7 @@ def test_frames_replay_from_a_file(tmp_path):
     events = Emitter()
     events.subscribe(writer, ProbeFrame)
     g = xor()
-    g.training.update({"probe_every": 5, "probe_budget": 1000.0, "probe_rate": 0})
+    g.update_training({"probe_every": 5, "probe_budget": 1000.0, "probe_rate": 0})
     nodegraph.train(g, epochs=20, events=events)
     writer.close()
     frames = list(read_frames(path))
@@ -155,7 +155,7 @@ def test_frames_replay_from_a_file(tmp_path):
 
 def test_budget_stretches_the_interval():
     g = nodegraph.load("examples/line_fit.json")
-    g.training.update({"probe_every": 1, "probe_budget": 0.001, "probe_rate": 0})
+    g.update_training({"probe_every": 1, "probe_budget": 0.001, "probe_rate": 0})
     events, frames = Emitter(), []
     events.subscribe(frames.append, ProbeFrame)
     nodegraph.train(g, epochs=10, events=events)  # 80 steps
@@ -164,7 +164,7 @@ def test_budget_stretches_the_interval():
 
 def test_rate_caps_frames_per_second():
     g = xor()
-    g.training.update({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 20})
+    g.update_training({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 20})
     events, frames = Emitter(), []
     events.subscribe(frames.append, ProbeFrame)
     began = time.perf_counter()
@@ -177,7 +177,7 @@ def test_rate_caps_frames_per_second():
 def test_nan_stops_the_run_at_the_first_nonfinite_node():
     g = nodegraph.load("examples/line_fit.json")
     g.set_param("opt", "lr", 1e12)
-    g.training.update({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 0})
+    g.update_training({"probe_every": 1, "probe_budget": 1000.0, "probe_rate": 0})
     events, frames = Emitter(), []
     events.subscribe(frames.append, ProbeFrame)
     with pytest.raises(NodeRuntimeError) as err:

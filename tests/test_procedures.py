@@ -129,7 +129,7 @@ def digits_classifier() -> nodegraph.Graph:
     g.connect(("fc", "output"), ("accuracy", "input"))
     g.connect(("data", "y"), ("accuracy", "target"))
     g.add("procedures.LotteryTicket", id="lottery", model="fc", rounds=1, epochs=2)
-    g.training.update(epochs=2, seed=0)
+    g.update_training(epochs=2, seed=0)
     return g
 
 

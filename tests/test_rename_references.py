@@ -49,9 +49,9 @@ def renamed_id(graph: nodegraph.Graph) -> tuple[nodegraph.Graph, dict[str, str]]
 
 def _short(graph: nodegraph.Graph) -> None:
     """One epoch, one per stage: enough to see that the same model trains the same way."""
-    graph.training["epochs"] = 1
-    for stage in graph.training.get("stages") or []:
-        stage["epochs"] = 1
+    graph.set_training("epochs", 1)
+    if graph.training.get("stages"):
+        graph.set_training("stages", [{**s, "epochs": 1} for s in graph.training["stages"]])
 
 
 def _numbers(history: list[dict], names: dict[str, str]) -> str:
@@ -70,9 +70,9 @@ def _numbers(history: list[dict], names: dict[str, str]) -> str:
 def test_lottery_ticket_model_penalty_nodes_and_stages_follow_a_rename():
     g = nodegraph.load(EXAMPLES / "lottery_ticket.json")
     g.add("norm.L2Penalty", id="l2", nodes=["mlp"])
-    g.training["stages"] = [{"name": "all", "epochs": 1, "optimizers": ["opt"],
-                             "frozen": ["mlp"]}]
-    g.training["monitor"] = "val.accuracy"
+    g.set_training("stages", [{"name": "all", "epochs": 1, "optimizers": ["opt"],
+                               "frozen": ["mlp"]}])
+    g.set_training("monitor", "val.accuracy")
     g.rename("mlp", "net")
     g.rename("accuracy", "acc")
     assert g.node("lottery").params["model"] == "net"
@@ -85,20 +85,20 @@ def test_lottery_ticket_model_penalty_nodes_and_stages_follow_a_rename():
 
 def test_a_reference_to_a_missing_node_names_node_and_param():
     g = nodegraph.load(EXAMPLES / "lottery_ticket.json")
-    g.node("lottery").params["metric"] = "ghost"
+    g.set_param("lottery", "metric", "ghost")
     (p,) = nodegraph.validate(g).problems
     assert (p.node, p.port, p.kind) == ("lottery", "metric", "bad_param")
     assert "'ghost'" in p.message
-    g.node("lottery").params["metric"] = "opt"  # a node, but not a metric
+    g.set_param("lottery", "metric", "opt")  # a node, but not a metric
     (p,) = nodegraph.validate(g).problems
     assert (p.node, p.port) == ("lottery", "metric") and "metric blocks" in p.message
-    g.node("lottery").params["metric"] = "accuracy"
+    g.set_param("lottery", "metric", "accuracy")
     assert nodegraph.validate(g).ok
 
 
 def test_a_scope_naming_a_missing_node_is_a_problem_without_training():
     g = nodegraph.load(EXAMPLES / "lottery_ticket.json")
-    g.node("opt").params["scope"] = ["mlp", "ghost"]
+    g.set_param("opt", "scope", ["mlp", "ghost"])
     (p,) = nodegraph.validate(g).problems
     assert (p.node, p.port) == ("opt", "scope") and "'ghost'" in p.message
 

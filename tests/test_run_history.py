@@ -22,13 +22,13 @@ from tests.gui.driver import xor_graph
 
 def test_definition_fills_defaults_so_unset_and_default_compare_equal():
     a, b = xor_graph(), xor_graph()
-    b.nodes["opt"].params.pop("lr")
+    b.reset_param("opt", "lr")
     default_lr = b.registry.get("optimizers.Adam").param("lr").default
     flat_b, _ = definition(b)
     assert flat_b["opt.lr"] == default_lr
     assert flat_b["training.epochs"] == 10  # the declared default
     assert flat_b["hidden.out_features"] == 4 and flat_b["hidden.type"] == "layers.Linear"
-    b.nodes["opt"].params["lr"] = 0.05
+    b.set_param("opt", "lr", 0.05)
     assert definition(a) == definition(b)
 
 
@@ -48,13 +48,13 @@ def test_diff_lists_only_what_differs_and_the_wiring_when_no_param_does():
     rows = dict(diff([ra, rc]))
     assert list(rows) == [STRUCTURE] and rows[STRUCTURE] == [ra.digest, rc.digest]
     moved = xor_graph()  # positions are no part of a run's definition
-    moved.ui["positions"] = {"data": [1, 2]}
+    moved.set_ui("positions", {"data": [1, 2]})
     assert definition(moved)[1] == ra.digest
 
 
 def test_a_trained_run_is_recorded_with_its_curves_and_survives_a_reload(tmp_path):
     g = xor_graph("xor")
-    g.training["epochs"] = 5
+    g.set_training("epochs", 5)
     path = tmp_path / "xor.json"
     save(g, path)
     before = path.read_bytes()

@@ -36,7 +36,7 @@ def chain(n: int, widths=lambda i: 3) -> Graph:
     g.connect(("head", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training["device"] = "cpu"
+    g.set_training("device", "cpu")
     return g
 
 
@@ -158,7 +158,7 @@ def test_a_training_step_lets_go_of_what_nothing_reads_after_it():
     from nodegraph.runtime.train import RunControl, Trainer
 
     g = nodegraph.load("examples/xor.json")
-    g.training["device"] = "cpu"
+    g.set_training("device", "cpu")
     compiled = nodegraph.compile(g)
     trainer = Trainer(compiled, resolve(g.training)[0], Emitter(), RunControl(), None)
     batch = next(trainer.batches("train", shuffle=False))

@@ -695,7 +695,7 @@ def _summary(report):
 def test_every_example_validates_the_same_with_rules_as_without(path, dtype, monkeypatch):
     graph = nodegraph.load(path)
     if dtype != "float32":  # the whole graph in another dtype: rules read it from training
-        graph.training["dtype"] = dtype
+        graph.set_training("dtype", dtype)
     ruled = _summary(nodegraph.validate(graph, for_training=True, cache=OpCache()))
     monkeypatch.setattr(shapes, "infer", lambda rule, params, inputs: None)
     assert ruled == _summary(nodegraph.validate(graph, for_training=True, cache=OpCache()))

@@ -11,10 +11,10 @@ import nodegraph
 
 def staged():
     g = two_heads()
-    g.training["stages"] = [
+    g.set_training("stages", [
         {"name": "first", "epochs": 2, "optimizers": ["opt1"], "frozen": ["fc2"]},
         {"name": "second", "epochs": 3, "optimizers": ["opt2"], "frozen": ["fc1"]},
-    ]
+    ])
     return g
 
 
@@ -22,7 +22,7 @@ def test_each_stage_trains_its_optimizers_and_keeps_frozen_nodes_fixed():
     g = staged()
     start = nodegraph.compile(g).module.block_state()
     g1 = staged()
-    g1.training["stages"] = g1.training["stages"][:1]
+    g1.set_training("stages", g1.training["stages"][:1])
     after_first = nodegraph.train(g1).module.block_state()
     assert not torch.equal(start["fc1.weight"], after_first["fc1.weight"])
     assert torch.equal(start["fc2.weight"], after_first["fc2.weight"])
@@ -38,7 +38,7 @@ def test_each_stage_trains_its_optimizers_and_keeps_frozen_nodes_fixed():
 def test_stages_resume_where_they_stopped(tmp_path):
     full = nodegraph.train(staged(), checkpoint_dir=tmp_path / "a")
     g = staged()
-    g.training["stages"][1]["epochs"] = 1
+    g.set_training("stages", [g.training["stages"][0], {**g.training["stages"][1], "epochs": 1}])
     nodegraph.train(g, checkpoint_dir=tmp_path / "b")  # stops after epoch 3
     resumed = nodegraph.train(staged(), checkpoint_dir=tmp_path / "b", resume=True)
     strip = [{k: v for k, v in h.items() if k != "seconds"} for h in full.history]
@@ -53,7 +53,7 @@ def test_stages_resume_where_they_stopped(tmp_path):
 ])
 def test_bad_stages_are_reported(stage, text):
     g = two_heads()
-    g.training["stages"] = [stage]
+    g.set_training("stages", [stage])
     problems = nodegraph.validate(g).problems
     assert any(p.port == "training.stages" and text in p.message for p in problems), problems
 
@@ -61,9 +61,9 @@ def test_bad_stages_are_reported(stage, text):
 def impatient(second_stage_epochs: int):
     g = staged()
     g.set_param("opt1", "lr", 0.9)  # the first stage stalls after a few epochs
-    g.training["stages"][0]["epochs"] = 30
-    g.training["stages"][1]["epochs"] = second_stage_epochs
-    g.training["patience"] = 2
+    first, second = g.training["stages"]
+    g.set_training("stages", [{**first, "epochs": 30}, {**second, "epochs": second_stage_epochs}])
+    g.set_training("patience", 2)
     return g
 
 

@@ -177,7 +177,7 @@ def graph(storage: str, shuffle: bool, **training) -> Graph:
     g.connect(("dense", "output"), ("mse", "a"))
     g.connect(("rows", "y"), ("mse", "b"))
     g.connect(("mse", "loss"), ("sgd", "loss"))
-    g.training.update({"epochs": 3, "seed": 1, **training})
+    g.update_training({"epochs": 3, "seed": 1, **training})
     return g
 
 

@@ -65,7 +65,7 @@ def test_cards_sit_at_the_files_positions_and_wires_end_on_their_ports():
 
 def test_a_graph_without_positions_is_laid_out_in_layers_with_wires_running_forwards():
     graph = nodegraph.load("examples/xor.json")
-    graph.ui = {}
+    graph.replace_ui({})
     drawn = cards(parse(svg.graph_svg(graph)))
     for e in graph.edges:  # rightwards, or down to the start of the next band
         (sx, sy), (dx, dy) = corner(drawn[e.src]), corner(drawn[e.dst])
@@ -91,7 +91,7 @@ def test_a_long_chain_without_positions_is_cut_into_bands():
 
 def test_nodes_missing_from_the_positions_go_under_the_placed_ones():
     graph = nodegraph.load("examples/xor.json")
-    del graph.ui["positions"]["accuracy"]
+    graph.forget_positions(["accuracy"])
     drawn = cards(parse(svg.graph_svg(graph)))
     lowest = max(y for n, (_, y) in graph.ui["positions"].items())
     assert corner(drawn["accuracy"])[1] > lowest
@@ -148,7 +148,7 @@ def test_unknown_blocks_and_markup_in_names_still_draw_valid_svg():
 
 def test_a_cycle_and_an_empty_graph_draw():
     graph = nodegraph.load("examples/xor.json")
-    graph.ui = {}
+    graph.replace_ui({})
     graph.connect(("act", "output"), ("hidden", "input"), strict=False)  # a second feed
     assert len(cards(parse(svg.graph_svg(graph)))) == len(graph.nodes)
     root = parse(nodegraph.Graph("nothing")._repr_svg_())
@@ -168,14 +168,14 @@ def test_a_wide_drawing_is_scaled_to_the_notebooks_width():
 
 def test_backdrops_go_behind_the_cards_and_comments_over_them():
     graph = nodegraph.load("examples/xor.json")
-    graph.ui["comments"] = [
+    graph.set_ui("comments", [
         {"id": "note_1", "kind": "backdrop", "rect": [-40, -60, 500, 300], "text": "model",
          "color": "#4f8a5b"},
         {"id": "note_2", "kind": "comment", "rect": [700, 300, 200, 90],
          "text": "the loss falls below 0.01 after about 200 epochs\nsecond line"},
         {"id": "note_3", "kind": "comment", "rect": [0, 0, 10], "text": "no size"},
         {"id": "note_4", "kind": "backdrop", "rect": [0, 0, 50, 50], "color": "red<"},
-    ]
+    ])
     root = parse(svg.graph_svg(graph))
     kinds = [g.get("class") for g in root.findall("s:g", NS)]
     assert kinds.index("backdrop") < kinds.index("wires") < kinds.index("card")

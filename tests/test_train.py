@@ -77,7 +77,7 @@ def test_checkpoint_survives_a_crash_during_the_next_save(tmp_path, monkeypatch)
 def test_early_stopping_restores_the_best_weights():
     g = line(noise=1.0, n=40)
     g.set_param("opt", "lr", 0.5)
-    g.training.update({"epochs": 200, "patience": 3})
+    g.update_training({"epochs": 200, "patience": 3})
     result = nodegraph.train(g)
     assert result.stopped_early and len(result.history) < 200
     best = min(h["val"]["loss"] for h in result.history)
@@ -225,7 +225,7 @@ def test_zero_epochs_evaluates_a_graph_without_optimizer():
 def test_torch_compile_trains_the_same_and_falls_back_cleanly(monkeypatch):
     eager = nodegraph.train(line(), epochs=2)
     g = line()
-    g.training["compile"] = "aot_eager"  # dynamo traces our plan; no C compiler needed
+    g.set_training("compile", "aot_eager")  # dynamo traces our plan; no C compiler needed
     compiled = nodegraph.train(g, epochs=2)
     for a, b in zip(eager.history, compiled.history, strict=True):
         assert b["train"]["loss"] == pytest.approx(a["train"]["loss"], rel=1e-5)

@@ -118,7 +118,7 @@ def test_batches_keep_order_and_only_the_latest_step_without_a_loss():
 
 def test_a_graph_no_file_can_hold_is_refused_and_the_process_stays(process):
     graph = nodegraph.load("examples/xor.json")
-    graph.node("hidden").params["out_features"] = {4, 5}  # a set: JSON has none
+    graph.set_param("hidden", "out_features", {4, 5}, strict=False)  # a set: JSON has none
     assert not process.train(graph, {"epochs": 1}) and process.alive
     _, failures, payload = run(process, nodegraph.load("examples/xor.json"), epochs=1)
     assert not failures and len(payload["history"]) == 1

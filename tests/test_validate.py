@@ -87,15 +87,15 @@ def test_two_wires_into_one_input():
 ])
 def test_bad_param_values(param, value, kind, text):
     g = xor()
-    g.node("hidden").params[param] = value  # as a hand-edited file would hold it
+    g.set_param("hidden", param, value, strict=False)  # as a hand-edited file would hold it
     (p,) = nodegraph.validate(g).problems
     assert (p.kind, p.node, p.port) == (kind, "hidden", param) and text in p.message
 
 
 def test_missing_required_param_and_bad_choice():
     g = xor()
-    del g.node("hidden").params["out_features"]
-    g.node("loss").params["reduction"] = "median"
+    g.reset_param("hidden", "out_features")
+    g.set_param("loss", "reduction", "median", strict=False)
     found = kinds(nodegraph.validate(g))
     assert ("missing_param", "hidden", "out_features") in found
     assert ("bad_param", "loss", "reduction") in found
@@ -125,7 +125,7 @@ def test_training_requirements():
 
 def test_bad_training_settings_are_reported():
     g = xor()
-    g.training.update({"epochs": "many", "colour": 1})
+    g.update_training({"epochs": "many", "colour": 1})
     found = kinds(nodegraph.validate(g))
     assert ("bad_param", None, "training.epochs") in found
     assert ("unknown_param", None, "training.colour") in found

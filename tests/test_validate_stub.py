@@ -141,7 +141,7 @@ def test_the_op_cache_belongs_to_its_caller(registry):
 def test_compile_materialises_the_data_and_the_graph_trains(registry):
     CALLS.update(data=0)
     g = graph(registry)
-    g.training.update(epochs=2)
+    g.update_training(epochs=2)
     result = nodegraph.train(g)
     assert CALLS["data"] == 1
     assert result.compiled.datasets["rows"].size("train") == 8
@@ -156,7 +156,7 @@ def test_the_procedure_context_hands_over_the_bound_node(registry):
 def test_problem_kinds_are_an_enum_that_reads_as_text(registry):
     g = graph(registry)
     g.disconnect(g.source_of("mse", "b"))
-    g.node("twice").params["model"] = "ghost"
+    g.set_param("twice", "model", "ghost")
     problems = nodegraph.validate(g, cache=OpCache()).problems
     kinds_found = {p.kind for p in problems}
     assert ProblemKind.MISSING_INPUT in kinds_found and "bad_param" in kinds_found
@@ -170,7 +170,7 @@ def test_a_node_param_follows_a_rename_and_names_missing_nodes(registry):
     g = graph(registry)
     g.rename("scale", "times")
     assert g.node("twice").params["model"] == "times"
-    g.node("twice").params["model"] = "sgd"  # not an op
+    g.set_param("twice", "model", "sgd")  # not an op
     (p,) = nodegraph.validate(g, cache=OpCache()).problems
     assert (p.node, p.port) == ("twice", "model") and "op blocks" in p.message
 
@@ -199,12 +199,12 @@ def test_a_stage_param_names_a_training_stage(registry):
                                             params=[stage_param("stage", "")])])
     g = graph(reg)
     g.add("stub.Staged", id="staged", stage="warm")
-    g.training["stages"] = [{"name": "cold", "epochs": 1}, {"name": "hot", "epochs": 1}]
+    g.set_training("stages", [{"name": "cold", "epochs": 1}, {"name": "hot", "epochs": 1}])
     (p,) = nodegraph.validate(g, cache=OpCache()).problems
     assert (p.node, p.port, p.kind) == ("staged", "stage", "bad_param")
     assert "'warm'" in p.message
     assert references.choices(g, reg.get("stub.Staged").param("stage")) == ["cold", "hot"]
-    g.node("staged").params["stage"] = "hot"
+    g.set_param("staged", "stage", "hot")
     assert nodegraph.validate(g, cache=OpCache()).ok
 
 

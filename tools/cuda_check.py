@@ -37,7 +37,7 @@ def run_on(path: Path, device: str, epochs: int, dtype: str | None = None
     """(status, seconds, final train loss) of training the example on `device`."""
     graph = nodegraph.load(path)
     if dtype:
-        graph.training["dtype"] = dtype
+        graph.set_training("dtype", dtype)
     start = time.perf_counter()
     try:
         result = nodegraph.train(graph, epochs=epochs, device=device)

@@ -33,8 +33,8 @@ def score(g: Graph, model: str, data: str = "data", **metrics: str) -> None:
 def with_layout(g: Graph) -> Graph:
     """Store editor positions from the Qt-free auto-layout in the graph's UI data."""
     positions = auto_layout(g)
-    g.ui = {"positions": {n: [round(x), round(y)] for n, (x, y) in positions.items()},
-            "comments": []}
+    g.replace_ui({"positions": {n: [round(x), round(y)] for n, (x, y) in positions.items()},
+                  "comments": []})
     return g
 
 

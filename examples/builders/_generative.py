@@ -9,7 +9,6 @@ from __future__ import annotations
 from _classic import wire
 from _networks import chain
 
-from nodegraph.gui.canvas.layout import auto_layout
 from nodegraph.model.graph import Graph
 from nodegraph.model.groups import GroupDef
 
@@ -40,21 +39,22 @@ def mlp(prefix: str, sizes: list[int], activation: str = "activations.ReLU",
 
 def training(g: Graph, epochs: int, **extra) -> None:
     """The training section every generative example uses: seed 0, any device."""
-    g.training.update(epochs=epochs, seed=0, device="auto", **extra)
+    g.update_training(epochs=epochs, seed=0, device="auto", **extra)
 
 
 def define_group(g: Graph, name: str, body: Graph, inputs: dict[str, list[str]],
                  outputs: dict[str, str]) -> None:
     """Add group `name` to `g` with `body` as its inside; ports map to "node.port" refs
-    (an input may feed several inner ports). The body is laid out for the editor."""
+    (an input may feed several inner ports). The body keeps no positions: the editor lays
+    it out when its tab opens (the files never held them: a definition's ui is its body's,
+    and the layout would tie the example files to the auto-layout's spacing)."""
     def ref(text: str) -> tuple[str, str]:
         node, port = text.split(".")
         return node, port
 
-    body.ui = {"positions": {n: [round(x), round(y)] for n, (x, y) in auto_layout(body).items()}}
-    g.groups[name] = GroupDef(name, body, {port: [ref(t) for t in targets]
-                                           for port, targets in inputs.items()},
-                              {port: ref(src) for port, src in outputs.items()})
+    g.define_group(GroupDef(name, body, {port: [ref(t) for t in targets]
+                                         for port, targets in inputs.items()},
+                            {port: ref(src) for port, src in outputs.items()}))
 
 
 def adversarial_game(g: Graph, generator: Graph, discriminator: Graph, latent: int,

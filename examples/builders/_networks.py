@@ -27,7 +27,7 @@ def check_against_notes(g: Graph, output: str, data: str = "data",
     g.add("optimizers.GD", id="opt", lr=0.1)
     wire(g, f"{output}.output -> loss.input", f"{data}.y -> loss.target",
          "loss.loss -> opt.loss")
-    g.training.update(epochs=0, seed=0, device="auto")
+    g.update_training(epochs=0, seed=0, device="auto")
 
 
 def image_table(image: list[list[float]], expected: list[list[float]]) -> dict:

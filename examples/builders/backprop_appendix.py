@@ -40,7 +40,7 @@ def build() -> dict[str, Graph]:
     wire(g, "data.x -> hidden.input", "out.output -> mse.input", "data.y -> mse.target",
          "mse.loss -> loss.a", "loss.loss -> opt.loss")
     chain(g, "hidden", "sigmoid", "out")
-    g.training.update(epochs=1, seed=0, device="auto")
+    g.update_training(epochs=1, seed=0, device="auto")
     return {"backprop_appendix": g}
 
 

@@ -47,12 +47,12 @@ def build_graph(blocks: int = 2) -> Graph:
     make_group(g, MODEL_NODES[:2] + [f"block{i}" for i in range(1, blocks + 1)] + ["head"],
                "lm", instance="lm")
     # a tie names the flat ids of the group's inner nodes (body ties are not saved)
-    g.ties.append(Tie("lm__embed", "weight", "lm__head", "weight"))
+    g.add_tie(Tie("lm__embed", "weight", "lm__head", "weight"))
     for i in range(1, blocks + 1):  # each block's attention weights as a port of the group
         g.groups["lm"].outputs[f"weights{i}"] = (f"block{i}", "weights")
     g.add("procedures.Decode", id="decode", model="lm", prompt="The river ",
           max_new_tokens=80)
-    g.training.update(epochs=30, seed=0, device="auto")
+    g.update_training(epochs=30, seed=0, device="auto")
     return g
 
 

@@ -40,7 +40,7 @@ def regression(name: str, optimizer: str, normalize: str, epochs: int, **opt_par
          "mse.loss -> opt.loss")
     score(g, "linear", r2="metrics.R2", r2_explained="metrics.R2")
     g.set_param("r2_explained", "definition", "var_ratio")
-    g.training.update(epochs=epochs, seed=0, device="auto")
+    g.update_training(epochs=epochs, seed=0, device="auto")
     return g
 
 

@@ -59,7 +59,7 @@ def cnn(name: str, optimizer: str, opt_params: dict) -> Graph:
     if optimizer == "optimizers.SGD":
         g.add("schedules.Exponential", id="schedule")
         wire(g, "schedule.schedule -> opt.schedule")
-    g.training.update(epochs=60, seed=0, device="auto", patience=10, monitor="val.loss")
+    g.update_training(epochs=60, seed=0, device="auto", patience=10, monitor="val.loss")
     return g
 
 

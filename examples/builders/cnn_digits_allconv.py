@@ -41,7 +41,7 @@ def build() -> dict[str, Graph]:
          "loss.loss -> opt.loss")
     chain(g, *layers, "classify", "out")
     score(g, "out", accuracy="metrics.Accuracy")
-    g.training.update(epochs=60, seed=0, device="auto", patience=10, monitor="val.loss")
+    g.update_training(epochs=60, seed=0, device="auto", patience=10, monitor="val.loss")
     return {"cnn_digits_allconv": g}
 
 

@@ -64,7 +64,7 @@ def cifar_cnn() -> Graph:
          "loss.loss -> opt.loss")
     chain(g, "conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "flat", "out")
     score(g, "out", accuracy="metrics.Accuracy")
-    g.training.update(epochs=5, seed=0, device="auto")
+    g.update_training(epochs=5, seed=0, device="auto")
     return g
 
 
@@ -74,7 +74,7 @@ def parquet_churn() -> Graph:
           target_kind="class", normalize="zscore", val_fraction=0.15, test_fraction=0.15,
           batch_size=64)
     _classifier(g, [32], 2, 0.01)
-    g.training.update(epochs=20, seed=0, device="auto")
+    g.update_training(epochs=20, seed=0, device="auto")
     return g
 
 
@@ -95,10 +95,10 @@ def bpe_transformer(blocks: int = 2) -> Graph:
          "loss.loss -> opt.loss")
     chain(g, "embed", "pos", *body, "head")
     make_group(g, ["embed", "pos", *body, "head"], "lm", instance="lm")
-    g.ties.append(Tie("lm__embed", "weight", "lm__head", "weight"))
+    g.add_tie(Tie("lm__embed", "weight", "lm__head", "weight"))
     g.add("procedures.Decode", id="decode", model="lm", prompt="The river",
           max_new_tokens=30)
-    g.training.update(epochs=4, seed=0, device="auto")
+    g.update_training(epochs=4, seed=0, device="auto")
     return g
 
 
@@ -107,7 +107,7 @@ def hf_signals() -> Graph:
     g.add("data.HFDataset", id="data", path="data/signals_hf", inputs=["signal"],
           targets=["label"], batch_size=64)
     _classifier(g, [64], 4, 0.01)
-    g.training.update(epochs=15, seed=0, device="auto")
+    g.update_training(epochs=15, seed=0, device="auto")
     return g
 
 
@@ -116,7 +116,7 @@ def webdataset_signals() -> Graph:
     g.add("data.WebDataset", id="data", shards="data/signals_wds/train-{000..007}.tar",
           val_shards="data/signals_wds/val-000.tar", batch_size=64)
     _classifier(g, [64], 4, 0.01)
-    g.training.update(epochs=15, seed=0, device="auto")
+    g.update_training(epochs=15, seed=0, device="auto")
     return g
 
 

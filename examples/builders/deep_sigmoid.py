@@ -62,7 +62,7 @@ def deep_mlp(name: str, activation: str, init: str, batch_norm: bool) -> Graph:
     wire(g, f"{source} -> out.input", "out.output -> loss.input", "data.y -> loss.target",
          "loss.loss -> opt.loss")
     score(g, "out", accuracy="metrics.Accuracy")
-    g.training.update(epochs=30, seed=0, device="auto")
+    g.update_training(epochs=30, seed=0, device="auto")
     return g
 
 

@@ -77,7 +77,7 @@ def yolo() -> Graph:
     wire(g, "head.output -> decode.input", "loss.loss -> opt.loss",
          *(f"decode.{p} -> nms.{p}" for p in ("boxes", "scores", "labels")))
     score(g, "nms", "nms.mask")
-    g.training.update(epochs=15, seed=0, device="auto")
+    g.update_training(epochs=15, seed=0, device="auto")
     return g
 
 
@@ -114,7 +114,7 @@ def rcnn() -> Graph:
          "proposals.mask -> nms.mask")
     chain(g, "roi", "flat", "fc", "fc_relu")
     score(g, "nms", "nms.mask")
-    g.training.update(epochs=15, seed=0, device="auto")
+    g.update_training(epochs=15, seed=0, device="auto")
     return g
 
 
@@ -131,7 +131,7 @@ def detr() -> Graph:
     g.add("detection.MeanAP", id="map")
     wire(g, "detr.boxes -> map.boxes", "classes.scores -> map.scores",
          "classes.labels -> map.labels", *(f"data.{p} -> map.target_{p}" for p in TRUTH))
-    g.training.update(epochs=20, seed=0, device="auto")
+    g.update_training(epochs=20, seed=0, device="auto")
     return g
 
 

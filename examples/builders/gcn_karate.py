@@ -33,7 +33,7 @@ def build_graph() -> Graph:
          "data.y -> accuracy.target")
     chain(g, "gcn1", "relu", "dropout")
     wire(g, "dropout.output -> gcn2.features")
-    g.training.update(epochs=200, seed=0, device="auto")
+    g.update_training(epochs=200, seed=0, device="auto")
     return g
 
 

@@ -65,7 +65,7 @@ def recall_graph(name: str, starts: np.ndarray, expected: np.ndarray,
     g.add("metrics.MSE", id="distance")
     wire(g, "data.x -> hopfield.input", "hopfield.iterations -> iterations.input",
          "hopfield.output -> distance.input", "data.y -> distance.target")
-    g.training.update(epochs=0, seed=0, device="auto")
+    g.update_training(epochs=0, seed=0, device="auto")
     return g
 
 

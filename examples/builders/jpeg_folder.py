@@ -53,7 +53,7 @@ def build() -> dict[str, Graph]:
     wire(g, "data.x -> conv1.input", "out.output -> loss.input", "data.y -> loss.target",
          "loss.loss -> opt.loss")
     score(g, "out", accuracy="metrics.Accuracy")
-    g.training.update({"epochs": 15, "seed": 0, "workers": 2})
+    g.update_training({"epochs": 15, "seed": 0, "workers": 2})
     return {"jpeg_folder": g}
 
 

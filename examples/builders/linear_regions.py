@@ -33,7 +33,7 @@ def build() -> dict[str, Graph]:
          "out.output -> bce.input", "data.y -> bce.target", "bce.loss -> opt.loss",
          "out.output -> accuracy.input", "data.y -> accuracy.target")
     g.add("procedures.LinearRegions", id="regions", model="out", units=["hidden"])
-    g.training.update(epochs=30, seed=0, device="auto")
+    g.update_training(epochs=30, seed=0, device="auto")
     return {"linear_regions": g}
 
 

@@ -28,7 +28,7 @@ def build() -> dict[str, Graph]:
     wire(g, "data.x -> linear.input", "linear.output -> bce.input", "data.y -> bce.target",
          "bce.loss -> opt.loss")
     classifier_metrics(g, "linear")
-    g.training.update(epochs=200, seed=0, device="auto")
+    g.update_training(epochs=200, seed=0, device="auto")
     return {"logistic_binary": g}
 
 

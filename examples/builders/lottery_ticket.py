@@ -40,7 +40,7 @@ def build_graph() -> Graph:
     make_group(g, ["fc1", "relu1", "fc2", "relu2", "fc3"], "mlp", instance="mlp")
     g.add("procedures.LotteryTicket", id="lottery", model="mlp", rounds=6, rate=0.5,
           control="reinit")
-    g.training.update(epochs=EPOCHS, seed=0, device="auto")
+    g.update_training(epochs=EPOCHS, seed=0, device="auto")
     return g
 
 

@@ -51,7 +51,7 @@ def race_graph(name: str, optimizer: str, batch_size: int, params: dict) -> Grap
     g.add(optimizer, id="opt", **params)
     wire(g, "data.x -> hidden.input", "hidden.output -> tanh.input", "tanh.output -> out.input",
          "out.output -> mse.input", "data.y -> mse.target", "mse.loss -> opt.loss")
-    g.training.update(epochs=EPOCHS, seed=0, device="auto")
+    g.update_training(epochs=EPOCHS, seed=0, device="auto")
     return g
 
 

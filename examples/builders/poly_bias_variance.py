@@ -41,7 +41,7 @@ def build() -> dict[str, Graph]:
     g.add("optimizers.LeastSquares", id="opt", iterations=3)
     wire(g, "data.x -> poly.input", "poly.output -> linear.input", "linear.output -> mse.input",
          "data.y -> mse.target", "mse.loss -> opt.loss")
-    g.training.update(epochs=1, seed=0, device="auto")
+    g.update_training(epochs=1, seed=0, device="auto")
     return {"poly_bias_variance": g}
 
 

@@ -59,7 +59,7 @@ def rbm_digits() -> Graph:
     binarised_digits(g)
     rbm(g, "rbm", "binary.output", 64, "opt")
     samplers(g, "procedures.GibbsChain", model="rbm")
-    g.training.update(epochs=EPOCHS, seed=0, device="auto")
+    g.update_training(epochs=EPOCHS, seed=0, device="auto")
     return g
 
 
@@ -69,7 +69,7 @@ def dbm_digits() -> Graph:
     rbm(g, "rbm1", "binary.output", 64, "opt1")
     rbm(g, "rbm2", "rbm1.hidden", 32, "opt2")
     samplers(g, "procedures.DBMGibbs", model="rbm1", top="rbm2")
-    g.training.update(epochs=2 * EPOCHS, seed=0, device="auto", stages=[
+    g.update_training(epochs=2 * EPOCHS, seed=0, device="auto", stages=[
         {"name": "rbm1", "epochs": EPOCHS, "optimizers": ["opt1"]},
         {"name": "rbm2", "epochs": EPOCHS, "optimizers": ["opt2"], "frozen": ["rbm1"]}])
     return g

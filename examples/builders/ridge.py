@@ -64,7 +64,7 @@ def ridge_lasso() -> Graph:
     model(g, "ls", "losses.SSE", "optimizers.LeastSquares")
     model(g, "ridge", "losses.SSE", "optimizers.LeastSquares", ridge=RIDGE)
     model(g, "lasso", "losses.MSE", "optimizers.ProximalGD", l1=L1, lr=0.05)
-    g.training.update(epochs=300, seed=0, device="auto")
+    g.update_training(epochs=300, seed=0, device="auto")
     return g
 
 
@@ -74,7 +74,7 @@ def ridge_path() -> Graph:
     model(g, "ridge", "losses.SSE", "optimizers.LeastSquares", ridge=RIDGE)
     g.add("procedures.RegularizationPath", id="path", model="ridge", optimizer="ridge_opt",
           param="ridge", values=PATH)
-    g.training.update(epochs=1, seed=0, device="auto")
+    g.update_training(epochs=1, seed=0, device="auto")
     return g
 
 

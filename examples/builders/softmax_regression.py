@@ -31,7 +31,7 @@ def build() -> dict[str, Graph]:
     wire(g, "data.x -> linear.input", "linear.output -> ce.input", "data.y -> ce.target",
          "ce.loss -> objective.a", "ridge.loss -> objective.b", "objective.loss -> opt.loss")
     classifier_metrics(g, "linear")
-    g.training.update(epochs=20, seed=0, device="auto")
+    g.update_training(epochs=20, seed=0, device="auto")
     return {"softmax_regression": g}
 
 

@@ -33,7 +33,7 @@ def build() -> dict[str, Graph]:
          "hinge.loss -> objective.a", "svm_l2.loss -> objective.b",
          "objective.loss -> opt.loss")
     score(g, "linear", accuracy="metrics.Accuracy")
-    g.training.update(epochs=1000, seed=0, device="auto")
+    g.update_training(epochs=1000, seed=0, device="auto")
     return {"svm_hinge": g}
 
 

@@ -40,7 +40,7 @@ def _finish(g: Graph, model_nodes: list[str], last: str, epochs: int) -> Graph:
     make_group(g, model_nodes, "forecaster", instance="model")
     g.add("procedures.RecursiveForecast", id="forecast", model="model",
           steps=FORECAST_STEPS, split="test")
-    g.training.update(epochs=epochs, seed=0, device="auto", patience=10,
+    g.update_training(epochs=epochs, seed=0, device="auto", patience=10,
                       monitor="val.loss")
     return g
 

@@ -45,7 +45,7 @@ def build() -> dict[str, Graph]:
     g.add("metrics.ECE", id="tree_ece", scores="probabilities", n_bins=10)
     wire(g, "tree.output -> tree_confusion.input", "data.y -> tree_confusion.target",
          "tree.output -> tree_ece.input", "data.y -> tree_ece.target")
-    g.training.update(epochs=30, seed=0, device="auto")
+    g.update_training(epochs=30, seed=0, device="auto")
     return {"trees_vs_mlp": g}
 
 

@@ -52,7 +52,7 @@ def build_graph() -> Graph:
          "loss.loss -> opt.loss", "schedule.schedule -> opt.schedule")
     chain(g, "patches", "cls", "pos", "block1", "block2", "take", "norm", "out")
     score(g, "out", accuracy="metrics.Accuracy")
-    g.training.update(epochs=EPOCHS, seed=0, device="auto")
+    g.update_training(epochs=EPOCHS, seed=0, device="auto")
     return g
 
 

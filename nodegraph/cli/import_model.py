@@ -104,9 +104,9 @@ def _lay_out(graph, path: str) -> None:
     body, saved: the file opens readable at fit, never as one row."""
     from nodegraph.gui.canvas.layout import auto_layout
 
-    graph.ui["positions"] = {n: list(xy) for n, xy in auto_layout(graph).items()}
+    graph.set_ui("positions", {n: list(xy) for n, xy in auto_layout(graph).items()})
     for defn in graph.groups.values():
-        defn.ui["positions"] = {n: list(xy) for n, xy in auto_layout(defn.body).items()}
+        defn.body.set_ui("positions", {n: list(xy) for n, xy in auto_layout(defn.body).items()})
     save(graph, path)
 
 

@@ -77,7 +77,7 @@ def add_training(graph, folder: Path, loss: str | None, optimizer: str | None) -
             arrays = dict(archive)
         arrays["labels"] = np.asarray(arrays["output"]).argmax(-1).astype(np.int64)
         np.savez(npz, **arrays)
-        data.params["y_key"] = "labels"
+        graph.set_param(data.id, "y_key", "labels")
     loss_id = graph.add(loss_type, id=_free(graph, "loss"))
     graph.connect((node, port), (loss_id, "input"))
     graph.connect((data.id, "y"), (loss_id, "target"))

@@ -1447,7 +1447,7 @@ def _import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path
             graph.connect(_source_of(source, ids, importer), (item.id, port.name))
         weights.update({f"{item.id}.{k}": v.detach().clone() for k, v in item.weights.items()})
     for src, dst, param, src_param in importer.ties:  # one parameter, several blocks
-        graph.ties.append(Tie(src.id, src_param, dst.id, param))
+        graph.add_tie(Tie(src.id, src_param, dst.id, param))
     out_keys = [_source_of(o, ids, importer) for o in outs]
     if groups:  # the module hierarchy as nested groups; execution's ids key the weights
         flat = fx_groups.group_by_scope(graph, importer.scopes(), {
@@ -1474,9 +1474,9 @@ def _import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path
                         inputs, reference)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(weights_path))
     fx_finish.add_training(graph, base.parent, loss, optimizer)
-    graph.ui["positions"] = fx_finish.layered_positions(graph)
+    graph.set_ui("positions", fx_finish.layered_positions(graph))
     for defn in graph.groups.values():
-        defn.ui["positions"] = fx_finish.layered_positions(defn.body)
+        defn.body.set_ui("positions", fx_finish.layered_positions(defn.body))
     if path is not None:
         from nodegraph.model.fileformat import save
 

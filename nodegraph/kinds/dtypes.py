@@ -15,7 +15,7 @@ nothing is cast when the dtype is float32.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -32,7 +32,7 @@ DTYPE_PARAM: Param = choice_param(
     "device supports it")
 
 
-def graph_dtype(training: dict[str, Any]) -> torch.dtype:
+def graph_dtype(training: Mapping[str, Any]) -> torch.dtype:
     """The graph-wide dtype `training.dtype` names, from the resolved training settings
     (`nodegraph.model.settings.resolve`: its default filled in, a bad name reported there
     and replaced by the default)."""
@@ -46,7 +46,7 @@ def follows_graph(spec: Any) -> bool:
     return param is not None and param.default == "default"
 
 
-def node_dtype(spec: Any, params: dict[str, Any], training: dict[str, Any]) -> torch.dtype:
+def node_dtype(spec: Any, params: Mapping[str, Any], training: Mapping[str, Any]) -> torch.dtype:
     """The dtype a data block or layer computes in: its own `dtype` param, else the graph's."""
     if follows_graph(spec):
         name = params.get("dtype", "default")
@@ -55,7 +55,7 @@ def node_dtype(spec: Any, params: dict[str, Any], training: dict[str, Any]) -> t
     return graph_dtype(training)
 
 
-def node_dtypes(report: Any, training: dict[str, Any]) -> dict[str, torch.dtype]:
+def node_dtypes(report: Any, training: Mapping[str, Any]) -> dict[str, torch.dtype]:
     """Every node's dtype, by node id, for a validation report (`nodegraph.check`)."""
     return {nid: node_dtype(spec, report.params.get(nid, {}), training)
             for nid, spec in report.specs.items()}

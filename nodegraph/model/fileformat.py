@@ -100,7 +100,7 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
     for key in ("training", "ui"):
         value = doc.get(key, {})
         if isinstance(value, dict):
-            setattr(graph, key, value)
+            (graph.replace_training if key == "training" else graph.replace_ui)(value)
         else:
             problems.append(Problem(None, None, "bad_entry", f"'{key}' must be an object; "
                                     "it was ignored"))
@@ -258,7 +258,7 @@ def _read_nodes(graph: Graph, nodes: dict, problems: list[Problem]) -> None:
                     problems.append(Problem(node_id, name, "unknown_param",
                                             f"{block_type} has no param '{name}'"))
         extra = {k: v for k, v in entry.items() if k not in KNOWN_NODE}
-        graph.add_node(Node(node_id, block_type, dict(params), extra), strict=False)
+        graph.add_node(Node(node_id, block_type, params, extra), strict=False)
 
 
 def _read_edges(graph: Graph, edges: list, problems: list[Problem]) -> None:
@@ -299,12 +299,11 @@ def _read_groups(graph: Graph, groups: Any, problems: list[Problem]) -> None:
                                     "a valid group name (a letter, then letters, digits and _)"
                                     "; the group was skipped"))
             continue
-        graph.groups[name] = GroupDef(name, Graph(name, graph.base_registry))
+        graph.define_group(GroupDef(name, Graph(name, graph.base_registry)))
     for name, entry in groups.items():
         defn = graph.groups.get(name)
         if defn is None:
             continue
-        defn.body.groups = graph.groups
         where = f"groups/{name}"
         if not isinstance(entry, dict):
             problems.append(Problem(None, None, "bad_entry", f"{where} must be an object with "
@@ -346,7 +345,8 @@ def _read_groups(graph: Graph, groups: Any, problems: list[Problem]) -> None:
                 problems.append(Problem(None, None, "bad_entry", f"{where}/outputs/{port} must "
                                         "be an [inner node, output] pair of the group's nodes; "
                                         "the output was skipped"))
-        defn.ui = entry.get("ui", {}) if isinstance(entry.get("ui", {}), dict) else {}
+        ui = entry.get("ui", {})
+        defn.body.update_ui(ui if isinstance(ui, dict) else {})
 
 
 def _port_name(port: str, where: str, problems: list[Problem]) -> bool:
@@ -378,7 +378,7 @@ def _read_ties(graph: Graph, ties: Any, problems: list[Problem]) -> None:
                                     '{"from": [node, param], "to": [node, param]}'))
             continue
         (src, src_param), (dst, dst_param) = ends
-        graph.ties.append(Tie(src, src_param, dst, dst_param))
+        graph.add_tie(Tie(src, src_param, dst, dst_param), strict=False)
 
 
 def _edge_ends(entry: Any) -> tuple[tuple[str, str], tuple[str, str]] | None:
@@ -399,7 +399,7 @@ def to_document(graph: Graph) -> dict:
         doc["groups"] = {name: {**_body(d.body), "inputs": {p: [list(t) for t in ts]
                                                              for p, ts in d.inputs.items()},
                                 "outputs": {p: list(r) for p, r in d.outputs.items()},
-                                **({"ui": d.ui} if d.ui else {})}
+                                **({"ui": dict(d.ui)} if d.ui else {})}
                          for name, d in graph.groups.items()}
     doc.update(_body(graph))
     # imported here: the allowlist needs torch, and reading a file (`nodegraph diff`) must not
@@ -408,15 +408,15 @@ def to_document(graph: Graph) -> dict:
     modules = allowlist.modules_needed(graph)
     if modules:  # the file says, at its top, which code of the user's it runs (if trusted)
         doc["imports"] = modules
-    doc["training"] = graph.training
-    doc["ui"] = graph.ui
+    doc["training"] = dict(graph.training)
+    doc["ui"] = dict(graph.ui)
     doc.update(graph.extra)
     return doc
 
 
 def _body(graph: Graph) -> dict[str, Any]:
     """Nodes, edges and ties: what the top level and a group's body both hold."""
-    body = {"nodes": {n.id: {"type": n.type, "params": n.params, **n.extra}
+    body = {"nodes": {n.id: {"type": n.type, "params": dict(n.params), **n.extra}
                      for n in graph.nodes.values()},
             "edges": [{"from": [e.src, e.src_port], "to": [e.dst, e.dst_port]}
                       for e in graph.edges]}

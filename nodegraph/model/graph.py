@@ -1,21 +1,25 @@
 """The graph model: nodes with stable ids, typed port-to-port edges, and change events.
 
-A `Graph` is plain data — which blocks, with which params, wired how — plus training
-settings and the editor's UI data, kept aside and round-tripped untouched. It knows nothing
-of torch or Qt. Every edit goes through a method here (add, remove, connect, disconnect,
-set_param, rename) and emits a `GraphChanged` event, so the editor's canvas, its undo stack
-and a script all see the same model. With a registry, edits are checked as they are made
-(unknown block, unknown port, type mismatch, cycle); a file loader can use `strict=False`
-to keep what it finds and let the validator report it.
+A `Graph` is plain data — which blocks, with which params, wired how, which parameters they
+share (ties), which groups they may use — plus training settings and the editor's UI data,
+kept aside and round-tripped untouched. It knows nothing of torch or Qt. Every edit goes
+through a method here (add, remove, connect, disconnect, set_param, rename, add_tie,
+define_group, set_training, set_ui, ...) and emits a `GraphChanged` event, so the editor's
+canvas, its undo stack and a script all see the same model; the state itself is shown
+read-only (`nodegraph.model.readonly`), so a write around the methods fails. With a
+registry, edits are checked as they are made (unknown block, unknown port, type mismatch,
+cycle); a file loader can use `strict=False` to keep what it finds and let the validator
+report it.
 """
 
 from __future__ import annotations
 
 import copy
 import heapq
+import operator
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -23,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 from nodegraph.model import gcpause, references
 from nodegraph.model.errors import GraphError, NodegraphError, ParamError, Problem
 from nodegraph.model.events import Emitter
-from nodegraph.model.groupdefs import GroupDef, GroupRegistry
+from nodegraph.model.groupdefs import GROUP_NAME, PREFIX, SEP, GroupDef, GroupRegistry
 from nodegraph.model.ordered import Ordered
+from nodegraph.model.readonly import ReadOnlyDict
 from nodegraph.model.spec import BlockSpec, Registry, default_registry
 from nodegraph.model.types import why_incompatible
 from nodegraph.model.wires import Wires
@@ -37,14 +42,37 @@ PortRef = tuple[str, str]
 _MISSING = object()
 
 
-@dataclass
 class Node:
-    """One block instance: its id, block type and the params set on it (defaults omitted)."""
+    """One block instance: its id, block type and the params set on it (defaults omitted).
 
-    id: str
-    type: str
-    params: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)  # unknown file keys, round-tripped
+    `params` is read-only (a `ReadOnlyDict` copied from what was given): a param changes
+    through `Graph.set_param` / `reset_param`, which check it and tell the listeners.
+    """
+
+    __slots__ = ("id", "type", "_params", "extra")
+
+    def __init__(self, id: str, type: str, params: Mapping[str, Any] | None = None,
+                 extra: dict[str, Any] | None = None):
+        self.id = id
+        self.type = type
+        self._params = ReadOnlyDict(params or ())
+        self.extra: dict[str, Any] = {} if extra is None else extra  # unknown file keys
+
+    # a C-level getter: validation and compile read params of every node, often
+    params = property(operator.attrgetter("_params"),
+                      doc="The params set on the node, by name (read-only).")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Node):
+            return NotImplemented
+        return (self.id, self.type, self._params, self.extra) == (
+            other.id, other.type, other._params, other.extra)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
+
+    def __repr__(self) -> str:
+        return (f"Node(id={self.id!r}, type={self.type!r}, params={dict(self._params)!r}, "
+                f"extra={self.extra!r})")
 
 
 @dataclass(frozen=True)
@@ -82,21 +110,27 @@ class Tie:
 @dataclass(frozen=True)
 class GraphChanged:
     """What changed: kind is node_added, node_removed, node_renamed, edge_added,
-    edge_removed, param_changed, training_changed or name_changed."""
+    edge_removed, param_changed, training_changed, tie_added, tie_removed, group_defined,
+    group_removed or ui_changed.
+
+    The ties of a node that is removed or renamed go with it inside that node's event.
+    ui_changed is UI data only (positions, comments, ...): nothing that trains changes."""
 
     kind: str
     node: str | None = None
     edge: Edge | None = None
-    name: str | None = None  # the param or training key, or the old id on rename
-    value: Any = None
+    name: str | None = None  # the param, training or ui key, the group, or the old id
+    value: Any = None  # the new value (a param, a training setting, a Tie)
 
 
 class Graph:
     """Blocks and wires, with training settings and UI data kept aside.
 
-    The graph owns its storage: `nodes` is a read-only view and `edges` a tuple, and every
-    change goes through a method here, which keeps the wire indexes (`nodegraph.model.wires`)
-    current — so traversals cost what they visit, never a scan of every wire.
+    The graph owns its storage: `nodes`, `groups`, `training`, `ui` and each node's `params`
+    are read-only mappings, `edges` and `ties` tuples, and every change goes through a method
+    here, which checks it, emits its `GraphChanged` event and keeps the wire indexes
+    (`nodegraph.model.wires`) current — so traversals cost what they visit, never a scan of
+    every wire.
     """
 
     def __init__(self, name: str = "untitled", registry: Registry | None = None):
@@ -105,8 +139,10 @@ class Graph:
         # the block library is loaded: a process that opted in (the CLI, the editor) has
         # collections skip it from now; any other process's collector is left alone
         gcpause.freeze_imports()
-        self.groups: dict[str, GroupDef] = {}  # subgraphs by name, used as `group.NAME`
-        self.ties: list[Tie] = []  # parameters shared between two different blocks
+        # subgraphs by name, used as `group.NAME`: one mapping shared with every group body,
+        # so nested groups resolve against the same set
+        self._groups: ReadOnlyDict = ReadOnlyDict()
+        self._ties: tuple[Tie, ...] = ()  # parameters shared between two different blocks
         # nodes by id (every look-up), their order as a position key per node in an
         # `Ordered` sequence (renames and moves touch one block), and the ordered dict that
         # `nodes` shows, brought up to date on the first read after a rename or a move
@@ -120,8 +156,8 @@ class Graph:
         # known when added), in graph order: what a rename rewrites, without a scan
         self._referrers: dict[str, None] = {}
         self._wires = Wires()  # the edges, in order, indexed by node
-        self.training: dict[str, Any] = {}
-        self.ui: dict[str, Any] = {}
+        self._training: ReadOnlyDict = ReadOnlyDict()
+        self._ui: ReadOnlyDict = ReadOnlyDict()
         self.extra: dict[str, Any] = {}  # unknown top-level file keys, round-tripped
         self.load_problems: list[Problem] = []  # what the file loader could not place
         self.folder: Path | None = None  # the file's folder: relative data paths start there
@@ -136,11 +172,31 @@ class Graph:
     @property
     def registry(self) -> Registry | GroupRegistry:
         """The block types this graph may use: the registry plus its own groups."""
-        if not self.groups:
+        if not self._groups:
             return self.base_registry
-        return GroupRegistry(self.base_registry, self.groups)
+        return GroupRegistry(self.base_registry, self._groups)
 
     # -- queries -------------------------------------------------------------------------
+
+    @property
+    def groups(self) -> Mapping[str, GroupDef]:
+        """The group definitions by name (read-only: `define_group`, `remove_group`)."""
+        return self._groups
+
+    @property
+    def ties(self) -> tuple[Tie, ...]:
+        """The parameters shared between blocks, in order (`add_tie`, `remove_tie`)."""
+        return self._ties
+
+    @property
+    def training(self) -> Mapping[str, Any]:
+        """The training settings (read-only: `set_training`, `update_training`)."""
+        return self._training
+
+    @property
+    def ui(self) -> Mapping[str, Any]:
+        """The editor's data, round-tripped (read-only: `set_ui`, `set_positions`, ...)."""
+        return self._ui
 
     @property
     def nodes(self) -> MappingProxyType[str, Node]:
@@ -261,7 +317,7 @@ class Graph:
 
     def add(self, type: str, id: str | None = None, **params: Any) -> str:
         """Add a block of `type`; returns its id (derived from the type when not given)."""
-        return self.add_node(Node(id or self.new_id(type), type, dict(params)))
+        return self.add_node(Node(id or self.new_id(type), type, params))
 
     def add_node(self, node: Node, strict: bool = True) -> str:
         """Add `node` (last in the graph's order); `strict` checks its type and params."""
@@ -275,7 +331,8 @@ class Graph:
             spec = self._spec(node.type)
             node.type = spec.id
             for name, value in node.params.items():
-                node.params[name] = self._checked_param(node.id, spec, name, value)
+                dict.__setitem__(node.params, name,
+                                 self._checked_param(node.id, spec, name, value))
         self._append(node)
         self._note_referrer(node, spec)
         self.events.emit(GraphChanged("node_added", node=node.id))
@@ -286,7 +343,8 @@ class Graph:
         self.node(node_id)
         for e in dict.fromkeys([*self._wires.into(node_id), *self._wires.out_of(node_id)]):
             self.disconnect(e)  # wires in, then wires out (a loop to itself once)
-        self.ties = [t for t in self.ties if node_id not in (t.src, t.dst)]
+        if self._ties:
+            self._ties = tuple(t for t in self._ties if node_id not in (t.src, t.dst))
         del self._store[node_id]
         self._order.remove(self._node_key.pop(node_id))
         if not self._stale:
@@ -350,15 +408,18 @@ class Graph:
             raise GraphError(f"no wire {edge}") from None
         self.events.emit(GraphChanged("edge_removed", edge=edge))
 
-    def set_param(self, node_id: str, name: str, value: Any) -> None:
-        """Set a param, checked against the block's declaration."""
+    def set_param(self, node_id: str, name: str, value: Any, strict: bool = True) -> None:
+        """Set a param, checked against the block's declaration; `strict=False` keeps the
+        value as given (as a file's: the validator reports it)."""
         node = self.node(node_id)
-        node.params[name] = self._checked_param(node_id, self._spec(node.type), name, value)
+        if strict:
+            value = self._checked_param(node_id, self._spec(node.type), name, value)
+        dict.__setitem__(node.params, name, value)
         self.events.emit(GraphChanged("param_changed", node_id, name=name, value=value))
 
     def reset_param(self, node_id: str, name: str) -> None:
         """Forget a param's value so the block's default applies."""
-        if self.node(node_id).params.pop(name, _MISSING) is not _MISSING:
+        if dict.pop(self.node(node_id).params, name, _MISSING) is not _MISSING:
             self.events.emit(GraphChanged("param_changed", node_id, name=name))
 
     def rename(self, old: str, new: str) -> None:
@@ -381,10 +442,10 @@ class Graph:
             self._referrers[new] = self._referrers.pop(old)
         self._wires.rename(old, new, Edge)
         self._rename_references(old, new)
-        self.ties = [Tie(references.renamed_id(t.src, old, new), t.src_param,
-                         references.renamed_id(t.dst, old, new), t.dst_param)
-                     for t in self.ties]
-        positions = self.ui.get("positions")
+        self._ties = tuple(Tie(references.renamed_id(t.src, old, new), t.src_param,
+                               references.renamed_id(t.dst, old, new), t.dst_param)
+                           for t in self._ties)
+        positions = self._ui.get("positions")
         if isinstance(positions, dict) and old in positions:
             positions[new] = positions.pop(old)
         self.events.emit(GraphChanged("node_renamed", node=new, name=old))
@@ -394,9 +455,9 @@ class Graph:
         the monitor follow a renamed node."""
         for n in (self._store[k] for k in self._referrers):
             if n.type in self.registry:
-                n.params.update(references.rename_params(self.registry.get(n.type), n.params,
-                                                         old, new))
-        self.training.update(references.rename_training(self.training, old, new))
+                dict.update(n.params, references.rename_params(self.registry.get(n.type),
+                                                               n.params, old, new))
+        dict.update(self._training, references.rename_training(self._training, old, new))
 
     def _append(self, node: Node) -> None:
         """`node` stored and placed last in the order."""
@@ -426,13 +487,139 @@ class Graph:
         if spec.names_nodes:
             self._referrers[node.id] = None
 
+    # -- training settings, UI data, ties and groups --------------------------------------
+
     def set_training(self, key: str, value: Any) -> None:
-        """Set a training setting (epochs, seed, device, ...); None removes it."""
-        if value is None:
-            self.training.pop(key, None)
-        else:
-            self.training[key] = value
+        """Set a training setting (epochs, seed, device, ...); None removes it. Values are
+        kept as given: `nodegraph.check` reports a bad one, as it does a file's."""
+        _put(self._training, _key(key, "training setting"), value)
         self.events.emit(GraphChanged("training_changed", name=key, value=value))
+
+    def update_training(self, settings: Mapping[str, Any] = MappingProxyType({}),
+                        **more: Any) -> None:
+        """Set several training settings (as `set_training`, one event each)."""
+        for key, value in {**settings, **more}.items():
+            self.set_training(key, value)
+
+    def replace_training(self, settings: Mapping[str, Any]) -> None:
+        """Make the training settings exactly `settings` (a file's, kept verbatim for the
+        validator to judge); one training_changed event, with no name."""
+        self._training = ReadOnlyDict({_key(k, "training setting"): v
+                                       for k, v in settings.items()})
+        self.events.emit(GraphChanged("training_changed"))
+
+    def set_ui(self, key: str, value: Any) -> None:
+        """Set one entry of the editor's data (`layout_direction`, `comments`, ...); None
+        removes it. Replace a value rather than edit it in place: the event tells who
+        shows it, and an undo step may hold the old one."""
+        _put(self._ui, _key(key, "ui key"), value)
+        self.events.emit(GraphChanged("ui_changed", name=key, value=value))
+
+    def update_ui(self, entries: Mapping[str, Any]) -> None:
+        """Set several UI entries (as `set_ui`, one event each)."""
+        for key, value in entries.items():
+            self.set_ui(key, value)
+
+    def replace_ui(self, ui: Mapping[str, Any]) -> None:
+        """Make the editor's data exactly `ui` (a file's, kept verbatim); one event."""
+        self._ui = ReadOnlyDict({_key(k, "ui key"): v for k, v in ui.items()})
+        self.events.emit(GraphChanged("ui_changed"))
+
+    def set_positions(self, positions: Mapping[str, Any]) -> None:
+        """Place nodes on the canvas: node id -> (x, y), stored as [x, y]; one event."""
+        clean = {}
+        for node_id, xy in positions.items():
+            try:
+                x, y = (float(v) for v in xy)
+            except (TypeError, ValueError):
+                raise GraphError(f"position of '{node_id}' must be two numbers, not "
+                                 f"{xy!r:.60}") from None
+            clean[node_id] = [x, y]
+        store = self._ui.get("positions")
+        if not isinstance(store, dict):  # none yet, or a file's damaged layout hints
+            store = {}
+            dict.__setitem__(self._ui, "positions", store)
+        store.update(clean)
+        self.events.emit(GraphChanged("ui_changed", name="positions"))
+
+    def forget_positions(self, node_ids: Iterable[str]) -> None:
+        """Drop the canvas positions of nodes (gone, or moved into a group); one event."""
+        store = self._ui.get("positions")
+        if isinstance(store, dict):
+            for node_id in node_ids:
+                store.pop(node_id, None)
+        self.events.emit(GraphChanged("ui_changed", name="positions"))
+
+    def add_tie(self, tie: Tie, strict: bool = True) -> None:
+        """Share a parameter: `tie.dst`'s `dst_param` becomes `tie.src`'s `src_param`.
+        `strict` checks both nodes exist (a node inside a group instance as
+        `instance__inner`) and the tie is new; a file loader passes False and leaves the
+        rest (parameters the blocks do not have, ...) to the validator."""
+        if not isinstance(tie, Tie):
+            raise GraphError(f"a tie must be a Tie, not {type(tie).__name__}")
+        if strict:
+            for node_id in (tie.src, tie.dst):
+                outer = self._store.get(node_id.partition(SEP)[0])
+                if node_id not in self._store and (outer is None or not outer.type.startswith(
+                        PREFIX)):
+                    raise GraphError(f"no node '{node_id}' for the tie {tie}")
+            if tie in self._ties:
+                raise GraphError(f"{tie.dst}.{tie.dst_param} is already tied to "
+                                 f"{tie.src}.{tie.src_param}")
+        self._ties = (*self._ties, tie)
+        self.events.emit(GraphChanged("tie_added", node=tie.dst, name=tie.dst_param,
+                                      value=tie))
+
+    def remove_tie(self, tie: Tie) -> None:
+        """Stop sharing: the first tie equal to `tie` goes."""
+        ties = list(self._ties)
+        try:
+            ties.remove(tie)
+        except ValueError:
+            raise GraphError(f"no tie {tie}") from None
+        self._ties = tuple(ties)
+        self.events.emit(GraphChanged("tie_removed", node=tie.dst, name=tie.dst_param,
+                                      value=tie))
+
+    def set_ties(self, ties: Iterable[Tie]) -> None:
+        """Make the ties exactly `ties`, in that order (an undo putting back what was): a
+        tie_removed event for each that goes, a tie_added for each that comes."""
+        new = tuple(ties)
+        if not all(isinstance(t, Tie) for t in new):
+            raise GraphError("ties must be Tie objects")
+        old, self._ties = self._ties, new
+        was, now = set(old), set(new)
+        for t in old:
+            if t not in now:
+                self.events.emit(GraphChanged("tie_removed", node=t.dst, name=t.dst_param,
+                                              value=t))
+        for t in new:
+            if t not in was:
+                self.events.emit(GraphChanged("tie_added", node=t.dst, name=t.dst_param,
+                                              value=t))
+
+    def define_group(self, defn: GroupDef, replace: bool = False) -> None:
+        """Add group `defn` (used as `group.<name>`); with `replace`, in place of the one of
+        that name. Its body resolves nested groups against this graph's groups."""
+        if not GROUP_NAME.match(defn.name):
+            raise GraphError(f"'{defn.name}' is not a valid group name (a letter, then "
+                             "letters, digits and _)")
+        if defn.name in self._groups and not replace:
+            raise GraphError(f"a group named '{defn.name}' already exists")
+        defn.body._groups = self._groups
+        dict.__setitem__(self._groups, defn.name, defn)
+        self.events.emit(GraphChanged("group_defined", name=defn.name))
+
+    def remove_group(self, name: str) -> None:
+        """Forget group `name`; refused while a node of this graph is an instance of it."""
+        if name not in self._groups:
+            raise GraphError(f"no group '{name}' in the graph")
+        users = [n.id for n in self._store.values() if n.type == PREFIX + name]
+        if users:
+            raise GraphError(f"group '{name}' is used by {', '.join(users[:5])}"
+                             f"{' ...' if len(users) > 5 else ''}; remove them first")
+        dict.__delitem__(self._groups, name)
+        self.events.emit(GraphChanged("group_removed", name=name))
 
     def new_id(self, type: str) -> str:
         """A fresh id from the block name: `linear`, then `linear_2`, ..."""
@@ -465,24 +652,25 @@ class Graph:
     def copy(self) -> Graph:
         """An independent copy with no listeners."""
         g = self._copy_body()
-        g.groups = {k: GroupDef(v.name, v.body._copy_body(), copy.deepcopy(v.inputs),
-                                copy.deepcopy(v.outputs), copy.deepcopy(v.ui))
-                    for k, v in self.groups.items()}
-        for defn in g.groups.values():
-            defn.body.groups = g.groups  # nested groups resolve against the same set
+        for k, v in self._groups.items():  # the body's copy brings its ui along
+            dict.__setitem__(g._groups, k, GroupDef(v.name, v.body._copy_body(),
+                                                    copy.deepcopy(v.inputs),
+                                                    copy.deepcopy(v.outputs)))
+        for defn in g._groups.values():
+            defn.body._groups = g._groups  # nested groups resolve against the same set
         g.load_problems = list(self.load_problems)
         return g
 
     def _copy_body(self) -> Graph:
         """Nodes, wires, settings and UI data, without the group definitions."""
         g = Graph(self.name, self.base_registry)
-        g.ties = list(self.ties)
+        g._ties = self._ties
         for v in self._ordered().values():
             g._append(copy.deepcopy(v))
         g._referrers = dict(self._referrers)
         g._wires = self._wires.copy()
-        g.training = copy.deepcopy(self.training)
-        g.ui = copy.deepcopy(self.ui)
+        g._training = copy.deepcopy(self._training)
+        g._ui = copy.deepcopy(self._ui)
         g.extra = copy.deepcopy(self.extra)
         g.folder = self.folder
         g.trusted = self.trusted
@@ -529,3 +717,16 @@ class Graph:
         """True when `goal` is downstream of `start` (or is `start`)."""
         return self._wires.reaches(start, goal)
 
+
+def _key(key: Any, what: str) -> str:
+    if not isinstance(key, str):
+        raise GraphError(f"a {what} must be a string, not {key!r:.60}")
+    return key
+
+
+def _put(store: ReadOnlyDict, key: str, value: Any) -> None:
+    """The owner's write: set `key`, or remove it for None."""
+    if value is None:
+        dict.pop(store, key, None)
+    else:
+        dict.__setitem__(store, key, value)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nodegraph.model.errors import GraphError
@@ -35,15 +35,27 @@ class GroupError(GraphError):
         super().__init__(message)
 
 
-@dataclass
 class GroupDef:
-    """A named subgraph with ports."""
+    """A named subgraph with ports. Its `ui` (the positions inside it, saved with the
+    file) is its body's: an editor tab on the body edits what the file keeps."""
 
-    name: str
-    body: Graph
-    inputs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    outputs: dict[str, tuple[str, str]] = field(default_factory=dict)
-    ui: dict[str, Any] = field(default_factory=dict)
+    def __init__(self, name: str, body: Graph,
+                 inputs: dict[str, list[tuple[str, str]]] | None = None,
+                 outputs: dict[str, tuple[str, str]] | None = None,
+                 ui: Mapping[str, Any] | None = None):
+        self.name, self.body = name, body
+        self.inputs: dict[str, list[tuple[str, str]]] = {} if inputs is None else inputs
+        self.outputs: dict[str, tuple[str, str]] = {} if outputs is None else outputs
+        if ui:
+            body.update_ui(ui)
+
+    @property
+    def ui(self) -> Mapping[str, Any]:
+        return self.body.ui
+
+    def __repr__(self) -> str:
+        return (f"GroupDef(name={self.name!r}, body={self.body!r}, inputs={self.inputs!r}, "
+                f"outputs={self.outputs!r})")
 
 
 def is_group(block_type: str) -> bool:
@@ -139,10 +151,10 @@ def import_group(graph, name: str) -> GroupDef:
     shipped = definition(graph, name)
     if shipped is None:
         raise GraphError(f"no group '{name}' in this graph or the block library")
-    body = shipped.body._copy_body()
-    body.base_registry, body.groups = graph.base_registry, graph.groups
-    graph.groups[name] = GroupDef(name, body, copy.deepcopy(shipped.inputs),
-                                  dict(shipped.outputs), copy.deepcopy(shipped.ui))
+    body = shipped.body._copy_body()  # the shipped body's ui comes along
+    body.base_registry = graph.base_registry
+    graph.define_group(GroupDef(name, body, copy.deepcopy(shipped.inputs),
+                                dict(shipped.outputs)))
     for node in body:
         if is_group(node.type):
             import_group(graph, node.type[len(PREFIX):])
@@ -152,7 +164,7 @@ def import_group(graph, name: str) -> GroupDef:
 class GroupRegistry:
     """The base registry plus the group definitions of one graph, read-only."""
 
-    def __init__(self, base: Registry, groups: dict[str, GroupDef]):
+    def __init__(self, base: Registry, groups: Mapping[str, GroupDef]):
         self.base, self.groups = base, groups
 
     def canonical(self, block_id: str) -> str:

@@ -82,9 +82,9 @@ def flatten(graph) -> Flat:
 
     _check_size(graph)
     flat = Flat(Graph(graph.name, graph.base_registry))
-    flat.graph.training = graph.training
+    flat.graph.replace_training(graph.training)
     flat.graph.folder = graph.folder
-    flat.graph.ties = list(graph.ties)
+    flat.graph.set_ties(graph.ties)
     instances: dict[str, str] = {}  # instance flat id -> group name
     wired: set = set()
 
@@ -96,15 +96,16 @@ def flatten(graph) -> Flat:
                 name = node.type[len(PREFIX):]
                 defn = definition(graph, name)
                 if defn is None:  # left for validation to report as an unknown block
-                    flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
+                    flat.graph.add_node(Node(fid, node.type, node.params), strict=False)
                     flat.origin[fid] = origin
                     continue
                 _check_nesting(name, using, node.id, origin)
                 instances[fid] = name
                 expand(defn.body, fid + SEP, origin, (*using, name))
                 inner = fid + SEP  # the body's ties, between this instance's inner nodes
-                flat.graph.ties += [Tie(inner + t.src, t.src_param, inner + t.dst, t.dst_param)
-                                    for t in defn.body.ties]
+                flat.graph.set_ties([*flat.graph.ties, *(
+                    Tie(inner + t.src, t.src_param, inner + t.dst, t.dst_param)
+                    for t in defn.body.ties)])
                 flat.inputs[(fid, "")] = []
                 for port, targets in defn.inputs.items():
                     flat.inputs[(fid, port)] = [(fid + SEP + n, p) for n, p in targets]
@@ -114,7 +115,7 @@ def flatten(graph) -> Flat:
                 if share:
                     _share(flat, node, prefix, name, instances, defn.body, origin)
             else:
-                flat.graph.add_node(Node(fid, node.type, dict(node.params)), strict=False)
+                flat.graph.add_node(Node(fid, node.type, node.params), strict=False)
                 flat.origin[fid] = origin
         for e in g.edges:
             src = _resolve_out(flat, (prefix + e.src, e.src_port))
@@ -283,20 +284,22 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
             out_port[source] = _unique(source[1], outputs)
             outputs[out_port[source]] = source
     positions = graph.ui.get("positions", {})
-    body.ui = {"positions": {n: positions[n] for n in node_ids if n in positions}}
-    graph.groups[name] = GroupDef(name, body, inputs, outputs)
+    inside = {n: positions[n] for n in node_ids if n in positions}
+    if inside:  # the definition's ui is its body's: saved with the group
+        body.set_ui("positions", inside)
+    graph.define_group(GroupDef(name, body, inputs, outputs))
     instance = instance or graph.new_id(name)
-    body.ties = [t for t in graph.ties if t.src in chosen and t.dst in chosen]
+    body.set_ties(t for t in graph.ties if t.src in chosen and t.dst in chosen)
     inner = {n: instance + SEP + n for n in chosen}
-    graph.ties = [Tie(inner.get(t.src, t.src), t.src_param, inner.get(t.dst, t.dst),
-                      t.dst_param) for t in graph.ties if t not in body.ties]
+    graph.set_ties(Tie(inner.get(t.src, t.src), t.src_param, inner.get(t.dst, t.dst),
+                       t.dst_param) for t in graph.ties if t not in body.ties)
     centre = [sum(positions[n][i] for n in node_ids if n in positions) /
               max(1, sum(1 for n in node_ids if n in positions)) for i in (0, 1)]
     for nid in node_ids:
         graph.remove(nid)
     graph.add(PREFIX + name, id=instance)
     if positions:
-        graph.ui.setdefault("positions", {})[instance] = centre
+        graph.set_positions({instance: centre})
     for source, port in by_source.items():
         graph.connect(source, (instance, port))
     for e in outgoing:

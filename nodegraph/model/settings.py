@@ -9,6 +9,7 @@ reported instead of ignored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nodegraph.model.errors import Problem
@@ -87,7 +88,7 @@ _BY_NAME = {p.name: p for p in TRAINING_PARAMS}
 RISING = ("accuracy", "acc", "r2", "f1", "precision", "recall", "auc", "likelihood")
 
 
-def resolve(training: dict[str, Any]) -> tuple[Params, list[Problem]]:
+def resolve(training: Mapping[str, Any]) -> tuple[Params, list[Problem]]:
     """Training settings with defaults filled in, and problems keyed as training.<name>."""
     values, problems = Params(), []
     for param in TRAINING_PARAMS:

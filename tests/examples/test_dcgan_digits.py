@@ -105,7 +105,7 @@ def weights(module, prefix: str) -> dict[str, torch.Tensor]:
                                               ("opt_g", "generator__", "d_real__")])
 def test_each_optimizer_changes_only_its_network(opt, mine, other):
     g = example("dcgan_digits")
-    g.training["stages"] = [{"name": opt, "epochs": 1, "optimizers": [opt]}]
+    g.set_training("stages", [{"name": opt, "epochs": 1, "optimizers": [opt]}])
     before = nodegraph.compile(g, device="cpu", seed=0).module
     after = nodegraph.train(g, device="cpu").module
     assert weights(before, other) and weights(before, mine)

@@ -55,7 +55,7 @@ def test_the_discriminator_is_counted_once(result):
                                               ("opt_g", "generator__", "d_real__")])
 def test_each_optimizer_changes_only_its_network(opt, mine, other):
     g = example("gan_digits")
-    g.training["stages"] = [{"name": opt, "epochs": 1, "optimizers": [opt]}]
+    g.set_training("stages", [{"name": opt, "epochs": 1, "optimizers": [opt]}])
     before = nodegraph.compile(g, device="cpu", seed=0).module
     after = nodegraph.train(g, device="cpu").module
     for key, value in weights(before, other).items():

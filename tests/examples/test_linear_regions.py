@@ -25,7 +25,7 @@ def net(weight: list[list[float]] | None, bias: list[float] | None, units: int =
     g.connect(("relu", "output"), ("out", "input"))
     g.add("procedures.LinearRegions", id="regions", model="out", units=["hidden"],
           **procedure)
-    g.training.update(seed=seed)
+    g.update_training(seed=seed)
     return g
 
 

@@ -48,7 +48,7 @@ def test_vanishing_gradients_of_a_deep_sigmoid_net_badge_its_first_layers():
     # seed 002 §7.1: Xavier weights assume a slope of 1, a sigmoid has 1/4: each layer
     # shrinks the gradient about four-fold, fc1's is ~10⁻⁶ of fc10's at the first step
     g = load(examples_dir() / "deep_sigmoid_xavier.json")
-    g.training.update(epochs=1, device="cpu")
+    g.update_training(epochs=1, device="cpu")
     frames = []
     events, control = Emitter(), RunControl()
     events.subscribe(lambda f: (frames.append(f), control.stop()), ProbeFrame)  # one is enough
@@ -93,7 +93,7 @@ def exploding_graph(path) -> str:
                            (("data", "y"), ("loss", "target")),
                            (("loss", "loss"), ("opt", "loss"))]:
         g.connect(source, target)
-    g.training.update(epochs=20, seed=0)
+    g.update_training(epochs=20, seed=0)
     save(g, path)
     return str(path)
 

@@ -197,7 +197,7 @@ def test_the_layout_direction_is_saved_in_the_file_and_restored_on_open(make_win
 
 def test_a_file_without_positions_opens_laid_out_in_its_saved_direction(make_window, tmp_path):
     g = chain(5)
-    g.ui["layout_direction"] = "TB"
+    g.set_ui("layout_direction", "TB")
     path = tmp_path / "tb.json"
     nodegraph.save(g, path)
     w = make_window(str(path))

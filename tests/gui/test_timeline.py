@@ -53,7 +53,7 @@ def test_a_probe_out_recording_opens_and_replays(make_window, xor_file, tmp_path
     events.subscribe(writer, ProbeFrame)
     graph = load(xor_file)
     # a frame every third step
-    graph.training.update(probe_every=3, probe_budget=1000.0, probe_rate=0)
+    graph.update_training(probe_every=3, probe_budget=1000.0, probe_rate=0)
     nodegraph.train(graph, epochs=30, device="cpu", events=events)
     writer.close()
     recorded = list(read_frames(out))

@@ -34,7 +34,7 @@ def slow_graph(path) -> str:
     g.connect(("line", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training["epochs"] = 50
+    g.set_training("epochs", 50)
     save(g, path)
     return str(path)
 
@@ -125,7 +125,7 @@ def test_a_run_that_fails_paints_the_node_and_logs_why(make_window, tmp_path):
     g.connect(("line", "output"), ("loss", "input"))
     g.connect(("data", "y"), ("loss", "target"))
     g.connect(("loss", "loss"), ("opt", "loss"))
-    g.training["epochs"] = 50
+    g.set_training("epochs", 50)
     save(g, tmp_path / "diverges.json")
     w = make_window(str(tmp_path / "diverges.json"))
     assert w.start_training()

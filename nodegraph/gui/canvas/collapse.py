@@ -45,11 +45,7 @@ class Collapser:
         doc.changed.connect(lambda *_: self.apply())
 
     def write(self, nodes: set[str]) -> None:
-        ui = self.doc.graph.ui
-        if nodes:
-            ui[KEY] = sorted(nodes)
-        else:
-            ui.pop(KEY, None)
+        self.doc.graph.set_ui(KEY, sorted(nodes) if nodes else None)
         self.apply()
 
     def apply(self) -> None:

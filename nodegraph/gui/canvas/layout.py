@@ -13,6 +13,7 @@ node, a second small network) are packed in rows under the biggest one.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from grandalf.graphs import Edge as GEdge
 from grandalf.graphs import Vertex, graph_core
@@ -33,7 +34,7 @@ MAX_BANDS = 60  # a 2,000-layer chain still fits a screen in 60 bands
 WRAP_COST = 0.8  # wrapping must buy more than 1 / WRAP_COST of zoom
 
 
-def saved_direction(ui: dict) -> str:
+def saved_direction(ui: Mapping) -> str:
     """The layout direction a file was last laid out in ("LR" for a file without one)."""
     value = ui.get(DIRECTION_KEY)
     return value if value in DIRECTIONS else "LR"

@@ -112,6 +112,7 @@ class Reroutes(QObject):
         table = self.doc.graph.ui.get(KEY)
         if not isinstance(table, dict):
             return
+        table, before = dict(table), table  # a new one, set through the graph
         for key in list(table):
             src, _, dst = key.partition("->")
             s_node, _, s_port = src.rpartition(".")
@@ -123,6 +124,8 @@ class Reroutes(QObject):
                 self.dots[new_key] = self.dots.pop(key, [])
                 for dot in self.dots[new_key]:
                     dot.key = new_key
+        if table != before:
+            self.doc.graph.set_ui(KEY, table)
 
     def _wire(self, key: str):
         for edge, wire in self.scene.wires.items():
@@ -151,13 +154,13 @@ class Reroutes(QObject):
 
     def put(self, key: str, points: list | None) -> None:
         """Store `points` for the wire `key` (None: none) and redraw it."""
-        table = self.doc.graph.ui.setdefault(KEY, {})
+        old = self.doc.graph.ui.get(KEY)
+        table = dict(old) if isinstance(old, dict) else {}  # a new table: undo holds the old
         if points:
             table[key] = [list(p) for p in points]
         else:
             table.pop(key, None)
-            if not table:
-                self.doc.graph.ui.pop(KEY, None)
+        self.doc.graph.set_ui(KEY, table or None)
         wire = self._wire(key)
         if wire is not None:
             self._show(wire.edge)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 KEY = "comments"
@@ -25,7 +25,7 @@ TITLE_HEIGHT = 28.0  # a backdrop's title bar; the margin above the nodes it was
 MARGIN = 24.0
 
 
-def notes(ui: dict[str, Any]) -> list[dict[str, Any]]:
+def notes(ui: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The notes of a graph's (or group body's) `ui` data; well-formed ones only."""
     found = ui.get(KEY)
     return [n for n in found if is_note(n)] if isinstance(found, list) else []
@@ -38,7 +38,7 @@ def is_note(note: Any) -> bool:
             and all(isinstance(v, int | float) and not isinstance(v, bool) for v in rect))
 
 
-def by_id(ui: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def by_id(ui: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {n["id"]: n for n in notes(ui)}
 
 
@@ -61,7 +61,7 @@ def put(ui: dict[str, Any], note_id: str, note: dict[str, Any] | None,
                      copy.deepcopy(note))
 
 
-def index_of(ui: dict[str, Any], note_id: str) -> int | None:
+def index_of(ui: Mapping[str, Any], note_id: str) -> int | None:
     store = ui.get(KEY)
     if not isinstance(store, list):
         return None

@@ -5,14 +5,14 @@ node still holds after earlier commands renamed or rewired things. Undo puts nod
 wires back at their old place in the graph's order, because that order breaks ties in the
 topological order, which decides the order weights are initialised in: an undone delete
 must train exactly like the graph before it. Multi-node edits are macros (one undo step).
-Position changes have no Graph event, so commands set them through the document, which
-tells the canvas.
+Position changes set through the document, which tells the canvas (the graph's ui_changed
+events are not the canvas's signal).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtGui import QUndoCommand
@@ -37,6 +37,8 @@ class Document(Protocol):
 
     def put_notes(self, changes: dict[str, dict | None],
                   index: dict[str, int | None] | None = None) -> None: ...
+
+    def training(self) -> Mapping[str, Any]: ...
 
 _UNSET = object()
 MERGE_PARAM = 1
@@ -97,7 +99,7 @@ class RemoveNode(QUndoCommand):
         for i, e in edges:  # ascending indices: each insert lands where it was
             g.connect(e.source, e.target, strict=False)
             _move_last_edge_to(g, i)
-        g.ties = list(ties)
+        g.set_ties(ties)
         if pos is not None:
             self.doc.set_positions({self.node_id: tuple(pos)})
 
@@ -220,13 +222,10 @@ class SetUiValue(QUndoCommand):
     def __init__(self, doc: Document, key: str, value: Any, text: str):
         super().__init__(text)
         self.doc, self.key, self.value = doc, key, copy.deepcopy(value)
-        self.old = copy.deepcopy(doc.graph.ui.get(key))  # others edit the ui in place
+        self.old = copy.deepcopy(doc.graph.ui.get(key))  # a copy of its own for undo
 
     def _write(self, value: Any) -> None:
-        if value is None:
-            self.doc.graph.ui.pop(self.key, None)
-        else:
-            self.doc.graph.ui[self.key] = copy.deepcopy(value)
+        self.doc.graph.set_ui(self.key, copy.deepcopy(value))
 
     def redo(self) -> None:
         self._write(self.value)
@@ -241,7 +240,7 @@ class SetTraining(QUndoCommand):
     def __init__(self, doc: Document, key: str, value: Any):
         super().__init__(f"Set training {key}")
         self.doc, self.key, self.value = doc, key, value
-        self.old = doc.graph.training.get(key)
+        self.old = doc.training().get(key)
 
     def redo(self) -> None:
         self.doc.graph.set_training(self.key, self.value)
@@ -293,10 +292,8 @@ class MakeGroup(QUndoCommand):
                       list(g.ties))
         groups.make_group(g, self.node_ids, self.name, self.instance)
         if self.defn is not None:  # an open tab and later commands edit this body object
-            g.groups[self.name] = self.defn
-        self.defn = defn = g.groups[self.name]
-        defn.body.groups = g.groups  # nested groups resolve inside the body too
-        defn.ui = defn.body.ui  # one dict: positions set while editing the body are saved
+            g.define_group(self.defn, replace=True)
+        self.defn = g.groups[self.name]
         self.doc.forget_positions(self.node_ids)
         self.doc.set_positions({self.instance: tuple(positions.get(self.instance, (0, 0)))})
 
@@ -307,12 +304,12 @@ class MakeGroup(QUndoCommand):
         nodes, edges, positions, ties = self.saved
         g.remove(self.instance)
         self.doc.forget_positions([self.instance])
-        del g.groups[self.name]
+        g.remove_group(self.name)
         for index, node in nodes:  # ascending: each lands where it was
             g.add_node(copy.deepcopy(node), strict=False)
             _move_last_node_to(g, index)
         for i, e in edges:
             g.connect(e.source, e.target, strict=False)
             _move_last_edge_to(g, i)
-        g.ties = list(ties)  # those the grouping moved into the body or renamed
+        g.set_ties(ties)  # those the grouping moved into the body or renamed
         self.doc.set_positions({n: tuple(p) for n, p in positions.items()})

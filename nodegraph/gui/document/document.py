@@ -9,7 +9,7 @@ from fresh ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ class Document(QObject):
             self._unsubscribe()
         self.graph = graph
         if not isinstance(graph.ui.get("positions"), dict):  # a file's layout hints, damaged
-            graph.ui["positions"] = {}
+            graph.set_ui("positions", {})
         self._unsubscribe = graph.events.subscribe(self._on_graph_event)
         if not keep_history:
             self.undo_stack.clear()
@@ -91,24 +91,29 @@ class Document(QObject):
         self.set_path(path)
 
     def _on_graph_event(self, event) -> None:
+        if event.kind == "ui_changed":  # layout data: its own signals tell the canvas
+            return
         self.revision += 1
         self.changed.emit(event)
 
-    # -- positions (UI data, no graph events) ----------------------------------------------
+    def training(self) -> Mapping[str, Any]:
+        """The training settings the inspector shows and edits (a group body's document
+        shows the graph's)."""
+        return self.graph.training
 
-    def positions(self) -> dict[str, list]:
-        return self.graph.ui.setdefault("positions", {})
+    # -- positions (UI data: the canvas hears of them here, not through `changed`) ---------
+
+    def positions(self) -> Mapping[str, list]:
+        positions = self.graph.ui.get("positions")
+        return positions if isinstance(positions, dict) else {}
 
     def set_positions(self, positions: dict[str, tuple]) -> None:
-        store = self.positions()
         clean = {n: (round(float(x), 1), round(float(y), 1)) for n, (x, y) in positions.items()}
-        for n, (x, y) in clean.items():
-            store[n] = [x, y]
+        self.graph.set_positions(clean)
         self.positions_changed.emit(clean)
 
     def forget_positions(self, nodes: Iterable[str]) -> None:
-        for n in nodes:
-            self.positions().pop(n, None)
+        self.graph.forget_positions(nodes)
 
     # -- comments and backdrops (UI data, no graph events) ---------------------------------
 
@@ -118,8 +123,12 @@ class Document(QObject):
     def put_notes(self, changes: dict[str, dict | None],
                   index: dict[str, int | None] | None = None) -> None:
         """Set notes by id (None removes one); tells the canvas. Commands call this."""
+        notes = self.graph.ui.get(canvas_notes.KEY)
+        # a new list, never the stored one edited in place: an undo step may hold that one
+        scratch = {canvas_notes.KEY: list(notes) if isinstance(notes, list) else []}
         for note_id, note in changes.items():
-            canvas_notes.put(self.graph.ui, note_id, note, (index or {}).get(note_id))
+            canvas_notes.put(scratch, note_id, note, (index or {}).get(note_id))
+        self.graph.set_ui(canvas_notes.KEY, scratch[canvas_notes.KEY])
         self.notes_changed.emit(list(changes))
 
     def add_note(self, kind: str, rect: tuple, text: str) -> str:
@@ -271,7 +280,7 @@ class Document(QObject):
         return True
 
     def set_training(self, key: str, value: Any) -> bool:
-        if self.graph.training.get(key) == value:
+        if self.training().get(key) == value:
             return False
         return self.push(cmd.SetTraining(self, key, value))
 

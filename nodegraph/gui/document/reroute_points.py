@@ -5,6 +5,8 @@ keyed by the wire. Qt-free, so the clipboard and scripts read them without a dis
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from nodegraph.model.graph import Edge
 
 KEY = "reroutes"
@@ -14,7 +16,7 @@ def edge_key(edge: Edge) -> str:
     return f"{edge.src}.{edge.src_port}->{edge.dst}.{edge.dst_port}"
 
 
-def stored(ui: dict, edge: Edge) -> list[tuple[float, float]]:
+def stored(ui: Mapping, edge: Edge) -> list[tuple[float, float]]:
     """The reroute points of `edge` in a graph's ui section (malformed entries skipped)."""
     table = ui.get(KEY)
     entry = table.get(edge_key(edge)) if isinstance(table, dict) else None

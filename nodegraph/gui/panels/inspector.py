@@ -287,12 +287,12 @@ class Inspector(QScrollArea):
         self._training_hint.setWordWrap(True)
         layout.addWidget(self._training_title)
         layout.addWidget(self._training_hint)
-        values = settings.resolve(self.doc.graph.training)[0]
+        values = settings.resolve(self.doc.training())[0]
         form = self._form(layout)
         self.fields = self._training_fields = {}
         for param in settings.TRAINING_PARAMS:
             self._add_field(form, param, lambda v, p=param: self._commit_training(p, v))
-            self.fields[param.name].show(values[param.name], param.name in self.doc.graph.training)
+            self.fields[param.name].show(values[param.name], param.name in self.doc.training())
         return page
 
     def _build_node(self, block_type: str) -> _NodePage:
@@ -441,10 +441,10 @@ class Inspector(QScrollArea):
             node = self.doc.graph.node(self.node_id)
             self._show_params(self.doc.graph.registry.get(node.type))
         elif event.kind == "training_changed":
-            values = settings.resolve(self.doc.graph.training)[0]
+            values = settings.resolve(self.doc.training())[0]
             f = self._training_fields.get(event.name)
             if f is not None:
-                f.show(values[event.name], event.name in self.doc.graph.training)
+                f.show(values[event.name], event.name in self.doc.training())
 
     # -- commits ---------------------------------------------------------------------------
 

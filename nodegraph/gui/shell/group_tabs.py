@@ -71,15 +71,16 @@ class BodyDocument(Document):
     refused = Signal(str)
 
     def __init__(self, defn: groups.GroupDef, root: Document):
-        if defn.ui is not defn.body.ui:  # one dict, so positions set here are saved
-            defn.ui = defn.body.ui = {**defn.body.ui, **defn.ui}
-        # a body has no training of its own: with nothing selected, the inspector shows
-        # (and edits, through the graph's document) the graph's training settings
-        defn.body.training = root.graph.training
+        # the definition's ui is its body's: positions set here are saved with the group
         super().__init__(defn.body, parent=root)
         self.defn, self.root = defn, root
         self.undo_stack = root.undo_stack  # one history for the graph and its groups
         self.edit_guard = root.edit_guard
+
+    # a body has no training of its own: with nothing selected, the inspector shows (and
+    # edits, through the graph's document) the graph's training settings
+    def training(self):
+        return self.root.training()
 
     def set_training(self, key: str, value) -> bool:
         return self.root.set_training(key, value)
