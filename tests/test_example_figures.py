@@ -4,7 +4,8 @@
 examples' files are and compares the numbers it prints with the text between the READMEs'
 figure markers; every marker must name a known figure, every known figure must have a
 marker, and every slow run shown (trained for minutes, not rerun here) must carry a
-fingerprint that still matches its file and the sources of its blocks. The quick runs fit
+record whose fingerprint still matches its file and the sources of its blocks, and whose
+figures are the ones the text shows. The quick runs fit
 in `make test`; the longer fast runs are checked by the test marked slow (CI's own step).
 """
 
@@ -83,15 +84,23 @@ def test_a_slow_run_whose_blocks_changed_asks_to_be_regenerated(tmp_path, monkey
     assert tool.stale_slow(text) == [
         "yolo_shapes: no fingerprint recorded; regenerate with "
         "tools/example_figures.py --slow yolo_shapes"]
-    record.write_text(json.dumps({"yolo_shapes": now}), encoding="utf-8")
+    made = {"yolo_shapes.test_map": "0.7"}
+    record.write_text(json.dumps({"yolo_shapes": {"sources": now, "figures": made}}),
+                      encoding="utf-8")
     assert tool.stale_slow(text) == []
     changed = dict(now)
     block = next(name for name in now if name.startswith("nodes/"))
     changed[block] = "0" * 16  # as if that block's source had been edited since
-    record.write_text(json.dumps({"yolo_shapes": changed}), encoding="utf-8")
+    record.write_text(json.dumps({"yolo_shapes": {"sources": changed, "figures": made}}),
+                      encoding="utf-8")
     (message,) = tool.stale_slow(text)
     assert block in message
     assert message.endswith("regenerate with tools/example_figures.py --slow yolo_shapes")
+    # a hand edit of a slow figure is caught too: the text must be what the run printed
+    record.write_text(json.dumps({"yolo_shapes": {"sources": now, "figures": made}}),
+                      encoding="utf-8")
+    (message,) = tool.stale_slow({"README.md": "<!--fig:yolo_shapes.test_map-->0.8<!--/fig-->"})
+    assert message.startswith("yolo_shapes.test_map: the text shows 0.8, its last run made 0.7")
 
 
 def test_every_slow_figure_has_a_current_fingerprint():

@@ -18,12 +18,14 @@ Runs are seeded, on the CPU with one torch thread, so a figure is expected to co
 digit for digit; one that is not (its run says why) is compared within a stated tolerance.
 
 `tests/test_example_figures.py` runs `--check` in CI. It reruns the fast runs; the slow
-ones (trained for minutes) cannot run there, so their figures carry a fingerprint in
-`tools/example_figures.json`: a hash of the example's file and of the source of every
-module its blocks are built by (the registry's `spec.build.__module__`, shipped groups'
-files included). When a fingerprint no longer matches, the check fails, naming the changed
-files and the command that regenerates the figures. A marker whose name no run knows, a
-known figure with no marker, and a slow figure with no fingerprint are errors too.
+ones (trained for minutes) cannot run there, so each leaves a record in
+`tools/example_figures.json`: the figures it printed and a fingerprint of what it depends
+on, a hash of the example's file and of the source of every module its blocks are built
+by (the registry's `spec.build.__module__`, the `nodes` modules those import, shipped
+groups' files). When a fingerprint no longer matches, the check fails, naming the changed
+files and the command that regenerates the figures; a slow figure whose text differs from
+its run's record fails too. A marker whose name no run knows, a known figure with no
+marker, and a slow figure with no record are errors as well.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def sources(example: Example) -> list[Path]:
     from nodegraph.model.groupdefs import PREFIX, definition
 
     graph = nodegraph.load(ROOT / "examples" / example.file)
-    files = {ROOT / "examples" / example.file}
+    files = {ROOT / "examples" / example.file, *(ROOT / f for f in example.depends)}
     seen: set[str] = set()
 
     def walk(body: Any) -> None:
@@ -189,22 +191,31 @@ def read_fingerprints() -> dict[str, dict[str, str]]:
 
 
 def stale_slow(texts: dict[str, str]) -> list[str]:
-    """Slow runs shown in a document whose recorded fingerprint is missing or no longer
-    matches what they depend on."""
-    shown = {m.group(1).split(".", 1)[0] for text in texts.values()
-             for m in MARKER.finditer(text)}
+    """Slow runs shown in a document whose record is missing, whose sources changed since
+    (the fingerprint), or whose figures in the text are not what that run printed."""
+    shown: dict[str, dict[str, str]] = {}
+    for text in texts.values():
+        for m in MARKER.finditer(text):
+            key = m.group(1).split(".", 1)[0]
+            if key in EXAMPLES and EXAMPLES[key].slow:
+                shown.setdefault(key, {})[m.group(1)] = m.group(2)
     recorded = read_fingerprints()
     out = []
-    for key in sorted(k for k in shown if k in EXAMPLES and EXAMPLES[k].slow):
-        now, then = fingerprint(EXAMPLES[key]), recorded.get(key)
-        if then == now:
-            continue
+    for key in sorted(shown):
+        again = f"regenerate with tools/example_figures.py --slow {key}"
+        then = recorded.get(key)
         if then is None:
-            why = "no fingerprint recorded"
-        else:
-            moved = sorted(f for f in set(now) | set(then) if now.get(f) != then.get(f))
-            why = "changed since its figures were made: " + ", ".join(moved)
-        out.append(f"{key}: {why}; regenerate with tools/example_figures.py --slow {key}")
+            out.append(f"{key}: no fingerprint recorded; {again}")
+            continue
+        now, before = fingerprint(EXAMPLES[key]), then.get("sources", then)
+        if now != before:
+            moved = sorted(f for f in set(now) | set(before) if now.get(f) != before.get(f))
+            out.append(f"{key}: changed since its figures were made: {', '.join(moved)}; "
+                       f"{again}")
+        for name, text in sorted(shown[key].items()):
+            made = then.get("figures", {}).get(name)
+            if made != text and (made is None or differs(name, text, made)):
+                out.append(f"{name}: the text shows {text}, its last run made {made}; {again}")
     return out
 
 
@@ -230,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{key} ({time.process_time() - start:.1f} s CPU): {shown}", flush=True)
     if not args.check:  # the slow runs made now carry the fingerprint of what made them
         prints = read_fingerprints()
-        made = {k: fingerprint(EXAMPLES[k]) for k in keys if EXAMPLES[k].slow}
+        made = {k: {"sources": fingerprint(EXAMPLES[k]),
+                    "figures": {n: v for n, v in fresh.items() if n.split(".", 1)[0] == k}}
+                for k in keys if EXAMPLES[k].slow}
         if any(prints.get(k) != v for k, v in made.items()):
             prints.update(made)
             FINGERPRINTS.write_text(json.dumps(dict(sorted(prints.items())), indent=1) + "\n",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 Read = Callable[[Any], float]
@@ -66,6 +67,32 @@ def trained(epochs: int | None = None, seed: int | None = None) -> Callable[[Any
     return run
 
 
+def with_data(run: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`run` after `examples/make_data.py` has written the file-format examples' data
+    (seeded generators; a set already there is kept)."""
+    def prepared(graph: Any) -> Any:
+        import importlib.util
+
+        root = Path(__file__).resolve().parent.parent
+        spec = importlib.util.spec_from_file_location("make_data",
+                                                      root / "examples" / "make_data.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.ensure()
+        return run(graph)
+    return prepared
+
+
+def seeds(*values: int) -> Callable[[Any], Any]:
+    """The graph trained once per seed: a list of runs, read with `of` and `mean`."""
+    def run(graph: Any) -> Any:
+        import nodegraph
+
+        return [nodegraph.train(graph, seed=s, threads=1) for s in values]
+    return run
+
+
 def compiled(graph: Any) -> Any:
     """Compiled only: for parameter counts."""
     import nodegraph
@@ -97,6 +124,8 @@ class Example:
     # fast, but beyond the ~60 s of CPU that `make test` gives the check: rerun by the
     # test marked slow (CI's own step) instead
     long: bool = False
+    # files beside the graph a run depends on (a data generator), for the fingerprint
+    depends: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:  # (read, show) pairs are Figures with no tolerance
         object.__setattr__(self, "figures", {k: Figure(*v) for k, v in self.figures.items()})
@@ -132,6 +161,16 @@ def output(node: str, index: int = 0, port: str = "output", split: str = "train"
         tensor = values[(node, port)].detach()
         return float((then(tensor) if then else tensor).reshape(-1)[index])
     return read
+
+
+def of(index: int, read: Read) -> Read:
+    """`read` from run `index` of a `seeds` run."""
+    return lambda runs: read(runs[index])
+
+
+def mean(read: Read) -> Read:
+    """The mean of `read` over the runs of a `seeds` run."""
+    return lambda runs: sum(read(r) for r in runs) / len(runs)
 
 
 def params(made: Any) -> float:
@@ -322,6 +361,10 @@ EXAMPLES: dict[str, Example] = {
     "timeseries_lstm": Example("timeseries_lstm.json", False, {
         "test_mse": (final("test", "loss"), sci(1)),
         "free_run_mse": (free_run_mse, number(3))}),
+    "timeseries_mlp_quick": Example("timeseries_mlp.json", False, {
+        "free_run_mse": (free_run_mse, number(3))}, run=trained(epochs=40)),
+    "timeseries_lstm_quick": Example("timeseries_lstm.json", False, {
+        "free_run_mse": (free_run_mse, number(3))}, run=trained(epochs=30)),
     "char_transformer": Example("char_transformer.json", False, {
         "train_loss": (final("train", "loss"), number(2)),
         "val_loss": (final("val", "loss"), number(2))}, run=trained(epochs=10), long=True),
@@ -355,11 +398,17 @@ EXAMPLES: dict[str, Example] = {
     "ddpm_toy": Example("ddpm_toy.json", False, {
         "train_loss": (final("train", "loss"), number(2)),
         "val_loss": (final("val", "loss"), number(2))}, long=True),
+    "ddpm_toy_quick": Example("ddpm_toy.json", False, {
+        "train_loss_first": (at_epoch(1, "train", "loss"), number(2)),
+        "train_loss": (final("train", "loss"), number(2))}, run=trained(epochs=40)),
     "ddpm_digits_size": Example("ddpm_digits.json", False, {"params": (params, count)},
                                 run=compiled),
     "realnvp_moons": Example("realnvp_moons.json", False, {
         "val_nll": (final("val", "nll"), number(2)),
         "train_nll": (final("train", "nll"), number(2))}, long=True),
+    "realnvp_moons_quick": Example("realnvp_moons.json", False, {
+        "val_nll_first": (at_epoch(1, "val", "nll"), number(2)),
+        "val_nll": (final("val", "nll"), number(2))}, run=trained(epochs=30)),
     # -- energy-based models
     "hopfield_2d": Example("hopfield_2d.json", False, {
         "iterations": (final("train", "iterations"), number(1))}),
@@ -441,6 +490,42 @@ EXAMPLES: dict[str, Example] = {
         **{f"grid_{i}": (frame(i, "regions"), count) for i in range(3)},
         "with_vertices": (frame(2, "regions_with_vertices"), count)},
         run=sampled("regions")),
+    "cnn_digits_allconv": Example("cnn_digits_allconv.json", True, {
+        "test_accuracy": (final("test", "accuracy"), number(3)),
+        "test_loss": (final("test", "loss"), number(3)),
+        "epochs": (lambda run: len(run.history), count),
+        "best_epoch": (lambda run: run.best_epoch, count)}),
+    "dcgan_digits": Example("dcgan_digits.json", True, {
+        "d_loss": (final("train", "d_loss"), number(2)),
+        "g_loss": (final("train", "g_loss"), number(2))}),
+    "ddpm_digits": Example("ddpm_digits.json", True, {
+        "train_loss": (final("train", "loss"), number(3)),
+        "val_loss": (final("val", "loss"), number(3))}),
+    **{f"cnn_digits{suffix}": Example(f"cnn_digits{suffix}.json", True, {
+        **{f"test_accuracy_{s}": (of(s, final("test", "accuracy")), number(3)) for s in range(3)},
+        "test_accuracy_mean": (mean(final("test", "accuracy")), number(3)),
+        "test_loss_mean": (mean(final("test", "loss")), number(3))}, run=seeds(0, 1, 2))
+       for suffix in ("", "_sgd", "_adadelta")},
+    "vit_digits": Example("vit_digits.json", True, {
+        **{f"test_accuracy_{s}": (of(s, final("test", "accuracy")), number(3)) for s in range(3)},
+        **{f"val_accuracy_{s}": (of(s, final("val", "accuracy")), number(3)) for s in range(3)}},
+        run=seeds(0, 1, 2)),
+    # -- your own files
+    **{name: Example(f"{name}.json", False, figures, run=with_data(trained()), long=True,
+                     depends=("examples/make_data.py",))
+       for name, figures in {
+           "cifar_cnn": {"test_accuracy": (final("test", "accuracy"), number(3)),
+                         "val_accuracy": (final("val", "accuracy"), number(3))},
+           "parquet_churn": {"test_accuracy": (final("test", "accuracy"), number(3)),
+                             "val_accuracy": (final("val", "accuracy"), number(3)),
+                             "train_accuracy": (final("train", "accuracy"), number(3))},
+           "hf_signals": {"test_accuracy": (final("test", "accuracy"), number(3)),
+                          "train_accuracy": (final("train", "accuracy"), number(3))},
+           "webdataset_signals": {"val_accuracy": (final("val", "accuracy"), number(3)),
+                                  "train_accuracy": (final("train", "accuracy"), number(3))},
+           "bpe_transformer": {"train_loss": (final("train", "loss"), number(3)),
+                               "val_loss": (final("val", "loss"), number(3))},
+       }.items()},
     # -- object detection
     **_detection("yolo_shapes"), **_detection("rcnn_shapes"), **_detection("detr_shapes"),
 }
