@@ -134,8 +134,9 @@ def sources(example: Example) -> list[Path]:
                 continue
             build = graph.registry.get(node.type).build
             module = sys.modules.get(getattr(build, "__module__", type(build).__module__))
-            if module is not None and getattr(module, "__file__", None):
-                files.add(Path(module.__file__).resolve())
+            where = getattr(module, "__file__", None)
+            if where:
+                files.add(Path(where).resolve())
 
     walk(graph)
     for defn in graph.groups.values():
@@ -185,7 +186,8 @@ def fingerprint(example: Example) -> dict[str, str]:
     return out
 
 
-def read_fingerprints() -> dict[str, dict[str, str]]:
+def read_fingerprints() -> dict[str, dict[str, dict[str, str]]]:
+    """The slow runs' records: run -> {"sources": fingerprint, "figures": name -> text}."""
     return (json.loads(FINGERPRINTS.read_text(encoding="utf-8"))
             if FINGERPRINTS.exists() else {})
 
@@ -207,13 +209,13 @@ def stale_slow(texts: dict[str, str]) -> list[str]:
         if then is None:
             out.append(f"{key}: no fingerprint recorded; {again}")
             continue
-        now, before = fingerprint(EXAMPLES[key]), then.get("sources", then)
+        now, before = fingerprint(EXAMPLES[key]), then["sources"]
         if now != before:
             moved = sorted(f for f in set(now) | set(before) if now.get(f) != before.get(f))
             out.append(f"{key}: changed since its figures were made: {', '.join(moved)}; "
                        f"{again}")
         for name, text in sorted(shown[key].items()):
-            made = then.get("figures", {}).get(name)
+            made = then["figures"].get(name)
             if made != text and (made is None or differs(name, text, made)):
                 out.append(f"{name}: the text shows {text}, its last run made {made}; {again}")
     return out

@@ -12,8 +12,7 @@ in CI, its figures carry a fingerprint instead (see `example_figures.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -112,23 +111,24 @@ def sampled(node: str, train: bool = True, **overrides: Any) -> Callable[[Any], 
     return run
 
 
-@dataclass(frozen=True)
 class Example:
-    """How one run is made, and its figures by name."""
+    """How one run is made, and its figures by name ((read, show) pairs become Figures)."""
 
-    file: str
-    slow: bool  # takes more than ~20 s here: regenerated with --slow, fingerprinted
-    figures: dict[str, Figure | tuple]
-    run: Callable[[Any], Any] = field(default_factory=trained)
-    sets: dict[str, Any] = field(default_factory=dict)  # "node.param" -> value
-    # fast, but beyond the ~60 s of CPU that `make test` gives the check: rerun by the
-    # test marked slow (CI's own step) instead
-    long: bool = False
-    # files beside the graph a run depends on (a data generator), for the fingerprint
-    depends: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:  # (read, show) pairs are Figures with no tolerance
-        object.__setattr__(self, "figures", {k: Figure(*v) for k, v in self.figures.items()})
+    def __init__(self, file: str, slow: bool,
+                 figures: Mapping[str, Figure | tuple[Any, ...]],
+                 run: Callable[[Any], Any] | None = None,
+                 sets: Mapping[str, Any] | None = None, long: bool = False,
+                 depends: tuple[str, ...] = ()) -> None:
+        self.file = file
+        self.slow = slow  # takes more than ~20 s here: regenerated with --slow, recorded
+        self.figures: dict[str, Figure] = {k: Figure(*v) for k, v in figures.items()}
+        self.run = run or trained()
+        self.sets = dict(sets or {})  # "node.param" -> value, as --set
+        # fast, but beyond the ~60 s of CPU that `make test` gives the check: rerun by the
+        # test marked slow (CI's own step) instead
+        self.long = long
+        # files beside the graph a run depends on (a data generator), for the fingerprint
+        self.depends = depends
 
 
 # -- how a number is read ---------------------------------------------------------------
@@ -387,12 +387,12 @@ EXAMPLES: dict[str, Example] = {
         "val_elbo": (final("val", "elbo"), number(1)),
         "test_elbo": (final("test", "elbo"), number(1)),
         "test_nll": (final("test", "nll"), number(1)),
-        "test_kl": (final("test", "kl"), number(1))}),
+        "test_kl": (final("test", "kl"), number(1))}, long=True),
     "gan_digits_size": Example("gan_digits.json", False, {"params": (params, count)},
                                run=compiled),
     "gan_digits": Example("gan_digits.json", False, {
         "d_loss": (final("train", "d_loss"), number(2)),
-        "g_loss": (final("train", "g_loss"), number(2))}, run=trained(epochs=30)),
+        "g_loss": (final("train", "g_loss"), number(2))}, run=trained(epochs=30), long=True),
     "dcgan_digits_size": Example("dcgan_digits.json", False, {"params": (params, count)},
                                  run=compiled),
     "ddpm_toy": Example("ddpm_toy.json", False, {
@@ -408,7 +408,7 @@ EXAMPLES: dict[str, Example] = {
         "train_nll": (final("train", "nll"), number(2))}, long=True),
     "realnvp_moons_quick": Example("realnvp_moons.json", False, {
         "val_nll_first": (at_epoch(1, "val", "nll"), number(2)),
-        "val_nll": (final("val", "nll"), number(2))}, run=trained(epochs=30)),
+        "val_nll": (final("val", "nll"), number(2))}, run=trained(epochs=30), long=True),
     # -- energy-based models
     "hopfield_2d": Example("hopfield_2d.json", False, {
         "iterations": (final("train", "iterations"), number(1))}),
@@ -424,7 +424,7 @@ EXAMPLES: dict[str, Example] = {
         "val_pl1_10": (at_epoch(10, "val", "pl_rbm1"), number(1)),
         "val_pl2_11": (at_epoch(11, "val", "pl_rbm2"), number(1)),
         "val_pl2": (final("val", "pl_rbm2"), number(1)),
-        "val_pl1": (final("val", "pl_rbm1"), number(2))}),
+        "val_pl1": (final("val", "pl_rbm1"), number(2))}, long=True),
     # -- networks
     "mlp_212": Example("mlp_212.json", False, {
         "hidden": (output("hidden"), number(1)),
@@ -459,11 +459,15 @@ EXAMPLES: dict[str, Example] = {
         "val_accuracy": (final("val", "accuracy"), percent(1))}),
     "deep_sigmoid_batchnorm": Example("deep_sigmoid_batchnorm.json", False, {
         "val_accuracy": (final("val", "accuracy"), percent(1))}),
+    "lottery_ticket": Example("lottery_ticket.json", True, {
+        **{f"rewind_{i}": (frame(i, "test_rewind"), percent(1)) for i in range(7)},
+        **{f"reinit_{i}": (frame(i, "test_reinit"), percent(1)) for i in range(1, 7)}},
+        run=sampled("lottery", train=False)),
     # -- estimators, ridge and lasso, universal approximation, linear regions
     "trees_vs_mlp": Example("trees_vs_mlp.json", False, {
-        f"{split}_{model}": (final(split, f"{model}_acc"), number(3 if split != "train" else 3))
+        f"{split}_{model}": (final(split, f"{model}_acc"), number(3))
         for split in ("test", "val", "train") for model in ("tree", "forest", "boosting", "mlp")
-    } | {"test_ece": (final("test", "tree_ece.ece"), number(3))}),
+    } | {"test_ece": (final("test", "tree_ece.ece"), number(3))}, long=True),
     "ufa_staircase": Example("ufa_staircase.json", False, {
         f"out{i}": (output("out", i), lambda v: f"{v:g}".replace("-", "−")) for i in range(5)}),
     "ufa_tlu_bins_4": Example("ufa_tlu_bins_4.json", False, {
@@ -504,7 +508,9 @@ EXAMPLES: dict[str, Example] = {
     **{f"cnn_digits{suffix}": Example(f"cnn_digits{suffix}.json", True, {
         **{f"test_accuracy_{s}": (of(s, final("test", "accuracy")), number(3)) for s in range(3)},
         "test_accuracy_mean": (mean(final("test", "accuracy")), number(3)),
-        "test_loss_mean": (mean(final("test", "loss")), number(3))}, run=seeds(0, 1, 2))
+        "test_loss_mean": (mean(final("test", "loss")), number(3)),
+        **({f"test_wrong_{s}": (of(s, wrong("test", "accuracy", 359)), count)
+            for s in range(3)} if not suffix else {})}, run=seeds(0, 1, 2))
        for suffix in ("", "_sgd", "_adadelta")},
     "vit_digits": Example("vit_digits.json", True, {
         **{f"test_accuracy_{s}": (of(s, final("test", "accuracy")), number(3)) for s in range(3)},
