@@ -121,7 +121,7 @@ class MultiHeadAttention(nn.Module):
 
     Q = query W_Qᵀ + b_Q (likewise K, V), split into `num_heads` heads of embed_dim /
     num_heads, softmax(Q_h K_hᵀ / √d_h) V_h per head, the heads concatenated and projected by
-    `out_proj` (the notes' 17.4). Keys of another width than the queries (kdim) get their
+    `out_proj` (multi-head attention). Keys of another width than the queries (kdim) get their
     own projection matrices, as in torch.
     """
 
@@ -261,7 +261,7 @@ class DecoderLayer(_FeedForward):
 
 class SinusoidalPositions(nn.Module):
     """x + p[:L] with p[t, 2i] = sin(t / base^(2i/D)), p[t, 2i+1] = cos(t / base^(2i/D)), the
-    notes' 17.6 (the same code as a diffusion model's timestep embedding)."""
+    Transformer's positions (the same code as a diffusion model's timestep embedding)."""
 
     def __init__(self, base: float):
         super().__init__()
@@ -706,14 +706,14 @@ def _self_attention_call(n: int, kwargs: dict) -> bool:
 BLOCKS = [
     attention_op("DotProduct",
         "Dot-product attention softmax(q·k / temperature) v, with no weights.\n\n"
-        "The notes' first attention (17.2): each query takes a weighted average of the "
+        "The plainest attention: each query takes a weighted average of the "
         "values, weighted by how well it matches each key. Wire the same tensor into all "
         "three ports for plain self-attention.", "dot",
         keywords=("attention", "softmax", "alignment", "luong"), shape=_attention_shape("dot")),
     attention_op("ScaledDotProduct",
         "Scaled dot-product attention softmax(q·k / (√d · temperature)) v.\n\n"
         "Dividing by √d keeps the scores' spread independent of the width d, so the "
-        "softmax does not saturate (notes 17.3); the core of every Transformer.", "scaled",
+        "softmax does not saturate; the core of every Transformer.", "scaled",
         keywords=("attention", "transformer", "sdpa", "qkv"), shape=_attention_shape("scaled"),
         search=Search(words=(("attn", 1), ("attention", 1)))),
     attention_op("Cosine",
@@ -724,8 +724,8 @@ BLOCKS = [
     op("attention.MultiHeadSelfAttention",
        "Multi-head self-attention: every position attends to every other.\n\n"
        "Q, K and V are learned projections of the input, split into heads that attend "
-       "separately; the heads' outputs are concatenated and projected back (notes "
-       "17.4). embed_dim is inferred; `causal` hides the future.",
+       "separately; the heads' outputs are concatenated and projected back. "
+       "embed_dim is inferred; `causal` hides the future.",
        _self_attention, inputs=[Port("input", doc="a sequence (N, L, embed_dim)"), PADDING],
        outputs=[Port("output", doc="(N, L, embed_dim)"), HEAD_WEIGHTS],
        params=[*MHA_PARAMS, CAUSAL, DTYPE_PARAM], shape=_self_attention_shape,
@@ -735,7 +735,7 @@ BLOCKS = [
        search=Search(words=("mha", "attn", "attention", "selfattention"))),
     op("attention.MultiHeadCrossAttention",
        "Multi-head cross-attention: queries from one sequence, keys and values from "
-       "another.\n\nThe decoder's look at the encoder (notes 17.10): `query` comes from "
+       "another.\n\nThe decoder's look at the encoder: `query` comes from "
        "the decoder, `memory` (the encoder's output, any width) gives keys and values.",
        _cross_attention,
        inputs=[Port("query", doc="the attending sequence (N, L, embed_dim)"),
@@ -748,7 +748,7 @@ BLOCKS = [
        "One Transformer encoder layer: self-attention and a feed-forward network, each "
        "with a residual connection and LayerNorm.\n\n"
        "Equals torch's nn.TransformerEncoderLayer (batch first) with the same weights; "
-       "pre-LN (norm_first, the notes' 17.7) or post-LN. d_model is inferred from the "
+       "pre-LN (norm_first) or post-LN. d_model is inferred from the "
        "input. Also outputs the attention weights per head.",
        _encoder, inputs=[Port("input", doc="a sequence (N, L, d_model)"), PADDING],
        shape=_encoder_shape,
@@ -776,7 +776,7 @@ BLOCKS = [
        "Adds the fixed sinusoidal position code: sin / cos of t / base^(2i/D).\n\n"
        "Attention ignores order; adding p[t, 2i] = sin(t / 10000^(2i/D)), p[t, 2i+1] = "
        "cos(...) lets it tell positions apart, and shifting t rotates each (sin, cos) "
-       "pair, so relative offsets are easy to read (notes 17.6).",
+       "pair, so relative offsets are easy to read.",
        _sinusoidal, inputs=["input"], outputs=["output"], shape=_sinusoidal_shape,
        params=[float_param("base", 10000.0, "wavelength scale; 10000 as in the paper",
                            min=1.0)],
@@ -791,7 +791,7 @@ BLOCKS = [
        keywords=("position", "embedding", "vit", "bert")),
     op("attention.PatchEmbedding",
        "Cuts images into patches and embeds each: (N, C, H, W) -> (N, patches, "
-       "embed_dim).\n\nThe ViT's input (notes 18): every patch_size x patch_size patch "
+       "embed_dim).\n\nThe ViT's input: every patch_size x patch_size patch "
        "is flattened and mapped linearly, done as a convolution with stride = kernel = "
        "patch_size. Patches are ordered row by row.",
        _patch_embedding, inputs=[Port("input", doc="images (N, C, H, W)")],
@@ -820,7 +820,7 @@ BLOCKS = [
        "A Linear from d_model to vocab_size on (N, L, d_model), giving logits (N, L, "
        "vocab_size) for next-token cross-entropy and sampling. Its weight is laid out "
        "(vocab_size, d_model) like layers.Embedding's, so a tie can share one matrix "
-       "between them (weight tying, notes 17.8).",
+       "between them (weight tying).",
        _lm_head, inputs=[Port("input", doc="the final states (N, L, d_model)")],
        shape=_lm_head_shape,
        outputs=[Port("output", doc="logits (N, L, vocab_size)")],

@@ -3,7 +3,7 @@
 Neither learns by backpropagating a task loss. A Hopfield network's weights are designed in
 closed form from the patterns it must store — the Hebbian outer-product rule, or MATLAB's
 `newhop` (Li, Michel & Porod 1989: SVD, matrix exponential, satlins recall), the design
-that reproduces the notes' 2-D and 3-D attractors and spurious states — and recall
+that reproduces the classic exercises' 2-D and 3-D attractors and spurious states — and recall
 iterates x ← f(Wx + b) inside the block, emitting the trajectory and its energy
 E = −½xᵀWx − bᵀx per step so the editor can plot them.
 

@@ -8,7 +8,7 @@ a Linear. h_0 = 0.
 
 By default the blocks are PyTorch's modules (fast, cuDNN on a GPU). LSTM and GRU also have
 the convention of the notes (`convention = "notes"`): an explicit loop with the notes' gate
-names and one bias per gate. The notes' LSTM (16.7) computes the same function as torch's
+names and one bias per gate. The notes' LSTM computes the same function as torch's
 with the gates stacked in another order (f, i, o, c̃ instead of i, f, g, o) and the two
 torch biases summed. The notes' GRU (16.6, Cho et al. 2014) is a different model:
 
@@ -142,8 +142,8 @@ class LoopCell(nn.Module):
 
 
 class ElmanCell(LoopCell):
-    """The notes' simple RNN (16.3) h_t = φ(A x_t + C h_{t−1} + b) (A = W, C = U), plus
-    Q h_{t−1} for the residual RNN (16.4): h_t = Q h_{t−1} + φ(A x_t + C h_{t−1} + b), with Q
+    """The notes' simple RNN h_t = φ(A x_t + C h_{t−1} + b) (A = W, C = U), plus
+    Q h_{t−1} for the residual RNN: h_t = Q h_{t−1} + φ(A x_t + C h_{t−1} + b), with Q
     learned and starting at the identity."""
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool,
@@ -160,7 +160,7 @@ class ElmanCell(LoopCell):
 
 
 class NotesGRUCell(LoopCell):
-    """The notes' GRU (16.6). `W`, `U` stack the rows [W_o; W_f; W] and [U_o; U_f; U], the
+    """The notes' GRU. `W`, `U` stack the rows [W_o; W_f; W] and [U_o; U_f; U], the
     bias [b_o; b_f; b]: update gate i_o, reset gate i_f, candidate h̃."""
 
     gates = 3
@@ -177,7 +177,7 @@ class NotesGRUCell(LoopCell):
 
 
 class NotesLSTMCell(LoopCell):
-    """The notes' LSTM (16.7). `W`, `U` stack the rows of the forget, input and output gates
+    """The notes' LSTM. `W`, `U` stack the rows of the forget, input and output gates
     and the candidate cell, in the notes' order f, i, o, c̃; one bias per gate."""
 
     gates = 4
@@ -365,9 +365,9 @@ def _torch_lstm(m: nn.LSTM) -> dict | None:
 BLOCKS = [
     op("recurrent.RNN",
        "Simple (Elman) recurrent layer h_t = φ(A x_t + C h_{t−1} + b) over a sequence.\n\n"
-       "The notes' basic RNN (16.3), h_0 = 0, the same weights at every step. "
+       "The basic RNN, h_0 = 0, the same weights at every step. "
        "Long sequences make its gradients vanish or explode; `residual` adds Q h_{t−1} "
-       "(16.4), and the gated LSTM and GRU are the usual fix.",
+       "(a residual RNN), and the gated LSTM and GRU are the usual fix.",
        _rnn, inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT, shape=_torch_shape(1),
        params=[*_common(gated=False),
                choice_param("nonlinearity", ("tanh", "relu"), "tanh", "φ"),
@@ -379,7 +379,7 @@ BLOCKS = [
     op("recurrent.LSTM",
        "Long short-term memory: a gated recurrent layer with a cell state c_t.\n\n"
        "Forget, input and output gates decide what the cell c_t drops, adds and shows as "
-       "h_t = o ⊙ tanh(c_t), so gradients survive long sequences (notes 16.7).",
+       "h_t = o ⊙ tanh(c_t), so gradients survive long sequences.",
        _gated(TorchLSTM, NotesLSTMCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
        shape=_torch_shape(4),
        params=[*_common(gated=True), DTYPE_PARAM],
@@ -388,7 +388,7 @@ BLOCKS = [
        search=Search(words=(("rnn", 1),))),
     op("recurrent.GRU",
        "Gated recurrent unit: an update gate mixes the old state with a candidate.\n\n"
-       "Fewer weights than an LSTM and no separate cell. The notes' convention (16.6) "
+       "Fewer weights than an LSTM and no separate cell. The convention = \"notes\" form "
        "weights the candidate by the update gate and resets h before U; torch's does "
        "the opposite mix and resets after U (see the module doc).",
        _gated(TorchGRU, NotesGRUCell), inputs=SEQUENCE_IN, outputs=SEQUENCE_OUT,
@@ -398,7 +398,7 @@ BLOCKS = [
        search=Search(words=(("rnn", 2),))),
     op("recurrent.Highway",
        "Highway layer y = T(x) ⊙ H(x) + (1 − T(x)) ⊙ x with a learned sigmoid gate T.\n\n"
-       "Srivastava et al. (notes 16.8): where T ≈ 0 the input passes unchanged, so very "
+       "Srivastava et al. (2015): where T ≈ 0 the input passes unchanged, so very "
        "deep stacks still train. A negative `gate_bias` starts the layer close to the "
        "identity. Acts on the last dim; the shape is kept.",
        _highway, inputs=["input"], outputs=["output"],

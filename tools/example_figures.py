@@ -1,152 +1,270 @@
-"""The figures of examples/README.md, made again from fresh runs and written back.
+"""The figures of examples/README.md and README.md, made again from fresh runs and written back.
 
-A figure in the README sits between two HTML comments, invisible when rendered:
+A figure in either README sits between two HTML comments, invisible when rendered:
 
     accuracy <!--fig:xor.train_accuracy-->1.0<!--/fig--> (all four points)
 
-The name says which example and which number; `EXAMPLES` below says how each example is
-run (its file as it is, through `nodegraph.train`, or only compiled for a parameter count)
-and how each number is read and printed. So a figure cannot drift from the code without a
-run saying so:
+The name says which run and which number; `tools/example_runs.py` says how each run is made
+(an example's file as it is, or with params set, another seed or epoch count; trained,
+only compiled for a parameter count, or a procedure run after training) and how each number
+is read and printed. So a figure cannot drift from the code without a run saying so:
 
-    python tools/example_figures.py            # rerun the fast examples, rewrite their figures
-    python tools/example_figures.py --slow     # the slow ones too (detection: minutes each)
-    python tools/example_figures.py --check    # change nothing; exit 1 listing stale figures
+    python tools/example_figures.py               # rerun the fast runs, rewrite their figures
+    python tools/example_figures.py --slow        # the slow ones too (minutes each)
+    python tools/example_figures.py --slow NAME   # only the slow run NAME (and its fingerprint)
+    python tools/example_figures.py --check       # change nothing; exit 1 on stale figures
 
-`tests/test_example_figures.py` runs `--check` on the fast examples in CI; the slow ones
-(trained for minutes) are regenerated with `--slow` whenever their blocks change. A marker
-whose name the table does not know, and a known figure with no marker, are errors too.
+Runs are seeded, on the CPU with one torch thread, so a figure is expected to come out
+digit for digit; one that is not (its run says why) is compared within a stated tolerance.
+
+`tests/test_example_figures.py` runs `--check` in CI. It reruns the fast runs; the slow
+ones (trained for minutes) cannot run there, so each leaves a record in
+`tools/example_figures.json`: the figures it printed and a fingerprint of what it depends
+on, a hash of the example's file and of the source of every module its blocks are built
+by (the registry's `spec.build.__module__`, the `nodes` modules those import, shipped
+groups' files). When a fingerprint no longer matches, the check fails, naming the changed
+files and the command that regenerates the figures; a slow figure whose text differs from
+its run's record fails too. A marker whose name no run knows, a known figure with no
+marker, and a slow figure with no record are errors as well.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
+import json
 import re
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the run table lives beside us
+from example_runs import EXAMPLES, Example  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "examples" / "README.md"
+DOCUMENTS = (ROOT / "examples" / "README.md", ROOT / "README.md")
+FINGERPRINTS = ROOT / "tools" / "example_figures.json"
 MARKER = re.compile(r"<!--fig:([\w.]+)-->(.*?)<!--/fig-->")
-
-
-def number(digits: int) -> Callable[[float], str]:
-    """Fixed decimals, with the typographic minus the README uses."""
-    return lambda v: f"{v:.{digits}f}".replace("-", "−")
-
-
-def count(v: float) -> str:
-    return f"{int(v):,}"
-
-
-@dataclass(frozen=True)
-class Example:
-    """How one example is run, and its figures: name -> (read the number, print it)."""
-
-    file: str
-    slow: bool  # a full run takes minutes: regenerated on demand, not in CI
-    figures: dict[str, tuple[Callable[[Any], float], Callable[[float], str]]]
-    train: bool = True  # False: compiled only (parameter counts)
-
-
-def final(split: str, key: str) -> Callable[[Any], float]:
-    """A number of the run's final evaluation."""
-    return lambda run: run.final[split][key]
-
-
-def weight(node: str, name: str) -> Callable[[Any], float]:
-    """One scalar weight of a trained node."""
-    return lambda run: float(getattr(run.module.module_of(node), name).detach().reshape(-1)[0])
-
-
-def params(compiled: Any) -> float:
-    return compiled.parameter_count()
-
-
-def _detection(name: str) -> dict[str, Example]:
-    """Two runs of a detection example: its parameter count (compiled, fast) and the
-    trained mAPs (slow)."""
-    maps = {f"{split}_{key}": (final(split, f"map.{key}"), number(3))
-            for split, keys in (("train", ("map_50", "map")), ("val", ("map_50", "map")),
-                                ("test", ("map_50", "map_75", "map")))
-            for key in keys}
-    return {f"{name}_size": Example(f"{name}.json", False, {"params": (params, count)},
-                                    train=False),
-            name: Example(f"{name}.json", True, maps)}
-
-
-EXAMPLES: dict[str, Example] = {
-    "xor": Example("xor.json", False, {
-        "train_accuracy": (final("train", "accuracy"), number(1)),
-        "train_loss": (final("train", "loss"), number(4))}),
-    "line_fit": Example("line_fit.json", False, {
-        "slope": (weight("line", "weight"), number(3)),
-        "intercept": (weight("line", "bias"), number(3)),
-        "train_mse": (final("train", "loss"), number(4)),
-        "val_mse": (final("val", "loss"), number(4))}),
-    **_detection("yolo_shapes"), **_detection("rcnn_shapes"), **_detection("detr_shapes"),
-}
+NUMBER = re.compile(r"[−-]?\d[\d,]*(?:\.\d+)?(?:e[−-]?\d+)?")
 
 
 def measure(key: str) -> dict[str, str]:
-    """The figures of `EXAMPLES[key]`, printed, from a fresh run of its file."""
+    """The figures of run `key`, printed, from a fresh run of its file."""
     import nodegraph
 
     example = EXAMPLES[key]
     graph = nodegraph.load(ROOT / "examples" / example.file)
-    made: Any = nodegraph.train(graph) if example.train else nodegraph.compile(graph)
-    return {f"{key}.{name}": show(read(made)) for name, (read, show) in example.figures.items()}
+    for target, value in example.sets.items():
+        node, param = target.split(".", 1)
+        graph.set_param(node, param, value)
+    made = example.run(graph)
+    return {f"{key}.{name}": fig.show(fig.read(made)) for name, fig in example.figures.items()}
 
 
-def rewrite(text: str, fresh: dict[str, str]) -> tuple[str, list[str]]:
-    """`text` with the figures of `fresh` written in; the names whose text changed."""
+def _value(text: str) -> float | None:
+    m = NUMBER.search(text)
+    return None if m is None else float(m.group(0).replace(",", "").replace("−", "-"))
+
+
+def differs(name: str, old: str, new: str) -> bool:
+    """Whether `old` (the README's text) is stale against `new` (a fresh run): exactly,
+    or beyond the figure's stated tolerance."""
+    key, figure = name.split(".", 1)
+    tolerance = EXAMPLES[key].figures[figure].tolerance
+    if old == new:
+        return False
+    a, b = _value(old), _value(new)
+    return not (tolerance and a is not None and b is not None and abs(a - b) <= tolerance)
+
+
+def rewrite(text: str, fresh: dict[str, str], check: bool = False) -> tuple[str, list[str]]:
+    """`text` with the figures of `fresh` written in; the names whose text changed (under
+    `check`, only those beyond their tolerance)."""
     changed = []
 
     def put(m: re.Match) -> str:
         name, old = m.group(1), m.group(2)
-        if name not in fresh:
+        if name not in fresh or fresh[name] == old:
             return m.group(0)
-        if fresh[name] != old:
+        if not check or differs(name, old, fresh[name]):
             changed.append(f"{name}: {old} -> {fresh[name]}")
         return f"<!--fig:{name}-->{fresh[name]}<!--/fig-->"
 
     return MARKER.sub(put, text), changed
 
 
-def problems(text: str) -> list[str]:
-    """Markers the table does not know, and known figures the README does not show."""
-    shown = {m.group(1) for m in MARKER.finditer(text)}
-    known = {f"{key}.{name}" for key, ex in EXAMPLES.items() for name in ex.figures}
-    return ([f"unknown figure {n}" for n in sorted(shown - known)] +
-            [f"figure {n} is not in {README.name}" for n in sorted(known - shown)])
+def known() -> set[str]:
+    return {f"{key}.{name}" for key, ex in EXAMPLES.items() for name in ex.figures}
+
+
+def problems(texts: dict[str, str]) -> list[str]:
+    """Markers no run knows, and known figures no document shows."""
+    shown = {m.group(1) for text in texts.values() for m in MARKER.finditer(text)}
+    names = " or ".join(texts)
+    return ([f"unknown figure {n}" for n in sorted(shown - known())] +
+            [f"figure {n} is not in {names}" for n in sorted(known() - shown)])
+
+
+# -- fingerprints of the slow runs ------------------------------------------------------
+
+
+def sources(example: Example) -> list[Path]:
+    """The files a run of `example` depends on: its graph file, and the source of every
+    module that builds one of its blocks (groups' bodies walked, shipped groups' files)."""
+    import nodegraph
+    from nodegraph.model.groupdefs import PREFIX, definition
+
+    graph = nodegraph.load(ROOT / "examples" / example.file)
+    files = {ROOT / "examples" / example.file, *(ROOT / f for f in example.depends)}
+    seen: set[str] = set()
+
+    def walk(body: Any) -> None:
+        for node in body:
+            if node.type in seen:
+                continue
+            seen.add(node.type)
+            if node.type.startswith(PREFIX):
+                defn = definition(graph, node.type[len(PREFIX):])
+                if node.type[len(PREFIX):] not in graph.groups:  # shipped with the library
+                    files.update((ROOT / "nodes" / "group_files").glob("*.json"))
+                if defn is not None:
+                    walk(defn.body)
+                continue
+            build = graph.registry.get(node.type).build
+            module = sys.modules.get(getattr(build, "__module__", type(build).__module__))
+            where = getattr(module, "__file__", None)
+            if where:
+                files.add(Path(where).resolve())
+
+    walk(graph)
+    for defn in graph.groups.values():
+        walk(defn.body)
+    return sorted(_with_imports(files))
+
+
+def _with_imports(files: set[Path]) -> set[Path]:
+    """`files` and the modules of the `nodes` package they import, transitively: a block
+    module often keeps its torch code in a private module beside it."""
+    package = ROOT / "nodes"
+    todo, done = [f for f in files if f.suffix == ".py"], set(files)
+    while todo:
+        path = todo.pop()
+        here = path.relative_to(ROOT).with_suffix("").parts[:-1]  # its package, as parts
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.ImportFrom):
+                base = (list(here[:len(here) - node.level + 1]) if node.level
+                        else [])
+                names = [[*base, *(node.module or "").split(".")]] if node.module else []
+                names += [[*base, *(node.module or "").split("."), a.name] for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name.split(".") for a in node.names]
+            else:
+                continue
+            for parts in names:
+                parts = [p for p in parts if p]
+                if not parts or parts[0] != "nodes":
+                    continue
+                for found in (package.parent.joinpath(*parts).with_suffix(".py"),
+                              package.parent.joinpath(*parts, "__init__.py")):
+                    if found.is_file() and found not in done:
+                        done.add(found)
+                        todo.append(found)
+    return done
+
+
+def fingerprint(example: Example) -> dict[str, str]:
+    """Each source of `example` (relative to the repository) -> the start of its SHA-256."""
+    out = {}
+    for path in sources(example):
+        try:
+            name = path.relative_to(ROOT).as_posix()
+        except ValueError:  # a block from an installed package outside the repository
+            name = path.name
+        out[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return out
+
+
+def read_fingerprints() -> dict[str, dict[str, dict[str, str]]]:
+    """The slow runs' records: run -> {"sources": fingerprint, "figures": name -> text}."""
+    return (json.loads(FINGERPRINTS.read_text(encoding="utf-8"))
+            if FINGERPRINTS.exists() else {})
+
+
+def stale_slow(texts: dict[str, str]) -> list[str]:
+    """Slow runs shown in a document whose record is missing, whose sources changed since
+    (the fingerprint), or whose figures in the text are not what that run printed."""
+    shown: dict[str, dict[str, str]] = {}
+    for text in texts.values():
+        for m in MARKER.finditer(text):
+            key = m.group(1).split(".", 1)[0]
+            if key in EXAMPLES and EXAMPLES[key].slow:
+                shown.setdefault(key, {})[m.group(1)] = m.group(2)
+    recorded = read_fingerprints()
+    out = []
+    for key in sorted(shown):
+        again = f"regenerate with tools/example_figures.py --slow {key}"
+        then = recorded.get(key)
+        if then is None:
+            out.append(f"{key}: no fingerprint recorded; {again}")
+            continue
+        now, before = fingerprint(EXAMPLES[key]), then["sources"]
+        if now != before:
+            moved = sorted(f for f in set(now) | set(before) if now.get(f) != before.get(f))
+            out.append(f"{key}: changed since its figures were made: {', '.join(moved)}; "
+                       f"{again}")
+        for name, text in sorted(shown[key].items()):
+            made = then["figures"].get(name)
+            if made != text and (made is None or differs(name, text, made)):
+                out.append(f"{name}: the text shows {text}, its last run made {made}; {again}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--slow", action="store_true", help="run the slow examples too")
-    parser.add_argument("--only", nargs="+", choices=sorted(EXAMPLES), help="these examples")
+    parser.add_argument("--slow", nargs="*", metavar="NAME",
+                        help="run the slow runs too; with names, only those")
+    parser.add_argument("--only", nargs="+", choices=sorted(EXAMPLES), help="these runs")
     parser.add_argument("--check", action="store_true",
                         help="change nothing; exit 1 when a figure differs from a fresh run")
     args = parser.parse_args(argv)
-    keys = args.only or [k for k, ex in EXAMPLES.items() if args.slow or not ex.slow]
+    for name in args.slow or ():
+        if name not in EXAMPLES:
+            parser.error(f"--slow: no run {name!r}")
+    keys = (args.only or list(args.slow or ()) or
+            [k for k, ex in EXAMPLES.items() if args.slow is not None or not ex.slow])
     fresh: dict[str, str] = {}
     for key in keys:
+        start = time.process_time()
         fresh.update(measure(key))
-        print(f"{key}: " + ", ".join(f"{n.split('.', 1)[1]} {v}" for n, v in fresh.items()
-                                     if n.startswith(key + ".")), flush=True)
-    text = README.read_text(encoding="utf-8")  # read after the runs, which may take long
-    wrong = problems(text)
-    new, changed = rewrite(text, fresh)
-    for line in [*wrong, *changed]:
+        shown = ", ".join(f"{n.split('.', 1)[1]} {v}" for n, v in fresh.items()
+                          if n.startswith(key + "."))
+        print(f"{key} ({time.process_time() - start:.1f} s CPU): {shown}", flush=True)
+    if not args.check:  # the slow runs made now carry the fingerprint of what made them
+        prints = read_fingerprints()
+        made = {k: {"sources": fingerprint(EXAMPLES[k]),
+                    "figures": {n: v for n, v in fresh.items() if n.split(".", 1)[0] == k}}
+                for k in keys if EXAMPLES[k].slow}
+        if any(prints.get(k) != v for k, v in made.items()):
+            prints.update(made)
+            FINGERPRINTS.write_text(json.dumps(dict(sorted(prints.items())), indent=1) + "\n",
+                                    encoding="utf-8")
+    # read after the runs, which may take long
+    texts = {path.name if path.parent == ROOT else path.relative_to(ROOT).as_posix():
+             path.read_text(encoding="utf-8") for path in DOCUMENTS}
+    wrong = problems(texts) + stale_slow(texts)
+    changes = []
+    for path, (name, text) in zip(DOCUMENTS, texts.items(), strict=True):
+        new, changed = rewrite(text, fresh, check=args.check)
+        changes += [f"{name}: {line}" for line in changed]
+        if not args.check and new != text:
+            path.write_text(new, encoding="utf-8")
+            print(f"{name}: {len(changed)} figure(s) rewritten")
+    for line in [*wrong, *changes]:
         print(line)
     if args.check:
-        return 1 if wrong or changed else 0
-    if new != text:
-        README.write_text(new, encoding="utf-8")
-        print(f"{README.relative_to(ROOT)}: {len(changed)} figure(s) rewritten")
+        return 1 if wrong or changes else 0
     return 1 if wrong else 0
 
 

@@ -1,7 +1,7 @@
-"""The autoencoder of seed 004 §3.1 (E16, L259-272, Table 1) on the 8x8 digits.
+"""An autoencoder width sweep on the 8x8 digits, after a course exercise on MNIST.
 
 64 pixels → Linear(hidden) → ReLU → Linear(64) → Sigmoid, trained to reproduce its input
-with the mean squared error per pixel. The notes train 784-pixel MNIST with 16, 32, 64
+with the mean squared error per pixel. The exercise trains 784-pixel MNIST with 16, 32, 64
 and 128 hidden units and find the reconstruction loss falls as the bottleneck widens;
 here the width is the `enc.out_features` param, so one file runs all four:
 

@@ -1,16 +1,16 @@
-"""The worked backpropagation example of seed 004, Appendix B (L556-639, Tables 5-17).
+"""A classic worked backpropagation exercise: 2 → 2 sigmoid → 1 linear, one GD step.
 
 Two inputs → two sigmoid units → one output, three patterns, one full-batch gradient step
-with η = 1 on E = (1/P) Σ_p ½(y_p − t_p)². The notes write the bias as a constant input
-x₁ = 1; here it is each Linear's bias: W¹ = [[0.2, −1.2], [−0.7, −0.7]], b¹ = (0.4, 0.7)
-(Table 6), W² = (−0.5, 2.3), b² = 0.4 (Table 9). The loss is the mean squared error halved
-(a WeightedSum with w_a = 0.5), so its value is the notes' E = 0.924 and GD with lr 1 takes
-the notes' step.
+with η = 1 on E = (1/P) Σ_p ½(y_p − t_p)². The exercise writes the bias as a constant input
+x₁ = 1; here it is each Linear's bias: W¹ = [[0.2, −1.2], [−0.7, −0.7]], b¹ = (0.4, 0.7),
+W² = (−0.5, 2.3), b² = 0.4. The loss is the mean squared error halved
+(a WeightedSum with w_a = 0.5), so its value is the exercise's E = 0.924 and GD with lr 1 takes
+the exercise's step.
 
-The forward tables T7-T11 come out exactly. The notes' deltas (T12-T17) mix conventions:
+The exercise's forward values come out exactly. Its printed deltas mix conventions:
 the output is linear in the forward pass but δ² multiplies by σ′(ξ²) as if it were a
-sigmoid. Autograd on this (linear-output) graph gives the consistent values of the seed's
-digest instead, e.g. new W² = (−0.8554; −1.1137, 1.6113) after the step.
+sigmoid. Autograd on this (linear-output) graph gives the consistent values of a linear output
+instead, e.g. new W² = (−0.8554; −1.1137, 1.6113) after the step.
 
     python examples/builders/backprop_appendix.py
 """
@@ -22,7 +22,7 @@ from _networks import chain
 
 from nodegraph.model.graph import Graph
 
-# Table 5 without the bias row: (x₂, x₃) per pattern; Table 11: the targets
+# the exercise's inputs without the bias row: (x₂, x₃) per pattern; then the targets
 PATTERNS = [[1.0, 1.0, -1.0], [0.0, -2.0, 1.0], [-1.0, 1.0, 1.0]]
 
 

@@ -1,4 +1,4 @@
-"""A character-level transformer language model on data.TokenText (seed 003 §17).
+"""A character-level transformer language model on data.TokenText.
 
 Token ids -> Embedding (d = 64) -> sinusoidal positions -> two pre-LN Transformer encoder
 blocks with a causal mask (position t attends to 0..t only, so predicting character t + 1

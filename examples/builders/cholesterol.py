@@ -1,11 +1,11 @@
-"""Cholesterol from age and BMI: seed 000 §2.1.3 (Table 1, L171-183), two ways.
+"""Cholesterol from age and BMI: a lecture example's ten-patient table, two ways.
 
 cholesterol.json solves the normal equations θ* = (XᵀX)⁻¹Xᵀy with the LeastSquares block
 (one Newton step is exact for a squared loss on a linear model; a second one polishes off
 float32 rounding). cholesterol_lbfgs.json reaches the same θ iteratively with L-BFGS; it
 z-scores the inputs first, because XᵀX of the raw inputs has a condition number of about
 2·10⁶ and L-BFGS in float32 stalls on it. The data sit in the file as a table whose split
-column reproduces the notes' split: rows 1, 3, 5, 7, 9 train, rows 2, 4, 6, 8, 10 test.
+column reproduces the lecture's split: rows 1, 3, 5, 7, 9 train, rows 2, 4, 6, 8, 10 test.
 
     python examples/builders/cholesterol.py
 """
@@ -16,13 +16,13 @@ from _classic import save_all, score, wire
 
 from nodegraph.model.graph import Graph
 
-# (age, BMI, cholesterol) of seed 000 Table 1
+# (age, BMI, cholesterol) of the lecture's ten patients
 ROWS = [(25, 22.5, 180), (30, 24.0, 190), (35, 26.5, 210), (40, 28.0, 220), (45, 29.5, 240),
         (50, 30.0, 250), (55, 31.5, 260), (60, 32.0, 270), (65, 33.5, 280), (70, 34.0, 290)]
 
 
 def table_rows() -> list[list]:
-    """The rows with their split: the notes' odd rows (1, 3, ...) train, even rows test."""
+    """The rows with their split: the lecture's odd rows (1, 3, ...) train, even rows test."""
     return [[age, bmi, chol, "train" if i % 2 == 0 else "test"]
             for i, (age, bmi, chol) in enumerate(ROWS)]
 

@@ -1,11 +1,11 @@
-"""The CNN of seed 004 §1.3.5 (E8, L110-124) on 28x28 digits, with three optimizers (E9).
+"""A digits CNN on 28x28 digits, trained with three optimizers.
 
 Conv2d 3x3 ×32 → ReLU → MaxPool 2 → Conv2d 3x3 ×64 → ReLU → MaxPool 2 → Flatten (1600)
 → Dropout 0.5 → Linear 10: 320 + 18,496 + 16,010 = 34,826 trainable parameters, the
-Keras "simple MNIST convnet" the notes describe. MNIST is not shipped, so the data are
+Keras "simple MNIST convnet" a course exercise follows. MNIST is not shipped, so the data are
 scikit-learn's 1797 digits upsampled to 28x28 (an MNIST stand-in): 20 % held out for the
 test, 10 % for validation. Training stops early on the validation loss and
-restores the best weights, as in the notes (footnote 6).
+restores the best weights, as in the exercise.
 
 The recipe was chosen on the validation split alone (seed 0; the test split never
 looked at): batches of 32, up to 60 epochs, patience 10. Adam at lr 0.001 reached the
@@ -14,7 +14,7 @@ patience 5 (0.023, the first version), with a cosine schedule over 30 epochs (0.
 batches of 32: 0.020; at lr 0.004: 0.021) and with exponential decay 0.9 per epoch
 (0.049). The other two optimizers keep their learning rates and share the recipe.
 
-The notes compare Adam with SGD plus a learning-rate schedule and with Adadelta at a
+The exercise compares Adam with SGD plus a learning-rate schedule and with Adadelta at a
 tuned rate (Adam ≥ SGD ≥ Adadelta in test accuracy); the graphs differ in the optimizer
 block (and the schedule), so each is its own file:
 cnn_digits.json (Adam), cnn_digits_sgd.json (SGD with momentum, exponential decay),

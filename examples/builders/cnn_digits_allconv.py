@@ -1,6 +1,6 @@
-"""An all-convolutional variant of the digits CNN: seed 004 §1.3 (1×1 and strided convs).
+"""An all-convolutional variant of the digits CNN: 1×1 and strided convolutions.
 
-The E8 CNN (cnn_digits.json) downsamples with max-pooling and classifies with a dense
+The digits CNN (cnn_digits.json) downsamples with max-pooling and classifies with a dense
 layer on the flattened 5×5×64 maps (16,010 of its 34,826 parameters). Here, as in
 Springenberg et al. ("Striving for simplicity: the all convolutional net", 2015), each
 max-pool becomes a 3×3 convolution with stride 2 of the same width, and the dense layer

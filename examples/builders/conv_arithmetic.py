@@ -1,10 +1,10 @@
-"""Convolution by hand: seed 004 eq 7 (L294-313) and seed 002's edge detector (§8.2).
+"""Convolution by hand: a 2x2 kernel with stride 2, and a vertical-edge detector.
 
 conv_arithmetic.json: the 4x4 image X = [[2,5,4,1],[3,1,2,0],[4,5,7,1],[1,2,3,4]], the
 kernel K = [[1,0],[0,1]], stride 2, no padding, no bias → [[3,4],[6,11]] (cross-
-correlation: no flip). edge_detection.json: the 6x6 image of (8.1), bright (10) in the
-left three columns, through the vertical-edge filter [[1,0,−1]]×3 of (8.11) → every row
-[0, 30, 30, 0]; the notes print 10, but each of the three filter rows adds 10 (digest).
+correlation: no flip). edge_detection.json: a 6x6 image, bright (10) in the
+left three columns, through the vertical-edge filter [[1,0,−1]]×3 → every row
+[0, 30, 30, 0]; a well-known textbook version prints 10, but each of the three filter rows adds 10.
 
 Each image is one table row of pixels, reshaped to (N, 1, H, W); the targets are the
 expected output map, so the loss a run prints is 0 when the convolution reproduces it.

@@ -1,4 +1,4 @@
-"""A DCGAN (Radford et al. 2016) on the 8x8 digits: seed 004's GAN (E24) with convolutions.
+"""A DCGAN (Radford et al. 2016) on the 8x8 digits: gan_digits.json's GAN with convolutions.
 
 The pixels are mapped from [0, 1] to [-1, 1] (×2, −1) to match the generator's Tanh.
 generator (group): z (32 values from samplers.PriorSample) reshaped to (32, 1, 1) →

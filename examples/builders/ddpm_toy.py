@@ -1,4 +1,4 @@
-"""DDPM (seed 004 App. D / CATALOG "DDPM") on the two moons, in 2-D so it can be seen.
+"""DDPM (Ho et al. 2020) on the two moons, in 2-D so it can be seen.
 
 Training: samplers.DDPMNoise draws a step t and noise ε and gives x_t = √ᾱ_t·x_0 +
 √(1 − ᾱ_t)·ε (cosine schedule, T = 100); the denoiser group embeds t

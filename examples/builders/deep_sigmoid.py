@@ -1,20 +1,20 @@
-"""Vanishing gradients in a deep MLP, and what cures them: seed 002 §7.1-7.3 (L782-943).
+"""Vanishing gradients in a deep MLP, and what cures them.
 
-Ten hidden layers of 32 units on the 8x8 digits (z-scored, as §7.2 asks), trained by plain
-SGD so the size of each layer's gradient is the size of its step. The notes' estimate
-δ^(L−p) ~ (h′)^(p+1) (7.2) says the gradient reaching layer ℓ shrinks with every sigmoid
+Ten hidden layers of 32 units on the 8x8 digits (z-scored), trained by plain
+SGD so the size of each layer's gradient is the size of its step. The textbook estimate
+δ^(L−p) ~ (h′)^(p+1) says the gradient reaching layer ℓ shrinks with every sigmoid
 it passes back through; the probes (`nodegraph run --probe-out`, the editor's animation)
 show it as the gradient norm at each layer's output. The files differ in structure or in
 every layer's init, so each is its own file:
 
-- deep_sigmoid.json: sigmoid, weights N(0, 1) (the "old practice" of L796).
-- deep_sigmoid_xavier.json: sigmoid, Xavier N(0, 2/(n_in + n_out)) (7.19). Xavier's
-  derivation assumes h′(0) = 1 (footnote 10); the sigmoid's h′(0) is 1/4, so the
+- deep_sigmoid.json: sigmoid, weights N(0, 1) (the "old practice").
+- deep_sigmoid_xavier.json: sigmoid, Xavier N(0, 2/(n_in + n_out)) . Xavier's
+  derivation assumes h′(0) = 1; the sigmoid's h′(0) is 1/4, so the
   gradient falls about fourfold per layer: far worse than with N(0, 1).
 - deep_tanh_xavier.json: tanh with Xavier, the pairing the derivation is for.
-- deep_relu_he.json: ReLU with He's N(0, 2/n_in) (L876).
+- deep_relu_he.json: ReLU with He's N(0, 2/n_in).
 - deep_sigmoid_batchnorm.json: the N(0, 1) sigmoid net with BatchNorm before each
-  activation (7.24, L943): every layer's input is standardised again.
+  activation: every layer's input is standardised again.
 
     python examples/builders/deep_sigmoid.py
 """

@@ -1,4 +1,4 @@
-"""Three small object detectors on the synthetic shapes (seed 000 §6): a single-stage grid
+"""Three small object detectors on the synthetic shapes: a single-stage grid
 detector (YOLO), a two-stage detector (R-CNN: region proposals → RoIAlign → classifier and
 box regressor) and a set-prediction transformer (DETR).
 

@@ -1,4 +1,4 @@
-"""The GAN of seed 004 §4.2 (E24, L448-476) as MLPs on the 8x8 digits.
+"""A GAN (Goodfellow et al. 2014) as MLPs on the 8x8 digits.
 
 generator (group): z (16, from samplers.PriorSample) → Linear 128 → LeakyReLU →
 Linear 64 → Sigmoid. discriminator (group): x → Linear 128 → LeakyReLU → Linear 1, a
@@ -7,7 +7,7 @@ d_real on the data, d_fake on the generated batch behind a StopGradient (the D s
 not push gradients into G) and d_gen on the generated batch itself (the G step needs the
 gradient through D). Two optimizers take turns on each batch, each over its own scope:
 opt_d minimises −E log D(x) − E log(1 − D(G(z))), opt_g the non-saturating
-−E log D(G(z)) (the notes' footnote 16), both Adam with β₁ = 0.5 as the notes suggest.
+−E log D(G(z)) (the non-saturating loss), both Adam with β₁ = 0.5 (Radford et al.).
 
     nodegraph sample examples/gan_digits.json samples --train
 

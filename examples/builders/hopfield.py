@@ -1,10 +1,11 @@
-"""Hopfield recall graphs of seed 004 §2.1 (E11–E12, L152–205, Figs 6–8).
+"""Hopfield recall graphs: the classic 2-D and 3-D attractor exercises and noisy digits.
 
 No training: the newhop design (energy.HopfieldNewhop, Li–Michel–Porod, as MATLAB's
 `newhop`) fixes the weights from the targets, and the graphs are only evaluated
-(epochs 0). The starting states are a table typed into the file: the notes' named points
-(eq 5's starts, the unstable fixed points, the spurious equilibria) and 1000 starts drawn
-uniformly from [−1, 1]^units with a fixed seed, as the course's rands(S, 1). The
+(epochs 0). The starting states are a table typed into the file: the exercises' named points
+(the two starts of the 2-D exercise, the unstable fixed points, the spurious
+equilibria) and 1000 starts drawn uniformly from [−1, 1]^units with a fixed seed, as
+the course's rands(S, 1). The
 Hopfield node emits each start's trajectory and energy per iteration and the iteration at
 which it settled; metrics report the mean settling time and how far the final states are
 from the expected attractor (y).
@@ -14,7 +15,7 @@ sign(start), the spurious [−1, 1] included; y is that corner (a start on an ax
 it: [0, 0], [1, 0], [0, 1] are fixed points). 3-D: y is the nearest target, which every
 uniform start reaches (none ends at a spurious point: they are unstable).
 
-hopfield_digits (E13, L207–222): the newhop design stores the first 8x8 digit of each class
+hopfield_digits: the newhop design stores the first 8x8 digit of each class
 (binarised at half ink, ±1) — written into the file as the node's targets — and recalls
 noisy probes (the digit plus Gaussian noise of sd 0.2 to 2.0); y is the clean digit.
 
@@ -30,15 +31,15 @@ from _classic import save_example, wire
 
 from nodegraph.model.graph import Graph
 
-TARGETS_2D = [[1, 1], [-1, -1], [1, -1]]  # seed 004 eq 3 (L161)
-TARGETS_3D = [[-1, -1, 1], [1, -1, -1], [1, 1, 1]]  # seed 004 L176
+TARGETS_2D = [[1, 1], [-1, -1], [1, -1]]  # the 2-D exercise's targets
+TARGETS_3D = [[-1, -1, 1], [1, -1, -1], [1, 1, 1]]  # the 3-D exercise's targets
 STARTS = 1000
 LEVELS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.5, 2.0)  # hopfield_digits: the noise sd
 DRAWS = 2  # hopfield_digits: probes per digit and level
-NAMED_2D = [[0.5, -0.75], [-0.5, 0.75],  # eq 5: to the target [1, −1], to the spurious [−1, 1]
-            [0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]  # unstable fixed points (digest E11)
+NAMED_2D = [[0.5, -0.75], [-0.5, 0.75],  # to the target [1, −1], to the spurious [−1, 1]
+            [0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]  # unstable fixed points
 NAMED_3D = [[-0.0605, -1, -0.0605], [-0.0605, 0.0605, 1], [1, 0.0605, -0.0605],
-            [0.3667, -0.3667, 0.3667]]  # the spurious equilibria (L190–L195, digest E12)
+            [0.3667, -0.3667, 0.3667]]  # the spurious equilibria
 
 
 def uniform_starts(units: int, seed: int = 0) -> np.ndarray:
@@ -92,7 +93,7 @@ def digit_patterns() -> np.ndarray:
 
 
 def noisy_probes(patterns: np.ndarray, seed: int = 0) -> np.ndarray:
-    """For each noise level, DRAWS probes of every digit: pattern + level·N(0, 1) (E13's
+    """For each noise level, DRAWS probes of every digit: pattern + level·N(0, 1) (the digit
     additive Gaussian noise, sd = level·max|x|), rounded to 3 decimals; rows ordered by
     level, then digit, then draw."""
     rng = np.random.default_rng(seed)

@@ -1,11 +1,11 @@
-"""Linear regions of a small ReLU MLP on 2-D data: seed 000 §4.1.4.
+"""Linear regions of a small ReLU MLP on 2-D data.
 
 One hidden layer of n = 8 ReLU units on the two moons, trained briefly with Adam. The
 procedure `regions` evaluates the hidden pre-activations on grids of 50², 200² and 800²
 points covering the data and every crossing of the 8 lines w_i·x + b_i = 0, and counts the
 distinct activation patterns — each one a region where the network is a single affine map.
 Eight lines in general position cut the plane into ½(n² + n + 2) = 37 regions, the bound of
-the notes (L834); the finest grid finds them all (a coarse grid misses thin ones).
+the bound ½(n² + n + 2); the finest grid finds them all (a coarse grid misses thin ones).
 
     python examples/builders/linear_regions.py
     nodegraph sample examples/linear_regions.json regions --train

@@ -1,10 +1,10 @@
-"""Binary logistic regression on two moons, with its calibration: seed 000 §2.2, seed 002 §5.1.
+"""Binary logistic regression on two moons, with its calibration.
 
 One Linear unit gives the logit f = θᵀx + θ0; BCEWithLogits is the negative Bernoulli
-log-likelihood of the notes (seed 000 L302-313, seed 002 (5.13)) with the sigmoid built in,
-minimised by full-batch gradient descent ("something like gradient descent", L316). The
+log-likelihood with the sigmoid built in,
+minimised by full-batch gradient descent . The
 loss is convex, so GD lands on the same θ as scikit-learn's solver. Accuracy thresholds the
-logit at 0 (p = 0.5, L284-296); ECE bins the predicted probabilities and reports the
+logit at 0 (p = 0.5); ECE bins the predicted probabilities and reports the
 reliability-diagram data (confidence, accuracy and count per bin). The moons are not
 linearly separable, so the line misclassifies about one point in eight.
 

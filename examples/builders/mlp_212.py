@@ -1,10 +1,10 @@
-"""The 2-1-2 ReLU network of seed 000 §4.1.2 (L732-750), with the notes' weights and input.
+"""A 2-1-2 ReLU network worked by hand, with hand-set weights and input.
 
-w⁽¹⁾ = (0.5, −0.5), b⁽¹⁾ = 0.1; w⁽²⁾ = (0.7, 0.3) (the notes label 0.3 as w⁽²⁾₁,₂; it is
+w⁽¹⁾ = (0.5, −0.5), b⁽¹⁾ = 0.1; w⁽²⁾ = (0.7, 0.3) (a worked version labels 0.3 as w⁽²⁾₁,₂; it is
 w⁽²⁾₂,₁, the weight into the second output), b⁽²⁾ = (0.2, −0.2); input a⁽⁰⁾ = (5, 2), ReLU
 on both layers. Forward: hidden max(0, 2.5 − 1 + 0.1) = 1.6, outputs max(0, 0.7·1.6 + 0.2)
 = 1.32 and max(0, 0.3·1.6 − 0.2) = 0.28. The table's targets are those printed outputs,
-so the loss a run prints is 0 exactly when the graph computes what the notes do.
+so the loss a run prints is 0 exactly when the graph computes what the hand calculation does.
 
     python examples/builders/mlp_212.py
 """

@@ -1,8 +1,8 @@
-"""The optimizer race of seeds 003/004: one small regression, five optimizers, three noise levels.
+"""The optimizer race : one small regression, five optimizers, three noise levels.
 
-Seed 004 (§1.1.3, §1.3.1-1.3.2, Figs 1-2) trains one network on a noisy 1-D regression with
+A course exercise trains one network on a noisy 1-D regression with
 full-batch GD, mini-batch GD, Nesterov's accelerated gradient, Adam and L-BFGS, with 0, 25
-and 100 % noise on the targets, and plain GD with η = 0.002, 0.2 and 2.0. The notes give no
+and 100 % noise on the targets, and plain GD with η = 0.002, 0.2 and 2.0. The exercise gives no
 data, sizes or rates, so these files pick them: y = sin(2πx) on [0, 1] (200 points, a fifth
 held out for validation, x z-scored) fitted by a 1-10-1 tanh MLP under MSE. The graphs
 differ only in the optimizer block (and the batch size), so each optimizer has its own file
@@ -18,7 +18,7 @@ and everything else is switched with --set:
     nodegraph run examples/optimizer_race.json --set opt.lr=0.002
 
 Noise is the data block's: Gaussian with a standard deviation of that % of the clean
-signal's, so 100 % is a signal-to-noise ratio of 1 (the notes' 100 % is pure noise).
+signal's, so 100 % is a signal-to-noise ratio of 1 (the exercise's 100 % is pure noise).
 
     python examples/builders/optimizer_race.py
 """

@@ -1,16 +1,16 @@
-"""Bernoulli RBMs on the binarised 8x8 digits (seed 004 §3, E22–E23, L393–446).
+"""Bernoulli RBMs on the binarised 8x8 digits.
 
 rbm_digits: data.Digits → activations.Step (a pixel is on where it has any ink, x > 0:
 no block thresholds at 0.5) → energy.BernoulliRBM trained by CD-1 with plain SGD, the
-exact log pseudo-likelihood averaged by energy.PseudoLikelihood (higher is better; the
-notes' Table 4 reports scikit-learn's estimate on 28x28 MNIST, so its values are not
+exact log pseudo-likelihood averaged by energy.PseudoLikelihood (higher is better; published
+values are scikit-learn's estimate on 28x28 MNIST, not
 comparable with the 64 pixels here). Two procedures run Gibbs chains of the trained RBM:
 
     nodegraph sample examples/rbm_digits.json sample --train    # chains from noise
     nodegraph sample examples/rbm_digits.json inpaint --train   # the top half clamped
 
-dbm_digits: a two-layer deep Boltzmann machine (E23; D.10: "the layers are trained one
-at a time"): RBM 1 on the pixels, then RBM 2 on RBM 1's hidden probabilities, as two
+dbm_digits: a two-layer deep Boltzmann machine (its layers trained one
+at a time): RBM 1 on the pixels, then RBM 2 on RBM 1's hidden probabilities, as two
 training stages, RBM 1 frozen in the second. What makes the stack a DBM rather than two
 RBMs is how it samples: procedures.DBMGibbs draws the middle layer from both the pixels
 and the top layer, then the pixels and the top layer from the middle one, so samples and

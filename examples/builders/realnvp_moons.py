@@ -1,4 +1,4 @@
-"""A RealNVP normalising flow (CATALOG "normalising flow") on the two moons.
+"""A RealNVP normalising flow (Dinh et al. 2017) on the two moons.
 
 Six generative.AffineCoupling layers with alternating masks (`flip` every other layer, so
 each coordinate is transformed given the other in turn) map a moon point x to z; each

@@ -1,4 +1,4 @@
-"""Ridge and lasso on collinear features: seed 000 §2.5, seed 001 M2.
+"""Ridge and lasso on collinear features.
 
 The data: x2 is an exact copy of x1 and x4 is pure noise, y = 4·x1 + 1.5·x3 + noise. XᵀX is
 singular (rank 4 of 5 with the bias column), so plain least squares has no unique solution:
@@ -6,9 +6,9 @@ only w1 + w2 is determined, and the solver's Newton step leaves the split betwee
 copies where the initial weights put it. Ridge, minimising
 ‖y − Xw − b‖² + λ‖w‖² with the bias spared (losses.SSE, LeastSquares ridge λ,
 decay weights_only), is unique for any λ > 0: w = (XᵀX + λD)⁻¹Xᵀy on the design with a
-column of ones, D = diag(1, …, 1, 0). The notes' objective 2/n‖y − Xw‖² + λ/2‖w‖² (seed 001
-L520) has its minimiser at (XᵀX + nλ/4·I)⁻¹Xᵀy, not at the (XᵀX + λI)⁻¹Xᵀy they print
-(L516); the example states the penalty the way the solver applies it.
+column of ones, D = diag(1, …, 1, 0). The objective 2/n‖y − Xw‖² + λ/2‖w‖², as some texts write it,
+has its minimiser at (XᵀX + nλ/4·I)⁻¹Xᵀy, not at the (XᵀX + λI)⁻¹Xᵀy they print; the
+example states the penalty the way the solver applies it.
 
 The lasso (losses.MSE + optimizers.ProximalGD l1 λ, FISTA) sets the noise feature's weight
 to exactly 0; its solution is scikit-learn's Lasso(alpha = λ/2).

@@ -1,9 +1,9 @@
-"""Softmax (multinomial logistic) regression on scikit-learn's 8x8 digits: seed 002 §5.2.
+"""Softmax (multinomial logistic) regression on scikit-learn's 8x8 digits.
 
-Ten linear scores a_k = w_k·x + b_k (5.19) go into cross-entropy with the softmax built in
+Ten linear scores a_k = w_k·x + b_k go into cross-entropy with the softmax built in
 (5.22, averaged over the batch). Eight-by-eight digits are linearly separable on the
 training set, where the unpenalised optimum lies at infinity, so a small ridge penalty
-λ·Σw² on the weights (λ = 1e-4, the notes' suggested size, seed 002 L265; biases spared)
+λ·Σw² on the weights (λ = 1e-4, the usual suggested size; biases spared)
 is added by WeightedSum: the objective then has one minimiser, which L-BFGS on the full
 training split reaches in a few epochs — the same one scikit-learn's LogisticRegression
 finds with C = 1/(2λn). Accuracy takes the argmax; ECE bins the top-class probability.

@@ -1,4 +1,4 @@
-"""The stacked autoencoder classifier of seed 004 §3.2 (E17, L274-290, Table 2).
+"""A stacked autoencoder classifier, pre-trained greedily layer by layer.
 
 Greedy layer-wise pre-training in three training stages on the 8x8 digits:
 
@@ -8,8 +8,8 @@ Greedy layer-wise pre-training in three training stages on the 8x8 digits:
    the cross-entropy, end to end through both encoders (opt3).
 
 stacked_autoencoder_frozen.json is the same graph whose last stage keeps enc1 and enc2
-frozen, so only the head learns: the notes' "pre-trained" row against the "fine-tuned"
-one (fine-tuning wins across the board). Widths are (h1, h2) = (32, 16), the notes'
+frozen, so only the head learns: a course exercise's "pre-trained" row against the "fine-tuned"
+one (fine-tuning wins across the board). Widths are (h1, h2) = (32, 16), the exercise's
 "h1 = 2·h2" rule on 64 pixels instead of 784; `--set enc1.out_features=...
 enc2.out_features=...` tries the others.
 

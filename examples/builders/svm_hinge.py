@@ -1,14 +1,14 @@
-"""A soft-margin linear SVM trained by gradient descent: seed 000 §2.3.2 (L376-388).
+"""A soft-margin linear SVM trained by gradient descent.
 
-The notes' hinge form argmin ‖θ₊‖² + λ'·Σ max(0, 1 − z_i(θ₊ᵀx_i + θ0)) (L388), divided by
+The hinge form argmin ‖θ₊‖² + λ'·Σ max(0, 1 − z_i(θ₊ᵀx_i + θ0)) , divided by
 λ'n, is the mean hinge loss plus λ·‖θ₊‖² with λ = 1/(λ'n): Linear(2 -> 1) scores, Hinge
 reads the 0/1 labels as z = ∓1, L2Penalty adds λ·Σw² over the weights only (θ0 is not
 penalised), WeightedSum adds the two and full-batch (sub)gradient descent minimises the
 sum. Its minimiser is the one a QP solver finds (scikit-learn's SVC with C = 1/(2λn)).
 Two Gaussian blobs (centres (±1, 0), standard deviation 0.5) overlap a little, so a few
 points sit inside the margin or on the wrong side: the slack the soft margin allows. A
-larger `svm_l2.weight` widens the margin 1/‖θ₊‖ and lets more points violate it (the notes'
-L378-384 state the direction of their λ' the wrong way round).
+larger `svm_l2.weight` widens the margin 1/‖θ₊‖ and lets more points violate it (some texts
+state the direction of their λ' the wrong way round).
 
     python examples/builders/svm_hinge.py
 """

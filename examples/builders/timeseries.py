@@ -1,6 +1,6 @@
-"""Seed 004 E14-E15 (L224-255): a lag-window MLP against an LSTM, judged on the free run.
+"""A lag-window MLP against an LSTM on a chaotic series, judged on the free run.
 
-The notes forecast the Santa Fe laser (1000 training steps, 100 test steps) by feeding
+A course exercise forecasts the Santa Fe laser (1000 training steps, 100 test steps) by feeding
 each prediction back into the input window, and find the LSTM (lag 50, 100 hidden: test
 MSE 418) far better than the best one-hidden-layer MLP (lag 100, 50 hidden: 2463). The
 Santa Fe file is not shipped; data.ChaoticSeries is its stand-in (the Lorenz system the
@@ -14,8 +14,8 @@ each fed back as the newest lag.
     timeseries_mlp.json   lag 10 (flat) -> Linear 50 -> tanh -> Linear 1
     timeseries_lstm.json  lag 10 (sequence) -> LSTM 32 -> last state -> Linear 1
 
-Both read the same 10 lags (the notes' shorter LSTM lag) and forecast 30 steps; smaller
-than the notes' sizes so that they train in seconds on a CPU.
+Both read the same 10 lags (the exercise's shorter LSTM lag) and forecast 30 steps; smaller
+than the exercise's sizes so that they train in seconds on a CPU.
 
     python examples/builders/timeseries.py
 """

@@ -1,10 +1,10 @@
-"""Threshold logic units with hand-set weights: seed 002 §6.1, Fig 7 (L513-533).
+"""Threshold logic units with hand-set weights.
 
-nand_tlu.json is one TLU, y = Θ(1.5 − x1 − x2): the NAND truth table of Table 2.
+nand_tlu.json is one TLU, y = Θ(1.5 − x1 − x2): the NAND truth table.
 xor_tlu.json needs a hidden unit and is not layered: the inputs feed the hidden TLU and
-also, past it, the output TLU (Fig 7b): h = Θ(x1 + x2 − 1.5), y = Θ(x1 + x2 − 2h − 0.5).
-The figure gives its weights only as a drawing; these reproduce Table 3. Nothing is
-learned (the step's gradient is zero, L601-603), so both files evaluate with 0 epochs; the
+also, past it, the output TLU: h = Θ(x1 + x2 − 1.5), y = Θ(x1 + x2 − 2h − 0.5).
+These weights reproduce the XOR truth table. Nothing is
+learned (the step's gradient is zero), so both files evaluate with 0 epochs; the
 loss is the squared error of the 0/1 outputs, i.e. the share of wrong rows.
 
     python examples/builders/tlu.py

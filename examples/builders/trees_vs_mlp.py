@@ -1,8 +1,8 @@
-"""Trees, a forest, boosting and an MLP side by side on one data block (seed 000 §2.4).
+"""Trees, a forest, boosting and an MLP side by side on one data block.
 
-The notes leave decision trees as a stub ("split according to some feature", "prune prune
-prune", L401–404): they are not differentiable, yet they are what a network is measured
-against on tabular data. All four models read the same breast-cancer split (60/20/20,
+Decision trees are often taught only in passing: they are not differentiable, yet they are
+what a network is measured against on tabular data. All four models read the same
+breast-cancer split (60/20/20,
 stratified, z-scored with the training statistics): the tree, pruned by cost complexity
 (ccp_alpha), the random forest and the histogram gradient boosting fit once on the train
 split when the graph runs; the MLP trains by Adam over the epochs. Each feeds its own

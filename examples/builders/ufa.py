@@ -1,16 +1,16 @@
-"""Universal approximation by hand: seed 000 §4.1.3 (sigmoid staircase) and seed 002 §6.1
+"""Universal approximation by hand: a steep-sigmoid staircase and threshold-unit bins
 (TLU bumps).
 
 ufa_staircase.json: a function f on S = {1..5} is one hidden layer of 2·|S| steep sigmoid
 units and a linear output. Unit s has weight w = 10^|S| and bias −w(⌈(s+1)/2⌉ − 0.5), so
 units 2k−1 and 2k step up at k − 0.5 and k + 0.5; output weights (f(1), −f(1), …, f(|S|),
 −f(|S|)) turn each pair into a bump of height f(k) on (k − 0.5, k + 0.5), and the network
-outputs f exactly on S. The notes' offset 10⁻⁹ instead of 0.5 (L777) puts every integer on
-a step's midpoint, σ = 0.5, and gives (1.5, 1.0, 0.5, 1.25, 2.25) for f = (3, −1, 2, 0.5,
-4); the digest's corrected offset 0.5 is used here.
+outputs f exactly on S. The offset 10⁻⁹ of one textbook derivation, instead of 0.5, puts every
+integer on a step's midpoint, σ = 0.5, and gives (1.5, 1.0, 0.5, 1.25, 2.25) for f = (3, −1, 2, 0.5,
+4); the corrected offset 0.5 is used here.
 
 ufa_tlu_bins_<N>.json: sin(2πx) on [0, 1) approximated by N bins of threshold units
-(seed 002 (6.3)–(6.11)): bin j is the pair Θ(x − s_j), Θ(x − s_{j+1}) with output weights
+: bin j is the pair Θ(x − s_j), Θ(x − s_{j+1}) with output weights
 ±f(midpoint_j). Nothing is trained (epochs 0); the MSE against the true sine on 400
 random points falls as N grows, about as 1/N².
 
@@ -31,7 +31,7 @@ BINS = (4, 16, 64)
 
 
 def staircase_biases(n: int, offset: float = 0.5) -> list[float]:
-    """b_s = −10^n (⌈(s+1)/2⌉ − offset) for s = 1..2n (seed 000 L777, corrected offset)."""
+    """b_s = −10^n (⌈(s+1)/2⌉ − offset) for s = 1..2n (with the corrected offset)."""
     return [-(10.0 ** n) * (math.ceil((s + 1) / 2) - offset) for s in range(1, 2 * n + 1)]
 
 

@@ -1,4 +1,4 @@
-"""The variational autoencoder of seed 004 §4.3 (E25, L478-507, Fig 12) on the 8x8 digits.
+"""A variational autoencoder on the 8x8 digits.
 
 encoder (group): x (64) → Linear 128 → ReLU → two heads, μ and log σ² (latent 8 each);
 samplers.Reparameterize draws z = μ + σ·ε; decoder (group): z → Linear 128 → ReLU →
@@ -8,7 +8,7 @@ and averaged over the batch. The decoder and encoder are group instances, so two
 procedures can call them after training:
 
     nodegraph sample examples/vae_digits.json prior --train        # decode z ~ N(0, I)
-    nodegraph sample examples/vae_digits.json interpolate --train  # the notes' Fig 12
+    nodegraph sample examples/vae_digits.json interpolate --train  # digits morphing into each other
 
     python examples/builders/vae_digits.py
 """

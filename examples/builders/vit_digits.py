@@ -1,4 +1,4 @@
-"""A small Vision Transformer on the 8x8 digits (seed 003 §17; Dosovitskiy et al. 2021).
+"""A small Vision Transformer on the 8x8 digits (Dosovitskiy et al. 2021).
 
 The image (N, 1, 8, 8) is cut into 2x2 patches, each embedded as a 64-vector (16 tokens);
 a learned [CLS] token is prepended and a learned position vector added to each of the 17

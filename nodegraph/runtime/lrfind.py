@@ -14,7 +14,7 @@ minimum: large enough to learn quickly, still below the unstable region. The slo
 difference quotient over one decade of rates (less where the falling part is shorter),
 so batch noise cannot fake a steep spot, and the suggestion is the geometric middle of the
 steepest such window. The other rules are returned too: `min_loss_lr / 10` (fastai's
-"minimum") and `divergence_lr / 10` (the notes' η_max = η_crit/10, seed 002 §7.4).
+"minimum") and `divergence_lr / 10` (a tenth of the rate at which the loss diverges).
 The default smoothing β = 0.9 averages over about the last 10 steps; fastai's 0.98
 averages over about 50, which with 100 steps over six decades makes the curve lag three
 decades behind the rate. Plotting is the caller's job; `rows()` gives the

@@ -4,7 +4,7 @@ A ReLU MLP is piecewise linear: inside a region where the same units are active 
 affine map. With one hidden layer of n units on a 2-D input, each unit splits the plane
 along the line w_i·x + b_i = 0, and n lines cut the plane into at most
 R_2(n) = C(n,0) + C(n,1) + C(n,2) = ½(n² + n + 2) regions, reached
-when no two lines are parallel and no three meet in a point. The digest suggests checking
+when no two lines are parallel and no three meet in a point. One can check
 this empirically by counting activation patterns: evaluate the units on a dense grid,
 read each point's pattern of signs, and count the distinct patterns. For one hidden layer
 every pattern's region is convex, so distinct patterns are regions; a deeper network's
