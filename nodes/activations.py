@@ -19,6 +19,7 @@ from nodegraph.kinds.declare import family
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
+    Params,
     Search,
     TorchEquivalent,
     choice_param,
@@ -78,7 +79,12 @@ def _step(p, x):
               f"heaviside(x − {threshold}, {value})")
 
 
-def _step_shape(p, x):
+class StepParams(Params):
+    threshold: float
+    value_at_zero: float
+
+
+def _step_shape(p: StepParams, x):
     need_float(x, "input")
     t = x["input"]
     # two bool masks (x > 0, x == 0), each cast to t's dtype, the product and the sum; and

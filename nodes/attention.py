@@ -36,6 +36,7 @@ from nodegraph.kinds.declare import family, op
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
+    Params,
     Port,
     Search,
     TorchEquivalent,
@@ -400,14 +401,29 @@ def _self_attention_check(p, x) -> None:
     need_padding_mask(x, "key_padding_mask", t)
 
 
-def _self_attention(p, x):
+class MultiHeadSelfAttentionParams(Params):
+    num_heads: int
+    bias: bool
+    dropout: float
+    causal: bool
+    dtype: str
+
+
+def _self_attention(p: MultiHeadSelfAttentionParams, x):
     _self_attention_check(p, x)
     t = x["input"]
     return SelfAttention(t.shape[-1], p.num_heads, bias=p.bias, dropout=p.dropout,
                          causal=p.causal)
 
 
-def _cross_attention(p, x):
+class MultiHeadCrossAttentionParams(Params):
+    num_heads: int
+    bias: bool
+    dropout: float
+    dtype: str
+
+
+def _cross_attention(p: MultiHeadCrossAttentionParams, x):
     q, m = need_tokens(x, "query"), need_tokens(x, "memory")
     need_heads(q.shape[-1], p.num_heads, "query")
     if q.shape[0] != m.shape[0]:
@@ -432,7 +448,19 @@ def _encoder_input(p, x):
     return t
 
 
-def _encoder(p, x):
+class TransformerEncoderBlockParams(Params):
+    nhead: int
+    dim_feedforward: int | None
+    dropout: float
+    activation: str
+    norm_first: bool
+    layer_norm_eps: float
+    bias: bool
+    causal: bool
+    dtype: str
+
+
+def _encoder(p: TransformerEncoderBlockParams, x):
     return EncoderLayer(**_layer_args(p, _encoder_input(p, x).shape[-1]))
 
 
@@ -471,7 +499,7 @@ def _self_attention_bytes(t: Any, heads: int, dropout: float, causal: bool) -> i
     return made
 
 
-def _self_attention_shape(p, x):
+def _self_attention_shape(p: MultiHeadSelfAttentionParams, x):
     _self_attention_check(p, x)
     t = _self_attention_input(x, shapes.layer_dtype(p), p.num_heads)
     if t is None:
@@ -482,7 +510,7 @@ def _self_attention_shape(p, x):
                            work=_self_attention_bytes(t, p.num_heads, p.dropout, p.causal))
 
 
-def _encoder_shape(p, x):
+def _encoder_shape(p: TransformerEncoderBlockParams, x):
     """EncoderLayer's forward (F: the feed-forward's hidden (N, L, ff), R: one value per
     position): two LayerNorms (output, mean, rstd), the self-attention, dropout after it
     and the residual sum; the feed-forward's two Linears, its activation, dropout inside
@@ -503,7 +531,19 @@ def _encoder_shape(p, x):
                            weights, t.dtype, work=made)
 
 
-def _decoder(p, x):
+class TransformerDecoderBlockParams(Params):
+    nhead: int
+    dim_feedforward: int | None
+    dropout: float
+    activation: str
+    norm_first: bool
+    layer_norm_eps: float
+    bias: bool
+    causal: bool
+    dtype: str
+
+
+def _decoder(p: TransformerDecoderBlockParams, x):
     t, m = need_tokens(x, "input"), need_tokens(x, "memory")
     need_heads(t.shape[-1], p.nhead)
     if m.shape[0] != t.shape[0] or m.shape[-1] != t.shape[-1]:
@@ -524,12 +564,16 @@ def _sinusoidal_input(p, x):
     return t
 
 
-def _sinusoidal(p, x):
+class SinusoidalPositionalEncodingParams(Params):
+    base: float
+
+
+def _sinusoidal(p: SinusoidalPositionalEncodingParams, x):
     _sinusoidal_input(p, x)
     return SinusoidalPositions(p.base)
 
 
-def _sinusoidal_shape(p, x):
+def _sinusoidal_shape(p: SinusoidalPositionalEncodingParams, x):
     """The code is made in float32 (`sinusoidal`): the positions (int64) and their float
     copy, four tensors of frequencies, the angles, their sines and cosines, the pairs
     stacked; a copy in the input's dtype unless float32, then the sum."""
@@ -551,11 +595,16 @@ def _learned_positions_input(p, x):
     return t
 
 
-def _learned_positions(p, x):
+class LearnedPositionalEncodingParams(Params):
+    max_len: int
+    dtype: str
+
+
+def _learned_positions(p: LearnedPositionalEncodingParams, x):
     return LearnedPositions(p.max_len, _learned_positions_input(p, x).shape[-1])
 
 
-def _learned_positions_shape(p, x):
+def _learned_positions_shape(p: LearnedPositionalEncodingParams, x):
     t, dtype = _learned_positions_input(p, x), shapes.layer_dtype(p)
     if t.dtype != dtype:
         return None  # mixed dtypes: the meta path refuses them
@@ -572,12 +621,19 @@ def _patch_input(p, x):
     return t
 
 
-def _patch_embedding(p, x):
+class PatchEmbeddingParams(Params):
+    patch_size: int
+    embed_dim: int
+    bias: bool
+    dtype: str
+
+
+def _patch_embedding(p: PatchEmbeddingParams, x):
     t, size = _patch_input(p, x), p.patch_size
     return PatchEmbedding(t.shape[1], p.embed_dim, size, stride=size, bias=p.bias)
 
 
-def _patch_embedding_shape(p, x):
+def _patch_embedding_shape(p: PatchEmbeddingParams, x):
     """The convolution's output, then views: (N, patches, embed_dim)."""
     t, size, dtype = _patch_input(p, x), p.patch_size, shapes.layer_dtype(p)
     if t.dtype != dtype:
@@ -587,11 +643,15 @@ def _patch_embedding_shape(p, x):
                            p.embed_dim * (c * size * size + p.bias), dtype)
 
 
-def _cls_token(p, x):
+class ClsTokenParams(Params):
+    dtype: str
+
+
+def _cls_token(p: ClsTokenParams, x):
     return ClsToken(need_tokens(x, "input").shape[-1])
 
 
-def _cls_token_shape(p, x):
+def _cls_token_shape(p: ClsTokenParams, x):
     t, dtype = need_tokens(x, "input"), shapes.layer_dtype(p)
     if t.dtype != dtype:
         return None  # mixed dtypes: the meta path refuses them
@@ -607,21 +667,31 @@ def _take_index(p, x):
     return t
 
 
-def _take_token(p, x):
+class TakeTokenParams(Params):
+    index: int
+
+
+def _take_token(p: TakeTokenParams, x):
     _take_index(p, x)
     return TakeToken(p.index)
 
 
-def _take_token_shape(p, x):
+def _take_token_shape(p: TakeTokenParams, x):
     t = _take_index(p, x)
     return shapes.Inferred((((t.shape[0], t.shape[2]), t.dtype),))  # a view
 
 
-def _lm_head(p, x):
+class LMHeadParams(Params):
+    vocab_size: int
+    bias: bool
+    dtype: str
+
+
+def _lm_head(p: LMHeadParams, x):
     return nn.Linear(need_tokens(x, "input").shape[-1], p.vocab_size, bias=p.bias)
 
 
-def _lm_head_shape(p, x):
+def _lm_head_shape(p: LMHeadParams, x):
     t, dtype = need_tokens(x, "input"), shapes.layer_dtype(p)
     if t.dtype != dtype:
         return None  # mixed dtypes: the meta path refuses them

@@ -7,6 +7,8 @@ whole graph (see `nodes.data.graphs`), so the first dim is the node count.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -15,6 +17,7 @@ from nodegraph.kinds.declare import op
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -55,7 +58,20 @@ class GCN(nn.Linear):
         return out + self.bias if self.bias is not None else out
 
 
-def _gcn(p, x):
+class GCNParams(Params):
+    out_features: int
+    bias: bool
+    add_self_loops: bool
+    normalize: str
+    init: str
+    init_std: float
+    weight: Any
+    bias_init: list[float] | None
+    trainable: bool
+    dtype: str
+
+
+def _gcn(p: GCNParams, x):
     h, a = x["features"], x["adjacency"]
     if h.ndim != 2 or not h.dtype.is_floating_point:
         raise PortError("features", f"needs real node features (nodes, F), got {h.dtype} "

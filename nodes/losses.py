@@ -22,6 +22,7 @@ from nodegraph.kinds.declare import op
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
+    Params,
     Port,
     Search,
     bool_param,
@@ -210,7 +211,13 @@ def _cross_entropy(p, x):
     return _CrossEntropy, {"reduction": p.reduction, "label_smoothing": p.label_smoothing}
 
 
-def _cross_entropy_shape(p, x):
+class CrossEntropyParams(Params):
+    reduction: str
+    scale: float
+    label_smoothing: float
+
+
+def _cross_entropy_shape(p: CrossEntropyParams, x):
     _cross_entropy_check(p, x)
     scores, target = x["input"], x["target"]
     if target.dtype != torch.int64:
@@ -273,7 +280,13 @@ def _hinge(p, x):
     return _Hinge, {"margin": p.margin, "reduction": p.reduction}
 
 
-def _hinge_shape(p, x):
+class HingeParams(Params):
+    reduction: str
+    scale: float
+    margin: float
+
+
+def _hinge_shape(p: HingeParams, x):
     _hinge_check(p, x)
     scores, target = x["input"], x["target"]
     size = scores.nbytes
@@ -347,7 +360,12 @@ def _batch_reduced(p, unreduced_rows: tuple, dtype: torch.dtype, made: int
                      p.reduction)
 
 
-def _gaussian_kl_shape(p, x):
+class GaussianKLParams(Params):
+    reduction: str
+    scale: float
+
+
+def _gaussian_kl_shape(p: GaussianKLParams, x):
     """exp(log σ²), μ², their sum, − 1, − log σ², ½·: six tensors like μ, then reduced."""
     _gaussian_kl(p, x)
     dtype, mu = shapes.same_dtype(x), x["mu"]
@@ -356,7 +374,13 @@ def _gaussian_kl_shape(p, x):
     return _batch_reduced(p, mu.shape[:1], dtype, 6 * mu.nbytes)
 
 
-def _kl_divergence_shape(p, x):
+class KLDivergenceParams(Params):
+    input_kind: str
+    reduction: str
+    scale: float
+
+
+def _kl_divergence_shape(p: KLDivergenceParams, x):
     """The log-softmax of logits, then torch's kl_div: t·log q, xlogy(t, t), their
     difference; reduced, or summed over the classes (none)."""
     _kl_divergence(p, x)
@@ -384,7 +408,14 @@ class _WeightedSum(nn.Module):
         return sum(terms[1:], terms[0])
 
 
-def _weighted_sum(p, x):
+class WeightedSumParams(Params):
+    w_a: float
+    w_b: float
+    w_c: float
+    w_d: float
+
+
+def _weighted_sum(p: WeightedSumParams, x):
     if not x:
         raise PortError("a", "no loss is connected", "wire at least one loss into a, b, c or d")
     for port, value in x.items():
@@ -393,7 +424,7 @@ def _weighted_sum(p, x):
     return _WeightedSum(tuple(p[f"w_{t}"] for t in TERMS))
 
 
-def _weighted_sum_shape(p, x):
+def _weighted_sum_shape(p: WeightedSumParams, x):
     _weighted_sum(p, x)  # the checks; the module holds only the weights
     dtype = shapes.same_dtype(x)
     if dtype is None:

@@ -25,6 +25,7 @@ from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
     Param,
+    Params,
     Search,
     TorchEquivalent,
     bool_param,
@@ -77,7 +78,15 @@ def _batch_norm_shape(ndims: tuple[int, ...], layout: str, hint: str) -> shapes.
     return rule
 
 
-def _instance_norm_shape(p, x):
+class InstanceNorm2dParams(Params):
+    eps: float
+    momentum: float | None
+    affine: bool
+    track_running_stats: bool
+    dtype: str
+
+
+def _instance_norm_shape(p: InstanceNorm2dParams, x):
     """Each (sample, channel) as one channel of a batch norm: the output, and the mean and
     inverse std of each it keeps for backward; γ and β are repeated per sample first."""
     t = need_ndim(x, "input", (4,), "(N, C, H, W)",
@@ -102,11 +111,19 @@ def _layer_norm_dims(p, x):
     return tuple(t.shape[-p.dims:])
 
 
-def _layer_norm(p, x):
+class LayerNormParams(Params):
+    dims: int
+    eps: float
+    elementwise_affine: bool
+    bias: bool
+    dtype: str
+
+
+def _layer_norm(p: LayerNormParams, x):
     return nn.LayerNorm(_layer_norm_dims(p, x), p.eps, p.elementwise_affine, p.bias)
 
 
-def _layer_norm_shape(p, x):
+def _layer_norm_shape(p: LayerNormParams, x):
     """The output, and the mean and inverse std of each normalised slice kept for
     backward; γ (and β) shaped like the normalised dims."""
     normalised, t = _layer_norm_dims(p, x), x["input"]
@@ -159,7 +176,13 @@ def _penalty(power: int):
     return lambda p, x: Penalty(p.weight, power)
 
 
-def _penalty_shape(p, x):
+class PenaltyShapeParams(Params):
+    weight: float
+    nodes: list[str]
+    dtype: str
+
+
+def _penalty_shape(p: PenaltyShapeParams, x):
     """Validation binds nothing: the loss is weight times the zero buffer, a scalar in the
     block's dtype (the graph's unless set; the rule sees it through the `dtype` param)."""
     dtype = shapes.layer_dtype(p)

@@ -41,6 +41,7 @@ from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Port,
     int_param,
     str_param,
@@ -400,7 +401,12 @@ class StoredBuffer(nn.Module):
         return self.value
 
 
-def _buffer(p, x):
+class BufferParams(Params):
+    shape: list[int]
+    dtype: str
+
+
+def _buffer(p: BufferParams, x):
     if any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in p.shape):
         raise ParamError(f"'shape' must be sizes >= 0, got {p.shape!r}")
     if p.dtype not in BUFFER_DTYPES:
@@ -408,13 +414,30 @@ def _buffer(p, x):
     return StoredBuffer(p.shape, p.dtype)
 
 
-def _module_export(p, x):
+class ModuleParams(Params):
+    target: str
+    kwargs: Any
+    path: str
+    index: int | None
+    call_kwargs: Any
+    call_args: Any
+    pick: Any
+
+
+def _module_export(p: ModuleParams, x):
     return ImportedModule, {"target": p.target, "kwargs": decode(p.kwargs), "path": p.path,
                             "index": p.index, "call_kwargs": decode(p.call_kwargs),
                             "call_args": p.call_args, "pick": p.pick}
 
 
-def _function_export(p, x):
+class FunctionParams(Params):
+    function: str
+    args: Any
+    kwargs: Any
+    index: int | None
+
+
+def _function_export(p: FunctionParams, x):
     return ImportedCall, {"function": p.function, "args": p.args, "kwargs": p.kwargs,
                           "index": p.index}
 
@@ -429,7 +452,23 @@ def _importable(target: str) -> str:
     return target
 
 
-def _arrays(p):
+class ArraysParams(Params):
+    path: str
+    x_key: str
+    y_key: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _arrays(p: ArraysParams):
     x, y = read_npz(p.path, (p.x_key, p.y_key))
     if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
         raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
@@ -444,7 +483,7 @@ def _arrays(p):
     return data
 
 
-def _arrays_meta(p):
+def _arrays_meta(p: ArraysParams):
     """Shapes and dtypes from the arrays' headers; None where a header does not read as a
     plain numeric array (the build says why) or a stratified split needs y's values."""
     heads = npz_headers(p.path, (p.x_key, p.y_key))

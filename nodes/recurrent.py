@@ -35,6 +35,7 @@ from nodegraph.kinds.declare import op
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
+    Params,
     Port,
     Search,
     TorchEquivalent,
@@ -237,7 +238,18 @@ def _shape_args(p, x) -> dict:
                 dropout=p.dropout if p.num_layers > 1 else 0.0)
 
 
-def _rnn(p, x):
+class RNNParams(Params):
+    hidden_size: int
+    num_layers: int
+    bidirectional: bool
+    bias: bool
+    dropout: float
+    nonlinearity: str
+    residual: bool
+    dtype: str
+
+
+def _rnn(p: RNNParams, x):
     args = _shape_args(p, x)
     if not p.residual:
         return TorchRNN(**args, nonlinearity=p.nonlinearity, bias=p.bias, batch_first=True)
@@ -303,7 +315,13 @@ def _highway_input(p, x):
     return t
 
 
-def _highway_shape(p, x):
+class HighwayParams(Params):
+    activation: str
+    gate_bias: float
+    dtype: str
+
+
+def _highway_shape(p: HighwayParams, x):
     """The gate's Linear and sigmoid, the transform's Linear and activation (none for
     identity), T·H, 1 − T, (1 − T)·x and the sum."""
     t, dtype = _highway_input(p, x), shapes.layer_dtype(p)
@@ -314,7 +332,7 @@ def _highway_shape(p, x):
                            work=(7 + (p.activation != "identity")) * t.nbytes)
 
 
-def _highway(p, x):
+def _highway(p: HighwayParams, x):
     t = _highway_input(p, x)
     return Highway(t.shape[-1], HIGHWAY_ACTIVATIONS[p.activation], p.gate_bias)
 

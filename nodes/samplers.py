@@ -27,6 +27,7 @@ from nodegraph.kinds.declare import op
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -216,30 +217,52 @@ def _logits_input(p, x):
                         "number of classes")
 
 
-def _categorical(p, x):
+class CategoricalParams(Params):
+    temperature: float
+    straight_through: bool
+    sample_in_eval: bool
+
+
+def _categorical(p: CategoricalParams, x):
     _logits_input(p, x)
     return Categorical(p.temperature, p.straight_through, p.sample_in_eval)
 
 
-def _gumbel_softmax(p, x):
+class GumbelSoftmaxParams(Params):
+    tau: float
+    hard: bool
+    sample_in_eval: bool
+
+
+def _gumbel_softmax(p: GumbelSoftmaxParams, x):
     _logits_input(p, x)
     return GumbelSoftmax(p.tau, p.hard, p.sample_in_eval)
 
 
-def _reparameterize(p, x):
+class ReparameterizeParams(Params):
+    sample_in_eval: bool
+
+
+def _reparameterize(p: ReparameterizeParams, x):
     need_float(x, "mu")
     need_float(x, "logvar")
     need_same_shape(x, "mu", "logvar")
     return Reparameterize(p.sample_in_eval)
 
 
-def _reparameterize_shape(p, x):
+def _reparameterize_shape(p: ReparameterizeParams, x):
     """Training mode: ½·log σ², its exp, ε, σ·ε and the sum."""
     _reparameterize(p, x)
     return None if shapes.same_dtype(x) is None else shapes.like(x["mu"], 5)
 
 
-def _bernoulli(p, x):
+class BernoulliParams(Params):
+    input_kind: str
+    straight_through: bool
+    sample_in_eval: bool
+
+
+def _bernoulli(p: BernoulliParams, x):
     need_float(x, "input")
     return Bernoulli(p.input_kind == "logits", p.straight_through, p.sample_in_eval)
 
@@ -305,7 +328,15 @@ class DDPMNoise(nn.Module):
         return self.q_sample(x0, t, eps), eps, t
 
 
-def _ddpm(p, x):
+class DDPMNoiseParams(Params):
+    timesteps: int
+    schedule: str
+    beta_start: float
+    beta_end: float
+    s: float
+
+
+def _ddpm(p: DDPMNoiseParams, x):
     need_float(x, "x0")
     if "t" in x:
         need_index(x, "t", "diffusion steps")
@@ -334,14 +365,19 @@ class LangevinStep(nn.Module):
         return input + 0.5 * self.step_size * score + noise
 
 
-def _langevin(p, x):
+class LangevinStepParams(Params):
+    step_size: float
+    noise_scale: float
+
+
+def _langevin(p: LangevinStepParams, x):
     need_float(x, "input")
     need_float(x, "score")
     need_same_shape(x, "input", "score")
     return LangevinStep(p.step_size, p.noise_scale)
 
 
-def _langevin_shape(p, x):
+def _langevin_shape(p: LangevinStepParams, x):
     """The noise, scaled; the scaled score; the two sums."""
     _langevin(p, x)
     return None if shapes.same_dtype(x) is None else shapes.like(x["input"], 5)

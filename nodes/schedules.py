@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
@@ -21,6 +21,7 @@ from nodegraph.model.errors import ParamError
 from nodegraph.model.spec import (
     SCHEDULE_OUT,
     Param,
+    Params,
     Search,
     bool_param,
     choice_param,
@@ -56,7 +57,13 @@ class PiecewiseLR(LRScheduler):
         return [value for _ in self.optimizer.param_groups]
 
 
-def _piecewise(p, opt):
+class PiecewiseParams(Params):
+    boundaries: list[int]
+    values: list[float]  # type: ignore[assignment]  # the param, not dict.values
+    interval: str
+
+
+def _piecewise(p: PiecewiseParams, opt):
     if len(p["values"]) != len(p.boundaries) + 1:
         raise ParamError(f"values needs one rate more than boundaries: {len(p.boundaries)} "
                          f"boundaries give {len(p.boundaries) + 1} pieces, got "
@@ -79,7 +86,19 @@ class OneCycle(OneCycleLR):
             self.last_epoch = t
 
 
-def _one_cycle(p, opt):
+class OneCycleParams(Params):
+    max_lr: float
+    total_steps: int
+    pct_start: float
+    anneal_strategy: Literal["cos", "linear"]
+    div_factor: float
+    final_div_factor: float
+    three_phase: bool
+    cycle_momentum: bool
+    interval: str
+
+
+def _one_cycle(p: OneCycleParams, opt):
     has_momentum = "momentum" in opt.defaults or "betas" in opt.defaults
     if p.cycle_momentum and not has_momentum:
         raise ParamError(f"cycle_momentum needs an optimizer with momentum or betas; "

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from nodegraph.model.spec import Params
+
 
 def _truth_table(gate: str) -> Callable[[Any], list[str]]:
     def lines(p) -> list[str]:
@@ -35,7 +37,27 @@ def _labels(p) -> list[str]:
             else "y = y.astype(np.int64)  # class indices"]
 
 
-def _noisy_line(p) -> list[str]:
+class NoisyLineParams(Params):
+    slope: float
+    intercept: float
+    noise: float
+    n: int
+    x_min: float
+    x_max: float
+    seed: int
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _noisy_line(p: NoisyLineParams) -> list[str]:
     return [f"rng = np.random.default_rng({p.seed})",
             f"x = rng.uniform({p.x_min!r}, {p.x_max!r}, size=({p.n}, 1)).astype(np.float32)",
             f"noise = rng.normal(0.0, {p.noise!r}, size=({p.n}, 1))",
@@ -48,12 +70,41 @@ def _sklearn_classes(loader: str) -> Callable[[Any], list[str]]:
                       "x, y = x.astype(np.float32), y.astype(np.int64)"]
 
 
-def _diabetes(p) -> list[str]:
+class DiabetesParams(Params):
+    scaled: bool
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _diabetes(p: DiabetesParams) -> list[str]:
     return [f"x, y = load_diabetes(return_X_y=True, scaled={p.scaled})",
             "x, y = x.astype(np.float32), y.astype(np.float32)[:, None]"]
 
 
-def _digits(p) -> list[str]:
+class DigitsParams(Params):
+    size: int
+    layout: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _digits(p: DigitsParams) -> list[str]:
     lines = ["digits = load_digits()",
              "x = digits.images[:, None].astype(np.float32) / 16.0  # pixels are 0..16"]
     if p.size != 8:  # bilinear upsampling, an MNIST stand-in
@@ -70,17 +121,69 @@ def _noise(p) -> str:
     return repr(p.noise / 100.0) if p.noise else "None"
 
 
-def _moons(p) -> list[str]:
+class MoonsParams(Params):
+    target: str
+    n: int
+    noise: float
+    seed: int
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _moons(p: MoonsParams) -> list[str]:
     return [f"x, y = make_moons({p.n}, noise={_noise(p)}, random_state={p.seed})",
             "x = x.astype(np.float32)", *_labels(p)]
 
 
-def _circles(p) -> list[str]:
+class CirclesParams(Params):
+    target: str
+    n: int
+    factor: float
+    noise: float
+    seed: int
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _circles(p: CirclesParams) -> list[str]:
     return [f"x, y = make_circles({p.n}, noise={_noise(p)}, factor={p.factor!r}, "
             f"random_state={p.seed})", "x = x.astype(np.float32)", *_labels(p)]
 
 
-def _blobs(p) -> list[str]:
+class BlobsParams(Params):
+    centers: int
+    n: int
+    noise: float
+    seed: int
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _blobs(p: BlobsParams) -> list[str]:
     centres = ("centres = np.zeros((1, 2))" if p.centers == 1 else
                f"angle = 2 * np.pi * np.arange({p.centers}) / {p.centers}")
     lines = [centres]

@@ -28,7 +28,7 @@ from nodegraph.kinds.dataset import data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, StreamScript
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Port, bool_param, choice_param, str_param
+from nodegraph.model.spec import Params, Port, bool_param, choice_param, str_param
 from nodes.data._streaming import in_memory, iterate, mark, split_rows, streamed, subsets
 from nodes.data.core import LAYOUT
 
@@ -219,7 +219,26 @@ def x_shape(p) -> tuple[int, ...]:
     return SHAPE if p.layout == "image" else (PIXELS,)
 
 
-def cifar_meta(p) -> DataMeta | None:
+class CIFARParams(Params):
+    path: str
+    variant: str
+    label: str
+    use_test: bool
+    layout: str
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def cifar_meta(p: CIFARParams) -> DataMeta | None:
     """Shapes and split sizes from the folder listing and the files' sizes; a stratified
     split reads the label bytes alone (memory-mapped)."""
     train, test = sources(p)
@@ -231,7 +250,7 @@ def cifar_meta(p) -> DataMeta | None:
                          p.batch_size), p)
 
 
-def cifar_dataset(p):
+def cifar_dataset(p: CIFARParams):
     """The records split by the params, the test file as the test split: in memory (read at
     once) or streamed (memory-mapped, a record per sample), as `storage` and the size say."""
     train, test = sources(p)

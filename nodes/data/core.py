@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,6 +25,7 @@ from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -87,7 +89,22 @@ def _sklearn_dataset(name: str, **kwargs):
     return getattr(datasets, name)(**kwargs)
 
 
-def _digits(p):
+class DigitsParams(Params):
+    size: int
+    layout: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _digits(p: DigitsParams):
     bunch = _sklearn_dataset("load_digits")
     images = bunch.images[:, None].astype(np.float32) / 16.0  # pixel values are 0..16
     if p.size != 8:
@@ -117,7 +134,7 @@ def _counted(name: str, ports, p):
     return sized(ports, sum(counts), p, labels_counted(counts))
 
 
-def _digits_meta(p):
+def _digits_meta(p: DigitsParams):
     x = (1, p.size, p.size) if p.layout == "image" else (p.size * p.size,)
     return _counted("load_digits", {"x": (x, torch.float32), "y": ((), torch.int64)}, p)
 
@@ -129,24 +146,52 @@ def _sklearn_classes_meta(name: str):
     return meta
 
 
-def _breast_cancer_meta(p):
+class BreastCancerParams(Params):
+    target: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _breast_cancer_meta(p: BreastCancerParams):
     return _counted("load_breast_cancer", {"x": ((30,), torch.float32),
                                            "y": _Y[p.target]}, p)
 
 
-def _diabetes_meta(p):
+class DiabetesParams(Params):
+    scaled: bool
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _diabetes_meta(p: DiabetesParams):
     """None for a stratified split: its sizes depend on how often each target value occurs,
     which only the file tells."""
     n, features = DIABETES_SHAPE
     return sized({"x": ((features,), torch.float32), "y": ((1,), torch.float32)}, n, p)
 
 
-def _breast_cancer(p):
+def _breast_cancer(p: BreastCancerParams):
     x, y = _sklearn_dataset("load_breast_cancer", return_X_y=True)
     return from_arrays({"x": x.astype(np.float32), "y": _binary_or_class(y, p.target)}, p)
 
 
-def _diabetes(p):
+def _diabetes(p: DiabetesParams):
     x, y = _sklearn_dataset("load_diabetes", return_X_y=True, scaled=p.scaled)
     return from_arrays({"x": x.astype(np.float32), "y": y.astype(np.float32)[:, None]}, p)
 
@@ -169,7 +214,26 @@ def _csv_columns(p, names: list[str]) -> tuple[list[int], list[int]]:
     return inputs, targets
 
 
-def _csv(p):
+class CSVParams(Params):
+    path: str
+    header: bool
+    delimiter: str
+    inputs: list[str]
+    targets: list[str]
+    target_kind: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _csv(p: CSVParams):
     names, rows = files.read_csv(p.path, p.header, p.delimiter)
     inputs, targets = _csv_columns(p, names)
     x = np.stack([files.numeric_column(rows, i, names[i], p.path) for i in inputs], axis=1)
@@ -180,7 +244,7 @@ def _csv(p):
     return from_arrays({"x": x.astype(np.float32), "y": _targets(y, p.target_kind, p.path)}, p)
 
 
-def _csv_meta(p):
+def _csv_meta(p: CSVParams):
     """The CSV's shapes from its header and row count; cells that are not numbers are
     found when compile reads the file."""
     names, n = files.csv_shape(p.path, p.header, p.delimiter)
@@ -189,7 +253,26 @@ def _csv_meta(p):
     return sized({"x": ((len(inputs),), torch.float32), "y": y}, n, p)
 
 
-def _numpy(p):
+class NumPyParams(Params):
+    path: str
+    y_path: str
+    x_key: str
+    y_key: str
+    target_kind: str
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _numpy(p: NumPyParams):
     lazy = streamed_numpy(p, lambda y, where: _targets(y, p.target_kind, where))
     if lazy is not None:
         return lazy
@@ -206,7 +289,7 @@ def _numpy(p):
     return from_arrays({"x": _inputs(x, where), "y": _targets(y, p.target_kind, where)}, p)
 
 
-def _numpy_meta(p):
+def _numpy_meta(p: NumPyParams):
     """Shapes from the arrays' headers, checked as the build checks them; the values (class
     indices whole and >= 0) are read when compile builds. None when a header does not read
     as a plain numeric .npy (the build says why)."""
@@ -252,7 +335,26 @@ def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray
     return images.astype(np.float32)[:, None], _targets(labels, "class", labels_path)
 
 
-def _mnist(p):
+class MNISTParams(Params):
+    images: str
+    labels: str
+    test_images: str
+    test_labels: str
+    layout: str
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _mnist(p: MNISTParams):
     lazy = streamed_mnist(p, lambda path, part: _targets(
         files.read_idx(path, f"{part} labels IDX file"), "class", path))
     if lazy is not None:
@@ -282,7 +384,7 @@ def _idx_pair_meta(images_path: str, labels_path: str, part: str
     return dims, _targets(labels, "class", labels_path)
 
 
-def _mnist_meta(p):
+def _mnist_meta(p: MNISTParams):
     """The images' shapes from the IDX headers; the split is that of the build (stratified
     on the labels, read), the test files, when given, forming the test split."""
     dims, labels = _idx_pair_meta(p.images, p.labels, "training")
@@ -393,7 +495,27 @@ def _truth_table(gate):
     return _generated(lambda p: syn.truth_table(gate, p.n, p.noise, p.seed))
 
 
-def _noisy_line(p):
+class NoisyLineParams(Params):
+    slope: float
+    intercept: float
+    noise: float
+    n: int
+    x_min: float
+    x_max: float
+    seed: int
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _noisy_line(p: NoisyLineParams):
     need_samples(p)
     rng = np.random.default_rng(p.seed)
     x = rng.uniform(p.x_min, p.x_max, size=(p.n, 1)).astype(np.float32)
@@ -467,14 +589,33 @@ def _table_splits(p, cols: list[str]) -> dict[str, np.ndarray] | None:
             for s in ("train", "val", "test")}
 
 
-def _table(p):
+class TableParams(Params):
+    columns: list[str]
+    rows: Any
+    inputs: list[str]
+    targets: list[str]
+    target_kind: str
+    split_column: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _table(p: TableParams):
     cols = _table_columns(p)
     x = np.stack([_table_column(p, cols, c, np.float32) for c in p.inputs], axis=1)
     y = _table_targets(p, cols)
     return from_arrays({"x": x, "y": y}, p, given_splits=_table_splits(p, cols))
 
 
-def _table_meta(p):
+def _table_meta(p: TableParams):
     """The table's shapes from its params; its values are checked as the build checks
     them (they are in the params already), the dataset is not made."""
     cols = _table_columns(p)

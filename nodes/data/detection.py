@@ -18,6 +18,7 @@ from nodegraph.kinds.datameta import DataMeta, Ports, split_sizes
 from nodegraph.kinds.dataset import data_params, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.model.spec import (
+    Params,
     Port,
     bool_param,
     float_param,
@@ -51,7 +52,29 @@ def _ports(image: tuple[int, int, int], m: int) -> Ports:
             "labels": ((m,), torch.int64), "mask": ((m,), torch.float32)}
 
 
-def _shapes_meta(p):
+class ShapesParams(Params):
+    n: int
+    image_size: int
+    min_objects: int
+    max_objects: int
+    min_size: int
+    max_size: int
+    max_overlap: float
+    noise: float
+    seed: int
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _shapes_meta(p: ShapesParams):
     """Shapes from the params; the split has no class labels (no port `y`) to stratify."""
     _need_images(p)
     check_shapes(p.image_size, p.min_objects, p.max_objects, p.min_size, p.max_size)
@@ -59,20 +82,38 @@ def _shapes_meta(p):
                     split_sizes(p.n, p), p.batch_size)
 
 
-def _shapes(p):
+def _shapes(p: ShapesParams):
     _need_images(p)
     arrays = _drawn(p.n, p.image_size, p.min_objects, p.max_objects, p.min_size, p.max_size,
                     p.max_overlap, p.noise, p.seed)
     return from_arrays(arrays, p, normalize_ports=())
 
 
-def _coco_meta(p):
+class CocoBoxesParams(Params):
+    path: str
+    images: str
+    size: int | None
+    max_objects: int | None
+    grayscale: bool
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _coco_meta(p: CocoBoxesParams):
     """Shapes from the annotation file and the images' headers."""
     n, image, m = coco_shape(p.path, p.images, p.size, p.max_objects, p.grayscale)
     return DataMeta(_ports(image, m), split_sizes(n, p), p.batch_size)
 
 
-def _coco(p):
+def _coco(p: CocoBoxesParams):
     arrays, _names = read_coco(p.path, p.images, p.size, p.max_objects, p.grayscale)
     return from_arrays(arrays, p, normalize_ports=())
 

@@ -33,6 +33,7 @@ from nodegraph.kinds.streamed import (
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     AUGMENT_IN,
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -147,7 +148,27 @@ class _Script:
                             transforms, self.chain.batch_script())
 
 
-def _image_folder(p):
+class ImageFolderParams(Params):
+    path: str
+    grayscale: bool
+    size: int | None
+    resize: str
+    layout: str
+    on_error: str
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def _image_folder(p: ImageFolderParams):
     chain = augment.given()
     files, labels, shape, _ = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
     ports = _ports(shape, p, chain)
@@ -167,7 +188,7 @@ def _image_folder(p):
     return choose_storage(ds, p.storage)
 
 
-def _image_folder_meta(p):
+def _image_folder_meta(p: ImageFolderParams):
     """The classes, counts and shapes from the listing and the images' headers; no pixel
     is decoded. The labels come from the listing, so a stratified split is known too."""
     chain = augment.given()

@@ -26,7 +26,7 @@ from nodegraph.kinds.dataset import data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, Port, choice_param, str_param
+from nodegraph.model.spec import Param, Params, Port, choice_param, str_param
 from nodes.data._streaming import (
     held_bytes,
     in_memory,
@@ -146,7 +146,25 @@ class Columns:
         return (sum(math.prod(self.shapes[c][0]) for c in self.targets),), torch.float32
 
 
-def hf_meta(p) -> DataMeta | None:
+class HFDatasetParams(Params):
+    path: str
+    inputs: list[str]
+    targets: list[str]
+    target_kind: str
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def hf_meta(p: HFDatasetParams) -> DataMeta | None:
     """Shapes from the features, sizes from the row counts; None for a stratified split of
     a single Dataset (its sizes follow the labels)."""
     found = parts(open_disk(p.path), p.path)
@@ -222,7 +240,7 @@ def _saved_name(loaded, split: str) -> str:
     return next(k for k in loaded if SPLIT_NAMES.get(k) == split)
 
 
-def hf_dataset(p):
+def hf_dataset(p: HFDatasetParams):
     """Every split's rows: in memory (each split read at once) or streamed (a row per
     sample from the memory-mapped files), as `storage` and the size say."""
     found = parts(open_disk(p.path), p.path)

@@ -36,7 +36,7 @@ from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Port, choice_param, str_param
+from nodegraph.model.spec import Params, Port, choice_param, str_param
 from nodes.data._streaming import (
     Rows,
     everything,
@@ -225,7 +225,27 @@ def _fixed(p, sset: ShardSet) -> bool:
     return len(sset.shards) > 1
 
 
-def shards_meta(p) -> DataMeta | None:
+class WebDatasetParams(Params):
+    shards: str
+    val_shards: str
+    test_shards: str
+    x_field: str
+    y_field: str
+    target_kind: str
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def shards_meta(p: WebDatasetParams) -> DataMeta | None:
     sset = shard_set(p)
     x, y = first_sample(sset)
     ports = _ports(x, y, p.target_kind, p.shards)
@@ -282,7 +302,7 @@ def _streamed_shards(p, sset: ShardSet, ports: dict):
     return streamed(sources, ports, p, fit)
 
 
-def shards_dataset(p):
+def shards_dataset(p: WebDatasetParams):
     """The shard sets as the splits (or the training samples split by the params), read
     at once into memory or streamed shard by shard, as `storage` and the size say."""
     sset = shard_set(p)

@@ -33,7 +33,7 @@ from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, Port, choice_param, str_param
+from nodegraph.model.spec import Param, Params, Port, choice_param, str_param
 from nodes.data._streaming import Rows, held_bytes, in_memory, mark, split_rows, streamed
 
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc",
@@ -151,7 +151,27 @@ def _rows(table, where: str) -> int:
         raise NodegraphError(f"cannot read table '{where}': {e}") from e
 
 
-def table_meta(p) -> DataMeta | None:
+class ParquetParams(Params):
+    path: str
+    format: str
+    inputs: list[str]
+    targets: list[str]
+    categorical: list[str]
+    target_kind: str
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
+
+
+def table_meta(p: ParquetParams) -> DataMeta | None:
     """Shapes from the schema and row count from the footers; None for a stratified split
     (its sizes follow the class column's values)."""
     table = open_table(p.path, p.format)
@@ -319,7 +339,7 @@ def _streamed_table(p, reader: TableReader, groups: list[Any], sizes: list[int])
     return dataset
 
 
-def table_dataset(p):
+def table_dataset(p: ParquetParams):
     """The table split and scaled by the data params: in memory (the row groups joined) or
     streamed (a row group at a time), as `storage` and the size say."""
     reader = TableReader(p)

@@ -31,7 +31,7 @@ from nodegraph.kinds.dataset import Dataset, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, StreamedDataset
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Port, bool_param, choice_param, int_param, str_param
+from nodegraph.model.spec import Params, Port, bool_param, choice_param, int_param, str_param
 from nodes.data._streaming import held_bytes, in_memory, mark, split_rows, streamed, subsets
 from nodes.data.sequences import BUNDLED_TEXT, token_windows
 
@@ -195,7 +195,29 @@ def ports_of(p) -> dict:
     return {k: ((p.seq_len,), torch.int64) for k in ("x", "y")}
 
 
-def tokenized_meta(p):
+class TokenizedTextParams(Params):
+    path: str
+    text: str
+    tokenizer: str
+    tokenizer_file: str
+    vocab_size: int
+    min_frequency: int
+    lowercase: bool
+    seq_len: int
+    stride: int | None
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    dtype: str
+
+
+def tokenized_meta(p: TokenizedTextParams):
     """Shapes and split sizes from the corpus's token count: the corpus is tokenized here,
     once, and the ids kept for the build (only tokenizing tells how many there are)."""
     _, ids = tokenized(p)
@@ -204,7 +226,7 @@ def tokenized_meta(p):
     return mark(sized(ports_of(p), count, p, labels), p)
 
 
-def tokenized_text(p):
+def tokenized_text(p: TokenizedTextParams):
     tok, ids = tokenized(p)
     stride, count = _contexts(ids, p)
     dataset: Dataset | StreamedDataset

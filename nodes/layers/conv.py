@@ -24,6 +24,7 @@ from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Search,
     TorchEquivalent,
     bool_param,
@@ -224,14 +225,31 @@ def _conv_transpose_geometry(p, x) -> tuple[Any, tuple, tuple, tuple, tuple, tup
     return t, kernel, stride, padding, output_padding, dilation
 
 
-def _conv_transpose(p, x):
+class ConvTranspose2dParams(Params):
+    out_channels: int
+    kernel_size: list[int]
+    stride: list[int]
+    padding: list[int]
+    output_padding: list[int]
+    dilation: list[int]
+    groups: int
+    bias: bool
+    init: str
+    init_std: float
+    weight: Any
+    bias_init: list[float] | None
+    trainable: bool
+    dtype: str
+
+
+def _conv_transpose(p: ConvTranspose2dParams, x):
     t, kernel, stride, padding, output_padding, dilation = _conv_transpose_geometry(p, x)
     conv = nn.ConvTranspose2d(t.shape[1], p.out_channels, kernel, stride, padding,
                               output_padding, p.groups, p.bias, dilation)
     return start_weights(conv, p, TRANSPOSED_LAYOUT)
 
 
-def _conv_transpose_shape(p, x):
+def _conv_transpose_shape(p: ConvTranspose2dParams, x):
     t, kernel, stride, padding, output_padding, dilation = _conv_transpose_geometry(p, x)
     c_in, c_out = t.shape[1], p.out_channels // p.groups
     check_given(p, (c_in, c_out, *kernel), p.out_channels if p.bias else None,
@@ -347,12 +365,16 @@ def _adaptive_check(p, x) -> Any:
     return t
 
 
-def _adaptive_avg_pool(p, x):
+class AdaptiveAvgPool2dParams(Params):
+    output_size: list[int]
+
+
+def _adaptive_avg_pool(p: AdaptiveAvgPool2dParams, x):
     _adaptive_check(p, x)
     return nn.AdaptiveAvgPool2d(tuple(p.output_size))
 
 
-def _adaptive_avg_pool_shape(p, x):
+def _adaptive_avg_pool_shape(p: AdaptiveAvgPool2dParams, x):
     t = _adaptive_check(p, x)
     if not t.dtype.is_floating_point:
         return None  # torch refuses the mean of integers; the meta path says how
@@ -373,13 +395,19 @@ def _upsample_input(p, x) -> Any:
     return t
 
 
-def _upsample(p, x):
+class UpsampleParams(Params):
+    scale_factor: float
+    mode: str
+    align_corners: bool
+
+
+def _upsample(p: UpsampleParams, x):
     _upsample_input(p, x)
     corners = None if p.mode == "nearest" else p.align_corners
     return nn.Upsample(scale_factor=p.scale_factor, mode=p.mode, align_corners=corners)
 
 
-def _upsample_shape(p, x):
+def _upsample_shape(p: UpsampleParams, x):
     """One interpolation kernel; each size is the product with the scale factor, rounded
     down (as torch computes it when given a factor)."""
     t = _upsample_input(p, x)
@@ -426,7 +454,14 @@ class FixedConv2d(nn.Module):
                         groups=self.groups)
 
 
-def _fixed_conv(p, x):
+class FixedConv2dParams(Params):
+    filter: str
+    stride: list[int]
+    padding: Any
+    dtype: str
+
+
+def _fixed_conv(p: FixedConv2dParams, x):
     t = _signal(x, 2)
     kernel = FILTERS[p.filter]
     padding = per_dim(p.padding, 2)

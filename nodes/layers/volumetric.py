@@ -12,6 +12,7 @@ and a shape rule that follows torch's formulas.
 from __future__ import annotations
 
 import math
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -22,6 +23,7 @@ from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
+    Params,
     TorchEquivalent,
     bool_param,
     choice_param,
@@ -65,14 +67,31 @@ def _conv_geometry(p, x):
     return t, kernel, stride, padding, dilation, sides
 
 
-def _conv3d(p, x):
+class Conv3dParams(Params):
+    out_channels: int
+    kernel_size: list[int]
+    stride: list[int]
+    padding: Any
+    dilation: list[int]
+    groups: int
+    bias: bool
+    padding_mode: Literal["zeros", "reflect", "replicate", "circular"]
+    init: str
+    init_std: float
+    weight: Any
+    bias_init: list[float] | None
+    trainable: bool
+    dtype: str
+
+
+def _conv3d(p: Conv3dParams, x):
     t, kernel, stride, padding, dilation, _ = _conv_geometry(p, x)
     conv = nn.Conv3d(t.shape[1], p.out_channels, kernel, stride, padding, dilation, p.groups,
                      p.bias, p.padding_mode)
     return start_weights(conv, p, KERNEL_LAYOUT)
 
 
-def _conv3d_shape(p, x):
+def _conv3d_shape(p: Conv3dParams, x):
     t, kernel, stride, padding, dilation, sides = _conv_geometry(p, x)
     check_given(p, (p.out_channels, t.shape[1] // p.groups, *kernel),
                 p.out_channels if p.bias else None, KERNEL_LAYOUT)
@@ -193,12 +212,16 @@ def _adaptive_size(p) -> tuple[int, int, int]:
     return tuple(size)  # type: ignore[return-value]
 
 
-def _adaptive(p, x):
+class AdaptiveAvgPool3dParams(Params):
+    output_size: list[int]
+
+
+def _adaptive(p: AdaptiveAvgPool3dParams, x):
     _volume(x)
     return nn.AdaptiveAvgPool3d(_adaptive_size(p))
 
 
-def _adaptive_shape(p, x):
+def _adaptive_shape(p: AdaptiveAvgPool3dParams, x):
     t = _volume(x)
     return shapes.like(shapes.TensorMeta((*t.shape[:2], *_adaptive_size(p)), t.dtype))
 

@@ -24,6 +24,7 @@ from nodegraph.model.spec import (
     LOSS_IN,
     SCHEDULE_IN,
     Param,
+    Params,
     Search,
     bool_param,
     choice_param,
@@ -106,13 +107,32 @@ class HeavyBall(torch.optim.Optimizer):
         return loss
 
 
-def _momentum_block(p, named):
+class MomentumParams(Params):
+    lr: float
+    momentum: float
+    form: str
+    weight_decay: float
+    scope: list[str]
+    clip_grad_norm: float | None
+    decay: str
+
+
+def _momentum_block(p: MomentumParams, named):
     if p.form == "pytorch":
         return torch.optim.SGD(param_groups(named, p), lr=p.lr, momentum=p.momentum)
     return HeavyBall(param_groups(named, p), p.lr, p.momentum, p.form)
 
 
-def _nesterov(p, named):
+class NesterovParams(Params):
+    lr: float
+    momentum: float
+    weight_decay: float
+    scope: list[str]
+    clip_grad_norm: float | None
+    decay: str
+
+
+def _nesterov(p: NesterovParams, named):
     if p.momentum == 0:
         raise ParamError("Nesterov needs a momentum above 0 (0.9 is usual)")
     return torch.optim.SGD(param_groups(named, p), lr=p.lr, momentum=p.momentum, nesterov=True)
@@ -170,7 +190,19 @@ class LBFGS(torch.optim.LBFGS):
         return sd
 
 
-def _lbfgs(p, named):
+class LBFGSParams(Params):
+    lr: float
+    max_iter: int
+    tolerance_grad: float
+    tolerance_change: float
+    history_size: int
+    line_search_fn: str
+    scope: list[str]
+    clip_grad_norm: float | None
+    decay: str
+
+
+def _lbfgs(p: LBFGSParams, named):
     return LBFGS(param_groups(named, p), lr=p.lr, max_iter=p.max_iter,
                  tolerance_grad=p.tolerance_grad, tolerance_change=p.tolerance_change,
                  history_size=p.history_size,
@@ -333,7 +365,16 @@ def _flat(tensors, params) -> torch.Tensor:
                       for t, p in zip(tensors, params, strict=True)])
 
 
-def _least_squares(p, named):
+class LeastSquaresParams(Params):
+    ridge: float
+    lr: float
+    iterations: int
+    scope: list[str]
+    clip_grad_norm: float | None
+    decay: str
+
+
+def _least_squares(p: LeastSquaresParams, named):
     count = sum(t.numel() for _, t in named)
     if count > MAX_SOLVER_PARAMS:
         raise NodegraphError(f"LeastSquares builds the full Hessian and would need {count} "

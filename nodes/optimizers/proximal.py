@@ -23,6 +23,7 @@ from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
 from nodegraph.model.spec import (
     LOSS_IN,
     SCHEDULE_IN,
+    Params,
     bool_param,
     choice_param,
     float_param,
@@ -64,7 +65,16 @@ class ProximalGD(torch.optim.Optimizer):
         return loss
 
 
-def _build(p, named):
+class ProximalGDParams(Params):
+    lr: float
+    l1: float
+    accelerated: bool
+    scope: list[str]
+    clip_grad_norm: float | None
+    decay: str
+
+
+def _build(p: ProximalGDParams, named):
     groups = param_groups(named, {"weight_decay": p.l1, "decay": p.decay})
     for group in groups:
         group["l1"] = group.pop("weight_decay")
