@@ -138,8 +138,13 @@ def _normalize(p: NormalizeParams) -> Step:
     return Step("Normalize", fn, fn, script=(text, text, None))
 
 
+class BatchMixParams(Params):
+    alpha: float
+    num_classes: int
+
+
 def _batch_step(name: str):
-    def build(p) -> Step:
+    def build(p: BatchMixParams) -> Step:
         v2 = _v2()
         cls = v2.MixUp if name == "MixUp" else v2.CutMix
         return Step(name, batch=cls(alpha=p.alpha, num_classes=p.num_classes),

@@ -250,7 +250,7 @@ class TimestepEmbedding(nn.Module):
         return emb if self.mlp is None else self.mlp(emb)
 
 
-def _timestep_check(p, x) -> None:
+def _timestep_check(p: TimestepEmbeddingParams, x) -> None:
     need_one_per_sample(x, "input", "step", "wire DDPMNoise's t output")
     if p.embedding_dim % 2:
         raise ParamError(f"'embedding_dim' must be even (sine and cosine pairs), got "

@@ -323,6 +323,14 @@ class ParameterCount(Metric):
         return float(sum(seen.values()))
 
 
+class R2Params(Params):
+    definition: str
+
+
+def _r2(p: R2Params) -> RSquared:
+    return RSquared(p.definition)
+
+
 BLOCKS = [
     metric("metrics.Mean",
            "The mean of a tensor over a whole split, reported with the other metrics.\n\n"
@@ -365,7 +373,7 @@ BLOCKS = [
            "definition. corr_squared: the squared correlation of prediction and target. They "
            "agree on the training data of a least-squares fit, not on test data. Several "
            "outputs: the mean of the per-column values.",
-           elementwise(lambda p: RSquared(p.definition)), inputs=PAIR,
+           elementwise(_r2), inputs=PAIR,
            params=[choice_param("definition", ("sse_sst", "var_ratio", "corr_squared"),
                                 "sse_sst", "which R² (see the block's description)")],
            keywords=("regression", "goodness of fit", "coefficient of determination",

@@ -357,7 +357,7 @@ def token_windows(ids: np.ndarray, seq_len: int, stride: int) -> tuple[np.ndarra
     return ids[take], ids[take + 1]
 
 
-def _text(p) -> str:
+def _text(p: TokenTextParams) -> str:
     text = p.text or BUNDLED_TEXT
     return text.lower() if p.lowercase else text
 

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from nodegraph.kinds import NamedParams
 from nodegraph.kinds.declare import optimizer
 from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
 from nodegraph.model.errors import NodegraphError, ParamError
@@ -385,6 +386,18 @@ def _least_squares(p: LeastSquaresParams, named):
     return LeastSquares(groups, lr=p.lr, iterations=p.iterations)
 
 
+class NormalizedGDParams(Params):
+    lr: float
+    eps: float
+    scope: list[str]
+    clip_grad_norm: float | None
+    decay: str
+
+
+def _normalized_gd(p: NormalizedGDParams, named: NamedParams) -> NormalizedGD:
+    return NormalizedGD(param_groups(named, p), p.lr, p.eps)
+
+
 BLOCKS = [
     optimizer("optimizers.GD",
               "Gradient descent θ ← θ − lr·∇L, without momentum.\n\n"
@@ -497,7 +510,7 @@ BLOCKS = [
               "The steepest-descent direction with a fixed step length, ‖g‖ taken over all "
               "parameters together; it does not slow down where the loss is flat, nor blow up "
               "where it is steep.",
-              lambda p, named: NormalizedGD(param_groups(named, p), p.lr, p.eps),
+              _normalized_gd,
               params=[LR, float_param("eps", 1e-12, "added to ‖g‖ so a zero gradient gives no "
                                       "step", min=0), *OPTIMIZER_PARAMS],
               keywords=("ngd", "steepest descent", "unit step"), **PORTS),
