@@ -199,7 +199,7 @@ class _Script:
         return StreamScript(readers, arrays, [SCRIPT_READER])
 
 
-def sources(p) -> tuple[CifarRecords, CifarRecords | None]:
+def sources(p: CIFARParams) -> tuple[CifarRecords, CifarRecords | None]:
     """The training and (with `use_test`, where the folder has one) test records."""
     lay = layout(p.path, p.variant)
     offset = lay.label_offset(p.label)
@@ -215,7 +215,7 @@ def _split_params(p, tested: bool) -> dict:
     return {**p, "test_fraction": 0.0} if tested else dict(p)
 
 
-def x_shape(p) -> tuple[int, ...]:
+def x_shape(p: CIFARParams) -> tuple[int, ...]:
     return SHAPE if p.layout == "image" else (PIXELS,)
 
 

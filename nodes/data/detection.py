@@ -39,7 +39,7 @@ OUTPUTS = [Port("x", doc="images (N, C, H, W) in [0, 1]"),
 _drawn = functools.lru_cache(maxsize=4)(shapes)
 
 
-def _need_images(p) -> None:
+def _need_images(p: ShapesParams) -> None:
     per_image = (3 * p.image_size ** 2 + 6 * p.max_objects) * 4  # float32 pixels, objects
     # the drawn arrays, the dataset's tensors and its split copies
     footprint.need(3 * p.n * per_image, "n", p.n,

@@ -110,12 +110,12 @@ class _Finish:
         return sample
 
 
-def _splits(labels: np.ndarray, p) -> dict[str, np.ndarray]:
+def _splits(labels: np.ndarray, p: ImageFolderParams) -> dict[str, np.ndarray]:
     return split_indices(len(labels), p.val_fraction, p.test_fraction, p.split, p.split_seed,
                          labels, p.folds, p.fold)
 
 
-def _ports(shape: tuple[int, int, int], p, chain: augment.Chain) -> dict:
+def _ports(shape: tuple[int, int, int], p: ImageFolderParams, chain: augment.Chain) -> dict:
     x = chain.shape(shape)
     x = (int(np.prod(x)),) if p.layout == "flat" else x
     return {"x": (x, torch.float32), "y": chain.label_port((), torch.int64)}

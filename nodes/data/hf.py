@@ -110,7 +110,7 @@ def _shape(feature, name: str, first, where: str) -> tuple[tuple[int, ...], str]
 class Columns:
     """What the params ask of the dataset: the input and target columns and their shapes."""
 
-    def __init__(self, ds, p, where: str):
+    def __init__(self, ds, p: HFDatasetParams, where: str):
         names = list(ds.column_names)
         if not p.targets:
             raise NodegraphError("name at least one target column")

@@ -187,8 +187,9 @@ class ShardSet:
         return sum(self.counts.get(split, ()))
 
 
-def shard_set(p) -> ShardSet:
-    fields = tuple("." + f.strip().lstrip(".").lower() for f in (p.x_field, p.y_field))
+def shard_set(p: WebDatasetParams) -> ShardSet:
+    x, y = ("." + f.strip().lstrip(".").lower() for f in (p.x_field, p.y_field))
+    fields = (x, y)
     if fields[0] == fields[1]:
         raise NodegraphError(f"x_field and y_field are both '{fields[0]}'")
     given = {"train": p.shards, "val": p.val_shards, "test": p.test_shards}
@@ -199,7 +200,7 @@ def shard_set(p) -> ShardSet:
     if sum(counts["train"]) == 0:
         raise NodegraphError(f"the shards '{p.shards}' hold no sample with both a "
                              f"'{fields[0]}' and a '{fields[1]}' field")
-    return ShardSet(shards, counts, fields)  # type: ignore[arg-type]
+    return ShardSet(shards, counts, fields)
 
 
 def first_sample(sset: ShardSet) -> tuple[np.ndarray, np.ndarray]:
@@ -220,7 +221,7 @@ def _ports(x: np.ndarray, y: np.ndarray, kind: str, where: str) -> dict:
     return {"x": (x.shape or (1,), torch.float32), "y": ((max(y.size, 1),), torch.float32)}
 
 
-def _fixed(p, sset: ShardSet) -> bool:
+def _fixed(p: WebDatasetParams, sset: ShardSet) -> bool:
     """Whether the shard sets fix the splits (val or test shards given)."""
     return len(sset.shards) > 1
 
@@ -288,7 +289,7 @@ def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Path) -
     return {"x": xt, "y": torch.from_numpy(np.asarray(y, np.float32).reshape(-1))}
 
 
-def _streamed_shards(p, sset: ShardSet, ports: dict):
+def _streamed_shards(p: WebDatasetParams, sset: ShardSet, ports: dict):
     if _fixed(p, sset):
         parts = {s: (files, everything(sset.counts[s])) for s, files in sset.shards.items()}
     else:
