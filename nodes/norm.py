@@ -52,8 +52,17 @@ def _stats_params(affine: bool, track: bool) -> list[Param]:
                        "evaluation; off uses batch statistics in evaluation too")]
 
 
+class BatchNormParams(Params):
+    """What the batch norms (and InstanceNorm2d, built the same way) read."""
+
+    eps: float
+    momentum: float | None
+    affine: bool
+    track_running_stats: bool
+
+
 def _batch_norm(ndims: tuple[int, ...], layout: str, cls: type[nn.Module], hint: str):
-    def build(p, x):
+    def build(p: BatchNormParams, x):
         t = need_ndim(x, "input", ndims, layout, hint)
         need_float(x, "input")
         return cls(t.shape[1], p.eps, p.momentum, p.affine, p.track_running_stats)
@@ -64,7 +73,7 @@ def _batch_norm_shape(ndims: tuple[int, ...], layout: str, hint: str) -> shapes.
     """Training mode on a batch: the output, and the batch mean and inverse std per channel
     the kernel keeps for backward; γ and β trained, running mean and variance and the
     batch counter (int64) as buffers."""
-    def rule(p, x):
+    def rule(p: BatchNormParams, x):
         t = need_ndim(x, "input", ndims, layout, hint)
         need_float(x, "input")
         dtype, c = t.dtype, t.shape[1]
@@ -101,7 +110,7 @@ def _instance_norm_shape(p: InstanceNorm2dParams, x):
                            work=t.nbytes + 2 * per * (1 + p.affine))
 
 
-def _layer_norm_dims(p, x):
+def _layer_norm_dims(p: LayerNormParams, x):
     t = x["input"]
     need_float(x, "input")
     if p.dims >= t.ndim:
@@ -173,16 +182,18 @@ class Penalty(nn.Module):
 
 
 def _penalty(power: int):
-    return lambda p, x: Penalty(p.weight, power)
+    def build(p: PenaltyParams, x) -> Penalty:
+        return Penalty(p.weight, power)
+    return build
 
 
-class PenaltyShapeParams(Params):
+class PenaltyParams(Params):
     weight: float
     nodes: list[str]
     dtype: str
 
 
-def _penalty_shape(p: PenaltyShapeParams, x):
+def _penalty_shape(p: PenaltyParams, x):
     """Validation binds nothing: the loss is weight times the zero buffer, a scalar in the
     block's dtype (the graph's unless set; the rule sees it through the `dtype` param)."""
     dtype = shapes.layer_dtype(p)

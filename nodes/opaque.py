@@ -501,6 +501,15 @@ def _arrays_meta(p: ArraysParams):
     return sized(ports, xs[0], p)
 
 
+def _module(p: ModuleParams, x) -> OpaqueModule:
+    return OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index, p.call_kwargs,
+                        p.call_args, p.pick)
+
+
+def _function(p: FunctionParams, x) -> OpaqueFunction:
+    return OpaqueFunction(p.function, p.args, p.kwargs, p.index)
+
+
 BLOCKS = [
     op("opaque.Module",
        "A PyTorch module named by its import path, run as it is.\n\n"
@@ -509,8 +518,7 @@ BLOCKS = [
        "node.module.*. `nodegraph import` puts here what no block of the library "
        "expresses. torch.nn classes build anywhere; a class of another module only in a "
        "graph the user trusts (--trust, or the editor's prompt).",
-       lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index,
-                                 p.call_kwargs, p.call_args, p.pick),
+       _module,
        inputs=INPUTS, outputs=["output"],
        params=[str_param("target", doc="the class, as module:QualName "
                          "(torch.nn:TransformerEncoderLayer)"),
@@ -536,7 +544,7 @@ BLOCKS = [
        "{\"size\": [k, d]} for its size in dim d, {\"expr\": [op, a, b]} for size "
        "arithmetic that follows the input. Made by `nodegraph import` for "
        "operations no block expresses.",
-       lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs, p.index),
+       _function,
        inputs=INPUTS, outputs=["output"],
        params=[str_param("function", doc="what to call, as module:qualname"),
                Param("args", "json", [{"input": 0}], "positional arguments"),

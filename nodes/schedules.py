@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
@@ -33,12 +33,21 @@ _schedule = family("schedules", "schedule", outputs=[SCHEDULE_OUT],
                    shared_params=SCHEDULE_PARAMS, shared_keywords=("lr",))
 
 
-def _factor(f: Callable[[Any, int], float]) -> Callable:
+V = TypeVar("V", bound=Params)
+
+
+def _factor(f: Callable[[V, int], float]) -> Callable[[V, Any], LambdaLR]:
     """A build for lr(t) = lr₀·f(p, t), as a LambdaLR."""
     return lambda p, opt: LambdaLR(opt, lambda t: f(p, t))
 
 
-def _warm_up(p, t: int) -> float:
+class WarmUpParams(Params):
+    total_iters: int
+    start_factor: float
+    interval: str
+
+
+def _warm_up(p: WarmUpParams, t: int) -> float:
     if t >= p.total_iters:
         return 1.0
     return p.start_factor + (1.0 - p.start_factor) * t / p.total_iters
@@ -109,10 +118,49 @@ def _one_cycle(p: OneCycleParams, opt):
                     cycle_momentum=p.cycle_momentum)
 
 
+class StepParams(Params):
+    step_size: int
+    gamma: float
+    interval: str
+
+
+def _step(p: StepParams, opt) -> LRScheduler:
+    return torch.optim.lr_scheduler.StepLR(opt, p.step_size, p.gamma)
+
+
+class ExponentialParams(Params):
+    gamma: float
+    interval: str
+
+
+def _exponential(p: ExponentialParams, opt) -> LRScheduler:
+    return torch.optim.lr_scheduler.ExponentialLR(opt, p.gamma)
+
+
+class PowerParams(Params):
+    decay_steps: float
+    power: float
+    interval: str
+
+
+def _power(p: PowerParams, t: int) -> float:
+    return (1.0 + t / p.decay_steps) ** -p.power
+
+
+class CosineParams(Params):
+    t_max: int
+    eta_min: float
+    interval: str
+
+
+def _cosine(p: CosineParams, opt) -> LRScheduler:
+    return torch.optim.lr_scheduler.CosineAnnealingLR(opt, p.t_max, p.eta_min)
+
+
 BLOCKS = [
     _schedule("Step",
               "Multiply the learning rate by `gamma` every `step_size` epochs (or steps).",
-              lambda p, opt: torch.optim.lr_scheduler.StepLR(opt, p.step_size, p.gamma),
+              _step,
               [int_param("step_size", 10, "epochs (or steps) between decays", min=1),
                float_param("gamma", 0.1, "factor applied at each decay", min=0)],
               keywords=("decay",),
@@ -121,7 +169,7 @@ BLOCKS = [
               "Exponential decay lr = lr₀·gammaᵗ.\n\n"
               "The notes' form lr₀·0.1^(t/s) (divide by 10 every s epochs) is gamma = "
               "0.1^(1/s).",
-              lambda p, opt: torch.optim.lr_scheduler.ExponentialLR(opt, p.gamma),
+              _exponential,
               [float_param("gamma", 0.95, "factor applied every epoch (or step)", min=0,
                            max=1)],
               keywords=("decay", "exponential decay")),
@@ -129,7 +177,7 @@ BLOCKS = [
               "Power decay lr = lr₀/(1 + t/decay_steps)^power.\n\n"
               "Falls fast at first, then slowly (the notes' power schedule with s = "
               "decay_steps and c = power); power 1 is the 1/t decay of classical SGD theory.",
-              _factor(lambda p, t: (1.0 + t / p.decay_steps) ** -p.power),
+              _factor(_power),
               [float_param("decay_steps", 10.0, "s: after s epochs (or steps) lr is "
                            "lr₀/2^power", min=1e-12),
                float_param("power", 1.0, "c: the exponent of the decay", min=0)],
@@ -137,8 +185,7 @@ BLOCKS = [
     _schedule("Cosine",
               "Cosine annealing from the optimizer's rate down to `eta_min` over `t_max` "
               "epochs (or steps).",
-              lambda p, opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, p.t_max,
-                                                                        p.eta_min),
+              _cosine,
               [int_param("t_max", 100, "epochs (or steps) of one half cosine", min=1),
                float_param("eta_min", 0.0, "smallest learning rate", min=0)],
               keywords=("annealing",),
