@@ -61,15 +61,21 @@ class NoiseSource(nn.Module):
         return self.draw(size, device=device, dtype=dtype)
 
 
+class SourceParams(Params):
+    """What every noise source declares (each one's own view adds the rest)."""
+
+    batch_size: int | None
+
+
 def _source(draw_from_params):
     """A build for a noise source; `draw_from_params(p)` returns draw(size, device, dtype)."""
-    def build(p, x):
+    def build(p: SourceParams, x):
         _source_check(p, x)
         return NoiseSource(draw_from_params(p), _shape(p), p.maybe(BATCH_SIZE))
     return build
 
 
-def _source_check(p, x) -> None:
+def _source_check(p: SourceParams, x) -> None:
     if "like" not in x:
         if p.batch_size is None:
             raise PortError("like", "cannot tell how many samples to draw: nothing is "
@@ -86,20 +92,21 @@ def _source_shape(draw_from_params) -> shapes.Rule:
     with an integer one), then scales and shifts it: three tensors of the output's size.
     A floating `like` must be in the graph's dtype (the source's anchor buffer is cast to
     it), which a rule does not see: the meta path checks it."""
-    def rule(p, x):
+    def rule(p: SourceParams, x):
         _source_check(p, x)
         draw_from_params(p)  # its checks
         like, shape = x.get("like"), _shape(p)
         if like is not None and like.dtype.is_floating_point:
             return None
-        size = (p.batch_size, *cast("list[int]", shape)) if like is None else \
+        # without like, _source_check made sure batch_size and shape are set
+        size = (cast(int, p.batch_size), *cast("list[int]", shape)) if like is None else \
             (like.shape[0], *(like.shape[1:] if shape is None else shape))
         return shapes.like(shapes.TensorMeta(tuple(size), torch.get_default_dtype()), 3)
     return rule
 
 
-def _shape(p) -> list[int] | None:
-    return [p.latent_dim] if "latent_dim" in p else p.maybe(SHAPE)
+def _shape(p: SourceParams) -> list[int] | None:
+    return [p.typed(LATENT_DIM)] if "latent_dim" in p else p.maybe(SHAPE)
 
 
 def _gaussian(mean: float, std: float):
@@ -108,7 +115,23 @@ def _gaussian(mean: float, std: float):
     return draw
 
 
-def _uniform(p):
+class GaussianNoiseParams(SourceParams):
+    shape: list[int] | None
+    mean: float
+    std: float
+
+
+def _gaussian_noise(p: GaussianNoiseParams):
+    return _gaussian(p.mean, p.std)
+
+
+class UniformNoiseParams(SourceParams):
+    shape: list[int] | None
+    low: float
+    high: float
+
+
+def _uniform(p: UniformNoiseParams):
     if p.high <= p.low:
         raise ParamError(f"'high' ({p.high}) must be above 'low' ({p.low})")
 
@@ -121,6 +144,7 @@ LIKE = Port("like", doc="any tensor whose batch (dim 0) the noise follows; also 
             "per-sample shape when `shape` is empty", optional=True)
 BATCH_SIZE = int_param("batch_size", None, "samples per draw when nothing is wired into "
                        "'like'; empty means follow 'like'", min=1, nullable=True)
+LATENT_DIM = int_param("latent_dim", doc="size of one latent code", min=1)
 SHAPE: Param[list[int]] = Param("shape", "ints", None,
                                 "shape of one sample, without the batch dim; empty "
                                 "means the shape of one sample of 'like'", nullable=True)
@@ -391,8 +415,8 @@ BLOCKS = [
        "Wire any tensor into 'like' to follow its batch size (and, with `shape` empty, "
        "its per-sample shape): the generator's input z of a GAN, the noise of a "
        "denoising autoencoder. With nothing wired, it draws batch_size samples.",
-       _source(lambda p: _gaussian(p.mean, p.std)), inputs=[LIKE], outputs=["output"],
-       shape=_source_shape(lambda p: _gaussian(p.mean, p.std)),
+       _source(_gaussian_noise), inputs=[LIKE], outputs=["output"],
+       shape=_source_shape(_gaussian_noise),
        params=[SHAPE, float_param("mean", 0.0, "mean of every value"),
                float_param("std", 1.0, "standard deviation of every value", min=0),
                BATCH_SIZE],
@@ -411,7 +435,7 @@ BLOCKS = [
        "into 'like' so the batch of codes matches the batch of images.",
        _source(lambda p: _gaussian(0.0, 1.0)), inputs=[LIKE], outputs=["output"],
        shape=_source_shape(lambda p: _gaussian(0.0, 1.0)),
-       params=[int_param("latent_dim", doc="size of one latent code", min=1), BATCH_SIZE],
+       params=[LATENT_DIM, BATCH_SIZE],
        keywords=("prior", "latent", "z", "vae", "gan", "generate")),
     op("samplers.Reparameterize",
        "z = μ + exp(log σ²/2)·ε with ε ~ N(0, I): the VAE's sampling step.\n\n"
