@@ -345,8 +345,15 @@ def need_padding_mask(x: dict, port: str, keys: torch.Tensor) -> None:
                         "true marks a padding position to ignore")
 
 
+class AttentionParams(Params):
+    """DotProduct's, ScaledDotProduct's and Cosine's."""
+
+    temperature: float
+    causal: bool
+
+
 def _attention(score: str):
-    def build(p, x):
+    def build(p: AttentionParams, x):
         _attention_check(p, x)
         return Attention(score, p.temperature, p.causal)
     return build
@@ -357,7 +364,7 @@ def _attention_shape(score: str) -> shapes.Rule:
     scores, scaled by √D (scaled), divided by the temperature, softmaxed (the weights
     output), the weighted sum; a causal mask adds three bool (L, S) tensors, a masked fill
     and a product. An attn_mask runs on meta."""
-    def rule(p, x):
+    def rule(p: AttentionParams, x):
         _attention_check(p, x)
         dtype = shapes.same_dtype(x)
         if dtype is None or "attn_mask" in x:
@@ -395,7 +402,7 @@ def _attention_check(p, x) -> None:
                             f"{fmt(m.shape)}", "give it three dims; size 1 broadcasts")
 
 
-def _self_attention_check(p, x) -> None:
+def _self_attention_check(p: MultiHeadSelfAttentionParams, x) -> None:
     t = need_tokens(x, "input")
     need_heads(t.shape[-1], p.num_heads)
     need_padding_mask(x, "key_padding_mask", t)
@@ -434,21 +441,23 @@ def _cross_attention(p: MultiHeadCrossAttentionParams, x):
                           dropout=p.dropout)
 
 
-def _layer_args(p, d_model: int) -> dict:
+def _layer_args(p: TransformerLayerParams, d_model: int) -> dict:
     return dict(d_model=d_model, nhead=p.nhead,
                 dim_feedforward=p.dim_feedforward or 4 * d_model, dropout=p.dropout,
                 activation=p.activation, layer_norm_eps=p.layer_norm_eps, bias=p.bias,
                 norm_first=p.norm_first, causal=p.causal)
 
 
-def _encoder_input(p, x):
+def _encoder_input(p: TransformerLayerParams, x):
     t = need_tokens(x, "input")
     need_heads(t.shape[-1], p.nhead)
     need_padding_mask(x, "key_padding_mask", t)
     return t
 
 
-class TransformerEncoderBlockParams(Params):
+class TransformerLayerParams(Params):
+    """TransformerEncoderBlock's and TransformerDecoderBlock's."""
+
     nhead: int
     dim_feedforward: int | None
     dropout: float
@@ -460,7 +469,7 @@ class TransformerEncoderBlockParams(Params):
     dtype: str
 
 
-def _encoder(p: TransformerEncoderBlockParams, x):
+def _encoder(p: TransformerLayerParams, x):
     return EncoderLayer(**_layer_args(p, _encoder_input(p, x).shape[-1]))
 
 
@@ -510,7 +519,7 @@ def _self_attention_shape(p: MultiHeadSelfAttentionParams, x):
                            work=_self_attention_bytes(t, p.num_heads, p.dropout, p.causal))
 
 
-def _encoder_shape(p: TransformerEncoderBlockParams, x):
+def _encoder_shape(p: TransformerLayerParams, x):
     """EncoderLayer's forward (F: the feed-forward's hidden (N, L, ff), R: one value per
     position): two LayerNorms (output, mean, rstd), the self-attention, dropout after it
     and the residual sum; the feed-forward's two Linears, its activation, dropout inside
@@ -531,19 +540,7 @@ def _encoder_shape(p: TransformerEncoderBlockParams, x):
                            weights, t.dtype, work=made)
 
 
-class TransformerDecoderBlockParams(Params):
-    nhead: int
-    dim_feedforward: int | None
-    dropout: float
-    activation: str
-    norm_first: bool
-    layer_norm_eps: float
-    bias: bool
-    causal: bool
-    dtype: str
-
-
-def _decoder(p: TransformerDecoderBlockParams, x):
+def _decoder(p: TransformerLayerParams, x):
     t, m = need_tokens(x, "input"), need_tokens(x, "memory")
     need_heads(t.shape[-1], p.nhead)
     if m.shape[0] != t.shape[0] or m.shape[-1] != t.shape[-1]:
@@ -587,7 +584,7 @@ def _sinusoidal_shape(p: SinusoidalPositionalEncodingParams, x):
     return shapes.Inferred(((t.shape, t.dtype),), work=made + t.nbytes)
 
 
-def _learned_positions_input(p, x):
+def _learned_positions_input(p: LearnedPositionalEncodingParams, x):
     t = need_tokens(x, "input")
     if t.shape[1] > p.max_len:
         raise PortError("input", f"has {t.shape[1]} positions but the table holds max_len = "
@@ -611,7 +608,7 @@ def _learned_positions_shape(p: LearnedPositionalEncodingParams, x):
     return shapes.weighted([(t.shape, dtype)], p.max_len * t.shape[-1], dtype)
 
 
-def _patch_input(p, x):
+def _patch_input(p: PatchEmbeddingParams, x):
     t = need_ndim(x, "input", (4,), "(N, C, H, W)")
     size = p.patch_size
     if t.shape[2] % size or t.shape[3] % size:
@@ -659,7 +656,7 @@ def _cls_token_shape(p: ClsTokenParams, x):
     return shapes.weighted([((n, length + 1, width), dtype)], width, dtype)
 
 
-def _take_index(p, x):
+def _take_index(p: TakeTokenParams, x):
     t = need_tokens(x, "input")
     if not -t.shape[1] <= p.index < t.shape[1]:
         raise PortError("input", f"has {t.shape[1]} positions, so index {p.index} does not "
