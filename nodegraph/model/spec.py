@@ -104,10 +104,11 @@ class Port:
 
 
 T = TypeVar("T")
+V_co = TypeVar("V_co", covariant=True)  # a Param[list[int]] is a Param[Sequence[int]]
 
 
 @dataclass(frozen=True)
-class Param(Generic[T]):
+class Param(Generic[V_co]):
     """A typed, named setting of a block, with its default and the values it allows.
 
     `T` is the Python type of its checked value (`int_param` makes a ``Param[int]``), so a
