@@ -48,7 +48,7 @@ def _volume(x: dict) -> torch.Tensor:
 # -- convolution ----------------------------------------------------------------------------
 
 
-def _conv_geometry(p, x):
+def _conv_geometry(p: Conv3dParams, x):
     t = _volume(x)
     if t.shape[1] % p.groups or p.out_channels % p.groups:
         raise PortError("input", f"has {t.shape[1]} channels: groups={p.groups} must divide "
@@ -133,14 +133,33 @@ CONV_PARAMS = [
 # -- pooling -------------------------------------------------------------------------------
 
 
-def _pool_geometry(p, x):
+class Pool3dParams(Params):
+    """What both 3-D pools declare (each one's own view adds the rest)."""
+
+    kernel_size: list[int]
+    stride: list[int] | None
+    padding: list[int]
+    ceil_mode: bool
+
+
+class MaxPool3dParams(Pool3dParams):
+    dilation: list[int]
+
+
+class AvgPool3dParams(Pool3dParams):
+    count_include_pad: bool
+
+
+def _pool_geometry(p: Pool3dParams, x):
     t = _volume(x)
     kernel, padding = per_dim(p.kernel_size, 3), per_dim(p.padding, 3)
     stride = kernel if p.stride is None else per_dim(p.stride, 3)
     if any(2 * pad > k for pad, k in zip(padding, kernel, strict=True)):
         raise ParamError(f"padding {list(padding)} must be at most half the kernel size "
                          f"{list(kernel)}")
-    dilation = per_dim(p.dilation, 3) if "dilation" in p else (1, 1, 1)
+    dilation: tuple[int, ...] = (1, 1, 1)
+    if "dilation" in p:  # max pools
+        dilation = per_dim(p.typed(POOL_DILATION), 3)
     for size, k, d, pad in zip(t.shape[2:], kernel, dilation, padding, strict=True):
         if d * (k - 1) + 1 > size + 2 * pad:
             raise PortError("input", f"receives {tuple(t.shape)}: a spatial size of {size} is "
@@ -150,16 +169,18 @@ def _pool_geometry(p, x):
 
 
 def _pool(kind: str):
-    def build(p, x):
+    def avg(p: AvgPool3dParams, x):
+        _, kernel, stride, padding, _ = _pool_geometry(p, x)
+        return nn.AvgPool3d(kernel, stride, padding, p.ceil_mode, p.count_include_pad)
+
+    def max_(p: MaxPool3dParams, x):
         _, kernel, stride, padding, dilation = _pool_geometry(p, x)
-        if kind == "Avg":
-            return nn.AvgPool3d(kernel, stride, padding, p.ceil_mode, p.count_include_pad)
         return nn.MaxPool3d(kernel, stride, padding, dilation, ceil_mode=p.ceil_mode)
-    return build
+    return avg if kind == "Avg" else max_
 
 
 def _pool_shape(kind: str):
-    def rule(p, x):
+    def rule(p: Pool3dParams, x):
         t, kernel, stride, padding, dilation = _pool_geometry(p, x)
         spatial = tuple(_window_out(*a, p.ceil_mode) for a in zip(
             t.shape[2:], kernel, stride, padding, dilation, strict=True))
@@ -182,7 +203,10 @@ def _pool_params(kind: str) -> list[Param]:
     if kind == "Avg":
         return [*params, bool_param("count_include_pad", True,
                                     "count padded zeros in the average")]
-    return [*params, sizes("dilation", [1], "spacing between window taps", 3)]
+    return [*params, POOL_DILATION]
+
+
+POOL_DILATION: Param[list[int]] = sizes("dilation", [1], "spacing between window taps", 3)
 
 
 def _pool_of(m: nn.Module) -> dict | None:
@@ -202,7 +226,7 @@ def per_list(v) -> list[int]:
     return list(v) if isinstance(v, tuple | list) else [v]
 
 
-def _adaptive_size(p) -> tuple[int, int, int]:
+def _adaptive_size(p: AdaptiveAvgPool3dParams) -> tuple[int, int, int]:
     size = p.output_size
     if len(size) == 1:
         size = size * 3
