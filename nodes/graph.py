@@ -7,8 +7,6 @@ whole graph (see `nodes.data.graphs`), so the first dim is the node count.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -17,14 +15,13 @@ from nodegraph.kinds.declare import op
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
-    Params,
     Port,
     bool_param,
     choice_param,
     int_param,
 )
 from nodes._shapes import fmt
-from nodes.layers.dense import start_weights, weight_params
+from nodes.layers.dense import WeightParams, start_weights, weight_params
 
 
 def normalized_adjacency(adjacency: torch.Tensor, self_loops: bool = True,
@@ -58,16 +55,11 @@ class GCN(nn.Linear):
         return out + self.bias if self.bias is not None else out
 
 
-class GCNParams(Params):
+class GCNParams(WeightParams):
     out_features: int
     bias: bool
     add_self_loops: bool
     normalize: str
-    init: str
-    init_std: float
-    weight: Any
-    bias_init: list[float] | None
-    trainable: bool
     dtype: str
 
 

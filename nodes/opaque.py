@@ -35,7 +35,7 @@ from torch import nn
 
 from nodegraph.kinds import devices
 from nodegraph.kinds.datameta import sized
-from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, from_arrays
 from nodegraph.kinds.declare import data, op
 from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError, ParamError
@@ -452,20 +452,10 @@ def _importable(target: str) -> str:
     return target
 
 
-class ArraysParams(Params):
+class ArraysParams(DataParams):
     path: str
     x_key: str
     y_key: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _arrays(p: ArraysParams):

@@ -16,7 +16,7 @@ import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
 
 from nodegraph.kinds.declare import family
-from nodegraph.kinds.optim import SCHEDULE_PARAMS
+from nodegraph.kinds.optim import SCHEDULE_PARAMS, ScheduleParams
 from nodegraph.model.errors import ParamError
 from nodegraph.model.spec import (
     SCHEDULE_OUT,
@@ -41,10 +41,9 @@ def _factor(f: Callable[[V, int], float]) -> Callable[[V, Any], LambdaLR]:
     return lambda p, opt: LambdaLR(opt, lambda t: f(p, t))
 
 
-class WarmUpParams(Params):
+class WarmUpParams(ScheduleParams):
     total_iters: int
     start_factor: float
-    interval: str
 
 
 def _warm_up(p: WarmUpParams, t: int) -> float:
@@ -66,10 +65,9 @@ class PiecewiseLR(LRScheduler):
         return [value for _ in self.optimizer.param_groups]
 
 
-class PiecewiseParams(Params):
+class PiecewiseParams(ScheduleParams):
     boundaries: list[int]
     values: list[float]  # type: ignore[assignment]  # the param, not dict.values
-    interval: str
 
 
 def _piecewise(p: PiecewiseParams, opt):
@@ -95,7 +93,7 @@ class OneCycle(OneCycleLR):
             self.last_epoch = t
 
 
-class OneCycleParams(Params):
+class OneCycleParams(ScheduleParams):
     max_lr: float
     total_steps: int
     pct_start: float
@@ -104,7 +102,6 @@ class OneCycleParams(Params):
     final_div_factor: float
     three_phase: bool
     cycle_momentum: bool
-    interval: str
 
 
 def _one_cycle(p: OneCycleParams, opt):
@@ -118,39 +115,35 @@ def _one_cycle(p: OneCycleParams, opt):
                     cycle_momentum=p.cycle_momentum)
 
 
-class StepParams(Params):
+class StepParams(ScheduleParams):
     step_size: int
     gamma: float
-    interval: str
 
 
 def _step(p: StepParams, opt) -> LRScheduler:
     return torch.optim.lr_scheduler.StepLR(opt, p.step_size, p.gamma)
 
 
-class ExponentialParams(Params):
+class ExponentialParams(ScheduleParams):
     gamma: float
-    interval: str
 
 
 def _exponential(p: ExponentialParams, opt) -> LRScheduler:
     return torch.optim.lr_scheduler.ExponentialLR(opt, p.gamma)
 
 
-class PowerParams(Params):
+class PowerParams(ScheduleParams):
     decay_steps: float
     power: float
-    interval: str
 
 
 def _power(p: PowerParams, t: int) -> float:
     return (1.0 + t / p.decay_steps) ** -p.power
 
 
-class CosineParams(Params):
+class CosineParams(ScheduleParams):
     t_max: int
     eta_min: float
-    interval: str
 
 
 def _cosine(p: CosineParams, opt) -> LRScheduler:

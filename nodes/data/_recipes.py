@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nodegraph.model.spec import Params
+from nodegraph.kinds.dataset import DataParams
 
 
 def _truth_table(gate: str) -> Callable[[Any], list[str]]:
@@ -37,7 +37,7 @@ def _labels(p) -> list[str]:
             else "y = y.astype(np.int64)  # class indices"]
 
 
-class NoisyLineParams(Params):
+class NoisyLineParams(DataParams):
     slope: float
     intercept: float
     noise: float
@@ -45,16 +45,6 @@ class NoisyLineParams(Params):
     x_min: float
     x_max: float
     seed: int
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _noisy_line(p: NoisyLineParams) -> list[str]:
@@ -70,18 +60,8 @@ def _sklearn_classes(loader: str) -> Callable[[Any], list[str]]:
                       "x, y = x.astype(np.float32), y.astype(np.int64)"]
 
 
-class DiabetesParams(Params):
+class DiabetesParams(DataParams):
     scaled: bool
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _diabetes(p: DiabetesParams) -> list[str]:
@@ -89,19 +69,9 @@ def _diabetes(p: DiabetesParams) -> list[str]:
             "x, y = x.astype(np.float32), y.astype(np.float32)[:, None]"]
 
 
-class DigitsParams(Params):
+class DigitsParams(DataParams):
     size: int
     layout: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _digits(p: DigitsParams) -> list[str]:
@@ -121,21 +91,11 @@ def _noise(p) -> str:
     return repr(p.noise / 100.0) if p.noise else "None"
 
 
-class MoonsParams(Params):
+class MoonsParams(DataParams):
     target: str
     n: int
     noise: float
     seed: int
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _moons(p: MoonsParams) -> list[str]:
@@ -143,22 +103,12 @@ def _moons(p: MoonsParams) -> list[str]:
             "x = x.astype(np.float32)", *_labels(p)]
 
 
-class CirclesParams(Params):
+class CirclesParams(DataParams):
     target: str
     n: int
     factor: float
     noise: float
     seed: int
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _circles(p: CirclesParams) -> list[str]:
@@ -166,21 +116,11 @@ def _circles(p: CirclesParams) -> list[str]:
             f"random_state={p.seed})", "x = x.astype(np.float32)", *_labels(p)]
 
 
-class BlobsParams(Params):
+class BlobsParams(DataParams):
     centers: int
     n: int
     noise: float
     seed: int
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _blobs(p: BlobsParams) -> list[str]:

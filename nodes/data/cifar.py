@@ -24,11 +24,11 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, split_sizes
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, StreamScript
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Params, Port, bool_param, choice_param, str_param
+from nodegraph.model.spec import Port, bool_param, choice_param, str_param
 from nodes.data._streaming import in_memory, iterate, mark, split_rows, streamed, subsets
 from nodes.data.core import LAYOUT
 
@@ -219,23 +219,13 @@ def x_shape(p: CIFARParams) -> tuple[int, ...]:
     return SHAPE if p.layout == "image" else (PIXELS,)
 
 
-class CIFARParams(Params):
+class CIFARParams(DataParams):
     path: str
     variant: str
     label: str
     use_test: bool
     layout: str
     storage: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def cifar_meta(p: CIFARParams) -> DataMeta | None:

@@ -19,13 +19,12 @@ import torch
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, labels_counted, sized, split_sizes
-from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
-    Params,
     Port,
     bool_param,
     choice_param,
@@ -36,7 +35,7 @@ from nodegraph.model.spec import (
 from nodes.data import _files as files
 from nodes.data import _recipes as recipes
 from nodes.data import _synthetic as syn
-from nodes.data._arrays import streamed_mnist, streamed_numpy
+from nodes.data._arrays import MNISTParams, NumPyParams, streamed_mnist, streamed_numpy
 from nodes.data._images import resize, to_layout
 from nodes.data._streaming import mark
 
@@ -89,19 +88,9 @@ def _sklearn_dataset(name: str, **kwargs):
     return getattr(datasets, name)(**kwargs)
 
 
-class DigitsParams(Params):
+class DigitsParams(DataParams):
     size: int
     layout: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _digits(p: DigitsParams):
@@ -146,18 +135,8 @@ def _sklearn_classes_meta(name: str):
     return meta
 
 
-class BreastCancerParams(Params):
+class BreastCancerParams(DataParams):
     target: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _breast_cancer_meta(p: BreastCancerParams):
@@ -165,18 +144,8 @@ def _breast_cancer_meta(p: BreastCancerParams):
                                            "y": _Y[p.target]}, p)
 
 
-class DiabetesParams(Params):
+class DiabetesParams(DataParams):
     scaled: bool
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _diabetes_meta(p: DiabetesParams):
@@ -214,23 +183,13 @@ def _csv_columns(p, names: list[str]) -> tuple[list[int], list[int]]:
     return inputs, targets
 
 
-class CSVParams(Params):
+class CSVParams(DataParams):
     path: str
     header: bool
     delimiter: str
     inputs: list[str]
     targets: list[str]
     target_kind: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _csv(p: CSVParams):
@@ -251,25 +210,6 @@ def _csv_meta(p: CSVParams):
     inputs, targets = _csv_columns(p, names)
     y = ((), torch.int64) if p.target_kind == "class" else ((len(targets),), torch.float32)
     return sized({"x": ((len(inputs),), torch.float32), "y": y}, n, p)
-
-
-class NumPyParams(Params):
-    path: str
-    y_path: str
-    x_key: str
-    y_key: str
-    target_kind: str
-    storage: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _numpy(p: NumPyParams):
@@ -333,25 +273,6 @@ def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray
     if images.dtype == np.uint8:
         images = images.astype(np.float32) / 255.0
     return images.astype(np.float32)[:, None], _targets(labels, "class", labels_path)
-
-
-class MNISTParams(Params):
-    images: str
-    labels: str
-    test_images: str
-    test_labels: str
-    layout: str
-    storage: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _mnist(p: MNISTParams):
@@ -495,7 +416,7 @@ def _truth_table(gate):
     return _generated(lambda p: syn.truth_table(gate, p.n, p.noise, p.seed))
 
 
-class NoisyLineParams(Params):
+class NoisyLineParams(DataParams):
     slope: float
     intercept: float
     noise: float
@@ -503,16 +424,6 @@ class NoisyLineParams(Params):
     x_min: float
     x_max: float
     seed: int
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _noisy_line(p: NoisyLineParams):
@@ -589,23 +500,13 @@ def _table_splits(p, cols: list[str]) -> dict[str, np.ndarray] | None:
             for s in ("train", "val", "test")}
 
 
-class TableParams(Params):
+class TableParams(DataParams):
     columns: list[str]
     rows: Any
     inputs: list[str]
     targets: list[str]
     target_kind: str
     split_column: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _table(p: TableParams):

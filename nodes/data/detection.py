@@ -15,10 +15,9 @@ import torch
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, Ports, split_sizes
-from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.model.spec import (
-    Params,
     Port,
     bool_param,
     float_param,
@@ -52,7 +51,7 @@ def _ports(image: tuple[int, int, int], m: int) -> Ports:
             "labels": ((m,), torch.int64), "mask": ((m,), torch.float32)}
 
 
-class ShapesParams(Params):
+class ShapesParams(DataParams):
     n: int
     image_size: int
     min_objects: int
@@ -62,16 +61,6 @@ class ShapesParams(Params):
     max_overlap: float
     noise: float
     seed: int
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _shapes_meta(p: ShapesParams):
@@ -89,22 +78,12 @@ def _shapes(p: ShapesParams):
     return from_arrays(arrays, p, normalize_ports=())
 
 
-class CocoBoxesParams(Params):
+class CocoBoxesParams(DataParams):
     path: str
     images: str
     size: int | None
     max_objects: int | None
     grayscale: bool
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _coco_meta(p: CocoBoxesParams):

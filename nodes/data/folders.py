@@ -21,7 +21,7 @@ import torch
 
 from nodegraph.kinds import augment, declare
 from nodegraph.kinds.datameta import DataMeta
-from nodegraph.kinds.dataset import data_params, split_indices
+from nodegraph.kinds.dataset import DataParams, data_params, split_indices
 from nodegraph.kinds.streamed import (
     STORAGE_PARAM,
     SampleError,
@@ -33,7 +33,6 @@ from nodegraph.kinds.streamed import (
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     AUGMENT_IN,
-    Params,
     Port,
     bool_param,
     choice_param,
@@ -148,7 +147,7 @@ class _Script:
                             transforms, self.chain.batch_script())
 
 
-class ImageFolderParams(Params):
+class ImageFolderParams(DataParams):
     path: str
     grayscale: bool
     size: int | None
@@ -156,16 +155,6 @@ class ImageFolderParams(Params):
     layout: str
     on_error: str
     storage: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _image_folder(p: ImageFolderParams):

@@ -22,11 +22,11 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, sized
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, Params, Port, choice_param, str_param
+from nodegraph.model.spec import Param, Port, choice_param, str_param
 from nodes.data._streaming import (
     held_bytes,
     in_memory,
@@ -146,22 +146,12 @@ class Columns:
         return (sum(math.prod(self.shapes[c][0]) for c in self.targets),), torch.float32
 
 
-class HFDatasetParams(Params):
+class HFDatasetParams(DataParams):
     path: str
     inputs: list[str]
     targets: list[str]
     target_kind: str
     storage: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def hf_meta(p: HFDatasetParams) -> DataMeta | None:

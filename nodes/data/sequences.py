@@ -26,7 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, sized, split_sizes
-from nodegraph.kinds.dataset import Dataset, data_params, from_arrays, split_indices
+from nodegraph.kinds.dataset import DataParams, Dataset, data_params, from_arrays, split_indices
 from nodegraph.kinds.declare import data
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
@@ -230,7 +230,7 @@ def random_walk(n: int, noise: float, seed: int) -> np.ndarray:
     return np.cumsum(np.random.default_rng(seed).normal(0.0, 1.0, n))
 
 
-class LagWindowsParams(Params):
+class LagWindowsParams(DataParams):
     path: str
     column: str
     header: bool
@@ -241,16 +241,6 @@ class LagWindowsParams(Params):
     window: int
     horizon: int
     layout: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _lag_windows(p: LagWindowsParams):
@@ -278,7 +268,7 @@ def _lag_windows_meta(p: LagWindowsParams):
     return windows_meta(p.n, p)
 
 
-class ChaoticSeriesParams(Params):
+class ChaoticSeriesParams(DataParams):
     n: int
     dt: float
     every: int
@@ -288,16 +278,6 @@ class ChaoticSeriesParams(Params):
     window: int
     horizon: int
     layout: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def _chaotic_meta(p: ChaoticSeriesParams):

@@ -31,12 +31,12 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, sized
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Params, Port, choice_param, str_param
+from nodegraph.model.spec import Port, choice_param, str_param
 from nodes.data._streaming import (
     Rows,
     everything,
@@ -226,7 +226,7 @@ def _fixed(p: WebDatasetParams, sset: ShardSet) -> bool:
     return len(sset.shards) > 1
 
 
-class WebDatasetParams(Params):
+class WebDatasetParams(DataParams):
     shards: str
     val_shards: str
     test_shards: str
@@ -234,16 +234,6 @@ class WebDatasetParams(Params):
     y_field: str
     target_kind: str
     storage: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def shards_meta(p: WebDatasetParams) -> DataMeta | None:

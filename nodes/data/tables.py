@@ -28,12 +28,12 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, sized
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, Params, Port, choice_param, str_param
+from nodegraph.model.spec import Param, Port, choice_param, str_param
 from nodes.data._streaming import Rows, held_bytes, in_memory, mark, split_rows, streamed
 
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc",
@@ -151,7 +151,7 @@ def _rows(table, where: str) -> int:
         raise NodegraphError(f"cannot read table '{where}': {e}") from e
 
 
-class ParquetParams(Params):
+class ParquetParams(DataParams):
     path: str
     format: str
     inputs: list[str]
@@ -159,16 +159,6 @@ class ParquetParams(Params):
     categorical: list[str]
     target_kind: str
     storage: str
-    batch_size: int
-    shuffle: bool
-    val_fraction: float
-    test_fraction: float
-    split: str
-    split_seed: int
-    folds: int
-    fold: int
-    normalize: str
-    dtype: str
 
 
 def table_meta(p: ParquetParams) -> DataMeta | None:

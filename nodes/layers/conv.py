@@ -33,7 +33,7 @@ from nodegraph.model.spec import (
     int_param,
 )
 from nodes._shapes import fmt, need_float, need_ndim
-from nodes.layers.dense import Fn, check_given, layer_op, start_weights, weight_params
+from nodes.layers.dense import Fn, WeightParams, check_given, layer_op, start_weights, weight_params
 
 # -- window sizes -------------------------------------------------------------------------
 
@@ -225,7 +225,7 @@ def _conv_transpose_geometry(p, x) -> tuple[Any, tuple, tuple, tuple, tuple, tup
     return t, kernel, stride, padding, output_padding, dilation
 
 
-class ConvTranspose2dParams(Params):
+class ConvTranspose2dParams(WeightParams):
     out_channels: int
     kernel_size: list[int]
     stride: list[int]
@@ -234,11 +234,6 @@ class ConvTranspose2dParams(Params):
     dilation: list[int]
     groups: int
     bias: bool
-    init: str
-    init_std: float
-    weight: Any
-    bias_init: list[float] | None
-    trainable: bool
     dtype: str
 
 

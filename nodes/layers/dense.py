@@ -100,7 +100,17 @@ def weight_params(layout: str) -> list[Param]:
     ]
 
 
-def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
+class WeightParams(Params):
+    """The typed view of `weight_params`: a weighted layer's view subclasses it."""
+
+    init: str
+    init_std: float
+    weight: Any
+    bias_init: list[float] | None
+    trainable: bool
+
+
+def start_weights(module: nn.Module, p: WeightParams, layout: str) -> nn.Module:
     """Apply `init`, the hand-set `weight` and `bias_init`, and `trainable` to a new layer
     with `weight` and `bias` attributes (checked on meta tensors too, filled only on real
     ones)."""
@@ -121,7 +131,7 @@ def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
     return module
 
 
-def check_given(p, shape: tuple[int, ...], biases: int | None, layout: str
+def check_given(p: WeightParams, shape: tuple[int, ...], biases: int | None, layout: str
                 ) -> np.ndarray | None:
     """The hand-set `weight` as an array of the layer's weight `shape` (None when not set),
     after checking it and `bias_init` against the layer (`biases` per output, None when
@@ -171,15 +181,10 @@ def _linear_in(p, x) -> int:
     return shape[-1]
 
 
-class LinearParams(Params):
+class LinearParams(WeightParams):
     out_features: int
     bias: bool
     in_features: int | None
-    init: str
-    init_std: float
-    weight: Any
-    bias_init: list[float] | None
-    trainable: bool
     dtype: str
 
 

@@ -31,7 +31,7 @@ from nodegraph.model.spec import (
 )
 from nodes._shapes import need_float, need_ndim
 from nodes.layers.conv import _pad_sides, _window_out, per_dim, sizes
-from nodes.layers.dense import check_given, layer_op, start_weights, weight_params
+from nodes.layers.dense import WeightParams, check_given, layer_op, start_weights, weight_params
 from nodes.norm import _batch_norm, _batch_norm_shape, _stats, _stats_params
 
 LAYOUT = "(N, C, D, H, W)"
@@ -67,7 +67,7 @@ def _conv_geometry(p: Conv3dParams, x):
     return t, kernel, stride, padding, dilation, sides
 
 
-class Conv3dParams(Params):
+class Conv3dParams(WeightParams):
     out_channels: int
     kernel_size: list[int]
     stride: list[int]
@@ -76,11 +76,6 @@ class Conv3dParams(Params):
     groups: int
     bias: bool
     padding_mode: Literal["zeros", "reflect", "replicate", "circular"]
-    init: str
-    init_std: float
-    weight: Any
-    bias_init: list[float] | None
-    trainable: bool
     dtype: str
 
 

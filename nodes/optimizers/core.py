@@ -19,13 +19,12 @@ from torch.overrides import TorchFunctionMode
 
 from nodegraph.kinds import NamedParams
 from nodegraph.kinds.declare import optimizer
-from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
+from nodegraph.kinds.optim import OPTIMIZER_PARAMS, OptimizerParams, param_groups
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.spec import (
     LOSS_IN,
     SCHEDULE_IN,
     Param,
-    Params,
     Search,
     bool_param,
     choice_param,
@@ -108,14 +107,11 @@ class HeavyBall(torch.optim.Optimizer):
         return loss
 
 
-class MomentumParams(Params):
+class MomentumParams(OptimizerParams):
     lr: float
     momentum: float
     form: str
     weight_decay: float
-    scope: list[str]
-    clip_grad_norm: float | None
-    decay: str
 
 
 def _momentum_block(p: MomentumParams, named):
@@ -124,13 +120,10 @@ def _momentum_block(p: MomentumParams, named):
     return HeavyBall(param_groups(named, p), p.lr, p.momentum, p.form)
 
 
-class NesterovParams(Params):
+class NesterovParams(OptimizerParams):
     lr: float
     momentum: float
     weight_decay: float
-    scope: list[str]
-    clip_grad_norm: float | None
-    decay: str
 
 
 def _nesterov(p: NesterovParams, named):
@@ -191,16 +184,13 @@ class LBFGS(torch.optim.LBFGS):
         return sd
 
 
-class LBFGSParams(Params):
+class LBFGSParams(OptimizerParams):
     lr: float
     max_iter: int
     tolerance_grad: float
     tolerance_change: float
     history_size: int
     line_search_fn: str
-    scope: list[str]
-    clip_grad_norm: float | None
-    decay: str
 
 
 def _lbfgs(p: LBFGSParams, named):
@@ -366,13 +356,10 @@ def _flat(tensors, params) -> torch.Tensor:
                       for t, p in zip(tensors, params, strict=True)])
 
 
-class LeastSquaresParams(Params):
+class LeastSquaresParams(OptimizerParams):
     ridge: float
     lr: float
     iterations: int
-    scope: list[str]
-    clip_grad_norm: float | None
-    decay: str
 
 
 def _least_squares(p: LeastSquaresParams, named):
@@ -386,12 +373,9 @@ def _least_squares(p: LeastSquaresParams, named):
     return LeastSquares(groups, lr=p.lr, iterations=p.iterations)
 
 
-class NormalizedGDParams(Params):
+class NormalizedGDParams(OptimizerParams):
     lr: float
     eps: float
-    scope: list[str]
-    clip_grad_norm: float | None
-    decay: str
 
 
 def _normalized_gd(p: NormalizedGDParams, named: NamedParams) -> NormalizedGD:

@@ -19,11 +19,10 @@ import math
 import torch
 
 from nodegraph.kinds.declare import optimizer
-from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
+from nodegraph.kinds.optim import OPTIMIZER_PARAMS, OptimizerParams, param_groups
 from nodegraph.model.spec import (
     LOSS_IN,
     SCHEDULE_IN,
-    Params,
     bool_param,
     choice_param,
     float_param,
@@ -65,13 +64,10 @@ class ProximalGD(torch.optim.Optimizer):
         return loss
 
 
-class ProximalGDParams(Params):
+class ProximalGDParams(OptimizerParams):
     lr: float
     l1: float
     accelerated: bool
-    scope: list[str]
-    clip_grad_norm: float | None
-    decay: str
 
 
 def _build(p: ProximalGDParams, named):
