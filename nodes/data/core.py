@@ -167,7 +167,7 @@ def _diabetes(p: DiabetesParams):
 
 # -- files ----------------------------------------------------------------------------------
 
-def _csv_columns(p, names: list[str]) -> tuple[list[int], list[int]]:
+def _csv_columns(p: CSVParams, names: list[str]) -> tuple[list[int], list[int]]:
     """The input and target column indices the params name, checked."""
     if not p.targets:
         raise NodegraphError("name at least one target column")
@@ -330,7 +330,15 @@ def _mnist_meta(p: MNISTParams):
 SAMPLE_BYTES = 128
 
 
-def need_samples(p, per_sample: int = SAMPLE_BYTES) -> None:
+class SampledParams(DataParams):
+    """What every generator of `n` samples declares (each one's own view adds the rest)."""
+
+    n: int
+    noise: float
+    seed: int
+
+
+def need_samples(p: SampledParams, per_sample: int = SAMPLE_BYTES) -> None:
     """Refuse, before generating, `n` samples that cannot fit in memory."""
     footprint.need(p.n * per_sample, "n", p.n, "its samples")
 
@@ -339,11 +347,11 @@ def _generated(make):
     """A build function for a generator `make(p) -> (x, y)`; a `target` param, where the
     block has one, turns 0/1 labels into a BCE column or class indices. The sample count
     is checked against the memory available first."""
-    def build(p):
+    def build(p: SampledParams):
         need_samples(p)
         x, y = make(p)
         if "target" in p:
-            y = _binary_or_class(y, p.target)
+            y = _binary_or_class(y, p.typed(TARGET))
         return from_arrays({"x": x, "y": y}, p)
     return build
 
@@ -356,38 +364,75 @@ def _meta(x_dims: int, y: str, refuse=None):
     """`meta` of a generator of `n` samples, x float32 (N, x_dims), y a float column
     ("value"), class indices ("class") or what the `target` param asks ("target"): the
     shapes the builder makes, after the refusals it would make (`refuse(p)`)."""
-    def meta(p):
+    def meta(p: SampledParams):
         need_samples(p)
         if refuse is not None:
             refuse(p)
         return sized({"x": ((x_dims,), torch.float32),
-                      "y": _Y[p.target if y == "target" else y]}, p.n, p)
+                      "y": _Y[p.typed(TARGET) if y == "target" else y]}, p.n, p)
     return meta
 
 
-def _x_range_ok(p) -> None:
+class RegressionParams(SampledParams):
+    """What every y = f(x) + noise generator declares."""
+
+    x_min: float
+    x_max: float
+    spacing: str
+
+
+class PolynomialParams(RegressionParams):
+    coefficients: list[float]
+
+
+class SinusoidParams(RegressionParams):
+    amplitude: float
+    frequency: float
+    phase: float
+
+
+def _x_range_ok(p: RegressionParams) -> None:
     if p.x_max <= p.x_min:
         raise NodegraphError(f"x_max ({p.x_max}) must be larger than x_min ({p.x_min})")
 
 
-def _line_ok(p) -> None:  # the line's builder allows x_min == x_max (a constant x)
+def _line_ok(p: NoisyLineParams) -> None:  # the line's builder allows x_min == x_max (a constant x)
     if p.x_max < p.x_min:
         raise NodegraphError(f"x_max ({p.x_max}) must not be smaller than x_min ({p.x_min})")
 
 
-def _ring_ok(p) -> None:
+class DiscRingParams(SampledParams):
+    target: str
+    inner_radius: float
+    outer_radius: float
+
+
+def _disc_ring(p: DiscRingParams):
+    return syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise, p.seed)
+
+
+def _ring_ok(p: DiscRingParams) -> None:
     if not 1.0 <= p.inner_radius < p.outer_radius:
         raise NodegraphError(f"the ring needs 1 <= inner_radius < outer_radius, got "
                              f"{p.inner_radius} and {p.outer_radius}")
 
 
-def _blobs_ok(p) -> None:
+class BlobsParams(SampledParams):
+    centers: int
+
+
+def _blobs_ok(p: BlobsParams) -> None:
     if p.centers > p.n:
         raise NodegraphError(f"'centers' ({p.centers:,}) cannot exceed the number of samples "
                              f"n ({p.n:,})")
 
 
-def _mixture_ok(p) -> None:
+class GaussianMixtureParams(SampledParams):
+    n_components: int
+    weights: list[float]
+
+
+def _mixture_ok(p: GaussianMixtureParams) -> None:
     footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
     if p.weights and len(p.weights) != p.n_components:
         raise NodegraphError(f"give one weight per component: {p.n_components} components, "
@@ -397,33 +442,63 @@ def _mixture_ok(p) -> None:
         raise NodegraphError("mixing weights must be >= 0 and not all zero")
 
 
-def _polynomial_ok(p) -> None:
+def _polynomial_ok(p: PolynomialParams) -> None:
     _x_range_ok(p)
     syn.polynomial(p.coefficients)
 
 
 def _regression(f):
     """Generated y = f(p)(x) + noise on the block's x range."""
-    return _generated(lambda p: syn.regression(f(p), p.n, p.x_min, p.x_max, p.spacing,
-                                               p.noise, p.seed))
+    def make(p: RegressionParams):
+        return syn.regression(f(p), p.n, p.x_min, p.x_max, p.spacing, p.noise, p.seed)
+    return _generated(make)
 
 
-def _sinusoid(p):
+def _polynomial(p: PolynomialParams):
+    return syn.polynomial(p.coefficients)
+
+
+def _sinusoid(p: SinusoidParams):
     return lambda x: p.amplitude * np.sin(2 * np.pi * p.frequency * x + p.phase)
 
 
 def _truth_table(gate):
-    return _generated(lambda p: syn.truth_table(gate, p.n, p.noise, p.seed))
+    def make(p: SampledParams):
+        return syn.truth_table(gate, p.n, p.noise, p.seed)
+    return _generated(make)
 
 
-class NoisyLineParams(DataParams):
+class MoonsParams(SampledParams):
+    target: str
+
+
+def _moons(p: MoonsParams):
+    return syn.moons(p.n, p.noise, p.seed)
+
+
+class CirclesParams(SampledParams):
+    target: str
+    factor: float
+
+
+def _circles(p: CirclesParams):
+    return syn.circles(p.n, p.factor, p.noise, p.seed)
+
+
+class SpiralsParams(SampledParams):
+    classes: int
+    turns: float
+
+
+def _spirals(p: SpiralsParams):
+    return syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)
+
+
+class NoisyLineParams(SampledParams):
     slope: float
     intercept: float
-    noise: float
-    n: int
     x_min: float
     x_max: float
-    seed: int
 
 
 def _noisy_line(p: NoisyLineParams):
@@ -434,18 +509,18 @@ def _noisy_line(p: NoisyLineParams):
     return from_arrays({"x": x, "y": y.astype(np.float32)}, p)
 
 
-def _blobs(p):
+def _blobs(p: BlobsParams):
     _blobs_ok(p)  # scikit-learn loops over the centres, most of them empty
     return syn.blobs(p.n, p.centers, p.noise, p.seed)
 
 
-def _gaussian_mixture(p):
+def _gaussian_mixture(p: GaussianMixtureParams):
     # means, scales, angles and 2 x 2 rotations per component, in float64
     footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
     return syn.gaussian_mixture(p.n, p.n_components, p.weights, p.noise, p.seed)[:2]
 
 
-def _table_columns(p) -> list[str]:
+def _table_columns(p: TableParams) -> list[str]:
     """The table's column names, after the checks of its shape and params the build makes
     before reading a value."""
     cols = list(p.columns)
@@ -464,7 +539,7 @@ def _table_columns(p) -> list[str]:
     return cols
 
 
-def _table_column(p, cols: list[str], name: str, dtype) -> np.ndarray:
+def _table_column(p: TableParams, cols: list[str], name: str, dtype) -> np.ndarray:
     try:
         with np.errstate(over="ignore"):
             column = np.array([r[cols.index(name)] for r in p.rows], dtype=dtype)
@@ -477,7 +552,7 @@ def _table_column(p, cols: list[str], name: str, dtype) -> np.ndarray:
     return column
 
 
-def _table_targets(p, cols: list[str]) -> np.ndarray:
+def _table_targets(p: TableParams, cols: list[str]) -> np.ndarray:
     if not p.targets:  # inference only: y is empty, (N, 0), and nothing may train on it
         return np.zeros((len(p.rows), 0), dtype=np.float32)
     if p.target_kind == "class":
@@ -485,7 +560,7 @@ def _table_targets(p, cols: list[str]) -> np.ndarray:
     return np.stack([_table_column(p, cols, c, np.float32) for c in p.targets], axis=1)
 
 
-def _table_splits(p, cols: list[str]) -> dict[str, np.ndarray] | None:
+def _table_splits(p: TableParams, cols: list[str]) -> dict[str, np.ndarray] | None:
     """The rows of each split the split column fixes; None without one."""
     if not p.split_column:
         return None
@@ -679,7 +754,7 @@ _regressions = [
          "A noisy polynomial y = c0 + c1 x + c2 x² + ... + noise.\n\n"
          "For polynomial regression and the bias-variance trade-off; the default is the "
          "cubic 0.5x³ + 0.3x² - 0.25x + 1.",
-         _regression(lambda p: syn.polynomial(p.coefficients)), **XY,
+         _regression(_polynomial), **XY,
          meta=_meta(1, "value", _polynomial_ok),
          params=[Param("coefficients", "floats", [1.0, -0.25, 0.3, 0.5],
                        "c0, c1, c2, ...: lowest order first"),
@@ -731,7 +806,7 @@ _point_sets = [
          "Two interleaving half circles of radius 1 (scikit-learn's make_moons).\n\n"
          "Class 0 on (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t): a curved "
          "boundary a linear model cannot draw.",
-         _generated(lambda p: syn.moons(p.n, p.noise, p.seed)), **XY,
+         _generated(_moons), **XY,
          meta=_meta(2, "target"),
          params=[target_param("class"), n_param(200), noise_param(10.0, POINT_NOISE), SEED,
                  *data_params(val_fraction=0.2)],
@@ -741,7 +816,7 @@ _point_sets = [
          "Two concentric circles (scikit-learn's make_circles).\n\n"
          "Class 0 on the circle of radius 1, class 1 on the one of radius `factor`: "
          "separable by the radius only.",
-         _generated(lambda p: syn.circles(p.n, p.factor, p.noise, p.seed)), **XY,
+         _generated(_circles), **XY,
          meta=_meta(2, "target"),
          params=[target_param("class"), n_param(200),
                  float_param("factor", 0.5, "radius of the inner circle (outer is 1)",
@@ -753,8 +828,7 @@ _point_sets = [
          "Points in the unit disc (class 0) against points in a ring around it (class 1).\n\n"
          "The non-linearly separable set of the notes: the feature x1² + x2² separates it, "
          "no straight line does. Points are uniform in area, half in each class.",
-         _generated(lambda p: syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise,
-                                            p.seed)), **XY,
+         _generated(_disc_ring), **XY,
          meta=_meta(2, "target", _ring_ok),
          params=[target_param("class"), n_param(200),
                  float_param("inner_radius", 1.0, "inner radius of the ring (>= 1, the "
@@ -766,7 +840,7 @@ _point_sets = [
          "Interleaved spiral arms, one class per arm.\n\n"
          "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
          "hard for shallow models, the classic test of depth.",
-         _generated(lambda p: syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)), **XY,
+         _generated(_spirals), **XY,
          meta=_meta(2, "class"),
          params=[int_param("classes", 2, "number of arms (classes)", min=2),
                  float_param("turns", 1.5, "turns of each arm", min=0),
