@@ -88,7 +88,7 @@ class Columns:
     class_text: bool  # a class target that is text: numbered
 
 
-def columns(table, p, where: str) -> Columns:
+def columns(table, p: ParquetParams, where: str) -> Columns:
     """The columns the params name, checked against the schema: present, numbers or text."""
     import pyarrow as pa
 
@@ -172,7 +172,7 @@ def table_meta(p: ParquetParams) -> DataMeta | None:
     return mark(sized(_ports(cols, p), n, p), p)
 
 
-def _ports(cols: Columns, p) -> dict:
+def _ports(cols: Columns, p: ParquetParams) -> dict:
     y = ((), torch.int64) if p.target_kind == "class" else ((len(cols.targets),), torch.float32)
     return {"x": ((len(cols.inputs),), torch.float32), "y": y}
 
@@ -210,7 +210,7 @@ def categories(table, cols: Columns, where: str) -> dict[str, dict[Any, int]]:
     return {c: {v: i for i, v in enumerate(sorted(values))} for c, values in seen.items()}
 
 
-def encode(batch, cols: Columns, codes: dict[str, dict[Any, int]], p,
+def encode(batch, cols: Columns, codes: dict[str, dict[Any, int]], p: ParquetParams,
            where: str) -> dict[str, np.ndarray]:
     """x float32 (n, inputs) and y (class int64 (n,), or float32 (n, targets)) of a record
     batch or table; refuses missing values, naming the column."""
@@ -239,7 +239,7 @@ class TableReader:
     """The table a block's params name, read part by part: the columns checked, the
     categories counted once; `stream()` yields (first row, arrays) per part."""
 
-    def __init__(self, p):
+    def __init__(self, p: ParquetParams):
         self.p = p
         self.table = open_table(p.path, p.format)
         self.cols = columns(self.table, p, p.path)
@@ -315,7 +315,7 @@ class TableShards(ShardSource):
             raise SampleError(str(e)) from None
 
 
-def _streamed_table(p, reader: TableReader, groups: list[Any], sizes: list[int]):
+def _streamed_table(p: ParquetParams, reader: TableReader, groups: list[Any], sizes: list[int]):
     """The table streamed: each split's rows as `split_rows` draws them, read by group."""
     rows = split_rows(sum(sizes), p)
     sources = {s: TableShards(reader, groups, Rows(r, sizes)) for s, r in rows.items()
