@@ -125,7 +125,8 @@ class _Script:
     each split's files (relative to the folder) and labels go to the .npz beside the script,
     which reads them with `SCRIPT_READER` and the same v2 transforms."""
 
-    def __init__(self, sources: dict, chain: augment.Chain, shape: tuple[int, int, int], p):
+    def __init__(self, sources: dict, chain: augment.Chain, shape: tuple[int, int, int],
+                 p: ImageFolderParams):
         self.sources, self.chain, self.shape, self.p = sources, chain, shape, p
 
     def __call__(self, node: str) -> StreamScript:
