@@ -166,7 +166,7 @@ def _given_values(value: Any, shape: tuple[int, ...], layout: str) -> np.ndarray
 # -- dense layers and basis expansions ----------------------------------------------------
 
 
-def _linear_in(p, x) -> int:
+def _linear_in(p: LinearParams, x) -> int:
     """in_features of a Linear on `x`, after checking the wire (meta tensor or TensorMeta)."""
     shape = x["input"].shape
     if len(shape) < 2:
@@ -311,7 +311,7 @@ def _rbf_shape(p: RBFParams, x):
 # -- tensor plumbing -----------------------------------------------------------------------
 
 
-def _flatten_dims(p, x) -> tuple[int, int]:
+def _flatten_dims(p: FlattenParams, x) -> tuple[int, int]:
     t = x["input"]
     start, end = (dim_index(d, t.ndim, "input", t.shape) for d in (p.start_dim, p.end_dim))
     if start == 0:
@@ -343,7 +343,7 @@ def _view(t, shape) -> shapes.Inferred:
     return shapes.Inferred(((tuple(shape), t.dtype),))
 
 
-def _reshape_to(p, x) -> list[int]:
+def _reshape_to(p: ReshapeParams, x) -> list[int]:
     t, shape = x["input"], list(p.shape)
     per_sample = math.prod(t.shape[1:])
     if 0 in shape or shape.count(-1) > 1:
@@ -374,7 +374,7 @@ def _reshape_shape(p: ReshapeParams, x):
     return _view(t, (t.shape[0], *shape))
 
 
-def _permute_dims(p, x) -> list[int]:
+def _permute_dims(p: PermuteParams, x) -> list[int]:
     t, dims = x["input"], list(p.dims)
     if sorted(dims) != list(range(1, t.ndim)):
         raise PortError("input", f"is {fmt(t.shape)}, so dims must order 1..{t.ndim - 1} "
@@ -400,7 +400,7 @@ def _permute(p: PermuteParams, x):
 CONCAT_PORTS = "abcdefgh"
 
 
-def _concat_parts(p, x) -> tuple[list, int]:
+def _concat_parts(p: ConcatParams, x) -> tuple[list, int]:
     parts = [(port, x[port]) for port in CONCAT_PORTS if x.get(port) is not None]
     a = parts[0][1]
     dim = dim_index(p.dim, a.ndim, "a", a.shape)
@@ -437,7 +437,7 @@ def _concat_shape(p: ConcatParams, x):
     return shapes.weighted([(tuple(shape), dtype)], 0, dtype)
 
 
-def _split_at(p, x) -> int:
+def _split_at(p: SplitParams, x) -> int:
     t = x["input"]
     dim = dim_index(p.dim, t.ndim, "input", t.shape)
     if not 0 < p.split_size < t.shape[dim]:
@@ -508,8 +508,16 @@ def _scale_shape(p: ScaleParams, x):
                            w * (not p.learnable), t.nbytes)
 
 
+def _scale(p: ScaleParams, x) -> Scale:
+    return Scale(p.scale, p.learnable)
+
+
 class DropoutParams(Params):
     p: float
+
+
+def _dropout(p: DropoutParams, x) -> nn.Module:
+    return nn.Dropout(p.p)
 
 
 def _dropout_shape(p: DropoutParams, x):
@@ -554,7 +562,7 @@ class Scale(nn.Module):
         return self.scale * x
 
 
-def _embedding_check(p, x):
+def _embedding_check(p: EmbeddingParams, x):
     need_index(x, "input", "an embedding lookup")
     if p.padding_idx is not None and p.padding_idx >= p.num_embeddings:
         raise ParamError(f"padding_idx {p.padding_idx} must be below num_embeddings "
@@ -618,7 +626,7 @@ class LearnedTensor(nn.Module):
         return self.value
 
 
-def _parameter_check(p) -> None:
+def _parameter_check(p: ParameterParams) -> None:
     if p.init == "xavier_uniform" and len(p.shape) < 2:
         raise ParamError("xavier_uniform needs a shape of at least 2 dims (fan in and out)")
 
@@ -660,7 +668,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int
           "bool": torch.bool}
 
 
-def _constant_value(p) -> torch.Tensor:
+def _constant_value(p: ConstantParams) -> torch.Tensor:
     try:
         return torch.tensor(p.value, dtype=DTYPES[p.dtype])
     except (TypeError, ValueError, RuntimeError):
@@ -814,7 +822,7 @@ BLOCKS = [
                               call=_binary)),
     layer_op("Scale", "Multiplies the input by one scalar, learnable or fixed.\n\nA learnable "
         "gain, or a fixed factor such as 1/√d.",
-        lambda p, x: Scale(p.scale, p.learnable),
+        _scale,
         [float_param("scale", 1.0, "the factor (its initial value when learnable)"),
          bool_param("learnable", True, "train the factor"), DTYPE_PARAM],
         keywords=("gain", "multiply", "factor"), shape=_scale_shape),
@@ -843,7 +851,7 @@ BLOCKS = [
         "Zeroes each value with probability p while training, scaling the rest by 1/(1-p)."
         "\n\nAt evaluation it passes values through unchanged. A regulariser against "
         "co-adapted units.",
-        lambda p, x: nn.Dropout(p.p), [float_param("p", 0.5, "probability of zeroing",
+        _dropout, [float_param("p", 0.5, "probability of zeroing",
                                                    min=0, max=1)],
         keywords=("regularization", "noise", "mask"), shape=_dropout_shape,
         torch=TorchEquivalent((nn.Dropout,), lambda m: {"p": m.p}, (F.dropout,),
