@@ -26,8 +26,6 @@ NODES = Path(__file__).resolve().parent.parent / "nodes"
 PLAIN = {"int": int, "float": float, "bool": bool, "str": str, "ints": list[int],
          "floats": list[float], "strs": list[str], "json": Any, "node": str,
          "nodes": list[str], "stage": str}
-# blocks whose build reads none of their params (the runtime or validation reads them)
-IGNORE_PARAMS: list[str] = []
 # what a view may read besides params: the dict's own methods and the typed accessors
 DICT_READS = {"get", "items", "keys", "typed", "maybe"}
 
@@ -133,14 +131,6 @@ def test_every_view_matches_its_blocks_params():
                              for m in mismatches(view, spec.params)]
     assert not problems, "\n".join(problems)
     assert typed >= len(registry)  # most blocks have more than one typed function
-
-
-def test_blocks_with_params_have_typed_builds():
-    """Every block that declares params reads them through a view somewhere in its build
-    (group blocks are built from their files; a build that ignores its params is listed)."""
-    untyped = [spec.id for spec in default_registry()
-               if spec.params and spec.kind != "group" and not views(spec, "build")]
-    assert sorted(untyped) == sorted(IGNORE_PARAMS), untyped
 
 
 def test_training_settings_view_matches_the_settings():
