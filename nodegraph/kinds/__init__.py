@@ -8,6 +8,9 @@ modules here) and mypy checks the build function against the Protocol; the const
 stamps the declaration (`BlockSpec.declared`), and every block of the library is made this
 way, once, with all that belongs to it (torch equivalence, the `dtype` param, export
 recipe, search hints).
+The Protocols are generic in the params view the build takes (`P`, a `Params` subclass
+annotating each param: docs/writing-blocks.md), so the build's reads of its params are
+checked too.
 `BlockSpec` also checks at declaration that `build` takes the kind's number of positional
 arguments, so a block written without a type checker fails when it is declared,
 not when a graph first uses it.

@@ -6,6 +6,10 @@ Everything else — the editor's palette and inspector, validation, shape infere
 
 What `build` receives and returns depends on the block's kind:
 
+`p`, the params by name, is a `Params` dict that a build reads through its block's typed
+view, a `Params` subclass with one annotation per param (``def build(p: LinearParams, x)``,
+then ``p.out_features`` is an int to mypy); docs/writing-blocks.md shows one.
+
 - ``op``: ``build(p, x) -> nn.Module``. `p` holds the params by name, `x` maps each connected
   input port to a *meta* tensor of the inferred shape and dtype (so a Linear reads
   ``x["input"].shape[-1]``). The module is called with the inputs positionally in port
