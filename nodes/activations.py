@@ -19,6 +19,7 @@ from nodegraph.kinds.declare import family
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
+    Params,
     Search,
     TorchEquivalent,
     choice_param,
@@ -43,11 +44,11 @@ _act = family("activations", "op", wrap=_elementwise, inputs=["input"], outputs=
 def _made(work: int, dim: bool = False) -> shapes.Rule:
     """The shape rule of an activation whose forward makes `work` tensors the size of its
     input (a multiplied or divided input first, then the function); `dim`: it has one."""
-    def rule(p, x):
+    def rule(p: Params, x):
         need_float(x, "input")
         if dim:
             t = x["input"]
-            dim_index(p.dim, t.ndim, "input", t.shape)
+            dim_index(p.typed(DIM), t.ndim, "input", t.shape)
         return shapes.like(x["input"], work)
     return rule
 
@@ -69,7 +70,7 @@ class _Heaviside(torch.autograd.Function):
         return torch.zeros_like(grad), None
 
 
-def _step(p, x):
+def _step(p: StepParams, x):
     value, threshold = p.value_at_zero, p.threshold
     if threshold == 0:
         return Fn(lambda t: _Heaviside.apply(t, value), f"heaviside(x, {value})")
@@ -78,7 +79,12 @@ def _step(p, x):
               f"heaviside(x − {threshold}, {value})")
 
 
-def _step_shape(p, x):
+class StepParams(Params):
+    threshold: float
+    value_at_zero: float
+
+
+def _step_shape(p: StepParams, x):
     need_float(x, "input")
     t = x["input"]
     # two bool masks (x > 0, x == 0), each cast to t's dtype, the product and the sum; and
@@ -87,12 +93,22 @@ def _step_shape(p, x):
     return shapes.Inferred(((t.shape, t.dtype),), work=floats * t.nbytes + 2 * t.numel())
 
 
-def _sigmoid(p, x):
+class SigmoidParams(Params):
+    slope: float
+
+
+def _sigmoid(p: SigmoidParams, x):
     slope = p.slope
     return Fn(lambda t: torch.sigmoid(slope * t), f"sigmoid({slope}·x)")
 
 
-def _prelu(p, x):
+class PReLUParams(Params):
+    num_parameters: int | None
+    init: float
+    dtype: str
+
+
+def _prelu(p: PReLUParams, x):
     t = x["input"]
     n = p.num_parameters
     if n is None:  # one slope per channel
@@ -107,14 +123,26 @@ def _prelu(p, x):
     return nn.PReLU(n, p.init)
 
 
-def _rrelu(p, x):
+class RReLUParams(Params):
+    lower: float
+    upper: float
+
+
+def _rrelu(p: RReLUParams, x):
     if p.lower > p.upper:
         raise ParamError(f"lower ({p.lower}) must not exceed upper ({p.upper})")
     return nn.RReLU(p.lower, p.upper)
 
 
+class SoftmaxParams(Params):
+    """Softmax's and LogSoftmax's."""
+
+    dim: int
+    temperature: float
+
+
 def _softmax(log: bool):
-    def build(p, x):
+    def build(p: SoftmaxParams, x):
         t = x["input"]
         dim = dim_index(p.dim, t.ndim, "input", t.shape)
         temperature = p.temperature
@@ -124,8 +152,8 @@ def _softmax(log: bool):
     return build
 
 
-SOFTMAX_PARAMS = [int_param("dim", -1, "dim whose entries are normalised (-1 = last, the "
-                            "classes)"),
+DIM = int_param("dim", -1, "dim whose entries are normalised (-1 = last, the classes)")
+SOFTMAX_PARAMS = [DIM,
                   float_param("temperature", 1.0, "divides the input first: above 1 flattens "
                               "the distribution, below 1 sharpens it", min=1e-6)]
 
@@ -140,6 +168,39 @@ def _none(args: list, kwargs: dict) -> dict | None:
     """A call with no params (an `inplace` flag changes nothing in a graph)."""
     return {} if not args and not kwargs.keys() - {"inplace"} or args == [True] or \
         args == [False] else None
+
+
+class LeakyReLUParams(Params):
+    negative_slope: float
+
+
+def _leaky_relu(p: LeakyReLUParams, x) -> nn.Module:
+    return nn.LeakyReLU(p.negative_slope)
+
+
+class ELUParams(Params):
+    alpha: float
+
+
+def _elu(p: ELUParams, x) -> nn.Module:
+    return nn.ELU(p.alpha)
+
+
+class GELUParams(Params):
+    approximate: str
+
+
+def _gelu(p: GELUParams, x) -> nn.Module:
+    return nn.GELU(p.approximate)
+
+
+class SoftplusParams(Params):
+    beta: float
+    threshold: float
+
+
+def _softplus(p: SoftplusParams, x) -> nn.Module:
+    return nn.Softplus(p.beta, p.threshold)
 
 
 BLOCKS = [
@@ -180,7 +241,7 @@ BLOCKS = [
          search=Search(popularity=4.0)),
     _act("LeakyReLU", "Leaky ReLU: x for x >= 0, negative_slope·x below.\n\nKeeps a small "
          "gradient for negative inputs so units cannot die.",
-         lambda p, x: nn.LeakyReLU(p.negative_slope),
+         _leaky_relu,
          [float_param("negative_slope", 0.01, "slope for x < 0 (Keras uses 0.3)", min=0)],
          ("leaky", "rectifier"),
          shape=_made(1),
@@ -202,14 +263,14 @@ BLOCKS = [
          ("randomized", "rectifier")),
     _act("ELU", "Exponential linear unit: x for x > 0, alpha·(exp(x) - 1) below.\n\n"
          "Smooth, with negative outputs that push mean activations towards zero.",
-         lambda p, x: nn.ELU(p.alpha), [float_param("alpha", 1.0, "the value approached "
+         _elu, [float_param("alpha", 1.0, "the value approached "
                                                     "for very negative x is -alpha")],
          ("exponential",),
          shape=_made(1),
          torch=TorchEquivalent((nn.ELU,), lambda m: {"alpha": m.alpha})),
     _act("GELU", "Gaussian error linear unit x·Φ(x).\n\nThe smooth ReLU of transformers; "
          "`tanh` uses the faster approximation.",
-         lambda p, x: nn.GELU(p.approximate),
+         _gelu,
          [choice_param("approximate", ("none", "tanh"), "none", "exact (none) or the tanh "
                        "approximation")],
          ("gaussian", "transformer"),
@@ -245,7 +306,7 @@ BLOCKS = [
     _act("Softplus", "Softplus log(1 + exp(beta·x)) / beta: a smooth ReLU.\n\nAbove "
          "beta·x > threshold it returns x, for numerical stability. Gives positive outputs "
          "(variances, rates).",
-         lambda p, x: nn.Softplus(p.beta, p.threshold),
+         _softplus,
          [float_param("beta", 1.0, "sharpness", min=1e-6),
           float_param("threshold", 20.0, "beta·x above which the result is linear")],
          ("smooth relu", "positive"),

@@ -36,6 +36,7 @@ from nodegraph.kinds.declare import family, op
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
+    Params,
     Port,
     Search,
     TorchEquivalent,
@@ -344,8 +345,15 @@ def need_padding_mask(x: dict, port: str, keys: torch.Tensor) -> None:
                         "true marks a padding position to ignore")
 
 
+class AttentionParams(Params):
+    """DotProduct's, ScaledDotProduct's and Cosine's."""
+
+    temperature: float
+    causal: bool
+
+
 def _attention(score: str):
-    def build(p, x):
+    def build(p: AttentionParams, x):
         _attention_check(p, x)
         return Attention(score, p.temperature, p.causal)
     return build
@@ -356,7 +364,7 @@ def _attention_shape(score: str) -> shapes.Rule:
     scores, scaled by √D (scaled), divided by the temperature, softmaxed (the weights
     output), the weighted sum; a causal mask adds three bool (L, S) tensors, a masked fill
     and a product. An attn_mask runs on meta."""
-    def rule(p, x):
+    def rule(p: AttentionParams, x):
         _attention_check(p, x)
         dtype = shapes.same_dtype(x)
         if dtype is None or "attn_mask" in x:
@@ -394,20 +402,35 @@ def _attention_check(p, x) -> None:
                             f"{fmt(m.shape)}", "give it three dims; size 1 broadcasts")
 
 
-def _self_attention_check(p, x) -> None:
+def _self_attention_check(p: MultiHeadSelfAttentionParams, x) -> None:
     t = need_tokens(x, "input")
     need_heads(t.shape[-1], p.num_heads)
     need_padding_mask(x, "key_padding_mask", t)
 
 
-def _self_attention(p, x):
+class MultiHeadSelfAttentionParams(Params):
+    num_heads: int
+    bias: bool
+    dropout: float
+    causal: bool
+    dtype: str
+
+
+def _self_attention(p: MultiHeadSelfAttentionParams, x):
     _self_attention_check(p, x)
     t = x["input"]
     return SelfAttention(t.shape[-1], p.num_heads, bias=p.bias, dropout=p.dropout,
                          causal=p.causal)
 
 
-def _cross_attention(p, x):
+class MultiHeadCrossAttentionParams(Params):
+    num_heads: int
+    bias: bool
+    dropout: float
+    dtype: str
+
+
+def _cross_attention(p: MultiHeadCrossAttentionParams, x):
     q, m = need_tokens(x, "query"), need_tokens(x, "memory")
     need_heads(q.shape[-1], p.num_heads, "query")
     if q.shape[0] != m.shape[0]:
@@ -418,21 +441,35 @@ def _cross_attention(p, x):
                           dropout=p.dropout)
 
 
-def _layer_args(p, d_model: int) -> dict:
+def _layer_args(p: TransformerLayerParams, d_model: int) -> dict:
     return dict(d_model=d_model, nhead=p.nhead,
                 dim_feedforward=p.dim_feedforward or 4 * d_model, dropout=p.dropout,
                 activation=p.activation, layer_norm_eps=p.layer_norm_eps, bias=p.bias,
                 norm_first=p.norm_first, causal=p.causal)
 
 
-def _encoder_input(p, x):
+def _encoder_input(p: TransformerLayerParams, x):
     t = need_tokens(x, "input")
     need_heads(t.shape[-1], p.nhead)
     need_padding_mask(x, "key_padding_mask", t)
     return t
 
 
-def _encoder(p, x):
+class TransformerLayerParams(Params):
+    """TransformerEncoderBlock's and TransformerDecoderBlock's."""
+
+    nhead: int
+    dim_feedforward: int | None
+    dropout: float
+    activation: str
+    norm_first: bool
+    layer_norm_eps: float
+    bias: bool
+    causal: bool
+    dtype: str
+
+
+def _encoder(p: TransformerLayerParams, x):
     return EncoderLayer(**_layer_args(p, _encoder_input(p, x).shape[-1]))
 
 
@@ -471,7 +508,7 @@ def _self_attention_bytes(t: Any, heads: int, dropout: float, causal: bool) -> i
     return made
 
 
-def _self_attention_shape(p, x):
+def _self_attention_shape(p: MultiHeadSelfAttentionParams, x):
     _self_attention_check(p, x)
     t = _self_attention_input(x, shapes.layer_dtype(p), p.num_heads)
     if t is None:
@@ -482,7 +519,7 @@ def _self_attention_shape(p, x):
                            work=_self_attention_bytes(t, p.num_heads, p.dropout, p.causal))
 
 
-def _encoder_shape(p, x):
+def _encoder_shape(p: TransformerLayerParams, x):
     """EncoderLayer's forward (F: the feed-forward's hidden (N, L, ff), R: one value per
     position): two LayerNorms (output, mean, rstd), the self-attention, dropout after it
     and the residual sum; the feed-forward's two Linears, its activation, dropout inside
@@ -503,7 +540,7 @@ def _encoder_shape(p, x):
                            weights, t.dtype, work=made)
 
 
-def _decoder(p, x):
+def _decoder(p: TransformerLayerParams, x):
     t, m = need_tokens(x, "input"), need_tokens(x, "memory")
     need_heads(t.shape[-1], p.nhead)
     if m.shape[0] != t.shape[0] or m.shape[-1] != t.shape[-1]:
@@ -524,12 +561,16 @@ def _sinusoidal_input(p, x):
     return t
 
 
-def _sinusoidal(p, x):
+class SinusoidalPositionalEncodingParams(Params):
+    base: float
+
+
+def _sinusoidal(p: SinusoidalPositionalEncodingParams, x):
     _sinusoidal_input(p, x)
     return SinusoidalPositions(p.base)
 
 
-def _sinusoidal_shape(p, x):
+def _sinusoidal_shape(p: SinusoidalPositionalEncodingParams, x):
     """The code is made in float32 (`sinusoidal`): the positions (int64) and their float
     copy, four tensors of frequencies, the angles, their sines and cosines, the pairs
     stacked; a copy in the input's dtype unless float32, then the sum."""
@@ -543,7 +584,7 @@ def _sinusoidal_shape(p, x):
     return shapes.Inferred(((t.shape, t.dtype),), work=made + t.nbytes)
 
 
-def _learned_positions_input(p, x):
+def _learned_positions_input(p: LearnedPositionalEncodingParams, x):
     t = need_tokens(x, "input")
     if t.shape[1] > p.max_len:
         raise PortError("input", f"has {t.shape[1]} positions but the table holds max_len = "
@@ -551,18 +592,23 @@ def _learned_positions_input(p, x):
     return t
 
 
-def _learned_positions(p, x):
+class LearnedPositionalEncodingParams(Params):
+    max_len: int
+    dtype: str
+
+
+def _learned_positions(p: LearnedPositionalEncodingParams, x):
     return LearnedPositions(p.max_len, _learned_positions_input(p, x).shape[-1])
 
 
-def _learned_positions_shape(p, x):
+def _learned_positions_shape(p: LearnedPositionalEncodingParams, x):
     t, dtype = _learned_positions_input(p, x), shapes.layer_dtype(p)
     if t.dtype != dtype:
         return None  # mixed dtypes: the meta path refuses them
     return shapes.weighted([(t.shape, dtype)], p.max_len * t.shape[-1], dtype)
 
 
-def _patch_input(p, x):
+def _patch_input(p: PatchEmbeddingParams, x):
     t = need_ndim(x, "input", (4,), "(N, C, H, W)")
     size = p.patch_size
     if t.shape[2] % size or t.shape[3] % size:
@@ -572,12 +618,19 @@ def _patch_input(p, x):
     return t
 
 
-def _patch_embedding(p, x):
+class PatchEmbeddingParams(Params):
+    patch_size: int
+    embed_dim: int
+    bias: bool
+    dtype: str
+
+
+def _patch_embedding(p: PatchEmbeddingParams, x):
     t, size = _patch_input(p, x), p.patch_size
     return PatchEmbedding(t.shape[1], p.embed_dim, size, stride=size, bias=p.bias)
 
 
-def _patch_embedding_shape(p, x):
+def _patch_embedding_shape(p: PatchEmbeddingParams, x):
     """The convolution's output, then views: (N, patches, embed_dim)."""
     t, size, dtype = _patch_input(p, x), p.patch_size, shapes.layer_dtype(p)
     if t.dtype != dtype:
@@ -587,11 +640,15 @@ def _patch_embedding_shape(p, x):
                            p.embed_dim * (c * size * size + p.bias), dtype)
 
 
-def _cls_token(p, x):
+class ClsTokenParams(Params):
+    dtype: str
+
+
+def _cls_token(p: ClsTokenParams, x):
     return ClsToken(need_tokens(x, "input").shape[-1])
 
 
-def _cls_token_shape(p, x):
+def _cls_token_shape(p: ClsTokenParams, x):
     t, dtype = need_tokens(x, "input"), shapes.layer_dtype(p)
     if t.dtype != dtype:
         return None  # mixed dtypes: the meta path refuses them
@@ -599,7 +656,7 @@ def _cls_token_shape(p, x):
     return shapes.weighted([((n, length + 1, width), dtype)], width, dtype)
 
 
-def _take_index(p, x):
+def _take_index(p: TakeTokenParams, x):
     t = need_tokens(x, "input")
     if not -t.shape[1] <= p.index < t.shape[1]:
         raise PortError("input", f"has {t.shape[1]} positions, so index {p.index} does not "
@@ -607,21 +664,31 @@ def _take_index(p, x):
     return t
 
 
-def _take_token(p, x):
+class TakeTokenParams(Params):
+    index: int
+
+
+def _take_token(p: TakeTokenParams, x):
     _take_index(p, x)
     return TakeToken(p.index)
 
 
-def _take_token_shape(p, x):
+def _take_token_shape(p: TakeTokenParams, x):
     t = _take_index(p, x)
     return shapes.Inferred((((t.shape[0], t.shape[2]), t.dtype),))  # a view
 
 
-def _lm_head(p, x):
+class LMHeadParams(Params):
+    vocab_size: int
+    bias: bool
+    dtype: str
+
+
+def _lm_head(p: LMHeadParams, x):
     return nn.Linear(need_tokens(x, "input").shape[-1], p.vocab_size, bias=p.bias)
 
 
-def _lm_head_shape(p, x):
+def _lm_head_shape(p: LMHeadParams, x):
     t, dtype = need_tokens(x, "input"), shapes.layer_dtype(p)
     if t.dtype != dtype:
         return None  # mixed dtypes: the meta path refuses them

@@ -17,7 +17,7 @@ from nodegraph.kinds import declare
 from nodegraph.kinds.augment import Step
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.packages import load_torchvision
-from nodegraph.model.spec import Param, choice_param, float_param, int_param
+from nodegraph.model.spec import Param, Params, choice_param, float_param, int_param
 
 
 def _v2() -> Any:
@@ -30,7 +30,15 @@ def _v2() -> Any:
     return v2
 
 
-def _random_resized_crop(p) -> Step:
+class RandomResizedCropParams(Params):
+    size: int
+    scale_min: float
+    scale_max: float
+    ratio_min: float
+    ratio_max: float
+
+
+def _random_resized_crop(p: RandomResizedCropParams) -> Step:
     v2 = _v2()
     if p.scale_min > p.scale_max or p.ratio_min > p.ratio_max:
         raise NodegraphError("scale_min and ratio_min must not exceed scale_max and ratio_max")
@@ -57,7 +65,13 @@ class _PadCrop:
                              padding_mode=self.mode)(x)
 
 
-def _random_crop(p) -> Step:
+class RandomCropParams(Params):
+    size: int | None
+    padding: int
+    padding_mode: str
+
+
+def _random_crop(p: RandomCropParams) -> Step:
     v2 = _v2()
     if p.size is None:
         return Step("RandomCrop", _PadCrop(p.padding, p.padding_mode), None,
@@ -71,18 +85,34 @@ def _random_crop(p) -> Step:
                         f"v2.CenterCrop({p.size})", None))
 
 
-def _flip(p) -> Step:
+class HorizontalFlipParams(Params):
+    p: float
+
+
+def _flip(p: HorizontalFlipParams) -> Step:
     return Step("HorizontalFlip", _v2().RandomHorizontalFlip(p.p), None,
                 script=(f"v2.RandomHorizontalFlip({p.p!r})", None, None))
 
 
-def _jitter(p) -> Step:
+class ColorJitterParams(Params):
+    brightness: float
+    contrast: float
+    saturation: float
+    hue: float
+
+
+def _jitter(p: ColorJitterParams) -> Step:
     return Step("ColorJitter", _v2().ColorJitter(p.brightness, p.contrast, p.saturation, p.hue),
                 None, script=(f"v2.ColorJitter({p.brightness!r}, {p.contrast!r}, "
                               f"{p.saturation!r}, {p.hue!r})", None, None))
 
 
-def _randaugment(p) -> Step:
+class RandAugmentParams(Params):
+    num_ops: int
+    magnitude: int
+
+
+def _randaugment(p: RandAugmentParams) -> Step:
     return Step("RandAugment", _v2().RandAugment(num_ops=p.num_ops, magnitude=p.magnitude),
                 None, script=(f"v2.RandAugment(num_ops={p.num_ops}, magnitude={p.magnitude})",
                               None, None))
@@ -93,7 +123,12 @@ def _trivial(p) -> Step:
                 script=("v2.TrivialAugmentWide()", None, None))
 
 
-def _normalize(p) -> Step:
+class NormalizeParams(Params):
+    mean: list[float]
+    std: list[float]
+
+
+def _normalize(p: NormalizeParams) -> Step:
     if len(p.mean) != len(p.std) or not p.mean:
         raise NodegraphError("mean and std need one value per channel, as many of each")
     if any(s <= 0 for s in p.std):
@@ -103,8 +138,13 @@ def _normalize(p) -> Step:
     return Step("Normalize", fn, fn, script=(text, text, None))
 
 
+class BatchMixParams(Params):
+    alpha: float
+    num_classes: int
+
+
 def _batch_step(name: str):
-    def build(p) -> Step:
+    def build(p: BatchMixParams) -> Step:
         v2 = _v2()
         cls = v2.MixUp if name == "MixUp" else v2.CutMix
         return Step(name, batch=cls(alpha=p.alpha, num_classes=p.num_classes),

@@ -19,6 +19,7 @@ from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
     Param,
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -73,7 +74,11 @@ def _need_truth(x: dict) -> None:
 
 # -- builders ------------------------------------------------------------------------------
 
-def _box_iou(p, x):
+class BoxIoUParams(Params):
+    kind: str
+
+
+def _box_iou(p: BoxIoUParams, x):
     _need_boxes(x, "a")
     _need_boxes(x, "b")
     return m.BoxIoU(p.kind)
@@ -91,19 +96,40 @@ def _encode(cls):
     return build
 
 
-def _grid_encode(p, x):
+class GridEncodeParams(Params):
+    grid: int
+    image_size: int
+    anchor: float
+
+
+def _grid_encode(p: GridEncodeParams, x):
     _need_boxes(x, "boxes")
     _need_per_box(x, "labels", "boxes")
     _need_per_box(x, "mask", "boxes")
     return m.GridEncode(p.grid, p.image_size, p.typed(ANCHOR))
 
 
-def _grid_decode(p, x):
+class GridDecodeParams(Params):
+    image_size: int
+    anchor: float
+
+
+def _grid_decode(p: GridDecodeParams, x):
     _need_grid(x, "input")
     return m.GridDecode(p.image_size, p.typed(ANCHOR))
 
 
-def _yolo_loss(p, x):
+class YOLOLossParams(Params):
+    box_loss: str
+    w_obj: float
+    w_noobj: float
+    w_box: float
+    w_cls: float
+    image_size: int
+    anchor: float
+
+
+def _yolo_loss(p: YOLOLossParams, x):
     head = _need_grid(x, "input")
     t = x["target"]
     if tuple(t.shape) != (head.shape[0], head.shape[2], head.shape[3], 6):
@@ -115,7 +141,11 @@ def _yolo_loss(p, x):
                       p.w_cls)
 
 
-def _grid_head(p, x):
+class GridHeadParams(Params):
+    num_classes: int
+
+
+def _grid_head(p: GridHeadParams, x):
     t = x["input"]
     if t.ndim != 4:
         raise PortError("input", f"needs feature maps (N, C, S, S) but receives "
@@ -123,7 +153,14 @@ def _grid_head(p, x):
     return nn.Conv2d(t.shape[1], 5 + p.num_classes, 1)
 
 
-def _nms(p, x):
+class NMSParams(Params):
+    iou_threshold: float
+    score_threshold: float
+    max_detections: int
+    class_aware: bool
+
+
+def _nms(p: NMSParams, x):
     _need_boxes(x, "boxes")
     _need_per_box(x, "scores", "boxes")
     _need_per_box(x, "labels", "boxes")
@@ -146,14 +183,24 @@ def _roi(cls, *names):
     return build
 
 
-def _class_scores(p, x):
+class ClassScoresParams(Params):
+    background: bool
+
+
+def _class_scores(p: ClassScoresParams, x):
     if x["logits"].ndim < 2:
         raise PortError("logits", f"needs class scores (N, K, C) but receives "
                         f"{fmt(x['logits'].shape)}")
     return m.ClassScores(p.background)
 
 
-def _roi_head_loss(p, x):
+class RoIHeadLossParams(Params):
+    fg_iou: float
+    weights: list[float]
+    w_box: float
+
+
+def _roi_head_loss(p: RoIHeadLossParams, x):
     _need_boxes(x, "proposals")
     if x["logits"].ndim != 3 or x["logits"].shape[:2] != x["proposals"].shape[:2]:
         raise PortError("logits", f"needs class logits per proposal (N, K, C + 1) for "
@@ -178,17 +225,43 @@ def _need_set(x: dict) -> None:
                         f"{fmt(x['boxes'].shape[:2])} but receives {fmt(x['logits'].shape)}")
 
 
-def _set_loss(p, x):
+class SetLossParams(Params):
+    w_class: float
+    w_l1: float
+    w_giou: float
+    eos_coef: float
+    image_size: int
+
+
+def _set_loss(p: SetLossParams, x):
     _need_set(x)
     return m.SetLoss(p.image_size, p.w_class, p.w_l1, p.w_giou, p.eos_coef)
 
 
-def _set_match(p, x):
+class SetMatchParams(Params):
+    w_class: float
+    w_l1: float
+    w_giou: float
+    image_size: int
+
+
+def _set_match(p: SetMatchParams, x):
     _need_set(x)
     return m.SetMatch(p.image_size, p.w_class, p.w_l1, p.w_giou)
 
 
-def _detr_head(p, x):
+class DETRHeadParams(Params):
+    num_queries: int
+    num_classes: int
+    d_model: int
+    nhead: int
+    num_encoder_layers: int
+    num_decoder_layers: int
+    dim_feedforward: int
+    image_size: int
+
+
+def _detr_head(p: DETRHeadParams, x):
     f = x["features"]
     if f.ndim != 4:
         raise PortError("features", f"needs feature maps (N, C, H, W) but receives "
@@ -230,7 +303,11 @@ class MeanAP(Metric):
         return {**mean_ap(self.parts, self.counts)}
 
 
-def _mean_ap(p, x):
+class MeanAPParams(Params):
+    max_dets: int
+
+
+def _mean_ap(p: MeanAPParams, x):
     _need_boxes(x, "boxes")
     _need_per_box(x, "scores", "boxes")
     _need_per_box(x, "labels", "boxes")

@@ -33,6 +33,7 @@ from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
     Param,
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -184,7 +185,18 @@ def _need_weights(units: int, param: str) -> None:
                    f"use shorter patterns in '{param}'")
 
 
-def _hebbian(p, x):
+class HopfieldHebbianParams(Params):
+    patterns: Any
+    normalize: bool
+    zero_diagonal: bool
+    activation: str
+    update: str  # type: ignore[assignment]  # the param, not dict.update
+    steps: int
+    tol: float
+    dtype: str
+
+
+def _hebbian(p: HopfieldHebbianParams, x):
     patterns = pattern_matrix(p.patterns, "patterns")
     _need_units(x, patterns.shape[1])
     _need_weights(patterns.shape[1], "patterns")
@@ -205,7 +217,7 @@ def hebbian_recall(patterns: list, normalize: bool, zero_diagonal: bool, activat
                           steps, tol)
 
 
-def _hebbian_export(p, x):
+def _hebbian_export(p: HopfieldHebbianParams, x):
     return hebbian_recall, {"patterns": p.patterns, "normalize": p.normalize,
                             "zero_diagonal": p.zero_diagonal, "activation": p.activation,
                             "update": p["update"], "steps": p.steps, "tol": p.tol}
@@ -219,12 +231,21 @@ def newhop_recall(targets: list, tau: float, h: float, steps: int,
     return HopfieldRecall(weight, bias, "satlins", "sync", steps, tol)
 
 
-def _newhop_export(p, x):
+class HopfieldNewhopParams(Params):
+    targets: Any
+    tau: float
+    h: float
+    steps: int
+    tol: float
+    dtype: str
+
+
+def _newhop_export(p: HopfieldNewhopParams, x):
     return newhop_recall, {"targets": p.targets, "tau": p.tau, "h": p.h, "steps": p.steps,
                            "tol": p.tol}
 
 
-def _newhop(p, x):
+def _newhop(p: HopfieldNewhopParams, x):
     targets = pattern_matrix(p.targets, "targets", least=2)
     _need_units(x, targets.shape[1])
     _need_weights(targets.shape[1], "targets")
@@ -366,7 +387,16 @@ class BernoulliRBM(nn.Module):
         return loss, hidden, self.visible_probs(hidden), pl
 
 
-def _rbm(p, x):
+class BernoulliRBMParams(Params):
+    n_components: int
+    k: int
+    method: str
+    init_std: float
+    pseudo_likelihood: str
+    dtype: str
+
+
+def _rbm(p: BernoulliRBMParams, x):
     t = need_ndim(x, "input", (2,), "(N, visible units)",
                   "insert layers.Flatten before it: one row of pixels per sample")
     need_float(x, "input")

@@ -16,6 +16,9 @@ the target's shape, for metrics.MSE and R2.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -24,6 +27,7 @@ from nodegraph.kinds.estimator import Estimator
 from nodegraph.model.errors import NodegraphError, PortError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Port,
     choice_param,
     float_param,
@@ -234,23 +238,41 @@ def _tree_params(forest: bool, features: str = "sqrt") -> list[Param]:
               float_param("ccp_alpha", 0.0, "cost-complexity pruning α: subtrees whose "
                           "impurity gain per leaf is below α are cut (0: no pruning)", min=0)]
     if forest:
-        params = [int_param("n_estimators", 100, "number of trees", min=1, max=10000),
-                  *params, choice_param("max_features", ("sqrt", "log2", "all"), features,
-                                        "features tried at each split")]
+        params = [N_ESTIMATORS, *params, replace(MAX_FEATURES, default=features)]
     return [*params, RANDOM_STATE]
 
 
-def _sk_tree_kwargs(p, forest: bool) -> dict:
-    kw = {"max_depth": p.max_depth, "min_samples_leaf": p.min_samples_leaf,
-          "ccp_alpha": p.ccp_alpha, "random_state": p.random_state}
-    if forest:
-        kw.update(n_estimators=p.n_estimators,
-                  max_features=None if p.max_features == "all" else p.max_features, n_jobs=1)
+N_ESTIMATORS = int_param("n_estimators", 100, "number of trees", min=1, max=10000)
+MAX_FEATURES: Param[str] = choice_param("max_features", ("sqrt", "log2", "all"), "sqrt",
+                                        "features tried at each split")
+
+
+class TreeParams(Params):
+    """What every tree and forest declares."""
+
+    criterion: str
+    max_depth: int | None
+    min_samples_leaf: int
+    ccp_alpha: float
+    random_state: int
+
+
+class TreeClassifierParams(TreeParams):
+    num_classes: int
+
+
+def _sk_tree_kwargs(p: TreeParams, forest: bool) -> dict:
+    kw: dict[str, Any] = {"max_depth": p.max_depth, "min_samples_leaf": p.min_samples_leaf,
+                          "ccp_alpha": p.ccp_alpha, "random_state": p.random_state}
+    if forest:  # the forests' own params
+        features = p.typed(MAX_FEATURES)
+        kw.update(n_estimators=p.typed(N_ESTIMATORS),
+                  max_features=None if features == "all" else features, n_jobs=1)
     return kw
 
 
 def _tree_classifier(forest: bool):
-    def build(p, x):
+    def build(p: TreeClassifierParams, x):
         _check_inputs(x, classifier=True)
 
         def make():
@@ -264,7 +286,7 @@ def _tree_classifier(forest: bool):
 
 
 def _tree_regressor(forest: bool):
-    def build(p, x):
+    def build(p: TreeParams, x):
         _check_inputs(x, classifier=False)
 
         def make():
@@ -371,7 +393,26 @@ class BoostingRegressor(_Boosted, _Regressor):
         return self._shaped(self.raw(x)[:, 0])
 
 
-def _hgb_kwargs(p) -> dict:
+class BoostingParams(Params):
+    """What both gradient-boosting blocks declare."""
+
+    max_iter: int
+    learning_rate: float
+    max_leaf_nodes: int | None
+    max_depth: int | None
+    l2_regularization: float
+    random_state: int
+
+
+class BoostingClassifierParams(BoostingParams):
+    num_classes: int
+
+
+class BoostingRegressorParams(BoostingParams):
+    loss: str
+
+
+def _hgb_kwargs(p: BoostingParams) -> dict:
     return {"max_iter": p.max_iter, "learning_rate": p.learning_rate,
             "max_leaf_nodes": p.max_leaf_nodes, "max_depth": p.max_depth,
             "l2_regularization": p.l2_regularization, "early_stopping": False,
@@ -379,19 +420,22 @@ def _hgb_kwargs(p) -> dict:
 
 
 def _boosting(classifier: bool):
-    def build(p, x):
-        _check_inputs(x, classifier=classifier, single_output=True)
+    def classify(p: BoostingClassifierParams, x):
+        _check_inputs(x, classifier=True, single_output=True)
 
         def make():
-            if classifier:
-                from sklearn.ensemble import HistGradientBoostingClassifier as cls
-                return cls(**_hgb_kwargs(p))
+            from sklearn.ensemble import HistGradientBoostingClassifier as cls
+            return cls(**_hgb_kwargs(p))
+        return BoostingClassifier(p.num_classes, make)
+
+    def regress(p: BoostingRegressorParams, x):
+        _check_inputs(x, classifier=False, single_output=True)
+
+        def make():
             from sklearn.ensemble import HistGradientBoostingRegressor as cls
             return cls(loss=p.loss, **_hgb_kwargs(p))
-        if classifier:
-            return BoostingClassifier(p.num_classes, make)
         return BoostingRegressor(tuple(x["target"].shape[1:]) if "target" in x else (), make)
-    return build
+    return classify if classifier else regress
 
 
 HGB_PARAMS = [int_param("max_iter", 100, "boosting rounds (trees per class)", min=1, max=10000),
@@ -466,14 +510,27 @@ class KNNRegressor(_Neighbours, _Regressor):
         return self._shaped(y)
 
 
+class KNNParams(Params):
+    """What both k-NN blocks declare."""
+
+    n_neighbors: int
+    weights: str
+
+
+class KNNClassifierParams(KNNParams):
+    num_classes: int
+
+
 def _knn(classifier: bool):
-    def build(p, x):
-        _check_inputs(x, classifier=classifier)
-        if classifier:
-            return KNNClassifier(p.num_classes, p.n_neighbors, p.weights)
+    def classify(p: KNNClassifierParams, x):
+        _check_inputs(x, classifier=True)
+        return KNNClassifier(p.num_classes, p.n_neighbors, p.weights)
+
+    def regress(p: KNNParams, x):
+        _check_inputs(x, classifier=False)
         return KNNRegressor(tuple(x["target"].shape[1:]) if "target" in x else (),
                             p.n_neighbors, p.weights)
-    return build
+    return classify if classifier else regress
 
 
 KNN_PARAMS = [int_param("n_neighbors", 5, "k: how many training samples vote", min=1),
@@ -571,24 +628,47 @@ class SVMRegressor(_Kernel, _Regressor):
         return self._shaped(self.gram(x) @ self.dual_coef[0] + self.intercept[0])
 
 
+class SVMParams(Params):
+    """What both SVM blocks declare."""
+
+    kernel: str
+    c: float
+    gamma: float | None
+    degree: int
+    coef0: float
+
+
+class SVMClassifierParams(SVMParams):
+    num_classes: int
+
+
+class SVMRegressorParams(SVMParams):
+    epsilon: float
+
+
+def _svm_kwargs(p: SVMParams) -> dict[str, Any]:
+    return {"kernel": p.kernel, "C": p.c, "degree": p.degree, "coef0": p.coef0,
+            "gamma": "scale" if p.gamma is None else p.gamma}
+
+
 def _svm(classifier: bool):
-    def build(p, x):
-        _check_inputs(x, classifier=classifier, single_output=True)
-        gamma = "scale" if p.gamma is None else p.gamma
-        common = {"kernel": p.kernel, "C": p.c, "degree": p.degree, "coef0": p.coef0,
-                  "gamma": gamma}
+    def classify(p: SVMClassifierParams, x):
+        _check_inputs(x, classifier=True, single_output=True)
 
         def make():
-            if classifier:
-                from sklearn.svm import SVC
-                return SVC(**common)
+            from sklearn.svm import SVC
+            return SVC(**_svm_kwargs(p))
+        return SVMClassifier(p.num_classes, make, p.kernel, p.degree, p.coef0)
+
+    def regress(p: SVMRegressorParams, x):
+        _check_inputs(x, classifier=False, single_output=True)
+
+        def make():
             from sklearn.svm import SVR
-            return SVR(epsilon=p.epsilon, **common)
-        if classifier:
-            return SVMClassifier(p.num_classes, make, p.kernel, p.degree, p.coef0)
+            return SVR(epsilon=p.epsilon, **_svm_kwargs(p))
         return SVMRegressor(tuple(x["target"].shape[1:]) if "target" in x else (), make,
                             p.kernel, p.degree, p.coef0)
-    return build
+    return classify if classifier else regress
 
 
 SVM_PARAMS = [choice_param("kernel", ("rbf", "linear", "poly", "sigmoid"), "rbf",

@@ -23,6 +23,7 @@ from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -72,7 +73,13 @@ class ELBO(nn.Module):
         return rec + self.beta * kl, rec, kl
 
 
-def _elbo(p, x):
+class ELBOParams(Params):
+    reconstruction: str
+    beta: float
+    reduction: str
+
+
+def _elbo(p: ELBOParams, x):
     for port in ("recon", "target", "mu", "logvar"):
         need_float(x, port)
     need_same_shape(x, "recon", "target")
@@ -84,7 +91,7 @@ def _elbo(p, x):
     return ELBO(p.reconstruction, p.beta, "sum" if p.reduction == "sum" else "mean")
 
 
-def _elbo_shape(p, x):
+def _elbo_shape(p: ELBOParams, x):
     """The reconstruction NLL per element (bce: one kernel; mse: the difference and its
     square), summed per sample and reduced; the KL's six element-wise steps, summed per
     sample and reduced; β·KL and the total: three scalars out."""
@@ -145,17 +152,25 @@ def _need_logits(x: dict, *ports: str) -> None:
                             "out_features 1 and no sigmoid")
 
 
-def _discriminator_loss(p, x):
+class GANDiscriminatorLossParams(Params):
+    real_label: float
+
+
+def _discriminator_loss(p: GANDiscriminatorLossParams, x):
     _need_logits(x, "real_logits", "fake_logits")
     return DiscriminatorLoss(p.real_label)
 
 
-def _generator_loss(p, x):
+class GANGeneratorLossParams(Params):
+    form: str
+
+
+def _generator_loss(p: GANGeneratorLossParams, x):
     _need_logits(x, "fake_logits")
     return GeneratorLoss(p.form)
 
 
-def _discriminator_loss_shape(p, x):
+def _discriminator_loss_shape(p: GANDiscriminatorLossParams, x):
     """The targets (full, zeros) like each logits, a BCE scalar for each and their sum."""
     _discriminator_loss(p, x)
     dtype = shapes.same_dtype(x)
@@ -165,7 +180,7 @@ def _discriminator_loss_shape(p, x):
     return shapes.Inferred((((), dtype),), work=made)
 
 
-def _generator_loss_shape(p, x):
+def _generator_loss_shape(p: GANGeneratorLossParams, x):
     """Non-saturating: −l, its softplus, the mean; minimax: the softplus, the mean, −."""
     _generator_loss(p, x)
     t = x["fake_logits"]
@@ -186,14 +201,18 @@ class EpsLoss(nn.Module):
         return F.mse_loss(eps_pred, eps, reduction=self.reduction)
 
 
-def _eps_loss(p, x):
+class DiffusionEpsLossParams(Params):
+    reduction: str
+
+
+def _eps_loss(p: DiffusionEpsLossParams, x):
     need_float(x, "eps_pred")
     need_float(x, "eps")
     need_same_shape(x, "eps_pred", "eps")
     return EpsLoss(p.reduction)
 
 
-def _eps_loss_shape(p, x):
+def _eps_loss_shape(p: DiffusionEpsLossParams, x):
     _eps_loss(p, x)
     dtype = shapes.same_dtype(x)  # torch's fused MSE makes only the reduced scalar
     return None if dtype is None else shapes.Inferred((((), dtype),), work=dtype.itemsize)
@@ -231,19 +250,26 @@ class TimestepEmbedding(nn.Module):
         return emb if self.mlp is None else self.mlp(emb)
 
 
-def _timestep_check(p, x) -> None:
+def _timestep_check(p: TimestepEmbeddingParams, x) -> None:
     need_one_per_sample(x, "input", "step", "wire DDPMNoise's t output")
     if p.embedding_dim % 2:
         raise ParamError(f"'embedding_dim' must be even (sine and cosine pairs), got "
                          f"{p.embedding_dim}")
 
 
-def _timestep_embedding(p, x):
+class TimestepEmbeddingParams(Params):
+    embedding_dim: int
+    max_period: float
+    mlp_features: int | None
+    dtype: str
+
+
+def _timestep_embedding(p: TimestepEmbeddingParams, x):
     _timestep_check(p, x)
     return TimestepEmbedding(p.embedding_dim, p.max_period, p.mlp_features)
 
 
-def _timestep_shape(p, x):
+def _timestep_shape(p: TimestepEmbeddingParams, x):
     """`sinusoidal` in float64 (a float64 block) or float32: the steps cast to it, four
     tensors of frequencies, the angles, sines, cosines and the stacked code, cast to the
     block's dtype (bfloat16); then the MLP's Linear, SiLU and Linear."""
@@ -332,7 +358,15 @@ def _coupling_input(p, x):
     return t
 
 
-def _coupling_shape(p, x):
+class AffineCouplingParams(Params):
+    mask: str
+    flip: bool
+    hidden_features: int
+    tanh_scale: bool
+    dtype: str
+
+
+def _coupling_shape(p: AffineCouplingParams, x):
     """The masked input, each MLP's three Linears and two ReLUs, tanh of the scale, 1 − m
     (twice), the masked scale and shift, and y's product, exp, product and two sums; the
     log-determinant summed per sample (plus the incoming one)."""
@@ -346,7 +380,7 @@ def _coupling_shape(p, x):
                            f * dtype.itemsize, elements * dtype.itemsize)
 
 
-def _coupling(p, x):
+def _coupling(p: AffineCouplingParams, x):
     t = _coupling_input(p, x)
     return AffineCoupling(t.shape[1], p.hidden_features,
                           coupling_mask(t.shape[1], p.mask, p.flip), p.tanh_scale)
@@ -365,13 +399,17 @@ class FlowNLL(nn.Module):
         return reduce(nll, self.reduction)
 
 
-def _flow_nll(p, x):
+class FlowNLLParams(Params):
+    reduction: str
+
+
+def _flow_nll(p: FlowNLLParams, x):
     need_float(x, "z")
     _log_det_input(x, x["z"].shape[0])
     return FlowNLL(p.reduction)
 
 
-def _flow_nll_shape(p, x):
+def _flow_nll_shape(p: FlowNLLParams, x):
     """z², summed per sample, halved, plus the constant, minus log|det|, reduced."""
     _flow_nll(p, x)
     dtype = shapes.same_dtype(x)

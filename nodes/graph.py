@@ -21,7 +21,7 @@ from nodegraph.model.spec import (
     int_param,
 )
 from nodes._shapes import fmt
-from nodes.layers.dense import start_weights, weight_params
+from nodes.layers.dense import WeightParams, start_weights, weight_params
 
 
 def normalized_adjacency(adjacency: torch.Tensor, self_loops: bool = True,
@@ -55,7 +55,15 @@ class GCN(nn.Linear):
         return out + self.bias if self.bias is not None else out
 
 
-def _gcn(p, x):
+class GCNParams(WeightParams):
+    out_features: int
+    bias: bool
+    add_self_loops: bool
+    normalize: str
+    dtype: str
+
+
+def _gcn(p: GCNParams, x):
     h, a = x["features"], x["adjacency"]
     if h.ndim != 2 or not h.dtype.is_floating_point:
         raise PortError("features", f"needs real node features (nodes, F), got {h.dtype} "

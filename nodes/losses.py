@@ -22,6 +22,7 @@ from nodegraph.kinds.declare import op
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
+    Params,
     Port,
     Search,
     bool_param,
@@ -103,13 +104,13 @@ def elementwise_shape(fused: bool = True, reduction: str | None = None) -> shape
     """The shape rule of an `elementwise` loss: a `fused` kernel makes only the loss; an
     unfused one (L1: difference, then its absolute value) makes the difference and the
     unreduced loss before reducing. `reduction` fixed, or the block's param."""
-    def rule(p, x):
+    def rule(p: Params, x):
         need_float(x, "input")
         need_float(x, "target")
         need_same_shape(x)
         if shapes.same_dtype(x) is None or p.get("pos_weight") is not None:
             return None  # mixed dtypes promote; a weight tensor adds its own work
-        t, how = x["input"], reduction or p.reduction
+        t, how = x["input"], reduction or p.typed(REDUCTIONS)
         made = 0 if fused else t.nbytes * (1 + (how != "none"))
         return _loss_out(p, t.shape, t.dtype, made, how)
     return rule
@@ -141,7 +142,15 @@ class _GaussianNLL(nn.Module):
         return _reduce(loss, self.reduction)
 
 
-def _gaussian_nll(p, x):
+class GaussianNLLParams(Params):
+    var_input: str
+    reduction: str
+    scale: float
+    eps: float
+    full: bool
+
+
+def _gaussian_nll(p: GaussianNLLParams, x):
     for port in ("input", "target", "var"):
         need_float(x, port)
     need_same_shape(x)
@@ -158,8 +167,14 @@ def _gaussian_nll(p, x):
 # -- classification --------------------------------------------------------------------
 
 
+class BCEWithLogitsParams(Params):
+    reduction: str
+    scale: float
+    pos_weight: float | None
+
+
 @elementwise
-def _bce_logits(p):
+def _bce_logits(p: BCEWithLogitsParams):
     pos_weight = None if p.pos_weight is None else torch.tensor(p.pos_weight)
     return nn.BCEWithLogitsLoss, {"reduction": p.reduction, "pos_weight": pos_weight}
 
@@ -205,12 +220,18 @@ def _cross_entropy_check(p, x):
         _need_class_indices(scores, target)
 
 
-def _cross_entropy(p, x):
+def _cross_entropy(p: CrossEntropyParams, x):
     _cross_entropy_check(p, x)
     return _CrossEntropy, {"reduction": p.reduction, "label_smoothing": p.label_smoothing}
 
 
-def _cross_entropy_shape(p, x):
+class CrossEntropyParams(Params):
+    reduction: str
+    scale: float
+    label_smoothing: float
+
+
+def _cross_entropy_shape(p: CrossEntropyParams, x):
     _cross_entropy_check(p, x)
     scores, target = x["input"], x["target"]
     if target.dtype != torch.int64:
@@ -268,12 +289,18 @@ def _hinge_check(p, x):
                         "targets are -1/+1 (or 0/1) shaped like the scores")
 
 
-def _hinge(p, x):
+def _hinge(p: HingeParams, x):
     _hinge_check(p, x)
     return _Hinge, {"margin": p.margin, "reduction": p.reduction}
 
 
-def _hinge_shape(p, x):
+class HingeParams(Params):
+    reduction: str
+    scale: float
+    margin: float
+
+
+def _hinge_shape(p: HingeParams, x):
     _hinge_check(p, x)
     scores, target = x["input"], x["target"]
     size = scores.nbytes
@@ -306,7 +333,7 @@ class _KLDivergence(nn.Module):
         return F.kl_div(log_q, target, reduction=self.reduction)
 
 
-def _kl_divergence(p, x):
+def _kl_divergence(p: KLDivergenceParams, x):
     need_float(x, "input")
     need_float(x, "target")
     need_same_shape(x)
@@ -331,15 +358,15 @@ class _GaussianKL(nn.Module):
         return total / mu.shape[0] if self.reduction == "batchmean" else total
 
 
-def _gaussian_kl(p, x):
+def _gaussian_kl(p: GaussianKLParams, x):
     need_float(x, "mu")
     need_float(x, "logvar")
     need_same_shape(x, "mu", "logvar")
     return _GaussianKL, {"reduction": p.reduction}
 
 
-def _batch_reduced(p, unreduced_rows: tuple, dtype: torch.dtype, made: int
-                   ) -> shapes.Inferred:
+def _batch_reduced(p: GaussianKLParams | KLDivergenceParams, unreduced_rows: tuple,
+                   dtype: torch.dtype, made: int) -> shapes.Inferred:
     """A divergence after `made` bytes of element-wise work: summed per row (none), summed,
     or summed and divided by the batch (batchmean)."""
     s = dtype.itemsize
@@ -347,7 +374,12 @@ def _batch_reduced(p, unreduced_rows: tuple, dtype: torch.dtype, made: int
                      p.reduction)
 
 
-def _gaussian_kl_shape(p, x):
+class GaussianKLParams(Params):
+    reduction: str
+    scale: float
+
+
+def _gaussian_kl_shape(p: GaussianKLParams, x):
     """exp(log σ²), μ², their sum, − 1, − log σ², ½·: six tensors like μ, then reduced."""
     _gaussian_kl(p, x)
     dtype, mu = shapes.same_dtype(x), x["mu"]
@@ -356,7 +388,13 @@ def _gaussian_kl_shape(p, x):
     return _batch_reduced(p, mu.shape[:1], dtype, 6 * mu.nbytes)
 
 
-def _kl_divergence_shape(p, x):
+class KLDivergenceParams(Params):
+    input_kind: str
+    reduction: str
+    scale: float
+
+
+def _kl_divergence_shape(p: KLDivergenceParams, x):
     """The log-softmax of logits, then torch's kl_div: t·log q, xlogy(t, t), their
     difference; reduced, or summed over the classes (none)."""
     _kl_divergence(p, x)
@@ -384,7 +422,14 @@ class _WeightedSum(nn.Module):
         return sum(terms[1:], terms[0])
 
 
-def _weighted_sum(p, x):
+class WeightedSumParams(Params):
+    w_a: float
+    w_b: float
+    w_c: float
+    w_d: float
+
+
+def _weighted_sum(p: WeightedSumParams, x):
     if not x:
         raise PortError("a", "no loss is connected", "wire at least one loss into a, b, c or d")
     for port, value in x.items():
@@ -393,7 +438,7 @@ def _weighted_sum(p, x):
     return _WeightedSum(tuple(p[f"w_{t}"] for t in TERMS))
 
 
-def _weighted_sum_shape(p, x):
+def _weighted_sum_shape(p: WeightedSumParams, x):
     _weighted_sum(p, x)  # the checks; the module holds only the weights
     dtype = shapes.same_dtype(x)
     if dtype is None:
@@ -402,9 +447,33 @@ def _weighted_sum_shape(p, x):
     return shapes.Inferred((((), dtype),), work=(2 * len(x) - 1) * dtype.itemsize)
 
 
+class ReducedParams(Params):
+    """MSE's, MAE's and BCE's."""
+
+    reduction: str
+    scale: float
+
+
+def _reduced(cls: type[nn.Module]) -> Callable[[ReducedParams], tuple]:
+    """What `elementwise` makes of a torch loss taking only `reduction`."""
+    def make(p: ReducedParams) -> tuple:
+        return cls, {"reduction": p.reduction}
+    return make
+
+
+class HuberParams(Params):
+    reduction: str
+    scale: float
+    delta: float
+
+
+def _huber(p: HuberParams) -> tuple:
+    return nn.HuberLoss, {"reduction": p.reduction, "delta": p.delta}
+
+
 BLOCKS = [
     op("losses.MSE", "Mean squared error between prediction and target.",
-       scaled(elementwise(lambda p: (nn.MSELoss, {"reduction": p.reduction}))), inputs=PAIR,
+       scaled(elementwise(_reduced(nn.MSELoss))), inputs=PAIR,
        outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE], keywords=("l2", "regression", "squared"),
        shape=elementwise_shape(),
        search=Search(words=("l2", "mse"), popularity=3.5)),
@@ -418,7 +487,7 @@ BLOCKS = [
     op("losses.MAE",
        "Mean absolute error |y − ŷ| (L1 loss).\n\n"
        "Less sensitive to outliers than MSE; its minimiser is the median, not the mean.",
-       scaled(elementwise(lambda p: (nn.L1Loss, {"reduction": p.reduction}))), inputs=PAIR,
+       scaled(elementwise(_reduced(nn.L1Loss))), inputs=PAIR,
        outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
        keywords=("l1", "regression", "absolute"), shape=elementwise_shape(fused=False),
        search=Search(words=("l1",))),
@@ -426,8 +495,7 @@ BLOCKS = [
        "Huber loss: squared for errors below `delta`, linear above.\n\n"
        "0.5·e² when |e| < delta, else delta·(|e| − 0.5·delta): MSE's smooth minimum "
        "with MAE's robustness to outliers.",
-       scaled(elementwise(lambda p: (nn.HuberLoss,
-                                     {"reduction": p.reduction, "delta": p.delta}))),
+       scaled(elementwise(_huber)),
        inputs=PAIR, outputs=[LOSS_OUT],
        params=[REDUCTIONS, SCALE,
                float_param("delta", 1.0, "error size where the loss turns from "
@@ -458,7 +526,7 @@ BLOCKS = [
        "Binary cross-entropy on probabilities: −[y log p + (1 − y) log(1 − p)].\n\n"
        "Feed probabilities (after a Sigmoid); for raw scores use BCEWithLogits, which "
        "is the same loss computed stably.",
-       scaled(elementwise(lambda p: (nn.BCELoss, {"reduction": p.reduction}))), inputs=PAIR,
+       scaled(elementwise(_reduced(nn.BCELoss))), inputs=PAIR,
        outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
        keywords=("binary", "logistic", "classification", "log loss"),
        shape=elementwise_shape(),

@@ -17,6 +17,7 @@ from nodegraph.kinds.declare import metric
 from nodegraph.kinds.metric import Metric
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
+    Params,
     Port,
     Search,
     choice_param,
@@ -131,12 +132,20 @@ class ConfusionMatrix(Metric):
         return {"matrix": self.counts[:c * c].reshape(c, c).tolist()}
 
 
-def _accuracy(p, x):
+class AccuracyParams(Params):
+    threshold: float
+
+
+def _accuracy(p: AccuracyParams, x):
     _need_one_target_per_sample(x)
     return Accuracy(p.threshold)
 
 
-def _confusion_matrix(p, x):
+class ConfusionMatrixParams(Params):
+    threshold: float
+
+
+def _confusion_matrix(p: ConfusionMatrixParams, x):
     _need_one_target_per_sample(x)
     c = 2 if _binary(x["input"]) else x["input"].shape[-1]
     # the counts, then the matrix as nested lists of Python ints
@@ -192,7 +201,12 @@ class CalibrationError(Metric):
                 "count": [int(n) for n in count]}
 
 
-def _ece(p, x):
+class ECEParams(Params):
+    n_bins: int
+    scores: str
+
+
+def _ece(p: ECEParams, x):
     _need_one_target_per_sample(x)
     need_float(x, "input")
     # float64 sums on the device, then three lists of Python numbers per bin
@@ -309,6 +323,14 @@ class ParameterCount(Metric):
         return float(sum(seen.values()))
 
 
+class R2Params(Params):
+    definition: str
+
+
+def _r2(p: R2Params) -> RSquared:
+    return RSquared(p.definition)
+
+
 BLOCKS = [
     metric("metrics.Mean",
            "The mean of a tensor over a whole split, reported with the other metrics.\n\n"
@@ -351,7 +373,7 @@ BLOCKS = [
            "definition. corr_squared: the squared correlation of prediction and target. They "
            "agree on the training data of a least-squares fit, not on test data. Several "
            "outputs: the mean of the per-column values.",
-           elementwise(lambda p: RSquared(p.definition)), inputs=PAIR,
+           elementwise(_r2), inputs=PAIR,
            params=[choice_param("definition", ("sse_sst", "var_ratio", "corr_squared"),
                                 "sse_sst", "which R² (see the block's description)")],
            keywords=("regression", "goodness of fit", "coefficient of determination",

@@ -25,6 +25,7 @@ from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
     Param,
+    Params,
     Search,
     TorchEquivalent,
     bool_param,
@@ -51,8 +52,17 @@ def _stats_params(affine: bool, track: bool) -> list[Param]:
                        "evaluation; off uses batch statistics in evaluation too")]
 
 
+class BatchNormParams(Params):
+    """What the batch norms (and InstanceNorm2d, built the same way) read."""
+
+    eps: float
+    momentum: float | None
+    affine: bool
+    track_running_stats: bool
+
+
 def _batch_norm(ndims: tuple[int, ...], layout: str, cls: type[nn.Module], hint: str):
-    def build(p, x):
+    def build(p: BatchNormParams, x):
         t = need_ndim(x, "input", ndims, layout, hint)
         need_float(x, "input")
         return cls(t.shape[1], p.eps, p.momentum, p.affine, p.track_running_stats)
@@ -63,7 +73,7 @@ def _batch_norm_shape(ndims: tuple[int, ...], layout: str, hint: str) -> shapes.
     """Training mode on a batch: the output, and the batch mean and inverse std per channel
     the kernel keeps for backward; γ and β trained, running mean and variance and the
     batch counter (int64) as buffers."""
-    def rule(p, x):
+    def rule(p: BatchNormParams, x):
         t = need_ndim(x, "input", ndims, layout, hint)
         need_float(x, "input")
         dtype, c = t.dtype, t.shape[1]
@@ -77,7 +87,15 @@ def _batch_norm_shape(ndims: tuple[int, ...], layout: str, hint: str) -> shapes.
     return rule
 
 
-def _instance_norm_shape(p, x):
+class InstanceNorm2dParams(Params):
+    eps: float
+    momentum: float | None
+    affine: bool
+    track_running_stats: bool
+    dtype: str
+
+
+def _instance_norm_shape(p: InstanceNorm2dParams, x):
     """Each (sample, channel) as one channel of a batch norm: the output, and the mean and
     inverse std of each it keeps for backward; γ and β are repeated per sample first."""
     t = need_ndim(x, "input", (4,), "(N, C, H, W)",
@@ -92,7 +110,7 @@ def _instance_norm_shape(p, x):
                            work=t.nbytes + 2 * per * (1 + p.affine))
 
 
-def _layer_norm_dims(p, x):
+def _layer_norm_dims(p: LayerNormParams, x):
     t = x["input"]
     need_float(x, "input")
     if p.dims >= t.ndim:
@@ -102,11 +120,19 @@ def _layer_norm_dims(p, x):
     return tuple(t.shape[-p.dims:])
 
 
-def _layer_norm(p, x):
+class LayerNormParams(Params):
+    dims: int
+    eps: float
+    elementwise_affine: bool
+    bias: bool
+    dtype: str
+
+
+def _layer_norm(p: LayerNormParams, x):
     return nn.LayerNorm(_layer_norm_dims(p, x), p.eps, p.elementwise_affine, p.bias)
 
 
-def _layer_norm_shape(p, x):
+def _layer_norm_shape(p: LayerNormParams, x):
     """The output, and the mean and inverse std of each normalised slice kept for
     backward; γ (and β) shaped like the normalised dims."""
     normalised, t = _layer_norm_dims(p, x), x["input"]
@@ -156,10 +182,18 @@ class Penalty(nn.Module):
 
 
 def _penalty(power: int):
-    return lambda p, x: Penalty(p.weight, power)
+    def build(p: PenaltyParams, x) -> Penalty:
+        return Penalty(p.weight, power)
+    return build
 
 
-def _penalty_shape(p, x):
+class PenaltyParams(Params):
+    weight: float
+    nodes: list[str]
+    dtype: str
+
+
+def _penalty_shape(p: PenaltyParams, x):
     """Validation binds nothing: the loss is weight times the zero buffer, a scalar in the
     block's dtype (the graph's unless set; the rule sees it through the `dtype` param)."""
     dtype = shapes.layer_dtype(p)

@@ -35,12 +35,13 @@ from torch import nn
 
 from nodegraph.kinds import devices
 from nodegraph.kinds.datameta import sized
-from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, from_arrays
 from nodegraph.kinds.declare import data, op
 from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Port,
     int_param,
     str_param,
@@ -400,7 +401,12 @@ class StoredBuffer(nn.Module):
         return self.value
 
 
-def _buffer(p, x):
+class BufferParams(Params):
+    shape: list[int]
+    dtype: str
+
+
+def _buffer(p: BufferParams, x):
     if any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in p.shape):
         raise ParamError(f"'shape' must be sizes >= 0, got {p.shape!r}")
     if p.dtype not in BUFFER_DTYPES:
@@ -408,13 +414,30 @@ def _buffer(p, x):
     return StoredBuffer(p.shape, p.dtype)
 
 
-def _module_export(p, x):
+class ModuleParams(Params):
+    target: str
+    kwargs: Any
+    path: str
+    index: int | None
+    call_kwargs: Any
+    call_args: Any
+    pick: Any
+
+
+def _module_export(p: ModuleParams, x):
     return ImportedModule, {"target": p.target, "kwargs": decode(p.kwargs), "path": p.path,
                             "index": p.index, "call_kwargs": decode(p.call_kwargs),
                             "call_args": p.call_args, "pick": p.pick}
 
 
-def _function_export(p, x):
+class FunctionParams(Params):
+    function: str
+    args: Any
+    kwargs: Any
+    index: int | None
+
+
+def _function_export(p: FunctionParams, x):
     return ImportedCall, {"function": p.function, "args": p.args, "kwargs": p.kwargs,
                           "index": p.index}
 
@@ -429,7 +452,13 @@ def _importable(target: str) -> str:
     return target
 
 
-def _arrays(p):
+class ArraysParams(DataParams):
+    path: str
+    x_key: str
+    y_key: str
+
+
+def _arrays(p: ArraysParams):
     x, y = read_npz(p.path, (p.x_key, p.y_key))
     if x.ndim == 0 or y.ndim == 0 or len(x) != len(y):
         raise NodegraphError(f"{p.path}: '{p.x_key}' and '{p.y_key}' must hold the same number "
@@ -444,7 +473,7 @@ def _arrays(p):
     return data
 
 
-def _arrays_meta(p):
+def _arrays_meta(p: ArraysParams):
     """Shapes and dtypes from the arrays' headers; None where a header does not read as a
     plain numeric array (the build says why) or a stratified split needs y's values."""
     heads = npz_headers(p.path, (p.x_key, p.y_key))
@@ -462,6 +491,15 @@ def _arrays_meta(p):
     return sized(ports, xs[0], p)
 
 
+def _module(p: ModuleParams, x) -> OpaqueModule:
+    return OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index, p.call_kwargs,
+                        p.call_args, p.pick)
+
+
+def _function(p: FunctionParams, x) -> OpaqueFunction:
+    return OpaqueFunction(p.function, p.args, p.kwargs, p.index)
+
+
 BLOCKS = [
     op("opaque.Module",
        "A PyTorch module named by its import path, run as it is.\n\n"
@@ -470,8 +508,7 @@ BLOCKS = [
        "node.module.*. `nodegraph import` puts here what no block of the library "
        "expresses. torch.nn classes build anywhere; a class of another module only in a "
        "graph the user trusts (--trust, or the editor's prompt).",
-       lambda p, x: OpaqueModule(_importable(p.target), p.kwargs, p.path, p.index,
-                                 p.call_kwargs, p.call_args, p.pick),
+       _module,
        inputs=INPUTS, outputs=["output"],
        params=[str_param("target", doc="the class, as module:QualName "
                          "(torch.nn:TransformerEncoderLayer)"),
@@ -497,7 +534,7 @@ BLOCKS = [
        "{\"size\": [k, d]} for its size in dim d, {\"expr\": [op, a, b]} for size "
        "arithmetic that follows the input. Made by `nodegraph import` for "
        "operations no block expresses.",
-       lambda p, x: OpaqueFunction(p.function, p.args, p.kwargs, p.index),
+       _function,
        inputs=INPUTS, outputs=["output"],
        params=[str_param("function", doc="what to call, as module:qualname"),
                Param("args", "json", [{"input": 0}], "positional arguments"),

@@ -35,6 +35,7 @@ from nodegraph.kinds.declare import op
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
+    Params,
     Port,
     Search,
     TorchEquivalent,
@@ -231,13 +232,29 @@ class LoopRecurrent(nn.Module):
 NONLINEARITIES = {"tanh": torch.tanh, "relu": torch.relu}
 
 
-def _shape_args(p, x) -> dict:
+class RecurrentParams(Params):
+    """What every recurrent block declares (its own view adds the rest)."""
+
+    hidden_size: int
+    num_layers: int
+    bidirectional: bool
+    bias: bool
+    dropout: float
+
+
+def _shape_args(p: RecurrentParams, x) -> dict:
     return dict(input_size=sequence_width(x), hidden_size=p.hidden_size,
                 num_layers=p.num_layers, bidirectional=p.bidirectional,
                 dropout=p.dropout if p.num_layers > 1 else 0.0)
 
 
-def _rnn(p, x):
+class RNNParams(RecurrentParams):
+    nonlinearity: str
+    residual: bool
+    dtype: str
+
+
+def _rnn(p: RNNParams, x):
     args = _shape_args(p, x)
     if not p.residual:
         return TorchRNN(**args, nonlinearity=p.nonlinearity, bias=p.bias, batch_first=True)
@@ -245,8 +262,13 @@ def _rnn(p, x):
     return LoopRecurrent(lambda n_in: ElmanCell(n_in, p.hidden_size, p.bias, phi), **args)
 
 
+class GatedParams(RecurrentParams):
+    convention: str
+    dtype: str
+
+
 def _gated(torch_cls: type[nn.Module], notes_cell: type[LoopCell]):
-    def build(p, x):
+    def build(p: GatedParams, x):
         args = _shape_args(p, x)
         if p.convention == "pytorch":
             return torch_cls(**args, bias=p.bias, batch_first=True)
@@ -259,7 +281,7 @@ def _torch_shape(gates: int) -> shapes.Rule:
     GRU 3, LSTM 4): W_ih (gates·H, in), W_hh (gates·H, H) and two bias vectors each, the
     input of a layer above the first being H·dirs wide; validation takes `meta_result`,
     the two outputs and nothing else. The notes' loops and the residual RNN run on meta."""
-    def rule(p, x):
+    def rule(p: RecurrentParams, x):
         args = _shape_args(p, x)
         t, dtype = x["input"], shapes.layer_dtype(p)
         if p.get("convention", "pytorch") != "pytorch" or p.get("residual") or \
@@ -303,7 +325,13 @@ def _highway_input(p, x):
     return t
 
 
-def _highway_shape(p, x):
+class HighwayParams(Params):
+    activation: str
+    gate_bias: float
+    dtype: str
+
+
+def _highway_shape(p: HighwayParams, x):
     """The gate's Linear and sigmoid, the transform's Linear and activation (none for
     identity), T·H, 1 − T, (1 − T)·x and the sum."""
     t, dtype = _highway_input(p, x), shapes.layer_dtype(p)
@@ -314,7 +342,7 @@ def _highway_shape(p, x):
                            work=(7 + (p.activation != "identity")) * t.nbytes)
 
 
-def _highway(p, x):
+def _highway(p: HighwayParams, x):
     t = _highway_input(p, x)
     return Highway(t.shape[-1], HIGHWAY_ACTIVATIONS[p.activation], p.gate_bias)
 

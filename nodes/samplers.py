@@ -27,6 +27,7 @@ from nodegraph.kinds.declare import op
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -60,15 +61,21 @@ class NoiseSource(nn.Module):
         return self.draw(size, device=device, dtype=dtype)
 
 
+class SourceParams(Params):
+    """What every noise source declares (each one's own view adds the rest)."""
+
+    batch_size: int | None
+
+
 def _source(draw_from_params):
     """A build for a noise source; `draw_from_params(p)` returns draw(size, device, dtype)."""
-    def build(p, x):
+    def build(p: SourceParams, x):
         _source_check(p, x)
         return NoiseSource(draw_from_params(p), _shape(p), p.maybe(BATCH_SIZE))
     return build
 
 
-def _source_check(p, x) -> None:
+def _source_check(p: SourceParams, x) -> None:
     if "like" not in x:
         if p.batch_size is None:
             raise PortError("like", "cannot tell how many samples to draw: nothing is "
@@ -85,20 +92,21 @@ def _source_shape(draw_from_params) -> shapes.Rule:
     with an integer one), then scales and shifts it: three tensors of the output's size.
     A floating `like` must be in the graph's dtype (the source's anchor buffer is cast to
     it), which a rule does not see: the meta path checks it."""
-    def rule(p, x):
+    def rule(p: SourceParams, x):
         _source_check(p, x)
         draw_from_params(p)  # its checks
         like, shape = x.get("like"), _shape(p)
         if like is not None and like.dtype.is_floating_point:
             return None
-        size = (p.batch_size, *cast("list[int]", shape)) if like is None else \
+        # without like, _source_check made sure batch_size and shape are set
+        size = (cast(int, p.batch_size), *cast("list[int]", shape)) if like is None else \
             (like.shape[0], *(like.shape[1:] if shape is None else shape))
         return shapes.like(shapes.TensorMeta(tuple(size), torch.get_default_dtype()), 3)
     return rule
 
 
-def _shape(p) -> list[int] | None:
-    return [p.latent_dim] if "latent_dim" in p else p.maybe(SHAPE)
+def _shape(p: SourceParams) -> list[int] | None:
+    return [p.typed(LATENT_DIM)] if "latent_dim" in p else p.maybe(SHAPE)
 
 
 def _gaussian(mean: float, std: float):
@@ -107,7 +115,23 @@ def _gaussian(mean: float, std: float):
     return draw
 
 
-def _uniform(p):
+class GaussianNoiseParams(SourceParams):
+    shape: list[int] | None
+    mean: float
+    std: float
+
+
+def _gaussian_noise(p: GaussianNoiseParams):
+    return _gaussian(p.mean, p.std)
+
+
+class UniformNoiseParams(SourceParams):
+    shape: list[int] | None
+    low: float
+    high: float
+
+
+def _uniform(p: UniformNoiseParams):
     if p.high <= p.low:
         raise ParamError(f"'high' ({p.high}) must be above 'low' ({p.low})")
 
@@ -120,6 +144,7 @@ LIKE = Port("like", doc="any tensor whose batch (dim 0) the noise follows; also 
             "per-sample shape when `shape` is empty", optional=True)
 BATCH_SIZE = int_param("batch_size", None, "samples per draw when nothing is wired into "
                        "'like'; empty means follow 'like'", min=1, nullable=True)
+LATENT_DIM = int_param("latent_dim", doc="size of one latent code", min=1)
 SHAPE: Param[list[int]] = Param("shape", "ints", None,
                                 "shape of one sample, without the batch dim; empty "
                                 "means the shape of one sample of 'like'", nullable=True)
@@ -216,30 +241,52 @@ def _logits_input(p, x):
                         "number of classes")
 
 
-def _categorical(p, x):
+class CategoricalParams(Params):
+    temperature: float
+    straight_through: bool
+    sample_in_eval: bool
+
+
+def _categorical(p: CategoricalParams, x):
     _logits_input(p, x)
     return Categorical(p.temperature, p.straight_through, p.sample_in_eval)
 
 
-def _gumbel_softmax(p, x):
+class GumbelSoftmaxParams(Params):
+    tau: float
+    hard: bool
+    sample_in_eval: bool
+
+
+def _gumbel_softmax(p: GumbelSoftmaxParams, x):
     _logits_input(p, x)
     return GumbelSoftmax(p.tau, p.hard, p.sample_in_eval)
 
 
-def _reparameterize(p, x):
+class ReparameterizeParams(Params):
+    sample_in_eval: bool
+
+
+def _reparameterize(p: ReparameterizeParams, x):
     need_float(x, "mu")
     need_float(x, "logvar")
     need_same_shape(x, "mu", "logvar")
     return Reparameterize(p.sample_in_eval)
 
 
-def _reparameterize_shape(p, x):
+def _reparameterize_shape(p: ReparameterizeParams, x):
     """Training mode: ½·log σ², its exp, ε, σ·ε and the sum."""
     _reparameterize(p, x)
     return None if shapes.same_dtype(x) is None else shapes.like(x["mu"], 5)
 
 
-def _bernoulli(p, x):
+class BernoulliParams(Params):
+    input_kind: str
+    straight_through: bool
+    sample_in_eval: bool
+
+
+def _bernoulli(p: BernoulliParams, x):
     need_float(x, "input")
     return Bernoulli(p.input_kind == "logits", p.straight_through, p.sample_in_eval)
 
@@ -305,7 +352,15 @@ class DDPMNoise(nn.Module):
         return self.q_sample(x0, t, eps), eps, t
 
 
-def _ddpm(p, x):
+class DDPMNoiseParams(Params):
+    timesteps: int
+    schedule: str
+    beta_start: float
+    beta_end: float
+    s: float
+
+
+def _ddpm(p: DDPMNoiseParams, x):
     need_float(x, "x0")
     if "t" in x:
         need_index(x, "t", "diffusion steps")
@@ -334,14 +389,19 @@ class LangevinStep(nn.Module):
         return input + 0.5 * self.step_size * score + noise
 
 
-def _langevin(p, x):
+class LangevinStepParams(Params):
+    step_size: float
+    noise_scale: float
+
+
+def _langevin(p: LangevinStepParams, x):
     need_float(x, "input")
     need_float(x, "score")
     need_same_shape(x, "input", "score")
     return LangevinStep(p.step_size, p.noise_scale)
 
 
-def _langevin_shape(p, x):
+def _langevin_shape(p: LangevinStepParams, x):
     """The noise, scaled; the scaled score; the two sums."""
     _langevin(p, x)
     return None if shapes.same_dtype(x) is None else shapes.like(x["input"], 5)
@@ -355,8 +415,8 @@ BLOCKS = [
        "Wire any tensor into 'like' to follow its batch size (and, with `shape` empty, "
        "its per-sample shape): the generator's input z of a GAN, the noise of a "
        "denoising autoencoder. With nothing wired, it draws batch_size samples.",
-       _source(lambda p: _gaussian(p.mean, p.std)), inputs=[LIKE], outputs=["output"],
-       shape=_source_shape(lambda p: _gaussian(p.mean, p.std)),
+       _source(_gaussian_noise), inputs=[LIKE], outputs=["output"],
+       shape=_source_shape(_gaussian_noise),
        params=[SHAPE, float_param("mean", 0.0, "mean of every value"),
                float_param("std", 1.0, "standard deviation of every value", min=0),
                BATCH_SIZE],
@@ -375,7 +435,7 @@ BLOCKS = [
        "into 'like' so the batch of codes matches the batch of images.",
        _source(lambda p: _gaussian(0.0, 1.0)), inputs=[LIKE], outputs=["output"],
        shape=_source_shape(lambda p: _gaussian(0.0, 1.0)),
-       params=[int_param("latent_dim", doc="size of one latent code", min=1), BATCH_SIZE],
+       params=[LATENT_DIM, BATCH_SIZE],
        keywords=("prior", "latent", "z", "vae", "gan", "generate")),
     op("samplers.Reparameterize",
        "z = μ + exp(log σ²/2)·ε with ε ~ N(0, I): the VAE's sampling step.\n\n"

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
 
 from nodegraph.kinds.declare import family
-from nodegraph.kinds.optim import SCHEDULE_PARAMS
+from nodegraph.kinds.optim import SCHEDULE_PARAMS, ScheduleParams
 from nodegraph.model.errors import ParamError
 from nodegraph.model.spec import (
     SCHEDULE_OUT,
     Param,
+    Params,
     Search,
     bool_param,
     choice_param,
@@ -32,12 +33,20 @@ _schedule = family("schedules", "schedule", outputs=[SCHEDULE_OUT],
                    shared_params=SCHEDULE_PARAMS, shared_keywords=("lr",))
 
 
-def _factor(f: Callable[[Any, int], float]) -> Callable:
+V = TypeVar("V", bound=Params)
+
+
+def _factor(f: Callable[[V, int], float]) -> Callable[[V, Any], LambdaLR]:
     """A build for lr(t) = lr₀·f(p, t), as a LambdaLR."""
     return lambda p, opt: LambdaLR(opt, lambda t: f(p, t))
 
 
-def _warm_up(p, t: int) -> float:
+class WarmUpParams(ScheduleParams):
+    total_iters: int
+    start_factor: float
+
+
+def _warm_up(p: WarmUpParams, t: int) -> float:
     if t >= p.total_iters:
         return 1.0
     return p.start_factor + (1.0 - p.start_factor) * t / p.total_iters
@@ -56,7 +65,12 @@ class PiecewiseLR(LRScheduler):
         return [value for _ in self.optimizer.param_groups]
 
 
-def _piecewise(p, opt):
+class PiecewiseParams(ScheduleParams):
+    boundaries: list[int]
+    values: list[float]  # type: ignore[assignment]  # the param, not dict.values
+
+
+def _piecewise(p: PiecewiseParams, opt):
     if len(p["values"]) != len(p.boundaries) + 1:
         raise ParamError(f"values needs one rate more than boundaries: {len(p.boundaries)} "
                          f"boundaries give {len(p.boundaries) + 1} pieces, got "
@@ -79,7 +93,18 @@ class OneCycle(OneCycleLR):
             self.last_epoch = t
 
 
-def _one_cycle(p, opt):
+class OneCycleParams(ScheduleParams):
+    max_lr: float
+    total_steps: int
+    pct_start: float
+    anneal_strategy: Literal["cos", "linear"]
+    div_factor: float
+    final_div_factor: float
+    three_phase: bool
+    cycle_momentum: bool
+
+
+def _one_cycle(p: OneCycleParams, opt):
     has_momentum = "momentum" in opt.defaults or "betas" in opt.defaults
     if p.cycle_momentum and not has_momentum:
         raise ParamError(f"cycle_momentum needs an optimizer with momentum or betas; "
@@ -90,10 +115,45 @@ def _one_cycle(p, opt):
                     cycle_momentum=p.cycle_momentum)
 
 
+class StepParams(ScheduleParams):
+    step_size: int
+    gamma: float
+
+
+def _step(p: StepParams, opt) -> LRScheduler:
+    return torch.optim.lr_scheduler.StepLR(opt, p.step_size, p.gamma)
+
+
+class ExponentialParams(ScheduleParams):
+    gamma: float
+
+
+def _exponential(p: ExponentialParams, opt) -> LRScheduler:
+    return torch.optim.lr_scheduler.ExponentialLR(opt, p.gamma)
+
+
+class PowerParams(ScheduleParams):
+    decay_steps: float
+    power: float
+
+
+def _power(p: PowerParams, t: int) -> float:
+    return (1.0 + t / p.decay_steps) ** -p.power
+
+
+class CosineParams(ScheduleParams):
+    t_max: int
+    eta_min: float
+
+
+def _cosine(p: CosineParams, opt) -> LRScheduler:
+    return torch.optim.lr_scheduler.CosineAnnealingLR(opt, p.t_max, p.eta_min)
+
+
 BLOCKS = [
     _schedule("Step",
               "Multiply the learning rate by `gamma` every `step_size` epochs (or steps).",
-              lambda p, opt: torch.optim.lr_scheduler.StepLR(opt, p.step_size, p.gamma),
+              _step,
               [int_param("step_size", 10, "epochs (or steps) between decays", min=1),
                float_param("gamma", 0.1, "factor applied at each decay", min=0)],
               keywords=("decay",),
@@ -102,7 +162,7 @@ BLOCKS = [
               "Exponential decay lr = lr₀·gammaᵗ.\n\n"
               "The notes' form lr₀·0.1^(t/s) (divide by 10 every s epochs) is gamma = "
               "0.1^(1/s).",
-              lambda p, opt: torch.optim.lr_scheduler.ExponentialLR(opt, p.gamma),
+              _exponential,
               [float_param("gamma", 0.95, "factor applied every epoch (or step)", min=0,
                            max=1)],
               keywords=("decay", "exponential decay")),
@@ -110,7 +170,7 @@ BLOCKS = [
               "Power decay lr = lr₀/(1 + t/decay_steps)^power.\n\n"
               "Falls fast at first, then slowly (the notes' power schedule with s = "
               "decay_steps and c = power); power 1 is the 1/t decay of classical SGD theory.",
-              _factor(lambda p, t: (1.0 + t / p.decay_steps) ** -p.power),
+              _factor(_power),
               [float_param("decay_steps", 10.0, "s: after s epochs (or steps) lr is "
                            "lr₀/2^power", min=1e-12),
                float_param("power", 1.0, "c: the exponent of the decay", min=0)],
@@ -118,8 +178,7 @@ BLOCKS = [
     _schedule("Cosine",
               "Cosine annealing from the optimizer's rate down to `eta_min` over `t_max` "
               "epochs (or steps).",
-              lambda p, opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, p.t_max,
-                                                                        p.eta_min),
+              _cosine,
               [int_param("t_max", 100, "epochs (or steps) of one half cosine", min=1),
                float_param("eta_min", 0.0, "smallest learning rate", min=0)],
               keywords=("annealing",),

@@ -36,6 +36,7 @@ from nodegraph.model.errors import (
     first_line,
 )
 from nodegraph.model.graph import Graph
+from nodegraph.model.settings import TrainingSettings
 from nodegraph.model.spec import BlockSpec, Params
 from nodegraph.model.types import why_incompatible
 
@@ -71,7 +72,7 @@ class Report:
     # the training settings with their defaults filled in (`nodegraph.model.settings`), the
     # one place validation and compile read them from (an unusable value keeps its default
     # and is a problem above)
-    settings: Params = field(default_factory=lambda: settings.resolve({})[0])
+    settings: TrainingSettings = field(default_factory=lambda: settings.resolve({})[0])
     # the folders its data may come from beyond the graph's (nodegraph.kinds.confine), as
     # validation allowed them: building the rest of the data later allows the same
     data_roots: tuple | str = ()

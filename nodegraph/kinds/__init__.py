@@ -8,6 +8,9 @@ modules here) and mypy checks the build function against the Protocol; the const
 stamps the declaration (`BlockSpec.declared`), and every block of the library is made this
 way, once, with all that belongs to it (torch equivalence, the `dtype` param, export
 recipe, search hints).
+The Protocols are generic in the params view the build takes (`P`, a `Params` subclass
+annotating each param: docs/writing-blocks.md), so the build's reads of its params are
+checked too.
 `BlockSpec` also checks at declaration that `build` takes the kind's number of positional
 arguments, so a block written without a type checker fails when it is declared,
 not when a graph first uses it.
@@ -20,7 +23,7 @@ Modules beside the Protocols, what blocks of one kind share:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from nodegraph.model.spec import Params
 
@@ -35,52 +38,56 @@ if TYPE_CHECKING:  # annotations only: the model layer does not import the runti
     from nodegraph.kinds.procedure_context import Procedure
 
 NamedParams = Sequence[tuple[str, "torch.nn.Parameter"]]
+# the block's typed view of its params (a `Params` subclass with one annotation per param):
+# a build typed `build(p: LinearParams, x)` is checked against the view, and the view
+# against the block's declared params by tests/test_typed_params.py
+P = TypeVar("P", bound=Params, contravariant=True)
 
 
-class OpBuild(Protocol):
+class OpBuild(Protocol[P]):
     """``build(p, x)``: the params and a meta tensor per connected input -> the module."""
 
-    def __call__(self, p: Params, x: dict[str, torch.Tensor], /) -> nn.Module: ...
+    def __call__(self, p: P, x: dict[str, torch.Tensor], /) -> nn.Module: ...
 
 
-class DataBuild(Protocol):
+class DataBuild(Protocol[P]):
     """``build(p)``: the whole dataset with its splits."""
 
-    def __call__(self, p: Params, /) -> Dataset: ...
+    def __call__(self, p: P, /) -> Dataset: ...
 
 
-class MetricBuild(Protocol):
+class MetricBuild(Protocol[P]):
     """``build(p, x)``: a metric accumulating over an epoch."""
 
-    def __call__(self, p: Params, x: dict[str, torch.Tensor], /) -> Metric: ...
+    def __call__(self, p: P, x: dict[str, torch.Tensor], /) -> Metric: ...
 
 
-class OptimizerBuild(Protocol):
+class OptimizerBuild(Protocol[P]):
     """``build(p, named)``: an optimizer over (``node.param``, Parameter) pairs."""
 
-    def __call__(self, p: Params, named: NamedParams, /) -> torch.optim.Optimizer: ...
+    def __call__(self, p: P, named: NamedParams, /) -> torch.optim.Optimizer: ...
 
 
-class ScheduleBuild(Protocol):
+class ScheduleBuild(Protocol[P]):
     """``build(p, optimizer)``: a learning-rate scheduler of that optimizer."""
 
-    def __call__(self, p: Params, optimizer: torch.optim.Optimizer, /
+    def __call__(self, p: P, optimizer: torch.optim.Optimizer, /
                  ) -> torch.optim.lr_scheduler.LRScheduler: ...
 
 
-class ProcedureBuild(Protocol):
+class ProcedureBuild(Protocol[P]):
     """``build(p)``: a loop around a trained model."""
 
-    def __call__(self, p: Params, /) -> Procedure: ...
+    def __call__(self, p: P, /) -> Procedure: ...
 
 
-class EstimatorBuild(Protocol):
+class EstimatorBuild(Protocol[P]):
     """``build(p, x)``: an op whose module learns by a fit on the train split."""
 
-    def __call__(self, p: Params, x: dict[str, torch.Tensor], /) -> Estimator: ...
+    def __call__(self, p: P, x: dict[str, torch.Tensor], /) -> Estimator: ...
 
 
-class TransformBuild(Protocol):
+class TransformBuild(Protocol[P]):
     """``build(p)``: one per-sample transform of a data block (`nodegraph.kinds.augment`)."""
 
-    def __call__(self, p: Params, /) -> Step: ...
+    def __call__(self, p: P, /) -> Step: ...

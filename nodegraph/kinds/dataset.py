@@ -30,7 +30,7 @@ import torch
 from nodegraph.kinds import confine
 from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, bool_param, choice_param, float_param, int_param
+from nodegraph.model.spec import Param, Params, bool_param, choice_param, float_param, int_param
 
 SPLITS = ("train", "val", "test")
 
@@ -54,6 +54,22 @@ DATA_PARAMS: tuple[Param, ...] = (
                  "scale the inputs with statistics of the training split only"),
     DTYPE_PARAM,
 )
+
+
+class DataParams(Params):
+    """The typed view of `DATA_PARAMS`: a data block's view subclasses it and adds its own
+    params (`nodegraph.model.spec.Params`)."""
+
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    normalize: str
+    dtype: str
 
 
 # the folder relative data paths start from; None: the current directory

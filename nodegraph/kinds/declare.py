@@ -12,7 +12,7 @@ block is a field of that one call: torch equivalence (`torch=`), the `dtype` par
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from nodegraph.kinds import (
     DataBuild,
@@ -24,7 +24,10 @@ from nodegraph.kinds import (
     ScheduleBuild,
     TransformBuild,
 )
-from nodegraph.model.spec import TRANSFORM_IN, TRANSFORM_OUT, BlockSpec, Param, block
+from nodegraph.model.spec import TRANSFORM_IN, TRANSFORM_OUT, BlockSpec, Param, Params, block
+
+# the params view a build takes (`nodegraph.kinds.P`): inferred from the build function
+V = TypeVar("V", bound=Params)
 
 
 def _declare(constructor: str, kind: str, id: str, doc: str, build: Callable[..., Any],
@@ -34,42 +37,42 @@ def _declare(constructor: str, kind: str, id: str, doc: str, build: Callable[...
     return block(id, kind, doc, build, declared=constructor, **kw)
 
 
-def op(id: str, doc: str, build: OpBuild, **kw: Any) -> BlockSpec:
+def op(id: str, doc: str, build: OpBuild[V], **kw: Any) -> BlockSpec:
     """An op: a module computing its outputs from its inputs (losses are ops too)."""
     return _declare("op", "op", id, doc, build, kw)
 
 
-def estimator(id: str, doc: str, build: EstimatorBuild, **kw: Any) -> BlockSpec:
+def estimator(id: str, doc: str, build: EstimatorBuild[V], **kw: Any) -> BlockSpec:
     """An op whose module is an `Estimator`, fitted on the train split when a run starts."""
     return _declare("estimator", "op", id, doc, build, kw)
 
 
-def data(id: str, doc: str, build: DataBuild, **kw: Any) -> BlockSpec:
+def data(id: str, doc: str, build: DataBuild[V], **kw: Any) -> BlockSpec:
     """A dataset with its splits; `meta=` for validation, `recipe=` for the Python export."""
     return _declare("data", "data", id, doc, build, kw)
 
 
-def metric(id: str, doc: str, build: MetricBuild, **kw: Any) -> BlockSpec:
+def metric(id: str, doc: str, build: MetricBuild[V], **kw: Any) -> BlockSpec:
     """A value accumulated over a split."""
     return _declare("metric", "metric", id, doc, build, kw)
 
 
-def optimizer(id: str, doc: str, build: OptimizerBuild, **kw: Any) -> BlockSpec:
+def optimizer(id: str, doc: str, build: OptimizerBuild[V], **kw: Any) -> BlockSpec:
     """An optimizer over the weights of the graph (or of the nodes it names)."""
     return _declare("optimizer", "optimizer", id, doc, build, kw)
 
 
-def schedule(id: str, doc: str, build: ScheduleBuild, **kw: Any) -> BlockSpec:
+def schedule(id: str, doc: str, build: ScheduleBuild[V], **kw: Any) -> BlockSpec:
     """A learning-rate schedule of an optimizer."""
     return _declare("schedule", "schedule", id, doc, build, kw)
 
 
-def procedure(id: str, doc: str, build: ProcedureBuild, **kw: Any) -> BlockSpec:
+def procedure(id: str, doc: str, build: ProcedureBuild[V], **kw: Any) -> BlockSpec:
     """A loop around a trained model, run after training."""
     return _declare("procedure", "procedure", id, doc, build, kw)
 
 
-def transform(id: str, doc: str, build: TransformBuild, **kw: Any) -> BlockSpec:
+def transform(id: str, doc: str, build: TransformBuild[V], **kw: Any) -> BlockSpec:
     """A per-sample transform of a data block: `TRANSFORM_IN` and `TRANSFORM_OUT` ports
     unless given."""
     kw.setdefault("inputs", [TRANSFORM_IN])

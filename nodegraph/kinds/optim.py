@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from nodegraph.model.spec import Param, choice_param, float_param, nodes_param
+from nodegraph.model.spec import Param, Params, choice_param, float_param, nodes_param
 
 OPTIMIZER_PARAMS: tuple[Param, ...] = (
     nodes_param("scope", [], "node ids whose parameters this optimizer updates; "
@@ -29,6 +29,14 @@ OPTIMIZER_PARAMS: tuple[Param, ...] = (
                  "which parameters weight_decay applies to: all of them (torch's default), "
                  "or only weight matrices and kernels, sparing biases and norm scales"),
 )
+
+
+class OptimizerParams(Params):
+    """The typed view of `OPTIMIZER_PARAMS`; an optimizer's view subclasses it."""
+
+    scope: list[str]
+    clip_grad_norm: float | None
+    decay: str
 
 
 def param_groups(named: Sequence[tuple[str, torch.nn.Parameter]], p: dict) -> list[dict[str, Any]]:
@@ -46,3 +54,9 @@ SCHEDULE_PARAMS: tuple[Param, ...] = (
     choice_param("interval", ("epoch", "step"), "epoch",
                  "advance the schedule after every epoch or after every batch"),
 )
+
+
+class ScheduleParams(Params):
+    """The typed view of `SCHEDULE_PARAMS`; a schedule's view subclasses it."""
+
+    interval: str

@@ -19,7 +19,7 @@ import torch
 from nodegraph.model import settings
 from nodegraph.model.errors import NodegraphError, ValidationError
 from nodegraph.model.events import Emitter
-from nodegraph.model.spec import Params
+from nodegraph.model.settings import TrainingSettings
 
 if TYPE_CHECKING:
     from nodegraph.kinds.dataset import Dataset
@@ -116,7 +116,7 @@ class ProcedureContext:
                              device=self.device, seed=seed)
 
     @property
-    def training(self) -> Params:
+    def training(self) -> TrainingSettings:
         """The graph's training settings, resolved, on this device."""
         opts, problems = settings.resolve({**self.compiled.graph.training,
                                            "device": str(self.device)})

@@ -84,13 +84,47 @@ TRAINING_PARAMS: tuple[Param, ...] = (
               min=1, nullable=True),
 )
 
+
+
+class TrainingSettings(Params):
+    """The resolved settings, typed (one annotation per `TRAINING_PARAMS` entry; a test
+    holds the two to each other)."""
+
+    epochs: int
+    seed: int
+    device: str
+    patience: int | None
+    monitor: str
+    mode: str
+    min_delta: float
+    restore_best: bool
+    checkpoint_every: int
+    loss_every: int
+    probe_every: int
+    probe_budget: float
+    probe_rate: float
+    histograms_per_epoch: int
+    stages: Any
+    compile: str
+    dtype: str
+    eval_batch_size: int
+    log_dir: str
+    workers: int | None
+    pin_memory: bool | None
+    persistent_workers: bool | None
+    prefetch_factor: int | None
+    precision: str
+    accumulate: int
+    threads: int | None
+
+
 _BY_NAME = {p.name: p for p in TRAINING_PARAMS}
 RISING = ("accuracy", "acc", "r2", "f1", "precision", "recall", "auc", "likelihood")
 
 
-def resolve(training: Mapping[str, Any]) -> tuple[Params, list[Problem]]:
+def resolve(training: Mapping[str, Any]) -> tuple[TrainingSettings, list[Problem]]:
     """Training settings with defaults filled in, and problems keyed as training.<name>."""
-    values, problems = Params(), []
+    values, problems = TrainingSettings(), []
     for param in TRAINING_PARAMS:
         values[param.name] = param.default
     for name, value in training.items():

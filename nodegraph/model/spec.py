@@ -6,6 +6,10 @@ Everything else — the editor's palette and inspector, validation, shape infere
 
 What `build` receives and returns depends on the block's kind:
 
+`p`, the params by name, is a `Params` dict that a build reads through its block's typed
+view, a `Params` subclass with one annotation per param (``def build(p: LinearParams, x)``,
+then ``p.out_features`` is an int to mypy); docs/writing-blocks.md shows one.
+
 - ``op``: ``build(p, x) -> nn.Module``. `p` holds the params by name, `x` maps each connected
   input port to a *meta* tensor of the inferred shape and dtype (so a Linear reads
   ``x["input"].shape[-1]``). The module is called with the inputs positionally in port
@@ -59,7 +63,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.types import LOSS, SCHEDULE, TENSOR, TRANSFORM, PortType
@@ -104,10 +108,11 @@ class Port:
 
 
 T = TypeVar("T")
+V_co = TypeVar("V_co", covariant=True)  # a Param[list[int]] is a Param[Sequence[int]]
 
 
 @dataclass(frozen=True)
-class Param(Generic[T]):
+class Param(Generic[V_co]):
     """A typed, named setting of a block, with its default and the values it allows.
 
     `T` is the Python type of its checked value (`int_param` makes a ``Param[int]``), so a
@@ -271,11 +276,24 @@ _MISSING = object()
 
 
 class Params(dict):
-    """A block's params by name, readable as attributes (``p.out_features``, typed Any) or
-    through their declaration (``p.typed(OUT_FEATURES)``, typed as the param's value).
+    """A block's params by name, read through a typed view of the block (``p.out_features``)
+    or through a declaration (``p.typed(OUT_FEATURES)``, typed as the param's value).
 
-    A param wins over a dict method of the same name: ``p.update`` is the `update` param
-    when the block has one.
+    A block declares its view as a subclass with one annotation per param, and its build
+    (and shape rule, meta, recipe) takes ``p`` as that view::
+
+        class LinearParams(Params):
+            out_features: int
+            bias: bool
+            in_features: int | None
+
+        def _linear(p: LinearParams, x: dict[str, torch.Tensor]) -> nn.Module: ...
+
+    The view only types the reads: at run time `p` is this dict, whose attribute reads look
+    the param up (a param wins over a dict method of the same name: ``p.update`` is the
+    `update` param when the block has one). To a type checker a bare `Params` has no
+    attributes beyond the dict's, so an untyped read fails `mypy`; `tests/test_typed_params.py`
+    holds every view to its block's declared params (names and types).
     """
 
     def typed(self, param: Param[T]) -> T:
@@ -290,14 +308,15 @@ class Params(dict):
         """The value of a nullable `param` (None: empty), typed as its declaration says."""
         return dict.__getitem__(self, param.name)
 
-    def __getattribute__(self, name: str) -> Any:
-        # one dict look-up first: blocks read their params this way on every node that
-        # validation infers (param names are lower_snake, so never a dunder)
-        value = dict.get(self, name, _MISSING)
-        return value if value is not _MISSING else super().__getattribute__(name)
+    if not TYPE_CHECKING:  # typed through a block's view, never as Any
+        def __getattribute__(self, name: str) -> Any:
+            # one dict look-up first: blocks read their params this way on every node that
+            # validation infers (param names are lower_snake, so never a dunder)
+            value = dict.get(self, name, _MISSING)
+            return value if value is not _MISSING else super().__getattribute__(name)
 
-    def __getattr__(self, name: str) -> Any:
-        raise AttributeError(name)
+        def __getattr__(self, name: str) -> Any:
+            raise AttributeError(name)
 
 
 @dataclass(frozen=True)

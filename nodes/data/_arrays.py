@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from nodegraph.kinds.dataset import DataParams
 from nodegraph.kinds.streamed import StreamScript
 from nodegraph.model.errors import NodegraphError
 from nodes.data import _files as files
@@ -54,7 +55,16 @@ def _npy_map(path: Path):
     return lambda: np.load(path, mmap_mode="r", allow_pickle=False)
 
 
-def streamed_numpy(p, targets):
+class NumPyParams(DataParams):
+    path: str
+    y_path: str
+    x_key: str
+    y_key: str
+    target_kind: str
+    storage: str
+
+
+def streamed_numpy(p: NumPyParams, targets):
     """data.NumPy streamed from two memory-mapped .npy files, or None for the in-memory
     build (an .npz, which cannot be mapped, always builds in memory). `targets(y, where)`
     turns the y array into the block's targets (checked as the in-memory build checks)."""
@@ -145,7 +155,16 @@ def _idx_map(path: str, what: str):
     return dims, dtype, lambda: np.memmap(p, dtype, "r", start, dims)
 
 
-def streamed_mnist(p, read_labels):
+class MNISTParams(DataParams):
+    images: str
+    labels: str
+    test_images: str
+    test_labels: str
+    layout: str
+    storage: str
+
+
+def streamed_mnist(p: MNISTParams, read_labels):
     """data.MNIST streamed from memory-mapped IDX files, or None for the in-memory build.
     `read_labels(path, part)` reads and checks a labels file as the in-memory build does."""
     if p.get("storage", "auto") == "memory":

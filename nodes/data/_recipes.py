@@ -11,11 +11,32 @@ block's builder falls back to the saved arrays instead of giving other numbers.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
+
+from nodegraph.kinds.dataset import DataParams
+from nodegraph.model.spec import Params
+
+
+class Drawn(Protocol):
+    """What the recipe of a seeded generator reads (every such block's view has it)."""
+
+    n: int
+    noise: float
+    seed: int
+
+    def get(self, name: str, default: Any = None, /) -> Any: ...  # a param it may lack
+
+
+class Sampled(Drawn, Protocol):
+    """What the recipe of a y = f(x) + noise block reads."""
+
+    x_min: float
+    x_max: float
+    spacing: str
 
 
 def _truth_table(gate: str) -> Callable[[Any], list[str]]:
-    def lines(p) -> list[str]:
+    def lines(p: Drawn) -> list[str]:
         corners = "np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=np.float32)"
         out = [f"x = {corners}" if p.n == 4 else f"x = {corners}[np.arange({p.n}) % 4]",
                f"y = {gate}"]
@@ -23,19 +44,30 @@ def _truth_table(gate: str) -> Callable[[Any], list[str]]:
             out += [f"rng = np.random.default_rng({p.seed})",
                     f"x = (x + rng.normal(0.0, {p.noise / 100.0!r}, size=x.shape))"
                     ".astype(np.float32)"]
-        return out + _labels(p)
+        return out + _labels(p.get("target"))
     return lines
 
 
-def _labels(p) -> list[str]:
-    """0/1 labels as a float column for BCE, or as class indices (the `target` param)."""
-    if "target" not in p:
+def _labels(target: str | None) -> list[str]:
+    """0/1 labels as a float column for BCE, or as class indices, by the block's `target`
+    param (None: it has none)."""
+    if target is None:
         return []
-    return ["y = y.astype(np.float32)[:, None]  # one 0/1 column, for BCE" if p.target == "binary"
+    return ["y = y.astype(np.float32)[:, None]  # one 0/1 column, for BCE" if target == "binary"
             else "y = y.astype(np.int64)  # class indices"]
 
 
-def _noisy_line(p) -> list[str]:
+class NoisyLineParams(DataParams):
+    slope: float
+    intercept: float
+    noise: float
+    n: int
+    x_min: float
+    x_max: float
+    seed: int
+
+
+def _noisy_line(p: NoisyLineParams) -> list[str]:
     return [f"rng = np.random.default_rng({p.seed})",
             f"x = rng.uniform({p.x_min!r}, {p.x_max!r}, size=({p.n}, 1)).astype(np.float32)",
             f"noise = rng.normal(0.0, {p.noise!r}, size=({p.n}, 1))",
@@ -48,12 +80,21 @@ def _sklearn_classes(loader: str) -> Callable[[Any], list[str]]:
                       "x, y = x.astype(np.float32), y.astype(np.int64)"]
 
 
-def _diabetes(p) -> list[str]:
+class DiabetesParams(DataParams):
+    scaled: bool
+
+
+def _diabetes(p: DiabetesParams) -> list[str]:
     return [f"x, y = load_diabetes(return_X_y=True, scaled={p.scaled})",
             "x, y = x.astype(np.float32), y.astype(np.float32)[:, None]"]
 
 
-def _digits(p) -> list[str]:
+class DigitsParams(DataParams):
+    size: int
+    layout: str
+
+
+def _digits(p: DigitsParams) -> list[str]:
     lines = ["digits = load_digits()",
              "x = digits.images[:, None].astype(np.float32) / 16.0  # pixels are 0..16"]
     if p.size != 8:  # bilinear upsampling, an MNIST stand-in
@@ -66,21 +107,43 @@ def _digits(p) -> list[str]:
     return [*lines, "y = digits.target.astype(np.int64)"]
 
 
-def _noise(p) -> str:
+def _noise(p: Drawn) -> str:
     return repr(p.noise / 100.0) if p.noise else "None"
 
 
-def _moons(p) -> list[str]:
+class MoonsParams(DataParams):
+    target: str
+    n: int
+    noise: float
+    seed: int
+
+
+def _moons(p: MoonsParams) -> list[str]:
     return [f"x, y = make_moons({p.n}, noise={_noise(p)}, random_state={p.seed})",
-            "x = x.astype(np.float32)", *_labels(p)]
+            "x = x.astype(np.float32)", *_labels(p.target)]
 
 
-def _circles(p) -> list[str]:
+class CirclesParams(DataParams):
+    target: str
+    n: int
+    factor: float
+    noise: float
+    seed: int
+
+
+def _circles(p: CirclesParams) -> list[str]:
     return [f"x, y = make_circles({p.n}, noise={_noise(p)}, factor={p.factor!r}, "
-            f"random_state={p.seed})", "x = x.astype(np.float32)", *_labels(p)]
+            f"random_state={p.seed})", "x = x.astype(np.float32)", *_labels(p.target)]
 
 
-def _blobs(p) -> list[str]:
+class BlobsParams(DataParams):
+    centers: int
+    n: int
+    noise: float
+    seed: int
+
+
+def _blobs(p: BlobsParams) -> list[str]:
     centres = ("centres = np.zeros((1, 2))" if p.centers == 1 else
                f"angle = 2 * np.pi * np.arange({p.centers}) / {p.centers}")
     lines = [centres]
@@ -93,7 +156,7 @@ def _blobs(p) -> list[str]:
 
 def _regression(formula: Callable[[Any], str]) -> Callable[[Any], list[str]]:
     """y = f(x) + noise whose std is `noise` % of the clean signal's."""
-    def lines(p) -> list[str]:
+    def lines(p: Sampled) -> list[str]:
         sample = (f"np.linspace({p.x_min!r}, {p.x_max!r}, {p.n})" if p.spacing == "grid"
                   else f"rng.uniform({p.x_min!r}, {p.x_max!r}, size={p.n})")
         return [f"rng = np.random.default_rng({p.seed})", f"x = {sample}[:, None]",
@@ -115,8 +178,26 @@ digits = _digits
 moons = _moons
 circles = _circles
 blobs = _blobs
-polynomial = _regression(
-    lambda p: f"np.polynomial.polynomial.polyval(x, {list(p.coefficients)!r})")
-sinusoid = _regression(
-    lambda p: f"{p.amplitude!r} * np.sin(2 * np.pi * {p.frequency!r} * x + {p.phase!r})")
+
+
+class PolynomialParams(Params):
+    coefficients: list[float]
+
+
+def _polynomial(p: PolynomialParams) -> str:
+    return f"np.polynomial.polynomial.polyval(x, {list(p.coefficients)!r})"
+
+
+class SinusoidParams(Params):
+    amplitude: float
+    frequency: float
+    phase: float
+
+
+def _sinusoid(p: SinusoidParams) -> str:
+    return f"{p.amplitude!r} * np.sin(2 * np.pi * {p.frequency!r} * x + {p.phase!r})"
+
+
+polynomial = _regression(_polynomial)
+sinusoid = _regression(_sinusoid)
 sin_squared = _regression(lambda p: "np.sin(x ** 2)")

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, split_sizes
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, StreamScript
 from nodegraph.model.errors import NodegraphError
@@ -199,7 +199,7 @@ class _Script:
         return StreamScript(readers, arrays, [SCRIPT_READER])
 
 
-def sources(p) -> tuple[CifarRecords, CifarRecords | None]:
+def sources(p: CIFARParams) -> tuple[CifarRecords, CifarRecords | None]:
     """The training and (with `use_test`, where the folder has one) test records."""
     lay = layout(p.path, p.variant)
     offset = lay.label_offset(p.label)
@@ -215,11 +215,20 @@ def _split_params(p, tested: bool) -> dict:
     return {**p, "test_fraction": 0.0} if tested else dict(p)
 
 
-def x_shape(p) -> tuple[int, ...]:
+def x_shape(p: CIFARParams) -> tuple[int, ...]:
     return SHAPE if p.layout == "image" else (PIXELS,)
 
 
-def cifar_meta(p) -> DataMeta | None:
+class CIFARParams(DataParams):
+    path: str
+    variant: str
+    label: str
+    use_test: bool
+    layout: str
+    storage: str
+
+
+def cifar_meta(p: CIFARParams) -> DataMeta | None:
     """Shapes and split sizes from the folder listing and the files' sizes; a stratified
     split reads the label bytes alone (memory-mapped)."""
     train, test = sources(p)
@@ -231,7 +240,7 @@ def cifar_meta(p) -> DataMeta | None:
                          p.batch_size), p)
 
 
-def cifar_dataset(p):
+def cifar_dataset(p: CIFARParams):
     """The records split by the params, the test file as the test split: in memory (read at
     once) or streamed (memory-mapped, a record per sample), as `storage` and the size say."""
     train, test = sources(p)

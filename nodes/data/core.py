@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import numpy as np
 import torch
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, labels_counted, sized, split_sizes
-from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM
 from nodegraph.model.errors import NodegraphError
@@ -34,7 +35,7 @@ from nodegraph.model.spec import (
 from nodes.data import _files as files
 from nodes.data import _recipes as recipes
 from nodes.data import _synthetic as syn
-from nodes.data._arrays import streamed_mnist, streamed_numpy
+from nodes.data._arrays import MNISTParams, NumPyParams, streamed_mnist, streamed_numpy
 from nodes.data._images import resize, to_layout
 from nodes.data._streaming import mark
 
@@ -87,7 +88,12 @@ def _sklearn_dataset(name: str, **kwargs):
     return getattr(datasets, name)(**kwargs)
 
 
-def _digits(p):
+class DigitsParams(DataParams):
+    size: int
+    layout: str
+
+
+def _digits(p: DigitsParams):
     bunch = _sklearn_dataset("load_digits")
     images = bunch.images[:, None].astype(np.float32) / 16.0  # pixel values are 0..16
     if p.size != 8:
@@ -117,7 +123,7 @@ def _counted(name: str, ports, p):
     return sized(ports, sum(counts), p, labels_counted(counts))
 
 
-def _digits_meta(p):
+def _digits_meta(p: DigitsParams):
     x = (1, p.size, p.size) if p.layout == "image" else (p.size * p.size,)
     return _counted("load_digits", {"x": (x, torch.float32), "y": ((), torch.int64)}, p)
 
@@ -129,31 +135,39 @@ def _sklearn_classes_meta(name: str):
     return meta
 
 
-def _breast_cancer_meta(p):
+class BreastCancerParams(DataParams):
+    target: str
+
+
+def _breast_cancer_meta(p: BreastCancerParams):
     return _counted("load_breast_cancer", {"x": ((30,), torch.float32),
                                            "y": _Y[p.target]}, p)
 
 
-def _diabetes_meta(p):
+class DiabetesParams(DataParams):
+    scaled: bool
+
+
+def _diabetes_meta(p: DiabetesParams):
     """None for a stratified split: its sizes depend on how often each target value occurs,
     which only the file tells."""
     n, features = DIABETES_SHAPE
     return sized({"x": ((features,), torch.float32), "y": ((1,), torch.float32)}, n, p)
 
 
-def _breast_cancer(p):
+def _breast_cancer(p: BreastCancerParams):
     x, y = _sklearn_dataset("load_breast_cancer", return_X_y=True)
     return from_arrays({"x": x.astype(np.float32), "y": _binary_or_class(y, p.target)}, p)
 
 
-def _diabetes(p):
+def _diabetes(p: DiabetesParams):
     x, y = _sklearn_dataset("load_diabetes", return_X_y=True, scaled=p.scaled)
     return from_arrays({"x": x.astype(np.float32), "y": y.astype(np.float32)[:, None]}, p)
 
 
 # -- files ----------------------------------------------------------------------------------
 
-def _csv_columns(p, names: list[str]) -> tuple[list[int], list[int]]:
+def _csv_columns(p: CSVParams, names: list[str]) -> tuple[list[int], list[int]]:
     """The input and target column indices the params name, checked."""
     if not p.targets:
         raise NodegraphError("name at least one target column")
@@ -169,7 +183,16 @@ def _csv_columns(p, names: list[str]) -> tuple[list[int], list[int]]:
     return inputs, targets
 
 
-def _csv(p):
+class CSVParams(DataParams):
+    path: str
+    header: bool
+    delimiter: str
+    inputs: list[str]
+    targets: list[str]
+    target_kind: str
+
+
+def _csv(p: CSVParams):
     names, rows = files.read_csv(p.path, p.header, p.delimiter)
     inputs, targets = _csv_columns(p, names)
     x = np.stack([files.numeric_column(rows, i, names[i], p.path) for i in inputs], axis=1)
@@ -180,7 +203,7 @@ def _csv(p):
     return from_arrays({"x": x.astype(np.float32), "y": _targets(y, p.target_kind, p.path)}, p)
 
 
-def _csv_meta(p):
+def _csv_meta(p: CSVParams):
     """The CSV's shapes from its header and row count; cells that are not numbers are
     found when compile reads the file."""
     names, n = files.csv_shape(p.path, p.header, p.delimiter)
@@ -189,7 +212,7 @@ def _csv_meta(p):
     return sized({"x": ((len(inputs),), torch.float32), "y": y}, n, p)
 
 
-def _numpy(p):
+def _numpy(p: NumPyParams):
     lazy = streamed_numpy(p, lambda y, where: _targets(y, p.target_kind, where))
     if lazy is not None:
         return lazy
@@ -206,7 +229,7 @@ def _numpy(p):
     return from_arrays({"x": _inputs(x, where), "y": _targets(y, p.target_kind, where)}, p)
 
 
-def _numpy_meta(p):
+def _numpy_meta(p: NumPyParams):
     """Shapes from the arrays' headers, checked as the build checks them; the values (class
     indices whole and >= 0) are read when compile builds. None when a header does not read
     as a plain numeric .npy (the build says why)."""
@@ -252,7 +275,7 @@ def _idx_pair(images_path: str, labels_path: str, part: str) -> tuple[np.ndarray
     return images.astype(np.float32)[:, None], _targets(labels, "class", labels_path)
 
 
-def _mnist(p):
+def _mnist(p: MNISTParams):
     lazy = streamed_mnist(p, lambda path, part: _targets(
         files.read_idx(path, f"{part} labels IDX file"), "class", path))
     if lazy is not None:
@@ -282,7 +305,7 @@ def _idx_pair_meta(images_path: str, labels_path: str, part: str
     return dims, _targets(labels, "class", labels_path)
 
 
-def _mnist_meta(p):
+def _mnist_meta(p: MNISTParams):
     """The images' shapes from the IDX headers; the split is that of the build (stratified
     on the labels, read), the test files, when given, forming the test split."""
     dims, labels = _idx_pair_meta(p.images, p.labels, "training")
@@ -307,7 +330,15 @@ def _mnist_meta(p):
 SAMPLE_BYTES = 128
 
 
-def need_samples(p, per_sample: int = SAMPLE_BYTES) -> None:
+class SampledParams(DataParams):
+    """What every generator of `n` samples declares (each one's own view adds the rest)."""
+
+    n: int
+    noise: float
+    seed: int
+
+
+def need_samples(p: SampledParams, per_sample: int = SAMPLE_BYTES) -> None:
     """Refuse, before generating, `n` samples that cannot fit in memory."""
     footprint.need(p.n * per_sample, "n", p.n, "its samples")
 
@@ -316,11 +347,11 @@ def _generated(make):
     """A build function for a generator `make(p) -> (x, y)`; a `target` param, where the
     block has one, turns 0/1 labels into a BCE column or class indices. The sample count
     is checked against the memory available first."""
-    def build(p):
+    def build(p: SampledParams):
         need_samples(p)
         x, y = make(p)
         if "target" in p:
-            y = _binary_or_class(y, p.target)
+            y = _binary_or_class(y, p.typed(TARGET))
         return from_arrays({"x": x, "y": y}, p)
     return build
 
@@ -333,38 +364,75 @@ def _meta(x_dims: int, y: str, refuse=None):
     """`meta` of a generator of `n` samples, x float32 (N, x_dims), y a float column
     ("value"), class indices ("class") or what the `target` param asks ("target"): the
     shapes the builder makes, after the refusals it would make (`refuse(p)`)."""
-    def meta(p):
+    def meta(p: SampledParams):
         need_samples(p)
         if refuse is not None:
             refuse(p)
         return sized({"x": ((x_dims,), torch.float32),
-                      "y": _Y[p.target if y == "target" else y]}, p.n, p)
+                      "y": _Y[p.typed(TARGET) if y == "target" else y]}, p.n, p)
     return meta
 
 
-def _x_range_ok(p) -> None:
+class RegressionParams(SampledParams):
+    """What every y = f(x) + noise generator declares."""
+
+    x_min: float
+    x_max: float
+    spacing: str
+
+
+class PolynomialParams(RegressionParams):
+    coefficients: list[float]
+
+
+class SinusoidParams(RegressionParams):
+    amplitude: float
+    frequency: float
+    phase: float
+
+
+def _x_range_ok(p: RegressionParams) -> None:
     if p.x_max <= p.x_min:
         raise NodegraphError(f"x_max ({p.x_max}) must be larger than x_min ({p.x_min})")
 
 
-def _line_ok(p) -> None:  # the line's builder allows x_min == x_max (a constant x)
+def _line_ok(p: NoisyLineParams) -> None:  # the line's builder allows x_min == x_max (a constant x)
     if p.x_max < p.x_min:
         raise NodegraphError(f"x_max ({p.x_max}) must not be smaller than x_min ({p.x_min})")
 
 
-def _ring_ok(p) -> None:
+class DiscRingParams(SampledParams):
+    target: str
+    inner_radius: float
+    outer_radius: float
+
+
+def _disc_ring(p: DiscRingParams):
+    return syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise, p.seed)
+
+
+def _ring_ok(p: DiscRingParams) -> None:
     if not 1.0 <= p.inner_radius < p.outer_radius:
         raise NodegraphError(f"the ring needs 1 <= inner_radius < outer_radius, got "
                              f"{p.inner_radius} and {p.outer_radius}")
 
 
-def _blobs_ok(p) -> None:
+class BlobsParams(SampledParams):
+    centers: int
+
+
+def _blobs_ok(p: BlobsParams) -> None:
     if p.centers > p.n:
         raise NodegraphError(f"'centers' ({p.centers:,}) cannot exceed the number of samples "
                              f"n ({p.n:,})")
 
 
-def _mixture_ok(p) -> None:
+class GaussianMixtureParams(SampledParams):
+    n_components: int
+    weights: list[float]
+
+
+def _mixture_ok(p: GaussianMixtureParams) -> None:
     footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
     if p.weights and len(p.weights) != p.n_components:
         raise NodegraphError(f"give one weight per component: {p.n_components} components, "
@@ -374,26 +442,66 @@ def _mixture_ok(p) -> None:
         raise NodegraphError("mixing weights must be >= 0 and not all zero")
 
 
-def _polynomial_ok(p) -> None:
+def _polynomial_ok(p: PolynomialParams) -> None:
     _x_range_ok(p)
     syn.polynomial(p.coefficients)
 
 
 def _regression(f):
     """Generated y = f(p)(x) + noise on the block's x range."""
-    return _generated(lambda p: syn.regression(f(p), p.n, p.x_min, p.x_max, p.spacing,
-                                               p.noise, p.seed))
+    def make(p: RegressionParams):
+        return syn.regression(f(p), p.n, p.x_min, p.x_max, p.spacing, p.noise, p.seed)
+    return _generated(make)
 
 
-def _sinusoid(p):
+def _polynomial(p: PolynomialParams):
+    return syn.polynomial(p.coefficients)
+
+
+def _sinusoid(p: SinusoidParams):
     return lambda x: p.amplitude * np.sin(2 * np.pi * p.frequency * x + p.phase)
 
 
 def _truth_table(gate):
-    return _generated(lambda p: syn.truth_table(gate, p.n, p.noise, p.seed))
+    def make(p: SampledParams):
+        return syn.truth_table(gate, p.n, p.noise, p.seed)
+    return _generated(make)
 
 
-def _noisy_line(p):
+class MoonsParams(SampledParams):
+    target: str
+
+
+def _moons(p: MoonsParams):
+    return syn.moons(p.n, p.noise, p.seed)
+
+
+class CirclesParams(SampledParams):
+    target: str
+    factor: float
+
+
+def _circles(p: CirclesParams):
+    return syn.circles(p.n, p.factor, p.noise, p.seed)
+
+
+class SpiralsParams(SampledParams):
+    classes: int
+    turns: float
+
+
+def _spirals(p: SpiralsParams):
+    return syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)
+
+
+class NoisyLineParams(SampledParams):
+    slope: float
+    intercept: float
+    x_min: float
+    x_max: float
+
+
+def _noisy_line(p: NoisyLineParams):
     need_samples(p)
     rng = np.random.default_rng(p.seed)
     x = rng.uniform(p.x_min, p.x_max, size=(p.n, 1)).astype(np.float32)
@@ -401,18 +509,18 @@ def _noisy_line(p):
     return from_arrays({"x": x, "y": y.astype(np.float32)}, p)
 
 
-def _blobs(p):
+def _blobs(p: BlobsParams):
     _blobs_ok(p)  # scikit-learn loops over the centres, most of them empty
     return syn.blobs(p.n, p.centers, p.noise, p.seed)
 
 
-def _gaussian_mixture(p):
+def _gaussian_mixture(p: GaussianMixtureParams):
     # means, scales, angles and 2 x 2 rotations per component, in float64
     footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
     return syn.gaussian_mixture(p.n, p.n_components, p.weights, p.noise, p.seed)[:2]
 
 
-def _table_columns(p) -> list[str]:
+def _table_columns(p: TableParams) -> list[str]:
     """The table's column names, after the checks of its shape and params the build makes
     before reading a value."""
     cols = list(p.columns)
@@ -431,7 +539,7 @@ def _table_columns(p) -> list[str]:
     return cols
 
 
-def _table_column(p, cols: list[str], name: str, dtype) -> np.ndarray:
+def _table_column(p: TableParams, cols: list[str], name: str, dtype) -> np.ndarray:
     try:
         with np.errstate(over="ignore"):
             column = np.array([r[cols.index(name)] for r in p.rows], dtype=dtype)
@@ -444,7 +552,7 @@ def _table_column(p, cols: list[str], name: str, dtype) -> np.ndarray:
     return column
 
 
-def _table_targets(p, cols: list[str]) -> np.ndarray:
+def _table_targets(p: TableParams, cols: list[str]) -> np.ndarray:
     if not p.targets:  # inference only: y is empty, (N, 0), and nothing may train on it
         return np.zeros((len(p.rows), 0), dtype=np.float32)
     if p.target_kind == "class":
@@ -452,7 +560,7 @@ def _table_targets(p, cols: list[str]) -> np.ndarray:
     return np.stack([_table_column(p, cols, c, np.float32) for c in p.targets], axis=1)
 
 
-def _table_splits(p, cols: list[str]) -> dict[str, np.ndarray] | None:
+def _table_splits(p: TableParams, cols: list[str]) -> dict[str, np.ndarray] | None:
     """The rows of each split the split column fixes; None without one."""
     if not p.split_column:
         return None
@@ -467,14 +575,23 @@ def _table_splits(p, cols: list[str]) -> dict[str, np.ndarray] | None:
             for s in ("train", "val", "test")}
 
 
-def _table(p):
+class TableParams(DataParams):
+    columns: list[str]
+    rows: Any
+    inputs: list[str]
+    targets: list[str]
+    target_kind: str
+    split_column: str
+
+
+def _table(p: TableParams):
     cols = _table_columns(p)
     x = np.stack([_table_column(p, cols, c, np.float32) for c in p.inputs], axis=1)
     y = _table_targets(p, cols)
     return from_arrays({"x": x, "y": y}, p, given_splits=_table_splits(p, cols))
 
 
-def _table_meta(p):
+def _table_meta(p: TableParams):
     """The table's shapes from its params; its values are checked as the build checks
     them (they are in the params already), the dataset is not made."""
     cols = _table_columns(p)
@@ -637,7 +754,7 @@ _regressions = [
          "A noisy polynomial y = c0 + c1 x + c2 x² + ... + noise.\n\n"
          "For polynomial regression and the bias-variance trade-off; the default is the "
          "cubic 0.5x³ + 0.3x² - 0.25x + 1.",
-         _regression(lambda p: syn.polynomial(p.coefficients)), **XY,
+         _regression(_polynomial), **XY,
          meta=_meta(1, "value", _polynomial_ok),
          params=[Param("coefficients", "floats", [1.0, -0.25, 0.3, 0.5],
                        "c0, c1, c2, ...: lowest order first"),
@@ -689,7 +806,7 @@ _point_sets = [
          "Two interleaving half circles of radius 1 (scikit-learn's make_moons).\n\n"
          "Class 0 on (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t): a curved "
          "boundary a linear model cannot draw.",
-         _generated(lambda p: syn.moons(p.n, p.noise, p.seed)), **XY,
+         _generated(_moons), **XY,
          meta=_meta(2, "target"),
          params=[target_param("class"), n_param(200), noise_param(10.0, POINT_NOISE), SEED,
                  *data_params(val_fraction=0.2)],
@@ -699,7 +816,7 @@ _point_sets = [
          "Two concentric circles (scikit-learn's make_circles).\n\n"
          "Class 0 on the circle of radius 1, class 1 on the one of radius `factor`: "
          "separable by the radius only.",
-         _generated(lambda p: syn.circles(p.n, p.factor, p.noise, p.seed)), **XY,
+         _generated(_circles), **XY,
          meta=_meta(2, "target"),
          params=[target_param("class"), n_param(200),
                  float_param("factor", 0.5, "radius of the inner circle (outer is 1)",
@@ -711,8 +828,7 @@ _point_sets = [
          "Points in the unit disc (class 0) against points in a ring around it (class 1).\n\n"
          "The non-linearly separable set of the notes: the feature x1² + x2² separates it, "
          "no straight line does. Points are uniform in area, half in each class.",
-         _generated(lambda p: syn.disc_ring(p.n, p.inner_radius, p.outer_radius, p.noise,
-                                            p.seed)), **XY,
+         _generated(_disc_ring), **XY,
          meta=_meta(2, "target", _ring_ok),
          params=[target_param("class"), n_param(200),
                  float_param("inner_radius", 1.0, "inner radius of the ring (>= 1, the "
@@ -724,7 +840,7 @@ _point_sets = [
          "Interleaved spiral arms, one class per arm.\n\n"
          "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
          "hard for shallow models, the classic test of depth.",
-         _generated(lambda p: syn.spirals(p.n, p.classes, p.turns, p.noise, p.seed)), **XY,
+         _generated(_spirals), **XY,
          meta=_meta(2, "class"),
          params=[int_param("classes", 2, "number of arms (classes)", min=2),
                  float_param("turns", 1.5, "turns of each arm", min=0),

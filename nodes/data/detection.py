@@ -15,7 +15,7 @@ import torch
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, Ports, split_sizes
-from nodegraph.kinds.dataset import data_params, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.model.spec import (
     Port,
@@ -38,7 +38,7 @@ OUTPUTS = [Port("x", doc="images (N, C, H, W) in [0, 1]"),
 _drawn = functools.lru_cache(maxsize=4)(shapes)
 
 
-def _need_images(p) -> None:
+def _need_images(p: ShapesParams) -> None:
     per_image = (3 * p.image_size ** 2 + 6 * p.max_objects) * 4  # float32 pixels, objects
     # the drawn arrays, the dataset's tensors and its split copies
     footprint.need(3 * p.n * per_image, "n", p.n,
@@ -51,7 +51,19 @@ def _ports(image: tuple[int, int, int], m: int) -> Ports:
             "labels": ((m,), torch.int64), "mask": ((m,), torch.float32)}
 
 
-def _shapes_meta(p):
+class ShapesParams(DataParams):
+    n: int
+    image_size: int
+    min_objects: int
+    max_objects: int
+    min_size: int
+    max_size: int
+    max_overlap: float
+    noise: float
+    seed: int
+
+
+def _shapes_meta(p: ShapesParams):
     """Shapes from the params; the split has no class labels (no port `y`) to stratify."""
     _need_images(p)
     check_shapes(p.image_size, p.min_objects, p.max_objects, p.min_size, p.max_size)
@@ -59,20 +71,28 @@ def _shapes_meta(p):
                     split_sizes(p.n, p), p.batch_size)
 
 
-def _shapes(p):
+def _shapes(p: ShapesParams):
     _need_images(p)
     arrays = _drawn(p.n, p.image_size, p.min_objects, p.max_objects, p.min_size, p.max_size,
                     p.max_overlap, p.noise, p.seed)
     return from_arrays(arrays, p, normalize_ports=())
 
 
-def _coco_meta(p):
+class CocoBoxesParams(DataParams):
+    path: str
+    images: str
+    size: int | None
+    max_objects: int | None
+    grayscale: bool
+
+
+def _coco_meta(p: CocoBoxesParams):
     """Shapes from the annotation file and the images' headers."""
     n, image, m = coco_shape(p.path, p.images, p.size, p.max_objects, p.grayscale)
     return DataMeta(_ports(image, m), split_sizes(n, p), p.batch_size)
 
 
-def _coco(p):
+def _coco(p: CocoBoxesParams):
     arrays, _names = read_coco(p.path, p.images, p.size, p.max_objects, p.grayscale)
     return from_arrays(arrays, p, normalize_ports=())
 

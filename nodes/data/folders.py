@@ -21,7 +21,7 @@ import torch
 
 from nodegraph.kinds import augment, declare
 from nodegraph.kinds.datameta import DataMeta
-from nodegraph.kinds.dataset import data_params, split_indices
+from nodegraph.kinds.dataset import DataParams, data_params, split_indices
 from nodegraph.kinds.streamed import (
     STORAGE_PARAM,
     SampleError,
@@ -109,12 +109,12 @@ class _Finish:
         return sample
 
 
-def _splits(labels: np.ndarray, p) -> dict[str, np.ndarray]:
+def _splits(labels: np.ndarray, p: ImageFolderParams) -> dict[str, np.ndarray]:
     return split_indices(len(labels), p.val_fraction, p.test_fraction, p.split, p.split_seed,
                          labels, p.folds, p.fold)
 
 
-def _ports(shape: tuple[int, int, int], p, chain: augment.Chain) -> dict:
+def _ports(shape: tuple[int, int, int], p: ImageFolderParams, chain: augment.Chain) -> dict:
     x = chain.shape(shape)
     x = (int(np.prod(x)),) if p.layout == "flat" else x
     return {"x": (x, torch.float32), "y": chain.label_port((), torch.int64)}
@@ -125,7 +125,8 @@ class _Script:
     each split's files (relative to the folder) and labels go to the .npz beside the script,
     which reads them with `SCRIPT_READER` and the same v2 transforms."""
 
-    def __init__(self, sources: dict, chain: augment.Chain, shape: tuple[int, int, int], p):
+    def __init__(self, sources: dict, chain: augment.Chain, shape: tuple[int, int, int],
+                 p: ImageFolderParams):
         self.sources, self.chain, self.shape, self.p = sources, chain, shape, p
 
     def __call__(self, node: str) -> StreamScript:
@@ -147,7 +148,17 @@ class _Script:
                             transforms, self.chain.batch_script())
 
 
-def _image_folder(p):
+class ImageFolderParams(DataParams):
+    path: str
+    grayscale: bool
+    size: int | None
+    resize: str
+    layout: str
+    on_error: str
+    storage: str
+
+
+def _image_folder(p: ImageFolderParams):
     chain = augment.given()
     files, labels, shape, _ = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
     ports = _ports(shape, p, chain)
@@ -167,7 +178,7 @@ def _image_folder(p):
     return choose_storage(ds, p.storage)
 
 
-def _image_folder_meta(p):
+def _image_folder_meta(p: ImageFolderParams):
     """The classes, counts and shapes from the listing and the images' headers; no pixel
     is decoded. The labels come from the listing, so a stratified split is known too."""
     chain = augment.given()

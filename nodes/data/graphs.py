@@ -17,7 +17,7 @@ import torch
 from nodegraph.kinds.datameta import DataMeta, labels_counted, split_sizes
 from nodegraph.kinds.dataset import Dataset, data_params, from_arrays, split_indices
 from nodegraph.kinds.declare import data
-from nodegraph.model.spec import Port, choice_param
+from nodegraph.model.spec import Params, Port, choice_param
 
 IGNORE = -100  # torch's default ignore_index
 
@@ -59,7 +59,18 @@ def karate_club() -> tuple[np.ndarray, np.ndarray]:
 KARATE_SIDES = (17, 17)
 
 
-def _karate_meta(p):
+class KarateClubParams(Params):
+    features: str
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    dtype: str
+
+
+def _karate_meta(p: KarateClubParams):
     """Every split holds the whole graph (34 rows) once it labels any node; which splits do
     follows from the split params and the sides' sizes."""
     n = sum(KARATE_SIDES)
@@ -69,7 +80,7 @@ def _karate_meta(p):
     return DataMeta(ports, dict.fromkeys(split_sizes(n, p, labels_counted(KARATE_SIDES)), n), 0)
 
 
-def _karate(p):
+def _karate(p: KarateClubParams):
     adjacency, labels = karate_club()
     n = len(labels)
     features = np.eye(n) if p.features == "identity" else adjacency.sum(1, keepdims=True)

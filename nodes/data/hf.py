@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, sized
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
@@ -110,7 +110,7 @@ def _shape(feature, name: str, first, where: str) -> tuple[tuple[int, ...], str]
 class Columns:
     """What the params ask of the dataset: the input and target columns and their shapes."""
 
-    def __init__(self, ds, p, where: str):
+    def __init__(self, ds, p: HFDatasetParams, where: str):
         names = list(ds.column_names)
         if not p.targets:
             raise NodegraphError("name at least one target column")
@@ -146,7 +146,15 @@ class Columns:
         return (sum(math.prod(self.shapes[c][0]) for c in self.targets),), torch.float32
 
 
-def hf_meta(p) -> DataMeta | None:
+class HFDatasetParams(DataParams):
+    path: str
+    inputs: list[str]
+    targets: list[str]
+    target_kind: str
+    storage: str
+
+
+def hf_meta(p: HFDatasetParams) -> DataMeta | None:
     """Shapes from the features, sizes from the row counts; None for a stratified split of
     a single Dataset (its sizes follow the labels)."""
     found = parts(open_disk(p.path), p.path)
@@ -222,7 +230,7 @@ def _saved_name(loaded, split: str) -> str:
     return next(k for k in loaded if SPLIT_NAMES.get(k) == split)
 
 
-def hf_dataset(p):
+def hf_dataset(p: HFDatasetParams):
     """Every split's rows: in memory (each split read at once) or streamed (a row per
     sample from the memory-mapped files), as `storage` and the size say."""
     found = parts(open_disk(p.path), p.path)

@@ -26,11 +26,12 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from nodegraph.kinds import footprint
 from nodegraph.kinds.datameta import DataMeta, sized, split_sizes
-from nodegraph.kinds.dataset import Dataset, data_params, from_arrays, split_indices
+from nodegraph.kinds.dataset import DataParams, Dataset, data_params, from_arrays, split_indices
 from nodegraph.kinds.declare import data
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Port,
     bool_param,
     choice_param,
@@ -229,7 +230,20 @@ def random_walk(n: int, noise: float, seed: int) -> np.ndarray:
     return np.cumsum(np.random.default_rng(seed).normal(0.0, 1.0, n))
 
 
-def _lag_windows(p):
+class LagWindowsParams(DataParams):
+    path: str
+    column: str
+    header: bool
+    series: str
+    n: int
+    noise: float
+    seed: int
+    window: int
+    horizon: int
+    layout: str
+
+
+def _lag_windows(p: LagWindowsParams):
     if not p.path:  # a generated series: check its length before making it
         need_windows(p.n, p.window)
     if p.path:
@@ -242,7 +256,7 @@ def _lag_windows(p):
     return windows_dataset(series, p)
 
 
-def _lag_windows_meta(p):
+def _lag_windows_meta(p: LagWindowsParams):
     """Shapes from the series' length: the file's (see `series_length`) or `n`; None where
     only reading the file tells."""
     if p.path:
@@ -254,7 +268,19 @@ def _lag_windows_meta(p):
     return windows_meta(p.n, p)
 
 
-def _chaotic_meta(p):
+class ChaoticSeriesParams(DataParams):
+    n: int
+    dt: float
+    every: int
+    observable: str
+    transient: int
+    seed: int
+    window: int
+    horizon: int
+    layout: str
+
+
+def _chaotic_meta(p: ChaoticSeriesParams):
     """Shapes from `n`. The one refusal not made here is a diverging integration, which
     only integrating shows; dt's range (<= 0.05, inside RK4's stability region for the
     Lorenz system) keeps it from happening."""
@@ -262,7 +288,7 @@ def _chaotic_meta(p):
     return windows_meta(p.n, p)
 
 
-def _chaotic(p):
+def _chaotic(p: ChaoticSeriesParams):
     return windows_dataset(chaotic_series(p.n, p.dt, p.every, p.observable, p.transient,
                                           p.seed), p)
 
@@ -311,12 +337,28 @@ def token_windows(ids: np.ndarray, seq_len: int, stride: int) -> tuple[np.ndarra
     return ids[take], ids[take + 1]
 
 
-def _text(p) -> str:
+def _text(p: TokenTextParams) -> str:
     text = p.text or BUNDLED_TEXT
     return text.lower() if p.lowercase else text
 
 
-def _token_text_meta(p):
+class TokenTextParams(Params):
+    text: str
+    lowercase: bool
+    seq_len: int
+    stride: int | None
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    dtype: str
+
+
+def _token_text_meta(p: TokenTextParams):
     """Shapes from the text's length (the text is a param, or bundled); a stratified split
     numbers the text for the class of each context's first target."""
     text, stride = _text(p), p.stride or p.seq_len
@@ -327,7 +369,7 @@ def _token_text_meta(p):
     return sized({k: ((p.seq_len,), torch.int64) for k in ("x", "y")}, n, p, labels)
 
 
-def _token_text(p):
+def _token_text(p: TokenTextParams):
     text = _text(p)
     vocab = vocabulary(text)
     x, y = token_windows(encode(text, vocab), p.seq_len, p.stride or p.seq_len)

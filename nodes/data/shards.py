@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, sized
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
@@ -187,8 +187,9 @@ class ShardSet:
         return sum(self.counts.get(split, ()))
 
 
-def shard_set(p) -> ShardSet:
-    fields = tuple("." + f.strip().lstrip(".").lower() for f in (p.x_field, p.y_field))
+def shard_set(p: WebDatasetParams) -> ShardSet:
+    x, y = ("." + f.strip().lstrip(".").lower() for f in (p.x_field, p.y_field))
+    fields = (x, y)
     if fields[0] == fields[1]:
         raise NodegraphError(f"x_field and y_field are both '{fields[0]}'")
     given = {"train": p.shards, "val": p.val_shards, "test": p.test_shards}
@@ -199,7 +200,7 @@ def shard_set(p) -> ShardSet:
     if sum(counts["train"]) == 0:
         raise NodegraphError(f"the shards '{p.shards}' hold no sample with both a "
                              f"'{fields[0]}' and a '{fields[1]}' field")
-    return ShardSet(shards, counts, fields)  # type: ignore[arg-type]
+    return ShardSet(shards, counts, fields)
 
 
 def first_sample(sset: ShardSet) -> tuple[np.ndarray, np.ndarray]:
@@ -220,12 +221,22 @@ def _ports(x: np.ndarray, y: np.ndarray, kind: str, where: str) -> dict:
     return {"x": (x.shape or (1,), torch.float32), "y": ((max(y.size, 1),), torch.float32)}
 
 
-def _fixed(p, sset: ShardSet) -> bool:
+def _fixed(p: WebDatasetParams, sset: ShardSet) -> bool:
     """Whether the shard sets fix the splits (val or test shards given)."""
     return len(sset.shards) > 1
 
 
-def shards_meta(p) -> DataMeta | None:
+class WebDatasetParams(DataParams):
+    shards: str
+    val_shards: str
+    test_shards: str
+    x_field: str
+    y_field: str
+    target_kind: str
+    storage: str
+
+
+def shards_meta(p: WebDatasetParams) -> DataMeta | None:
     sset = shard_set(p)
     x, y = first_sample(sset)
     ports = _ports(x, y, p.target_kind, p.shards)
@@ -268,7 +279,7 @@ def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Path) -
     return {"x": xt, "y": torch.from_numpy(np.asarray(y, np.float32).reshape(-1))}
 
 
-def _streamed_shards(p, sset: ShardSet, ports: dict):
+def _streamed_shards(p: WebDatasetParams, sset: ShardSet, ports: dict):
     if _fixed(p, sset):
         parts = {s: (files, everything(sset.counts[s])) for s, files in sset.shards.items()}
     else:
@@ -282,7 +293,7 @@ def _streamed_shards(p, sset: ShardSet, ports: dict):
     return streamed(sources, ports, p, fit)
 
 
-def shards_dataset(p):
+def shards_dataset(p: WebDatasetParams):
     """The shard sets as the splits (or the training samples split by the params), read
     at once into memory or streamed shard by shard, as `storage` and the size say."""
     sset = shard_set(p)

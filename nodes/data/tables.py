@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, sized
-from nodegraph.kinds.dataset import data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
@@ -88,7 +88,7 @@ class Columns:
     class_text: bool  # a class target that is text: numbered
 
 
-def columns(table, p, where: str) -> Columns:
+def columns(table, p: ParquetParams, where: str) -> Columns:
     """The columns the params name, checked against the schema: present, numbers or text."""
     import pyarrow as pa
 
@@ -151,7 +151,17 @@ def _rows(table, where: str) -> int:
         raise NodegraphError(f"cannot read table '{where}': {e}") from e
 
 
-def table_meta(p) -> DataMeta | None:
+class ParquetParams(DataParams):
+    path: str
+    format: str
+    inputs: list[str]
+    targets: list[str]
+    categorical: list[str]
+    target_kind: str
+    storage: str
+
+
+def table_meta(p: ParquetParams) -> DataMeta | None:
     """Shapes from the schema and row count from the footers; None for a stratified split
     (its sizes follow the class column's values)."""
     table = open_table(p.path, p.format)
@@ -162,7 +172,7 @@ def table_meta(p) -> DataMeta | None:
     return mark(sized(_ports(cols, p), n, p), p)
 
 
-def _ports(cols: Columns, p) -> dict:
+def _ports(cols: Columns, p: ParquetParams) -> dict:
     y = ((), torch.int64) if p.target_kind == "class" else ((len(cols.targets),), torch.float32)
     return {"x": ((len(cols.inputs),), torch.float32), "y": y}
 
@@ -200,7 +210,7 @@ def categories(table, cols: Columns, where: str) -> dict[str, dict[Any, int]]:
     return {c: {v: i for i, v in enumerate(sorted(values))} for c, values in seen.items()}
 
 
-def encode(batch, cols: Columns, codes: dict[str, dict[Any, int]], p,
+def encode(batch, cols: Columns, codes: dict[str, dict[Any, int]], p: ParquetParams,
            where: str) -> dict[str, np.ndarray]:
     """x float32 (n, inputs) and y (class int64 (n,), or float32 (n, targets)) of a record
     batch or table; refuses missing values, naming the column."""
@@ -229,7 +239,7 @@ class TableReader:
     """The table a block's params name, read part by part: the columns checked, the
     categories counted once; `stream()` yields (first row, arrays) per part."""
 
-    def __init__(self, p):
+    def __init__(self, p: ParquetParams):
         self.p = p
         self.table = open_table(p.path, p.format)
         self.cols = columns(self.table, p, p.path)
@@ -305,7 +315,7 @@ class TableShards(ShardSource):
             raise SampleError(str(e)) from None
 
 
-def _streamed_table(p, reader: TableReader, groups: list[Any], sizes: list[int]):
+def _streamed_table(p: ParquetParams, reader: TableReader, groups: list[Any], sizes: list[int]):
     """The table streamed: each split's rows as `split_rows` draws them, read by group."""
     rows = split_rows(sum(sizes), p)
     sources = {s: TableShards(reader, groups, Rows(r, sizes)) for s, r in rows.items()
@@ -319,7 +329,7 @@ def _streamed_table(p, reader: TableReader, groups: list[Any], sizes: list[int])
     return dataset
 
 
-def table_dataset(p):
+def table_dataset(p: ParquetParams):
     """The table split and scaled by the data params: in memory (the row groups joined) or
     streamed (a row group at a time), as `storage` and the size say."""
     reader = TableReader(p)

@@ -31,7 +31,7 @@ from nodegraph.kinds.dataset import Dataset, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, StreamedDataset
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Port, bool_param, choice_param, int_param, str_param
+from nodegraph.model.spec import Params, Port, bool_param, choice_param, int_param, str_param
 from nodes.data._streaming import held_bytes, in_memory, mark, split_rows, streamed, subsets
 from nodes.data.sequences import BUNDLED_TEXT, token_windows
 
@@ -53,7 +53,7 @@ def corpus_files(path: str) -> list[Path]:
     raise NodegraphError(f"text file '{path}' ({where}) does not exist")
 
 
-def pieces(p) -> Iterator[list[str]]:
+def pieces(p: TokenizedTextParams) -> Iterator[list[str]]:
     """The corpus as lists of lines (newlines kept, so BPE sees the text as written). The
     files are found now, not when the first piece is asked for: the tokenizer's trainer
     reads the pieces on a thread of its own, outside the graph folder's context."""
@@ -103,7 +103,7 @@ def load_tokenizer(path: str):
                              f"tokenizer.json: {e}") from None
 
 
-def train_tokenizer(p):
+def train_tokenizer(p: TokenizedTextParams):
     """A BPE (byte-level) or WordPiece tokenizer trained on the corpus."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
@@ -126,7 +126,7 @@ def train_tokenizer(p):
     return tok
 
 
-def tokenizer_of(p):
+def tokenizer_of(p: TokenizedTextParams):
     return load_tokenizer(p.tokenizer_file) if p.tokenizer == "file" else train_tokenizer(p)
 
 
@@ -162,7 +162,7 @@ def _size_time(f: Path) -> tuple[int, int]:
 _TOKENIZED: OrderedDict[tuple, tuple[Any, np.ndarray]] = OrderedDict()
 
 
-def tokenized(p) -> tuple[Any, np.ndarray]:
+def tokenized(p: TokenizedTextParams) -> tuple[Any, np.ndarray]:
     """The tokenizer and the corpus's ids, made once for a corpus, tokenizer and params
     (validation's meta and compile's build share them; a file changed on disk is read
     again)."""
@@ -182,7 +182,7 @@ def tokenized(p) -> tuple[Any, np.ndarray]:
     return tok, ids
 
 
-def _contexts(ids: np.ndarray, p) -> tuple[int, int]:
+def _contexts(ids: np.ndarray, p: TokenizedTextParams) -> tuple[int, int]:
     """(stride, number of contexts) of the ids; refuses a corpus too short for one."""
     if len(ids) <= p.seq_len:
         raise NodegraphError(f"the corpus has {len(ids)} tokens, too few for one context "
@@ -191,11 +191,33 @@ def _contexts(ids: np.ndarray, p) -> tuple[int, int]:
     return stride, -(-(len(ids) - p.seq_len) // stride)
 
 
-def ports_of(p) -> dict:
+def ports_of(p: TokenizedTextParams) -> dict:
     return {k: ((p.seq_len,), torch.int64) for k in ("x", "y")}
 
 
-def tokenized_meta(p):
+class TokenizedTextParams(Params):
+    path: str
+    text: str
+    tokenizer: str
+    tokenizer_file: str
+    vocab_size: int
+    min_frequency: int
+    lowercase: bool
+    seq_len: int
+    stride: int | None
+    storage: str
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    dtype: str
+
+
+def tokenized_meta(p: TokenizedTextParams):
     """Shapes and split sizes from the corpus's token count: the corpus is tokenized here,
     once, and the ids kept for the build (only tokenizing tells how many there are)."""
     _, ids = tokenized(p)
@@ -204,7 +226,7 @@ def tokenized_meta(p):
     return mark(sized(ports_of(p), count, p, labels), p)
 
 
-def tokenized_text(p):
+def tokenized_text(p: TokenizedTextParams):
     tok, ids = tokenized(p)
     stride, count = _contexts(ids, p)
     dataset: Dataset | StreamedDataset

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import torch
 from torch import nn
@@ -24,6 +24,7 @@ from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Search,
     TorchEquivalent,
     bool_param,
@@ -32,7 +33,7 @@ from nodegraph.model.spec import (
     int_param,
 )
 from nodes._shapes import fmt, need_float, need_ndim
-from nodes.layers.dense import Fn, check_given, layer_op, start_weights, weight_params
+from nodes.layers.dense import Fn, WeightParams, check_given, layer_op, start_weights, weight_params
 
 # -- window sizes -------------------------------------------------------------------------
 
@@ -140,7 +141,21 @@ def _need_groups(c: int, out: int, groups: int) -> None:
                         "choose groups that divides both (1 = ordinary convolution)")
 
 
-def _conv_geometry(p, x, dims: int) -> tuple[Any, tuple, tuple, Any, tuple]:
+class ConvParams(WeightParams):
+    """Conv1d's and Conv2d's (weights, dtype and the kernel's geometry)."""
+
+    out_channels: int
+    kernel_size: list[int]
+    stride: list[int]
+    padding: Any  # sizes or "same" / "valid"
+    dilation: list[int]
+    groups: int
+    bias: bool
+    padding_mode: Literal["zeros", "reflect", "replicate", "circular"]
+    dtype: str
+
+
+def _conv_geometry(p: ConvParams, x, dims: int) -> tuple[Any, tuple, tuple, Any, tuple]:
     """The input, kernel, stride, padding and dilation of a convolution, checked."""
     t = _signal(x, dims)
     _need_groups(t.shape[1], p.out_channels, p.groups)
@@ -154,7 +169,7 @@ def _conv_geometry(p, x, dims: int) -> tuple[Any, tuple, tuple, Any, tuple]:
 
 
 def _conv(dims: int, cls: type[nn.Module]):
-    def build(p, x):
+    def build(p: ConvParams, x):
         t, kernel, stride, padding, dilation = _conv_geometry(p, x, dims)
         conv = cls(t.shape[1], p.out_channels, kernel, stride, padding, dilation, p.groups,
                    p.bias, p.padding_mode)
@@ -182,7 +197,7 @@ def _pad_sides(padding: tuple | str, kernel: tuple, dilation: tuple) -> list[tup
 
 
 def _conv_shape(dims: int):
-    def rule(p, x):
+    def rule(p: ConvParams, x):
         t, kernel, stride, padding, dilation = _conv_geometry(p, x, dims)
         c_in = t.shape[1] // p.groups
         check_given(p, (p.out_channels, c_in, *kernel), p.out_channels if p.bias else None,
@@ -212,7 +227,8 @@ def _conv_shape(dims: int):
     return rule
 
 
-def _conv_transpose_geometry(p, x) -> tuple[Any, tuple, tuple, tuple, tuple, tuple]:
+def _conv_transpose_geometry(p: ConvTranspose2dParams, x
+                             ) -> tuple[Any, tuple, tuple, tuple, tuple, tuple]:
     """The input, kernel, stride, padding, output padding and dilation, checked."""
     t = _signal(x, 2)
     _need_groups(t.shape[1], p.out_channels, p.groups)
@@ -224,14 +240,26 @@ def _conv_transpose_geometry(p, x) -> tuple[Any, tuple, tuple, tuple, tuple, tup
     return t, kernel, stride, padding, output_padding, dilation
 
 
-def _conv_transpose(p, x):
+class ConvTranspose2dParams(WeightParams):
+    out_channels: int
+    kernel_size: list[int]
+    stride: list[int]
+    padding: list[int]
+    output_padding: list[int]
+    dilation: list[int]
+    groups: int
+    bias: bool
+    dtype: str
+
+
+def _conv_transpose(p: ConvTranspose2dParams, x):
     t, kernel, stride, padding, output_padding, dilation = _conv_transpose_geometry(p, x)
     conv = nn.ConvTranspose2d(t.shape[1], p.out_channels, kernel, stride, padding,
                               output_padding, p.groups, p.bias, dilation)
     return start_weights(conv, p, TRANSPOSED_LAYOUT)
 
 
-def _conv_transpose_shape(p, x):
+def _conv_transpose_shape(p: ConvTranspose2dParams, x):
     t, kernel, stride, padding, output_padding, dilation = _conv_transpose_geometry(p, x)
     c_in, c_out = t.shape[1], p.out_channels // p.groups
     check_given(p, (c_in, c_out, *kernel), p.out_channels if p.bias else None,
@@ -265,7 +293,26 @@ POOLS = {("Max", 1): nn.MaxPool1d, ("Avg", 1): nn.AvgPool1d, ("Min", 1): MinPool
          ("Max", 2): nn.MaxPool2d, ("Avg", 2): nn.AvgPool2d, ("Min", 2): MinPool2d}
 
 
-def _pool_geometry(p, x, dims: int) -> tuple[Any, tuple, tuple, tuple, tuple]:
+class PoolParams(Params):
+    """What every 1-D and 2-D pool declares (each kind's view adds the rest)."""
+
+    kernel_size: list[int]
+    stride: list[int] | None
+    padding: list[int]
+    ceil_mode: bool
+
+
+class MaxPoolParams(PoolParams):
+    """MaxPool's and MinPool's."""
+
+    dilation: list[int]
+
+
+class AvgPoolParams(PoolParams):
+    count_include_pad: bool
+
+
+def _pool_geometry(p: PoolParams, x, dims: int) -> tuple[Any, tuple, tuple, tuple, tuple]:
     """The input, window, stride, padding and dilation of a pooling, checked."""
     t = _signal(x, dims)
     kernel, padding = per_dim(p.kernel_size, dims), per_dim(p.padding, dims)
@@ -273,13 +320,15 @@ def _pool_geometry(p, x, dims: int) -> tuple[Any, tuple, tuple, tuple, tuple]:
     if any(2 * pad > k for pad, k in zip(padding, kernel, strict=True)):
         raise ParamError(f"padding {list(padding)} must be at most half the kernel size "
                          f"{list(kernel)}")
-    dilation = per_dim(p.dilation, dims) if "dilation" in p else (1,) * dims
+    dilation: tuple[int, ...] = (1,) * dims
+    if "dilation" in p:  # max and min pools
+        dilation = per_dim(p.typed(POOL_DILATION[dims]), dims)
     _need_fits(t, kernel, dilation, padding, "pooling window")
     return t, kernel, stride, padding, dilation
 
 
 def _pool_shape(kind: str, dims: int):
-    def rule(p, x):
+    def rule(p: PoolParams, x):
         t, kernel, stride, padding, dilation = _pool_geometry(p, x, dims)
         spatial = tuple(_window_out(*a, p.ceil_mode) for a in zip(
             t.shape[2:], kernel, stride, padding, dilation, strict=True))
@@ -297,12 +346,16 @@ def _pool_shape(kind: str, dims: int):
 
 
 def _pool(kind: str, dims: int):
-    def build(p, x):
+    def avg(p: AvgPoolParams, x):
+        _, kernel, stride, padding, _ = _pool_geometry(p, x, dims)
+        return POOLS[kind, dims](kernel, stride, padding, ceil_mode=p.ceil_mode,
+                                 count_include_pad=p.count_include_pad)
+
+    def max_(p: MaxPoolParams, x):
         _, kernel, stride, padding, dilation = _pool_geometry(p, x, dims)
-        extra = ({"count_include_pad": p.count_include_pad} if kind == "Avg"
-                 else {"dilation": dilation})
-        return POOLS[kind, dims](kernel, stride, padding, ceil_mode=p.ceil_mode, **extra)
-    return build
+        return POOLS[kind, dims](kernel, stride, padding, ceil_mode=p.ceil_mode,
+                                 dilation=dilation)
+    return avg if kind == "Avg" else max_
 
 
 def _pool_params(kind: str, dims: int) -> list[Param]:
@@ -316,7 +369,11 @@ def _pool_params(kind: str, dims: int) -> list[Param]:
     if kind == "Avg":
         return [*params, bool_param("count_include_pad", True,
                                     "count padded zeros in the average")]
-    return [*params, sizes("dilation", [1], "spacing between window taps", dims)]
+    return [*params, POOL_DILATION[dims]]
+
+
+POOL_DILATION: dict[int, Param[list[int]]] = {
+    dims: sizes("dilation", [1], "spacing between window taps", dims) for dims in (1, 2)}
 
 
 def _global_input(x: dict) -> Any:
@@ -339,7 +396,7 @@ def _global_pool_shape(p, x):
     return shapes.like(shapes.TensorMeta(t.shape[:2], t.dtype))  # one reduction
 
 
-def _adaptive_check(p, x) -> Any:
+def _adaptive_check(p: AdaptiveAvgPool2dParams, x) -> Any:
     t = need_ndim(x, "input", (4,), "(N, C, H, W)",
                   "adaptive pooling here is 2-D, over images")
     if len(p.output_size) != 2:
@@ -347,12 +404,16 @@ def _adaptive_check(p, x) -> Any:
     return t
 
 
-def _adaptive_avg_pool(p, x):
+class AdaptiveAvgPool2dParams(Params):
+    output_size: list[int]
+
+
+def _adaptive_avg_pool(p: AdaptiveAvgPool2dParams, x):
     _adaptive_check(p, x)
     return nn.AdaptiveAvgPool2d(tuple(p.output_size))
 
 
-def _adaptive_avg_pool_shape(p, x):
+def _adaptive_avg_pool_shape(p: AdaptiveAvgPool2dParams, x):
     t = _adaptive_check(p, x)
     if not t.dtype.is_floating_point:
         return None  # torch refuses the mean of integers; the meta path says how
@@ -363,7 +424,7 @@ UPSAMPLE_DIMS = {"nearest": (3, 4, 5), "linear": (3,), "bilinear": (4,), "bicubi
                  "trilinear": (5,)}
 
 
-def _upsample_input(p, x) -> Any:
+def _upsample_input(p: UpsampleParams, x) -> Any:
     layouts = {3: "(N, C, L)", 4: "(N, C, H, W)", 5: "(N, C, D, H, W)"}
     ndims = UPSAMPLE_DIMS[p.mode]
     t = need_ndim(x, "input", ndims, " or ".join(layouts[n] for n in ndims),
@@ -373,13 +434,19 @@ def _upsample_input(p, x) -> Any:
     return t
 
 
-def _upsample(p, x):
+class UpsampleParams(Params):
+    scale_factor: float
+    mode: str
+    align_corners: bool
+
+
+def _upsample(p: UpsampleParams, x):
     _upsample_input(p, x)
     corners = None if p.mode == "nearest" else p.align_corners
     return nn.Upsample(scale_factor=p.scale_factor, mode=p.mode, align_corners=corners)
 
 
-def _upsample_shape(p, x):
+def _upsample_shape(p: UpsampleParams, x):
     """One interpolation kernel; each size is the product with the scale factor, rounded
     down (as torch computes it when given a factor)."""
     t = _upsample_input(p, x)
@@ -426,7 +493,14 @@ class FixedConv2d(nn.Module):
                         groups=self.groups)
 
 
-def _fixed_conv(p, x):
+class FixedConv2dParams(Params):
+    filter: str
+    stride: list[int]
+    padding: Any
+    dtype: str
+
+
+def _fixed_conv(p: FixedConv2dParams, x):
     t = _signal(x, 2)
     kernel = FILTERS[p.filter]
     padding = per_dim(p.padding, 2)

@@ -30,6 +30,7 @@ from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
+    Params,
     Port,
     Search,
     TorchEquivalent,
@@ -99,7 +100,17 @@ def weight_params(layout: str) -> list[Param]:
     ]
 
 
-def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
+class WeightParams(Params):
+    """The typed view of `weight_params`: a weighted layer's view subclasses it."""
+
+    init: str
+    init_std: float
+    weight: Any
+    bias_init: list[float] | None
+    trainable: bool
+
+
+def start_weights(module: nn.Module, p: WeightParams, layout: str) -> nn.Module:
     """Apply `init`, the hand-set `weight` and `bias_init`, and `trainable` to a new layer
     with `weight` and `bias` attributes (checked on meta tensors too, filled only on real
     ones)."""
@@ -120,7 +131,7 @@ def start_weights(module: nn.Module, p, layout: str) -> nn.Module:
     return module
 
 
-def check_given(p, shape: tuple[int, ...], biases: int | None, layout: str
+def check_given(p: WeightParams, shape: tuple[int, ...], biases: int | None, layout: str
                 ) -> np.ndarray | None:
     """The hand-set `weight` as an array of the layer's weight `shape` (None when not set),
     after checking it and `bias_init` against the layer (`biases` per output, None when
@@ -155,7 +166,7 @@ def _given_values(value: Any, shape: tuple[int, ...], layout: str) -> np.ndarray
 # -- dense layers and basis expansions ----------------------------------------------------
 
 
-def _linear_in(p, x) -> int:
+def _linear_in(p: LinearParams, x) -> int:
     """in_features of a Linear on `x`, after checking the wire (meta tensor or TensorMeta)."""
     shape = x["input"].shape
     if len(shape) < 2:
@@ -170,12 +181,19 @@ def _linear_in(p, x) -> int:
     return shape[-1]
 
 
-def _linear(p, x):
+class LinearParams(WeightParams):
+    out_features: int
+    bias: bool
+    in_features: int | None
+    dtype: str
+
+
+def _linear(p: LinearParams, x):
     return start_weights(nn.Linear(_linear_in(p, x), p.out_features, bias=p.bias), p,
                          "(out_features, in_features)")
 
 
-def _linear_shape(p, x):
+def _linear_shape(p: LinearParams, x):
     n_in = _linear_in(p, x)
     t, dtype = x["input"], shapes.layer_dtype(p)
     check_given(p, (p.out_features, n_in), p.out_features if p.bias else None,
@@ -238,12 +256,17 @@ class RBF(nn.Module):
         return torch.exp(-d2 / (2 * torch.exp(2 * self.log_widths)))
 
 
-def _polynomial(p, x):
+class PolynomialFeaturesParams(Params):
+    degree: int
+    include_bias: bool
+
+
+def _polynomial(p: PolynomialFeaturesParams, x):
     _features(x)
     return PolynomialFeatures(p.degree, p.include_bias)
 
 
-def _polynomial_shape(p, x):
+def _polynomial_shape(p: PolynomialFeaturesParams, x):
     t = x["input"]
     _features(x)
     # one power each (x**1 too), the column of ones, then their concatenation
@@ -253,16 +276,27 @@ def _polynomial_shape(p, x):
                            work=p.degree * t.nbytes + ones + shapes.nbytes(out, t.dtype))
 
 
-def _fourier(p, x):
+class FourierFeaturesParams(Params):
+    num_frequencies: int
+    frequency: float
+
+
+def _fourier(p: FourierFeaturesParams, x):
     _features(x)
     return FourierFeatures(p.num_frequencies, p.frequency)
 
 
-def _rbf(p, x):
+class RBFParams(Params):
+    num_centers: int
+    width: float
+    dtype: str
+
+
+def _rbf(p: RBFParams, x):
     return RBF(_features(x), p.num_centers, p.width)
 
 
-def _rbf_shape(p, x):
+def _rbf_shape(p: RBFParams, x):
     """x − c for every centre, squared, summed over the features, negated; 2·log σ, its
     exp and 2σ², the quotient and its exp."""
     t, dtype, c = x["input"], shapes.layer_dtype(p), p.num_centers
@@ -277,7 +311,7 @@ def _rbf_shape(p, x):
 # -- tensor plumbing -----------------------------------------------------------------------
 
 
-def _flatten_dims(p, x) -> tuple[int, int]:
+def _flatten_dims(p: FlattenParams, x) -> tuple[int, int]:
     t = x["input"]
     start, end = (dim_index(d, t.ndim, "input", t.shape) for d in (p.start_dim, p.end_dim))
     if start == 0:
@@ -289,11 +323,16 @@ def _flatten_dims(p, x) -> tuple[int, int]:
     return start, end
 
 
-def _flatten(p, x):
+class FlattenParams(Params):
+    start_dim: int
+    end_dim: int
+
+
+def _flatten(p: FlattenParams, x):
     return nn.Flatten(*_flatten_dims(p, x))
 
 
-def _flatten_shape(p, x):
+def _flatten_shape(p: FlattenParams, x):
     start, end = _flatten_dims(p, x)
     s = x["input"].shape
     return _view(x["input"], (*s[:start], math.prod(s[start:end + 1]), *s[end + 1:]))
@@ -304,7 +343,7 @@ def _view(t, shape) -> shapes.Inferred:
     return shapes.Inferred(((tuple(shape), t.dtype),))
 
 
-def _reshape_to(p, x) -> list[int]:
+def _reshape_to(p: ReshapeParams, x) -> list[int]:
     t, shape = x["input"], list(p.shape)
     per_sample = math.prod(t.shape[1:])
     if 0 in shape or shape.count(-1) > 1:
@@ -319,19 +358,23 @@ def _reshape_to(p, x) -> list[int]:
     return shape
 
 
-def _reshape(p, x):
+class ReshapeParams(Params):
+    shape: list[int]
+
+
+def _reshape(p: ReshapeParams, x):
     shape = _reshape_to(p, x)
     return Fn(lambda v: v.reshape(v.shape[0], *shape), f"reshape to (N, {shape})")
 
 
-def _reshape_shape(p, x):
+def _reshape_shape(p: ReshapeParams, x):
     t, shape = x["input"], _reshape_to(p, x)
     if -1 in shape:
         shape[shape.index(-1)] = math.prod(t.shape[1:]) // -math.prod(shape)
     return _view(t, (t.shape[0], *shape))
 
 
-def _permute_dims(p, x) -> list[int]:
+def _permute_dims(p: PermuteParams, x) -> list[int]:
     t, dims = x["input"], list(p.dims)
     if sorted(dims) != list(range(1, t.ndim)):
         raise PortError("input", f"is {fmt(t.shape)}, so dims must order 1..{t.ndim - 1} "
@@ -340,12 +383,16 @@ def _permute_dims(p, x) -> list[int]:
     return dims
 
 
-def _permute_shape(p, x):
+class PermuteParams(Params):
+    dims: list[int]
+
+
+def _permute_shape(p: PermuteParams, x):
     t = x["input"]
     return _view(t, (t.shape[0], *(t.shape[d] for d in _permute_dims(p, x))))
 
 
-def _permute(p, x):
+def _permute(p: PermuteParams, x):
     dims = _permute_dims(p, x)
     return Fn(lambda v: v.permute(0, *dims), f"permute(0, {dims})")
 
@@ -353,7 +400,7 @@ def _permute(p, x):
 CONCAT_PORTS = "abcdefgh"
 
 
-def _concat_parts(p, x) -> tuple[list, int]:
+def _concat_parts(p: ConcatParams, x) -> tuple[list, int]:
     parts = [(port, x[port]) for port in CONCAT_PORTS if x.get(port) is not None]
     a = parts[0][1]
     dim = dim_index(p.dim, a.ndim, "a", a.shape)
@@ -368,7 +415,11 @@ def _concat_parts(p, x) -> tuple[list, int]:
     return parts, dim
 
 
-def _concat(p, x):
+class ConcatParams(Params):
+    dim: int
+
+
+def _concat(p: ConcatParams, x):
     parts, dim = _concat_parts(p, x)
     if len(parts) == 2 and [q for q, _ in parts] == ["a", "b"]:
         return Fn(lambda a, b, c, d, e, f, g, h: torch.cat((a, b), dim), f"cat(dim={dim})")
@@ -376,7 +427,7 @@ def _concat(p, x):
         [t for t in (a, b, c, d, e, f, g, h) if t is not None], dim), f"cat(dim={dim})")
 
 
-def _concat_shape(p, x):
+def _concat_shape(p: ConcatParams, x):
     parts, dim = _concat_parts(p, x)
     dtype = shapes.same_dtype(x)
     if dtype is None:
@@ -386,7 +437,7 @@ def _concat_shape(p, x):
     return shapes.weighted([(tuple(shape), dtype)], 0, dtype)
 
 
-def _split_at(p, x) -> int:
+def _split_at(p: SplitParams, x) -> int:
     t = x["input"]
     dim = dim_index(p.dim, t.ndim, "input", t.shape)
     if not 0 < p.split_size < t.shape[dim]:
@@ -396,13 +447,18 @@ def _split_at(p, x) -> int:
     return dim
 
 
-def _split(p, x):
+class SplitParams(Params):
+    split_size: int
+    dim: int
+
+
+def _split(p: SplitParams, x):
     dim, s = _split_at(p, x), p.split_size
     return Fn(lambda v: (v.narrow(dim, 0, s), v.narrow(dim, s, v.shape[dim] - s)),
               f"split({s}, dim={dim})")
 
 
-def _split_shape(p, x):
+def _split_shape(p: SplitParams, x):
     t, dim = x["input"], _split_at(p, x)
     a, b = list(t.shape), list(t.shape)
     a[dim], b[dim] = p.split_size, t.shape[dim] - p.split_size
@@ -437,7 +493,13 @@ def _matmul(p, x):
     return Fn(torch.matmul, "matmul")
 
 
-def _scale_shape(p, x):
+class ScaleParams(Params):
+    scale: float
+    learnable: bool
+    dtype: str
+
+
+def _scale_shape(p: ScaleParams, x):
     t, dtype = x["input"], shapes.layer_dtype(p)
     if t.dtype != dtype:
         return None  # an integer input is promoted by torch, another float refused
@@ -446,7 +508,19 @@ def _scale_shape(p, x):
                            w * (not p.learnable), t.nbytes)
 
 
-def _dropout_shape(p, x):
+def _scale(p: ScaleParams, x) -> Scale:
+    return Scale(p.scale, p.learnable)
+
+
+class DropoutParams(Params):
+    p: float
+
+
+def _dropout(p: DropoutParams, x) -> nn.Module:
+    return nn.Dropout(p.p)
+
+
+def _dropout_shape(p: DropoutParams, x):
     # training mode: a scaled random mask the size of the input, and the product
     return None if p.p == 1 else shapes.like(x["input"], 0 if p.p == 0 else 2)
 
@@ -488,14 +562,21 @@ class Scale(nn.Module):
         return self.scale * x
 
 
-def _embedding_check(p, x):
+def _embedding_check(p: EmbeddingParams, x):
     need_index(x, "input", "an embedding lookup")
     if p.padding_idx is not None and p.padding_idx >= p.num_embeddings:
         raise ParamError(f"padding_idx {p.padding_idx} must be below num_embeddings "
                          f"({p.num_embeddings})")
 
 
-def _embedding(p, x):
+class EmbeddingParams(Params):
+    num_embeddings: int
+    embedding_dim: int
+    padding_idx: int | None
+    dtype: str
+
+
+def _embedding(p: EmbeddingParams, x):
     """torch's Embedding with torch's start, N(0, 1) and the padding row zeroed, drawn only
     on real tensors: torch's meta normal_ imports torch._dynamo (a second of validation)."""
     _embedding_check(p, x)
@@ -511,7 +592,7 @@ def _embedding(p, x):
                         _weight=weight)
 
 
-def _embedding_shape(p, x):
+def _embedding_shape(p: EmbeddingParams, x):
     t = x["input"]
     _embedding_check(p, x)  # the module is one (num_embeddings, embedding_dim) table
     if t.dtype not in (torch.int64, torch.int32):
@@ -545,17 +626,24 @@ class LearnedTensor(nn.Module):
         return self.value
 
 
-def _parameter_check(p) -> None:
+def _parameter_check(p: ParameterParams) -> None:
     if p.init == "xavier_uniform" and len(p.shape) < 2:
         raise ParamError("xavier_uniform needs a shape of at least 2 dims (fan in and out)")
 
 
-def _parameter(p, x):
+class ParameterParams(Params):
+    shape: list[int]
+    init: str
+    scale: float
+    dtype: str
+
+
+def _parameter(p: ParameterParams, x):
     _parameter_check(p)
     return LearnedTensor(p.shape, p.init, p.scale)
 
 
-def _parameter_shape(p, x):
+def _parameter_shape(p: ParameterParams, x):
     """The output is the parameter itself: nothing is made."""
     _parameter_check(p)
     dtype = shapes.layer_dtype(p)
@@ -580,7 +668,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int
           "bool": torch.bool}
 
 
-def _constant_value(p) -> torch.Tensor:
+def _constant_value(p: ConstantParams) -> torch.Tensor:
     try:
         return torch.tensor(p.value, dtype=DTYPES[p.dtype])
     except (TypeError, ValueError, RuntimeError):
@@ -588,11 +676,16 @@ def _constant_value(p) -> torch.Tensor:
                          f"got {p.value!r}") from None
 
 
-def _constant(p, x):
+class ConstantParams(Params):
+    value: Any
+    dtype: str
+
+
+def _constant(p: ConstantParams, x):
     return ConstantTensor(_constant_value(p))
 
 
-def _constant_shape(p, x):
+def _constant_shape(p: ConstantParams, x):
     """An integer or boolean value is held as it is; a floating one is cast to the graph's
     dtype, which a rule does not see (this block's own `dtype` names the value's type)."""
     if DTYPES[p.dtype].is_floating_point:
@@ -729,7 +822,7 @@ BLOCKS = [
                               call=_binary)),
     layer_op("Scale", "Multiplies the input by one scalar, learnable or fixed.\n\nA learnable "
         "gain, or a fixed factor such as 1/√d.",
-        lambda p, x: Scale(p.scale, p.learnable),
+        _scale,
         [float_param("scale", 1.0, "the factor (its initial value when learnable)"),
          bool_param("learnable", True, "train the factor"), DTYPE_PARAM],
         keywords=("gain", "multiply", "factor"), shape=_scale_shape),
@@ -758,7 +851,7 @@ BLOCKS = [
         "Zeroes each value with probability p while training, scaling the rest by 1/(1-p)."
         "\n\nAt evaluation it passes values through unchanged. A regulariser against "
         "co-adapted units.",
-        lambda p, x: nn.Dropout(p.p), [float_param("p", 0.5, "probability of zeroing",
+        _dropout, [float_param("p", 0.5, "probability of zeroing",
                                                    min=0, max=1)],
         keywords=("regularization", "noise", "mask"), shape=_dropout_shape,
         torch=TorchEquivalent((nn.Dropout,), lambda m: {"p": m.p}, (F.dropout,),

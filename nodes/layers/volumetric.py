@@ -12,6 +12,7 @@ and a shape rule that follows torch's formulas.
 from __future__ import annotations
 
 import math
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -22,6 +23,7 @@ from nodegraph.kinds.dtypes import DTYPE_PARAM
 from nodegraph.model.errors import ParamError, PortError
 from nodegraph.model.spec import (
     Param,
+    Params,
     TorchEquivalent,
     bool_param,
     choice_param,
@@ -29,7 +31,7 @@ from nodegraph.model.spec import (
 )
 from nodes._shapes import need_float, need_ndim
 from nodes.layers.conv import _pad_sides, _window_out, per_dim, sizes
-from nodes.layers.dense import check_given, layer_op, start_weights, weight_params
+from nodes.layers.dense import WeightParams, check_given, layer_op, start_weights, weight_params
 from nodes.norm import _batch_norm, _batch_norm_shape, _stats, _stats_params
 
 LAYOUT = "(N, C, D, H, W)"
@@ -46,7 +48,7 @@ def _volume(x: dict) -> torch.Tensor:
 # -- convolution ----------------------------------------------------------------------------
 
 
-def _conv_geometry(p, x):
+def _conv_geometry(p: Conv3dParams, x):
     t = _volume(x)
     if t.shape[1] % p.groups or p.out_channels % p.groups:
         raise PortError("input", f"has {t.shape[1]} channels: groups={p.groups} must divide "
@@ -65,14 +67,26 @@ def _conv_geometry(p, x):
     return t, kernel, stride, padding, dilation, sides
 
 
-def _conv3d(p, x):
+class Conv3dParams(WeightParams):
+    out_channels: int
+    kernel_size: list[int]
+    stride: list[int]
+    padding: Any
+    dilation: list[int]
+    groups: int
+    bias: bool
+    padding_mode: Literal["zeros", "reflect", "replicate", "circular"]
+    dtype: str
+
+
+def _conv3d(p: Conv3dParams, x):
     t, kernel, stride, padding, dilation, _ = _conv_geometry(p, x)
     conv = nn.Conv3d(t.shape[1], p.out_channels, kernel, stride, padding, dilation, p.groups,
                      p.bias, p.padding_mode)
     return start_weights(conv, p, KERNEL_LAYOUT)
 
 
-def _conv3d_shape(p, x):
+def _conv3d_shape(p: Conv3dParams, x):
     t, kernel, stride, padding, dilation, sides = _conv_geometry(p, x)
     check_given(p, (p.out_channels, t.shape[1] // p.groups, *kernel),
                 p.out_channels if p.bias else None, KERNEL_LAYOUT)
@@ -114,14 +128,33 @@ CONV_PARAMS = [
 # -- pooling -------------------------------------------------------------------------------
 
 
-def _pool_geometry(p, x):
+class Pool3dParams(Params):
+    """What both 3-D pools declare (each one's own view adds the rest)."""
+
+    kernel_size: list[int]
+    stride: list[int] | None
+    padding: list[int]
+    ceil_mode: bool
+
+
+class MaxPool3dParams(Pool3dParams):
+    dilation: list[int]
+
+
+class AvgPool3dParams(Pool3dParams):
+    count_include_pad: bool
+
+
+def _pool_geometry(p: Pool3dParams, x):
     t = _volume(x)
     kernel, padding = per_dim(p.kernel_size, 3), per_dim(p.padding, 3)
     stride = kernel if p.stride is None else per_dim(p.stride, 3)
     if any(2 * pad > k for pad, k in zip(padding, kernel, strict=True)):
         raise ParamError(f"padding {list(padding)} must be at most half the kernel size "
                          f"{list(kernel)}")
-    dilation = per_dim(p.dilation, 3) if "dilation" in p else (1, 1, 1)
+    dilation: tuple[int, ...] = (1, 1, 1)
+    if "dilation" in p:  # max pools
+        dilation = per_dim(p.typed(POOL_DILATION), 3)
     for size, k, d, pad in zip(t.shape[2:], kernel, dilation, padding, strict=True):
         if d * (k - 1) + 1 > size + 2 * pad:
             raise PortError("input", f"receives {tuple(t.shape)}: a spatial size of {size} is "
@@ -131,16 +164,18 @@ def _pool_geometry(p, x):
 
 
 def _pool(kind: str):
-    def build(p, x):
+    def avg(p: AvgPool3dParams, x):
+        _, kernel, stride, padding, _ = _pool_geometry(p, x)
+        return nn.AvgPool3d(kernel, stride, padding, p.ceil_mode, p.count_include_pad)
+
+    def max_(p: MaxPool3dParams, x):
         _, kernel, stride, padding, dilation = _pool_geometry(p, x)
-        if kind == "Avg":
-            return nn.AvgPool3d(kernel, stride, padding, p.ceil_mode, p.count_include_pad)
         return nn.MaxPool3d(kernel, stride, padding, dilation, ceil_mode=p.ceil_mode)
-    return build
+    return avg if kind == "Avg" else max_
 
 
 def _pool_shape(kind: str):
-    def rule(p, x):
+    def rule(p: Pool3dParams, x):
         t, kernel, stride, padding, dilation = _pool_geometry(p, x)
         spatial = tuple(_window_out(*a, p.ceil_mode) for a in zip(
             t.shape[2:], kernel, stride, padding, dilation, strict=True))
@@ -163,7 +198,10 @@ def _pool_params(kind: str) -> list[Param]:
     if kind == "Avg":
         return [*params, bool_param("count_include_pad", True,
                                     "count padded zeros in the average")]
-    return [*params, sizes("dilation", [1], "spacing between window taps", 3)]
+    return [*params, POOL_DILATION]
+
+
+POOL_DILATION: Param[list[int]] = sizes("dilation", [1], "spacing between window taps", 3)
 
 
 def _pool_of(m: nn.Module) -> dict | None:
@@ -183,7 +221,7 @@ def per_list(v) -> list[int]:
     return list(v) if isinstance(v, tuple | list) else [v]
 
 
-def _adaptive_size(p) -> tuple[int, int, int]:
+def _adaptive_size(p: AdaptiveAvgPool3dParams) -> tuple[int, int, int]:
     size = p.output_size
     if len(size) == 1:
         size = size * 3
@@ -193,12 +231,16 @@ def _adaptive_size(p) -> tuple[int, int, int]:
     return tuple(size)  # type: ignore[return-value]
 
 
-def _adaptive(p, x):
+class AdaptiveAvgPool3dParams(Params):
+    output_size: list[int]
+
+
+def _adaptive(p: AdaptiveAvgPool3dParams, x):
     _volume(x)
     return nn.AdaptiveAvgPool3d(_adaptive_size(p))
 
 
-def _adaptive_shape(p, x):
+def _adaptive_shape(p: AdaptiveAvgPool3dParams, x):
     t = _volume(x)
     return shapes.like(shapes.TensorMeta((*t.shape[:2], *_adaptive_size(p)), t.dtype))
 

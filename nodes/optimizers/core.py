@@ -17,8 +17,9 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from nodegraph.kinds import NamedParams
 from nodegraph.kinds.declare import optimizer
-from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
+from nodegraph.kinds.optim import OPTIMIZER_PARAMS, OptimizerParams, param_groups
 from nodegraph.model.errors import NodegraphError, ParamError
 from nodegraph.model.spec import (
     LOSS_IN,
@@ -106,13 +107,26 @@ class HeavyBall(torch.optim.Optimizer):
         return loss
 
 
-def _momentum_block(p, named):
+class MomentumParams(OptimizerParams):
+    lr: float
+    momentum: float
+    form: str
+    weight_decay: float
+
+
+def _momentum_block(p: MomentumParams, named):
     if p.form == "pytorch":
         return torch.optim.SGD(param_groups(named, p), lr=p.lr, momentum=p.momentum)
     return HeavyBall(param_groups(named, p), p.lr, p.momentum, p.form)
 
 
-def _nesterov(p, named):
+class NesterovParams(OptimizerParams):
+    lr: float
+    momentum: float
+    weight_decay: float
+
+
+def _nesterov(p: NesterovParams, named):
     if p.momentum == 0:
         raise ParamError("Nesterov needs a momentum above 0 (0.9 is usual)")
     return torch.optim.SGD(param_groups(named, p), lr=p.lr, momentum=p.momentum, nesterov=True)
@@ -170,7 +184,16 @@ class LBFGS(torch.optim.LBFGS):
         return sd
 
 
-def _lbfgs(p, named):
+class LBFGSParams(OptimizerParams):
+    lr: float
+    max_iter: int
+    tolerance_grad: float
+    tolerance_change: float
+    history_size: int
+    line_search_fn: str
+
+
+def _lbfgs(p: LBFGSParams, named):
     return LBFGS(param_groups(named, p), lr=p.lr, max_iter=p.max_iter,
                  tolerance_grad=p.tolerance_grad, tolerance_change=p.tolerance_change,
                  history_size=p.history_size,
@@ -333,7 +356,13 @@ def _flat(tensors, params) -> torch.Tensor:
                       for t, p in zip(tensors, params, strict=True)])
 
 
-def _least_squares(p, named):
+class LeastSquaresParams(OptimizerParams):
+    ridge: float
+    lr: float
+    iterations: int
+
+
+def _least_squares(p: LeastSquaresParams, named):
     count = sum(t.numel() for _, t in named)
     if count > MAX_SOLVER_PARAMS:
         raise NodegraphError(f"LeastSquares builds the full Hessian and would need {count} "
@@ -342,6 +371,15 @@ def _least_squares(p, named):
     for group in groups:
         group["ridge"] = group.pop("weight_decay")
     return LeastSquares(groups, lr=p.lr, iterations=p.iterations)
+
+
+class NormalizedGDParams(OptimizerParams):
+    lr: float
+    eps: float
+
+
+def _normalized_gd(p: NormalizedGDParams, named: NamedParams) -> NormalizedGD:
+    return NormalizedGD(param_groups(named, p), p.lr, p.eps)
 
 
 BLOCKS = [
@@ -456,7 +494,7 @@ BLOCKS = [
               "The steepest-descent direction with a fixed step length, ‖g‖ taken over all "
               "parameters together; it does not slow down where the loss is flat, nor blow up "
               "where it is steep.",
-              lambda p, named: NormalizedGD(param_groups(named, p), p.lr, p.eps),
+              _normalized_gd,
               params=[LR, float_param("eps", 1e-12, "added to ‖g‖ so a zero gradient gives no "
                                       "step", min=0), *OPTIMIZER_PARAMS],
               keywords=("ngd", "steepest descent", "unit step"), **PORTS),

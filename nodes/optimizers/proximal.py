@@ -19,7 +19,7 @@ import math
 import torch
 
 from nodegraph.kinds.declare import optimizer
-from nodegraph.kinds.optim import OPTIMIZER_PARAMS, param_groups
+from nodegraph.kinds.optim import OPTIMIZER_PARAMS, OptimizerParams, param_groups
 from nodegraph.model.spec import (
     LOSS_IN,
     SCHEDULE_IN,
@@ -64,7 +64,13 @@ class ProximalGD(torch.optim.Optimizer):
         return loss
 
 
-def _build(p, named):
+class ProximalGDParams(OptimizerParams):
+    lr: float
+    l1: float
+    accelerated: bool
+
+
+def _build(p: ProximalGDParams, named):
     groups = param_groups(named, {"weight_decay": p.l1, "decay": p.decay})
     for group in groups:
         group["l1"] = group.pop("weight_decay")

@@ -20,6 +20,7 @@ from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
+    Params,
     choice_param,
     float_param,
     int_param,
@@ -56,10 +57,17 @@ def seeded(ctx: ProcedureContext):
         yield
 
 
+class RecursiveForecastParams(Params):
+    model: str
+    steps: int
+    split: str
+    start: int
+
+
 class RecursiveForecast(Procedure):
     """Feed each prediction back as the newest value of the input window."""
 
-    def __init__(self, p):
+    def __init__(self, p: RecursiveForecastParams):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
@@ -149,11 +157,22 @@ def apply_masks(c: Compiled, masks: Weights) -> None:
         prune.custom_from_mask(c.module.module_of(node), name, mask.to(c.device))
 
 
+class LotteryTicketParams(Params):
+    model: str
+    rounds: int
+    rate: float
+    scope: str
+    rewind_epoch: int
+    control: str
+    epochs: int | None
+    metric: str
+
+
 class LotteryTicket(Procedure):
     """Iterative magnitude pruning: each round prunes, rewinds and retrains, and trains a
     control with the same mask."""
 
-    def __init__(self, p):
+    def __init__(self, p: LotteryTicketParams):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
@@ -259,7 +278,7 @@ BLOCKS = [
               "the prediction and, where the split has it, the true value. The free-run test of "
               "a time-series model: errors compound, so it tells models apart that one-step "
               "accuracy does not.",
-              lambda p: RecursiveForecast(p),
+              RecursiveForecast,
               params=[MODEL, int_param("steps", 50, "how many steps to forecast", min=1),
                       choice_param("split", ("train", "val", "test"), "test",
                                    "the split whose window starts the forecast"),
@@ -276,7 +295,7 @@ BLOCKS = [
               "values (continue). Each frame is one round: sparsity and the metric on val/test "
               "for the rewound ticket and the control. Winning tickets keep the dense "
               "network's accuracy to high sparsity; re-initialised ones fall off sooner.",
-              lambda p: LotteryTicket(p),
+              LotteryTicket,
               params=[node_param("model", doc="the node or group instance whose weight "
                                  "matrices and kernels are pruned (biases are kept)",
                                  of=("op", "group")),

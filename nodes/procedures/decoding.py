@@ -26,6 +26,7 @@ from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
+    Params,
     choice_param,
     float_param,
     int_param,
@@ -107,10 +108,21 @@ def beam_search(scores, prompt: list[int], steps: int, width: int, context: int,
     return beams[0, len(prompt):].tolist(), history[0]
 
 
+class DecodeParams(Params):
+    model: str
+    method: str
+    prompt: str
+    max_new_tokens: int
+    temperature: float
+    top_k: int
+    beam_width: int
+    context: int | None
+
+
 class Decode(Procedure):
     """Generate `max_new_tokens` tokens after the prompt; one frame per token."""
 
-    def __init__(self, p):
+    def __init__(self, p: DecodeParams):
         self.p = p
 
     def scorer(self, ctx: ProcedureContext) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -161,7 +173,7 @@ BLOCKS = [
               "`prompt`, each step scores the next token from the last position and picks one "
               "by `method`; each frame holds the token, the text so far and the total "
               "log-probability. Beam search keeps `beam_width` candidates and yields the best.",
-              lambda p: Decode(p),
+              Decode,
               params=[MODEL,
                       choice_param("method", METHODS, "greedy",
                                    "greedy: the best token; temperature: sample from "

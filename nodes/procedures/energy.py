@@ -30,6 +30,7 @@ from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
+    Params,
     choice_param,
     float_param,
     int_param,
@@ -90,10 +91,21 @@ def clamp_mask(rows: list[int], shape: list[int], units: int) -> torch.Tensor:
     return mask.expand(*shape).reshape(units)
 
 
+class GibbsChainParams(Params):
+    model: str
+    steps: int
+    k: int
+    start: str
+    split: str
+    count: int
+    clamp_rows: list[int]
+    image_shape: list[int]
+
+
 class GibbsChain(Procedure):
     """Alternate h ~ P(h|v), v ~ P(v|h) from data or noise, some image rows clamped."""
 
-    def __init__(self, p):
+    def __init__(self, p: GibbsChainParams):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
@@ -159,8 +171,14 @@ class TwoLayerBM:
         return v_new, h2, probs
 
 
+class DBMGibbsParams(GibbsChainParams):
+    top: str
+
+
 class DBMGibbs(GibbsChain):
     """GibbsChain through both layers of a two-layer DBM."""
+
+    p: DBMGibbsParams
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
         p = self.p
@@ -250,10 +268,24 @@ def _score_of(energy: Callable[[torch.Tensor], torch.Tensor], prepare: Callable[
     return score
 
 
+class LangevinParams(Params):
+    model: str
+    kind: str
+    output: str
+    steps: int
+    step_size: float
+    noise_scale: float
+    every: int
+    start: str
+    init_std: float
+    count: int
+    split: str
+
+
 class Langevin(Procedure):
     """x ← x + (ε/2)·∇log p(x) + √ε·z, from noise or data, a frame every `every` steps."""
 
-    def __init__(self, p):
+    def __init__(self, p: LangevinParams):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
@@ -304,7 +336,7 @@ BLOCKS = [
               "data values: start from noise with some rows clamped and the chain inpaints "
               "the others. A well-trained RBM's chains drift towards digit-like images; an "
               "untrained one's stay noise.",
-              lambda p: GibbsChain(p),
+              GibbsChain,
               params=[node_param("model", doc="the energy.BernoulliRBM node to sample", of=("op",)),
                       *GIBBS_PARAMS],
               binds="model", keywords=("rbm", "sampling", "inpainting", "mcmc", "boltzmann",
@@ -320,7 +352,7 @@ BLOCKS = [
               "in GibbsChain. No joint fine-tuning: the layers are as pre-training left them "
               "(Salakhutdinov & Hinton halve pre-trained weights to avoid counting h1's "
               "evidence twice; here both RBMs keep their own).",
-              lambda p: DBMGibbs(p),
+              DBMGibbs,
               params=[node_param("model", doc="the lower energy.BernoulliRBM (on the pixels)",
                                  of=("op",)),
                       node_param("top", doc="the upper energy.BernoulliRBM, fed the lower "
@@ -339,7 +371,7 @@ BLOCKS = [
               "samples, their mean and variance (and mean energy). As ε → 0 and steps → ∞ "
               "the samples follow p; a finite ε adds a bias: on a Gaussian with precision P "
               "the chains settle at covariance (P − (ε/4)·P²)⁻¹ instead of P⁻¹.",
-              lambda p: Langevin(p),
+              Langevin,
               params=[node_param("model", doc="the score or energy model: a node or a "
                                  "group instance", of=("op", "group")),
                       choice_param("kind", ("score", "energy"), "score",

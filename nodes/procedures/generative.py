@@ -24,6 +24,7 @@ from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
+    Params,
     choice_param,
     int_param,
     node_param,
@@ -61,10 +62,17 @@ def input_width(ctx: ProcedureContext, node: str, port: str) -> int:
                          "latent_dim")
 
 
+class SamplePriorParams(Params):
+    model: str
+    count: int
+    latent_dim: int | None
+    image_shape: list[int]
+
+
 class SamplePrior(Procedure):
     """Decode codes drawn from the prior N(0, I)."""
 
-    def __init__(self, p):
+    def __init__(self, p: SamplePriorParams):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
@@ -79,10 +87,21 @@ class SamplePrior(Procedure):
             yield {"index": i, "z": z[i].tolist(), "image": as_image(samples[i], p.typed(SHAPE))}
 
 
+class InterpolateParams(Params):
+    model: str
+    encoder: str
+    code: str
+    split: str
+    index_a: int
+    index_b: int
+    steps: int
+    image_shape: list[int]
+
+
 class Interpolate(Procedure):
     """Decode points on the straight line between the codes of two samples."""
 
-    def __init__(self, p):
+    def __init__(self, p: InterpolateParams):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
@@ -106,6 +125,15 @@ class Interpolate(Procedure):
             yield {"alpha": alpha, "z": z.tolist(), "image": as_image(image, p.typed(SHAPE))}
 
 
+class DDPMSampleParams(Params):
+    model: str
+    noise: str
+    step_input: str
+    count: int
+    every: int
+    variance: str
+
+
 class DDPMSample(Procedure):
     """Ancestral sampling x_T → x_0 (Ho et al. 2020, Algorithm 2).
 
@@ -114,7 +142,7 @@ class DDPMSample(Procedure):
     β̃_t = β_t(1 − ᾱ_{t−1})/(1 − ᾱ_t). Steps are indexed 0..T−1 as in DDPMNoise.
     """
 
-    def __init__(self, p):
+    def __init__(self, p: DDPMSampleParams):
         self.p = p
 
     def schedule(self, ctx: ProcedureContext):
@@ -169,7 +197,7 @@ BLOCKS = [
               "per sample, holding its code and the decoded sample. A VAE whose KL term did "
               "its job decodes most codes into plausible data; an autoencoder without it does "
               "not.",
-              lambda p: SamplePrior(p),
+              SamplePrior,
               params=[MODEL, COUNT, int_param("latent_dim", None, "code size; empty: the width "
                                               "of what the graph wires into the model",
                                               min=1, nullable=True), SHAPE],
@@ -179,7 +207,7 @@ BLOCKS = [
               "Encodes samples `index_a` and `index_b` of a split and walks the straight line "
               "between their codes, one frame per α. A smooth path of plausible data says the "
               "latent space is organised (the notes' VAE digits morph into each other).",
-              lambda p: Interpolate(p),
+              Interpolate,
               params=[MODEL, node_param("encoder", doc="the encoder (node or group instance) "
                                         "that gives each sample its code", of=("op", "group")),
                       str_param("code", "mu", "the encoder output used as the code (a VAE's "
@@ -195,7 +223,7 @@ BLOCKS = [
               "Starts from x_T ~ N(0, I) and removes the predicted noise ε_θ(x_t, t) one step "
               "at a time with the schedule of the `noise` block (Ho et al. 2020, Algorithm 2); "
               "a frame every `every` steps shows the samples condensing onto the data.",
-              lambda p: DDPMSample(p),
+              DDPMSample,
               params=[node_param("model", doc="the denoiser (node or group instance) taking the "
                                  "noisy sample and the step, giving the predicted noise ε",
                                  of=("op", "group")),

@@ -17,6 +17,7 @@ import torch
 from nodegraph.kinds.declare import procedure
 from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.spec import (
+    Params,
     bool_param,
     choice_param,
     float_param,
@@ -33,10 +34,20 @@ def hopfield_of(ctx: ProcedureContext, node: str) -> HopfieldRecall:
                      "HopfieldHebbian node, so it has no recall to run")
 
 
+class HopfieldRecallParams(Params):
+    model: str
+    start: str
+    count: int
+    split: str
+    steps: int
+    tol: float
+    stop: bool
+
+
 class Recall(Procedure):
     """Iterate the network's update from data or uniform starts, one frame per step."""
 
-    def __init__(self, p):
+    def __init__(self, p: HopfieldRecallParams):
         self.p = p
 
     @torch.no_grad()
@@ -77,7 +88,7 @@ BLOCKS = [
               "network's own update x ← f(Wx + b) with its saved W and b. Each frame holds the "
               "states, their energies E = −½xᵀWx − bᵀx, the mean energy and how many chains "
               "moved no unit by more than tol in that step; a chain that settles stays put.",
-              lambda p: Recall(p),
+              Recall,
               params=[node_param("model", doc="the energy.HopfieldNewhop or HopfieldHebbian "
                                  "node to run", of=("op",)),
                       choice_param("start", ("uniform", "data"), "uniform",

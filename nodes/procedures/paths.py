@@ -18,15 +18,24 @@ from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
+    Params,
     int_param,
     str_param,
 )
 
 
+class RegularizationPathParams(Params):
+    model: str
+    optimizer: str
+    param: str
+    values: list[float]  # type: ignore[assignment]  # the param, not dict.values
+    epochs: int | None
+
+
 class RegularizationPath(Procedure):
     """One training run per value; the model's weights after each."""
 
-    def __init__(self, p):
+    def __init__(self, p: RegularizationPathParams):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
@@ -63,7 +72,7 @@ BLOCKS = [
               "weight_decay) over `values`; each frame holds the value, the weights and bias of "
               "`model` after training, and the final loss of every split. Ridge weights shrink "
               "smoothly towards 0; lasso weights hit 0 exactly, one after another.",
-              lambda p: RegularizationPath(p),
+              RegularizationPath,
               params=[str_param("model", doc="the node whose weights the path follows"),
                       str_param("optimizer", doc="the optimizer node whose penalty is swept"),
                       str_param("param", "ridge", "the optimizer param to sweep"),

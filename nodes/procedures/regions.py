@@ -29,6 +29,7 @@ from nodegraph.kinds.procedure_context import Procedure, ProcedureContext
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import (
     Param,
+    Params,
     float_param,
     str_param,
 )
@@ -60,8 +61,15 @@ def crossings(weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return np.array(points).reshape(-1, 2)
 
 
+class LinearRegionsParams(Params):
+    model: str
+    units: list[str]
+    resolutions: list[int]
+    extent: float | None
+
+
 class LinearRegions(Procedure):
-    def __init__(self, p):
+    def __init__(self, p: LinearRegionsParams):
         self.p = p
 
     def run(self, ctx: ProcedureContext) -> Iterator[dict[str, Any]]:
@@ -164,7 +172,7 @@ BLOCKS = [
               "the bound ½(n² + n + 2) of one hidden layer of n units. The "
               "grid covers the data and every crossing of the first layer's lines unless "
               "`extent` is set.",
-              lambda p: LinearRegions(p),
+              LinearRegions,
               params=[str_param("model", doc="the network's output node (the grid runs what "
                                 "feeds it)"),
                       Param("units", "strs", doc="node ids whose outputs' signs are the "
