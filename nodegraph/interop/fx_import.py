@@ -943,7 +943,8 @@ class _Tracer(torch.fx.Tracer):
         where it does not run). Values already computed for an earlier check are kept, and
         only the nodes traced since run: RAFT's forward checks sizes in each of its 12
         refinement steps, and running the whole prefix again for each took minutes."""
-        if self._values is None:
+        examples = self.examples
+        if self._values is None or examples is None:
             return None  # (a node before failed: it fails again, as each run is the same)
         if self._runner is None or self._runner.graph is not self.graph:
             self._runner = torch.fx.Interpreter(self.root, garbage_collect_values=False,
@@ -956,8 +957,8 @@ class _Tracer(torch.fx.Tracer):
                 for n in self.graph.nodes:
                     if n.op == "placeholder":
                         if n not in values:
-                            if placeholders < len(self.examples):
-                                values[n] = self.examples[placeholders]
+                            if placeholders < len(examples):
+                                values[n] = examples[placeholders]
                             elif n.args:  # an argument left at its default
                                 values[n] = n.args[0]
                             else:
