@@ -87,7 +87,10 @@ WRITTEN = ("GPT", "Bert", "Seq2Seq", "HalfCrop", "SequenceReshape", "Pooled")
 TIMM_SIZE = {"vit_tiny_patch16_224": 224, "deit_tiny_patch16_224": 224, "levit_128s": 224,
              "mixer_b16_224": 224, "efficientformer_l1": 224,
              "swin_tiny_patch4_window7_224": 224, "mobilevitv2_050": 256,
-             "hrnet_w18_small": 64, "efficientformerv2_s0": 224}
+             "hrnet_w18_small": 64, "efficientformerv2_s0": 224,
+             # their attention blocks need a size divisible by the block at each stage, and
+             # inception's stem 75 pixels: 64 is refused by the module itself
+             "halonet26t": 256, "bat_resnext26ts": 256, "inception_v3": 299}
 TORCHVISION_SIZE = {"vit_": 224, "swin_": 224, "maxvit_t": 224, "inception_v3": 299,
                     "alexnet": 224, "vgg": 224,
                     "googlenet": 64}
