@@ -74,7 +74,8 @@ TV_MORE = {
     "r2plus1d_18": ({"num_classes": 5}, (1, 3, 4, 32, 32), (1, 3, 6, 48, 40)),
     "s3d": ({"num_classes": 5}, (1, 3, 16, 224, 224), (1, 3, 24, 224, 224)),  # its last
     # pooling window is (2, 7, 7): 16 frames of 224 pixels at least
-    "raft_small": ({}, ((1, 3, 64, 64), (1, 3, 64, 64)), ((1, 3, 96, 80), (1, 3, 96, 80))),
+    "raft_small": ({}, ((1, 3, 128, 128), (1, 3, 128, 128)),  # its correlation pyramid needs
+                   ((1, 3, 192, 160), (1, 3, 192, 160))),  # 128 pixels at least
 }
 TV_MODULES = {"fcn_resnet50": "segmentation", "deeplabv3_mobilenet_v3_large": "segmentation",
               "lraspp_mobilenet_v3_large": "segmentation", "r3d_18": "video",
@@ -86,7 +87,10 @@ WRITTEN = ("GPT", "Bert", "Seq2Seq", "HalfCrop", "SequenceReshape", "Pooled")
 TIMM_SIZE = {"vit_tiny_patch16_224": 224, "deit_tiny_patch16_224": 224, "levit_128s": 224,
              "mixer_b16_224": 224, "efficientformer_l1": 224,
              "swin_tiny_patch4_window7_224": 224, "mobilevitv2_050": 256,
-             "hrnet_w18_small": 64, "efficientformerv2_s0": 224}
+             "hrnet_w18_small": 64, "efficientformerv2_s0": 224,
+             # their attention blocks need a size divisible by the block at each stage, and
+             # inception's stem 75 pixels: 64 is refused by the module itself
+             "halonet26t": 256, "bat_resnext26ts": 256, "inception_v3": 299}
 TORCHVISION_SIZE = {"vit_": 224, "swin_": 224, "maxvit_t": 224, "inception_v3": 299,
                     "alexnet": 224, "vgg": 224,
                     "googlenet": 64}
@@ -165,6 +169,12 @@ def one(source: str, name: str, ways: tuple[str, ...]) -> dict:
 
     torch.manual_seed(0)
     target, inputs, other, kwargs = job(source, name)
+    if source != "written":  # `import s` is the import's own time, not torchvision's or
+        from nodegraph.model.packages import load_torchvision  # timm's (10 s loaded)
+
+        load_torchvision()
+        if source == "timm":
+            import timm  # noqa: F401
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         try:

@@ -102,6 +102,35 @@ def test_a_shape_check_in_the_roots_forward_is_decided_at_import_and_recorded(tm
     assert "take the other one" in refused.errors["resized"]
 
 
+class CheckAfterLayers(nn.Module):
+    """RAFT's check: sizes of a tensor the root's layers made, read entry by entry
+    (`any(s < m for s in f.shape[-2:])`); the layers run for the check must give tensors,
+    not fx's proxies (which sent the check into itself for minutes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        features = self.conv(x)
+        if any(size < 2 for size in features.shape[-2:]):
+            raise ValueError("images of 4 pixels at least")
+        return self.fc(features.mean((2, 3)))
+
+
+def test_a_size_check_after_the_roots_layers_iterates_the_shape(tmp_path):
+    result = round_trip(CheckAfterLayers, (torch.randn(2, 3, 8, 8),), tmp_path,
+                        others=[(torch.randn(5, 3, 8, 8),), (torch.randn(2, 3, 12, 10),)])
+    refused = result.errors.pop("resized")  # the check reads a layer's output: no
+    _ok(result)  # expression of the inputs' sizes, so they stay the example's (the batch
+    assert result.resized <= 1e-5  # follows)
+    assert refused.startswith("refused:") and "imported at size 8 in dim 2" in refused
+    graph = nodegraph.load(tmp_path / "model.json")
+    checks = graph.extra["imported"]["size_checks"]
+    assert len(checks) == 2 and all("size < 2" in c and "False" in c for c in checks)
+
+
 class Branchy(nn.Module):
     """A size check in a submodule keeps that submodule whole (right at every size)."""
 

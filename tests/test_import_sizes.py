@@ -6,10 +6,13 @@ it is valid for and the graph refuses any other with a message, never a wrong nu
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import written_models as W
 from torch import nn
+from torch.nn import functional as F
 
 from nodegraph.interop.fx_import import import_graph
 from nodegraph.interop.fx_roundtrip import round_trip
@@ -153,3 +156,95 @@ def test_a_reshape_to_a_shape_built_first(tmp_path):
                         others=[(torch.randn(3, 2, 8, 7),)])  # (N, C, -1, 2) at both
     assert not result.errors, result.errors
     assert result.compiled == 0.0 and result.resized == 0.0
+
+
+class WindowPad(nn.Module):
+    """davit's window padding: `(7 - W % 7) % 7` is 0 at the example's 14 and at the
+    probe's doubled 28, but 1 at 20, so only its expression gives the module's windows."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        x = self.conv(x)
+        pad_r = (7 - x.shape[3] % 7) % 7
+        pad_b = (7 - x.shape[2] % 7) % 7
+        return F.avg_pool2d(F.pad(x, (0, pad_r, 0, pad_b)), 7)  # one value per window
+
+
+def test_size_arithmetic_stays_an_expression_where_the_probe_agrees(tmp_path):
+    result = round_trip(WindowPad, (torch.randn(2, 3, 14, 14),), tmp_path, ways=ALL,
+                        others=[(torch.randn(2, 3, 20, 13),), (torch.randn(3, 3, 21, 8),)])
+    assert not result.errors, result.errors
+    assert result.compiled == 0.0 and result.resized <= 1e-6 and not result.fixed_sizes
+    assert result.resized_onnx is not None and result.resized_onnx <= 1e-4
+
+
+class NormAct(nn.BatchNorm2d):
+    """timm's BatchNormAct2d: its activation comes as an argument a graph file cannot
+    hold (a module here, a partial in timm) and has no weights, so a module rebuilt from
+    the attributes (with the default ReLU) loads the same weights and computes something
+    else."""
+
+    def __init__(self, num_features, act=None):
+        super().__init__(num_features)
+        self.act = act if act is not None else nn.ReLU()
+
+    def forward(self, x):
+        return self.act(super().forward(x))
+
+
+class ConvNormAct(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.norm = NormAct(4, act=nn.GELU())
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+def test_an_opaque_module_is_rebuilt_with_its_own_submodules(tmp_path):
+    result = round_trip(ConvNormAct, (torch.randn(2, 3, 8, 8),), tmp_path, ways=ALL[:2],
+                        leaves=("norm",))
+    assert not result.errors, result.errors
+    assert result.compiled == 0.0 and result.python == 0.0
+    graph = flatten(import_graph(ConvNormAct, (torch.randn(2, 3, 8, 8),),
+                                 tmp_path / "c.json", leaves=("norm",)).graph).graph
+    [norm] = [n for n in graph if n.type == "opaque.Module"]
+    assert norm.params.get("path") == "norm"  # taken from the root, not NormAct(4) (ReLU)
+
+
+class PythonSizes(nn.Module):
+    """mobilevit's patches: a size made a Python int (`int(math.ceil(H / 2))`) is a
+    constant of any trace, so the ONNX file written with every size dynamic fails at
+    other sizes; the graph (the module as a block) follows them."""
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        half = int(math.ceil(h / 2))
+        return x.reshape(b, c, half, 2, w).mean(3)
+
+
+class Patched(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.patches = PythonSizes()
+
+    def forward(self, x):
+        return self.patches(self.conv(x))
+
+
+def test_an_onnx_file_that_cannot_follow_sizes_names_the_sizes_it_takes(tmp_path):
+    import onnx
+
+    result = round_trip(Patched, (torch.randn(2, 3, 8, 6),), tmp_path, ways=ALL[:3],
+                        others=[(torch.randn(3, 3, 12, 10),)], leaves=("patches",))
+    assert not result.errors, result.errors
+    assert result.onnx <= 1e-4 and result.resized == 0.0  # the graph follows
+    assert result.resized_onnx is None  # the file refuses 12 x 10 by its input shape
+    [entry] = onnx.load(str(tmp_path / "model.onnx")).graph.input
+    dims = [d.dim_value or d.dim_param for d in entry.type.tensor_type.shape.dim]
+    assert dims[1:] == [3, 8, 6] and isinstance(dims[0], str)  # the batch stays free

@@ -26,6 +26,7 @@ written, the imported graph is compiled and must give the module's outputs.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -253,16 +254,20 @@ class Importer:
     # -- values that are not tensors: sizes and constants --------------------------------
 
     def _symbol(self, node) -> Any:
-        """How a non-tensor value is computed: a `_Constant` where it is the same at every
-        input size the probes tried, else a `_Sym` (a size expression of the inputs read at
-        run time). A value that changes with the input but has no expression fixes the
-        input sizes it follows (recorded; validation refuses other sizes)."""
+        """How a non-tensor value is computed: a `_Sym` (a size expression of the inputs read
+        at run time) where it is arithmetic on a size the probes change, else a `_Constant`
+        where it is the same at every input size the probes tried. A value that changes with
+        the input but has no expression fixes the input sizes it follows (recorded;
+        validation refuses other sizes)."""
         value = self.values.get(node)
         if node.op == "call_module" or isinstance(value, torch.Tensor):
             return value
         tree = self._tree(node)
         if isinstance(tree, tuple) and tree[0] == "device":
             return _Sym(tree)
+        if tree is not None and _tree_inputs(tree):  # it reads a size the probes change:
+            return _Sym(tree)  # an expression even where the probes agree ((7 - W % 7) % 7 is
+        # 0 at W = 14 and at 28, the doubled probe, but 1 at W = 20: davit's window padding)
         changed = [probe for probe in self.probes if not _same(probe.values.get(node), value)]
         if not changed:
             return _Constant(value)
@@ -866,7 +871,8 @@ def _kwargs_from_attributes(module: nn.Module) -> dict | None:
 
 def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
     """True when the opaque block's recipe builds a module that takes `module`'s weights
-    (built through the block's declaration, as a graph would build it)."""
+    and has its submodules (built through the block's declaration, as a graph would build
+    it)."""
     spec = default_registry().get("opaque.Module")
     try:  # the class is the live module's own, already imported by the user: trusted
         params, problems = spec.resolve_params({"target": target, "kwargs": kwargs,
@@ -876,9 +882,11 @@ def _rebuilds(target: str, kwargs: dict, path: str, module: nn.Module) -> bool:
         with allowlist.trusting(allowlist.trusted_now() | {allowlist.module_of(target)}):
             built = spec.build(params, {}).module
         built.load_state_dict(module.state_dict())
+        # the same submodules too: an activation has no weights to tell timm's
+        # BatchNormAct2d(act_layer=GELU) from the ReLU its attributes rebuild
+        return type(built) is type(module) and repr(built) == repr(module)
     except Exception:
         return False
-    return type(built) is type(module)
 
 
 # -- tracing -----------------------------------------------------------------------------------
@@ -901,6 +909,8 @@ class _Tracer(torch.fx.Tracer):
         # self.mask[:, :T]: a buffer read in forward is a node, sliced by a size that follows
         # (not in the cautious retry, see import_graph)
         self.proxy_buffer_attributes = not _CAUTIOUS.get()
+        self._values: dict | None = {}  # the graph's values on the examples (see _evaluate)
+        self._runner: torch.fx.Interpreter | None = None
 
     def to_bool(self, obj) -> bool:
         """`if H != W:` / `if x.shape[-2:] != y.shape[-2:]` on sizes: decided on the example
@@ -909,7 +919,7 @@ class _Tracer(torch.fx.Tracer):
         stays an error."""
         if self.examples is None or not isinstance(obj, torch.fx.Proxy) or _owner(obj.node):
             return super().to_bool(obj)  # (a submodule's check keeps that module whole)
-        values = _evaluate_prefix(self.root, self.graph, obj.node, self.examples)
+        values = self._evaluate(obj.node)
         if values is None or not _sizes_only(obj.node, values):
             return super().to_bool(obj)
         outcome = bool(values[obj.node])
@@ -918,12 +928,75 @@ class _Tracer(torch.fx.Tracer):
         self.check_trees.append((_check_tree(obj.node, values), outcome, where))
         return outcome
 
+    def iter(self, obj) -> Any:
+        """`for size in x.shape[-2:]` (RAFT's `any(s < m for s in fmap.shape[-2:])`): a
+        shape has as many entries at every size, so it is iterated entry by entry, each
+        still a size of the trace; anything else stays fx's error."""
+        values = self._evaluate(obj.node) if self.examples is not None and isinstance(
+            obj, torch.fx.Proxy) else None
+        if values is None or not isinstance(values.get(obj.node), torch.Size):
+            return super().iter(obj)
+        return iter([obj[i] for i in range(len(values[obj.node]))])
+
+    def _evaluate(self, node) -> dict | None:
+        """Each value of the graph traced so far, up to `node`, on the example inputs (None
+        where it does not run). Values already computed for an earlier check are kept, and
+        only the nodes traced since run: RAFT's forward checks sizes in each of its 12
+        refinement steps, and running the whole prefix again for each took minutes."""
+        examples = self.examples
+        if self._values is None or examples is None:
+            return None  # (a node before failed: it fails again, as each run is the same)
+        if self._runner is None or self._runner.graph is not self.graph:
+            self._runner = torch.fx.Interpreter(self.root, garbage_collect_values=False,
+                                                graph=self.graph)
+            self._values.clear()
+        runner, values = self._runner, self._values
+        placeholders = 0
+        try:
+            with torch.no_grad(), _untraced():
+                for n in self.graph.nodes:
+                    if n.op == "placeholder":
+                        if n not in values:
+                            if placeholders < len(examples):
+                                values[n] = examples[placeholders]
+                            elif n.args:  # an argument left at its default
+                                values[n] = n.args[0]
+                            else:
+                                return None
+                        placeholders += 1
+                    elif n not in values:
+                        runner.env = values
+                        values[n] = runner.run_node(n)
+                    if n is node:
+                        return values
+        except Exception:
+            self._values = None
+            return None
+        return None
+
     def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
         # (the class only: reading the module's attributes here would add them to the trace)
         return type(m) in _equivalents()[0] or qualname in self.leaves or isinstance(
             m, EXTENDED) or _train_only(type(m)) and not any(  # type: ignore[arg-type]
             True for _ in m.children()) or super().is_leaf_module(m, qualname)
         # (the ignore: torch's Module.__hash__ stub makes mypy think a class unhashable)
+
+
+@contextlib.contextmanager
+def _untraced():
+    """nn.Module's own __call__ and __getattr__ while fx traces: fx patches them for the
+    trace, so a submodule run for a size check would hand back proxies (a leaf's call, a
+    weight) instead of tensors, and the check would recurse into itself (RAFT's checks)."""
+    from torch.fx import _symbolic_trace as fx_trace
+
+    saved = nn.Module.__call__, nn.Module.__getattr__
+    call = getattr(fx_trace, "_orig_module_call", saved[0])
+    getattr_ = getattr(fx_trace, "_orig_module_getattr", saved[1])
+    nn.Module.__call__, nn.Module.__getattr__ = call, getattr_  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        nn.Module.__call__, nn.Module.__getattr__ = saved  # type: ignore[method-assign]
 
 
 @functools.cache
@@ -943,34 +1016,6 @@ EXTENDED = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.Linea
 
 
 SIZE_READS = {"size", "shape", "ndim", "dim", "dtype", "device"}
-
-
-def _evaluate_prefix(root: nn.Module, graph: torch.fx.Graph, node, examples: tuple
-                     ) -> dict | None:
-    """Each value of the graph traced so far, up to `node`, on the example inputs (None
-    where it does not run)."""
-    part = torch.fx.Graph()
-    env: dict = {}
-    for n in graph.nodes:
-        env[n] = part.node_copy(n, lambda x: env[x])
-        if n is node:
-            break
-    part.output(env[node])
-    values: dict = {}
-    back = {v: k for k, v in env.items()}
-
-    class Recording(torch.fx.Interpreter):
-        def run_node(self, n):
-            values[back.get(n, n)] = super().run_node(n)
-            return values[back.get(n, n)]
-
-    placeholders = [n for n in part.nodes if n.op == "placeholder"]
-    try:
-        with torch.no_grad():
-            Recording(torch.fx.GraphModule(root, part)).run(*examples[:len(placeholders)])
-    except Exception:
-        return None
-    return values
 
 
 def _check_tree(node, values: dict) -> Any:
