@@ -40,6 +40,9 @@ def register(sub) -> None:
     run.add_argument("--metrics-out", metavar="FILE.json", help="write history and final "
                      "metrics (- for stdout)")
     run.add_argument("--checkpoint-dir", metavar="DIR", help="write checkpoints here each epoch")
+    run.add_argument("--save-model", metavar="FILE.ngz", help="write the trained model at the end "
+                     "(graph, weights, optimizer state, normalisation, history): "
+                     "nodegraph.load_model reads it to predict, export or fit on")
     run.add_argument("--resume", action="store_true", help="continue from the checkpoint in DIR")
     run.add_argument("--probe-out", metavar="FILE.jsonl", help="record activation and gradient "
                      "probe frames for replay in the editor")
@@ -66,10 +69,10 @@ def register(sub) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from nodegraph.interop.model import Model
     from nodegraph.model.events import Emitter
     from nodegraph.runtime import distributed
     from nodegraph.runtime.render import ConsoleRenderer
-    from nodegraph.runtime.train import train
 
     if args.nnodes:
         argv = args.argv
@@ -97,12 +100,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         writer = ProbeWriter(args.probe_out)
         events.subscribe(writer, ProbeFrame)
+    model = Model(graph)  # `train` through a Model, which --save-model writes whole
     try:
         with beside(args.graph):
-            result = train(graph, epochs=args.epochs, seed=args.seed, device=args.device,
-                           events=events, checkpoint_dir=args.checkpoint_dir,
-                           resume=args.resume, prepare=prepare, log_dir=args.log_dir,
-                           mlflow=args.mlflow, threads=args.threads)
+            result = model.fit(args.epochs, seed=args.seed, device=args.device,
+                               events=events, checkpoint_dir=args.checkpoint_dir,
+                               resume=args.resume, prepare=prepare, log_dir=args.log_dir,
+                               mlflow=args.mlflow, threads=args.threads)
     except KeyboardInterrupt:  # before the loop started (the loop itself returns cancelled)
         renderer.close()
         _say_checkpoint(args.checkpoint_dir)
@@ -123,6 +127,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(text)
         else:
             write_text(args.metrics_out, text, "--metrics-out")
+    if args.save_model:
+        from pathlib import Path
+
+        Path(args.save_model).parent.mkdir(parents=True, exist_ok=True)  # as it was checked
+        say(f"model saved to {model.save(args.save_model)}", file=sys.stderr)
     if result.cancelled:
         _say_checkpoint(args.checkpoint_dir)
         return EXIT_INTERRUPTED
@@ -152,6 +161,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     for flag, path in (("--metrics-out", args.metrics_out), ("--probe-out", args.probe_out)):
         if path and not (flag == "--metrics-out" and path == "-"):
             check_file(path, flag, special_ok=True)
+    if args.save_model:  # a zip written beside and renamed: a regular file only
+        check_file(args.save_model, "--save-model")
 
 
 def _say_checkpoint(folder: str | None) -> None:

@@ -186,6 +186,17 @@ def fit(graph: Graph, epochs: int | None = None, *, callbacks: Iterable[Callback
     return model
 
 
+def model_of_run(graph: Graph, result: RunResult) -> Model:
+    """The `Model` of a finished (or stopped) `train` run of `graph`, to save, predict or
+    export: the editor's File > Save Trained Model. Its weights and history are the run's;
+    optimizer moments come along where the run's compiled graph still holds them."""
+    model = Model(graph, result.compiled)
+    model.history, model.final = list(result.history), result.final
+    model.cancelled, model.stopped_early = result.cancelled, result.stopped_early
+    model.result = result
+    return model
+
+
 def load_model(path: str | Path, *, trust: bool = False, device: str | None = None,
                max_bytes: int = modelfile.MAX_BYTES) -> Model:
     """The `Model` a `save` wrote: ready to predict, evaluate, export or fit on. `trust`

@@ -23,6 +23,7 @@ class ScriptedPrompts:
         self.save_to: str | None = None
         self.open_from: str | None = None
         self.image_to: str | None = None  # where File > Export Image writes
+        self.model_to: str | None = None  # where File > Save Trained Model writes
         self.group: str | None = "block"  # the name given to a new group
         self.trust = False  # a file naming code of the user's is not trusted
         self.allow = False  # nor allowed to read data outside its folder
@@ -62,6 +63,10 @@ class ScriptedPrompts:
 
     def save_path(self, suggested):
         return self.save_to
+
+    def model_path(self, suggested):
+        self.asked.append(("model", suggested))
+        return self.model_to
 
     def image_path(self, suggested):
         self.asked.append(("image", suggested))

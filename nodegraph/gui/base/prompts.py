@@ -121,6 +121,13 @@ class Prompts:
             path += ".json"
         return path or None
 
+    def model_path(self, suggested: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self.parent, "Save trained model", suggested,
+                                              "nodegraph model (*.ngz)")
+        if path and not path.endswith(".ngz"):
+            path += ".ngz"
+        return path or None
+
     def image_path(self, suggested: str) -> str | None:
         path, _ = QFileDialog.getSaveFileName(self.parent, "Export image", suggested,
                                               "PNG image (*.png);;SVG vector image (*.svg)")

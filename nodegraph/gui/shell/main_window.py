@@ -59,6 +59,7 @@ from nodegraph.gui.training.run_status import RunStatus
 from nodegraph.gui.training.runner import TrainingRunner
 from nodegraph.gui.training.watch import install as install_watch
 from nodegraph.model import settings as training_settings
+from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import (
     EpochEnded,
     Message,
@@ -474,6 +475,31 @@ class MainWindow(QMainWindow):
         for canvas in self.group_tabs.canvases:
             canvas.edit_actions.set_snap(on)
         self.settings.setValue("view/snap", bool(on))
+
+    def save_trained_model(self, path: str | None = None) -> bool:
+        """File > Save Trained Model: the last run's model (the graph it trained, its weights
+        and history) as a `.ngz` file, for `nodegraph.load_model`."""
+        from nodegraph.interop.model import model_of_run
+
+        result, graph = self.runner.result, self.runner.graph
+        if self.runner.running or result is None or graph is None:
+            self.prompts.error("No trained model", "Train the graph first (a run that is still "
+                               "going can be stopped: its model so far is kept).")
+            return False
+        if path is None:
+            stem = Path(self.doc.path).stem if self.doc.path else graph.name
+            path = self.prompts.model_path(str(Path.cwd() / f"{stem}.ngz"))
+            if not path:
+                return False
+        if Path(path).suffix.lower() != ".ngz":
+            path += ".ngz"
+        try:
+            written = model_of_run(graph, result).save(path)
+        except NodegraphError as e:
+            self.prompts.error("Cannot save the model", str(e))
+            return False
+        self.notify(f"Saved the trained model ({len(result.history)} epoch(s)) to {written}")
+        return True
 
     def export_image(self, path: str | None = None) -> bool:
         """File > Export Image: the graph in front as PNG or SVG, by the name's suffix."""

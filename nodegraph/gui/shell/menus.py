@@ -58,6 +58,8 @@ class Window(Protocol):
 
     def export_image(self, path: str | None = None) -> bool: ...
 
+    def save_trained_model(self, path: str | None = None) -> bool: ...
+
     def undo(self) -> None: ...
 
     def redo(self) -> None: ...
@@ -128,6 +130,9 @@ def build(w: Window) -> dict[str, QAction]:
         "export_image": _action(w, "Export &Image…", w.export_image, "Ctrl+Alt+E",
                                 "save a picture of the graph: PNG (by the name .png) or SVG "
                                 "(.svg)"),
+        "save_model": _action(w, "Save Trained &Model…", w.save_trained_model, "Ctrl+Alt+M",
+                              "write the last run's trained model to a .ngz file "
+                              "(nodegraph.load_model reads it: predict, export, fit on)"),
         "compare": _action(w, "Compare &with…", lambda: w.compare.compare_with(), None,
                            "open another graph file beside this one, with what changed "
                            "coloured on both (as `nodegraph diff`)"),
@@ -228,6 +233,7 @@ def build(w: Window) -> dict[str, QAction]:
     w.examples_menu = file_menu.addMenu("Open &Example")
     file_menu.addSeparator()
     file_menu.addActions([a["save"], a["save_as"]])
+    file_menu.addAction(a["save_model"])
     file_menu.addAction(a["export_image"])
     file_menu.addAction(a["compare"])
     file_menu.addSeparator()
