@@ -334,7 +334,8 @@ class Inspector(QScrollArea):
         form = self._form(layout)
         self.fields = page.fields
         for param in spec.params:
-            self._add_field(form, param, lambda v, p=param: self._commit_param(p, v),
+            self._add_field(form, param,
+                            lambda v, p=param, f=page.fields: self._commit_param(p, v, f),
                             lambda *_, p=param: self._reset_param(p),
                             lambda p=param: references.choices(self.doc.graph, p,
                                                                self.node_id))
@@ -448,7 +449,10 @@ class Inspector(QScrollArea):
 
     # -- commits ---------------------------------------------------------------------------
 
-    def _commit_param(self, param: Param, value: Any) -> None:
+    def _commit_param(self, param: Param, value: Any, fields: dict | None = None) -> None:
+        if fields is not None and fields is not self.fields:
+            return  # a late editingFinished of a page no longer shown (its focus left after
+            # another block's page replaced it): its node is not the one shown now
         f = self.fields[param.name]
         if pw.is_parse_error(value):
             f.set_error(str(value))

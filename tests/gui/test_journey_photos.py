@@ -1,0 +1,124 @@
+"""The photo journey, as a user makes it (issue #32): a folder of photos → the editor,
+driven by real events (open the example, set the path in the inspector, Preview, Train
+with 2 DataLoader workers, Stop, Train again, Save, Save Trained Model) → the `.ngz` in
+Python, predicting raw photo files → the ONNX export on the decoded photos: the same class
+everywhere, and no process left behind."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+import nodegraph
+from nodegraph.model.events import StepEnded
+from tests.gui.driver import click_node
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # a CNN trained twice in the editor, exported, run in ORT
+
+
+def write_photos(root: Path, per_class: int) -> Path:
+    spec = importlib.util.spec_from_file_location("make_shapes_jpegs",
+                                                  ROOT / "examples" / "make_shapes_jpegs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_folder(root, per_class=per_class, seed=1)
+
+
+def children() -> set[int]:
+    """Processes whose parent is this one (the training process, DataLoader workers)."""
+    import psutil
+
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def type_into(editor, text: str) -> None:
+    editor.setFocus()
+    QTest.keyClick(editor, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    QTest.keyClicks(editor, text)
+    QTest.keyClick(editor, Qt.Key.Key_Return)
+
+
+def test_photos_to_editor_to_a_saved_model_that_predicts_raw_photos_alike_everywhere(
+        make_window, qtbot, prompts, tmp_path):
+    pytest.importorskip("psutil")
+    ort = pytest.importorskip("onnxruntime")
+    work = tmp_path / "project"
+    work.mkdir()
+    graph_file = work / "jpeg_folder.json"
+    shutil.copy(ROOT / "examples" / "jpeg_folder.json", graph_file)
+    photos = write_photos(work / "my_photos", per_class=24)
+    before = children()
+
+    w = make_window(str(graph_file))
+    qtbot.waitUntil(lambda: "data" in w.scene.nodes, timeout=60_000)
+    click_node(w, "data")
+    type_into(w.inspector.fields["path"].editor, "my_photos")
+    assert w.doc.graph.node("data").params["path"] == "my_photos"
+    assert w.doc.graph.training.get("workers") == 2
+    w.preview.refresh_button.click()  # 16 augmented photos of one batch
+    qtbot.waitUntil(lambda: w.preview.showing_image, timeout=120_000)
+
+    steps: list[StepEnded] = []
+    w.runner.listen(steps.append, StepEnded)
+    w.epochs.setValue(40)
+    w.actions_by_name["train"].trigger()
+    qtbot.waitUntil(lambda: len(steps) >= 3, timeout=300_000)  # steps arrive with workers
+    w.actions_by_name["stop"].trigger()
+    qtbot.waitUntil(lambda: not w.runner.running, timeout=60_000)
+    qtbot.waitUntil(lambda: children() - before <= _training_process(w), timeout=30_000)
+
+    w.epochs.setValue(4)
+    steps.clear()
+    w.actions_by_name["train"].trigger()
+    assert w.runner.wait(900)
+    assert steps and w.runner.result is not None and not w.runner.result.cancelled
+    assert len(w.runner.result.history) == 4
+
+    prompts.save_to = str(graph_file)
+    w.actions_by_name["save"].trigger()
+    saved = json.loads(graph_file.read_text())
+    assert saved["nodes"]["data"]["params"]["path"] == "my_photos"
+    prompts.model_to = str(work / "shapes.ngz")
+    w.actions_by_name["save_model"].trigger()
+    assert (work / "shapes.ngz").is_file()
+    val_accuracy = w.runner.result.final["val"]["accuracy"]
+    w.close()
+    qtbot.waitUntil(lambda: not (children() - before), timeout=30_000)  # nothing left behind
+
+    model = nodegraph.load_model(work / "shapes.ngz")
+    files = sorted(photos.glob("*/*.jpg"))
+    classes = sorted(p.name for p in photos.iterdir())
+    by_predict = [int(model.predict(str(f)).argmax()) for f in files]
+    onnx_file = work / "shapes.onnx"
+    model.export("onnx", onnx_file)
+    session = ort.InferenceSession(str(onnx_file))
+    by_onnx = [int(np.argmax(session.run(None, {session.get_inputs()[0].name: raw_input(f)})[0]))
+               for f in files]
+    assert by_onnx == by_predict
+    truth = [classes.index(f.parent.name) for f in files]
+    accuracy = np.mean(np.array(by_predict) == np.array(truth))
+    assert accuracy > 0.4 and abs(accuracy - val_accuracy) < 0.25  # chance: 0.25
+
+
+def _training_process(w) -> set[int]:
+    """The editor's idle training process (kept between runs), if any."""
+    from nodegraph.runtime import train_process
+
+    return {p.popen.pid for p in train_process._idle if p.alive}
+
+
+def raw_input(photo: Path) -> np.ndarray:
+    """A photo decoded as anyone decodes it, in the ONNX file's declared contract."""
+    from PIL import Image
+
+    with Image.open(photo) as img:
+        pixels = np.asarray(img.convert("RGB"))
+    return pixels[None]  # TODO: the contract the ONNX export declares
