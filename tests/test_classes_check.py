@@ -24,6 +24,7 @@ from nodegraph.cli.main import main
 from nodegraph.kinds.dataset import split_indices
 from nodegraph.model.errors import NodeRuntimeError, ValidationError
 from nodegraph.model.graph import Graph
+from nodegraph.model.spec import default_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -235,3 +236,33 @@ def test_ignored_labels_are_no_error():
     g.update_training({"epochs": 1, "seed": 0})
     assert nodegraph.validate(g, for_training=True).ok
     assert torch.isfinite(torch.tensor(nodegraph.train(g).history[0]["train"]["loss"]))
+
+
+GENERATED = [s for s in default_registry() if s.kind == "data" and s.meta is not None
+             and not any(p.required for p in s.params)
+             and s.id not in ("data.LagWindows", "data.ChaoticSeries")]
+
+
+@pytest.mark.parametrize("spec", GENERATED, ids=lambda s: s.id)
+def test_a_declared_class_count_holds_every_label_the_build_makes(spec):
+    for variant in ({}, {"target": "class"}, {"n": 37, "val_fraction": 0.3}):
+        params, _ = spec.resolve_params({k: v for k, v in variant.items()
+                                         if spec.param(k) is not None})
+        meta, built = spec.meta(params), spec.build(params)
+        for port, count in meta.classes.items():
+            labels = torch.cat([built.tensors(s)[port] for s in ("train", "val", "test")
+                                if built.has(s)])
+            kept = labels[labels != -100]
+            assert not labels.is_floating_point() and kept.min() >= 0, (spec.id, variant)
+            assert kept.max() < count, (spec.id, variant)
+            if spec.id not in ("data.Blobs", "data.GaussianMixture"):  # random: may miss one
+                assert kept.max() == count - 1, (spec.id, variant)
+
+
+def test_the_classifying_sets_all_declare_a_count():
+    declaring = {s.id for s in GENERATED
+                 if s.meta(s.resolve_params({"target": "class"} if s.param("target")
+                                            else {})[0]).classes}
+    assert {"data.Digits", "data.Iris", "data.Wine", "data.BreastCancer", "data.XOR",
+            "data.Moons", "data.Spirals", "data.Blobs", "data.GaussianMixture",
+            "data.KarateClub", "data.TokenText"} <= declaring

@@ -40,8 +40,9 @@ class DataMeta:
     sizes: dict[str, int]
     batch_size: int
     streamed: bool = False  # read per sample (`nodegraph.kinds.streamed`): holds no split
-    # ports of class indices -> how many classes they run over, where the block knows
-    classes: dict[str, int] = field(default_factory=dict)
+    # ports of class indices -> how many classes they run over, where the block knows: a
+    # declaration `of` a built dataset cannot make, so left out of comparisons
+    classes: dict[str, int] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, dataset: Any) -> DataMeta:

@@ -887,7 +887,8 @@ _point_sets = [
          "Samples of a random 2-D Gaussian mixture; y is the component.\n\n"
          "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
          "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
-         _generated(_gaussian_mixture), **XY, meta=_meta(2, "class", _mixture_ok, lambda p: p.n_components),
+         _generated(_gaussian_mixture), **XY,
+         meta=_meta(2, "class", _mixture_ok, lambda p: p.n_components),
          params=[int_param("n_components", 3, "number of Gaussian components", min=1),
                  Param("weights", "floats", [], "mixing weights, one per component "
                        "(normalised); empty means equal", min=0),

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nodegraph.kinds.datameta import with_classes, DataMeta, sized
+from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
