@@ -74,6 +74,14 @@ def test_the_cli_refuses_it_too(photos, capsys):
     assert "loss.input" in out and "4 classes" in out and "set out.out_features = 4" in out
 
 
+def test_validate_json_gives_the_class_count_of_the_label_wires(photos, capsys):
+    assert main(["validate", str(photos), "--json"]) == 0
+    wires = json.loads(capsys.readouterr().out)["wires"]
+    counts = {(w["from"][0], w["from"][1], w["to"][0]): w.get("classes") for w in wires}
+    assert counts[("data", "y", "loss")] == counts[("data", "y", "accuracy")] == 4
+    assert counts[("data", "x", "conv1")] is None
+
+
 def test_as_many_scores_as_classes_validate_and_train_a_step(photos):
     g = _with_classes(photos, 4)
     report = nodegraph.validate(g, for_training=True)
