@@ -59,8 +59,9 @@ def _port(report: Report, node: str, port: str) -> dict[str, Any] | None:
     tensor = report.outputs.get((node, port))
     if tensor is None:
         return None
-    described = {"shape": list(tensor.shape), "shape_text": report.shape_text(node, port),
-                 "dtype": str(tensor.dtype).removeprefix("torch.")}
+    described: dict[str, Any] = {"shape": list(tensor.shape),
+                                 "shape_text": report.shape_text(node, port),
+                                 "dtype": str(tensor.dtype).removeprefix("torch.")}
     labels = report.labels.get((node, port))
     if labels is not None and labels.count is not None:  # class indices over that many
         described["classes"] = labels.count

@@ -547,8 +547,8 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
         spec.build(params, inputs)
 
 
-def _follow_labels(node_id: str, spec: BlockSpec, inputs: dict, sources: dict,
-                   report: Report) -> None:
+def _follow_labels(node_id: str, spec: BlockSpec, inputs: dict,
+                   sources: dict[str, tuple[str, str]], report: Report) -> None:
     """Mark the outputs that carry class indices: a data block's integer ports, and the
     output of a block that only rearranges them (one integer input, an output of the same
     dtype and size and no weights: Reshape, Flatten, Identity, StopGradient). Blocks that
@@ -565,7 +565,8 @@ def _follow_labels(node_id: str, spec: BlockSpec, inputs: dict, sources: dict,
     if spec.kind != "op" or spec.code is not None or len(inputs) != 1 or len(spec.outputs) != 1:
         return
     (port, value), = inputs.items()
-    labels = report.labels.get(sources.get(port))
+    source = sources.get(port)
+    labels = report.labels.get(source) if source is not None else None
     out = report.outputs.get((node_id, spec.outputs[0].name))
     if labels is not None and out is not None and out.dtype == value.dtype and \
             out.numel() == value.numel() and not report.param_counts.get(node_id):
@@ -577,13 +578,14 @@ _WIDTH_PARAMS = ("out_features", "out_channels", "num_classes", "classes")
 
 
 def _check_classes(node_id: str, spec: BlockSpec, declared: list[classes.Indices],
-                   sources: dict, report: Report) -> None:
+                   sources: dict[str, tuple[str, str]], report: Report) -> None:
     """Each port node `node_id` declared to take class indices: remembered with the data
     port its labels come from, and, where that block says how many classes there are, an
     error when the scores have fewer (a label would be out of range) and a warning when
     they have more (scores no sample is labelled with)."""
     for ind in dict.fromkeys(declared):  # a rule and a build may both declare
-        labels = report.labels.get(sources.get(ind.port))
+        source = sources.get(ind.port)
+        labels = report.labels.get(source) if source is not None else None
         if labels is None:
             continue
         report.class_targets[(node_id, ind.port)] = classes.Target(
