@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodegraph.kinds import shapes
+from nodegraph.kinds import classes, shapes
 from nodegraph.kinds.declare import op
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
@@ -47,6 +47,7 @@ BATCH_REDUCTIONS = choice_param("reduction", ("batchmean", "sum", "none"), "batc
                                 "output one divergence per sample (N,)")
 SCALE = float_param("scale", 1.0, "multiply the loss by this factor (0.5 for ½·MSE)")
 PAIR = ["input", "target"]
+IGNORE_INDEX = -100  # the class index cross-entropy skips (torch's default ignore_index)
 
 
 class _Scaled(nn.Module):
@@ -185,12 +186,22 @@ class _CrossEntropy(nn.CrossEntropyLoss):
     like the scores. Index targets of -100 are ignored (unlabelled nodes, padding)."""
 
     def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        try:
+            return self._loss(input, target)
+        except IndexError as e:  # torch on the CPU: "Target 4 is out of bounds."
+            named = None if target.is_floating_point() else classes.out_of_range(
+                target, input.shape[-1], "target", 1, self.ignore_index)
+            if named is None:
+                raise
+            raise named from e
+
+    def _loss(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         if input.ndim == 2 and target.ndim == 1:  # the common case needs no reshaping
             return super().forward(input, target)
-        classes = input.shape[-1]
-        rows = input.reshape(-1, classes)
+        width = input.shape[-1]
+        rows = input.reshape(-1, width)
         if target.dtype.is_floating_point:
-            loss = super().forward(rows, target.reshape(-1, classes))
+            loss = super().forward(rows, target.reshape(-1, width))
         else:
             loss = super().forward(rows, target.reshape(-1))
         # unreduced: one loss per row of scores, (N,) or (N, L)
@@ -218,6 +229,7 @@ def _cross_entropy_check(p, x):
                             "use class indices (integers) or one probability per class")
     else:
         _need_class_indices(scores, target)
+        classes.takes_indices("target", "input", scores.shape[-1], IGNORE_INDEX)
 
 
 def _cross_entropy(p: CrossEntropyParams, x):
@@ -266,8 +278,14 @@ class _Hinge(nn.Module):
 
     def forward(self, input, target):
         if input.ndim > 1 and input.shape[-1] > 1:
-            return F.multi_margin_loss(input, target.reshape(-1).long(), margin=self.margin,
-                                       reduction=self.reduction)
+            try:
+                return F.multi_margin_loss(input, target.reshape(-1).long(),
+                                           margin=self.margin, reduction=self.reduction)
+            except (IndexError, RuntimeError) as e:  # torch on the CPU: target out of range
+                named = classes.out_of_range(target, input.shape[-1], "target", 1)
+                if named is None:
+                    raise
+                raise named from e
         t = target.reshape(input.shape).to(input.dtype)
         t = torch.where(t == 0, -torch.ones_like(t), t)  # {0, 1} labels read as {-1, +1}
         loss = torch.clamp(self.margin - t * input, min=0)
@@ -283,6 +301,7 @@ def _hinge_check(p, x):
                             f"indices (integers), got {target.dtype}",
                             "use target_kind 'class' on the data block", kind="dtype_mismatch")
         _need_class_indices(scores, target)
+        classes.takes_indices("target", "input", scores.shape[-1])
     elif target.shape[:1] != scores.shape[:1] or target.numel() != scores.numel():
         raise PortError("target", f"'input' is {fmt(scores.shape)} but 'target' is "
                         f"{fmt(target.shape)}; one label per score",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from nodegraph.kinds import footprint
+from nodegraph.kinds import classes, footprint
 from nodegraph.kinds.declare import metric
 from nodegraph.kinds.metric import Metric
 from nodegraph.model.errors import PortError
@@ -138,6 +138,9 @@ class AccuracyParams(Params):
 
 def _accuracy(p: AccuracyParams, x):
     _need_one_target_per_sample(x)
+    scores, target = x["input"], x["target"]
+    if not _binary(scores) and not target.is_floating_point():
+        classes.takes_indices("target", "input", scores.shape[-1], IGNORE)
     return Accuracy(p.threshold)
 
 

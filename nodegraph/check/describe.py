@@ -2,7 +2,8 @@
 
 What `nodegraph info --json` and `validate --json` print, for scripts and CI that read a graph
 without parsing text. Shapes keep the batch dimension as a number and also give it as "N" in
-`shape_text`, as the editor shows it.
+`shape_text`, as the editor shows it. A port of class indices whose data block says how
+many classes there are gives the count as `classes`.
 """
 
 from __future__ import annotations
@@ -58,5 +59,10 @@ def _port(report: Report, node: str, port: str) -> dict[str, Any] | None:
     tensor = report.outputs.get((node, port))
     if tensor is None:
         return None
-    return {"shape": list(tensor.shape), "shape_text": report.shape_text(node, port),
-            "dtype": str(tensor.dtype).removeprefix("torch.")}
+    described: dict[str, Any] = {"shape": list(tensor.shape),
+                                 "shape_text": report.shape_text(node, port),
+                                 "dtype": str(tensor.dtype).removeprefix("torch.")}
+    labels = report.labels.get((node, port))
+    if labels is not None and labels.count is not None:  # class indices over that many
+        described["classes"] = labels.count
+    return described

@@ -23,8 +23,10 @@ from typing import Any
 
 SIZE = 4096
 
-# (output (shape, dtype) pairs, trainable-parameter count, (parameter, buffer, work) bytes)
-Entry = tuple[tuple[tuple[tuple[int, ...], Any], ...], int, tuple[int, int, int]]
+# (output (shape, dtype) pairs, trainable-parameter count, (parameter, buffer, work) bytes,
+# the ports its build declared to take class indices: `nodegraph.kinds.classes.Indices`)
+Entry = tuple[tuple[tuple[tuple[int, ...], Any], ...], int, tuple[int, int, int],
+              tuple[Any, ...]]
 
 
 class OpCache:

@@ -22,7 +22,7 @@ import torch
 
 from nodegraph.check import eager, opcache
 from nodegraph.check.opcache import OpCache
-from nodegraph.kinds import confine, devices, dtypes, footprint, shapes
+from nodegraph.kinds import classes, confine, devices, dtypes, footprint, shapes
 from nodegraph.kinds.augment import Chain, augmenting
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
@@ -76,6 +76,10 @@ class Report:
     # the folders its data may come from beyond the graph's (nodegraph.kinds.confine), as
     # validation allowed them: building the rest of the data later allows the same
     data_roots: tuple | str = ()
+    # outputs carrying a data block's class indices, and the ports taking them as indices
+    # into scores (compile checks the labels of in-memory data against their widths)
+    labels: dict[tuple[str, str], classes.Labels] = field(default_factory=dict)
+    class_targets: dict[tuple[str, str], classes.Target] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -485,16 +489,20 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
         params = report.params.get(node_id)
         if spec is None or params is None or node_id in broken or spec.kind not in _INFERRED:
             continue
-        inputs = {}
+        inputs, sources = {}, {}
         for e in graph.edges_into(node_id):
             meta = report.outputs.get(e.source, report.transforms.get(e.source))
             if meta is None:
                 break  # an upstream node failed; it has been reported already
             inputs[e.dst_port] = meta
+            sources[e.dst_port] = e.source
         else:
             try:
                 dtype = dtypes.node_dtype(spec, params, report.settings)
-                _infer_node(node_id, spec, params, inputs, report, cache, dtype)
+                with classes.declared() as declared:
+                    _infer_node(node_id, spec, params, inputs, report, cache, dtype)
+                _follow_labels(node_id, spec, inputs, sources, report)
+                _check_classes(node_id, spec, declared, sources, report)
             except PortError as e:
                 report.problems.append(Problem(node_id, e.port, e.kind,
                                                f"{spec.id} '{node_id}' {e}", e.hint))
@@ -539,6 +547,79 @@ def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,
         spec.build(params, inputs)
 
 
+def _follow_labels(node_id: str, spec: BlockSpec, inputs: dict,
+                   sources: dict[str, tuple[str, str]], report: Report) -> None:
+    """Mark the outputs that carry class indices: a data block's integer ports, and the
+    output of a block that only rearranges them (one integer input, an output of the same
+    dtype and size and no weights: Reshape, Flatten, Identity, StopGradient). Blocks that
+    run code of the file's (`opaque.*`) are not followed: they may change the values."""
+    if spec.kind == "data":
+        data = report.data.get(node_id)
+        for port in spec.outputs:
+            meta = report.outputs.get((node_id, port.name))
+            if meta is not None and not meta.is_floating_point() and meta.dtype != torch.bool:
+                count = data.classes.get(port.name) if data is not None else None
+                report.labels[(node_id, port.name)] = classes.Labels((node_id, port.name),
+                                                                     spec.id, count)
+        return
+    if spec.kind != "op" or spec.code is not None or len(inputs) != 1 or len(spec.outputs) != 1:
+        return
+    (port, value), = inputs.items()
+    source = sources.get(port)
+    labels = report.labels.get(source) if source is not None else None
+    out = report.outputs.get((node_id, spec.outputs[0].name))
+    if labels is not None and out is not None and out.dtype == value.dtype and \
+            out.numel() == value.numel() and not report.param_counts.get(node_id):
+        report.labels[(node_id, spec.outputs[0].name)] = labels
+
+
+# params that set how many values a layer gives per sample: the fix a class count names
+_WIDTH_PARAMS = ("out_features", "out_channels", "num_classes", "classes")
+
+
+def _check_classes(node_id: str, spec: BlockSpec, declared: list[classes.Indices],
+                   sources: dict[str, tuple[str, str]], report: Report) -> None:
+    """Each port node `node_id` declared to take class indices: remembered with the data
+    port its labels come from, and, where that block says how many classes there are, an
+    error when the scores have fewer (a label would be out of range) and a warning when
+    they have more (scores no sample is labelled with)."""
+    for ind in dict.fromkeys(declared):  # a rule and a build may both declare
+        source = sources.get(ind.port)
+        labels = report.labels.get(source) if source is not None else None
+        if labels is None:
+            continue
+        report.class_targets[(node_id, ind.port)] = classes.Target(
+            node_id, ind.port, labels.source, labels.block, ind.width, ind.ignore)
+        count = labels.count
+        if count is None or count == ind.width:
+            continue
+        data_node, data_port = labels.source
+        scores_from = sources.get(ind.scores)
+        message = (f"{spec.id} '{node_id}' gets {ind.width} class score(s) per sample on "
+                   f"'{ind.scores}', but '{ind.port}' takes the class indices of "
+                   f"{labels.block} '{data_node}' (port {data_port}), which has {count} "
+                   "classes")
+        if count < ind.width:
+            message += f": scores {count} to {ind.width - 1} are no sample's class"
+        report.problems.append(Problem(
+            node_id, ind.scores, "shape_mismatch", message,
+            _width_fix(report, scores_from, count, ind.scores),
+            "error" if count > ind.width else "warning"))
+
+
+def _width_fix(report: Report, source: tuple[str, str] | None, count: int,
+               port: str) -> str:
+    """The fix of a class count: the param of the layer feeding the scores that sets their
+    width (``out.out_features = 4``), or what the scores need."""
+    if source is not None:
+        spec, params = report.specs.get(source[0]), report.params.get(source[0])
+        name = next((n for n in _WIDTH_PARAMS if spec is not None and spec.param(n)), None)
+        if name is not None and params is not None and isinstance(params.get(name), int):
+            shown = _shown(report, source[0])
+            return f"set {shown}.{name} = {count}"
+    return f"give the scores on '{port}' {count} classes (their last dimension)"
+
+
 def _data_meta(node_id: str, spec: BlockSpec, params: Params, report: Report) -> DataMeta:
     """What data block `node_id` will hold: from its declared `meta` without making the
     data, or else by building the dataset (kept on the report for compile)."""
@@ -580,8 +661,8 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache,
            tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(inputs.items())), dtype)
     hit = cache.get(key)
     if hit is None:
-        with torch.device("meta"):  # no draws to match: cast, not built in the dtype
-            module = dtypes.cast_module(spec.build(params, inputs), dtype)
+        with torch.device("meta"), classes.declared() as declared:  # no draws to match
+            module = dtypes.cast_module(spec.build(params, inputs), dtype)  # cast, not built
         _check_dtypes(spec, node_id, module, inputs, dtype)
         args = [inputs.get(p.name) for p in spec.inputs]
         try:
@@ -593,9 +674,11 @@ def _infer_op(spec: BlockSpec, params: Params, inputs: dict, cache: OpCache,
         outs = (out,) if len(spec.outputs) == 1 else tuple(out)
         count = sum(p.numel() for p in module.parameters() if p.requires_grad)
         hit = (tuple((tuple(t.shape), t.dtype) for t in outs), count,
-               (*footprint.module_bytes(module), work))
+               (*footprint.module_bytes(module), work), tuple(declared))
         cache.put(key, hit)
-    outs, count, nbytes = hit
+    for indices in hit[3]:  # what the build declared (now or when cached), to the caller
+        classes.takes_indices(indices.port, indices.scores, indices.width, indices.ignore)
+    outs, count, nbytes, _ = hit
     return tuple(torch.empty(s, dtype=d, device="meta") for s, d in outs), count, nbytes
 
 

@@ -6,7 +6,10 @@ not the data. A data block that can say so from its params declares ``meta=fn`` 
 `BlockSpec`: ``fn(p)`` returns a `DataMeta` (usually through `sized`), or None when only
 the data can tell (a stratified split needs the labels; a file must be read). Validation
 then builds nothing; `compile` materialises the datasets. A block without ``meta`` is
-built during validation as before, and its `Dataset` described by `DataMeta.of`.
+built during validation as before, and its `Dataset` described by `DataMeta.of`. A block
+that knows how many classes a port's indices run over (a folder's subfolders, a
+`ClassLabel`) says so in `DataMeta.classes` (`with_classes`): validation checks the scores
+of the losses they reach against it (`nodegraph.kinds.classes`).
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from nodegraph.kinds import confine
+from nodegraph.kinds import classes, confine
 from nodegraph.kinds.augment import augmenting
 from nodegraph.kinds.dataset import SPLITS, Dataset, files_relative_to, split_indices
 from nodegraph.model.errors import NodegraphError, Problem, ProblemKind, ValidationError
@@ -37,6 +40,9 @@ class DataMeta:
     sizes: dict[str, int]
     batch_size: int
     streamed: bool = False  # read per sample (`nodegraph.kinds.streamed`): holds no split
+    # ports of class indices -> how many classes they run over, where the block knows: a
+    # declaration `of` a built dataset cannot make, so left out of comparisons
+    classes: dict[str, int] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, dataset: Any) -> DataMeta:
@@ -98,6 +104,15 @@ def sized(ports: Ports, n: int, p: dict, labels: np.ndarray | None = None) -> Da
     return DataMeta(ports, split_sizes(n, p, labels), p.get("batch_size", 32))
 
 
+def with_classes(meta: DataMeta | None, **counts: int | None) -> DataMeta | None:
+    """`meta` declaring how many classes each named port's indices run over (a count of
+    None is left out: unknown)."""
+    known = {port: int(n) for port, n in counts.items() if n is not None}
+    if meta is None or not known:
+        return meta
+    return replace(meta, classes={**meta.classes, **known})
+
+
 def labels_counted(counts: Sequence[int]) -> np.ndarray:
     """Class labels with `counts[c]` samples of class c: a stratified split's sizes depend
     on the counts alone, so a dataset whose class counts are known (a bundled one) is
@@ -128,4 +143,18 @@ def materialise(report, folder=None) -> dict[str, Dataset]:
                                                    "check the data block's params and "
                                                    "files")]) from e
             datasets[node_id] = dataset
+    _labels_fit(report, datasets)
     return datasets
+
+
+def _labels_fit(report, datasets: dict[str, Dataset]) -> None:
+    """Refuse labels held in memory that the scores of the loss they reach cannot index
+    (validation knew the width, not the labels), before the run starts."""
+    problems = []
+    for target in getattr(report, "class_targets", {}).values():
+        dataset = datasets.get(target.source[0])
+        problem = None if dataset is None else classes.bad_label(target, dataset)
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        raise ValidationError(problems)

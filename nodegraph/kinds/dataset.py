@@ -131,6 +131,8 @@ class Dataset:
         self.normalization: dict[str, dict[str, torch.Tensor]] = {}
         self._split = {name: {k: t[idx] for k, t in tensors.items()}
                        for name, idx in splits.items() if len(idx) > 0}
+        # each split's samples as rows of the data given (a bad label names its row)
+        self.rows = {name: idx for name, idx in splits.items() if len(idx) > 0}
 
     @property
     def ports(self) -> list[str]:

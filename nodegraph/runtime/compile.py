@@ -22,6 +22,7 @@ from torch import nn
 
 from nodegraph.check.validate import Report, check
 from nodegraph.kinds import devices, dtypes
+from nodegraph.kinds.classes import LabelError
 from nodegraph.kinds.datameta import materialise
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.metric import Metric
@@ -95,6 +96,10 @@ class GraphModule(nn.Module):
                     values[out_keys[0]] = out
                 else:
                     values.update(zip(out_keys, out, strict=True))
+        except LabelError as e:  # a class index the scores cannot index: name its wire
+            key = in_keys[e.position] if e.position < len(in_keys) else None
+            wire = f" from '{key[0]}'.{key[1]}" if key is not None else ""
+            raise NodeRuntimeError(node, f"input '{e.port}'{wire}: {e}", e.hint) from e
         except NodegraphError:
             raise
         except Exception as e:

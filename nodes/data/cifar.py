@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nodegraph.kinds.datameta import DataMeta, split_sizes
+from nodegraph.kinds.datameta import DataMeta, split_sizes, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, StreamScript
@@ -236,8 +236,16 @@ def cifar_meta(p: CIFARParams) -> DataMeta | None:
     sizes = split_sizes(len(train), _split_params(p, test is not None), labels)
     if test is not None:
         sizes["test"] = len(test)
-    return mark(DataMeta({"x": (x_shape(p), torch.float32), "y": ((), torch.int64)}, sizes,
+    meta = mark(DataMeta({"x": (x_shape(p), torch.float32), "y": ((), torch.int64)}, sizes,
                          p.batch_size), p)
+    return with_classes(meta, y=class_count(p))
+
+
+def class_count(p: CIFARParams) -> int:
+    """CIFAR-10's 10 classes, CIFAR-100's 100 fine ones or 20 coarse superclasses."""
+    if layout(p.path, p.variant).variant == "cifar10":
+        return 10
+    return 100 if p.label == "fine" else 20
 
 
 def cifar_dataset(p: CIFARParams):

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from nodegraph.kinds import footprint
-from nodegraph.kinds.datameta import DataMeta, labels_counted, sized, split_sizes
+from nodegraph.kinds.datameta import DataMeta, labels_counted, sized, split_sizes, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM
@@ -118,9 +118,11 @@ DIABETES_SHAPE = (442, 10)
 
 
 def _counted(name: str, ports, p):
-    """The meta of bundled set `name` with these ports, split by its known class counts."""
+    """The meta of bundled set `name` with these ports, split by its known class counts
+    (and declaring them, where y holds class indices)."""
     counts = CLASS_COUNTS[name][1]
-    return sized(ports, sum(counts), p, labels_counted(counts))
+    meta = sized(ports, sum(counts), p, labels_counted(counts))
+    return with_classes(meta, y=len(counts) if ports["y"][1] == torch.int64 else None)
 
 
 def _digits_meta(p: DigitsParams):
@@ -209,7 +211,25 @@ def _csv_meta(p: CSVParams):
     names, n = files.csv_shape(p.path, p.header, p.delimiter)
     inputs, targets = _csv_columns(p, names)
     y = ((), torch.int64) if p.target_kind == "class" else ((len(targets),), torch.float32)
-    return sized({"x": ((len(inputs),), torch.float32), "y": y}, n, p)
+    meta = sized({"x": ((len(inputs),), torch.float32), "y": y}, n, p)
+    return with_classes(meta, y=_csv_classes(p, targets[0]) if p.target_kind == "class"
+                        else None)
+
+
+def _csv_classes(p: CSVParams, column: int) -> int | None:
+    """How many classes the CSV's class column numbers, as the build numbers them (text
+    labels: the distinct ones; whole numbers: the largest + 1), from a pass that keeps
+    that column's cells alone; None when a cell is missing (the build says where)."""
+    cells: list[list[str]] = []
+
+    def take(row: list[str]) -> None:
+        cells.append([row[column]] if column < len(row) else [])
+
+    files._csv_rows(p.path, p.header, p.delimiter, take)
+    if not cells or any(not c for c in cells):
+        return None
+    indices, labels = files.class_column(cells, 0)
+    return len(labels) if labels else int(indices.max()) + 1
 
 
 def _numpy(p: NumPyParams):
@@ -360,16 +380,18 @@ _Y = {"value": ((1,), torch.float32), "class": ((), torch.int64),
       "binary": ((1,), torch.float32)}
 
 
-def _meta(x_dims: int, y: str, refuse=None):
+def _meta(x_dims: int, y: str, refuse=None, classes=lambda p: 2):
     """`meta` of a generator of `n` samples, x float32 (N, x_dims), y a float column
     ("value"), class indices ("class") or what the `target` param asks ("target"): the
-    shapes the builder makes, after the refusals it would make (`refuse(p)`)."""
+    shapes the builder makes, after the refusals it would make (`refuse(p)`); class
+    indices run over `classes(p)` classes."""
     def meta(p: SampledParams):
         need_samples(p)
         if refuse is not None:
             refuse(p)
-        return sized({"x": ((x_dims,), torch.float32),
-                      "y": _Y[p.typed(TARGET) if y == "target" else y]}, p.n, p)
+        kind = p.typed(TARGET) if y == "target" else y
+        return with_classes(sized({"x": ((x_dims,), torch.float32), "y": _Y[kind]}, p.n, p),
+                            y=classes(p) if kind == "class" else None)
     return meta
 
 
@@ -601,10 +623,13 @@ def _table_meta(p: TableParams):
     ports = {"x": ((len(p.inputs),), torch.float32),
              "y": (tuple(y.shape[1:]), torch.int64 if y.dtype == np.int64 else torch.float32)}
     given = _table_splits(p, cols)
+    # class indices are the column's own whole numbers: as many classes as the largest + 1
+    count = int(y.max()) + 1 if y.dtype == np.int64 and y.size else None
     if given is not None:
-        return DataMeta(ports, {s: len(i) for s, i in given.items() if len(i) > 0},
-                        p.batch_size)
-    return sized(ports, len(p.rows), p, y if p.split == "stratified" else None)
+        return with_classes(DataMeta(ports, {s: len(i) for s, i in given.items()
+                                             if len(i) > 0}, p.batch_size), y=count)
+    return with_classes(sized(ports, len(p.rows), p, y if p.split == "stratified" else None),
+                        y=count)
 
 
 # -- shared params ------------------------------------------------------------------------
@@ -841,7 +866,7 @@ _point_sets = [
          "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
          "hard for shallow models, the classic test of depth.",
          _generated(_spirals), **XY,
-         meta=_meta(2, "class"),
+         meta=_meta(2, "class", classes=lambda p: p.classes),
          params=[int_param("classes", 2, "number of arms (classes)", min=2),
                  float_param("turns", 1.5, "turns of each arm", min=0),
                  n_param(300), noise_param(3.0, POINT_NOISE), SEED,
@@ -851,7 +876,7 @@ _point_sets = [
          "Round Gaussian clusters, one class each (scikit-learn's make_blobs).\n\n"
          "The centres sit evenly on the unit circle; `noise` is each cluster's standard "
          "deviation in % of that radius, so it sets how much the classes overlap.",
-         _generated(_blobs), **XY, meta=_meta(2, "class", _blobs_ok),
+         _generated(_blobs), **XY, meta=_meta(2, "class", _blobs_ok, lambda p: p.centers),
          params=[int_param("centers", 3, "number of clusters (classes)", min=1),
                  n_param(200), noise_param(20.0, "each cluster's standard deviation in % "
                                            "of the unit radius"), SEED,
@@ -862,7 +887,8 @@ _point_sets = [
          "Samples of a random 2-D Gaussian mixture; y is the component.\n\n"
          "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
          "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
-         _generated(_gaussian_mixture), **XY, meta=_meta(2, "class", _mixture_ok),
+         _generated(_gaussian_mixture), **XY,
+         meta=_meta(2, "class", _mixture_ok, lambda p: p.n_components),
          params=[int_param("n_components", 3, "number of Gaussian components", min=1),
                  Param("weights", "floats", [], "mixing weights, one per component "
                        "(normalised); empty means equal", min=0),

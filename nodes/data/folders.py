@@ -180,14 +180,19 @@ def _image_folder(p: ImageFolderParams):
 
 def _image_folder_meta(p: ImageFolderParams):
     """The classes, counts and shapes from the listing and the images' headers; no pixel
-    is decoded. The labels come from the listing, so a stratified split is known too."""
+    is decoded. The labels come from the listing, so a stratified split is known too, and
+    so is the class count (one per subfolder)."""
     chain = augment.given()
-    _, labels, shape, _ = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
+    _, labels, shape, names = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
     ports = _ports(shape, p, chain)
+    if chain.classes is not None and chain.classes < len(names):
+        raise NodegraphError(f"MixUp/CutMix num_classes is {chain.classes}, but the folder "
+                             f"holds {len(names)} classes: set num_classes = {len(names)}")
     sizes = {s: len(i) for s, i in _splits(labels, p).items() if len(i) > 0}
     nbytes = len(labels) * 4 * int(np.prod(ports["x"][0]))
     return DataMeta(ports, sizes, p.batch_size,
-                    streamed=streams(p.storage, chain.random, nbytes))
+                    streamed=streams(p.storage, chain.random, nbytes),
+                    classes={"y": len(names)})
 
 
 BLOCKS = [

@@ -77,7 +77,8 @@ def _karate_meta(p: KarateClubParams):
     features = n if p.features == "identity" else 1
     ports = {"x": ((features,), torch.float32), "adjacency": ((n,), torch.float32),
              "y": ((), torch.int64)}
-    return DataMeta(ports, dict.fromkeys(split_sizes(n, p, labels_counted(KARATE_SIDES)), n), 0)
+    return DataMeta(ports, dict.fromkeys(split_sizes(n, p, labels_counted(KARATE_SIDES)), n), 0,
+                    classes={"y": len(KARATE_SIDES)})
 
 
 def _karate(p: KarateClubParams):

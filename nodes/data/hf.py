@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nodegraph.kinds.datameta import DataMeta, sized
+from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
@@ -162,9 +162,21 @@ def hf_meta(p: HFDatasetParams) -> DataMeta | None:
     cols = Columns(first, p, p.path)
     ports = {"x": (cols.x_shape(), torch.float32), "y": cols.y_port(p.target_kind)}
     if "all" in found:
-        return mark(sized(ports, len(first), p), p)
-    return mark(DataMeta(ports, {s: len(d) for s, d in found.items() if len(d)},
-                         p.batch_size), p)
+        meta = mark(sized(ports, len(first), p), p)
+    else:
+        meta = mark(DataMeta(ports, {s: len(d) for s, d in found.items() if len(d)},
+                             p.batch_size), p)
+    return with_classes(meta, y=_class_count(first, cols) if p.target_kind == "class"
+                        else None)
+
+
+def _class_count(ds, cols: Columns) -> int | None:
+    """The classes a `ClassLabel` target declares (its names); None for a plain integer
+    column, which says nothing of how many there are."""
+    from datasets import ClassLabel
+
+    feature = ds.features[cols.targets[0]]
+    return feature.num_classes if isinstance(feature, ClassLabel) else None
 
 
 def sample_arrays(batch: dict[str, np.ndarray], cols: Columns, kind: str,

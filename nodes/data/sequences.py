@@ -25,7 +25,7 @@ import torch
 from numpy.lib.stride_tricks import sliding_window_view
 
 from nodegraph.kinds import footprint
-from nodegraph.kinds.datameta import DataMeta, sized, split_sizes
+from nodegraph.kinds.datameta import DataMeta, sized, split_sizes, with_classes
 from nodegraph.kinds.dataset import DataParams, Dataset, data_params, from_arrays, split_indices
 from nodegraph.kinds.declare import data
 from nodegraph.model.errors import NodegraphError
@@ -366,7 +366,8 @@ def _token_text_meta(p: TokenTextParams):
     labels = None
     if p.split == "stratified":
         labels = encode(text, vocabulary(text))[np.arange(n) * stride + 1]
-    return sized({k: ((p.seq_len,), torch.int64) for k in ("x", "y")}, n, p, labels)
+    return with_classes(sized({k: ((p.seq_len,), torch.int64) for k in ("x", "y")}, n, p,
+                              labels), y=len(vocabulary(text)))
 
 
 def _token_text(p: TokenTextParams):

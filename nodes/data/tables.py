@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nodegraph.kinds.datameta import DataMeta, sized
+from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
@@ -169,7 +169,52 @@ def table_meta(p: ParquetParams) -> DataMeta | None:
     n = _rows(table, p.path)
     if n == 0:
         raise NodegraphError(f"table '{p.path}' holds no rows")
-    return mark(sized(_ports(cols, p), n, p), p)
+    meta = mark(sized(_ports(cols, p), n, p), p)
+    return with_classes(meta, y=class_count(table, cols, p.path)
+                        if meta is not None and p.target_kind == "class" else None)
+
+
+def class_count(table, cols: Columns, where: str) -> int | None:
+    """How many classes the class column numbers, as `encode` numbers them: a text
+    column's distinct values (a pass over that column alone), a column of whole numbers
+    its largest + 1 (from the Parquet footers' statistics, else a pass over the column).
+    None where a value is no class index (`encode` names it when the data is read)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    name = cols.targets[0]
+    if cols.class_text:
+        return len(categories(table, Columns([], [name], [], True), where)[name])
+    top = _footer_max(table, name)
+    if top is None:
+        try:
+            tops = [pc.max(b.column(0)).as_py() for b in table.to_batches(columns=[name])]
+        except (pa.ArrowException, OSError) as e:
+            raise NodegraphError(f"cannot read table '{where}': {e}") from e
+        found = [t for t in tops if t is not None]
+        top = max(found) if found else None
+    if top is None or top != int(top) or top < 0:
+        return None
+    return int(top) + 1
+
+
+def _footer_max(table, name: str):
+    """The largest value of column `name` from every Parquet row group's statistics, or
+    None when a part has none (another format, statistics not written)."""
+    top = None
+    try:
+        for part in parts(table):
+            groups = getattr(part, "row_groups", None)
+            if not groups:
+                return None
+            for group in groups:
+                stats = (group.statistics or {}).get(name)
+                if not stats or stats.get("max") is None:
+                    return None
+                top = stats["max"] if top is None else max(top, stats["max"])
+    except (OSError, ValueError, AttributeError):
+        return None
+    return top
 
 
 def _ports(cols: Columns, p: ParquetParams) -> dict:
