@@ -110,8 +110,11 @@ def test_stop_ends_the_runs_workers_and_a_kill_takes_them_along(tmp_path, monkey
             assert process.train(graph, {"epochs": 500})
             reader = threading.Thread(target=read, daemon=True)
             reader.start()
-            assert wait_for(lambda: any(isinstance(e, StepEnded) for m in messages
-                                        if m[0] == "events" for e in m[1]), 300), messages
+            def stepped(messages=messages) -> bool:
+                return any(isinstance(e, StepEnded) for m in messages if m[0] == "events"
+                           for e in m[1])
+
+            assert wait_for(stepped, 300), messages
             pid = process.popen.pid
             workers = set(proc_tree.descendants(pid)) - proc_tree.servers(pid)
             assert len(workers) >= 2, proc_tree.descendants(pid)  # two DataLoader workers
