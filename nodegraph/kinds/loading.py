@@ -17,13 +17,25 @@ groups), each rank and each worker reading its own shards in a seeded order.
 Worker counts, pinned memory, persistence and prefetch are `LoaderOptions`, chosen
 automatically and settable as ``training.workers``, ``training.pin_memory``,
 ``training.persistent_workers`` and ``training.prefetch_factor``.
+
+How workers start (`start_method`): forked where the reading thread is the process's only
+Python thread (the CLI, a script), from a single-threaded fork server elsewhere (the
+editor, its training process, a notebook's kernel), since a fork copies every lock as it is
+at that instant and one held by another thread is never released in the worker (issue #32).
+Each worker dies with its parent (`_worker_started`), and `release_workers` ends a dataset's
+kept workers when a run ends.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -257,7 +269,8 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
             limit = max(1, min(per_rank) // b)
         loader: DataLoader = DataLoader(src, batch_size=b, collate_fn=collate_fn,
                                         num_workers=workers, pin_memory=opts.pin,
-                                        **_worker_kwargs(opts, workers, False))
+                                        **_worker_kwargs(opts, workers, False,
+                                                         (src, transform, batch_transform)))
     else:
         key = (split, b, shuffle, ds.rank, ds.world, workers, plain)
         kept = ds._loaders.get(key)
@@ -266,7 +279,9 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
             loader = DataLoader(_Samples(src, transform), batch_sampler=sampler,
                                 collate_fn=collate_fn, num_workers=workers, pin_memory=opts.pin,
                                 generator=torch.Generator().manual_seed(0),
-                                **_worker_kwargs(opts, workers, True))
+                                **_worker_kwargs(opts, workers, True,
+                                                 (src, getattr(src, "dataset", None),
+                                                  transform, batch_transform)))
             kept = sampler, loader
             ds._loaders[key] = kept
         sampler, loader = kept
@@ -301,12 +316,87 @@ def _started(loader: DataLoader, workers: int) -> Iterator:
         gc.unfreeze()
 
 
-def _worker_kwargs(opts: LoaderOptions, workers: int, reusable: bool) -> dict:
+def _worker_kwargs(opts: LoaderOptions, workers: int, reusable: bool,
+                   read: Iterable[Any] = ()) -> dict:
+    """The DataLoader's worker arguments; `read` are the objects the workers unpickle (the
+    fork server imports their modules once, ahead of every worker)."""
     if workers == 0:
         return {}
     persistent = opts.persistent_workers if opts.persistent_workers is not None else reusable
-    out: dict[str, Any] = {"persistent_workers": persistent}
+    out: dict[str, Any] = {"persistent_workers": persistent, "worker_init_fn": _worker_started}
+    method = start_method()
+    if method is not None:
+        out["multiprocessing_context"] = _context(method, read)
     if opts.prefetch_factor is not None:
         out["prefetch_factor"] = opts.prefetch_factor
     return out
+
+
+def start_method() -> str | None:
+    """How DataLoader workers start here: "fork" when the calling thread is the process's
+    only Python thread (the CLI, a script: nothing pickled, nothing imported again, the
+    fastest start); "forkserver" when other threads run (the editor, its training process,
+    a notebook's kernel); None off Linux (the platform's default, spawn).
+
+    Why not fork everywhere: a fork copies every lock as it is at that instant, and a lock
+    another thread holds then is never released in the child. The editor's training process
+    forked its workers while its message-reader thread sat in ``pickle.load(sys.stdin.buffer)``
+    holding stdin's buffer lock; each worker then waited forever for that lock in
+    multiprocessing's start-up (`multiprocessing.util._close_stdin`), and the run took no
+    step (issue #32, seen with py-spy). A fork server is a process of its own with one
+    thread; workers forked from it inherit no lock of ours, whatever our threads do."""
+    if not sys.platform.startswith("linux"):
+        return None
+    return "fork" if threading.active_count() == 1 else "forkserver"
+
+
+# what the fork server imports once, before it forks any worker (with the data's own modules)
+_PRELOAD = ["torch", "numpy", "nodegraph.kinds.loading", "nodegraph.kinds.streamed",
+            "nodegraph.kinds.worker_preload"]
+
+
+def _context(method: str, read: Iterable[Any]) -> Any:
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":  # takes effect when the server starts (the first time)
+        modules = {type(o).__module__ for o in read if o is not None}
+        ctx.set_forkserver_preload(_PRELOAD + sorted(m for m in modules if m != "builtins"))
+    return ctx
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _worker_started(_worker_id: int) -> None:
+    """Run first in every worker: on Linux the kernel kills it the moment its parent (the
+    process that reads it, or the fork server, which ends with that process) is gone, so a
+    training process that is killed (by the editor after a Stop it did not obey, by the
+    OOM killer) leaves no orphan worker. torch's own check of the parent runs only every
+    5 s, and only between samples."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # no libc to ask: torch's own check remains
+        pass
+
+
+def release_workers(datasets: Iterable[Any]) -> None:
+    """End the worker processes the streamed datasets among `datasets` keep between epochs
+    (their next read starts new ones): called when a run ends, so a stopped or finished
+    run leaves no process behind."""
+    for ds in datasets:
+        loaders = getattr(ds, "_loaders", None)
+        if not loaders:
+            continue
+        for _sampler, loader in loaders.values():
+            stop_workers(loader)
+        ds._loaders = {}
+
+
+def stop_workers(loader: DataLoader) -> None:
+    """Stop `loader`'s persistent workers now (not when the garbage collector gets to it)."""
+    iterator = getattr(loader, "_iterator", None)
+    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+    loader._iterator = None
 

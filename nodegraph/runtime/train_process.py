@@ -32,6 +32,7 @@ import json
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -44,6 +45,7 @@ from nodegraph.model.errors import NodegraphError, NodeRuntimeError, ValidationE
 from nodegraph.model.events import EpochEnded, StepEnded
 
 BATCH_INTERVAL_S = 0.05
+_GROUPS = hasattr(os, "killpg")  # POSIX: the process leads a group of its own
 
 
 class EventBatcher:
@@ -175,6 +177,7 @@ def _run(text: str, folder: str | None, trusted: list[str], options: dict, threa
          control, write: Callable[[tuple], None]) -> tuple:
     import torch
 
+    from nodegraph.kinds.loading import release_workers
     from nodegraph.model.events import Emitter
     from nodegraph.model.fileformat import loads
     from nodegraph.runtime.train import train
@@ -184,17 +187,22 @@ def _run(text: str, folder: str | None, trusted: list[str], options: dict, threa
     events = Emitter()
     events.subscribe(batcher)
     began = time.process_time()
+    compiled: list = []  # the run's compiled graph, whose data workers end with the run
     try:
         graph = loads(text)
         graph.folder = Path(folder) if folder else None
         graph.trusted = frozenset(trusted)  # the file text carries no trust; the editor's does
         options = dict(options)
         graph.data_roots = options.pop("_data_roots", ())  # nor data folders: the user's
-        result = train(graph, events=events, control=control, **options)
+        result = train(graph, events=events, control=control, prepare=compiled.append,
+                       **options)
     except Exception as e:  # the editor shows it; this process stays up for the next run
         batcher.flush()
         write(("failed", *failure(e)))
         return ("done", None)
+    finally:  # before "done": when the editor sees the run end, its workers have ended
+        for c in compiled:
+            release_workers(c.datasets.values())
     batcher.flush()
     return ("done", {"history": result.history, "final": result.final,
                      "stopped_early": result.stopped_early, "cancelled": result.cancelled,
@@ -210,7 +218,14 @@ def main() -> None:
     except OSError:  # no stderr (a windowless launcher): prints go nowhere
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     sys.stdout = sys.stderr if sys.stderr is not None else open(os.devnull, "w")  # noqa: SIM115
-    serve(sys.stdin.buffer, channel)
+    # The jobs come on a file of their own, and sys.stdin reads nothing: the thread that
+    # waits for messages holds its file's lock while it waits, and a process forked then
+    # (by a block, or DataLoader workers started by fork) would find sys.stdin's lock held
+    # forever (multiprocessing closes sys.stdin first thing in a child: issue #32).
+    jobs = os.fdopen(os.dup(0), "rb")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    sys.stdin = open(os.devnull)  # noqa: SIM115
+    serve(jobs, channel)
 
 
 # -- the editor's side -----------------------------------------------------------------------
@@ -221,9 +236,11 @@ class TrainingProcess:
 
     def __init__(self):
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        # a process group of its own: ending it (`kill`) ends its DataLoader workers and
+        # their fork server with it, wherever they were forked from
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "nodegraph.runtime.train_process"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, env=env)
+            stdout=subprocess.PIPE, env=env, start_new_session=_GROUPS)
         # both pipes exist (PIPE above); typed as such once here
         self._stdin = cast(IO[bytes], self.popen.stdin)
         self._stdout = cast(IO[bytes], self.popen.stdout)
@@ -285,6 +302,8 @@ class TrainingProcess:
             return None
 
     def close(self, wait_s: float = 2.0) -> None:
+        """Ask the process to end (its stdin closed: the run stops, the process exits), and
+        end it and everything it started when it has not within `wait_s`."""
         try:
             self._stdin.close()
         except OSError:
@@ -292,10 +311,19 @@ class TrainingProcess:
         try:
             self.popen.wait(wait_s)
         except subprocess.TimeoutExpired:
-            self.kill()
+            pass
+        self.kill()  # what is left of its group: a worker, the fork server on its way out
 
     def kill(self) -> None:
-        self.popen.kill()
+        """End the process and every process of its group (its DataLoader workers, their
+        fork server) at once."""
+        if _GROUPS:
+            try:  # the group outlives its leader while a member lives, so the id is still its
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass  # nothing left of it
+        if self.popen.poll() is None:
+            self.popen.kill()
         self.popen.wait()
 
 
@@ -363,10 +391,13 @@ def _start() -> TrainingProcess:
 
 
 @atexit.register
-def _close_all() -> None:
+def close_all() -> None:
+    """End every training process this editor started, with their DataLoader workers: at
+    exit (a run still going stops; one that does not within a second is ended)."""
     for process in _all:
         if process.alive:
             process.close(wait_s=1.0)
+    _idle.clear()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import math
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,8 @@ class MappedRows(torch.utils.data.Dataset):
 
 
 def _npy_map(path: Path):
-    return lambda: np.load(path, mmap_mode="r", allow_pickle=False)
+    # a partial, not a lambda: a worker started from a fork server gets it pickled
+    return partial(np.load, path, mmap_mode="r", allow_pickle=False)
 
 
 class NumPyParams(DataParams):
@@ -147,12 +149,14 @@ def _idx_map(path: str, what: str):
     with open(p, "rb") as f:
         zipped = f.read(2) == b"\x1f\x8b"
     start = 4 + 4 * len(dims)
-    if zipped:
-        def unpack():
-            raw = gzip.decompress(p.read_bytes())
-            return np.frombuffer(raw, dtype, math.prod(dims), start).reshape(dims)
-        return dims, dtype, unpack
-    return dims, dtype, lambda: np.memmap(p, dtype, "r", start, dims)
+    if zipped:  # partials, not closures: a worker started from a fork server gets them pickled
+        return dims, dtype, partial(_unpack_idx, p, dtype, dims, start)
+    return dims, dtype, partial(np.memmap, p, dtype, "r", start, dims)
+
+
+def _unpack_idx(p: Path, dtype, dims, start: int) -> np.ndarray:
+    raw = gzip.decompress(p.read_bytes())
+    return np.frombuffer(raw, dtype, math.prod(dims), start).reshape(dims)
 
 
 class MNISTParams(DataParams):

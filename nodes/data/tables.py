@@ -287,15 +287,16 @@ class TableReader:
     def __init__(self, p: ParquetParams):
         self.p = p
         self.table = open_table(p.path, p.format)
+        self.where = str(data_path(p.path))  # as resolved from the graph's folder, now
         self.cols = columns(self.table, p, p.path)
         self.codes = categories(self.table, self.cols, p.path)
 
     def __getstate__(self) -> dict:  # a DataLoader worker reopens the files
-        return {"p": self.p, "cols": self.cols, "codes": self.codes}
+        return {"p": self.p, "where": self.where, "cols": self.cols, "codes": self.codes}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict) -> None:  # in a worker started apart (no graph folder)
         self.__dict__.update(state)
-        self.table = open_table(self.p.path, self.p.format)
+        self.table = open_table(self.where, self.p.format)
 
     def part_list(self) -> list[Any]:
         return list(parts(self.table))

@@ -756,9 +756,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.save_settings()
-        if self.runner.running:
-            self.runner.stop()
-            self.runner.wait(10)
+        self.runner.shutdown(10)  # the run, its workers with it (the process, if it hangs)
         self.blocks.join()  # no thread left importing torch when the process exits
         self.validator.shutdown()
         self.autosave_timer.stop()

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from nodegraph.runtime.train import RunControl, RunResult
 
 training = later("nodegraph.runtime.train")  # torch: imported by the first run (or warm-up)
+loading = later("nodegraph.kinds.loading")
 
 KILL_AFTER_STOP_S = 5.0
 DRAIN_MS = 10
@@ -83,13 +84,17 @@ class _Worker:
         emitter.subscribe(batcher)
         result = cpu_seconds = None
         began = time.thread_time()
+        compiled: list = []  # the run's compiled graph, whose data workers end with the run
         try:
             result = training.train(self.graph, events=emitter, control=self.control,
-                                    **self.options)
+                                    prepare=compiled.append, **self.options)
             cpu_seconds = time.thread_time() - began
         except Exception as e:  # shown in the editor, which stays alive
             batcher.flush()
             self.post("failed", *failure(e))
+        finally:  # a stopped or finished run leaves no DataLoader worker behind
+            for c in compiled:
+                loading.release_workers(c.datasets.values())
         batcher.flush()
         self.post("done", result, cpu_seconds)
 
@@ -243,6 +248,19 @@ class TrainingRunner(QObject):
         worker = self._worker
         if isinstance(worker, _ProcessWorker):
             QTimer.singleShot(int(KILL_AFTER_STOP_S * 1000), lambda: self._kill(worker))
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Stop the run for good (its window closes): wait up to `timeout_s` for it to end,
+        then end its training process, and the DataLoader workers with it, if it has not."""
+        if not self.running:
+            return
+        self.stop()
+        if self.wait(timeout_s):
+            return
+        worker = self._worker
+        if isinstance(worker, _ProcessWorker):
+            self._kill(worker)
+            self.wait(5.0)
 
     def _kill(self, worker: _ProcessWorker) -> None:
         if worker is self._worker and worker.process.alive:

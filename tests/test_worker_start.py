@@ -1,0 +1,138 @@
+"""DataLoader workers beside threads (issue #32): they start, whatever another thread holds;
+a stopped run ends them; killing the training process takes them with it.
+
+The bug: the editor's training process forked its workers while its message-reader thread
+sat in ``pickle.load(sys.stdin.buffer)`` holding that buffer's lock; each worker then
+waited for the lock forever (multiprocessing closes sys.stdin first thing in a child)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+from nodegraph.kinds import loading
+from nodegraph.kinds.loading import LoaderOptions, release_workers
+from nodegraph.model.events import StepEnded
+from nodegraph.model.fileformat import load
+from nodegraph.runtime.compile import compile_graph
+from tests import proc_tree
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "jpeg_folder.json"
+
+
+def wait_for(predicate, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def test_workers_fork_only_where_no_other_thread_runs(monkeypatch):
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, daemon=True)
+    other.start()
+    try:
+        assert loading.start_method() == "forkserver"
+    finally:
+        release.set()
+        other.join()
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # the CLI's main thread alone
+    assert loading.start_method() == "fork"
+
+
+def test_workers_start_while_another_thread_holds_stdins_lock(monkeypatch):
+    """What the training process did: a thread blocked reading sys.stdin (holding its
+    buffer's lock) while the run starts its workers. Before the fix no batch ever came."""
+    graph = load(EXAMPLE)
+    data = next(iter(compile_graph(graph, device="cpu", seed=0).datasets.values()))
+    data.configure(LoaderOptions(workers=2))
+    r, w = os.pipe()
+    monkeypatch.setattr(sys, "stdin", open(r))  # noqa: SIM115 — closed below
+    reader = threading.Thread(target=sys.stdin.buffer.read, args=(1,), daemon=True)
+    reader.start()
+    wait_for(lambda: False, 0.2)  # the reader is in read(), holding the lock
+    got: list = []
+    before = set(proc_tree.descendants(os.getpid()))
+    first = threading.Thread(daemon=True, target=lambda: got.append(
+        next(data.batches("train", True, torch.Generator().manual_seed(0)))))
+    first.start()
+    first.join(300)  # generous: two workers start on a loaded machine in seconds
+    try:
+        assert got, "no batch from the workers: they hang on a lock held at the fork"
+        assert got[0]["x"].shape == (32, 3, 32, 32)
+    finally:
+        release_workers([data])
+        os.write(w, b"x")
+        reader.join(5)
+        sys.stdin.close()
+        os.close(w)
+        if not got:  # the hung workers of the old code: not left to the next test
+            for pid in set(proc_tree.descendants(os.getpid())) - before:
+                if not proc_tree.servers(os.getpid()) & {pid}:
+                    os.kill(pid, 9)
+
+
+def test_stop_ends_the_runs_workers_and_a_kill_takes_them_along(tmp_path, monkeypatch):
+    """A training process, as the editor drives it: Stop leaves only the process (and the
+    fork server it keeps); killing it mid-run (the editor does, when a run does not stop)
+    leaves no process at all, orphans included."""
+    from nodegraph.runtime import train_process
+
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv("NODEGRAPH_TEST_MARK", mark)  # every descendant carries it
+    shutil.copytree(EXAMPLE.parent / "data" / "shapes_sample", tmp_path / "data" / "shapes_sample")
+    shutil.copy(EXAMPLE, tmp_path / EXAMPLE.name)
+    graph = load(tmp_path / EXAMPLE.name)
+    process = train_process.TrainingProcess()
+    try:
+        assert process.ready.wait(300)
+        for round_ in ("stop", "kill"):
+            messages: list = []
+
+            def read(messages=messages):
+                while (m := process.receive()) is not None:
+                    messages.append(m)
+                    if m[0] == "done":
+                        return
+
+            assert process.train(graph, {"epochs": 500})
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            def stepped(messages=messages) -> bool:
+                return any(isinstance(e, StepEnded) for m in messages if m[0] == "events"
+                           for e in m[1])
+
+            assert wait_for(stepped, 300), messages
+            pid = process.popen.pid
+            workers = set(proc_tree.descendants(pid)) - proc_tree.servers(pid)
+            assert len(workers) >= 2, proc_tree.descendants(pid)  # two DataLoader workers
+            if round_ == "stop":
+                began = time.monotonic()
+                process.send("stop")
+                reader.join(60)
+                assert messages[-1][0] == "done" and messages[-1][1]["cancelled"]
+                # "done" comes after the workers ended: nothing left but the servers
+                assert set(proc_tree.descendants(pid)) == proc_tree.servers(pid)
+                print(f"Stop to no worker: {time.monotonic() - began:.2f} s")
+            else:
+                began = time.monotonic()
+                process.kill()
+                assert wait_for(lambda: not proc_tree.marked("NODEGRAPH_TEST_MARK", mark), 20), \
+                    [(p, proc_tree.command(p)) for p in proc_tree.marked("NODEGRAPH_TEST_MARK",
+                                                                          mark)]
+                print(f"kill to no process: {time.monotonic() - began:.2f} s")
+    finally:
+        if process.alive:
+            process.kill()
