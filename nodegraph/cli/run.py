@@ -3,7 +3,8 @@
 Overrides for this run come from the command line (`--epochs`, `--set NODE.PARAM=VALUE`,
 `--seed`, `--device`, ...); outputs are the metrics file, checkpoints, probe frames and the
 trackers' logs, each folder named on stderr before the run starts (a graph file's own
-`training.log_dir` only inside the graph's folder: `nodegraph.kinds.write_confine`). `--nproc` / `--nnodes` start the same command under torchrun
+`training.log_dir` only inside the graph's folder: `nodegraph.kinds.write_confine`).
+`--nproc` / `--nnodes` start the same command under torchrun
 (`nodegraph.runtime.distributed`), where only rank 0 talks and writes. torch is imported
 when the command runs, not when its parser is built.
 """
