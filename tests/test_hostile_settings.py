@@ -296,6 +296,17 @@ def test_a_files_log_dir_outside_its_folder_is_refused_and_nothing_written(tmp_p
     assert list(outside.iterdir()) == []
 
 
+def test_a_log_dir_set_after_loading_is_the_users_and_the_files_own_stays_fenced(tmp_path):
+    from nodegraph.kinds.write_confine import file_folder
+
+    graph = nodegraph.load(write(tmp_path / "project", xor(log_dir="../out")))
+    with pytest.raises(OutsideGraphFolder):
+        file_folder(graph.copy(), "training.log_dir", "../out")  # a copy is the file's too
+    graph.set_training("log_dir", str(tmp_path / "mine"))  # in Python, the editor
+    assert file_folder(graph, "training.log_dir", graph.training["log_dir"]) == \
+        tmp_path / "mine"
+
+
 def test_the_user_may_write_anywhere_and_every_folder_is_named(tmp_path, capsys):
     pytest.importorskip("tensorboard")
     project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
@@ -344,6 +355,7 @@ def _als(folder: Path, features: int, classes: int, cutoff: int) -> str:
 
 PEAK = """
 import resource, sys
+from nodegraph.cli.main import main
 code = main(["validate", sys.argv[1]])
 print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, code)
 """

@@ -9,7 +9,8 @@ refused, naming the setting and how to write there on purpose (``--log-dir DIR``
 ``log_dir=`` argument), which are the user's and are never fenced. Reading from a folder
 (``--data-root``) does not allow writing to it; only ``--trust`` (`confine.ANYWHERE`),
 under which the file's code may do anything anyway, lifts the fence. A graph built in
-code (no folder) writes where its settings say, from the current directory.
+code (no folder), or a value set since the file was read (`Graph.file_training` keeps what
+the file said), writes where its settings say, from the current directory.
 """
 
 from __future__ import annotations
@@ -27,12 +28,16 @@ class OutsideGraphFolder(NodegraphError):
 
 
 def file_folder(graph: Any, setting: str, given: Any) -> Path:
-    """The folder `setting` of `graph` (a file's value, `given`) names for writing: from
-    the graph's folder when relative, and inside it; else OutsideGraphFolder."""
+    """The folder `setting` (``training.NAME``) of `graph`, `given`, names for writing.
+    The file's own value (what `graph.file_training` holds) is taken from the graph's
+    folder when relative, and must lie inside it, else OutsideGraphFolder; a value the
+    user set since (in Python, the editor) is theirs, taken as it is."""
     if not isinstance(given, str) or not given or "\x00" in given:
         raise NodegraphError(f"{setting} must be the text of a folder, got {given!r:.80}")
     path = Path(given).expanduser()
-    if graph.folder is None:
+    loaded = graph.file_training
+    if graph.folder is None or loaded is None or loaded.get(setting.rpartition(".")[2]) \
+            != given:
         return path
     folder = Path(graph.folder)
     path = path if path.is_absolute() else folder / path

@@ -19,11 +19,13 @@ and a UTF-8 BOM is skipped.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
 from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from nodegraph.model import settings
@@ -107,6 +109,7 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
     training = doc.get("training", {})
     if isinstance(training, dict):
         graph.replace_training(training)  # kept as written: the validator reports it too
+        graph.file_training = MappingProxyType(copy.deepcopy(training))
         problems += settings.resolve(training)[1]  # each setting with its type and bounds
     else:
         problems.append(Problem(None, None, "bad_entry", "'training' must be an object; "
