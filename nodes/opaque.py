@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodegraph.kinds import devices
+from nodegraph.kinds import devices, footprint
 from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import DataParams, data_params, from_arrays
 from nodegraph.kinds.declare import data, op
@@ -228,6 +228,8 @@ class OpaqueModule(nn.Module):
             self.module = root.get_submodule(path) if path else root
         except AttributeError:
             raise ParamError(f"{target} has no submodule {path!r}") from None
+        # what a CPU copy of the whole object holds (known on meta without memory)
+        self.root_bytes = sum(footprint.module_bytes(root))
         self.index = index
         self.call_kwargs = decode(call_kwargs or {})
         self.recipe = (target, kwargs, path)
@@ -255,10 +257,15 @@ class OpaqueModule(nn.Module):
     def _shapes_on_cpu(self, inputs: tuple):
         """Shape inference of a module that reads tensor values (an `if` on a sum, the
         reason it was kept whole): a CPU copy runs on zeros, and the outputs' shapes come
-        back as meta tensors."""
+        back as meta tensors. The copy is made only when its weights and inputs, counted
+        on meta, fit in the memory available, and stopped as soon as what it makes does not
+        (`footprint.bounded_work`): validation never allocates what the estimate refuses."""
         target, kwargs, path = self.recipe
         cls = resolve(target, "target", allowlist.MODULES)
-        with torch.device("cpu"):
+        size = self.root_bytes + footprint.tensor_bytes(inputs)
+        with footprint.bounded_work(size, "kwargs", f"a CPU copy of {target} (which cannot run "
+                               "on meta tensors) to learn its output shapes"), \
+                torch.device("cpu"):
             kwargs = dict(kwargs)
             root = cls(*kwargs.pop("*", ()), **kwargs)
             real = root.get_submodule(path) if path else root
@@ -270,6 +277,8 @@ class OpaqueModule(nn.Module):
         def meta(v):
             if isinstance(v, torch.Tensor):
                 return torch.empty(v.shape, dtype=v.dtype, device="meta")
+            if isinstance(v, tuple) and hasattr(v, "_fields"):  # a named tuple's fields
+                return type(v)(*(meta(x) for x in v))
             return type(v)(meta(x) for x in v) if isinstance(v, tuple | list) else v
 
         return meta(out)

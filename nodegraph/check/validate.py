@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from nodegraph.check import eager, opcache
+from nodegraph.check import bounds, eager, opcache
 from nodegraph.check.opcache import OpCache
 from nodegraph.kinds import classes, confine, devices, dtypes, footprint, shapes
 from nodegraph.kinds.augment import Chain, augmenting
@@ -162,6 +162,7 @@ def _validated(graph: Graph, for_training: bool, cache: OpCache) -> Report:
     _check_device(graph, report)
     _count_ties_once(graph, report)
     _check_stages(graph, report)
+    report.problems += bounds.problems(report)  # workers and batches against machine, data
     report.problems += references.problems(graph, set(report.specs))
     report.seconds = time.perf_counter() - start
     return report

@@ -73,6 +73,23 @@ def beside(graph_path: str):
     return files_relative_to(Path(graph_path).parent)
 
 
+def file_log_dir(graph) -> str | None:
+    """The graph file's own `training.log_dir`, only inside the graph's folder (else an
+    error saying how to write elsewhere: `nodegraph.kinds.write_confine`); None for none."""
+    from nodegraph.kinds import write_confine
+
+    given = graph.training.get("log_dir")
+    return str(write_confine.file_folder(graph, "training.log_dir", given)) if given else None
+
+
+def given_log_dir(args: argparse.Namespace, assignments: dict[str, Any]) -> None:
+    """`--set training.log_dir=DIR` is the user's, as `--log-dir DIR` is: moved from the
+    assignments (which change the graph's own settings) to `args.log_dir`."""
+    if getattr(args, "log_dir", None) is None and isinstance(
+            assignments.get("training.log_dir"), str):
+        args.log_dir = assignments.pop("training.log_dir")
+
+
 def parse_assignments(items: list[str]) -> dict[str, Any]:
     """`NODE.PARAM=VALUE` strings as a dict; VALUE is JSON when it parses, else text."""
     out: dict[str, Any] = {}

@@ -2,7 +2,9 @@
 
 Overrides for this run come from the command line (`--epochs`, `--set NODE.PARAM=VALUE`,
 `--seed`, `--device`, ...); outputs are the metrics file, checkpoints, probe frames and the
-trackers' logs. `--nproc` / `--nnodes` start the same command under torchrun
+trackers' logs, each folder named on stderr before the run starts (a graph file's own
+`training.log_dir` only inside the graph's folder: `nodegraph.kinds.write_confine`).
+`--nproc` / `--nnodes` start the same command under torchrun
 (`nodegraph.runtime.distributed`), where only rank 0 talks and writes. torch is imported
 when the command runs, not when its parser is built.
 """
@@ -17,6 +19,8 @@ from nodegraph.cli.common import (
     EXIT_INTERRUPTED,
     add_graph_argument,
     beside,
+    file_log_dir,
+    given_log_dir,
     open_graph,
     parse_assignments,
     say,  # control characters from the file escaped
@@ -50,7 +54,8 @@ def register(sub) -> None:
                      "(scalars, learning rates, hyperparameters, probe histograms)")
     run.add_argument("--mlflow", metavar="URI", help="record the run in MLflow at this "
                      "tracking URI (params, metrics per epoch, the graph as an artifact)")
-    run.add_argument("--quiet", action="store_true", help="print only the final result")
+    run.add_argument("--quiet", action="store_true", help="print only the final result (and, "
+                     "on stderr, the folders the run writes into)")
     run.add_argument("--compile", action="store_true", help="run the training forward through "
                      "torch.compile (inductor); falls back to eager where it cannot")
     run.add_argument("--init-weights", metavar="FILE.safetensors", help="start from these "
@@ -85,9 +90,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.nproc:
         return distributed.launch(args.nproc, without_option(args.argv, "--nproc"))
     main_rank = distributed.is_main()  # under torchrun only rank 0 talks and writes
-    graph = with_assignments(open_graph(args), parse_assignments(args.set))
+    assignments = parse_assignments(args.set)
+    given_log_dir(args, assignments)  # --set training.log_dir=DIR: the user's own
+    graph = with_assignments(open_graph(args), assignments)
+    log_dir = args.log_dir or file_log_dir(graph)
     if main_rank:  # a path that cannot be written fails now, not after the whole run
         _check_outputs(args)
+        _say_outputs(args, log_dir)
     prepare = weights_loader(args.init_weights) if args.init_weights else None
     if args.compile:
         graph.set_training("compile", "inductor")
@@ -105,7 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         with beside(args.graph):
             result = model.fit(args.epochs, seed=args.seed, device=args.device,
                                events=events, checkpoint_dir=args.checkpoint_dir,
-                               resume=args.resume, prepare=prepare, log_dir=args.log_dir,
+                               resume=args.resume, prepare=prepare, log_dir=log_dir,
                                mlflow=args.mlflow, threads=args.threads)
     except KeyboardInterrupt:  # before the loop started (the loop itself returns cancelled)
         renderer.close()
@@ -163,6 +172,27 @@ def _check_outputs(args: argparse.Namespace) -> None:
             check_file(path, flag, special_ok=True)
     if args.save_model:  # a zip written beside and renamed: a regular file only
         check_file(args.save_model, "--save-model")
+
+
+def _say_outputs(args: argparse.Namespace, log_dir: str | None) -> None:
+    """One line on stderr for each folder the run will write into, before it starts: a
+    file's settings never write anywhere unannounced."""
+    from pathlib import Path
+
+    from nodegraph.model.outputs import is_special
+
+    named = [("TensorBoard event files", log_dir, True),
+             ("checkpoints", args.checkpoint_dir, True),
+             ("probe frames", args.probe_out, False),
+             ("metrics", None if args.metrics_out == "-" else args.metrics_out, False),
+             ("the trained model", args.save_model, False)]
+    for what, path, is_folder in named:
+        if path and not (not is_folder and is_special(Path(path))):
+            where = Path(path).expanduser().absolute()
+            say(f"writing {what} in {where if is_folder else where.parent}"
+                + ("" if is_folder else f" (as {where.name})"), file=sys.stderr)
+    if args.mlflow:  # a server, or a local store (a folder, a database file)
+        say(f"recording the run in MLflow at {args.mlflow}", file=sys.stderr)
 
 
 def _say_checkpoint(folder: str | None) -> None:

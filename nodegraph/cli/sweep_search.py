@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 from nodegraph.cli.common import (
+    file_log_dir,
+    given_log_dir,
     open_graph,
     parse_assignments,
     say,  # control characters from the file escaped
@@ -82,7 +84,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         import optuna  # noqa: F401
     except ImportError:
         raise NodegraphError("--search needs Optuna: pip install 'nodegraph[search]'") from None
-    base = with_assignments(open_graph(args), parse_assignments(args.set))
+    assignments = parse_assignments(args.set)
+    given_log_dir(args, assignments)  # --set training.log_dir=DIR: the user's own
+    base = with_assignments(open_graph(args), assignments)
     spaces = [parse_space(item) for item in args.param]
     spaces += grid_spaces(parse_grid(args.grid)) if args.grid else []
     if not spaces:
@@ -117,7 +121,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                         study_name=args.study_name or Path(args.graph).stem,
                         epochs=args.epochs, seed=args.sampler_seed,
                         # the file's training.log_dir, too, becomes one folder per trial
-                        log_dir=args.log_dir or base.training.get("log_dir") or None,
+                        log_dir=args.log_dir or file_log_dir(base),
                         ready=start_helpers)
     except BaseException:
         if helpers:

@@ -193,6 +193,38 @@ class _Allocations(TorchDispatchMode):
 _ALIASING = {torch.ops.aten._unsafe_view.default, torch.ops.aten.alias.default}
 
 
+class _Bounded(_Allocations):
+    """Counts as `_Allocations` does, and stops the work with TooLarge once the tensors
+    made add up to more than `budget` bytes (at most one op's output past it)."""
+
+    def __init__(self, budget: int, param: str | None, what: str) -> None:
+        super().__init__()
+        self.budget, self.param, self.what = budget, param, what
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if self.nbytes > self.budget:
+            raise TooLarge(self.param, f"made more than {size_text(self.budget)} of tensors "
+                           f"for {self.what}, more than the memory available",
+                           f"lower '{self.param}'" if self.param else "lower the sizes "
+                           "upstream of it")
+        return out
+
+
+@contextmanager
+def bounded_work(nbytes: int, param: str | None, what: str) -> Iterator[None]:
+    """Real work done during validation (`what`, sized by `param`), which must fit: first
+    `need` for the `nbytes` foreseen, then, within this block, TooLarge as soon as the
+    tensors made exceed the memory available (no limit known: unbounded)."""
+    need(nbytes, param or "", None, what, f"lower '{param}'" if param else "")
+    limit = limit_bytes()
+    if limit is None:
+        yield
+        return
+    with _Bounded(limit, param, what):
+        yield
+
+
 def run_counted(module: torch.nn.Module, args: list) -> tuple[Any, int]:
     """`module(*args)` on meta inputs, and the bytes of the tensors it made on the way."""
     try:

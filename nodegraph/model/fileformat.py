@@ -19,13 +19,16 @@ and a UTF-8 BOM is skipped.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
 from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from nodegraph.model import settings
 from nodegraph.model.errors import GraphFileError, Problem
 from nodegraph.model.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.model.groupdefs import GROUP_NAME, GroupDef
@@ -34,6 +37,7 @@ from nodegraph.model.outputs import atomic_write_text
 from nodegraph.model.safe_read import FileRefused, read_regular
 from nodegraph.model.spec import NAME as PORT_NAME
 from nodegraph.model.spec import Registry
+from nodegraph.model.ui_section import checked_ui
 
 FORMAT = "nodegraph"
 VERSION = 1
@@ -90,20 +94,29 @@ def _read_text(path: Path) -> str:
 def loads(text: str, registry: Registry | None = None, source: str = "<string>") -> Graph:
     """Parse a graph document from a string (see `load`)."""
     doc, duplicates = _parse(text, source)
-    graph = Graph(str(doc.get("name", Path(source).stem)), registry)
     problems = [Problem(None, None, "duplicate_key", f"key '{k}' appears twice; the last one "
                         "was kept", severity="warning") for k in duplicates]
+    name = doc.get("name", Path(source).stem)
+    if not isinstance(name, str):
+        problems.append(Problem(None, None, "bad_entry", "'name' must be text; the file's "
+                                "name was used", severity="warning"))
+        name = Path(source).stem
+    graph = Graph(name, registry)
     _read_groups(graph, doc.get("groups", {}), problems)
     _read_nodes(graph, doc.get("nodes", {}), problems)
     _read_edges(graph, doc.get("edges", []), problems)
     _read_ties(graph, doc.get("ties", []), problems)
-    for key in ("training", "ui"):
-        value = doc.get(key, {})
-        if isinstance(value, dict):
-            (graph.replace_training if key == "training" else graph.replace_ui)(value)
-        else:
-            problems.append(Problem(None, None, "bad_entry", f"'{key}' must be an object; "
-                                    "it was ignored"))
+    training = doc.get("training", {})
+    if isinstance(training, dict):
+        graph.replace_training(training)  # kept as written: the validator reports it too
+        graph.file_training = MappingProxyType(copy.deepcopy(training))
+        problems += settings.resolve(training)[1]  # each setting with its type and bounds
+    else:
+        problems.append(Problem(None, None, "bad_entry", "'training' must be an object; "
+                                "it was ignored"))
+    ui, found = checked_ui(doc.get("ui", {}))
+    graph.replace_ui(ui)
+    problems += found
     graph.extra = {k: v for k, v in doc.items() if k not in KNOWN_TOP}
     graph.load_problems = problems
     return graph
@@ -345,8 +358,9 @@ def _read_groups(graph: Graph, groups: Any, problems: list[Problem]) -> None:
                 problems.append(Problem(None, None, "bad_entry", f"{where}/outputs/{port} must "
                                         "be an [inner node, output] pair of the group's nodes; "
                                         "the output was skipped"))
-        ui = entry.get("ui", {})
-        defn.body.update_ui(ui if isinstance(ui, dict) else {})
+        ui, found = checked_ui(entry.get("ui", {}), f"{where}/ui")
+        defn.body.update_ui(ui)
+        problems += found
 
 
 def _port_name(port: str, where: str, problems: list[Problem]) -> bool:
@@ -371,11 +385,12 @@ def _read_ties(graph: Graph, ties: Any, problems: list[Problem]) -> None:
         problems.append(Problem(None, None, "bad_entry", "'ties' must be a list; it was "
                                 "ignored"))
         return
-    for entry in ties:
+    for i, entry in enumerate(ties):
         ends = _edge_ends(entry)
         if ends is None:
             problems.append(Problem(None, None, "bad_entry", "a tie must look like "
-                                    '{"from": [node, param], "to": [node, param]}'))
+                                    '{"from": [node, param], "to": [node, param]}; '
+                                    f"ties/{i} was skipped"))
             continue
         (src, src_param), (dst, dst_param) = ends
         graph.add_tie(Tie(src, src_param, dst, dst_param), strict=False)

@@ -167,6 +167,10 @@ class Graph:
         # folders beyond `folder` its data and weights may come from, or "anywhere"
         # (nodegraph.kinds.confine): the user's choice too, never the file's
         self.data_roots: tuple[Path, ...] | str = ()
+        # the training section as the file gave it (None: not read from a file): a setting
+        # that still holds the file's value is the file's, not the user's
+        # (nodegraph.kinds.write_confine fences where such a value may write)
+        self.file_training: Mapping[str, Any] | None = None
         self.events = Emitter()
 
     @property
@@ -675,6 +679,7 @@ class Graph:
         g.folder = self.folder
         g.trusted = self.trusted
         g.data_roots = self.data_roots
+        g.file_training = self.file_training
         return g
 
     # -- checks used by strict edits -----------------------------------------------------

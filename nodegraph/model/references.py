@@ -72,6 +72,12 @@ def _stages(training: dict[str, Any]) -> list[dict]:
     return [s for s in stages if isinstance(s, dict)] if isinstance(stages, list) else []
 
 
+def _stage_names(training: dict[str, Any]) -> list[str]:
+    """The names of the well-formed stages (a name of another type, which the settings
+    check reports, names nothing)."""
+    return [name for s in _stages(training) if isinstance(name := s.get("name"), str)]
+
+
 def _renamed_stage(stage: Any, old: str, new: str) -> Any:
     if not isinstance(stage, dict):
         return stage
@@ -126,7 +132,7 @@ def problems(graph, flat_ids: frozenset[str] | set[str] = frozenset()) -> list[P
     the param does not allow, or a stage the training settings lack. `flat_ids` are the
     flattened graph's ids (``instance__inner``), which params may name too. The param an
     op or metric `binds` is left to the check of what compile can bind."""
-    stages = {s.get("name") for s in _stages(graph.training)}
+    stages = set(_stage_names(graph.training))
     found = []
     for node in graph:
         if node.type not in graph.registry:
@@ -175,7 +181,7 @@ def choices(graph, param: Param, node: str | None = None) -> list[str]:
     """What `param` of node `node` may name, for a picker: the graph's nodes of the kinds
     it allows (itself excepted), or the training stages' names."""
     if param.kind == "stage":
-        return [s["name"] for s in _stages(graph.training) if isinstance(s.get("name"), str)]
+        return _stage_names(graph.training)
     if not param.names_nodes:
         return []
     return sorted(n.id for n in graph if n.id != node and (

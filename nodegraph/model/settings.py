@@ -5,6 +5,13 @@ the device, early stopping, how often to checkpoint. They are declared as `Param
 validator checks them with the same messages as block params, the CLI's `--set
 training.epochs=5` and the editor's toolbar use the same names, and unknown keys are
 reported instead of ignored.
+
+A file's numbers are bounded where a run would take them literally: `epochs` (and the
+epochs of all stages together) at `MAX_EPOCHS`, as many as the editor's box offers, since a
+run lists its epochs before it starts; `workers` at `MAX_WORKERS` (validation also holds it
+to the machine's cores and the dataset's batches, `nodegraph.check.bounds`). `stages` is
+checked entry by entry, each field with its type, so a stage named by an object is a
+problem naming ``training.stages``, never an error inside the code that reads it.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodegraph.model.errors import Problem
+from nodegraph.model.errors import ParamError, Problem
 from nodegraph.model.spec import (
     Param,
     Params,
@@ -23,8 +30,13 @@ from nodegraph.model.spec import (
     str_param,
 )
 
+MAX_EPOCHS = 1_000_000  # the editor's epochs box goes as far; a run lists every epoch
+MAX_WORKERS = 256  # beyond any machine's cores; validation bounds it by this one's
+MAX_STAGES = 1_000
+STAGE_KEYS = ("name", "epochs", "optimizers", "frozen")
+
 TRAINING_PARAMS: tuple[Param, ...] = (
-    int_param("epochs", 10, "passes over the training split", min=0),
+    int_param("epochs", 10, "passes over the training split", min=0, max=MAX_EPOCHS),
     int_param("seed", 0, "seed of weight initialisation, shuffling and dropout", min=0,
               max=2**31 - 1),  # what every seed taker holds (numpy, torch + rank, a Qt spin box)
     str_param("device", "auto", "cpu, cuda, cuda:N or auto (a GPU when there is one)"),
@@ -65,8 +77,8 @@ TRAINING_PARAMS: tuple[Param, ...] = (
     str_param("log_dir", "", "write TensorBoard event files here (scalars, learning rates, "
               "hyperparameters, probe histograms; needs the tracking extra); empty: none"),
     int_param("workers", None, "DataLoader worker processes reading a streamed dataset; empty: "
-              "one per spare core (up to 8) for splits of 256 samples or more", min=0,
-              nullable=True),
+              "one per spare core (up to 8) for splits of 256 samples or more; at most 4 per core "
+              "and one per batch", min=0, max=MAX_WORKERS, nullable=True),
     bool_param("pin_memory", None, "pin streamed batches in page-locked memory for faster "
                "copies to the GPU; empty: on when training on a GPU", nullable=True),
     bool_param("persistent_workers", None, "keep a streamed dataset's workers alive from "
@@ -135,10 +147,55 @@ def resolve(training: Mapping[str, Any]) -> tuple[TrainingSettings, list[Problem
                                     f"unknown training setting '{name}' (known: {known})"))
             continue
         try:
-            values[name] = found.check(value)
+            checked = found.check(value)
+            values[name] = checked_stages(checked) if name == "stages" else checked
         except Exception as e:
             problems.append(Problem(None, f"training.{name}", "bad_param", str(e)))
     return values, problems
+
+
+def checked_stages(stages: Any) -> list[dict[str, Any]]:
+    """`stages` when it is a list of stage objects whose every field has its type (the
+    nodes they name are checked against the graph by validation), else ParamError saying
+    which stage and field."""
+    if not isinstance(stages, list):
+        raise ParamError(f"'stages' must be a list of objects, got {_short(stages)}")
+    if len(stages) > MAX_STAGES:
+        raise ParamError(f"'stages' lists {len(stages):,} stages; at most {MAX_STAGES:,}")
+    total = 0
+    for i, stage in enumerate(stages):
+        where = f"stage {i + 1}"
+        if not isinstance(stage, dict):
+            raise ParamError(f"{where} must be an object with {', '.join(STAGE_KEYS)}, "
+                             f"got {_short(stage)}")
+        unknown = sorted(set(stage) - set(STAGE_KEYS))
+        if unknown:
+            raise ParamError(f"{where}: unknown keys {_short(unknown)} (known: "
+                             f"{', '.join(STAGE_KEYS)})")
+        name = stage.get("name")
+        if name is not None and not isinstance(name, str):
+            raise ParamError(f"{where}: 'name' must be text, got {_short(name)}")
+        epochs = stage.get("epochs")
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or not (
+                0 <= epochs <= MAX_EPOCHS):
+            raise ParamError(f"{where}: 'epochs' must be a whole number from 0 to "
+                             f"{MAX_EPOCHS:,}, got {_short(epochs)}")
+        total += epochs
+        for key in ("optimizers", "frozen"):
+            ids = stage.get(key)
+            if ids is not None and (not isinstance(ids, list) or not all(
+                    isinstance(n, str) for n in ids)):
+                raise ParamError(f"{where}: '{key}' must be a list of node ids, got "
+                                 f"{_short(ids)}")
+    if total > MAX_EPOCHS:
+        raise ParamError(f"the stages add up to {total:,} epochs; at most {MAX_EPOCHS:,}")
+    return stages
+
+
+def _short(value: Any) -> str:
+    """A value from a file, quoted for a message and cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def monitor_rises(key: str, mode: str) -> bool:

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from nodegraph.kinds import write_confine
 from nodegraph.kinds.estimator import fit_estimators
 from nodegraph.model import outputs, settings
 from nodegraph.model.errors import NodegraphError, NodeRuntimeError, ValidationError
@@ -198,6 +199,9 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     if gradient_free:  # estimators and procedures: fit, evaluate, no epochs
         opts = training_options(graph, epochs=0, seed=seed, device=device, log_dir=log_dir,
                                 threads=threads)
+    if log_dir is None and opts["log_dir"]:  # the file's own: only beside the file
+        opts["log_dir"] = str(write_confine.file_folder(graph, "training.log_dir",
+                                                        opts["log_dir"]))
     if checkpoint_dir is not None:  # an unwritable folder fails now, not after an epoch
         outputs.check_folder(checkpoint_dir, "checkpoint folder")
     if opts["log_dir"]:
