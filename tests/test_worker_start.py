@@ -15,13 +15,16 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from nodegraph.kinds import loading
 from nodegraph.kinds.loading import LoaderOptions, release_workers
+from nodegraph.kinds.streamed import is_streamed
 from nodegraph.model.events import StepEnded
 from nodegraph.model.fileformat import load
+from nodegraph.model.graph import Graph
 from nodegraph.runtime.compile import compile_graph
 from tests import proc_tree
 
@@ -136,3 +139,68 @@ def test_stop_ends_the_runs_workers_and_a_kill_takes_them_along(tmp_path, monkey
     finally:
         if process.alive:
             process.kill()
+
+
+def _epoch(data, workers: int, method: str, monkeypatch) -> list[dict]:
+    monkeypatch.setattr(loading, "start_method", lambda: method)
+    data.configure(LoaderOptions(workers=workers))
+    try:
+        return list(data.batches("train", True, torch.Generator().manual_seed(3)))
+    finally:
+        release_workers([data])
+
+
+def _streamed_graph(fmt: str, folder: Path) -> Graph:
+    """A graph whose data block streams `fmt`: a shipped example's, or a file written here."""
+    if fmt == "npy":
+        rng = np.random.default_rng(5)
+        np.save(folder / "x.npy", rng.normal(size=(50, 2, 3)).astype(np.float32))
+        np.save(folder / "y.npy", rng.integers(0, 3, 50))
+        g = Graph("npy")
+        g.add("data.NumPy", "data", path=str(folder / "x.npy"), y_path=str(folder / "y.npy"),
+              target_kind="class", storage="stream")
+        return g
+    if fmt == "idx":
+        rng = np.random.default_rng(4)
+        for name, shape in (("im", (60, 6, 5)), ("lb", (60,))):
+            a = rng.integers(0, 256 if name == "im" else 10, shape)
+            (folder / name).write_bytes(bytes([0, 0, 8, a.ndim]) + np.array(a.shape, ">u4")
+                                        .tobytes() + a.astype(np.uint8).tobytes())
+        g = Graph("idx")
+        g.add("data.MNIST", "data", images=str(folder / "im"), labels=str(folder / "lb"),
+              storage="stream")
+        return g
+    g = load(EXAMPLE.parent / f"{fmt}.json")
+    for node in g:
+        if node.type.startswith("data.") and any(
+                p.name == "storage" for p in g.registry.get(node.type).params):
+            g.set_param(node.id, "storage", "stream")
+    return g
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["jpeg_folder", "cifar_cnn", "parquet_churn", "hf_signals",
+                                 "webdataset_signals", "bpe_transformer", "npy", "idx"])
+def test_every_streamed_format_reads_the_same_from_a_fork_server(fmt, tmp_path, monkeypatch):
+    """Workers from a fork server get the dataset pickled (forked ones inherit it): every
+    streamed format gives them the same batches as forked workers, and the samples one
+    process reads (map-style sources: in the same order)."""
+    graph = _streamed_graph(fmt, tmp_path)
+    compiled = compile_graph(graph, device="cpu", seed=0, for_training=False)
+    (data,) = [d for d in compiled.datasets.values() if is_streamed(d)]
+    alone = _epoch(data, 0, "fork", monkeypatch)
+    forked = _epoch(data, 2, "fork", monkeypatch)
+    served = _epoch(data, 2, "forkserver", monkeypatch)
+
+    def same(a: list[dict], b: list[dict]) -> bool:
+        return len(a) == len(b) and all(torch.equal(x[k], y[k]) for x, y in zip(a, b, strict=True)
+                                        for k in x)
+
+    def rows(batches: list[dict]) -> list:
+        return sorted(tuple(r.flatten().tolist()) for b in batches for r in b["x"])
+
+    assert same(forked, served)
+    if isinstance(data.sources["train"], loading.ShardSource):  # workers take turns by shard
+        assert rows(alone) == rows(served)
+    else:
+        assert same(alone, served)
