@@ -6,6 +6,16 @@ prediction part, the values losses and metrics read (see `export.model.partition
 are named after the data ports (``x``), outputs after their nodes (``out``, or
 ``node.port`` for blocks with several outputs); the batch dimension stays free.
 
+By default the file starts from raw inputs: the model's preprocessing
+(`nodegraph.runtime.preprocess`) is inside the graph. An image block's port takes decoded
+8-bit photos at the block's size, uint8 N x H x W x C (grey or RGB as the block reads them),
+and scales them to [0, 1], then runs the deterministic part of the augment chain
+(Normalize, a centre crop); any port the block normalises takes raw values and is scaled
+with the block's statistics. ``preprocess=False`` (``--no-preprocess``) writes the bare
+network, whose inputs are the ports' values. Either way each input's contract — dtype,
+layout, value range, size, channel order, resize policy, class names — is written in the
+file's ``metadata_props`` (``input.x.dtype``, ``input.x.layout``, ..., ``classes``).
+
 When the exporter fails, each block on the way is exported on its own to find the ones
 that cannot be written, so the error names nodes instead of showing a traceback. After
 writing, onnxruntime (when installed) runs the file on the first rows of the training data
@@ -17,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -28,6 +38,7 @@ from nodegraph.interop.export.weights import load_weights
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.runtime.compile import Compiled, Key, compile_graph
+from nodegraph.runtime.preprocess import Preprocess, contract, preprocessors
 
 OPSET = 17
 MIN_OPSET, MAX_OPSET = 9, 20  # what torch's TorchScript exporter writes
@@ -43,33 +54,43 @@ class OnnxExport:
     outputs: list[str]
     max_difference: float | None = None  # None when onnxruntime is not installed
     random: bool = False  # the outputs depend on random draws, so they were not compared
+    # per input name, what it must hold (dtype, layout, range, ...; `preprocess.contract`)
+    contract: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class _Forward(nn.Module):
-    """The compiled graph as a module of positional inputs and a tuple of outputs."""
+    """The compiled graph as a module of positional inputs and a tuple of outputs, each
+    input through its preprocessing first (`preprocess`: one per input, None for none)."""
 
-    def __init__(self, compiled: Compiled, inputs: list[Key], outputs: list[Key]):
+    def __init__(self, compiled: Compiled, inputs: list[Key], outputs: list[Key],
+                 preprocess: list[Preprocess | None] | None = None):
         super().__init__()
         self.graph = compiled.module
         self.inputs, self.outputs = inputs, outputs
         self.steps = compiled.module.plan(executed(compiled).upstream([k[0] for k in outputs]))
+        self.preprocess = list(preprocess or [None] * len(inputs))  # (no weights: a list)
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        tensors = tuple(t if p is None else p(t)
+                        for p, t in zip(self.preprocess, tensors, strict=True))
         values = self.graph.run(self.steps, dict(zip(self.inputs, tensors, strict=True)))
         return tuple(values[k] for k in self.outputs)
 
 
 def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
             weights: dict[str, torch.Tensor] | None = None,
-            opset: int | None = None) -> OnnxExport:
+            opset: int | None = None, preprocess: bool = True) -> OnnxExport:
     """Write the forward graph of `graph` to `path`; `outputs` names node or node.port
     values (default: the prediction heads; for an imported graph, every output of the
     module, as the file lists them); `weights` (node.param) replace the initial
-    weights; `opset` is the ONNX opset version (default OPSET). Raises ExportError naming
-    the blocks ONNX cannot hold. The batch dim of every input is dynamic; in a graph made
-    by `nodegraph import`, every dim of its inputs is, but those it records as fixed;
-    where the file then fails at doubled sizes, its inputs are given the example's sizes
-    but the batch (`_pin`)."""
+    weights, and normalisation entries among them the data blocks' statistics; `opset` is
+    the ONNX opset version (default OPSET). With `preprocess` (the default) the file
+    starts from raw inputs (see the module doc); without, from the network's own inputs.
+    Either way the input contract is written in the file's metadata. Raises ExportError
+    naming the blocks ONNX cannot hold. The batch dim of every input is dynamic; in a
+    graph made by `nodegraph import`, every dim of its inputs is, but those it records as
+    fixed; where the file then fails at doubled sizes, its inputs are given the example's
+    sizes but the batch (`_pin`)."""
     opset = OPSET if opset is None else opset
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise NodegraphError(f"--opset {opset}: use {MIN_OPSET} to {MAX_OPSET}")
@@ -93,10 +114,13 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
             raise unexportable({node: "its output does not depend on any data input, and an "
                                 "ONNX output must (a fixed tensor belongs inside the model)"})
     sample = sample_inputs(compiled)
-    example = tuple(sample[k] for k in inputs)
+    steps = preprocessors(compiled, inputs) if preprocess else {}
+    before = [steps[k] if k in steps and not steps[k].empty else None for k in inputs]
+    example = tuple(sample[k] if p is None else _raw_example(sample[k], p)
+                    for k, p in zip(inputs, before, strict=True))
     in_names = _input_names(inputs)
     out_names = [_output_name(compiled, k) for k in keys]
-    module = _Forward(compiled, inputs, keys).eval()  # torch.onnx.export leaves a module in
+    module = _Forward(compiled, inputs, keys, before).eval()  # torch.onnx.export leaves a module in
     # the mode its top was in: a _Forward left training would put the graph's batch norms
     # back into training for every run after the first export
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
@@ -147,7 +171,43 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
                              f"{result.max_difference:.3g} on the training data's first rows "
                              f"(outputs reach {_scale(expected):.3g}; the graph's own "
                              f"float32 rounding {noise or 0:.3g})")
+    result.contract = {name: contract(compiled, key, steps.get(key) if preprocess else None)
+                       for name, key in zip(in_names, inputs, strict=True)}
+    _describe(path, result.contract, preprocess)
     return result
+
+
+def _raw_example(port: torch.Tensor, step: Preprocess) -> torch.Tensor:
+    """Inputs of the raw form `step` reads, for a batch of the port's values: photos as
+    uint8 (N, H, W, C) (random pixels, seeded), other values un-scaled."""
+    image = step.image
+    if image is not None:
+        generator = torch.Generator().manual_seed(0)
+        return torch.randint(0, 256, (port.shape[0], image.height, image.width,
+                                      image.channels), dtype=torch.uint8, generator=generator)
+    if step.centre is not None and step.scale is not None:
+        return (port * step.scale.to(port.dtype) + step.centre.to(port.dtype)).to(port.dtype)
+    return port
+
+
+def _describe(path: Path, contracts: dict[str, dict[str, str]], preprocess: bool) -> None:
+    """Write each input's contract in the file's metadata_props (``input.x.dtype``,
+    ``input.x.layout``, ...; ``classes``) and a one-paragraph doc_string."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)  # (big weights stay beside it)
+    props = {"nodegraph.preprocess": "inside" if preprocess else "none (bare network)"}
+    for name, fields in contracts.items():
+        for field, text in fields.items():
+            if field == "classes":
+                props["classes"] = text
+            else:
+                props[f"input.{name}.{field}"] = text
+    onnx.helper.set_model_props(model, props)
+    model.doc_string = "Exported by nodegraph. Inputs: " + "; ".join(
+        f"{name}: {f.get('dtype')} {f.get('layout')}, {f.get('range')}"
+        for name, f in contracts.items()) + "."
+    onnx.save(model, str(path))
 
 
 def _refuse_bfloat16(compiled: Compiled) -> None:
