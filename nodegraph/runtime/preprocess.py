@@ -103,6 +103,20 @@ def apply(compiled: Compiled, values: dict[Key, Any]) -> dict[Key, Any]:
     return values
 
 
+def raw_example(port: torch.Tensor, step: Preprocess) -> torch.Tensor:
+    """Inputs of the raw form `step` reads, for a batch of the port's values (to trace or
+    check an export with): photos as uint8 (N, H, W, C) (random pixels, seeded), other
+    values un-scaled."""
+    image = step.image
+    if image is not None:
+        generator = torch.Generator().manual_seed(0)
+        return torch.randint(0, 256, (port.shape[0], image.height, image.width,
+                                      image.channels), dtype=torch.uint8, generator=generator)
+    if step.centre is not None and step.scale is not None:
+        return (port * step.scale.to(port.dtype) + step.centre.to(port.dtype)).to(port.dtype)
+    return port
+
+
 def image_input(compiled: Compiled, key: Key) -> ImageInput | None:
     ds = compiled.datasets.get(key[0])
     return None if ds is None else image_inputs(ds).get(key[1])

@@ -38,7 +38,7 @@ from nodegraph.interop.export.weights import load_weights
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.runtime.compile import Compiled, Key, compile_graph
-from nodegraph.runtime.preprocess import Preprocess, contract, preprocessors
+from nodegraph.runtime.preprocess import Preprocess, contract, preprocessors, raw_example
 
 OPSET = 17
 MIN_OPSET, MAX_OPSET = 9, 20  # what torch's TorchScript exporter writes
@@ -116,7 +116,7 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     sample = sample_inputs(compiled)
     steps = preprocessors(compiled, inputs) if preprocess else {}
     before = [steps[k] if k in steps and not steps[k].empty else None for k in inputs]
-    example = tuple(sample[k] if p is None else _raw_example(sample[k], p)
+    example = tuple(sample[k] if p is None else raw_example(sample[k], p)
                     for k, p in zip(inputs, before, strict=True))
     in_names = _input_names(inputs)
     out_names = [_output_name(compiled, k) for k in keys]
@@ -175,19 +175,6 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
                        for name, key in zip(in_names, inputs, strict=True)}
     _describe(path, result.contract, preprocess)
     return result
-
-
-def _raw_example(port: torch.Tensor, step: Preprocess) -> torch.Tensor:
-    """Inputs of the raw form `step` reads, for a batch of the port's values: photos as
-    uint8 (N, H, W, C) (random pixels, seeded), other values un-scaled."""
-    image = step.image
-    if image is not None:
-        generator = torch.Generator().manual_seed(0)
-        return torch.randint(0, 256, (port.shape[0], image.height, image.width,
-                                      image.channels), dtype=torch.uint8, generator=generator)
-    if step.centre is not None and step.scale is not None:
-        return (port * step.scale.to(port.dtype) + step.centre.to(port.dtype)).to(port.dtype)
-    return port
 
 
 def _describe(path: Path, contracts: dict[str, dict[str, str]], preprocess: bool) -> None:
