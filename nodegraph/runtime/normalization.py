@@ -10,8 +10,9 @@ no `node.param` weight key can have, so weight loaders that do not know it skip 
 Loading such a file (`nodegraph.interop.export.weights.load_weights`: ``forward``, ``run
 --init-weights``, ``export``) puts the saved statistics on the data block, re-scaling its
 own tensors with them, and `nodegraph.forward` scales inputs given to a data block's port
-with them (`nodegraph.runtime.preprocess`, with the rest of the model's preprocessing): ``nodegraph forward GRAPH --weights W --inputs RAW.npz`` takes raw values, as
-the data files hold them.
+with them (`nodegraph.runtime.preprocess`, with the rest of the model's preprocessing):
+``nodegraph forward GRAPH --weights W --inputs RAW.npz`` takes raw values, as the data
+files hold them.
 """
 
 from __future__ import annotations

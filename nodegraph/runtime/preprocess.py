@@ -35,9 +35,9 @@ class Preprocess(nn.Module):
     normalisation (x − centre) / scale. Holds no weights (nothing in a state dict)."""
 
     def __init__(self, key: Key, image: ImageInput | None,
-                 stats: Mapping[str, torch.Tensor] | None):
+                 stats: Mapping[str, torch.Tensor] | None, dtype: torch.dtype | None = None):
         super().__init__()
-        self.key, self.image = key, image
+        self.key, self.image, self.dtype = key, image, dtype  # dtype: the port's
         self.centre = None if stats is None else stats["centre"].detach().clone()
         self.scale = None if stats is None else stats["scale"].detach().clone()
 
@@ -53,6 +53,8 @@ class Preprocess(nn.Module):
         if self.centre is not None and self.scale is not None:
             dtype = x.dtype
             x = ((x - self.centre.to(x.device)) / self.scale.to(x.device)).to(dtype)
+        if self.image is not None and self.dtype is not None and self.dtype.is_floating_point:
+            x = x.to(self.dtype)  # (a float64 graph's photos)
         return x
 
     def _check_size(self, x: torch.Tensor) -> None:
@@ -86,8 +88,10 @@ def preprocessors(compiled: Compiled, keys: list[Key] | None = None) -> dict[Key
         for port in ds.ports:
             if keys is not None and (node, port) not in keys:
                 continue
+            meta = compiled.report.outputs.get((node, port))
             out[(node, port)] = Preprocess((node, port), images.get(port),
-                                           ds.normalization.get(port))
+                                           ds.normalization.get(port),
+                                           None if meta is None else meta.dtype)
     return out
 
 

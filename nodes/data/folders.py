@@ -21,8 +21,8 @@ import torch
 
 from nodegraph.kinds import augment, declare
 from nodegraph.kinds.datameta import DataMeta
-from nodegraph.kinds.rawinput import ImageInput
 from nodegraph.kinds.dataset import DataParams, data_params, split_indices
+from nodegraph.kinds.rawinput import ImageInput
 from nodegraph.kinds.streamed import (
     STORAGE_PARAM,
     SampleError,

@@ -426,8 +426,8 @@ class ModelWriter:
                 continue
             lines += [f"# '{key[0]}' scaled '{key[1]}' as (raw - centre) / scale, with",
                       "# these statistics of its training split"]
-            for field, t in (("centre", p.centre), ("scale", p.scale)):
-                lines += _literal_lines(f"self.{self.names[key]}_{field}", t)
+            for stat, t in (("centre", p.centre), ("scale", p.scale)):
+                lines += _literal_lines(f"self.{self.names[key]}_{stat}", t)
         return ["        " + line for line in lines]
 
     def _preprocess(self) -> list[str]:

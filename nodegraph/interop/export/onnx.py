@@ -185,11 +185,11 @@ def _describe(path: Path, contracts: dict[str, dict[str, str]], preprocess: bool
     model = onnx.load(str(path), load_external_data=False)  # (big weights stay beside it)
     props = {"nodegraph.preprocess": "inside" if preprocess else "none (bare network)"}
     for name, fields in contracts.items():
-        for field, text in fields.items():
-            if field == "classes":
+        for entry, text in fields.items():
+            if entry == "classes":
                 props["classes"] = text
             else:
-                props[f"input.{name}.{field}"] = text
+                props[f"input.{name}.{entry}"] = text
     onnx.helper.set_model_props(model, props)
     model.doc_string = "Exported by nodegraph. Inputs: " + "; ".join(
         f"{name}: {f.get('dtype')} {f.get('layout')}, {f.get('range')}"
