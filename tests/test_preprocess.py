@@ -293,3 +293,51 @@ def test_every_way_out_gives_each_photo_the_same_class_as_validation(tmp_path):
     accuracy = float((predicted[rows] == labels[rows]).mean())
     assert accuracy == pytest.approx(m.history[-1]["val"]["accuracy"], abs=1e-6)
     assert accuracy > 0.6  # it learned something: the check is not between constants
+
+
+def test_a_resizing_chain_and_flat_layout_travel_too_where_they_can(photos, tmp_path):
+    """RandomResizedCrop's val/test part (Resize + CenterCrop) and a flat layout: predict
+    and the Python export apply them; ONNX refuses by default, naming the step (torch's
+    exporter has no antialiased resize, onnxruntime's differs), and writes the bare net."""
+    from nodegraph.interop.export.model import ExportError
+
+    folder, _, files = photos
+    doc = {"format": "nodegraph", "version": 1, "name": "flat",
+           "nodes": {"data": {"type": "data.ImageFolder", "params": {
+                         "path": "photos", "size": 32, "resize": "crop", "layout": "flat",
+                         "batch_size": 16, "val_fraction": 0.2}},
+                     "rrc": {"type": "augment.RandomResizedCrop", "params": {"size": 24}},
+                     "norm": {"type": "augment.Normalize", "params": {}},
+                     "out": {"type": "layers.Linear", "params": {"out_features": 2}},
+                     "loss": {"type": "losses.CrossEntropy", "params": {}},
+                     "opt": {"type": "optimizers.Adam", "params": {"lr": 0.003}}},
+           "edges": [{"from": ["rrc", "transform"], "to": ["norm", "input"]},
+                     {"from": ["norm", "transform"], "to": ["data", "augment"]},
+                     {"from": ["data", "x"], "to": ["out", "input"]},
+                     {"from": ["out", "output"], "to": ["loss", "input"]},
+                     {"from": ["data", "y"], "to": ["loss", "target"]},
+                     {"from": ["loss", "loss"], "to": ["opt", "loss"]}],
+           "training": {"epochs": 1, "seed": 0, "workers": 0}}
+    (folder / "flat.json").write_text(json.dumps(doc))
+    m = nodegraph.fit(nodegraph.load(str(folder / "flat.json")), progress=False)
+    want = m.predict([str(f) for f in files])
+    from PIL import Image
+
+    cropped = []  # resize = crop: the shorter side to 32, the centre 32 x 32
+    for f in files:
+        img = Image.open(f).convert("RGB")
+        w, h = img.size
+        nw, nh = max(1, round(w * 32 / min(w, h))), max(1, round(h * 32 / min(w, h)))
+        img = img.resize((nw, nh), Image.BILINEAR)
+        left, top = (nw - 32) // 2, (nh - 32) // 2
+        cropped.append(np.asarray(img.crop((left, top, left + 32, top + 32))))
+    batch = torch.from_numpy(np.stack(cropped))
+    assert torch.allclose(m.predict(batch), want, atol=1e-5)
+    m.export("python", tmp_path / "flat_model.py")
+    with torch.no_grad():
+        assert torch.allclose(exported_class(tmp_path / "flat_model.py")(batch), want,
+                              atol=1e-5)
+    with pytest.raises(ExportError, match=r"v2\.Resize\(24.*no-preprocess"):
+        m.export("onnx", tmp_path / "flat.onnx")
+    m.export("onnx", tmp_path / "bare.onnx", preprocess=False)
+    assert metadata(tmp_path / "bare.onnx")["input.x.layout"] == "N x 1728"

@@ -97,7 +97,7 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
             say(f"  input {name}: {fields.get('dtype')} {fields.get('layout')}, "
                 f"{fields.get('range')}" + (f"; resize: {fields['resize']}"
                                             if "resize" in fields else "")
-                + f"; preprocessing inside: {fields.get('preprocessing')}")
+                + f"; preprocessing in the file: {fields.get('preprocessing')}")
         say(f"  weights: {carried}")
         _say_untrained(carried, "the file carries them")
     else:

@@ -195,7 +195,7 @@ def contract(compiled: Compiled, key: Key, step: Preprocess | None) -> dict[str,
         out["layout"] = "N x " + " x ".join(map(str, shape)) if shape else "N"
         out["range"] = "preprocessed: the data block's values after its normalisation and " \
                        "augment chain (this file holds the bare network)"
-        out["preprocessing"] = "none inside (exported with --no-preprocess)"
+        out["preprocessing"] = "none (exported with --no-preprocess)"
     if image is not None and image.classes:
         out["classes"] = ", ".join(image.classes)
     return out

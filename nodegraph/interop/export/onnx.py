@@ -118,6 +118,9 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     before = [steps[k] if k in steps and not steps[k].empty else None for k in inputs]
     example = tuple(sample[k] if p is None else raw_example(sample[k], p)
                     for k, p in zip(inputs, before, strict=True))
+    for p, raw in zip(before, example, strict=True):
+        if p is not None:
+            _refuse_untraceable(p, raw, opset)
     in_names = _input_names(inputs)
     out_names = [_output_name(compiled, k) for k in keys]
     module = _Forward(compiled, inputs, keys, before).eval()  # torch.onnx.export leaves a module in
@@ -175,6 +178,46 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
                        for name, key in zip(in_names, inputs, strict=True)}
     _describe(path, result.contract, preprocess)
     return result
+
+
+class _Step(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+def _refuse_untraceable(step: Preprocess, raw: torch.Tensor, opset: int) -> None:
+    """An input's preprocessing that ONNX cannot hold (a resize with antialiasing, which
+    neither torch's exporter nor onnxruntime computes as torchvision does) refused by the
+    augment step, before the whole graph is traced."""
+    try:
+        _export(step.eval(), (raw,), io.BytesIO(), ["x"], None, {"x": {0: "batch"}}, opset)
+        return
+    except Exception as e:
+        error = e
+    image, node = step.image, step.key[0]
+    if image is not None:
+        x = raw[:1].permute(0, 3, 1, 2).to(torch.float32) / 255.0  # (uint8 photos)
+        for fn, text in zip(image.steps, image.script or [None] * len(image.steps),
+                            strict=False):
+            try:
+                _export(_Step(fn).eval(), (x,), io.BytesIO(), None, None, None, opset)
+            except Exception as e:
+                raise unexportable({node: f"the augment step {text or fn} wired into it has "
+                                    f"no faithful ONNX form ({_first_line(e, 120)})"},
+                                   "export with --no-preprocess (preprocess=False): the "
+                                   "bare network, whose input is the block's values after "
+                                   "the chain's val/test part, as the file's metadata "
+                                   "says; Model.predict and the Python export apply the "
+                                   "step themselves") from None
+            with torch.no_grad():
+                x = fn(x)
+    raise unexportable({node: f"its preprocessing cannot be written in ONNX: "
+                        f"{_first_line(error)}"}, "export with --no-preprocess "
+                       "(preprocess=False)") from None
 
 
 def _describe(path: Path, contracts: dict[str, dict[str, str]], preprocess: bool) -> None:
