@@ -296,11 +296,9 @@ def test_every_way_out_gives_each_photo_the_same_class_as_validation(tmp_path):
 
 
 def test_a_resizing_chain_and_flat_layout_travel_too_where_they_can(photos, tmp_path):
-    """RandomResizedCrop's val/test part (Resize + CenterCrop) and a flat layout: predict
-    and the Python export apply them; ONNX refuses by default, naming the step (torch's
-    exporter has no antialiased resize, onnxruntime's differs), and writes the bare net."""
-    from nodegraph.interop.export.model import ExportError
-
+    """RandomResizedCrop's val/test part (Resize + CenterCrop) and a flat layout: predict,
+    the Python export and ONNX apply them (torch's exporter has no antialiased resize and
+    onnxruntime's differs by 0.15: the file holds it as the linear map it is)."""
     folder, _, files = photos
     doc = {"format": "nodegraph", "version": 1, "name": "flat",
            "nodes": {"data": {"type": "data.ImageFolder", "params": {
@@ -337,7 +335,31 @@ def test_a_resizing_chain_and_flat_layout_travel_too_where_they_can(photos, tmp_
     with torch.no_grad():
         assert torch.allclose(exported_class(tmp_path / "flat_model.py")(batch), want,
                               atol=1e-5)
-    with pytest.raises(ExportError, match=r"v2\.Resize\(24.*no-preprocess"):
-        m.export("onnx", tmp_path / "flat.onnx")
+    m.export("onnx", tmp_path / "flat.onnx")
+    got = onnx_session(tmp_path / "flat.onnx").run(None, {"x": batch.numpy()})[0]
+    assert np.abs(got - want.numpy()).max() < 1e-5
+    assert "v2.Resize(24" in metadata(tmp_path / "flat.onnx")["input.x.preprocessing"]
     m.export("onnx", tmp_path / "bare.onnx", preprocess=False)
     assert metadata(tmp_path / "bare.onnx")["input.x.layout"] == "N x 1728"
+
+
+class _Odd:
+    """A deterministic step ONNX cannot trace (Python's round of a traced size) and that is
+    no linear map either."""
+
+    def __call__(self, x):
+        return x * x * round(x.shape[-1] / 3)
+
+
+def test_a_step_onnx_cannot_hold_is_refused_by_name():
+    from nodegraph.interop.export.model import ExportError
+    from nodegraph.interop.export.onnx import _traceable
+    from nodegraph.kinds.rawinput import ImageInput
+    from nodegraph.runtime.preprocess import Preprocess
+
+    image = ImageInput(3, 8, 8, 8, "stretch", read=lambda p: None, steps=(_Odd(),),
+                       script=("odd_step()",))
+    raw = torch.zeros(2, 8, 8, 3, dtype=torch.uint8)
+    with pytest.raises(ExportError, match=r"data: .*odd_step\(\).*no faithful ONNX form.*"
+                       r"no-preprocess"):
+        _traceable(Preprocess(("data", "x"), image, None), raw, 17)

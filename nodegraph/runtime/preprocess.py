@@ -18,6 +18,7 @@ The raw forms of a port:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,13 @@ class Preprocess(nn.Module):
         self.key, self.image, self.dtype = key, image, dtype  # dtype: the port's
         self.centre = None if stats is None else stats["centre"].detach().clone()
         self.scale = None if stats is None else stats["scale"].detach().clone()
+
+    def with_steps(self, steps: tuple) -> Preprocess:
+        """The same preprocessing with the image steps replaced (their ONNX form)."""
+        assert self.image is not None
+        stats = None if self.centre is None or self.scale is None else {
+            "centre": self.centre, "scale": self.scale}
+        return Preprocess(self.key, replace(self.image, steps=steps), stats, self.dtype)
 
     @property
     def empty(self) -> bool:

@@ -10,8 +10,9 @@ By default the file starts from raw inputs: the model's preprocessing
 (`nodegraph.runtime.preprocess`) is inside the graph. An image block's port takes decoded
 8-bit photos at the block's size, uint8 N x H x W x C (grey or RGB as the block reads them),
 and scales them to [0, 1], then runs the deterministic part of the augment chain
-(Normalize, a centre crop); any port the block normalises takes raw values and is scaled
-with the block's statistics. ``preprocess=False`` (``--no-preprocess``) writes the bare
+(Normalize, a centre crop; a resize, which torch's exporter cannot write with torchvision's
+antialiasing, as the linear map it is at that size); any port the block normalises takes
+raw values and is scaled with the block's statistics. ``preprocess=False`` (``--no-preprocess``) writes the bare
 network, whose inputs are the ports' values. Either way each input's contract — dtype,
 layout, value range, size, channel order, resize policy, class names — is written in the
 file's ``metadata_props`` (``input.x.dtype``, ``input.x.layout``, ..., ``classes``).
@@ -118,9 +119,8 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     before = [steps[k] if k in steps and not steps[k].empty else None for k in inputs]
     example = tuple(sample[k] if p is None else raw_example(sample[k], p)
                     for k, p in zip(inputs, before, strict=True))
-    for p, raw in zip(before, example, strict=True):
-        if p is not None:
-            _refuse_untraceable(p, raw, opset)
+    before = [p if p is None else _traceable(p, raw, opset)
+              for p, raw in zip(before, example, strict=True)]
     in_names = _input_names(inputs)
     out_names = [_output_name(compiled, k) for k in keys]
     module = _Forward(compiled, inputs, keys, before).eval()  # torch.onnx.export leaves a module in
@@ -189,23 +189,30 @@ class _Step(nn.Module):
         return self.fn(x)
 
 
-def _refuse_untraceable(step: Preprocess, raw: torch.Tensor, opset: int) -> None:
-    """An input's preprocessing that ONNX cannot hold (a resize with antialiasing, which
-    neither torch's exporter nor onnxruntime computes as torchvision does) refused by the
-    augment step, before the whole graph is traced."""
+def _traceable(step: Preprocess, raw: torch.Tensor, opset: int) -> Preprocess:
+    """An input's preprocessing as ONNX can hold it: as it is, or with each image step the
+    exporter cannot trace (a resize with antialiasing, which neither torch's exporter nor
+    onnxruntime computes as torchvision does) written as the separable linear map it is
+    at this size (`_separable`). A step that is neither is refused by name."""
     try:
         _export(step.eval(), (raw,), io.BytesIO(), ["x"], None, {"x": {0: "batch"}}, opset)
-        return
+        return step
     except Exception as e:
         error = e
     image, node = step.image, step.key[0]
-    if image is not None:
-        x = raw[:1].permute(0, 3, 1, 2).to(torch.float32) / 255.0  # (uint8 photos)
-        for fn, text in zip(image.steps, image.script or [None] * len(image.steps),
-                            strict=False):
-            try:
-                _export(_Step(fn).eval(), (x,), io.BytesIO(), None, None, None, opset)
-            except Exception as e:
+    if image is None or not image.steps:
+        raise unexportable({node: f"its preprocessing cannot be written in ONNX: "
+                            f"{_first_line(error)}"}, "export with --no-preprocess "
+                           "(preprocess=False)") from None
+    x = raw[:1].permute(0, 3, 1, 2).to(torch.float32) / 255.0  # (uint8 photos)
+    steps = []
+    for fn, text in zip(image.steps, image.script or [None] * len(image.steps), strict=False):
+        try:
+            _export(_Step(fn).eval(), (x,), io.BytesIO(), None, None, None, opset)
+            steps.append(fn)
+        except Exception as e:
+            linear = _separable(fn, tuple(x.shape[1:]))
+            if linear is None:
                 raise unexportable({node: f"the augment step {text or fn} wired into it has "
                                     f"no faithful ONNX form ({_first_line(e, 120)})"},
                                    "export with --no-preprocess (preprocess=False): the "
@@ -213,11 +220,51 @@ def _refuse_untraceable(step: Preprocess, raw: torch.Tensor, opset: int) -> None
                                    "the chain's val/test part, as the file's metadata "
                                    "says; Model.predict and the Python export apply the "
                                    "step themselves") from None
-            with torch.no_grad():
-                x = fn(x)
-    raise unexportable({node: f"its preprocessing cannot be written in ONNX: "
-                        f"{_first_line(error)}"}, "export with --no-preprocess "
-                       "(preprocess=False)") from None
+            steps.append(linear)
+        with torch.no_grad():
+            x = fn(x)
+    return step.with_steps(tuple(steps))
+
+
+class _Step(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+class _Linear(nn.Module):
+    """x -> rows @ x @ cols.T on the last two dims: a resize or crop at a fixed size."""
+
+    def __init__(self, rows: torch.Tensor, cols: torch.Tensor):
+        super().__init__()
+        self.rows, self.cols = rows, cols
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rows.to(x.dtype) @ x @ self.cols.to(x.dtype).T
+
+
+def _separable(fn, shape: tuple[int, ...]) -> _Linear | None:
+    """`fn` on images shaped `shape` (C, H, W) as a separable linear map — found from
+    its outputs on images of one lit row or column, and used only when it gives fn's own
+    outputs on random images to 1e-6 — or None."""
+    c, h, w = shape
+    with torch.no_grad():
+        lit_rows = torch.zeros(h, c, h, w)
+        lit_rows[torch.arange(h), :, torch.arange(h), :] = 1.0
+        lit_cols = torch.zeros(w, c, h, w)
+        lit_cols[torch.arange(w), :, :, torch.arange(w)] = 1.0
+        try:
+            rows, cols = fn(lit_rows)[:, 0, :, 0].T, fn(lit_cols)[:, 0, 0, :].T
+            probe = torch.rand(4, c, h, w, generator=torch.Generator().manual_seed(0))
+            linear = _Linear(rows.contiguous(), cols.contiguous())
+            if torch.allclose(linear(probe), fn(probe), atol=1e-6, rtol=0):
+                return linear
+        except Exception:  # not an image map at all
+            return None
+    return None
 
 
 def _describe(path: Path, contracts: dict[str, dict[str, str]], preprocess: bool) -> None:
