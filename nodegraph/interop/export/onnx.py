@@ -13,9 +13,10 @@ and scales them to [0, 1], then runs the deterministic part of the augment chain
 (Normalize, a centre crop; a resize, which torch's exporter cannot write with torchvision's
 antialiasing, as the linear map it is at that size); any port the block normalises takes
 raw values and is scaled with the block's statistics. ``preprocess=False``
-(``--no-preprocess``) writes the bare network, whose inputs are the ports' values. Either way each input's contract — dtype,
-layout, value range, size, channel order, resize policy, class names — is written in the
-file's ``metadata_props`` (``input.x.dtype``, ``input.x.layout``, ..., ``classes``).
+(``--no-preprocess``) writes the bare network, whose inputs are the ports' values. Either
+way each input's contract — dtype, layout, value range, size, channel order, resize
+policy, class names — is written in the file's ``metadata_props`` (``input.x.dtype``,
+``input.x.layout``, ..., ``classes``).
 
 When the exporter fails, each block on the way is exported on its own to find the ones
 that cannot be written, so the error names nodes instead of showing a traceback. After
