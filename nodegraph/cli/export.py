@@ -37,6 +37,10 @@ def register(subparsers) -> None:
                    help="change a param (or training.KEY) before exporting; repeatable")
     p.add_argument("--opset", type=int, default=None, metavar="N",
                    help="onnx: the opset version (default 17; F.fold needs 18)")
+    p.add_argument("--no-preprocess", dest="preprocess", action="store_false",
+                   help="onnx: the bare network, whose inputs are already preprocessed (by "
+                   "default the file starts from raw inputs: photos as uint8 N x H x W x C "
+                   "at the data block's size, table rows as the files hold them)")
     p.set_defaults(func=cmd_export)
 
 
@@ -68,7 +72,9 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
             from nodegraph.runtime import checkpoint
 
             beside = out.with_name(out.stem + ".weights.safetensors")  # not the graph's own
-            checkpoint.save_weights(beside, weights if weights is not None else
+            from nodegraph.runtime.normalization import split
+
+            checkpoint.save_weights(beside, split(weights)[0] if weights is not None else
                                     _state(graph))
             say(f"  weights: {carried}, saved in {beside}; the class starts from fresh "
                   f"weights: model.load_state_dict(safetensors.torch.load_file("
@@ -78,7 +84,8 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
     elif args.to == "onnx":
         from nodegraph.interop.export.onnx import to_onnx
 
-        onnx = to_onnx(graph, out, args.outputs, weights, opset=args.opset)
+        onnx = to_onnx(graph, out, args.outputs, weights, opset=args.opset,
+                       preprocess=args.preprocess)
         check = ("the outputs depend on random draws, so onnxruntime's were not compared"
                  if onnx.random else
                  "onnxruntime is not installed, so the file was not checked"
@@ -86,6 +93,11 @@ def _export(args: argparse.Namespace, graph, out: Path) -> None:
                  f"onnxruntime agrees with the graph to {onnx.max_difference:.2g}")
         say(f"wrote {out}: inputs {', '.join(onnx.inputs) or '-'}; outputs "
               f"{', '.join(onnx.outputs)}; {check}")
+        for name, fields in onnx.contract.items():
+            say(f"  input {name}: {fields.get('dtype')} {fields.get('layout')}, "
+                f"{fields.get('range')}" + (f"; resize: {fields['resize']}"
+                                            if "resize" in fields else "")
+                + f"; preprocessing in the file: {fields.get('preprocessing')}")
         say(f"  weights: {carried}")
         _say_untrained(carried, "the file carries them")
     else:
@@ -101,10 +113,9 @@ def _weights(args: argparse.Namespace, graph) -> tuple[dict | None, str]:
     """The weights an export carries (None: what compile gives) and a phrase naming them."""
     from nodegraph.interop.export.weights import read_weights
 
-    if args.weights:  # weights only: a checkpoint's normalisation entries are not weights
-        from nodegraph.runtime.normalization import split
-
-        return split(read_weights(args.weights))[0], f"from {args.weights}"
+    if args.weights:  # with a checkpoint's normalisation entries (the ONNX file's
+        # preprocessing scales with them; the python branch saves the weights alone)
+        return read_weights(args.weights), f"from {args.weights}"
     if args.train:
         from nodegraph.runtime.train import train
 

@@ -26,9 +26,12 @@ def register(sub) -> None:
     add_graph_argument(p)
     p.add_argument("--inputs", metavar="FILE.npz", help="arrays named NODE.PORT (e.g. data.x) "
                    "that replace those outputs; by default a batch of the data blocks")
-    p.add_argument("--normalized", action="store_true", help="the --inputs of a data block "
-                   "that normalises are already scaled (by default they are raw values, "
-                   "scaled with the statistics saved in --weights or fitted on the data)")
+    p.add_argument("--preprocessed", "--normalized", dest="normalized", action="store_true",
+                   help="the --inputs are already what the network reads (by default they "
+                   "are raw and go through the model's preprocessing: scaled with the "
+                   "statistics saved in --weights or fitted on the data; an image block's "
+                   "photos, float N x C x H x W in [0, 1] or uint8 N x H x W x C at its size, "
+                   "through the deterministic part of its augment chain)")
     p.add_argument("--split", default="train", choices=("train", "val", "test"))
     p.add_argument("--batch", type=int, default=0, help="which batch of the split (from 0)")
     p.add_argument("--weights", metavar="FILE.safetensors", help="trained weights to use")

@@ -4,6 +4,7 @@
     m.fit(epochs=5)                          # five more: optimizer and schedule states kept
     y = m.predict("test")                    # the prediction heads over a whole split
     y = m.predict(x_new, batch_size=256)     # or over your own (raw) arrays, in batches
+    y = m.predict(["cat.jpg", "dog.png"])    # or photos, for an image data block
     m.evaluate("test")                       # losses and metrics
     m.save("run.ngz"); m = nodegraph.load_model("run.ngz")
     m.export("python", "model.py")           # or "onnx", "weights"
@@ -91,7 +92,13 @@ class Model:
         """The prediction over `data` in batches of `batch_size` (the graph's
         eval_batch_size by default), on the CPU: a split's name ("train", "val", "test"),
         an array or tensor for the graph's one input port, or a mapping of "node.port" to
-        raw arrays (scaled as the data block scaled its own). `outputs` names node or
+        such arrays. Arrays are raw, as the data files hold them, and go through the
+        model's preprocessing: scaled as the data block scaled its own, and for an image
+        block the deterministic part of its augment chain (Normalize, a centre crop).
+        An image block also takes photos: a file path or a list of paths, a decoded photo
+        as a uint8 array (H, W, C) — or (N, H, W, C), or a list of them — of any size,
+        read as the block reads its files (resized to its `size` by its `resize` policy);
+        float images are (N, C, H, W) in [0, 1] at that size. `outputs` names node or
         node.port values; by default the prediction heads (what losses and metrics read).
         One output is a tensor; several are a dict keyed "node.port"."""
         c = self._ready()
@@ -126,7 +133,10 @@ class Model:
 
     def export(self, to: str, path: str | Path, **kwargs: Any) -> Any:
         """Write the trained model as `to` ("python": a PyTorch class and its weights beside
-        it; "onnx"; "weights": one safetensors file keyed node.param)."""
+        it; "onnx"; "weights": one safetensors file keyed node.param). The python class and
+        the ONNX file start from raw inputs, the model's preprocessing inside (see
+        `predict`; ONNX photos as uint8 (N, H, W, C) at the data block's size);
+        ``preprocess=False`` writes the bare ONNX network."""
         c, path = self._ready(), Path(path)
         if to == "weights":
             checkpoint.save_weights(path, self.weights())
@@ -141,7 +151,8 @@ class Model:
         if to == "onnx":
             from nodegraph.interop.export.onnx import to_onnx
 
-            return to_onnx(self.graph, path, kwargs.get("outputs"), c.module.block_state())
+            return to_onnx(self.graph, path, kwargs.get("outputs"), self.weights(),
+                           preprocess=kwargs.get("preprocess", True))
         raise NodegraphError(f"export to {to!r}: use one of {', '.join(EXPORTS)}")
 
     def summary(self):

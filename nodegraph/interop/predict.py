@@ -4,13 +4,16 @@
 the compiled graph's trained weights, and joins the outputs along the batch dimension. By
 default it returns the prediction heads (`nodegraph.interop.export.model.partition`: the
 outputs losses and metrics read), which is what a caller of `predict` means; a split's
-batches come from the data blocks already scaled, a user's arrays are raw and scaled as the
-data block scaled its own.
+batches come from the data blocks already scaled, a user's arrays are raw and go through
+the model's preprocessing (`nodegraph.runtime.preprocess`): scaled as the data block scaled
+its own, and for an image block photo files or decoded photos read as it reads its files,
+then the deterministic part of its augment chain.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +21,7 @@ import torch
 
 from nodegraph.interop.export.model import partition
 from nodegraph.model.errors import NodegraphError
-from nodegraph.runtime import feeding
+from nodegraph.runtime import feeding, preprocess
 from nodegraph.runtime.compile import Compiled, Key
 from nodegraph.runtime.forward import forward
 
@@ -31,11 +34,12 @@ def predict(c: Compiled, data: Any, batch_size: int,
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise NodegraphError(f"batch_size={batch_size!r}: give a whole number of samples >= 1")
     wanted = _outputs(c, outputs)
-    if isinstance(data, str) and feeding.any_streamed(c.datasets):
+    split = isinstance(data, str) and (data in SPLITS or not _reads_photos(c))
+    if split and feeding.any_streamed(c.datasets):
         inputs: dict[Key, torch.Tensor] = {}
         batches, raw = _streamed_split(c, data, batch_size), False
     else:
-        if isinstance(data, str):
+        if split:
             inputs, raw = _split(c, data), False
         else:
             inputs, raw = _user_inputs(c, data), True
@@ -115,14 +119,31 @@ def _user_inputs(c: Compiled, data: Any) -> dict[Key, torch.Tensor]:
             node, _, port = str(key).rpartition(".") if isinstance(key, str) else key
             if not node:
                 raise NodegraphError(f"input {key!r}: name it 'node.port', e.g. 'data.x'")
-            out[(node, port)] = _tensor(value, key)
+            out[(node, port)] = _value(c, (node, port), value)
         return out
     ports = partition(c).predict_inputs
     if len(ports) != 1:
         names = ", ".join(f"{n}.{p}" for n, p in ports) or "none"
         raise NodegraphError(f"the prediction reads {len(ports)} data ports ({names}); give "
                              "a mapping {'node.port': array, ...}")
-    return {ports[0]: _tensor(data, f"{ports[0][0]}.{ports[0][1]}")}
+    return {ports[0]: _value(c, ports[0], data)}
+
+
+def _reads_photos(c: Compiled) -> bool:
+    return any(preprocess.image_input(c, k) is not None for k in partition(c).predict_inputs)
+
+
+def _value(c: Compiled, key: Key, value: Any) -> torch.Tensor:
+    """One port's raw input as a tensor: photos (paths, decoded uint8 arrays) read as the
+    data block reads its files, when the port is an image block's."""
+    name = f"{key[0]}.{key[1]}"
+    image = preprocess.image_input(c, key)
+    if image is not None and preprocess.is_photos(value):
+        return preprocess.read_photos(image, value, name)
+    if isinstance(value, str | Path):
+        raise NodegraphError(f"input {name}: '{value}' is a file, but '{key[0]}' reads no "
+                             "images; give an array of raw values")
+    return _tensor(value, name)
 
 
 def _tensor(value: Any, name: Any) -> torch.Tensor:

@@ -76,6 +76,13 @@ class Chain:
             return None
         return OnSample(fns, x, y, onehot)
 
+    def eval_steps(self) -> tuple[Callable, ...]:
+        """The deterministic per-sample transforms val/test apply to port x, in order (a
+        centre crop for a random crop, Normalize; the random steps are left out): what a
+        trained model needs on a raw input at inference. They take a batch (N, C, H, W)
+        as well as one sample."""
+        return tuple(s.eval for s in self.steps if s.eval is not None)
+
     def batch(self, x: str = "x", y: str = "y") -> Callable | None:
         """The training batch transform (one batch step chosen at random per batch)."""
         fns = tuple(s.batch for s in self.steps if s.batch is not None)

@@ -21,7 +21,7 @@ import torch
 
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
-from nodegraph.runtime import normalization
+from nodegraph.runtime import preprocess
 from nodegraph.runtime.compile import Compiled, Key, compile_graph
 
 SPLITS = ("train", "val", "test")
@@ -35,17 +35,17 @@ def forward(graph: Graph, inputs: Mapping[Any, Any] | None = None, split: str = 
     `inputs` maps output ports ("node.port" or (node, port)) to tensors or arrays; without
     it, batch number `batch` of `split` comes from the graph's data blocks. `compiled` reuses
     a compiled graph (trained weights, say); `nodes` limits the run to what those nodes need.
-    Inputs to a data block's normalised port are `raw`, as its files hold them, and are
-    scaled as the block scales its own (`nodegraph.runtime.normalization`); raw=False takes
-    them as already scaled.
+    Inputs to a data block's port are `raw`, as its files hold them, and go through the
+    model's preprocessing (`nodegraph.runtime.preprocess`): scaled as the block scales its
+    own, and for images the deterministic part of the augment chain (Normalize, a centre
+    crop); an image port also takes decoded photos as uint8 (N, H, W, C) at the block's
+    size. raw=False takes them as the port holds them, already preprocessed.
     """
     compiled = compiled or compile_graph(graph, for_training=False)
     run_graph = compiled.exec_graph or compiled.graph
     wanted = run_graph.upstream(_members(compiled, nodes)) if nodes is not None else None
-    values: dict[Key, Any] = (_given(compiled, inputs) if inputs is not None
+    values: dict[Key, Any] = (_given(compiled, inputs, raw) if inputs is not None
                               else _batch(compiled, split, batch, wanted, run_graph))
-    if inputs is not None and raw:
-        values = normalization.normalize_inputs(compiled, values)
     module = compiled.module
     plan = tuple(step for step in module.full_plan if wanted is None or step[0] in wanted)
     runnable = _runnable(plan, set(values))
@@ -61,9 +61,12 @@ def forward(graph: Graph, inputs: Mapping[Any, Any] | None = None, split: str = 
     return _on_user_nodes(compiled, values)
 
 
-def _given(compiled: Compiled, inputs: Mapping[Any, Any]) -> dict[Key, Any]:
-    """The caller's tensors, keyed by output port, on the graph's device and dtype."""
+def _given(compiled: Compiled, inputs: Mapping[Any, Any], raw: bool = False
+           ) -> dict[Key, Any]:
+    """The caller's tensors, keyed by output port, on the graph's device and dtype; `raw`
+    ones preprocessed first."""
     report, graph = compiled.report, compiled.exec_graph or compiled.graph
+    steps = preprocess.preprocessors(compiled) if raw else {}
     values: dict[Key, Any] = {}
     for key, value in inputs.items():
         node, port = _key(key)
@@ -77,6 +80,10 @@ def _given(compiled: Compiled, inputs: Mapping[Any, Any]) -> dict[Key, Any]:
                                  "feeds the input you mean, e.g. the data block's 'x'")
         tensor = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor)
                                  else value)
+        step = steps.get((node, port))
+        if step is not None and not step.empty:
+            with torch.no_grad():
+                tensor = step(tensor.cpu())
         expected = report.outputs.get((node, port))
         if expected is not None and tensor.is_floating_point() and expected.is_floating_point():
             tensor = tensor.to(expected.dtype)

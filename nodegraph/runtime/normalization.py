@@ -10,8 +10,9 @@ no `node.param` weight key can have, so weight loaders that do not know it skip 
 Loading such a file (`nodegraph.interop.export.weights.load_weights`: ``forward``, ``run
 --init-weights``, ``export``) puts the saved statistics on the data block, re-scaling its
 own tensors with them, and `nodegraph.forward` scales inputs given to a data block's port
-with them: ``nodegraph forward GRAPH --weights W --inputs RAW.npz`` takes raw values, as
-the data files hold them.
+with them (`nodegraph.runtime.preprocess`, with the rest of the model's preprocessing):
+``nodegraph forward GRAPH --weights W --inputs RAW.npz`` takes raw values, as the data
+files hold them.
 """
 
 from __future__ import annotations
@@ -81,12 +82,3 @@ def apply(compiled: Any, saved: Mapping[str, torch.Tensor], source: Any = None) 
         ds.renormalize(port, stats["centre"], stats["scale"])
     return len(by_port)
 
-
-def normalize_inputs(compiled: Any, values: dict) -> dict:
-    """`values` keyed (node, port) with raw inputs of normalised data ports scaled as the
-    data block scaled its own (the saved statistics, when a weights file brought them)."""
-    for (node, port), tensor in list(values.items()):
-        ds = compiled.datasets.get(node)
-        if ds is not None and port in ds.normalization:
-            values[node, port] = ds.normalize_raw(port, tensor).to(tensor.dtype)
-    return values

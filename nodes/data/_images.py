@@ -154,6 +154,43 @@ class ImageFiles(torch.utils.data.Dataset):
         return {"x": torch.from_numpy(x), "y": torch.tensor(int(self.labels[i]))}
 
 
+class PhotoReader:
+    """One photo read as `ImageFiles` reads a folder's files: a path (decoded), or a photo
+    already decoded as a uint8 array (H, W), (H, W, 1), (H, W, 3) or (H, W, 4), fitted to
+    `size` by `policy`, as float32 (channels, H, W) in [0, 1]; `shape` (H, W) is required
+    when there is no size. Predicting on a raw photo (`nodegraph.kinds.rawinput`)."""
+
+    def __init__(self, channels: int, size: int | None, policy: str,
+                 shape: tuple[int, int] | None = None):
+        self.channels, self.size, self.policy, self.shape = channels, size, policy, shape
+
+    def __call__(self, photo) -> np.ndarray:
+        if isinstance(photo, str | Path):
+            try:
+                img = decode(photo)
+            except SampleError as e:
+                raise NodegraphError(str(e)) from e
+            name = f"image '{photo}'"
+        else:
+            a = np.asarray(photo)
+            if a.dtype != np.uint8 or a.ndim not in (2, 3) or \
+                    (a.ndim == 3 and a.shape[2] not in (1, 3, 4)):
+                raise NodegraphError(f"a photo array must be uint8 (H, W) or (H, W, C) with C "
+                                     f"1, 3 or 4, as Pillow decodes it; got {a.dtype} "
+                                     f"{tuple(a.shape)}")
+            a = a[..., 0] if a.ndim == 3 and a.shape[2] == 1 else a
+            img = _pil().fromarray(np.ascontiguousarray(a))
+            img = img.convert("RGB") if img.mode == "RGBA" else img
+            name = f"the photo array {tuple(a.shape)}"
+        img = fit(img, self.size, self.policy)
+        if self.shape is not None and (img.height, img.width) != tuple(self.shape):
+            raise NodegraphError(f"{name} is {img.height} x {img.width}; the model reads "
+                                 f"{self.shape[0]} x {self.shape[1]} (the data block has no "
+                                 "size to resize it to)")
+        x = to_array(img, self.channels == 1)
+        return np.repeat(x, 3, axis=0) if self.channels == 3 and len(x) == 1 else x
+
+
 # -- folders -----------------------------------------------------------------------------
 
 def list_folder(root: str) -> tuple[list[str], list[list[Path]]]:

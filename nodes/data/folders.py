@@ -22,6 +22,7 @@ import torch
 from nodegraph.kinds import augment, declare
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import DataParams, data_params, split_indices
+from nodegraph.kinds.rawinput import ImageInput
 from nodegraph.kinds.streamed import (
     STORAGE_PARAM,
     SampleError,
@@ -43,6 +44,7 @@ from nodes.data._images import (
     RESIZE,
     SCRIPT_READER,
     ImageFiles,
+    PhotoReader,
     channels_of,
     list_folder,
     need_memory,
@@ -160,7 +162,7 @@ class ImageFolderParams(DataParams):
 
 def _image_folder(p: ImageFolderParams):
     chain = augment.given()
-    files, labels, shape, _ = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
+    files, labels, shape, classes = _scan(p.path, p.grayscale, p.size, p.on_error == "skip")
     ports = _ports(shape, p, chain)
     idx = _splits(labels, p)
     sources = {s: ImageFiles([files[i] for i in rows], labels[rows], shape[0], p.size,
@@ -175,7 +177,19 @@ def _image_folder(p: ImageFolderParams):
     ds.script = _Script(sources, chain, shape, p)  # type: ignore[attr-defined]
     if not streams(p.storage, chain.random, ds.estimated_bytes()):
         need_memory(len(files), ds.estimated_bytes() // max(1, len(files)))
-    return choose_storage(ds, p.storage)
+    data = choose_storage(ds, p.storage)
+    data.raw_inputs = {"x": _raw_input(shape, p, chain, classes)}  # type: ignore[union-attr]
+    return data
+
+
+def _raw_input(shape: tuple[int, int, int], p: ImageFolderParams, chain: augment.Chain,
+               classes: list[str]) -> ImageInput:
+    """How port x is read from one photo, for predicting on raw photos."""
+    c, h, w = shape
+    return ImageInput(c, h, w, p.size, p.resize,
+                      PhotoReader(c, p.size, p.resize, None if p.size else (h, w)),
+                      chain.eval_steps(), tuple(chain.script("val", shape)[0]),
+                      p.layout == "flat", tuple(classes))
 
 
 def _image_folder_meta(p: ImageFolderParams):

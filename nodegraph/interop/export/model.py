@@ -40,6 +40,7 @@ from nodegraph.interop.export.syntax import (
 from nodegraph.kinds import dtypes
 from nodegraph.model.errors import NodeRuntimeError, Problem, ValidationError, first_line
 from nodegraph.runtime.compile import Compiled, Key
+from nodegraph.runtime.preprocess import preprocessors, raw_example
 
 SAMPLE_ROWS = 8  # rows of each batch the checks run on
 
@@ -193,6 +194,11 @@ class ModelWriter:
         # values a block sets after building its module (weights given by hand), written
         # as literals; found by `check`
         self.fixups: dict[str, dict[str, torch.Tensor]] = {}
+        # the inputs `forward` preprocesses when raw (`nodegraph.runtime.preprocess`)
+        self.preprocess = {k: p for k, p in preprocessors(compiled,
+                                                          parts.predict_inputs).items()
+                           if not p.empty} if parts.predict else {}
+        self.preprocess_name = "preprocess"
 
     def write(self) -> str:
         self.source.section = "model"
@@ -207,6 +213,8 @@ class ModelWriter:
             raise unexportable(self.problems, "replace the block, or export to ONNX instead")
         self.source.reserve(self.name)
         self.names = self._variable_names()
+        while self.preprocess_name in self.blocks:  # a node of that name
+            self.preprocess_name += "_"
         return "\n".join(self._class_lines())
 
     def _block(self, nid: str, seen: dict[int, str]) -> BlockCode:
@@ -339,8 +347,11 @@ class ModelWriter:
             if self.c.report.specs[nid].binds:
                 bound = ", ".join(f'"{n}": self.{n}' for n in bound_nodes(self.c, nid))
                 lines += call_lines("", f"self.{nid}.bind", ["{" + bound + "}"], 8)
+        lines += self._statistics()
         if has_predict:
             lines += ["", *self._forward()]
+        if self.preprocess:
+            lines += ["", *self._preprocess()]
         lines += ["", *self._losses(has_predict)]
         for o in partial_optimizers(self.c):
             lines += ["", *self._partial_loss(o)]
@@ -360,6 +371,11 @@ class ModelWriter:
         args = ", ".join(["self", *(self.names[k] for k in self.parts.predict_inputs)])
         heads = [self.names[k] for k in self.parts.heads]
         body = self._statements(self.parts.predict)
+        raw = [self.names[k] for k in self.parts.predict_inputs if k in self.preprocess]
+        if raw:
+            args += ", raw=True"
+            body = ["if raw:", f"    {', '.join(raw)} = self.{self.preprocess_name}("
+                    f"{', '.join(raw)})", *body]
         if len(heads) == 1 and body and body[-1].startswith(f"{heads[0]} = "):
             body[-1] = "return " + body[-1].split(" = ", 1)[1]  # return the last value directly
         elif len("        return " + ", ".join(heads)) <= LINE:
@@ -369,6 +385,10 @@ class ModelWriter:
         which = ", ".join(f"'{self.head_name(k)}'" for k in self.parts.heads)
         doc = f"The output of {which}." if len(heads) == 1 else \
             f"The outputs of {which}, in this order."
+        if raw:
+            doc += (f" {', '.join(raw)} raw, as `{self.preprocess_name}` takes "
+                    f"{'it' if len(raw) == 1 else 'them'}; raw=False: already preprocessed "
+                    "(as the training data is).")
         return [f"    def forward({args}):", *docstring(doc, 8), *("        " + b for b in body)]
 
     def _losses(self, has_predict: bool) -> list[str]:
@@ -378,7 +398,8 @@ class ModelWriter:
             body += self._statements(self.parts.order)
         elif has_predict:
             heads = [self.names[k] for k in self.parts.heads]
-            call = "self(" + ", ".join(self.names[k] for k in self.parts.predict_inputs) + ")"
+            call = "self(" + ", ".join(self.names[k] for k in self.parts.predict_inputs) + (
+                ", raw=False)" if self.preprocess else ")")
             body.append(f"{', '.join(heads)} = {call}")
         if not self._interleaved():
             body += self._statements(self.parts.scoring)
@@ -395,6 +416,54 @@ class ModelWriter:
         return [f"    def losses({args}):",
                 '        """Each loss by node, and the outputs they score (metrics read them)."""',
                 *("        " + b for b in body)]
+
+    def _statistics(self) -> list[str]:
+        """The data blocks' normalisation as constants of the class (not weights: no
+        state dict key), for `preprocess`."""
+        lines = []
+        for key, p in self.preprocess.items():
+            if p.centre is None or p.scale is None:
+                continue
+            lines += [f"# '{key[0]}' scaled '{key[1]}' as (raw - centre) / scale, with",
+                      "# these statistics of its training split"]
+            for stat, t in (("centre", p.centre), ("scale", p.scale)):
+                lines += _literal_lines(f"self.{self.names[key]}_{stat}", t)
+        return ["        " + line for line in lines]
+
+    def _preprocess(self) -> list[str]:
+        """`preprocess`: what the network reads, from raw inputs (see
+        `nodegraph.runtime.preprocess`), in plain torch and torchvision's v2 transforms."""
+        names = [self.names[k] for k in self.parts.predict_inputs if k in self.preprocess]
+        doc, body = [], []
+        for key, p in self.preprocess.items():
+            x = self.names[key]
+            image = p.image
+            if image is not None:
+                doc.append(f"`{x}`: photos decoded at {image.height} x {image.width} "
+                           f"({image.resize_text()}), as uint8 (N, H, W, {image.channels}) "
+                           f"or float (N, {image.channels}, H, W) in [0, 1].")
+                body += [f"if {x}.dtype == torch.uint8:  # decoded 8-bit photos",
+                         f"    {x} = {x}.permute(0, 3, 1, 2).to(torch.float32) / 255.0"]
+                if image.flat:
+                    body += [f"elif {x}.ndim == 2:  # one row per sample",
+                             f"    {x} = {x}.reshape({x}.shape[0], {image.channels}, "
+                             f"{image.height}, {image.width})"]
+                if image.script:
+                    body.append("from torchvision.transforms import v2  # (load_torchvision "
+                                "made it importable)")
+                    body += [f"{x} = {step}({x})" for step in image.script]
+                if image.flat:
+                    body.append(f"{x} = {x}.reshape({x}.shape[0], -1)")
+            else:
+                doc.append(f"`{x}`: raw values, as the data files hold them.")
+            if p.centre is not None:
+                body.append(f"{x} = (({x} - self.{x}_centre.to({x}.device)) / "
+                            f"self.{x}_scale.to({x}.device)).to({x}.dtype)")
+        body.append(f"return {', '.join(names)}")
+        text = ("What the network reads, from raw inputs, as nodegraph's data block made its "
+                "values: " + " ".join(doc))
+        return [f"    def {self.preprocess_name}(self, {', '.join(names)}):",
+                *docstring(text, 8), *("        " + b for b in body)]
 
     def _interleaved(self) -> bool:
         """True when nodegraph runs some scoring block before a predicting one: `losses`
@@ -446,6 +515,7 @@ class ModelWriter:
         if not fixups:
             model.load_state_dict(initial, strict=False)
             self._check_outputs(model, namespace)
+            self._check_preprocess(model)
         if self.problems:
             raise unexportable(self.problems)
         return fixups
@@ -504,6 +574,28 @@ class ModelWriter:
         finally:
             self.c.module.train(was_training)
 
+    def _check_preprocess(self, model: nn.Module) -> None:
+        """The written `preprocess` gives what nodegraph's does, on raw inputs made from
+        the first rows of the training data (random photos for an image port)."""
+        if not self.preprocess:
+            return
+        sample = sample_inputs(self.c)
+        raw = {k: raw_example(sample[k], p) for k, p in self.preprocess.items()}
+        try:
+            with torch.no_grad():
+                got = getattr(model, self.preprocess_name)(*raw.values())
+        except Exception as e:
+            self.problems.setdefault(None, f"the exported preprocess fails: "
+                                     f"{type(e).__name__}: {first_line(e)}")
+            return
+        got = got if isinstance(got, tuple) else (got,)
+        for (key, p), value in zip(self.preprocess.items(), got, strict=True):
+            with torch.no_grad():
+                want = p(raw[key])
+            if not _close(want, value):
+                self.problems.setdefault(key[0], "the exported preprocess computes other "
+                                         f"values for '{key[1]}' than nodegraph's")
+
     def _run_block(self, nid: str, model: nn.Module, namespace: dict[str, Any], args: list):
         try:
             code = self.blocks[nid]
@@ -534,6 +626,25 @@ def _takes_dtype(fn: Callable[..., Any]) -> bool:
         return "dtype" in inspect.signature(fn).parameters
     except (TypeError, ValueError):  # a builtin without a signature
         return False
+
+
+def _literal_lines(target: str, t: torch.Tensor) -> list[str]:
+    """``target = torch.tensor([...])`` wrapped to the line length (any size: statistics
+    are constants of the class, not a constructor's arguments)."""
+    import textwrap
+
+    from nodegraph.interop.export.source import _float32_literal
+
+    t = t.detach().cpu()
+    values = _float32_literal(t) if t.dtype == torch.float32 else repr(t.tolist())
+    dtype = "" if t.dtype == torch.float32 else f", dtype={t.dtype}"
+    text = f"{target} = torch.tensor({values}{dtype})"
+    if len(text) + 8 <= LINE:
+        return [text]
+    wrapped = textwrap.wrap(values, LINE - 12, break_long_words=False,
+                            break_on_hyphens=False)
+    wrapped[-1] += f"{dtype})"
+    return [f"{target} = torch.tensor(", *("    " + w for w in wrapped)]
 
 
 def _body_lines(lhs: str, callee: str, args: list[str], extra: int = 0) -> list[str]:

@@ -6,6 +6,18 @@ prediction part, the values losses and metrics read (see `export.model.partition
 are named after the data ports (``x``), outputs after their nodes (``out``, or
 ``node.port`` for blocks with several outputs); the batch dimension stays free.
 
+By default the file starts from raw inputs: the model's preprocessing
+(`nodegraph.runtime.preprocess`) is inside the graph. An image block's port takes decoded
+8-bit photos at the block's size, uint8 N x H x W x C (grey or RGB as the block reads them),
+and scales them to [0, 1], then runs the deterministic part of the augment chain
+(Normalize, a centre crop; a resize, which torch's exporter cannot write with torchvision's
+antialiasing, as the linear map it is at that size); any port the block normalises takes
+raw values and is scaled with the block's statistics. ``preprocess=False``
+(``--no-preprocess``) writes the bare network, whose inputs are the ports' values. Either
+way each input's contract — dtype, layout, value range, size, channel order, resize
+policy, class names — is written in the file's ``metadata_props`` (``input.x.dtype``,
+``input.x.layout``, ..., ``classes``).
+
 When the exporter fails, each block on the way is exported on its own to find the ones
 that cannot be written, so the error names nodes instead of showing a traceback. After
 writing, onnxruntime (when installed) runs the file on the first rows of the training data
@@ -17,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -28,6 +40,7 @@ from nodegraph.interop.export.weights import load_weights
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.runtime.compile import Compiled, Key, compile_graph
+from nodegraph.runtime.preprocess import Preprocess, contract, preprocessors, raw_example
 
 OPSET = 17
 MIN_OPSET, MAX_OPSET = 9, 20  # what torch's TorchScript exporter writes
@@ -43,33 +56,43 @@ class OnnxExport:
     outputs: list[str]
     max_difference: float | None = None  # None when onnxruntime is not installed
     random: bool = False  # the outputs depend on random draws, so they were not compared
+    # per input name, what it must hold (dtype, layout, range, ...; `preprocess.contract`)
+    contract: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class _Forward(nn.Module):
-    """The compiled graph as a module of positional inputs and a tuple of outputs."""
+    """The compiled graph as a module of positional inputs and a tuple of outputs, each
+    input through its preprocessing first (`preprocess`: one per input, None for none)."""
 
-    def __init__(self, compiled: Compiled, inputs: list[Key], outputs: list[Key]):
+    def __init__(self, compiled: Compiled, inputs: list[Key], outputs: list[Key],
+                 preprocess: list[Preprocess | None] | None = None):
         super().__init__()
         self.graph = compiled.module
         self.inputs, self.outputs = inputs, outputs
         self.steps = compiled.module.plan(executed(compiled).upstream([k[0] for k in outputs]))
+        self.preprocess = list(preprocess or [None] * len(inputs))  # (no weights: a list)
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        tensors = tuple(t if p is None else p(t)
+                        for p, t in zip(self.preprocess, tensors, strict=True))
         values = self.graph.run(self.steps, dict(zip(self.inputs, tensors, strict=True)))
         return tuple(values[k] for k in self.outputs)
 
 
 def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
             weights: dict[str, torch.Tensor] | None = None,
-            opset: int | None = None) -> OnnxExport:
+            opset: int | None = None, preprocess: bool = True) -> OnnxExport:
     """Write the forward graph of `graph` to `path`; `outputs` names node or node.port
     values (default: the prediction heads; for an imported graph, every output of the
     module, as the file lists them); `weights` (node.param) replace the initial
-    weights; `opset` is the ONNX opset version (default OPSET). Raises ExportError naming
-    the blocks ONNX cannot hold. The batch dim of every input is dynamic; in a graph made
-    by `nodegraph import`, every dim of its inputs is, but those it records as fixed;
-    where the file then fails at doubled sizes, its inputs are given the example's sizes
-    but the batch (`_pin`)."""
+    weights, and normalisation entries among them the data blocks' statistics; `opset` is
+    the ONNX opset version (default OPSET). With `preprocess` (the default) the file
+    starts from raw inputs (see the module doc); without, from the network's own inputs.
+    Either way the input contract is written in the file's metadata. Raises ExportError
+    naming the blocks ONNX cannot hold. The batch dim of every input is dynamic; in a
+    graph made by `nodegraph import`, every dim of its inputs is, but those it records as
+    fixed; where the file then fails at doubled sizes, its inputs are given the example's
+    sizes but the batch (`_pin`)."""
     opset = OPSET if opset is None else opset
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise NodegraphError(f"--opset {opset}: use {MIN_OPSET} to {MAX_OPSET}")
@@ -93,10 +116,15 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
             raise unexportable({node: "its output does not depend on any data input, and an "
                                 "ONNX output must (a fixed tensor belongs inside the model)"})
     sample = sample_inputs(compiled)
-    example = tuple(sample[k] for k in inputs)
+    steps = preprocessors(compiled, inputs) if preprocess else {}
+    before = [steps[k] if k in steps and not steps[k].empty else None for k in inputs]
+    example = tuple(sample[k] if p is None else raw_example(sample[k], p)
+                    for k, p in zip(inputs, before, strict=True))
+    before = [p if p is None else _traceable(p, raw, opset)
+              for p, raw in zip(before, example, strict=True)]
     in_names = _input_names(inputs)
     out_names = [_output_name(compiled, k) for k in keys]
-    module = _Forward(compiled, inputs, keys).eval()  # torch.onnx.export leaves a module in
+    module = _Forward(compiled, inputs, keys, before).eval()  # torch.onnx.export leaves a module in
     # the mode its top was in: a _Forward left training would put the graph's batch norms
     # back into training for every run after the first export
     with torch.no_grad(), torch.random.fork_rng(devices=[]):
@@ -147,7 +175,117 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
                              f"{result.max_difference:.3g} on the training data's first rows "
                              f"(outputs reach {_scale(expected):.3g}; the graph's own "
                              f"float32 rounding {noise or 0:.3g})")
+    result.contract = {name: contract(compiled, key, steps.get(key) if preprocess else None)
+                       for name, key in zip(in_names, inputs, strict=True)}
+    _describe(path, result.contract, preprocess)
     return result
+
+
+class _Step(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+def _traceable(step: Preprocess, raw: torch.Tensor, opset: int) -> Preprocess:
+    """An input's preprocessing as ONNX can hold it: as it is, or with each image step the
+    exporter cannot trace (a resize with antialiasing, which neither torch's exporter nor
+    onnxruntime computes as torchvision does) written as the separable linear map it is
+    at this size (`_separable`). A step that is neither is refused by name."""
+    try:
+        _export(step.eval(), (raw,), io.BytesIO(), ["x"], None, {"x": {0: "batch"}}, opset)
+        return step
+    except Exception as e:
+        error = e
+    image, node = step.image, step.key[0]
+    if image is None or not image.steps:
+        raise unexportable({node: f"its preprocessing cannot be written in ONNX: "
+                            f"{_first_line(error)}"}, "export with --no-preprocess "
+                           "(preprocess=False)") from None
+    x = raw[:1].permute(0, 3, 1, 2).to(torch.float32) / 255.0  # (uint8 photos)
+    steps = []
+    for fn, text in zip(image.steps, image.script or [None] * len(image.steps), strict=False):
+        try:
+            _export(_Step(fn).eval(), (x,), io.BytesIO(), None, None, None, opset)
+            steps.append(fn)
+        except Exception as e:
+            linear = _separable(fn, tuple(x.shape[1:]))
+            if linear is None:
+                raise unexportable({node: f"the augment step {text or fn} wired into it has "
+                                    f"no faithful ONNX form ({_first_line(e, 120)})"},
+                                   "export with --no-preprocess (preprocess=False): the "
+                                   "bare network, whose input is the block's values after "
+                                   "the chain's val/test part, as the file's metadata "
+                                   "says; Model.predict and the Python export apply the "
+                                   "step themselves") from None
+            steps.append(linear)
+        with torch.no_grad():
+            x = fn(x)
+    return step.with_steps(tuple(steps))
+
+
+class _Step(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fn(x)
+
+
+class _Linear(nn.Module):
+    """x -> rows @ x @ cols.T on the last two dims: a resize or crop at a fixed size."""
+
+    def __init__(self, rows: torch.Tensor, cols: torch.Tensor):
+        super().__init__()
+        self.rows, self.cols = rows, cols
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rows.to(x.dtype) @ x @ self.cols.to(x.dtype).T
+
+
+def _separable(fn, shape: tuple[int, ...]) -> _Linear | None:
+    """`fn` on images shaped `shape` (C, H, W) as a separable linear map — found from
+    its outputs on images of one lit row or column, and used only when it gives fn's own
+    outputs on random images to 1e-6 — or None."""
+    c, h, w = shape
+    with torch.no_grad():
+        lit_rows = torch.zeros(h, c, h, w)
+        lit_rows[torch.arange(h), :, torch.arange(h), :] = 1.0
+        lit_cols = torch.zeros(w, c, h, w)
+        lit_cols[torch.arange(w), :, :, torch.arange(w)] = 1.0
+        try:
+            rows, cols = fn(lit_rows)[:, 0, :, 0].T, fn(lit_cols)[:, 0, 0, :].T
+            probe = torch.rand(4, c, h, w, generator=torch.Generator().manual_seed(0))
+            linear = _Linear(rows.contiguous(), cols.contiguous())
+            if torch.allclose(linear(probe), fn(probe), atol=1e-6, rtol=0):
+                return linear
+        except Exception:  # not an image map at all
+            return None
+    return None
+
+
+def _describe(path: Path, contracts: dict[str, dict[str, str]], preprocess: bool) -> None:
+    """Write each input's contract in the file's metadata_props (``input.x.dtype``,
+    ``input.x.layout``, ...; ``classes``) and a one-paragraph doc_string."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)  # (big weights stay beside it)
+    props = {"nodegraph.preprocess": "inside" if preprocess else "none (bare network)"}
+    for name, fields in contracts.items():
+        for entry, text in fields.items():
+            if entry == "classes":
+                props["classes"] = text
+            else:
+                props[f"input.{name}.{entry}"] = text
+    onnx.helper.set_model_props(model, props)
+    model.doc_string = "Exported by nodegraph. Inputs: " + "; ".join(
+        f"{name}: {f.get('dtype')} {f.get('layout')}, {f.get('range')}"
+        for name, f in contracts.items()) + "."
+    onnx.save(model, str(path))
 
 
 def _refuse_bfloat16(compiled: Compiled) -> None:

@@ -66,6 +66,6 @@ def loader(graph: Graph, source: Source, transforms: bool = False) -> str | None
     source.reserve("load_torchvision")
     why = ("This model builds modules of " + " and ".join(needed) + " by their import path "
            "(see `by_path`)" if libraries(graph) else
-           "The data is augmented with torchvision.transforms.v2 (its load function)")
+           "Augmentation and preprocessing run torchvision.transforms.v2")
     return LOADER.format(why=why, libraries=" and ".join(needed),
                          install="pip install " + " ".join(needed))

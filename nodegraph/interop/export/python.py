@@ -106,7 +106,8 @@ def to_python(graph: Graph, path: str | Path, source_name: str | None = None) ->
             training_text = _training(compiled, recorder, source, parts, model, data, opts,
                                       source_name or graph.name)
         # torchvision importable beside a CPU torch
-        prelude = loader(graph, source, any(d.torchvision for d in data))
+        prelude = loader(graph, source, any(d.torchvision for d in data) or any(
+            p.image is not None and p.image.script for p in model.preprocess.values()))
         for _ in range(2):  # a second round writes the values set by hand as literals
             text = _assemble(graph, source, [class_text, *filter(None, [training_text])],
                              model.name, source_name, path, training, prelude)
