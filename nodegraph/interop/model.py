@@ -30,8 +30,8 @@ from nodegraph.interop import modelfile, predict
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import Emitter
 from nodegraph.model.graph import Graph
-from nodegraph.runtime import checkpoint, feeding, normalization
-from nodegraph.runtime.callbacks.base import Callback
+from nodegraph.runtime import checkpoint, feeding, generators, normalization
+from nodegraph.runtime.callbacks.base import Callback, callback_states, load_callback_states
 from nodegraph.runtime.compile import Compiled
 from nodegraph.runtime.train import RunControl, RunResult, Trainer, train, training_options
 
@@ -50,7 +50,9 @@ class Model:
         self.cancelled = False
         self.stopped_early = False
         self.global_step = 0
-        self.shuffle_state: torch.Tensor | None = None  # the batch order's generator
+        # every generator the run draws from, as its last fit left them (`runtime.generators`)
+        self.generators: dict[str, torch.Tensor] = {}
+        self.callback_states: dict[str, dict[str, Any]] = {}  # the callbacks' state_dicts
         self.result: RunResult | None = None  # the last fit's
 
     # -- training ------------------------------------------------------------------------
@@ -76,7 +78,8 @@ class Model:
         if self.compiled is not None and epochs is None:
             raise NodegraphError("say how many more epochs: model.fit(epochs=N)")
         carry = _Carry(self)
-        result = train(self.graph, epochs=epochs, callbacks=[carry, *callbacks],
+        result = train(self.graph, epochs=epochs,
+                       callbacks=[carry, *callbacks, carry.keeper()],
                        compiled=self.compiled, **options)
         self.compiled, self.result = result.compiled, result
         self.history = list(result.history)
@@ -195,21 +198,38 @@ def load_model(path: str | Path, *, trust: bool = False, device: str | None = No
 
 
 class _Carry(Callback):
-    """Hands a model's run so far to the trainer of its next `fit`, and takes it back."""
+    """Hands a model's run so far to the trainer of its next `fit` (the first of its
+    callbacks); `keeper()`, the last, takes it back."""
 
     def __init__(self, model: Model):
         self.model = model
+
+    def keeper(self) -> Callback:
+        return _Keep(self.model)
 
     def on_run_start(self, trainer) -> None:
         m, s = self.model, trainer.state
         if m.history:
             s.history, s.epoch, s.global_step = list(m.history), len(m.history), m.global_step
-        if m.shuffle_state is not None:
-            trainer.shuffle_rng.set_state(m.shuffle_state)
+            s.before = len(m.history)  # progress counts on: epoch 71/80 for 10 after 70
+        if m.generators:  # what a longer run would draw next, whatever ran in between
+            generators.restore(m.generators, trainer.shuffle_rng, "the model's generators")
+        if m.callback_states:
+            load_callback_states(trainer.callbacks.all, m.callback_states)
+
+
+class _Keep(Callback):
+    """Takes the run back onto the model after every other callback's hooks: the step
+    count, the generators and the callbacks' state."""
+
+    def __init__(self, model: Model):
+        self.model = model
 
     def on_run_end(self, trainer) -> None:
-        self.model.global_step = trainer.state.global_step
-        self.model.shuffle_state = trainer.shuffle_rng.get_state()
+        m = self.model
+        m.global_step = trainer.state.global_step
+        m.generators = generators.capture(trainer.shuffle_rng)
+        m.callback_states = callback_states(trainer.callbacks.all, plain=False)
 
 
 def _last_loss(model: Model) -> str:

@@ -35,7 +35,7 @@ from nodegraph.kinds.estimator import estimator_steps, fit_estimators
 from nodegraph.model import allowlist, fileformat
 from nodegraph.model.errors import NodegraphError, first_line
 from nodegraph.model.outputs import OutputError, advice, reason
-from nodegraph.runtime import checkpoint
+from nodegraph.runtime import checkpoint, generators
 from nodegraph.runtime.train import compile_for, has_optimizer, training_options
 
 FORMAT, VERSION = "nodegraph-model", 1
@@ -52,12 +52,11 @@ def write(path: Path, model: Any, compiled: Any) -> Path:
         flat, meta = checkpoint._split_optimizer_state(o.node, o.optimizer.state_dict())
         tensors.update(flat)
         optimizers[o.node] = meta
-    if model.shuffle_state is not None:
-        tensors["rng/shuffle"] = model.shuffle_state
+    tensors.update(model.generators)
     run = {"format": FORMAT, "version": VERSION, "history": model.history,
            "final": model.final, "cancelled": model.cancelled,
            "stopped_early": model.stopped_early, "global_step": model.global_step,
-           "optimizers": optimizers,
+           "optimizers": optimizers, "callbacks": _plain_states(path, model.callback_states),
            "schedules": {o.node: o.scheduler.state_dict() for o in compiled.optimizers
                          if o.scheduler is not None}}
     tmp = path.with_name(f".{path.name}.tmp")
@@ -111,8 +110,9 @@ def read(path: Path, make: Any, *, trust: bool = False, device: str | None = Non
     model.history, model.final = run["history"], run["final"]
     model.cancelled, model.stopped_early = run["cancelled"], run["stopped_early"]
     model.global_step = run["global_step"]
-    shuffle = state.get("rng/shuffle")
-    model.shuffle_state = shuffle if shuffle is not None and shuffle.dtype == torch.uint8 else None
+    model.generators = generators.check(state, f"model file '{path}': member "
+                                        "state.safetensors")
+    model.callback_states = run.get("callbacks", {})
     return model
 
 
@@ -219,6 +219,17 @@ def _tensors(path: Path, blobs: dict[str, bytes], name: str) -> dict[str, torch.
 
 def _bad(path: Path, member: str, problem: str) -> NodegraphError:
     return NodegraphError(f"model file '{path}': member {member} is damaged: {problem}")
+
+
+def _plain_states(path: Path, states: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The callbacks' states, refused unless plain JSON (the file holds nothing else)."""
+    for key, state in states.items():
+        try:
+            json.dumps(state, allow_nan=True)
+        except (TypeError, ValueError) as e:
+            raise NodegraphError(f"cannot save the model to '{path}': callback {key}'s "
+                                 f"state_dict() must hold plain JSON values ({e})") from None
+    return states
 
 
 def _plain(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
