@@ -19,6 +19,7 @@ it to that.
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from nodegraph.kinds.estimator import fit_estimators
@@ -207,6 +209,9 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     device = distributed.setup(group, opts.device) if group else opts.device
     fresh = compiled is None
     compiled = compile_for(graph, opts, device) if compiled is None else compiled
+    if fresh:  # the compile seeded torch; code in blocks and callbacks may draw from these
+        random.seed(opts.seed)
+        np.random.seed(opts.seed % 2 ** 32)
     if gradient_free and asked > 0 and compiled.parameter_count():  # an optimizer forgotten
         compile_graph(graph, device="cpu", for_training=True)  # raises: "no optimizer", with a hint
     events = events or Emitter()
