@@ -1,7 +1,7 @@
 """A trained graph as one object: fit it, fit it more, predict, evaluate, save, load, export.
 
     m = nodegraph.fit(g, epochs=20)          # compile and train; a Model
-    m.fit(epochs=5)                          # five more: optimizer and schedule states kept
+    m.fit(epochs=5)                          # five more: every state kept, as one longer run
     y = m.predict("test")                    # the prediction heads over a whole split
     y = m.predict(x_new, batch_size=256)     # or over your own (raw) arrays, in batches
     m.evaluate("test")                       # losses and metrics
@@ -10,11 +10,17 @@
 
 `nodegraph.train` stays the one-call run; a `Model` keeps the compiled graph between calls,
 in the manner of Keras' `fit` and Lightning's `Trainer.fit`: its `history` grows across
-calls with epochs numbered on from the last, and a second `fit` continues from the weights,
-the optimizer moments, the schedules, the shuffling generator and the step count the first
-one left (it trains all of the graph's optimizers; a stage schedule starts again from its
-first stage). Ctrl-C or a notebook's Stop during `fit` ends the run with the weights so far
-kept on the model (`m.cancelled`). The file format is `nodegraph.interop.modelfile`.
+calls with epochs numbered on from the last, and `fit(epochs=k)` trains k *more* epochs
+(progress shows `epoch 71/80` for 10 after 70), continuing from the weights, the optimizer
+moments, the schedules, the step count, every random generator (torch, CUDA, numpy,
+Python, the batch order) and the callbacks' `state_dict`s the last one left — in this
+process or, through `save` and `load_model`, in another: `fit(n)` then `fit(k)` equals
+`fit(n + k)` bit for bit on the CPU (it trains all of the graph's optimizers; a stage
+schedule, the monitor and early stopping start again with each `fit`). Ctrl-C or a
+notebook's Stop during `fit` ends the run at the end of the last whole epoch: the stopped
+epoch's steps are undone (weights, moments, schedules, generators), so the model holds
+the weights its history describes (`m.cancelled`; see `nodegraph.runtime.epoch_start`).
+The file format is `nodegraph.interop.modelfile`.
 """
 
 from __future__ import annotations
@@ -123,8 +129,9 @@ class Model:
         return normalization.with_weights(c, c.module.block_state())
 
     def save(self, path: str | Path) -> Path:
-        """Write graph, weights, optimizer and schedule states, normalisation and history
-        to one file (a zip of JSON and safetensors; `nodegraph.load_model` reads it)."""
+        """Write graph, weights, optimizer and schedule states, normalisation, history, the
+        random generators and the callbacks' state to one file (a zip of JSON and
+        safetensors; `nodegraph.load_model` reads it, and fits on from it exactly)."""
         return modelfile.write(Path(path), self, self._ready())
 
     def export(self, to: str, path: str | Path, **kwargs: Any) -> Any:
@@ -193,7 +200,8 @@ def load_model(path: str | Path, *, trust: bool = False, device: str | None = No
                max_bytes: int = modelfile.MAX_BYTES) -> Model:
     """The `Model` a `save` wrote: ready to predict, evaluate, export or fit on. `trust`
     lets its graph import the modules outside the allowlist it names (as `--trust`);
-    `max_bytes` bounds what the file may unpack to."""
+    `max_bytes` bounds what one tensor member may unpack to (the graph bounds it first:
+    the file is held to the compiled graph's shapes before its data is read)."""
     return modelfile.read(Path(path), Model, trust=trust, device=device, max_bytes=max_bytes)
 
 

@@ -4,15 +4,28 @@ A zip archive of exactly these members, nothing pickled:
 
     graph.json            the graph file (the format `nodegraph.save` writes)
     model.safetensors     weights keyed node.param, with the data blocks' normalisation
-    state.safetensors     optimizer moments and the batch order's generator state
+    state.safetensors     optimizer moments and every random generator's state
+                          (`nodegraph.runtime.generators`: torch CPU and CUDA, numpy,
+                          Python, the batch order, from which the samplers and the
+                          DataLoader workers' seeds are drawn)
     run.json              history, final numbers, step count, optimizer hyper-parameters,
-                          schedule states, and the format and version
+                          schedule states, the callbacks' state_dicts, format and version
 
-The reader takes the file as hostile: it reads only those member names (another name, a
-path, a duplicate, more members, or a member larger than `max_bytes` is refused before it is
-unpacked), reads each member no further than its limit, parses the graph with the graph
-file's own checks and the tensors with safetensors (no code runs), and names the file and
-the member in every error. Weights are loaded through the same checks as a weights file
+A model is always saved at the end of a whole epoch (a stop mid-epoch goes back to one:
+`nodegraph.runtime.epoch_start`), so what it holds continues exactly: `load_model(p).fit(
+epochs=k)` in a new process equals one run of `n + k` epochs, bit for bit on the CPU.
+
+The reader takes the file as hostile (`modelfile_archive`, `modelfile_run`), in this
+order, each refusal a NodegraphError naming the file and the member: the path must open,
+without blocking, as a regular file (not a FIFO, not a link to a device), which `zipfile`
+then reads; the archive lists only these member names, once each; graph.json and run.json
+are read in chunks to the graph file's limit (10 MB), and stop there; the graph is parsed
+with the graph file's own checks and run.json is type-checked field by field (history
+numbered and bounded, counts bounded, the optimizers' hyper-parameters and the schedules'
+states of the kinds the compiled graph's own have); then each safetensors header is read
+and every tensor held to the graph (a weight's shape and dtype, an optimizer state no
+larger than its parameters, a generator state of its size), which bounds the data before a
+byte of it is read. Weights are loaded through the same checks as a weights file
 (`nodegraph.interop.export.weights.load_weights`). Estimators (trees, k-NN) are not tensors:
 loading fits them again on the graph's train split, as the first run did.
 """
@@ -175,6 +188,10 @@ def _json_member(path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
 
 
 def _run_info(path: Path, text: str) -> dict:
+    containers = text.count("{") + text.count("[")  # counted at C speed, before parsing
+    if containers > modelfile_run.MAX_CONTAINERS:
+        raise _bad(path, "run.json", f"it holds {containers:,} objects and arrays; at most "
+                   f"{modelfile_run.MAX_CONTAINERS:,} (a run's history is far smaller)")
     try:
         run = json.loads(text)
     except json.JSONDecodeError as e:
@@ -236,7 +253,7 @@ _DTYPE_NAMES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16"
 
 
 def _bad(path: Path, member: str, problem: str) -> NodegraphError:
-    return NodegraphError(f"model file '{path}': member {member} is damaged: {problem}")
+    return archive.damaged(path, member, problem)
 
 
 def _plain_states(path: Path, states: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -17,7 +17,8 @@ from typing import Any
 from nodegraph.interop.modelfile_archive import damaged
 from nodegraph.model.errors import NodegraphError
 
-MAX_EPOCHS = 1_000_000  # history entries a saved model may hold
+MAX_EPOCHS = 100_000  # history entries (10 MB of run.json holds about 50,000 real ones)
+MAX_CONTAINERS = 1_000_000  # objects and arrays in run.json: each costs ~64 bytes parsed
 MAX_STEP = 10 ** 12  # a step count (or a schedule's): far beyond any run, far below 10**30
 MAX_KEYS = 10_000  # keys in one epoch's numbers, callbacks, states
 

@@ -189,7 +189,10 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     `compiled` trains an already compiled (and trained) graph on: `nodegraph.Model.fit`
     continues a run through it. A graph with nothing to train by gradient (estimators,
     procedures, metrics) is fitted and evaluated, with no epochs. Ctrl-C (a notebook's
-    Stop) ends the run as a stop by request does: the result so far, marked cancelled."""
+    Stop) ends the run as a stop by request does: marked cancelled, at the end of the last
+    whole epoch (the stopped epoch's steps are undone: `nodegraph.runtime.epoch_start`).
+    A fresh run seeds torch (at the compile), numpy's and Python's generators from the
+    run's seed."""
     shown = None
     if progress:  # a bad choice fails before the compile
         from nodegraph.runtime.callbacks.progress import mode_of
