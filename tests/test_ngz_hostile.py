@@ -1,10 +1,11 @@
 """Saved models from anyone are bounded like graph files (issue #33, item 2).
 
-Each hostile `.ngz` is loaded in a child process whose address space is capped a few GB
-above what importing nodegraph takes (so the old readers, which read whole members,
-fail there instead of taking the machine); the child reports the error and how far its
-peak memory rose. Every refusal must be a NodegraphError naming the file (and the member,
-where there is one), with a peak rise under 300 MB.
+Each hostile `.ngz` that could hang or take memory is loaded in a child process whose
+address space is capped a few GB above what importing nodegraph takes (so the old readers,
+which read whole members, fail there instead of taking the machine); the child reports the
+error and how far its resident peak rose (VmHWM, reset before the load). Every refusal must
+be a NodegraphError naming the file (and the member, where there is one), with a peak
+rise under 300 MB. Small files with bad fields are loaded in this process.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 
 import nodegraph
 from nodegraph.interop import modelfile
+from nodegraph.model.errors import NodegraphError
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 1 << 30
@@ -35,9 +37,15 @@ _CHILD = textwrap.dedent("""
 
     size = next(int(line.split()[1]) for line in open("/proc/self/status")
                 if line.startswith("VmSize:"))
-    cap = size * 1024 + (3 << 30)
+    cap = size * 1024 + (3 << 30)  # the old readers fail here instead of taking the machine
     resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    def status(key):
+        return next(int(line.split()[1]) for line in open("/proc/self/status")
+                    if line.startswith(key + ":"))
+
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # the peak (VmHWM) starts again from the resident size now
+    before = status("VmRSS")
     began = time.perf_counter()
     try:
         nodegraph.load_model(sys.argv[1])
@@ -46,8 +54,8 @@ _CHILD = textwrap.dedent("""
         out = {"error": str(e)}
     except BaseException as e:
         out = {"other": repr(e)[:400]}
-    out["seconds"] = round(time.perf_counter() - began, 3)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out["seconds"] = round(time.perf_counter() - began, 3)  # with first-use imports
+    after = status("VmHWM")
     out["rise_mb"] = round((after - before) / 1024, 1)
     out["peak_mb"] = round(after / 1024, 1)
     print(json.dumps(out))
@@ -111,9 +119,10 @@ def _deflated(data: bytes) -> bytes:
     return c.compress(data) + c.flush()
 
 
-def _write_zip(path: Path, members: list[tuple[str, bytes, int, int]]) -> Path:
+def _write_zip(path: Path, members: list[tuple[str, bytes, int, int]], gap: int = 0) -> Path:
     """A zip of (name, raw deflate data, CRC-32, unpacked size) members, written by hand so
-    a member may unpack to far more than the file holds."""
+    a member may unpack to far more than the file holds; `gap` bytes (a hole: no disk
+    used) before the member list, which the end record then counts in the list's size."""
     out, central = bytearray(), bytearray()
     for name, raw, crc, size in members:
         offset, encoded = len(out), name.encode()
@@ -122,8 +131,11 @@ def _write_zip(path: Path, members: list[tuple[str, bytes, int, int]]) -> Path:
         central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc,
                                len(raw), size, len(encoded), 0, 0, 0, 0, 0, offset) + encoded
     end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members),
-                      len(central), len(out), 0)
-    path.write_bytes(bytes(out + central + end))
+                      len(central) + gap, len(out), 0)
+    with open(path, "wb") as f:
+        f.write(out)
+        f.seek(gap, os.SEEK_CUR)
+        f.write(central + end)
     return path
 
 
@@ -156,6 +168,12 @@ def _with(saved: dict[str, bytes], path: Path, **changed: tuple[str, bytes, int,
 def test_the_hand_written_zip_is_a_model_that_loads(saved, tmp_path):
     out = _load_in_child(_with(saved, tmp_path / "same.ngz"))
     assert out.get("loaded"), out
+
+
+def test_a_member_list_of_gigabytes_is_refused_before_it_is_read(saved, tmp_path):
+    members = [_plain(name, saved[name]) for name in modelfile.MEMBERS]
+    path = _write_zip(tmp_path / "directory.ngz", members, gap=3 * GIB)  # a sparse file
+    _refused(path, "member list")
 
 
 def test_a_fifo_is_refused_without_waiting(tmp_path):
@@ -257,12 +275,17 @@ def _run_with(saved: dict[str, bytes], path: Path, change) -> Path:
     ("braces", lambda r: r.update(pad=[[]] * 1_100_000), ["objects and arrays"]),
 ])
 def test_run_json_fields_are_type_checked_at_load(saved, tmp_path, name, change, words):
-    _refused(_run_with(saved, tmp_path / f"{name}.ngz", change), "run.json", *words)
+    path = _run_with(saved, tmp_path / f"{name}.ngz", change)  # small: read in this process
+    with pytest.raises(NodegraphError) as e:
+        nodegraph.load_model(path)
+    for word in (str(path), "run.json", *words):
+        assert word in str(e.value)
 
 
 def test_a_changed_but_valid_run_json_still_loads(saved, tmp_path):
     def change(r):
         r["optimizers"]["opt"]["param_groups"][0]["lr"] = 0.5
         r["callbacks"] = {"Counter": {"n": 3}}
-    out = _load_in_child(_run_with(saved, tmp_path / "ok.ngz", change))
-    assert out.get("loaded"), out
+    m = nodegraph.load_model(_run_with(saved, tmp_path / "ok.ngz", change))
+    assert m.compiled.optimizers[0].optimizer.param_groups[0]["lr"] == 0.5
+    assert m.callback_states == {"Counter": {"n": 3}}

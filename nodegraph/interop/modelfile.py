@@ -57,6 +57,7 @@ FORMAT, VERSION = "nodegraph-model", 1
 MEMBERS = ("graph.json", "model.safetensors", "state.safetensors", "run.json")
 MAX_BYTES = 8 << 30  # what one tensor member may unpack to, at most (its header bounds it)
 MAX_JSON = fileformat.MAX_BYTES  # run.json and graph.json: a graph file's limit, 10 MB
+MAX_DIRECTORY = 1 << 20  # the archive's central directory (names, sizes, comments)
 
 
 def write(path: Path, model: Any, compiled: Any) -> Path:
@@ -156,6 +157,10 @@ def _archive(path: Path, f: Any) -> zipfile.ZipFile:
     if count > 2 * len(MEMBERS):  # before the central directory: it could list millions
         raise NodegraphError(f"model file '{path}' lists {count:,} members; a saved model "
                              f"has {len(MEMBERS)}, so it is not read")
+    directory = int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
+    if directory > MAX_DIRECTORY:  # zipfile reads it whole
+        raise NodegraphError(f"model file '{path}' declares a member list of {directory:,} "
+                             f"bytes (a saved model's is a few hundred), so it is not read")
     try:
         zf = zipfile.ZipFile(f)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError):

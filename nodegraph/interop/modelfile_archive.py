@@ -190,7 +190,7 @@ class _opened:
     def __init__(self, path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo):
         self.path, self.zf, self.info = path, zf, info
 
-    def __enter__(self) -> IO[bytes]:
+    def __enter__(self) -> _Named:
         try:
             self.f = self.zf.open(self.info)
         except Exception as e:  # BadZipFile, NotImplementedError (a method), RuntimeError
@@ -221,7 +221,7 @@ class _Named:
         return len(data)
 
 
-def _exactly(path: Path, name: str, f: IO[bytes], n: int, what: str) -> bytes:
+def _exactly(path: Path, name: str, f: _Named, n: int, what: str) -> bytes:
     data = bytearray()
     while len(data) < n:
         chunk = f.read(min(CHUNK, n - len(data)))
@@ -231,7 +231,7 @@ def _exactly(path: Path, name: str, f: IO[bytes], n: int, what: str) -> bytes:
     return bytes(data)
 
 
-def _bounded(path: Path, name: str, f: IO[bytes], limit: int, why: str) -> bytearray:
+def _bounded(path: Path, name: str, f: _Named, limit: int, why: str) -> bytearray:
     data = bytearray()
     while chunk := f.read(min(CHUNK, limit + 1 - len(data))):
         data += chunk

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from nodegraph.interop.modelfile_archive import damaged
 from nodegraph.model.errors import NodegraphError
@@ -189,7 +189,7 @@ graph's params); a null in the template accepts a number too."""
         raise bad("differs from what the graph builds")
 
 
-def _int(v: Any) -> bool:
+def _int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 

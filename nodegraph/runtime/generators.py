@@ -20,6 +20,7 @@ The states are stored as tensors (safetensors, nothing pickled) under `rng/...`:
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,8 +37,10 @@ def capture(shuffle: torch.Generator) -> dict[str, torch.Tensor]:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         for i, state in enumerate(torch.cuda.get_rng_state_all()):
             out[f"rng/cuda/{i}"] = state
-    kind, keys, pos, has_gauss, gauss = np.random.get_state(legacy=True)  # type: ignore[misc]
-    out["rng/numpy"] = torch.tensor([*keys.tolist(), pos, has_gauss], dtype=torch.int64)
+    state: Any = np.random.get_state(legacy=True)  # ("MT19937", keys, pos, has_gauss, gauss)
+    _, keys, pos, has_gauss, gauss = state
+    out["rng/numpy"] = torch.tensor([*np.asarray(keys).tolist(), pos, has_gauss],
+                                    dtype=torch.int64)
     out["rng/numpy_gauss"] = torch.tensor([gauss], dtype=torch.float64)
     version, words, gauss_next = random.getstate()
     out["rng/python"] = torch.tensor(list(words), dtype=torch.int64)
