@@ -1,7 +1,7 @@
 """A trained graph as one object: fit it, fit it more, predict, evaluate, save, load, export.
 
     m = nodegraph.fit(g, epochs=20)          # compile and train; a Model
-    m.fit(epochs=5)                          # five more: optimizer and schedule states kept
+    m.fit(epochs=5)                          # five more: every state kept, as one longer run
     y = m.predict("test")                    # the prediction heads over a whole split
     y = m.predict(x_new, batch_size=256)     # or over your own (raw) arrays, in batches
     y = m.predict(["cat.jpg", "dog.png"])    # or photos, for an image data block
@@ -11,11 +11,17 @@
 
 `nodegraph.train` stays the one-call run; a `Model` keeps the compiled graph between calls,
 in the manner of Keras' `fit` and Lightning's `Trainer.fit`: its `history` grows across
-calls with epochs numbered on from the last, and a second `fit` continues from the weights,
-the optimizer moments, the schedules, the shuffling generator and the step count the first
-one left (it trains all of the graph's optimizers; a stage schedule starts again from its
-first stage). Ctrl-C or a notebook's Stop during `fit` ends the run with the weights so far
-kept on the model (`m.cancelled`). The file format is `nodegraph.interop.modelfile`.
+calls with epochs numbered on from the last, and `fit(epochs=k)` trains k *more* epochs
+(progress shows `epoch 71/80` for 10 after 70), continuing from the weights, the optimizer
+moments, the schedules, the step count, every random generator (torch, CUDA, numpy,
+Python, the batch order) and the callbacks' `state_dict`s the last one left — in this
+process or, through `save` and `load_model`, in another: `fit(n)` then `fit(k)` equals
+`fit(n + k)` bit for bit on the CPU (it trains all of the graph's optimizers; a stage
+schedule, the monitor and early stopping start again with each `fit`). Ctrl-C or a
+notebook's Stop during `fit` ends the run at the end of the last whole epoch: the stopped
+epoch's steps are undone (weights, moments, schedules, generators), so the model holds
+the weights its history describes (`m.cancelled`; see `nodegraph.runtime.epoch_start`).
+The file format is `nodegraph.interop.modelfile`.
 """
 
 from __future__ import annotations
@@ -31,8 +37,8 @@ from nodegraph.interop import modelfile, predict
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import Emitter
 from nodegraph.model.graph import Graph
-from nodegraph.runtime import checkpoint, feeding, normalization
-from nodegraph.runtime.callbacks.base import Callback
+from nodegraph.runtime import checkpoint, feeding, generators, normalization
+from nodegraph.runtime.callbacks.base import Callback, callback_states, load_callback_states
 from nodegraph.runtime.compile import Compiled
 from nodegraph.runtime.train import RunControl, RunResult, Trainer, train, training_options
 
@@ -51,7 +57,9 @@ class Model:
         self.cancelled = False
         self.stopped_early = False
         self.global_step = 0
-        self.shuffle_state: torch.Tensor | None = None  # the batch order's generator
+        # every generator the run draws from, as its last fit left them (`runtime.generators`)
+        self.generators: dict[str, torch.Tensor] = {}
+        self.callback_states: dict[str, dict[str, Any]] = {}  # the callbacks' state_dicts
         self.result: RunResult | None = None  # the last fit's
 
     # -- training ------------------------------------------------------------------------
@@ -77,7 +85,8 @@ class Model:
         if self.compiled is not None and epochs is None:
             raise NodegraphError("say how many more epochs: model.fit(epochs=N)")
         carry = _Carry(self)
-        result = train(self.graph, epochs=epochs, callbacks=[carry, *callbacks],
+        result = train(self.graph, epochs=epochs,
+                       callbacks=[carry, *callbacks, carry.keeper()],
                        compiled=self.compiled, **options)
         self.compiled, self.result = result.compiled, result
         self.history = list(result.history)
@@ -127,8 +136,9 @@ class Model:
         return normalization.with_weights(c, c.module.block_state())
 
     def save(self, path: str | Path) -> Path:
-        """Write graph, weights, optimizer and schedule states, normalisation and history
-        to one file (a zip of JSON and safetensors; `nodegraph.load_model` reads it)."""
+        """Write graph, weights, optimizer and schedule states, normalisation, history, the
+        random generators and the callbacks' state to one file (a zip of JSON and
+        safetensors; `nodegraph.load_model` reads it, and fits on from it exactly)."""
         return modelfile.write(Path(path), self, self._ready())
 
     def export(self, to: str, path: str | Path, **kwargs: Any) -> Any:
@@ -212,26 +222,44 @@ def load_model(path: str | Path, *, trust: bool = False, device: str | None = No
                max_bytes: int = modelfile.MAX_BYTES) -> Model:
     """The `Model` a `save` wrote: ready to predict, evaluate, export or fit on. `trust`
     lets its graph import the modules outside the allowlist it names (as `--trust`);
-    `max_bytes` bounds what the file may unpack to."""
+    `max_bytes` bounds what one tensor member may unpack to (the graph bounds it first:
+    the file is held to the compiled graph's shapes before its data is read)."""
     return modelfile.read(Path(path), Model, trust=trust, device=device, max_bytes=max_bytes)
 
 
 class _Carry(Callback):
-    """Hands a model's run so far to the trainer of its next `fit`, and takes it back."""
+    """Hands a model's run so far to the trainer of its next `fit` (the first of its
+    callbacks); `keeper()`, the last, takes it back."""
 
     def __init__(self, model: Model):
         self.model = model
+
+    def keeper(self) -> Callback:
+        return _Keep(self.model)
 
     def on_run_start(self, trainer) -> None:
         m, s = self.model, trainer.state
         if m.history:
             s.history, s.epoch, s.global_step = list(m.history), len(m.history), m.global_step
-        if m.shuffle_state is not None:
-            trainer.shuffle_rng.set_state(m.shuffle_state)
+            s.before = len(m.history)  # progress counts on: epoch 71/80 for 10 after 70
+        if m.generators:  # what a longer run would draw next, whatever ran in between
+            generators.restore(m.generators, trainer.shuffle_rng, "the model's generators")
+        if m.callback_states:
+            load_callback_states(trainer.callbacks.all, m.callback_states)
+
+
+class _Keep(Callback):
+    """Takes the run back onto the model after every other callback's hooks: the step
+    count, the generators and the callbacks' state."""
+
+    def __init__(self, model: Model):
+        self.model = model
 
     def on_run_end(self, trainer) -> None:
-        self.model.global_step = trainer.state.global_step
-        self.model.shuffle_state = trainer.shuffle_rng.get_state()
+        m = self.model
+        m.global_step = trainer.state.global_step
+        m.generators = generators.capture(trainer.shuffle_rng)
+        m.callback_states = callback_states(trainer.callbacks.all, plain=False)
 
 
 def _last_loss(model: Model) -> str:

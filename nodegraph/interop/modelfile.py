@@ -4,15 +4,28 @@ A zip archive of exactly these members, nothing pickled:
 
     graph.json            the graph file (the format `nodegraph.save` writes)
     model.safetensors     weights keyed node.param, with the data blocks' normalisation
-    state.safetensors     optimizer moments and the batch order's generator state
+    state.safetensors     optimizer moments and every random generator's state
+                          (`nodegraph.runtime.generators`: torch CPU and CUDA, numpy,
+                          Python, the batch order, from which the samplers and the
+                          DataLoader workers' seeds are drawn)
     run.json              history, final numbers, step count, optimizer hyper-parameters,
-                          schedule states, and the format and version
+                          schedule states, the callbacks' state_dicts, format and version
 
-The reader takes the file as hostile: it reads only those member names (another name, a
-path, a duplicate, more members, or a member larger than `max_bytes` is refused before it is
-unpacked), reads each member no further than its limit, parses the graph with the graph
-file's own checks and the tensors with safetensors (no code runs), and names the file and
-the member in every error. Weights are loaded through the same checks as a weights file
+A model is always saved at the end of a whole epoch (a stop mid-epoch goes back to one:
+`nodegraph.runtime.epoch_start`), so what it holds continues exactly: `load_model(p).fit(
+epochs=k)` in a new process equals one run of `n + k` epochs, bit for bit on the CPU.
+
+The reader takes the file as hostile (`modelfile_archive`, `modelfile_run`), in this
+order, each refusal a NodegraphError naming the file and the member: the path must open,
+without blocking, as a regular file (not a FIFO, not a link to a device), which `zipfile`
+then reads; the archive lists only these member names, once each; graph.json and run.json
+are read in chunks to the graph file's limit (10 MB), and stop there; the graph is parsed
+with the graph file's own checks and run.json is type-checked field by field (history
+numbered and bounded, counts bounded, the optimizers' hyper-parameters and the schedules'
+states of the kinds the compiled graph's own have); then each safetensors header is read
+and every tensor held to the graph (a weight's shape and dtype, an optimizer state no
+larger than its parameters, a generator state of its size), which bounds the data before a
+byte of it is read. Weights are loaded through the same checks as a weights file
 (`nodegraph.interop.export.weights.load_weights`). Estimators (trees, k-NN) are not tensors:
 loading fits them again on the graph's train split, as the first run did.
 """
@@ -22,26 +35,29 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
+from nodegraph.interop import modelfile_archive as archive
+from nodegraph.interop import modelfile_run
 from nodegraph.interop.export.weights import load_weights
 from nodegraph.kinds.estimator import estimator_steps, fit_estimators
 from nodegraph.model import allowlist, fileformat
 from nodegraph.model.errors import NodegraphError, first_line
 from nodegraph.model.outputs import OutputError, advice, reason
-from nodegraph.runtime import checkpoint
+from nodegraph.runtime import checkpoint, generators, normalization
 from nodegraph.runtime.train import compile_for, has_optimizer, training_options
 
 FORMAT, VERSION = "nodegraph-model", 1
 MEMBERS = ("graph.json", "model.safetensors", "state.safetensors", "run.json")
-MAX_BYTES = 8 << 30  # what one member may unpack to, by default
-MAX_JSON = 256 << 20  # run.json and graph.json
+MAX_BYTES = 8 << 30  # what one tensor member may unpack to, at most (its header bounds it)
+MAX_JSON = fileformat.MAX_BYTES  # run.json and graph.json: a graph file's limit, 10 MB
+MAX_DIRECTORY = 1 << 20  # the archive's central directory (names, sizes, comments)
 
 
 def write(path: Path, model: Any, compiled: Any) -> Path:
@@ -52,12 +68,11 @@ def write(path: Path, model: Any, compiled: Any) -> Path:
         flat, meta = checkpoint._split_optimizer_state(o.node, o.optimizer.state_dict())
         tensors.update(flat)
         optimizers[o.node] = meta
-    if model.shuffle_state is not None:
-        tensors["rng/shuffle"] = model.shuffle_state
+    tensors.update(model.generators)
     run = {"format": FORMAT, "version": VERSION, "history": model.history,
            "final": model.final, "cancelled": model.cancelled,
            "stopped_early": model.stopped_early, "global_step": model.global_step,
-           "optimizers": optimizers,
+           "optimizers": optimizers, "callbacks": _plain_states(path, model.callback_states),
            "schedules": {o.node: o.scheduler.state_dict() for o in compiled.optimizers
                          if o.scheduler is not None}}
     tmp = path.with_name(f".{path.name}.tmp")
@@ -80,145 +95,181 @@ def write(path: Path, model: Any, compiled: Any) -> Path:
 def read(path: Path, make: Any, *, trust: bool = False, device: str | None = None,
          max_bytes: int = MAX_BYTES) -> Any:
     """The model in `path`, built with `make(graph, compiled)`, or a NodegraphError saying
-    what is wrong with the file."""
-    blobs = _members(path, max_bytes)
-    graph = fileformat.loads(_text(path, blobs, "graph.json"), source=f"{path}:graph.json")
-    graph.folder = path.resolve().parent  # relative data paths start beside the file
-    if trust:
-        allowlist.trust(graph)
-    run = _run_info(path, blobs)
-    weights = _tensors(path, blobs, "model.safetensors")
-    state = _tensors(path, blobs, "state.safetensors")
-    opts = training_options(graph, device=device)
-    if not has_optimizer(graph):
-        opts = training_options(graph, device=device, epochs=0)
-    compiled = compile_for(graph, opts, opts.device)
-    if estimator_steps(compiled):
-        fit_estimators(compiled)  # not tensors: fitted again, as the run fitted them
+    what is wrong with the file (see the module doc for what is checked, and in what order)."""
+    with archive.open_regular(path) as f:
+        zf = _archive(path, f)
+        with zf:
+            infos = {i.filename: i for i in zf.infolist()}
+            graph_text = _json_member(path, zf, infos["graph.json"])
+            run_text = _json_member(path, zf, infos["run.json"])
+            graph = fileformat.loads(graph_text, source=f"{path}:graph.json")
+            graph.folder = path.resolve().parent  # relative data paths start beside the file
+            run = _run_info(path, run_text)
+            if trust:
+                allowlist.trust(graph)
+            opts = training_options(graph, device=device)
+            if not has_optimizer(graph):
+                opts = training_options(graph, device=device, epochs=0)
+            compiled = compile_for(graph, opts, opts.device)
+            if estimator_steps(compiled):  # before the weights are held to the module's
+                fit_estimators(compiled)  # not tensors: fitted again, as the run fitted them
+            optimizers = {o.node: o.optimizer.state_dict() for o in compiled.optimizers}
+            modelfile_run.check_optimizers(path, run["optimizers"], optimizers)
+            modelfile_run.check_schedules(path, run["schedules"], {
+                o.node: o.scheduler.state_dict() for o in compiled.optimizers
+                if o.scheduler is not None})
+            weights = archive.read_tensors(path, zf, infos["model.safetensors"],
+                                           _weight_spec(compiled), max_bytes)
+            state = archive.read_tensors(path, zf, infos["state.safetensors"],
+                                         _state_spec(compiled), max_bytes)
     load_weights(compiled, weights, f"{path}:model.safetensors")
     try:
-        optimizers = {name: checkpoint._join_optimizer_state(name, meta, state)
-                      for name, meta in run["optimizers"].items()}
+        saved = {name: checkpoint._join_optimizer_state(name, meta, state)
+                 for name, meta in run["optimizers"].items()}
         for o in compiled.optimizers:
-            if o.node in optimizers:
-                o.optimizer.load_state_dict(optimizers[o.node])
+            if o.node in saved:
+                o.optimizer.load_state_dict(saved[o.node])
             if o.scheduler is not None and o.node in run["schedules"]:
                 o.scheduler.load_state_dict(run["schedules"][o.node])
-    except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError, RuntimeError) as e:
         raise _bad(path, "run.json", f"its optimizer or schedule state does not fit the "
                    f"graph ({first_line(e)})") from None
     model = make(graph, compiled)
     model.history, model.final = run["history"], run["final"]
     model.cancelled, model.stopped_early = run["cancelled"], run["stopped_early"]
     model.global_step = run["global_step"]
-    shuffle = state.get("rng/shuffle")
-    model.shuffle_state = shuffle if shuffle is not None and shuffle.dtype == torch.uint8 else None
+    model.generators = generators.check(state, f"model file '{path}': member "
+                                        "state.safetensors")
+    model.callback_states = run.get("callbacks", {})
     return model
 
 
-def _entry_count(path: Path) -> int | None:
-    """The number of members the archive's end record declares, read before the central
-    directory (a hostile file could list millions); None when it cannot be told."""
+def _archive(path: Path, f: Any) -> zipfile.ZipFile:
+    """The zip archive on the open file `f`, its member list checked before any is read."""
     try:
-        with open(path, "rb") as f:
-            end = zipfile._EndRecData(f)  # type: ignore[attr-defined]
-    except (OSError, AttributeError, ValueError):
-        return None
-    return None if not end else int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
-
-
-def _members(path: Path, max_bytes: int) -> dict[str, bytes]:
-    """The archive's members by name, each checked before it is unpacked."""
-    count = _entry_count(path) if path.is_file() else None
-    if count is not None and count > 2 * len(MEMBERS):
+        end = zipfile._EndRecData(f)  # type: ignore[attr-defined]
+    except (OSError, ValueError):
+        end = None
+    if not end:
+        raise NodegraphError(f"model file '{path}' is not a saved model (not a zip archive, "
+                             "or cut short); write one with model.save(path)")
+    count = int(end[zipfile._ECD_ENTRIES_TOTAL])  # type: ignore[attr-defined]
+    if count > 2 * len(MEMBERS):  # before the central directory: it could list millions
         raise NodegraphError(f"model file '{path}' lists {count:,} members; a saved model "
                              f"has {len(MEMBERS)}, so it is not read")
+    directory = int(end[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
+    if directory > MAX_DIRECTORY:  # zipfile reads it whole
+        raise NodegraphError(f"model file '{path}' declares a member list of {directory:,} "
+                             f"bytes (a saved model's is a few hundred), so it is not read")
     try:
-        zf = zipfile.ZipFile(path)
-    except FileNotFoundError:
-        raise NodegraphError(f"model file '{path}' does not exist") from None
-    except IsADirectoryError:
-        raise NodegraphError(f"model file '{path}' is a folder, not a saved model") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError):
+        zf = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError):
         raise NodegraphError(f"model file '{path}' is not a saved model (not a zip archive, "
                              "or cut short); write one with model.save(path)") from None
     except OSError as e:
         raise NodegraphError(f"cannot read model file '{path}': {reason(e)}") from None
-    with zf:
-        infos = zf.infolist()
-        names = [i.filename for i in infos]
-        strange = [n for n in names if n not in MEMBERS]
-        if strange or len(names) != len(set(names)):
-            shown = ", ".join(repr(n)[:60] for n in strange[:3]) or "a member named twice"
-            raise NodegraphError(f"model file '{path}' holds members a saved model does not "
-                                 f"({shown}); it was not written by model.save, so it is "
-                                 "not read")
-        missing = [n for n in MEMBERS if n not in names]
-        if missing:
-            raise NodegraphError(f"model file '{path}' lacks {', '.join(missing)}; it is "
-                                 "cut short or not a saved model")
-        blobs = {}
-        for info in infos:
-            limit = MAX_JSON if info.filename.endswith(".json") else max_bytes
-            if info.file_size > limit:
-                raise _bad(path, info.filename, f"it unpacks to {info.file_size:,} bytes, "
-                           f"more than the {limit:,} allowed (load_model(max_bytes=...) "
-                           "raises the limit for weights)")
-            try:
-                with zf.open(info) as f:
-                    data = f.read(limit + 1)
-            except Exception as e:  # BadZipFile, a CRC error, zlib.error, an unknown method
-                raise _bad(path, info.filename, f"it cannot be unpacked ({first_line(e)})"
-                           ) from None
-            if len(data) > limit:
-                raise _bad(path, info.filename, "it unpacks to more than it declares")
-            blobs[info.filename] = data
-    return blobs
+    names = [i.filename for i in zf.infolist()]
+    strange = [n for n in names if n not in MEMBERS]
+    if strange or len(names) != len(set(names)):
+        zf.close()
+        shown = ", ".join(repr(n)[:60] for n in strange[:3]) or "a member named twice"
+        raise NodegraphError(f"model file '{path}' holds members a saved model does not "
+                             f"({shown}); it was not written by model.save, so it is "
+                             "not read")
+    missing = [n for n in MEMBERS if n not in names]
+    if missing:
+        zf.close()
+        raise NodegraphError(f"model file '{path}' lacks {', '.join(missing)}; it is "
+                             "cut short or not a saved model")
+    return zf
 
 
-def _text(path: Path, blobs: dict[str, bytes], name: str) -> str:
+def _json_member(path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
+    data = archive.read_member(path, zf, info, MAX_JSON, "the limit of a graph file")
     try:
-        return blobs[name].decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _bad(path, name, "it is not UTF-8 text") from None
+        raise _bad(path, info.filename, "it is not UTF-8 text") from None
 
 
-_RUN_FIELDS = {"history": list, "final": dict, "cancelled": bool, "stopped_early": bool,
-               "global_step": int, "optimizers": dict, "schedules": dict}
-
-
-def _run_info(path: Path, blobs: dict[str, bytes]) -> dict:
+def _run_info(path: Path, text: str) -> dict:
+    containers = text.count("{") + text.count("[")  # counted at C speed, before parsing
+    if containers > modelfile_run.MAX_CONTAINERS:
+        raise _bad(path, "run.json", f"it holds {containers:,} objects and arrays; at most "
+                   f"{modelfile_run.MAX_CONTAINERS:,} (a run's history is far smaller)")
     try:
-        run = json.loads(_text(path, blobs, "run.json"))
+        run = json.loads(text)
     except json.JSONDecodeError as e:
         raise _bad(path, "run.json", f"it is not valid JSON ({e.msg}, line {e.lineno})"
                    ) from None
     except RecursionError:
         raise _bad(path, "run.json", "it nests too deeply") from None
-    if not isinstance(run, dict) or run.get("format") != FORMAT:
-        raise _bad(path, "run.json", f"it does not say format '{FORMAT}'")
-    if not isinstance(run.get("version"), int) or run["version"] > VERSION:
-        raise _bad(path, "run.json", f"its version {run.get('version')!r} is newer than this "
-                   f"nodegraph reads ({VERSION}); update nodegraph")
-    for key, kind in _RUN_FIELDS.items():
-        value = run.get(key)
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise _bad(path, "run.json", f"'{key}' should be a JSON {kind.__name__}")
-    if not all(isinstance(h, dict) for h in run["history"]):
-        raise _bad(path, "run.json", "'history' should hold one object per epoch")
-    return run
+    return modelfile_run.check_run(path, run, FORMAT, VERSION)
 
 
-def _tensors(path: Path, blobs: dict[str, bytes], name: str) -> dict[str, torch.Tensor]:
-    try:
-        return load_tensors(blobs[name])
-    except (SafetensorError, ValueError, TypeError, RuntimeError) as e:
-        raise _bad(path, name, f"it is not a valid safetensors file ({first_line(e)})"
-                   ) from None
+def _weight_spec(compiled: Any) -> Callable[[str], archive.TensorSpec | str]:
+    """What model.safetensors may hold: the compiled graph's weights and its data blocks'
+    normalisation, each of its shape and a float or its own dtype."""
+    every = {k.removeprefix("blocks."): v for k, v in compiled.module.state_dict().items()}
+    every.update(normalization.state(compiled))
+    data_blocks = set(compiled.datasets)
+    most = max([1 << 20, *(v.numel() for v in every.values())])
+
+    def spec(name: str) -> archive.TensorSpec | str:
+        t = every.get(name)
+        if t is not None:
+            kind = _DTYPE_NAMES.get(t.dtype)
+            dtypes = FLOATS if t.is_floating_point() else ((kind,) if kind else None)
+            return archive.TensorSpec(dtypes, tuple(t.shape))
+        node = name.removeprefix(normalization.PREFIX).partition("/")[0]
+        if name.startswith(normalization.PREFIX) and node in data_blocks:
+            return archive.TensorSpec(FLOATS, None, most)  # fitted by the run, not yet here
+        return "is no weight of this graph"
+    return spec
+
+
+def _state_spec(compiled: Any) -> Callable[[str], archive.TensorSpec | str]:
+    """What state.safetensors may hold: the generators' states, and optimizer state for a
+    parameter of an optimizer of the graph, no larger than all that optimizer's parameters
+    (L-BFGS keeps flat vectors of them all)."""
+    sizes = {o.node: sum(p.numel() for p in o.params) for o in compiled.optimizers}
+    counts = {o.node: sum(len(g["params"]) for g in o.optimizer.param_groups)
+              for o in compiled.optimizers}
+
+    def spec(name: str) -> archive.TensorSpec | str:
+        if name.startswith("rng/"):
+            want = generators.expected(name)
+            if want is None:
+                return "is no generator's state"
+            return archive.TensorSpec((_DTYPE_NAMES[want[0]],), (want[1],))
+        parts = name.split("/")
+        if len(parts) != 4 or parts[0] != "optim" or parts[1] not in sizes:
+            return "is neither a generator's state nor an optimizer's of this graph"
+        if not parts[2].isdigit() or int(parts[2]) >= counts[parts[1]]:
+            return f"is for no parameter of optimizer '{parts[1]}'"
+        return archive.TensorSpec(None, None, max(1, sizes[parts[1]]))
+    return spec
+
+
+FLOATS = ("F32", "F64", "F16", "BF16")
+_DTYPE_NAMES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16",
+                torch.bfloat16: "BF16", torch.int64: "I64", torch.int32: "I32",
+                torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL"}
 
 
 def _bad(path: Path, member: str, problem: str) -> NodegraphError:
-    return NodegraphError(f"model file '{path}': member {member} is damaged: {problem}")
+    return archive.damaged(path, member, problem)
+
+
+def _plain_states(path: Path, states: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The callbacks' states, refused unless plain JSON (the file holds nothing else)."""
+    for key, state in states.items():
+        try:
+            json.dumps(state, allow_nan=True)
+        except (TypeError, ValueError) as e:
+            raise NodegraphError(f"cannot save the model to '{path}': callback {key}'s "
+                                 f"state_dict() must hold plain JSON values ({e})") from None
+    return states
 
 
 def _plain(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -19,6 +19,7 @@ it to that.
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from nodegraph.kinds import write_confine
@@ -62,6 +64,7 @@ from nodegraph.runtime.callbacks.parallel import DataParallel
 from nodegraph.runtime.callbacks.probing import output_ports
 from nodegraph.runtime.callbacks.stages import stages_of
 from nodegraph.runtime.compile import Compiled, Key, OptimizerRun, compile_graph
+from nodegraph.runtime.epoch_start import EpochStart
 from nodegraph.runtime.precision import Precision
 from nodegraph.runtime.probes import ProbeFrame, Prober
 
@@ -187,7 +190,10 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     `compiled` trains an already compiled (and trained) graph on: `nodegraph.Model.fit`
     continues a run through it. A graph with nothing to train by gradient (estimators,
     procedures, metrics) is fitted and evaluated, with no epochs. Ctrl-C (a notebook's
-    Stop) ends the run as a stop by request does: the result so far, marked cancelled."""
+    Stop) ends the run as a stop by request does: marked cancelled, at the end of the last
+    whole epoch (the stopped epoch's steps are undone: `nodegraph.runtime.epoch_start`).
+    A fresh run seeds torch (at the compile), numpy's and Python's generators from the
+    run's seed."""
     shown = None
     if progress:  # a bad choice fails before the compile
         from nodegraph.runtime.callbacks.progress import mode_of
@@ -210,6 +216,9 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     device = distributed.setup(group, opts.device) if group else opts.device
     fresh = compiled is None
     compiled = compile_for(graph, opts, device) if compiled is None else compiled
+    if fresh:  # the compile seeded torch; code in blocks and callbacks may draw from these
+        random.seed(opts.seed)
+        np.random.seed(opts.seed % 2 ** 32)
     if gradient_free and asked > 0 and compiled.parameter_count():  # an optimizer forgotten
         compile_graph(graph, device="cpu", for_training=True)  # raises: "no optimizer", with a hint
     events = events or Emitter()
@@ -303,7 +312,12 @@ class Trainer:
         self.monitor = Monitor(key, settings.monitor_rises(key, opts["mode"]), opts["min_delta"])
         self.best = (BestWeights(self.monitor, opts["restore_best"])
                      if opts["patience"] is not None or opts["monitor"] else None)
-        self.callbacks = Callbacks([*self._own_callbacks(), *callbacks])
+        own = self._own_callbacks()
+        last = [cb.writer() for cb in own if isinstance(cb, Checkpointing)]
+        # checkpoints are written after every other callback's epoch end: what they keep of
+        # the callbacks and the generators is then what the epoch left
+        self.callbacks = Callbacks([*own, *callbacks, *last])
+        self.epoch_start: EpochStart | None = None  # what a stopped epoch goes back to
 
     def _own_callbacks(self) -> list[Callback]:
         """The units every run has, and those its options and listeners ask for, in the
@@ -335,14 +349,14 @@ class Trainer:
         try:
             hooks.on_run_start(self)  # a resumed run's state comes back here
             steps = self.primary.num_batches("train") if self.primary is not None else 0
-            self.events.emit(RunStarted(state.total, steps, state.epoch + 1, str(c.device),
+            self.events.emit(RunStarted(state.last, steps, state.epoch + 1, str(c.device),
                                         c.parameter_count()))
             try:
                 while not state.finished:
                     self._epoch(steps)
-            except KeyboardInterrupt:  # Ctrl-C, a notebook's Stop: keep what was trained
+            except KeyboardInterrupt:  # Ctrl-C, a notebook's Stop: back to the last whole epoch
                 state.cancelled = True
-                self.events.emit(Message(f"interrupted during epoch {state.epoch}"))
+                self._roll_back(f"interrupted during epoch {state.epoch}")
             hooks.on_run_end(self)  # everything unfrozen; the best weights back
         except BaseException as e:
             hooks.on_exception(self, e)
@@ -366,6 +380,7 @@ class Trainer:
         if stage != state.stage:
             state.stage = stage
             hooks.on_stage_start(self, fresh=k == 0)
+        self.epoch_start = EpochStart(self)
         state.epoch += 1
         began = time.perf_counter()
         self.c.module.train()
@@ -373,7 +388,7 @@ class Trainer:
         train_stats = self._train_epoch(state.epoch, steps)
         if train_stats is None:
             state.cancelled = True
-            self.events.emit(Message(f"stopped by request during epoch {state.epoch}"))
+            self._roll_back(f"stopped by request during epoch {state.epoch}")
             return
         state.train, state.val = train_stats, (self.evaluate("val") if self.has_val else {})
         for o in self.active:
@@ -388,10 +403,23 @@ class Trainer:
         if len(state.stages) > 1:
             entry["stage"] = state.stages[stage].name
         state.history.append(entry)
-        self.events.emit(EpochEnded(state.epoch, state.total, state.train, state.val,
+        state.index += 1  # with the entry: a stop from here on keeps this epoch whole
+        self.events.emit(EpochEnded(state.epoch, state.last, state.train, state.val,
                                     entry["lr"], entry["seconds"], state.improved))
-        state.index += 1
         hooks.on_epoch_end(self)  # snapshots, early stopping, checkpoints
+
+    def _roll_back(self, said: str) -> None:
+        """After a stop: when an epoch was under way (not yet in the history), go back to
+        its start (`nodegraph.runtime.epoch_start`), so the weights are those the history
+        describes."""
+        state, start = self.state, self.epoch_start
+        if start is None or len(state.history) >= state.epoch:
+            self.events.emit(Message(said))
+            return
+        start.restore(self)
+        state.epoch = len(state.history)
+        self.events.emit(Message(f"{said}; the model goes back to the end of epoch "
+                                 f"{state.epoch} (a stopped epoch is not kept)"))
 
     def apply_changes(self, changes: list[tuple[str, str, Any]], epoch: int) -> None:
         """Live param changes sent while the run trains (an optimizer's lr): set in the

@@ -78,13 +78,21 @@ class LoopState:
     resume: bool = False  # the run continues from a checkpoint
     stopped_early: bool = False
     cancelled: bool = False
+    before: int = 0  # epochs trained before this schedule began (a continued fit's)
 
     def __post_init__(self) -> None:
         self.schedule = [(si, k) for si, st in enumerate(self.stages) for k in range(st.epochs)]
 
     @property
     def total(self) -> int:
+        """Epochs in this run's schedule."""
         return len(self.schedule)
+
+    @property
+    def last(self) -> int:
+        """The number of the schedule's last epoch: `total` plus the epochs trained before
+        it (a continued `Model.fit` of 10 after 70 runs epochs 71 to 80)."""
+        return self.before + len(self.schedule)
 
     @property
     def finished(self) -> bool:
@@ -157,10 +165,11 @@ class Callback:
         """Take back what `state_dict` returned (from a checkpoint or a saved model)."""
 
 
-def callback_states(callbacks: Iterable[Callback], skip: Iterable[Callback] = ()
-                    ) -> dict[str, dict[str, Any]]:
+def callback_states(callbacks: Iterable[Callback], skip: Iterable[Callback] = (),
+                    plain: bool = True) -> dict[str, dict[str, Any]]:
     """The non-empty `state_dict` of each callback, keyed by its class name (`Name#2` for a
-    second of a class), as checkpoints store them; `skip` are saved elsewhere."""
+    second of a class), as checkpoints store them; `skip` are saved elsewhere. `plain`:
+    refuse a state that is not plain JSON (what a file can hold)."""
     out: dict[str, dict[str, Any]] = {}
     left_out = {id(cb) for cb in skip}
     for key, cb in _keyed(callbacks):
@@ -170,7 +179,8 @@ def callback_states(callbacks: Iterable[Callback], skip: Iterable[Callback] = ()
         if not state:
             continue
         try:
-            json.dumps(state, allow_nan=True)
+            if plain:
+                json.dumps(state, allow_nan=True)
         except (TypeError, ValueError) as e:
             raise NodegraphError(f"callback {key}: its state_dict() must hold plain JSON "
                                  f"values (numbers, text, lists, dicts) to be saved ({e})"

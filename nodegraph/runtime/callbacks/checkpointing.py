@@ -4,8 +4,11 @@ scale under 16-mixed precision) written every
 `checkpoint_every` epochs and after the last, so `--resume` continues exactly where the run
 stopped: the same seed gives the same history, byte for byte, resumed or not. The best
 weights go beside it (`best.safetensors`) at each new best. A run stopped by request or by
-Ctrl-C writes one more, of the weights so far, with the epochs completed (a resume runs the
-interrupted epoch again from there). The callbacks' own `state_dict`s travel in it."""
+Ctrl-C writes one more after the run went back to the end of its last whole epoch
+(`nodegraph.runtime.epoch_start`): a resume trains the interrupted epoch again, as the run
+would have. The callbacks' own `state_dict`s travel in it, taken after every callback's
+`on_epoch_end` (the writing is `Checkpointing.writer()`, the last callback of the run), and
+every random generator (`nodegraph.runtime.generators`)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import torch
 
 from nodegraph.model.errors import NodegraphError, first_line
 from nodegraph.model.events import Message
-from nodegraph.runtime import checkpoint, normalization
+from nodegraph.runtime import checkpoint, generators, normalization
 from nodegraph.runtime.callbacks.base import Callback, callback_states, load_callback_states
 from nodegraph.runtime.callbacks.best import BestWeights
 from nodegraph.runtime.callbacks.monitor import Monitor
@@ -36,22 +39,15 @@ class Checkpointing(Callback):
         if trainer.state.resume:
             self.load(trainer)
 
-    def on_epoch_end(self, trainer) -> None:
-        s = trainer.state
-        if self.writes and (s.epoch % self.every == 0 or s.index >= s.total):
-            self.save(trainer)
-
-    def on_run_end(self, trainer) -> None:
-        if self.writes and trainer.state.cancelled:  # what was trained before the stop
-            self.save(trainer)
+    def writer(self) -> Callback:
+        """The callback that writes this one's checkpoints: put it after every other, so
+        what it saves of them (their state, the generators) is what the epoch left."""
+        return _Writer(self)
 
     def save(self, trainer) -> None:
         c, s = trainer.c, trainer.state
-        tensors = {"rng/torch": torch.get_rng_state(),
-                   "rng/shuffle": trainer.shuffle_rng.get_state()}
-        if torch.cuda.is_available():
-            tensors["rng/cuda"] = torch.cuda.get_rng_state()
-        done = len(s.history) if s.cancelled else s.epoch  # an interrupted epoch is not done
+        tensors = generators.capture(trainer.shuffle_rng)
+        done = len(s.history)  # a stopped epoch was undone: only whole ones are written
         info = {"epoch": done, "next": s.index, "history": s.history,
                 "global_step": s.global_step, "monitor": self.monitor.state_dict(),
                 "schedules": {o.node: o.scheduler.state_dict() for o in c.optimizers
@@ -95,9 +91,9 @@ class Checkpointing(Callback):
                 precision.load_state_dict(info.get("precision", {}))
             except NodegraphError as e:
                 raise NodegraphError(f"the checkpoint in {where}: {e}") from None
-        torch.set_rng_state(tensors["rng/torch"])
-        trainer.shuffle_rng.set_state(tensors["rng/shuffle"])
-        if "rng/cuda" in tensors and torch.cuda.is_available():
+        generators.restore({k: v for k, v in tensors.items() if k != "rng/cuda"},
+                           trainer.shuffle_rng, f"the checkpoint in {where}")
+        if "rng/cuda" in tensors and torch.cuda.is_available():  # written by an older version
             torch.cuda.set_rng_state(tensors["rng/cuda"])
         s.history = info["history"]
         s.global_step = info.get("global_step", 0)
@@ -107,7 +103,24 @@ class Checkpointing(Callback):
         if self.best is not None and best.exists():
             self.best.weights = checkpoint.load_file(str(best))
         s.index, s.epoch = info.get("next", info["epoch"]), info["epoch"]
+        s.before = max(0, s.epoch - s.index)  # a checkpoint of a continued Model.fit
         trainer.events.emit(Message(f"resumed from the checkpoint of epoch {info['epoch']}"))
+
+
+class _Writer(Callback):
+    """Writes `Checkpointing`'s checkpoints after epochs and after a stop."""
+
+    def __init__(self, owner: Checkpointing):
+        self.owner = owner
+
+    def on_epoch_end(self, trainer) -> None:
+        s, own = trainer.state, self.owner
+        if own.writes and (s.epoch % own.every == 0 or s.index >= s.total):
+            own.save(trainer)
+
+    def on_run_end(self, trainer) -> None:
+        if self.owner.writes and trainer.state.cancelled:  # the epochs trained before the stop
+            self.owner.save(trainer)
 
 
 def _callbacks(trainer) -> list[Callback]:

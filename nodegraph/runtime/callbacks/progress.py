@@ -89,7 +89,7 @@ class Progress(Callback):
 
     def on_run_start(self, trainer) -> None:
         state = trainer.state
-        self.total = state.total
+        self.total = state.last  # a continued fit's last epoch: 80 for 10 more after 70
         self.first = state.epoch  # a resumed run starts where its checkpoint left off
         self.epoch = state.epoch
         primary = trainer.primary
