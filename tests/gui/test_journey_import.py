@@ -89,5 +89,6 @@ def test_import_replace_the_head_by_hand_fine_tune_and_export(make_window, qtbot
     model.export("onnx", folder / "tuned.onnx")
     session = ort.InferenceSession(str(folder / "tuned.onnx"))
     name = session.get_inputs()[0].name
-    by_onnx = [int(np.argmax(session.run(None, {name: raw_input(f)})[0])) for f in files]
+    by_onnx = [int(np.argmax(session.run(None, {name: raw_input(f, 32, "stretch")})[0]))
+               for f in files]
     assert by_onnx == by_predict

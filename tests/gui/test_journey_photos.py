@@ -99,8 +99,11 @@ def test_photos_to_editor_to_a_saved_model_that_predicts_raw_photos_alike_everyw
     by_predict = [int(model.predict(str(f)).argmax()) for f in files]
     onnx_file = work / "shapes.onnx"
     model.export("onnx", onnx_file)
+    contract = onnx_contract(onnx_file)
+    assert contract["input.x.dtype"] == "uint8" and "N x H x W x C" in contract["input.x.layout"]
     session = ort.InferenceSession(str(onnx_file))
-    by_onnx = [int(np.argmax(session.run(None, {session.get_inputs()[0].name: raw_input(f)})[0]))
+    name = session.get_inputs()[0].name
+    by_onnx = [int(np.argmax(session.run(None, {name: raw_input(f, 32, "pad")})[0]))
                for f in files]
     assert by_onnx == by_predict
     truth = [classes.index(f.parent.name) for f in files]
@@ -115,10 +118,26 @@ def _training_process(w) -> set[int]:
     return {p.popen.pid for p in train_process._idle if p.alive}
 
 
-def raw_input(photo: Path) -> np.ndarray:
-    """A photo decoded as anyone decodes it, in the ONNX file's declared contract."""
+def raw_input(photo: Path, size: int, resize: str) -> np.ndarray:
+    """A photo decoded with Pillow and brought to `size` by the `resize` policy, as the
+    ONNX file's metadata asks (uint8, N x H x W x C, RGB): what a user writes by hand."""
     from PIL import Image
 
     with Image.open(photo) as img:
-        pixels = np.asarray(img.convert("RGB"))
-    return pixels[None]  # TODO: the contract the ONNX export declares
+        img = img.convert("RGB")
+    if resize == "stretch":
+        img = img.resize((size, size), Image.BILINEAR)
+    else:  # pad: the longer side to size, centred on black
+        w, h = img.size
+        scale = size / max(w, h)
+        nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+        canvas = Image.new("RGB", (size, size))
+        canvas.paste(img.resize((nw, nh), Image.BILINEAR), ((size - nw) // 2, (size - nh) // 2))
+        img = canvas
+    return np.asarray(img)[None]
+
+
+def onnx_contract(path: Path) -> dict[str, str]:
+    import onnx
+
+    return {p.key: p.value for p in onnx.load(str(path)).metadata_props}
