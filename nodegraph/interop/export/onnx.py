@@ -104,7 +104,13 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     compiled.module.eval()
     imported = graph.extra.get("imported") if isinstance(graph.extra, dict) else None
     if not outputs and isinstance(imported, dict) and isinstance(imported.get("outputs"), list):
-        outputs = [str(o) for o in imported["outputs"]]  # every output of the module
+        # every output of the module still in the graph (a head replaced in the editor
+        # is gone; the new one is among the prediction heads)
+        kept = [str(o) for o in imported["outputs"]
+                if str(o).split(".")[0] in compiled.report.specs]
+        heads = [f"{n}.{p}" for n, p in partition(compiled).heads]
+        outputs = kept if len(kept) == len(imported["outputs"]) else [
+            *kept, *(h for h in heads if h not in kept)]
     keys = _outputs(compiled, outputs)
     graph = executed(compiled)
     needed = graph.upstream([k[0] for k in keys])
