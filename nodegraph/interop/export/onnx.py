@@ -187,15 +187,6 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     return result
 
 
-class _Step(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fn(x)
-
-
 def _traceable(step: Preprocess, raw: torch.Tensor, opset: int) -> Preprocess:
     """An input's preprocessing as ONNX can hold it: as it is, or with each image step the
     exporter cannot trace (a resize with antialiasing, which neither torch's exporter nor
@@ -234,6 +225,8 @@ def _traceable(step: Preprocess, raw: torch.Tensor, opset: int) -> Preprocess:
 
 
 class _Step(nn.Module):
+    """One preprocessing step as a module, to export it alone."""
+
     def __init__(self, fn):
         super().__init__()
         self.fn = fn
