@@ -13,13 +13,13 @@ is unchanged.
 
 from __future__ import annotations
 
-import gzip
 import math
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from nodegraph.kinds import gate
 from nodegraph.kinds.dataset import DataParams
 from nodegraph.kinds.streamed import StreamScript
 from nodegraph.model.errors import NodegraphError
@@ -51,8 +51,18 @@ class MappedRows(torch.utils.data.Dataset):
         return {"x": torch.from_numpy(x.reshape(self.shape)), "y": torch.as_tensor(self.y[i])}
 
 
+class _NpyMap:
+    """Opens the .npy file `path` memory-mapped through the file gate (in each process)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __call__(self) -> np.ndarray:
+        return gate.map_npy(self.path, "x file")
+
+
 def _npy_map(path: Path):
-    return lambda: np.load(path, mmap_mode="r", allow_pickle=False)
+    return _NpyMap(path)
 
 
 class NumPyParams(DataParams):
@@ -144,15 +154,15 @@ def _idx_map(path: str, what: str):
     """A function opening an IDX file's values: memory-mapped, or unpacked when gzipped."""
     dims, dtype = files.idx_header(path, what)
     p = files.resolve(path, what)
-    with open(p, "rb") as f:
+    with files.open_file(path, what) as f:
         zipped = f.read(2) == b"\x1f\x8b"
     start = 4 + 4 * len(dims)
     if zipped:
         def unpack():
-            raw = gzip.decompress(p.read_bytes())
+            raw = files.read_bytes(str(p), what)  # through the gate, unpacked, bounded
             return np.frombuffer(raw, dtype, math.prod(dims), start).reshape(dims)
         return dims, dtype, unpack
-    return dims, dtype, lambda: np.memmap(p, dtype, "r", start, dims)
+    return dims, dtype, lambda: gate.memmap(p, what, dtype, start, dims)
 
 
 class MNISTParams(DataParams):
