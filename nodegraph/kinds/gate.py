@@ -34,7 +34,7 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from nodegraph.kinds import confine
 from nodegraph.kinds.dataset import data_folder, data_path
@@ -230,13 +230,17 @@ def matching(pattern: str, what: str) -> list[Path]:
             if not _wild(part):
                 nxt.append(folder / part)
                 continue
-            nxt += listing(folder, what, lambda n, p=part: fnmatch.fnmatchcase(n, p),
+            nxt += listing(folder, what, _matcher(part),
                            want="file" if last else "folder", hidden=part.startswith("."))
         here = nxt
     if not _wild(parts[-1]):  # a literal file name after the wildcards: not listed yet
         for f in here:
             check(f, what)
-    return here
+    return sorted(here)
+
+
+def _matcher(pattern: str) -> Callable[[str], bool]:
+    return lambda name: fnmatch.fnmatchcase(name, pattern)
 
 
 def _wild(part: str) -> bool:
@@ -282,7 +286,7 @@ def brace_range(pattern: str, what: str) -> list[Path] | None:
 
 
 def memmap(path: Path, what: str, dtype, offset: int, shape: tuple[int, ...],
-           order: str = "C"):
+           order: Literal["C", "F"] = "C"):
     """A read-only `np.memmap` of `path` opened through `open_file` (numpy maps the checked
     descriptor, never the name again)."""
     import numpy as np

@@ -18,7 +18,7 @@ import io
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import torch
@@ -55,8 +55,9 @@ def open_image(source: str | Path | bytes, name: str | None = None) -> Iterator[
     called `name`) opened lazily: header read, pixels not; a SampleError for a damaged
     file or one claiming more than MAX_PIXELS. Every image reader goes through here."""
     Image = _pil()
-    shown = name if name is not None else str(source)
+    shown = name if name is not None else "bytes" if isinstance(source, bytes) else str(source)
     with contextlib.ExitStack() as stack:
+        f: IO[bytes]
         try:
             if isinstance(source, bytes):
                 f = io.BytesIO(source)
@@ -93,7 +94,7 @@ def decode(source: str | Path | bytes, name: str | None = None):
     """The image decoded by Pillow in mode L (grey) or RGB; 16-bit and float grey stay
     (as I or F) for `to_array` to scale. Truncated data is refused, not padded. `source`
     as `open_image` takes it: the one decoder of every image reader."""
-    path = name if name is not None else source
+    path = name if name is not None else "bytes" if isinstance(source, bytes) else source
     with open_image(source, name) as img:
         try:
             with warnings.catch_warnings():

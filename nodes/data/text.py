@@ -48,7 +48,8 @@ def corpus_files(path: str) -> list[Path]:
     subfolders, each through the file gate (`nodegraph.kinds.gate`): a symlinked .txt that
     leads outside, or a FIFO, is refused by name."""
     where = data_path(path)
-    if where.is_file():
+    if where.exists() and not where.is_dir():
+        gate.check(where, "text file", shown=path)  # a FIFO or a device is refused
         return [where]
     if where.is_dir():
         found = gate.listing(where, "text file", lambda n: n.endswith(".txt"),
