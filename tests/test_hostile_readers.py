@@ -315,3 +315,27 @@ def test_a_brace_range_looks_each_folder_up_once_not_each_name(places, monkeypat
         (project / "s" / "x-0042.tar").unlink()
         with pytest.raises(Exception, match="x-0042.tar' .*does not exist"):
             shards.expand("s/x-{0000..1999}.tar")
+
+
+# -- gzip inside data files ------------------------------------------------------------------
+
+def test_a_gzipped_idx_promising_more_than_memory_is_refused_unpacked(tmp_path):
+    """A 60 KB .gz whose IDX header promises 4 GiB (and holds 64 MB of zeros): refused from
+    its header, before a byte more is unpacked; read whole, refused at the limit."""
+    import gzip
+
+    from nodegraph.kinds import footprint
+    from nodegraph.model.errors import NodegraphError
+    from nodes.data import _files
+
+    head = bytes([0, 0, 0x08, 3]) + struct.pack(">III", 4096, 1024, 1024)
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip framing
+    body = packer.compress(head) + b"".join(packer.compress(bytes(1 << 20)) for _ in range(64))
+    (tmp_path / "bomb.idx.gz").write_bytes(body + packer.flush())
+    assert (tmp_path / "bomb.idx.gz").stat().st_size < 200_000
+    assert gzip.decompress((tmp_path / "bomb.idx.gz").read_bytes())[:16] == head
+    with footprint.memory_limit(1 << 30):
+        with pytest.raises(NodegraphError, match="promises 4.3 GB of values, more than the 1.1 GB"):
+            _files.idx_header(str(tmp_path / "bomb.idx.gz"))
+    with footprint.memory_limit(32 << 20), pytest.raises(NodegraphError, match="larger than"):
+        _files.read_idx(str(tmp_path / "bomb.idx.gz"))

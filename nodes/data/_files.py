@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 import os
 import zipfile
 import zlib
@@ -73,6 +74,7 @@ def read_bytes(path: str, what: str) -> bytes:
 
 # IDX type codes (third byte of the magic number) and the big-endian dtypes they mean
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_TYPES_SIZE = {code: np.dtype(t).itemsize for code, t in _IDX_TYPES.items()}
 
 
 def read_idx(path: str, what: str = "IDX file") -> np.ndarray:
@@ -93,14 +95,15 @@ _IDX_HEAD = 4 + 4 * 255  # the longest header: the magic number and 255 sizes
 def idx_header(path: str, what: str = "IDX file") -> tuple[tuple[int, ...], np.dtype]:
     """The dims and dtype `read_idx` gives for a file, checked as it checks them (the file
     holds every value its header promises) without keeping the values: a gzipped file is
-    decompressed in pieces and counted, a plain one measured."""
+    decompressed in pieces and counted up to what the header promises (a promise larger
+    than the memory a graph may use is refused first: a gzip bomb is never unpacked)."""
     try:
         with open_file(path, what) as f:
             if f.read(2) == b"\x1f\x8b":
                 f.seek(0)
                 with gzip.GzipFile(fileobj=f) as unzipped:
                     head = unzipped.read(_IDX_HEAD)
-                    size = len(head) + sum(iter(lambda: len(unzipped.read(1 << 20)), 0))
+                    size = len(head) + _count(unzipped, _promised(head, path, what) - len(head))
             else:
                 f.seek(0)
                 head = f.read(_IDX_HEAD)
@@ -109,6 +112,29 @@ def idx_header(path: str, what: str = "IDX file") -> tuple[tuple[int, ...], np.d
         raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
     dims, dtype, _ = _idx_layout(head, size, path)
     return dims, dtype
+
+
+def _promised(head: bytes, path: str, what: str) -> int:
+    """The bytes an IDX file whose first bytes are `head` holds by its header (0 when it is
+    no IDX header: `_idx_layout` says so); refused when more than memory holds."""
+    if len(head) < 4 or head[2] not in _IDX_TYPES or len(head) < 4 + 4 * head[3]:
+        return 0
+    dims = [int(d) for d in np.frombuffer(head, ">u4", head[3], 4)]
+    need = 4 + 4 * head[3] + math.prod(dims) * _IDX_TYPES_SIZE[head[2]]
+    limit = footprint.limit_bytes()
+    if limit is not None and need > limit:
+        raise NodegraphError(f"{what} '{path}' promises {footprint.size_text(need)} of "
+                             f"values, more than the {footprint.size_text(limit)} of memory "
+                             "available")
+    return need
+
+
+def _count(f, most: int) -> int:
+    """Bytes `f` gives, read in pieces, stopping once `most` are counted."""
+    total = 0
+    while total < most and (piece := f.read(min(1 << 20, most - total))):
+        total += len(piece)
+    return total
 
 
 def _idx_layout(head: bytes, size: int, path: str) -> tuple[tuple[int, ...], np.dtype, int]:

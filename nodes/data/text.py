@@ -39,7 +39,7 @@ from nodes.data.sequences import BUNDLED_TEXT, token_windows
 
 KINDS = ("bpe", "wordpiece", "file")
 UNK = "[UNK]"
-MAX_TOKENIZER = 512 * 2**20  # bytes of a tokenizer.json (a real one is a few MB)
+MAX_TOKENIZER = 100 * 2**20  # bytes of a tokenizer.json (a real one: a few MB, at most ~35)
 LINES_PER_PIECE = 2048  # lines encoded per call: big enough for the Rust batch encoder
 
 
@@ -101,7 +101,7 @@ def load_tokenizer(path: str):
     where = data_path(path)
     if not where.is_file():
         raise NodegraphError(f"tokenizer file '{path}' ({where}) does not exist")
-    # a real one is a few MB: a huge file is refused; the JSON is read through the gate
+    # a real one is a few MB: a huge file is refused unread; read through the gate
     raw = gate.read_bytes(where, "tokenizer file", MAX_TOKENIZER, shown=path)
     try:
         return Tokenizer.from_str(raw.decode("utf-8"))
