@@ -158,6 +158,9 @@ def _coco(path: str, images: str, max_objects: int | None, look: Callable
         raise NodegraphError(f"cannot read the annotation file '{file}': {e.strerror}") from e
     except (ValueError, UnicodeDecodeError) as e:
         raise NodegraphError(f"'{file}' is not JSON: {e}") from e
+    except RecursionError:
+        raise NodegraphError(f"'{file}' is not JSON this reader takes: it nests too "
+                             "deep") from None
     _need(isinstance(doc, dict), str(file), "the top level must be an object with 'images', "
           "'annotations' and 'categories'")
     for key in ("images", "annotations", "categories"):

@@ -339,3 +339,26 @@ def test_a_gzipped_idx_promising_more_than_memory_is_refused_unpacked(tmp_path):
             _files.idx_header(str(tmp_path / "bomb.idx.gz"))
     with footprint.memory_limit(32 << 20), pytest.raises(NodegraphError, match="larger than"):
         _files.read_idx(str(tmp_path / "bomb.idx.gz"))
+
+
+def test_hf_json_nested_past_the_parser_is_refused_by_name(places, capsys):
+    project, _ = places
+    save_hf(project / "ds", 1.0)
+    (project / "ds" / "state.json").write_text("[" * 200_000 + "]" * 200_000)
+    code, text = validate(capsys, project, "data.HFDataset", path="ds", inputs=["a"])
+    assert code != 0 and "state.json" in text and "internal error" not in text, text
+
+
+def test_a_shard_of_many_members_is_scanned_without_keeping_their_headers(tmp_path):
+    """tarfile keeps each header it reads; a shard of 20,000 empty members must not keep
+    them all (a 10 MB tar of a million members would hold a gigabyte of headers)."""
+    import tracemalloc
+
+    from nodes.data import shards
+
+    write_shard(tmp_path / "many.tar", {f"{i:06d}.txt": b"" for i in range(20_000)})
+    tracemalloc.start()
+    keys = shards.scan(tmp_path / "many.tar", (".npy", ".cls"))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert keys == [] and peak < 2_000_000, peak

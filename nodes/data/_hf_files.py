@@ -29,6 +29,8 @@ def _json(path: Path, shown: str) -> Any:
         return json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise NodegraphError(f"datasets file '{clean(shown)}' is not JSON: {e}") from None
+    except RecursionError:
+        raise NodegraphError(f"datasets file '{clean(shown)}' nests too deep") from None
 
 
 def _plain(name: object, folder_shown: str, field: str) -> str:
