@@ -362,3 +362,20 @@ def test_a_shard_of_many_members_is_scanned_without_keeping_their_headers(tmp_pa
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert keys == [] and peak < 2_000_000, peak
+
+
+def test_a_corpus_of_one_endless_line_is_read_in_bounded_parts(tmp_path):
+    """A 48 MB text file without a newline is read in parts of at most MAX_LINE characters,
+    pieces of at most PIECE_CHARS: never the whole line at once."""
+    import tracemalloc
+
+    from nodes.data import text
+
+    (tmp_path / "one.txt").write_bytes(b"ab " * (16 << 20))
+    tracemalloc.start()
+    total = sum(len(line) for piece in text._file_pieces([tmp_path / "one.txt"], False)
+                for line in piece)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert total == 3 * (16 << 20)
+    assert peak < 24 << 20, peak  # two pieces at most (the one given, the next); old: 48 MB+

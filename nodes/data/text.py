@@ -41,6 +41,8 @@ KINDS = ("bpe", "wordpiece", "file")
 UNK = "[UNK]"
 MAX_TOKENIZER = 100 * 2**20  # bytes of a tokenizer.json (a real one: a few MB, at most ~35)
 LINES_PER_PIECE = 2048  # lines encoded per call: big enough for the Rust batch encoder
+MAX_LINE = 1 << 20  # characters of a line read at once (a longer one comes in parts)
+PIECE_CHARS = 8 << 20  # characters one piece of lines holds at most
 
 
 def corpus_files(path: str) -> list[Path]:
@@ -77,11 +79,15 @@ def _file_pieces(files: list[Path], lowercase: bool) -> Iterator[list[str]]:
             with gate.open_file(f, "text file") as raw, \
                     io.TextIOWrapper(raw, encoding="utf-8", errors="strict") as lines:
                 piece: list[str] = []
-                for line in lines:
+                held = 0
+                # a line longer than MAX_LINE comes in parts: a file of one endless line
+                # never sits in memory whole, and a piece holds at most PIECE_CHARS
+                for line in iter(lambda: lines.readline(MAX_LINE), ""):
                     piece.append(line.lower() if lowercase else line)
-                    if len(piece) == LINES_PER_PIECE:
+                    held += len(line)
+                    if len(piece) == LINES_PER_PIECE or held >= PIECE_CHARS:
                         yield piece
-                        piece = []
+                        piece, held = [], 0
                 if piece:
                     yield piece
         except UnicodeDecodeError as e:
