@@ -105,7 +105,7 @@ def _keys(f, shard: Path, size: int, fields: tuple[str, str]) -> tuple[list[str]
     try:
         with tarfile.open(fileobj=f, mode="r:") as tar:
             for member in tar:
-                tar.members = []  # tarfile keeps every header read: memory by member count
+                tar.members = []  # type: ignore[attr-defined]  # tarfile keeps each header
                 if not member.isfile():
                     continue
                 end = member.offset_data + member.size
@@ -151,7 +151,7 @@ def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, 
     try:
         with gate.open_file(shard, "shard") as f, tarfile.open(fileobj=f, mode="r:") as tar:
             for member in tar:
-                tar.members = []  # as in `_keys`: headers read are not kept
+                tar.members = []  # type: ignore[attr-defined]  # as in `_keys`
                 if not member.isfile():
                     continue
                 key, ext = _split_name(member.name)
