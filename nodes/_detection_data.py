@@ -15,11 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
+from nodegraph.kinds import gate
 from nodegraph.kinds.dataset import data_path
 from nodegraph.model.errors import NodegraphError
 from nodes.data._images import grey, image_header, read_image, resize
 
 CLASSES = ("square", "disc", "triangle")
+MAX_ANNOTATIONS = 1 << 30  # bytes of a COCO annotation file (COCO 2017's largest: 450 MB)
 
 
 def _inside(kind: int, box: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -151,11 +153,14 @@ def _coco(path: str, images: str, max_objects: int | None, look: Callable
     class), the padded box count and the class names, after every check of the file."""
     file = data_path(path)
     try:
-        doc = json.loads(file.read_text())
+        doc = json.loads(gate.read_bytes(file, "annotation file", MAX_ANNOTATIONS, shown=path))
     except OSError as e:
         raise NodegraphError(f"cannot read the annotation file '{file}': {e.strerror}") from e
     except (ValueError, UnicodeDecodeError) as e:
         raise NodegraphError(f"'{file}' is not JSON: {e}") from e
+    except RecursionError:
+        raise NodegraphError(f"'{file}' is not JSON this reader takes: it nests too "
+                             "deep") from None
     _need(isinstance(doc, dict), str(file), "the top level must be an object with 'images', "
           "'annotations' and 'categories'")
     for key in ("images", "annotations", "categories"):

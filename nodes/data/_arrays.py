@@ -13,7 +13,6 @@ is unchanged.
 
 from __future__ import annotations
 
-import gzip
 import math
 from functools import partial
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from nodegraph.kinds import gate
 from nodegraph.kinds.dataset import DataParams
 from nodegraph.kinds.streamed import StreamScript
 from nodegraph.model.errors import NodegraphError
@@ -52,9 +52,18 @@ class MappedRows(torch.utils.data.Dataset):
         return {"x": torch.from_numpy(x.reshape(self.shape)), "y": torch.as_tensor(self.y[i])}
 
 
+class _NpyMap:
+    """Opens the .npy file `path` memory-mapped through the file gate (in each process)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __call__(self) -> np.ndarray:
+        return gate.map_npy(self.path, "x file")
+
+
 def _npy_map(path: Path):
-    # a partial, not a lambda: a worker started from a fork server gets it pickled
-    return partial(np.load, path, mmap_mode="r", allow_pickle=False)
+    return _NpyMap(path)  # a class, not a lambda: a fork server's worker gets it pickled
 
 
 class NumPyParams(DataParams):
@@ -146,16 +155,16 @@ def _idx_map(path: str, what: str):
     """A function opening an IDX file's values: memory-mapped, or unpacked when gzipped."""
     dims, dtype = files.idx_header(path, what)
     p = files.resolve(path, what)
-    with open(p, "rb") as f:
+    with files.open_file(path, what) as f:
         zipped = f.read(2) == b"\x1f\x8b"
     start = 4 + 4 * len(dims)
     if zipped:  # partials, not closures: a worker started from a fork server gets them pickled
-        return dims, dtype, partial(_unpack_idx, p, dtype, dims, start)
-    return dims, dtype, partial(np.memmap, p, dtype, "r", start, dims)
+        return dims, dtype, partial(_unpack_idx, str(p), what, dtype, dims, start)
+    return dims, dtype, partial(gate.memmap, p, what, dtype, start, dims)
 
 
-def _unpack_idx(p: Path, dtype, dims, start: int) -> np.ndarray:
-    raw = gzip.decompress(p.read_bytes())
+def _unpack_idx(p: str, what: str, dtype, dims, start: int) -> np.ndarray:
+    raw = files.read_bytes(p, what)  # through the gate, unpacked, bounded
     return np.frombuffer(raw, dtype, math.prod(dims), start).reshape(dims)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
+import os
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -18,21 +20,27 @@ from pathlib import Path
 
 import numpy as np
 
-from nodegraph.kinds import confine
+from nodegraph.kinds import confine, footprint, gate
 from nodegraph.kinds.dataset import data_folder, data_path
 from nodegraph.model.errors import NodegraphError
 
 
 def resolve(path: str, what: str) -> Path:
     """`path` as an existing file (``~`` expanded, relative to the graph file's folder), or
-    an error naming it."""
+    an error naming it; checked by the file gate (`nodegraph.kinds.gate`)."""
     if not path:
         raise NodegraphError(f"no {what} given")
     p = data_path(path)
     if not p.is_file():
         state = "is not a file" if p.exists() else "does not exist"
         raise NodegraphError(f"{what} '{path}'{looked_at(path, p)} {state}")
+    gate.check(p, what, shown=path)
     return p
+
+
+def open_file(path: str, what: str):
+    """The file a data param names (`resolve`), opened through the file gate."""
+    return gate.open_file(resolve(path, what), what, shown=path)
 
 
 def looked_at(given: str, found: Path) -> str:
@@ -41,11 +49,23 @@ def looked_at(given: str, found: Path) -> str:
 
 
 def read_bytes(path: str, what: str) -> bytes:
-    """The contents of a file, gunzipped when it is gzip-compressed (by content, not name)."""
-    p = resolve(path, what)
+    """The contents of a file, gunzipped when it is gzip-compressed (by content, not name);
+    refused once larger than the memory a graph may use (`footprint.limit_bytes`), packed
+    or unpacked, while it is read."""
+    limit = footprint.limit_bytes() or 2**62
+
+    def refuse() -> NodegraphError:
+        return NodegraphError(f"{what} '{path}' is larger than the "
+                              f"{footprint.size_text(limit)} of memory available")
+
     try:
-        raw = p.read_bytes()
-        return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        with open_file(path, what) as f:
+            if f.read(2) == b"\x1f\x8b":
+                f.seek(0)
+                with gzip.GzipFile(fileobj=f) as unzipped:
+                    return gate.read_bounded(unzipped, limit, refuse)
+            f.seek(0)
+            return gate.read_bounded(f, limit, refuse)
     except (OSError, EOFError, zlib.error) as e:
         raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
 
@@ -54,6 +74,7 @@ def read_bytes(path: str, what: str) -> bytes:
 
 # IDX type codes (third byte of the magic number) and the big-endian dtypes they mean
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_TYPES_SIZE = {code: np.dtype(t).itemsize for code, t in _IDX_TYPES.items()}
 
 
 def read_idx(path: str, what: str = "IDX file") -> np.ndarray:
@@ -74,22 +95,46 @@ _IDX_HEAD = 4 + 4 * 255  # the longest header: the magic number and 255 sizes
 def idx_header(path: str, what: str = "IDX file") -> tuple[tuple[int, ...], np.dtype]:
     """The dims and dtype `read_idx` gives for a file, checked as it checks them (the file
     holds every value its header promises) without keeping the values: a gzipped file is
-    decompressed in pieces and counted, a plain one measured."""
-    p = resolve(path, what)
+    decompressed in pieces and counted up to what the header promises (a promise larger
+    than the memory a graph may use is refused first: a gzip bomb is never unpacked)."""
     try:
-        with open(p, "rb") as f:
+        with open_file(path, what) as f:
             if f.read(2) == b"\x1f\x8b":
-                with gzip.open(p, "rb") as unzipped:
+                f.seek(0)
+                with gzip.GzipFile(fileobj=f) as unzipped:
                     head = unzipped.read(_IDX_HEAD)
-                    size = len(head) + sum(iter(lambda: len(unzipped.read(1 << 20)), 0))
+                    size = len(head) + _count(unzipped, _promised(head, path, what) - len(head))
             else:
                 f.seek(0)
                 head = f.read(_IDX_HEAD)
-                size = p.stat().st_size
+                size = os.fstat(f.fileno()).st_size
     except (OSError, EOFError, zlib.error) as e:
         raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
     dims, dtype, _ = _idx_layout(head, size, path)
     return dims, dtype
+
+
+def _promised(head: bytes, path: str, what: str) -> int:
+    """The bytes an IDX file whose first bytes are `head` holds by its header (0 when it is
+    no IDX header: `_idx_layout` says so); refused when more than memory holds."""
+    if len(head) < 4 or head[2] not in _IDX_TYPES or len(head) < 4 + 4 * head[3]:
+        return 0
+    dims = [int(d) for d in np.frombuffer(head, ">u4", head[3], 4)]
+    need = 4 + 4 * head[3] + math.prod(dims) * _IDX_TYPES_SIZE[head[2]]
+    limit = footprint.limit_bytes()
+    if limit is not None and need > limit:
+        raise NodegraphError(f"{what} '{path}' promises {footprint.size_text(need)} of "
+                             f"values, more than the {footprint.size_text(limit)} of memory "
+                             "available")
+    return need
+
+
+def _count(f, most: int) -> int:
+    """Bytes `f` gives, read in pieces, stopping once `most` are counted."""
+    total = 0
+    while total < most and (piece := f.read(min(1 << 20, most - total))):
+        total += len(piece)
+    return total
 
 
 def _idx_layout(head: bytes, size: int, path: str) -> tuple[tuple[int, ...], np.dtype, int]:
@@ -216,9 +261,9 @@ def _is_int(text: str) -> bool:
 
 def read_npy(path: str, what: str) -> np.ndarray:
     """One array from a .npy file (pickles refused: they can run code)."""
-    p = resolve(path, what)
     try:
-        return np.load(p, allow_pickle=False)
+        with open_file(path, what) as f:
+            return np.load(f, allow_pickle=False)  # gated: f from open_file
     except (OSError, ValueError) as e:
         raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
 
@@ -227,13 +272,13 @@ def npy_header(path: str, what: str, key: str | None = None
                ) -> tuple[tuple[int, ...], np.dtype] | None:
     """The shape and dtype an .npy file (or array `key` of an .npz) holds, from its header;
     None when the header cannot be read this way (`read_npy`/`read_npz` then say why)."""
-    p = resolve(path, what)
     try:
-        if key is None:
-            with open(p, "rb") as f:
+        with open_file(path, what) as file:
+            if key is None:
+                return _header(file)
+            with zipfile.ZipFile(file) as archive, archive.open(  # gated: from open_file
+                    f"{key}.npy") as f:
                 return _header(f)
-        with zipfile.ZipFile(p) as archive, archive.open(f"{key}.npy") as f:
-            return _header(f)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         return None
 
@@ -251,9 +296,9 @@ def npz_headers(path: str, keys: tuple[str, str]
     """The shape and dtype of arrays `keys` of a .npz archive from their headers, refused
     as `read_npz` refuses a missing file or array; None for an array whose header does not
     read as a plain .npy (`read_npz` then says why)."""
-    p = resolve(path, ".npz file")
     try:
-        with np.load(p, allow_pickle=False) as archive:  # lists the arrays, reads none
+        with open_file(path, ".npz file") as f, \
+                np.load(f, allow_pickle=False) as archive:  # gated: lists the arrays, reads none
             missing = [k for k in keys if k not in archive.files]
             if missing:
                 raise NodegraphError(f"'{path}' has no array {missing[0]!r} (arrays: "
@@ -262,7 +307,8 @@ def npz_headers(path: str, keys: tuple[str, str]
             heads: list[tuple[tuple[int, ...], np.dtype] | None] = []
             for k in keys:
                 try:
-                    with archive.zip.open(f"{k}.npy" if f"{k}.npy" in names else k) as f:
+                    member = f"{k}.npy" if f"{k}.npy" in names else k
+                    with archive.zip.open(member) as f:  # gated: a member of the gated archive
                         heads.append(_header(f))
                 except (OSError, ValueError, KeyError, zipfile.BadZipFile):
                     heads.append(None)
@@ -273,9 +319,9 @@ def npz_headers(path: str, keys: tuple[str, str]
 
 def read_npz(path: str, keys: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
     """The arrays named `keys` from a .npz archive."""
-    p = resolve(path, ".npz file")
     try:
-        with np.load(p, allow_pickle=False) as archive:
+        with open_file(path, ".npz file") as f, \
+                np.load(f, allow_pickle=False) as archive:  # gated: f from open_file
             missing = [k for k in keys if k not in archive.files]
             if missing:
                 raise NodegraphError(f"'{path}' has no array {missing[0]!r} (arrays: "

@@ -13,14 +13,18 @@ reader a streamed image folder hands its DataLoader workers.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nodegraph.kinds import footprint
+from nodegraph.kinds import footprint, gate
 from nodegraph.kinds.dataset import data_path
 from nodegraph.kinds.streamed import SampleError
 from nodegraph.model.errors import NodegraphError
@@ -33,24 +37,44 @@ RESIZE = ("stretch", "crop", "pad")
 
 
 def _pil():
-    """Pillow, with decompression bombs refused (a tiny file claiming gigapixels)."""
+    """Pillow, imported when an image is first read."""
     from PIL import Image
 
     return Image
 
 
-def open_image(path: str | Path):
-    """The image at `path` opened lazily (header read, pixels not), or a SampleError."""
+# the most pixels one image may claim (Pillow's own default bound, held here so that no
+# setting of Pillow's lifts it): a small file claiming more is a decompression bomb
+MAX_PIXELS = 89_478_485
+MAX_FILE = 256 * 2**20  # an image file larger than this is refused unread
+
+
+@contextlib.contextmanager
+def open_image(source: str | Path | bytes, name: str | None = None) -> Iterator[Any]:
+    """The image in `source` (a file, through the file gate, or the bytes of a tar member
+    called `name`) opened lazily: header read, pixels not; a SampleError for a damaged
+    file or one claiming more than MAX_PIXELS. Every image reader goes through here."""
     Image = _pil()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            return Image.open(path)
-    except FileNotFoundError as e:
-        raise SampleError(f"image '{path}' does not exist") from e
-    except (OSError, ValueError, SyntaxError, Image.DecompressionBombWarning,
-            Image.DecompressionBombError) as e:
-        raise SampleError(f"cannot read image '{path}': {e}") from e
+    shown = name if name is not None else "bytes" if isinstance(source, bytes) else str(source)
+    with contextlib.ExitStack() as stack:
+        f: IO[bytes]
+        try:
+            if isinstance(source, bytes):
+                f = io.BytesIO(source)
+            else:
+                f = stack.enter_context(gate.open_file(Path(source), "image", MAX_FILE))
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                img = stack.enter_context(Image.open(f))  # gated: f from gate.open_file, or bytes
+        except NodegraphError as e:
+            raise SampleError(str(e)) from None
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombWarning,
+                Image.DecompressionBombError) as e:
+            raise SampleError(f"cannot read image '{shown}': {e}") from e
+        if img.width * img.height > MAX_PIXELS:
+            raise SampleError(f"image '{shown}' claims {img.width:,} x {img.height:,} pixels, "
+                              f"more than {MAX_PIXELS:,}: refused as a decompression bomb")
+        yield img
 
 
 def channels_of(mode: str, grayscale: bool = False) -> int:
@@ -66,10 +90,12 @@ def image_header(path: str | Path) -> tuple[int, int, int]:
         raise NodegraphError(str(e)) from e
 
 
-def decode(path: str | Path):
+def decode(source: str | Path | bytes, name: str | None = None):
     """The image decoded by Pillow in mode L (grey) or RGB; 16-bit and float grey stay
-    (as I or F) for `to_array` to scale. Truncated data is refused, not padded."""
-    with open_image(path) as img:
+    (as I or F) for `to_array` to scale. Truncated data is refused, not padded. `source`
+    as `open_image` takes it: the one decoder of every image reader."""
+    path = name if name is not None else "bytes" if isinstance(source, bytes) else source
+    with open_image(source, name) as img:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # Pillow only warns on some damage
@@ -195,20 +221,21 @@ class PhotoReader:
 
 def list_folder(root: str) -> tuple[list[str], list[list[Path]]]:
     """The class names and each class's image files, sorted; refuses a missing folder, a
-    folder with no class subfolders, and a class folder with no images."""
+    folder with no class subfolders, and a class folder with no images. Every class
+    folder and image passes the file gate (`nodegraph.kinds.gate`): a symlink to a folder
+    or an image outside, or a FIFO among the images, is refused by name."""
     folder = data_path(root)
     if not folder.is_dir():
         raise NodegraphError(f"image folder '{root}'{looked_at(root, folder)} "
                              f"{'is not a folder' if folder.exists() else 'does not exist'}")
-    classes = sorted(d.name for d in folder.iterdir() if d.is_dir()
-                     and not d.name.startswith("."))
+    classes = [d.name for d in gate.listing(folder, "image folder", want="folder")]
     if not classes:
         raise NodegraphError(f"image folder '{root}' has no class subfolders (expected one "
                              "subfolder of images per class, e.g. cats/ and dogs/)")
     listed = []
     for name in classes:
-        files = sorted(f for f in (folder / name).iterdir()
-                       if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+        files = gate.listing(folder / name, "image",
+                             lambda n: Path(n).suffix.lower() in IMAGE_SUFFIXES)
         if not files:
             raise NodegraphError(f"class folder '{folder / name}' holds no images (read: "
                                  f"{', '.join(s[1:] for s in IMAGE_SUFFIXES)})")

@@ -16,6 +16,7 @@ in-memory build reads the same records at once.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from nodegraph.kinds import gate
 from nodegraph.kinds.datameta import DataMeta, split_sizes, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
@@ -68,7 +70,8 @@ def layout(folder: str, variant: str) -> Layout:
     if not root.is_dir():
         state = "is not a folder" if root.exists() else "does not exist"
         raise NodegraphError(f"CIFAR folder '{folder}' ({root}) {state}")
-    batches = sorted((p for p in root.glob("data_batch_*.bin") if p.is_file()),
+    batches = sorted(gate.listing(root, "CIFAR file",
+                                  lambda n: fnmatch.fnmatchcase(n, "data_batch_*.bin")),
                      key=_batch_number)
     if variant == "auto":
         variant = "cifar10" if batches else "cifar100"
@@ -89,7 +92,7 @@ def layout(folder: str, variant: str) -> Layout:
 def record_count(path: Path, record: int) -> int:
     """Records in a file of fixed `record`-byte records; refuses a size that is not a
     whole number of records (a truncated download, or a file of the other variant)."""
-    size = path.stat().st_size
+    size = gate.check(path, "CIFAR file").stat().st_size
     if size == 0 or size % record:
         raise NodegraphError(f"CIFAR file '{path}' is {size:,} bytes, not a whole number of "
                              f"{record:,}-byte records: truncated, or not this CIFAR variant")
@@ -116,7 +119,7 @@ class CifarRecords(torch.utils.data.Dataset):
 
     def _records(self) -> list[np.memmap]:
         if self._maps is None:
-            self._maps = [np.memmap(f, np.uint8, "r", shape=(n, self.record))
+            self._maps = [gate.memmap(f, "CIFAR file", np.uint8, 0, (n, self.record))
                           for f, n in zip(self.files, self.counts, strict=True)]
         return self._maps
 

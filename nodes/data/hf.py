@@ -27,6 +27,7 @@ from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, Port, choice_param, str_param
+from nodes.data._hf_files import checked_folder
 from nodes.data._streaming import (
     held_bytes,
     in_memory,
@@ -50,11 +51,18 @@ def open_disk(path: str):
     if not where.is_dir():
         state = "is not a folder" if where.exists() else "does not exist"
         raise NodegraphError(f"datasets folder '{path}' ({where}) {state}")
+    return _load(where, path)
+
+
+def _load(where, path: str):
+    """`datasets.load_from_disk` of a folder whose JSON and files passed the file gate
+    (`nodes.data._hf_files`): datasets joins the names they hold unchecked."""
+    checked_folder(where, path)
     import datasets
 
     datasets.disable_progress_bars()
     try:
-        return datasets.load_from_disk(str(where))
+        return datasets.load_from_disk(str(where))  # gated: by checked_folder above
     except FileNotFoundError:
         raise NodegraphError(f"'{path}' ({where}) is not a folder written by Hugging Face "
                              "datasets' save_to_disk (no dataset_info.json / state.json, or "
@@ -220,9 +228,7 @@ class HFRows(torch.utils.data.Dataset):
 
     def _rows(self):
         if self._ds is None:
-            import datasets
-
-            loaded = datasets.load_from_disk(str(self.where))
+            loaded = _load(self.where, self.path)
             ds = loaded if self.split == "all" else loaded[_saved_name(loaded, self.split)]
             wanted = list(dict.fromkeys(self.cols.inputs + self.cols.targets))
             self._ds = ds.with_format("numpy", columns=wanted)

@@ -18,9 +18,8 @@ its shapes; the other samples are read when training reads them.
 
 from __future__ import annotations
 
-import glob
 import io
-import re
+import os
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.kinds import gate
 from nodegraph.kinds.datameta import DataMeta, sized
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
@@ -37,6 +37,8 @@ from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, choice_param, str_param
+from nodes.data._images import decode as decode_image
+from nodes.data._images import to_array
 from nodes.data._streaming import (
     Rows,
     everything,
@@ -49,34 +51,26 @@ from nodes.data._streaming import (
 
 IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 NUMBERS = (".cls", ".txt", ".index", ".id", ".label")
-BRACES = re.compile(r"\{(\d+)\.\.(\d+)\}")
 MAX_FIELD = 256 * 2**20  # one field larger than this is refused, not read into memory
 
 
 def expand(pattern: str) -> list[Path]:
     """The shard files a param names: a .tar file, a folder (its .tar files), a brace range
-    `train-{000..009}.tar` (WebDataset's notation) or a glob; sorted, each existing."""
+    `train-{000..009}.tar` (WebDataset's notation; at most `gate.MAX_BRACE_NAMES` names) or
+    a glob; sorted. Every shard, and every folder a glob passes through, goes through the
+    file gate (`nodegraph.kinds.gate`): one behind a symlink that leads outside is refused."""
     if not pattern:
         return []
-    m = BRACES.search(pattern)
-    if m:
-        lo, hi = m.group(1), m.group(2)
-        if int(hi) - int(lo) > 1_000_000:
-            raise NodegraphError(f"shard range '{pattern}' names more than a million files")
-        names = [pattern[:m.start()] + str(i).zfill(len(lo)) + pattern[m.end():]
-                 for i in range(int(lo), int(hi) + 1)]
-        found = [data_path(n) for n in names]
-    else:
+    found = gate.brace_range(pattern, "shard")
+    if found is None:
         where = data_path(pattern)
         if where.is_dir():
-            found = sorted(where.glob("*.tar"))
+            found = gate.listing(where, "shard", lambda n: n.endswith(".tar"))
         elif any(c in pattern for c in "*?["):
-            found = sorted(Path(f) for f in glob.glob(str(where)))
+            found = gate.matching(pattern, "shard")
         else:
+            gate.check(where, "shard", shown=f"{where}' (from '{pattern}")
             found = [where]
-    missing = [f for f in found if not f.is_file()]
-    if missing:
-        raise NodegraphError(f"shard '{missing[0]}' (from '{pattern}') does not exist")
     if not found:
         raise NodegraphError(f"'{pattern}' names no .tar shards")
     return found
@@ -93,13 +87,25 @@ def scan(shard: Path, fields: tuple[str, str]) -> list[str]:
     """The keys of the samples of `shard` that have both fields, from its headers alone;
     a shard cut short (a member running past the end, or stray bytes after the last one)
     is refused, naming it."""
-    size = shard.stat().st_size
+    with gate.open_file(shard, "shard") as f:
+        size = os.fstat(f.fileno()).st_size
+        keys, end = _keys(f, shard, size, fields)
+        f.seek(end)  # after the last member: padding, end blocks, or nothing
+        rest = f.read(1 << 16)
+    if rest.strip(b"\0"):
+        raise NodegraphError(f"shard '{shard}' is truncated or corrupt after byte {end:,}")
+    return keys
+
+
+def _keys(f, shard: Path, size: int, fields: tuple[str, str]) -> tuple[list[str], int]:
+    """The keys `scan` gives, and where the last member ends, from the open shard `f`."""
     keys: list[str] = []
     key_now, have = None, set[str]()
     end = 0
     try:
-        with tarfile.open(shard, "r:") as tar:
+        with tarfile.open(fileobj=f, mode="r:") as tar:
             for member in tar:
+                tar.members = []  # type: ignore[attr-defined]  # tarfile keeps each header
                 if not member.isfile():
                     continue
                 end = member.offset_data + member.size
@@ -116,29 +122,21 @@ def scan(shard: Path, fields: tuple[str, str]) -> list[str]:
                         have = set()
     except (tarfile.TarError, OSError, EOFError) as e:
         raise NodegraphError(f"shard '{shard}' is truncated or not a tar file ({e})") from None
-    with open(shard, "rb") as f:  # after the last member: padding, end blocks, or nothing
-        f.seek(end)
-        rest = f.read(1 << 16)
-    if rest.strip(b"\0"):
-        raise NodegraphError(f"shard '{shard}' is truncated or corrupt after byte {end:,}")
-    return keys
+    return keys, end
 
 
 def decode(name: str, ext: str, raw: bytes, where: str) -> np.ndarray:
     """One field's value as an array, decoded by its extension."""
     try:
         if ext.endswith(".npy"):
-            return np.load(io.BytesIO(raw), allow_pickle=False)
+            return np.load(io.BytesIO(raw), allow_pickle=False)  # gated: bytes of a tar member
         if ext in NUMBERS:
             value = float(raw.decode("utf-8").strip())
             return np.asarray(int(value) if value.is_integer() else value)
-        if ext in IMAGES:
-            from PIL import Image
-
-            with Image.open(io.BytesIO(raw)) as im:
-                pixels = np.asarray(im.convert("L" if im.mode in ("1", "L", "I;16") else "RGB"))
-            pixels = pixels.astype(np.float32) / 255.0
-            return pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1)
+        if ext in IMAGES:  # the image readers' one decoder, bomb guard and all
+            return to_array(decode_image(raw, f"{where}: {name}"))
+    except SampleError as e:
+        raise NodegraphError(str(e)) from None
     except Exception as e:  # numpy, Pillow and UTF-8 errors: the field is named
         raise NodegraphError(f"shard '{where}': cannot decode '{name}': {e}") from None
     raise NodegraphError(f"shard '{where}': no decoder for '{name}' (fields: .npy, "
@@ -151,8 +149,9 @@ def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, 
     # current key's fields are kept, so a sample missing a field costs nothing later
     key_now, got = None, dict[str, Any]()
     try:
-        with tarfile.open(shard, "r:") as tar:
+        with gate.open_file(shard, "shard") as f, tarfile.open(fileobj=f, mode="r:") as tar:
             for member in tar:
+                tar.members = []  # type: ignore[attr-defined]  # as in `_keys`
                 if not member.isfile():
                     continue
                 key, ext = _split_name(member.name)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.kinds import gate
 from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
@@ -50,10 +51,18 @@ def _arrow():
     return ds
 
 
-def _format(path: Path, given: str) -> str:
+def table_files(path: Path) -> list[Path]:
+    """The files of a table: `path` itself, or every file under the folder as pyarrow's
+    discovery finds them (names starting with "." or "_" left out), each through the file
+    gate (`nodegraph.kinds.gate`): a symlink leading outside, or a FIFO, is refused."""
+    if not path.is_dir():
+        return [path]
+    return gate.listing(path, "table file", recursive=True, skip=("_",))
+
+
+def _format(files: list[Path], given: str, path: Path) -> str:
     if given != "auto":
         return {"arrow": "ipc"}.get(given, given)
-    files = [path] if path.is_file() else sorted(q for q in path.rglob("*") if q.is_file())
     found = {SUFFIXES[q.suffix.lower()] for q in files if q.suffix.lower() in SUFFIXES}
     if len(found) != 1:
         what = "files of several formats" if found else "no .parquet, .arrow, .feather or .csv"
@@ -63,17 +72,21 @@ def _format(path: Path, given: str) -> str:
 
 def open_table(path: str, fmt: str = "auto"):
     """The pyarrow dataset of a file or folder, its schema read; an error naming the file
-    that is missing or not a table of that format."""
+    that is missing or not a table of that format. pyarrow gets the list of files that
+    passed the gate, never the folder to list itself."""
     if not path:
         raise NodegraphError("no table file given (path)")
     where = data_path(path)
     if not where.exists():
         raise NodegraphError(f"table '{path}' ({where}) does not exist")
-    kind = _format(where, fmt)
+    files = table_files(where)
+    kind = _format(files, fmt, where)
+    checked = [str(gate.check(f, "table file")) for f in files]
     import pyarrow as pa
 
     try:
-        return _arrow().dataset(str(where), format=kind)
+        return _arrow().dataset(  # gated: the files that passed gate.check above
+            checked if where.is_dir() else checked[0], format=kind)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise NodegraphError(f"cannot read table '{path}' as {kind}: {e}") from e
 

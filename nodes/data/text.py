@@ -18,6 +18,7 @@ that follows does not tokenize again.
 
 from __future__ import annotations
 
+import io
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.kinds import gate
 from nodegraph.kinds.datameta import sized
 from nodegraph.kinds.dataset import Dataset, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
@@ -37,16 +39,23 @@ from nodes.data.sequences import BUNDLED_TEXT, token_windows
 
 KINDS = ("bpe", "wordpiece", "file")
 UNK = "[UNK]"
+MAX_TOKENIZER = 100 * 2**20  # bytes of a tokenizer.json (a real one: a few MB, at most ~35)
 LINES_PER_PIECE = 2048  # lines encoded per call: big enough for the Rust batch encoder
+MAX_LINE = 1 << 20  # characters of a line read at once (a longer one comes in parts)
+PIECE_CHARS = 8 << 20  # characters one piece of lines holds at most
 
 
 def corpus_files(path: str) -> list[Path]:
-    """The text files a `path` param names: one file, or the .txt files of a folder."""
+    """The text files a `path` param names: one file, or the .txt files of a folder and its
+    subfolders, each through the file gate (`nodegraph.kinds.gate`): a symlinked .txt that
+    leads outside, or a FIFO, is refused by name."""
     where = data_path(path)
-    if where.is_file():
+    if where.exists() and not where.is_dir():
+        gate.check(where, "text file", shown=path)  # a FIFO or a device is refused
         return [where]
     if where.is_dir():
-        found = sorted(q for q in where.rglob("*.txt") if q.is_file())
+        found = gate.listing(where, "text file", lambda n: n.endswith(".txt"),
+                             recursive=True, hidden=True)
         if not found:
             raise NodegraphError(f"text folder '{path}' ({where}) holds no .txt files")
         return found
@@ -67,13 +76,18 @@ def pieces(p: TokenizedTextParams) -> Iterator[list[str]]:
 def _file_pieces(files: list[Path], lowercase: bool) -> Iterator[list[str]]:
     for f in files:
         try:
-            with open(f, encoding="utf-8", errors="strict") as lines:
+            with gate.open_file(f, "text file") as raw, \
+                    io.TextIOWrapper(raw, encoding="utf-8", errors="strict") as lines:
                 piece: list[str] = []
-                for line in lines:
+                held = 0
+                # a line longer than MAX_LINE comes in parts: a file of one endless line
+                # never sits in memory whole, and a piece holds at most PIECE_CHARS
+                for line in iter(lambda: lines.readline(MAX_LINE), ""):
                     piece.append(line.lower() if lowercase else line)
-                    if len(piece) == LINES_PER_PIECE:
+                    held += len(line)
+                    if len(piece) == LINES_PER_PIECE or held >= PIECE_CHARS:
                         yield piece
-                        piece = []
+                        piece, held = [], 0
                 if piece:
                     yield piece
         except UnicodeDecodeError as e:
@@ -93,11 +107,10 @@ def load_tokenizer(path: str):
     where = data_path(path)
     if not where.is_file():
         raise NodegraphError(f"tokenizer file '{path}' ({where}) does not exist")
-    if where.stat().st_size > 512 * 2**20:  # a real one is a few MB: refuse a huge file
-        raise NodegraphError(f"tokenizer file '{path}' is larger than 512 MB; not a "
-                             "tokenizer.json")
+    # a real one is a few MB: a huge file is refused unread; read through the gate
+    raw = gate.read_bytes(where, "tokenizer file", MAX_TOKENIZER, shown=path)
     try:
-        return Tokenizer.from_file(str(where))
+        return Tokenizer.from_str(raw.decode("utf-8"))
     except Exception as e:  # tokenizers raises a bare Exception for JSON it cannot parse
         raise NodegraphError(f"tokenizer file '{path}' does not parse as a Hugging Face "
                              f"tokenizer.json: {e}") from None
