@@ -185,17 +185,11 @@ class _CrossEntropy(nn.CrossEntropyLoss):
     a sequence, targets one index per row ((N,), (N, 1), (N, L)) or probabilities shaped
     like the scores. Index targets of -100 are ignored (unlabelled nodes, padding)."""
 
-    def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        try:
-            return self._loss(input, target)
-        except IndexError as e:  # torch on the CPU: "Target 4 is out of bounds."
-            named = None if target.is_floating_point() else classes.out_of_range(
-                target, input.shape[-1], "target", 1, self.ignore_index)
-            if named is None:
-                raise
-            raise named from e
+    # (port, its argument, the scores' argument): a label torch refuses is named by the
+    # runtime (`nodegraph.kinds.classes.name_label`), so this class stays plain torch
+    class_indices = ("target", 1, 0)
 
-    def _loss(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    def forward(self, input: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         if input.ndim == 2 and target.ndim == 1:  # the common case needs no reshaping
             return super().forward(input, target)
         width = input.shape[-1]
@@ -272,20 +266,16 @@ def _smoothing_bytes(rows: int, s: int, reduction: str) -> int:
 class _Hinge(nn.Module):
     """max(0, margin − t·s) for one score per sample; torch's multi-margin loss for several."""
 
+    class_indices = ("target", 1, 0)  # as _CrossEntropy's (used with several scores)
+
     def __init__(self, margin: float, reduction: str):
         super().__init__()
         self.margin, self.reduction = margin, reduction
 
     def forward(self, input, target):
         if input.ndim > 1 and input.shape[-1] > 1:
-            try:
-                return F.multi_margin_loss(input, target.reshape(-1).long(),
-                                           margin=self.margin, reduction=self.reduction)
-            except (IndexError, RuntimeError) as e:  # torch on the CPU: target out of range
-                named = classes.out_of_range(target, input.shape[-1], "target", 1)
-                if named is None:
-                    raise
-                raise named from e
+            return F.multi_margin_loss(input, target.reshape(-1).long(),
+                                       margin=self.margin, reduction=self.reduction)
         t = target.reshape(input.shape).to(input.dtype)
         t = torch.where(t == 0, -torch.ones_like(t), t)  # {0, 1} labels read as {-1, +1}
         loss = torch.clamp(self.margin - t * input, min=0)

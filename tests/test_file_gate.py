@@ -113,6 +113,9 @@ ALLOWED = {
     "nodegraph/model/outputs.py": "writes outputs (run logs, metrics, written files)",
     "nodegraph/interop/modelfile.py": "the .ngz the user names (load_model / --init); its "
                                       "members are bounded there (issue #33 item 2)",
+    "nodegraph/interop/modelfile_archive.py": "the .ngz the user names, opened as a regular "
+                                              "file (O_NOFOLLOW, fstat) and each member read "
+                                              "to its bound (issue #33 item 2)",
     "nodegraph/interop/fx_import.py": "the model file and weights `nodegraph import` is given "
                                       "on the command line",
     "nodegraph/interop/fx_finish.py": "reads back the .npz the import itself just wrote",

@@ -94,6 +94,21 @@ def out_of_range(labels: torch.Tensor, classes: int, port: str, position: int,
                       f"give the scores at least {value + 1} classes, or fix the labels")
 
 
+def name_label(module: torch.nn.Module, args: list) -> LabelError | None:
+    """The `LabelError` of a failed call `module(*args)` when the module declares a port
+    of class indices (`class_indices = (port, argument, scores argument)`) and one of its
+    labels is out of range; None otherwise (the failure was something else)."""
+    declared = getattr(module, "class_indices", None)
+    if declared is None:
+        return None
+    port, at, scores_at = declared
+    labels, scores = args[at], args[scores_at]
+    if not (isinstance(labels, torch.Tensor) and isinstance(scores, torch.Tensor)) or \
+            labels.is_floating_point() or labels.is_complex() or scores.ndim < 2:
+        return None
+    return out_of_range(labels, scores.shape[-1], port, at, getattr(module, "ignore_index", None))
+
+
 @dataclass(frozen=True)
 class Labels:
     """Class indices on a wire: made by data port `source` (node, port) of block type

@@ -22,7 +22,7 @@ from torch import nn
 
 from nodegraph.check.validate import Report, check
 from nodegraph.kinds import devices, dtypes
-from nodegraph.kinds.classes import LabelError
+from nodegraph.kinds.classes import LabelError, name_label
 from nodegraph.kinds.datameta import materialise
 from nodegraph.kinds.dataset import Dataset
 from nodegraph.kinds.metric import Metric
@@ -91,7 +91,14 @@ class GraphModule(nn.Module):
         node = None
         try:
             for node, module, in_keys, out_keys in plan:  # noqa: B007 (node names failures)
-                out = module(*[None if k is None else values.get(k) for k in in_keys])
+                args = [None if k is None else values.get(k) for k in in_keys]
+                try:
+                    out = module(*args)
+                except (IndexError, RuntimeError) as e:  # torch on the CPU: "Target 4 is
+                    named = name_label(module, args)  # out of bounds", named by its wire
+                    if named is None:
+                        raise
+                    raise named from e
                 if len(out_keys) == 1:
                     values[out_keys[0]] = out
                 else:
