@@ -83,7 +83,7 @@ def checked_ui(ui: Any, where: str = "ui") -> tuple[dict[str, Any], list[Problem
         if isinstance(value, dict):
             kept: Any = {k: v for k, v in value.items() if ok(v)}
             bad = [k for k in value if k not in kept]
-        else:
+        elif isinstance(value, list):
             kept = [v for v in value if ok(v)]
             bad = [f"#{i + 1}" for i, v in enumerate(value) if not ok(v)]
         for name in bad[:3]:

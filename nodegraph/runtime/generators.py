@@ -35,10 +35,10 @@ def capture(shuffle: torch.Generator) -> dict[str, torch.Tensor]:
     """The state of every generator a run draws from, and of the batch order's."""
     out = {"rng/torch": torch.get_rng_state(), "rng/shuffle": shuffle.get_state()}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        for i, state in enumerate(torch.cuda.get_rng_state_all()):
-            out[f"rng/cuda/{i}"] = state
-    state: Any = np.random.get_state(legacy=True)  # ("MT19937", keys, pos, has_gauss, gauss)
-    _, keys, pos, has_gauss, gauss = state
+        for i, device_state in enumerate(torch.cuda.get_rng_state_all()):
+            out[f"rng/cuda/{i}"] = device_state
+    numpy_state: Any = np.random.get_state(legacy=True)  # ("MT19937", keys, pos, flag, gauss)
+    _, keys, pos, has_gauss, gauss = numpy_state
     out["rng/numpy"] = torch.tensor([*np.asarray(keys).tolist(), pos, has_gauss],
                                     dtype=torch.int64)
     out["rng/numpy_gauss"] = torch.tensor([gauss], dtype=torch.float64)

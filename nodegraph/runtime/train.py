@@ -313,10 +313,12 @@ class Trainer:
         self.best = (BestWeights(self.monitor, opts["restore_best"])
                      if opts["patience"] is not None or opts["monitor"] else None)
         own = self._own_callbacks()
-        last = [cb.writer() for cb in own if isinstance(cb, Checkpointing)]
-        # checkpoints are written after every other callback's epoch end: what they keep of
-        # the callbacks and the generators is then what the epoch left
-        self.callbacks = Callbacks([*own, *callbacks, *last])
+        saving = [cb for cb in own if isinstance(cb, Checkpointing)]
+        # a checkpoint resumes before the other callbacks start and is written after every
+        # other callback's epoch end: what it keeps of them and of the generators is then
+        # what the epoch left
+        own = [cb.loader() if isinstance(cb, Checkpointing) else cb for cb in own]
+        self.callbacks = Callbacks([*own, *callbacks, *(cb.writer() for cb in saving)])
         self.epoch_start: EpochStart | None = None  # what a stopped epoch goes back to
 
     def _own_callbacks(self) -> list[Callback]:

@@ -7,7 +7,7 @@ weights go beside it (`best.safetensors`) at each new best. A run stopped by req
 Ctrl-C writes one more after the run went back to the end of its last whole epoch
 (`nodegraph.runtime.epoch_start`): a resume trains the interrupted epoch again, as the run
 would have. The callbacks' own `state_dict`s travel in it, taken after every callback's
-`on_epoch_end` (the writing is `Checkpointing.writer()`, the last callback of the run), and
+`on_epoch_end` (a run places `Checkpointing.writer()` last, and `loader()` first), and
 every random generator (`nodegraph.runtime.generators`)."""
 
 from __future__ import annotations
@@ -39,10 +39,24 @@ class Checkpointing(Callback):
         if trainer.state.resume:
             self.load(trainer)
 
+    def on_epoch_end(self, trainer) -> None:
+        s = trainer.state
+        if self.writes and (s.epoch % self.every == 0 or s.index >= s.total):
+            self.save(trainer)
+
+    def on_run_end(self, trainer) -> None:
+        if self.writes and trainer.state.cancelled:  # the epochs trained before the stop
+            self.save(trainer)
+
+    def loader(self) -> Callback:
+        """This callback's resuming alone: a run puts it among the first, so every other
+        callback starts from the resumed state."""
+        return _Part(self, ("on_run_start",))
+
     def writer(self) -> Callback:
-        """The callback that writes this one's checkpoints: put it after every other, so
-        what it saves of them (their state, the generators) is what the epoch left."""
-        return _Writer(self)
+        """This callback's writing alone: a run puts it after every other, so what it
+        saves of them (their state, the generators) is what the epoch left."""
+        return _Part(self, ("on_epoch_end", "on_run_end"))
 
     def save(self, trainer) -> None:
         c, s = trainer.c, trainer.state
@@ -107,20 +121,23 @@ class Checkpointing(Callback):
         trainer.events.emit(Message(f"resumed from the checkpoint of epoch {info['epoch']}"))
 
 
-class _Writer(Callback):
-    """Writes `Checkpointing`'s checkpoints after epochs and after a stop."""
+class _Part(Callback):
+    """Some of `Checkpointing`'s hooks, to place them apart in a run's callback order."""
 
-    def __init__(self, owner: Checkpointing):
-        self.owner = owner
+    def __init__(self, owner: Checkpointing, hooks: tuple[str, ...]):
+        self.owner, self.hooks = owner, hooks
+
+    def on_run_start(self, trainer) -> None:
+        if "on_run_start" in self.hooks:
+            self.owner.on_run_start(trainer)
 
     def on_epoch_end(self, trainer) -> None:
-        s, own = trainer.state, self.owner
-        if own.writes and (s.epoch % own.every == 0 or s.index >= s.total):
-            own.save(trainer)
+        if "on_epoch_end" in self.hooks:
+            self.owner.on_epoch_end(trainer)
 
     def on_run_end(self, trainer) -> None:
-        if self.owner.writes and trainer.state.cancelled:  # the epochs trained before the stop
-            self.owner.save(trainer)
+        if "on_run_end" in self.hooks:
+            self.owner.on_run_end(trainer)
 
 
 def _callbacks(trainer) -> list[Callback]:
