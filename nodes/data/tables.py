@@ -379,7 +379,7 @@ def _streamed_table(p: ParquetParams, reader: TableReader, groups: list[Any], si
     fit = (sample for k in range(len(groups)) for sample in train.read(k))
     dataset = streamed(sources, ports, p, fit)
     dataset.categories = reader.codes
-    dataset.raw_inputs = reader.raw_inputs()
+    dataset.raw_inputs = reader.raw_inputs()  # type: ignore[attr-defined]
     return dataset
 
 
@@ -398,7 +398,7 @@ def table_dataset(p: ParquetParams):
     arrays = {k: np.concatenate([a[k] for a in got]) for k in ("x", "y")}
     dataset = from_arrays(arrays, p)
     dataset.categories = reader.codes  # the numbering of text values, for predictions
-    dataset.raw_inputs = reader.raw_inputs()  # rows by column name, for predictions
+    dataset.raw_inputs = reader.raw_inputs()  # type: ignore[attr-defined]  # rows by name
     return dataset
 
 
