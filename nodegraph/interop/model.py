@@ -107,7 +107,11 @@ class Model:
         An image block also takes photos: a file path or a list of paths, a decoded photo
         as a uint8 array (H, W, C) — or (N, H, W, C), or a list of them — of any size,
         read as the block reads its files (resized to its `size` by its `resize` policy);
-        float images are (N, C, H, W) in [0, 1] at that size. `outputs` names node or
+        float images are (N, C, H, W) in [0, 1] at that size. A table block (data.Parquet)
+        takes rows by column name: a pandas DataFrame, a pyarrow Table or a mapping column
+        -> values; its input columns are picked (the targets and others ignored), text
+        coded with the categories it learned from its files (`table_rows`); a missing
+        column or an unknown category is an error naming both. `outputs` names node or
         node.port values; by default the prediction heads (what losses and metrics read).
         One output is a tensor; several are a dict keyed "node.port"."""
         c = self._ready()
@@ -117,6 +121,12 @@ class Model:
         feeding.prepare(c.datasets, opts, c.device, None,
                         lambda text: warnings.warn(text, stacklevel=3))
         return predict.predict(c, data, size, outputs)
+
+    def table_rows(self, rows: Any, port: str | None = None) -> Any:
+        """A table's rows by column name (DataFrame, pyarrow Table, mapping) as the float32
+        (N, columns) array the table block's port takes raw, and the exported ONNX file
+        takes: input columns in order, text as category codes (`predict.table_rows`)."""
+        return predict.table_rows(self._ready(), rows, port)
 
     def evaluate(self, split: str = "test") -> dict[str, Any]:
         """Mean losses and metric values over `split`, in eval mode; streamed data is read

@@ -7,7 +7,9 @@ outputs losses and metrics read), which is what a caller of `predict` means; a s
 batches come from the data blocks already scaled, a user's arrays are raw and go through
 the model's preprocessing (`nodegraph.runtime.preprocess`): scaled as the data block scaled
 its own, and for an image block photo files or decoded photos read as it reads its files,
-then the deterministic part of its augment chain.
+then the deterministic part of its augment chain; a table block takes rows by column name
+(a pandas DataFrame, a pyarrow Table, a mapping column -> values), its input columns picked
+and its text columns coded as it coded its files (`table_rows` gives that array).
 """
 
 from __future__ import annotations
@@ -110,10 +112,37 @@ def _streamed_split(c: Compiled, split: str, size: int) -> Iterator[dict[Key, to
     return feeding.eval_batches(c.datasets, split, size, plain=True)
 
 
+def table_rows(c: Compiled, data: Any, port: str | None = None) -> np.ndarray:
+    """The float32 (N, columns) array a table block's port takes raw — what the ONNX file
+    takes as its input, and `Model.predict` as an array — from rows by column name (a
+    pandas DataFrame, a pyarrow Table, a mapping column -> values): the block's input
+    columns in its order (others, such as the targets, ignored), numbers as they are, text
+    as the codes the block gave its files' values. `port` ("node.port", or the node) picks
+    the table port when the graph has several."""
+    every = [(n, p) for n, ds in c.datasets.items()
+             for p in ds.ports if preprocess.table_input(c, (n, p)) is not None]
+    tables = every
+    if port is not None:
+        node, _, name = port.partition(".")
+        tables = [k for k in tables if k[0] == node and (not name or k[1] == name)]
+    if len(tables) != 1:
+        found = ", ".join(f"{n}.{p}" for n, p in every) or "none"
+        what = f"'{port}' names no" if port is not None else f"{len(tables)} table ports, not"
+        raise NodegraphError(f"table_rows: {what} one table data port (the graph's table "
+                             f"ports: {found}); name one with port='node.port'")
+    key = tables[0]
+    table = preprocess.table_input(c, key)
+    assert table is not None
+    if not preprocess.is_rows(data):
+        raise NodegraphError(f"input {key[0]}.{key[1]}: give rows by column name (a pandas "
+                             "DataFrame, a pyarrow Table or a mapping column -> values)")
+    return table.array(data, f"{key[0]}.{key[1]}")
+
+
 def _user_inputs(c: Compiled, data: Any) -> dict[Key, torch.Tensor]:
-    """The caller's arrays keyed (node, port): a mapping, or one array for the one data
-    port the prediction reads."""
-    if isinstance(data, Mapping):
+    """The caller's arrays keyed (node, port): a mapping, or one array (or table rows by
+    column name) for the one data port the prediction reads."""
+    if isinstance(data, Mapping) and not _columns(c, data):
         out = {}
         for key, value in data.items():
             node, _, port = str(key).rpartition(".") if isinstance(key, str) else key
@@ -127,6 +156,16 @@ def _user_inputs(c: Compiled, data: Any) -> dict[Key, torch.Tensor]:
         raise NodegraphError(f"the prediction reads {len(ports)} data ports ({names}); give "
                              "a mapping {'node.port': array, ...}")
     return {ports[0]: _value(c, ports[0], data)}
+
+
+def _columns(c: Compiled, data: Mapping) -> bool:
+    """Whether a mapping holds a table's columns rather than node.port inputs: the
+    prediction reads one table port and no key names a node of the graph."""
+    ports = partition(c).predict_inputs
+    if len(ports) != 1 or preprocess.table_input(c, ports[0]) is None:
+        return False
+    graph = c.exec_graph or c.graph
+    return all(isinstance(k, str) and k.rpartition(".")[0] not in graph for k in data)
 
 
 def _reads_photos(c: Compiled) -> bool:
@@ -143,7 +182,7 @@ def _value(c: Compiled, key: Key, value: Any) -> torch.Tensor:
     if isinstance(value, str | Path):
         raise NodegraphError(f"input {name}: '{value}' is a file, but '{key[0]}' reads no "
                              "images; give an array of raw values")
-    return _tensor(value, name)
+    return _tensor(preprocess.table_array(c, key, value), name)
 
 
 def _tensor(value: Any, name: Any) -> torch.Tensor:

@@ -78,6 +78,7 @@ def _given(compiled: Compiled, inputs: Mapping[Any, Any], raw: bool = False
             raise NodegraphError(f"input {node}.{port}: '{node}' has no output port "
                                  f"'{port}' (its outputs: {outs}); give the output that "
                                  "feeds the input you mean, e.g. the data block's 'x'")
+        value = preprocess.table_array(compiled, (node, port), value) if raw else value
         tensor = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor)
                                  else value)
         step = steps.get((node, port))

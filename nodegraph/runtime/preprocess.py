@@ -12,6 +12,10 @@ The raw forms of a port:
 - an image port (`nodegraph.kinds.rawinput.ImageInput`): photo files or decoded photos
   (read by the block's own reader, any size), uint8 (N, H, W, C) at the block's size, or
   float (N, C, H, W) in [0, 1] at that size — the files decoded as the block decodes them;
+- a table port (`nodegraph.kinds.rawinput.TableInput`): rows by column name (a pandas
+  DataFrame, a pyarrow Table, a mapping column -> values), the input columns picked and
+  the text ones coded as the block coded its files (`table_array`), or that array itself:
+  float32 (N, columns), numbers as the files hold them, text as its category code;
 - any other port: the values as the data files hold them.
 """
 
@@ -26,7 +30,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodegraph.kinds.rawinput import CHANNEL_ORDER, ImageInput, image_inputs
+from nodegraph.kinds.rawinput import (
+    CHANNEL_ORDER,
+    ImageInput,
+    TableInput,
+    image_inputs,
+    is_rows,
+    table_inputs,
+)
 from nodegraph.model.errors import NodegraphError
 from nodegraph.runtime.compile import Compiled, Key
 
@@ -134,6 +145,21 @@ def image_input(compiled: Compiled, key: Key) -> ImageInput | None:
     return None if ds is None else image_inputs(ds).get(key[1])
 
 
+def table_input(compiled: Compiled, key: Key) -> TableInput | None:
+    ds = compiled.datasets.get(key[0])
+    return None if ds is None else table_inputs(ds).get(key[1])
+
+
+def table_array(compiled: Compiled, key: Key, data: Any) -> Any:
+    """`data` as port `key` takes it raw: table rows by column name (`is_rows`) made the
+    float32 (N, columns) array of the block's input columns, text coded; anything else
+    as it is."""
+    table = table_input(compiled, key)
+    if table is None or not is_rows(data):
+        return data
+    return torch.from_numpy(table.array(data, f"{key[0]}.{key[1]}"))
+
+
 def is_photos(data: Any) -> bool:
     """Whether `data` is photos rather than an array of values: a file path (not a split
     name), a list of paths, a uint8 array (one photo (H, W[, C]) or a batch (N, H, W, C)),
@@ -175,7 +201,7 @@ def contract(compiled: Compiled, key: Key, step: Preprocess | None) -> dict[str,
     """What an exported model's input `key` must hold, as text fields (dtype, layout, value
     range, size, channel order, the preprocessing inside), for a file's metadata and docs.
     `step` is the preprocessing inside the file (None: the bare network)."""
-    image = image_input(compiled, key)
+    image, table = image_input(compiled, key), table_input(compiled, key)
     meta = compiled.report.outputs.get(key)
     shape = tuple(meta.shape[1:]) if meta is not None else ()
     dtype = str(meta.dtype).removeprefix("torch.") if meta is not None else "float32"
@@ -196,6 +222,10 @@ def contract(compiled: Compiled, key: Key, step: Preprocess | None) -> dict[str,
         out["dtype"] = dtype
         out["layout"] = "N x " + " x ".join(map(str, shape)) if shape else "N"
         out["range"] = "raw values, as the data files hold them"
+        if table is not None and table.categories:
+            out["range"] = ("raw values, as the data files hold them; a categorical column "
+                            "holds its category's code (see categories; Model.table_rows "
+                            "makes this array from a table's rows)")
         out["preprocessing"] = ("(x - centre) / scale, the data block's normalisation"
                                 if step.centre is not None else "none")
     else:
@@ -204,6 +234,10 @@ def contract(compiled: Compiled, key: Key, step: Preprocess | None) -> dict[str,
         out["range"] = "preprocessed: the data block's values after its normalisation and " \
                        "augment chain (this file holds the bare network)"
         out["preprocessing"] = "none (exported with --no-preprocess)"
+    if table is not None:
+        out["columns"] = ", ".join(table.columns)
+        if table.categories:
+            out["categories"] = table.categories_text()
     if image is not None and image.classes:
         out["classes"] = ", ".join(image.classes)
     return out

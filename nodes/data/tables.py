@@ -32,6 +32,7 @@ from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
+from nodegraph.kinds.rawinput import TableInput
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, Port, choice_param, str_param
@@ -311,6 +312,12 @@ class TableReader:
         self.__dict__.update(state)
         self.table = open_table(self.where, self.p.format)
 
+    def raw_inputs(self) -> dict[str, TableInput]:
+        """Port x's raw form: the input columns and the codes of the categorical ones, so
+        a prediction takes rows by column name (`nodegraph.kinds.rawinput`)."""
+        return {"x": TableInput(tuple(self.cols.inputs),
+                                {c: dict(self.codes[c]) for c in self.cols.categorical})}
+
     def part_list(self) -> list[Any]:
         return list(parts(self.table))
 
@@ -385,6 +392,7 @@ def _streamed_table(p: ParquetParams, reader: TableReader, groups: list[Any], si
     fit = (sample for k in range(len(groups)) for sample in train.read(k))
     dataset = streamed(sources, ports, p, fit)
     dataset.categories = reader.codes
+    dataset.raw_inputs = reader.raw_inputs()  # type: ignore[attr-defined]
     return dataset
 
 
@@ -403,6 +411,7 @@ def table_dataset(p: ParquetParams):
     arrays = {k: np.concatenate([a[k] for a in got]) for k in ("x", "y")}
     dataset = from_arrays(arrays, p)
     dataset.categories = reader.codes  # the numbering of text values, for predictions
+    dataset.raw_inputs = reader.raw_inputs()  # type: ignore[attr-defined]  # rows by name
     return dataset
 
 

@@ -15,8 +15,10 @@ antialiasing, as the linear map it is at that size); any port the block normalis
 raw values and is scaled with the block's statistics. ``preprocess=False``
 (``--no-preprocess``) writes the bare network, whose inputs are the ports' values. Either
 way each input's contract — dtype, layout, value range, size, channel order, resize
-policy, class names — is written in the file's ``metadata_props`` (``input.x.dtype``,
-``input.x.layout``, ..., ``classes``).
+policy, class names; for a table its columns in order and the codes of its text columns
+(``Model.table_rows`` makes the array from a DataFrame) — is written in the file's
+``metadata_props`` (``input.x.dtype``, ``input.x.layout``, ..., ``input.x.columns``,
+``input.x.categories``, ``classes``).
 
 When the exporter fails, each block on the way is exported on its own to find the ones
 that cannot be written, so the error names nodes instead of showing a traceback. After
