@@ -277,3 +277,28 @@ def test_cli_resume_from_a_checkpoint_equals_one_longer_run(tmp_path):
     _python(*run, "--epochs", "4", "--checkpoint-dir", str(tmp_path / "straight"))
     _same(load_file(tmp_path / "ck/last/model.safetensors"),
           load_file(tmp_path / "straight/last/model.safetensors"))
+
+
+def test_every_generator_comes_back_and_a_false_state_is_refused():
+    from nodegraph.model.errors import NodegraphError
+    from nodegraph.runtime import generators
+
+    shuffle = torch.Generator().manual_seed(3)
+    random.gauss(0, 1)  # Python's generator holds a cached Gaussian: kept too
+    saved = generators.capture(shuffle)
+
+    def draws():
+        return (torch.rand(3).tolist(), torch.randint(0, 9, (3,), generator=shuffle).tolist(),
+                np.random.rand(3).tolist(), np.random.randn(), random.random(),
+                random.gauss(0, 1))
+
+    first = draws()
+    generators.restore(saved, shuffle)
+    assert draws() == first
+    with pytest.raises(NodegraphError, match="rng/torch"):
+        generators.restore({"rng/torch": torch.full((5056,), 255, dtype=torch.uint8)}, shuffle)
+    with pytest.raises(NodegraphError, match="rng/python"):
+        generators.restore({"rng/python": torch.zeros(3, dtype=torch.int64)}, shuffle)
+    with pytest.raises(NodegraphError, match="32 bits"):
+        generators.restore({"rng/numpy": torch.full((626,), 2 ** 40, dtype=torch.int64)},
+                           shuffle)

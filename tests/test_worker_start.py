@@ -51,7 +51,11 @@ def test_workers_fork_only_where_no_other_thread_runs(monkeypatch):
     finally:
         release.set()
         other.join()
-    monkeypatch.setattr(threading, "active_count", lambda: 1)  # the CLI's main thread alone
+    # a persistent loader's queue feeder (its locks are made anew in a forked child) does
+    # not count: the CLI's validation loader forks beside the training loader's workers
+    feeder = threading.Thread(target=release.wait, name="QueueFeederThread", daemon=True)
+    here = threading.current_thread()
+    monkeypatch.setattr(threading, "enumerate", lambda: [here, feeder])  # nothing else runs
     assert loading.start_method() == "fork"
 
 

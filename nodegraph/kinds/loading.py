@@ -347,7 +347,17 @@ def start_method() -> str | None:
     thread; workers forked from it inherit no lock of ours, whatever our threads do."""
     if not sys.platform.startswith("linux"):
         return None
-    return "fork" if threading.active_count() == 1 else "forkserver"
+    here = threading.current_thread()
+    others = [t for t in threading.enumerate() if t is not here and not _fork_safe(t)]
+    return "forkserver" if others else "fork"
+
+
+def _fork_safe(thread: threading.Thread) -> bool:
+    """Threads a worker can be forked beside: those torch's own loaders start (a
+    multiprocessing queue's feeder, whose queue makes its locks anew in a forked child;
+    the pin-memory loop, whose queue no worker touches) — so the CLI's validation loader
+    still forks beside the training loader's persistent workers."""
+    return thread.name == "QueueFeederThread" or thread.name.endswith("(_pin_memory_loop)")
 
 
 # what the fork server imports once, before it forks any worker (with the data's own modules)
