@@ -228,7 +228,6 @@ def streamed(folder: Path, workers: int) -> dict:
 @pytest.mark.parametrize("workers,message", [
     (100_000, "'workers' must be <= 256"),
     (40, "training.workers = 40 is more than"),
-    (3, "training.workers = 3 is more than the 1 batch(es) of the largest split of 'data'"),
 ])
 def test_workers_are_bounded_by_the_machine_and_the_batches(four_images, capsys, workers,
                                                             message):
@@ -237,6 +236,26 @@ def test_workers_are_bounded_by_the_machine_and_the_batches(four_images, capsys,
     assert code == 1 and "training.workers" in out and message in out, out
     code, out = run_cli(capsys, "run", path)  # refused before a process starts
     assert code == 1 and "epoch 1" not in out and "training.workers" in out, out
+
+
+def test_more_workers_than_batches_start_only_one_per_batch(four_images, capsys, monkeypatch):
+    from nodegraph.kinds import loading
+
+    path = write(four_images.parent, streamed(four_images, 3))
+    code, out = run_cli(capsys, "validate", path)
+    assert code == 0 and "warning" in out and "training.workers = 3 is more than the 1 " \
+        "batch(es) of the largest split of 'data'" in out and "only 1 start" in out, out
+    started = []
+    real = loading.DataLoader
+
+    def counting(*args, **kwargs):
+        started.append(kwargs.get("num_workers", 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loading, "DataLoader", counting)
+    graph = nodegraph.load(path)
+    nodegraph.train(graph, epochs=1)
+    assert started and max(started) == 1
 
 
 def test_more_workers_than_four_per_core_are_refused(four_images, monkeypatch):

@@ -2,8 +2,8 @@
 
 `training.workers` starts that many reader processes per streamed split: a file asking for
 100,000 (or 40 for four rows) would fork them all. It may not exceed `PER_CORE` per core
-of this machine, nor the batches of the largest split of a streamed data block (a worker
-reads whole batches: more would wait idle). A data block's `batch_size` above its largest
+of this machine; more than the batches of the largest split of a streamed data block is a
+warning (a worker reads whole batches: only that many start). A data block's `batch_size` above its largest
 split is legal — each step takes the whole split, as 0 asks — and is told as a warning.
 The declared bounds (`nodegraph.model.settings`) come first; these need the machine and
 the data's sizes, which validation has learnt by now.
@@ -48,8 +48,10 @@ def problems(report) -> list[Problem]:
                                      f"training.workers = {workers:,} is more than the "
                                      f"{batches:,} batch(es) of the largest split of '{node}' "
                                      f"({sizes} samples, batch_size {data.batch_size}): a "
-                                     "worker reads whole batches, the rest would start for "
-                                     f"nothing", f"set it to {max(batches, 1)} or less"))
+                                     "worker reads whole batches, so only "
+                                     f"{max(batches, 1)} start",
+                                     f"set it to {max(batches, 1)} or less",
+                                     severity="warning"))
     for node, data in report.data.items():
         largest = max(data.sizes.values(), default=0)
         if largest and data.batch_size > largest:

@@ -258,7 +258,8 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
     transform = ds.plain_transform(split) if plain else ds.transforms.get(split)
     batch_transform = None if plain else ds.batch_transforms.get(split)
     opts = ds.options
-    workers = opts.worker_count(len(src))
+    # no more workers than batches: a worker reads whole batches, the rest would idle
+    workers = min(opts.worker_count(len(src)), -(-len(src) // max(b, 1)))
     collate_fn = partial(collate, ports=ds.sample_ports(), batch_transform=batch_transform)
     limit = None
     if isinstance(src, ShardSource):
