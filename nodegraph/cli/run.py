@@ -66,6 +66,10 @@ def register(sub) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.mlflow:  # before torch's import: the line comes at once, a dead server fails fast
+        from nodegraph.runtime.endpoint import reach
+
+        reach("MLflow", args.mlflow, "--mlflow")
     from nodegraph.model.events import Emitter
     from nodegraph.runtime import distributed
     from nodegraph.runtime.render import ConsoleRenderer
