@@ -63,9 +63,19 @@ def measure(key: str) -> dict[str, str]:
     return {f"{key}.{name}": fig.show(fig.read(made)) for name, fig in example.figures.items()}
 
 
-def _value(text: str) -> float | None:
+def value(text: str) -> float | None:
+    """The number a figure's text shows (typographic minus, thousands commas)."""
     m = NUMBER.search(text)
     return None if m is None else float(m.group(0).replace(",", "").replace("−", "-"))
+
+
+_value = value
+
+
+def shown_texts() -> dict[str, str]:
+    """Every marked figure's text in the documents, by name."""
+    return {m.group(1): m.group(2) for path in DOCUMENTS
+            for m in MARKER.finditer(path.read_text(encoding="utf-8"))}
 
 
 def differs(name: str, old: str, new: str) -> bool:
@@ -228,7 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=sorted(EXAMPLES), help="these runs")
     parser.add_argument("--check", action="store_true",
                         help="change nothing; exit 1 when a figure differs from a fresh run")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="only write the fresh figures to FILE (for tools/figure_spread.py)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads of every run (the figures: 1)")
+    parser.add_argument("--seed", type=int, help="every trained run with this seed")
     args = parser.parse_args(argv)
+    import example_runs
+
+    example_runs.THREADS, example_runs.SEED = args.threads, args.seed
     for name in args.slow or ():
         if name not in EXAMPLES:
             parser.error(f"--slow: no run {name!r}")
@@ -241,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         shown = ", ".join(f"{n.split('.', 1)[1]} {v}" for n, v in fresh.items()
                           if n.startswith(key + "."))
         print(f"{key} ({time.process_time() - start:.1f} s CPU): {shown}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(fresh, indent=1, ensure_ascii=False) + "\n",
+                             encoding="utf-8")
+        return 0
     if not args.check:  # the slow runs made now carry the fingerprint of what made them
         prints = read_fingerprints()
         made = {k: {"sources": fingerprint(EXAMPLES[k]),

@@ -1,0 +1,106 @@
+"""How far each README figure moves when the arithmetic changes but nothing else does.
+
+A figure is made on one machine (seeded, one torch thread), and another CPU sums in another
+order: vector width (AVX-512, AVX2, none), the BLAS kernels MKL picks for it, the number of
+threads. This reruns the fast runs under settings that change exactly that on this machine,
+each in a fresh process, and under other seeds (an upper bound: a run whose outcome follows
+its rounding as closely as it follows its seed):
+
+    reference         as the figures are made (one thread)
+    threads_2         two torch threads (other reduction splits)
+    no_simd           ATEN_CPU_CAPABILITY=default: torch's scalar kernels, not AVX2
+    blas_sse42        MKL_ENABLE_INSTRUCTIONS=SSE4_2, ONEDNN_MAX_CPU_ISA=SSE41: other gemm
+                      and convolution kernels, as on a CPU without AVX
+    seed_1, seed_2    every trained run with seed 1 / 2
+
+It writes `tools/figure_spread.json`: per figure, the value each setting printed and the
+largest distance of a machine setting from the README's text (`machine`) and of a seed
+(`seed`). `tools/example_figures.py --check` reads the `machine` spread as the measured
+part of each figure's tolerance (see `tolerance()` there).
+
+    python tools/figure_spread.py [--only RUN ...] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from example_runs import EXAMPLES  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SPREAD = ROOT / "tools" / "figure_spread.json"
+MACHINE = {
+    "reference": ([], {}),
+    "threads_2": (["--threads", "2"], {}),
+    "no_simd": ([], {"ATEN_CPU_CAPABILITY": "default"}),
+    "blas_sse42": ([], {"MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "ONEDNN_MAX_CPU_ISA": "SSE41"}),
+}
+SEEDS = {"seed_1": (["--seed", "1"], {}), "seed_2": (["--seed", "2"], {})}
+
+
+def quick() -> list[str]:
+    """The runs `make test` checks: fast and not long."""
+    return [k for k, ex in EXAMPLES.items() if not ex.slow and not ex.long]
+
+
+def run(name: str, extra: list[str], env: dict[str, str], keys: list[str]) -> dict[str, str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "figures.json"
+        subprocess.run([sys.executable, str(ROOT / "tools" / "example_figures.py"),
+                        "--json", str(out), "--only", *keys, *extra],
+                       env={**os.environ, "OMP_NUM_THREADS": "1", **env}, check=True,
+                       stdout=subprocess.DEVNULL)
+        print(f"{name}: done", flush=True)
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def far(base: float | None, values: dict[str, str], group: dict) -> float | None:
+    """The largest distance of `group`'s values from `base` (None: not numbers)."""
+    import example_figures
+
+    nums = [example_figures.value(values[s]) for s in group]
+    if base is None or any(v is None for v in nums):
+        return None
+    return max(abs(v - base) for v in nums if v is not None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import example_figures
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="+", choices=sorted(EXAMPLES))
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    keys = args.only or quick()
+    settings = {**MACHINE, **SEEDS}
+    with ThreadPoolExecutor(args.jobs) as pool:
+        futures = {name: pool.submit(run, name, extra, env, keys)
+                   for name, (extra, env) in settings.items()}
+        made = {name: f.result() for name, f in futures.items()}
+    shown = example_figures.shown_texts()
+    record = json.loads(SPREAD.read_text(encoding="utf-8")) if SPREAD.exists() else {}
+    for name in sorted(made["reference"]):
+        text = shown.get(name, made["reference"][name])
+        base = example_figures.value(text)
+        values = {s: made[s][name] for s in settings}
+        record[name] = {"text": text, "values": values, "machine": far(base, values, MACHINE),
+                        "seed": far(base, values, SEEDS)}
+    SPREAD.write_text(json.dumps(dict(sorted(record.items())), indent=1, ensure_ascii=False)
+                      + "\n", encoding="utf-8")
+    moved = {n: r for n, r in record.items() if r["machine"]}
+    print(f"{len(record)} figures; {len(moved)} move with the machine settings:")
+    for name, r in sorted(moved.items()):
+        print(f"  {name}: {r['text']} -> {r['values']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
