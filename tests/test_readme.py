@@ -182,8 +182,9 @@ def test_the_notebook_section_runs_in_a_real_kernel():
     (cell,) = [b for b in blocks() if b.section.startswith(NOTEBOOK) and b.lang == "python"]
     name = "nodegraph" if "nodegraph" in KernelSpecManager().find_kernel_specs() else "python3"
     km = jupyter_client.KernelManager(kernel_name=name)
+    path = os.pathsep.join(p for p in (str(Path.cwd()), os.environ.get("PYTHONPATH")) if p)
     km.start_kernel(cwd=str(Path.cwd()), env={**os.environ, "OMP_NUM_THREADS": "1",
-                                              "PYTHONPATH": str(Path.cwd())})
+                                              "PYTHONPATH": path})
     kc = km.client()
     try:
         kc.start_channels()
