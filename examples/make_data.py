@@ -1,7 +1,12 @@
 """Write the data files the file-format examples train on; nothing is downloaded.
 
-    python examples/make_data.py            # every set, into examples/data/
+    python examples/make_data.py            # every set, full size, into examples/data/full/
     python examples/make_data.py cifar parquet --out /tmp/somewhere
+    python examples/make_data.py --sample   # the small samples shipped in examples/data/
+
+The examples' graphs name the samples (examples/data/, in git, about 1.4 MB together), so
+every example validates and trains on a fresh clone; the figures of the READMEs come from
+the full-size sets (`--set data.path=data/full/...`), which this writes in seconds.
 
 Each set is made by a seeded generator in the format people bring their own data in:
 
@@ -18,6 +23,8 @@ Each set is made by a seeded generator in the format people bring their own data
   (train-000..007.tar, val-000.tar), `KEY.npy` + `KEY.cls` per sample.
 
 The examples' graphs name these paths relative to examples/, the folder of the graphs.
+The samples are the same generators at smaller sizes (`SAMPLE`), byte for byte the same on
+every run.
 """
 
 from __future__ import annotations
@@ -192,7 +199,14 @@ MADE = {"cifar": "cifar-10-batches-bin", "parquet": "customers.parquet",
         "corpus": "corpus.txt", "hf": "signals_hf", "shards": "signals_wds"}
 
 
-def ensure(out: Path = HERE / "data") -> None:
+# the shipped samples' sizes: each example trains on them, in seconds, on a fresh clone
+SAMPLE = {"cifar": {"per_batch": 30, "test": 60}, "parquet": {"n": 600},
+          "corpus": {"sentences": 800}, "hf": {"train": 300, "test": 100},
+          "shards": {"per_shard": 15, "val": 60}}
+FULL = HERE / "data" / "full"  # the full-size sets, not in git
+
+
+def ensure(out: Path = FULL) -> None:
     """Write the sets missing from `out`, each into a fresh folder first and then renamed
     into place, so processes calling this at once (test workers) never see half a set."""
     for name, made in MADE.items():
@@ -213,13 +227,19 @@ def ensure(out: Path = HERE / "data") -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("sets", nargs="*", help=f"which of {', '.join(WRITERS)} (default: all)")
-    parser.add_argument("--out", type=Path, default=HERE / "data", help="the folder to write")
+    parser.add_argument("--out", type=Path, help="the folder to write (default: "
+                        "examples/data/full, with --sample examples/data)")
+    parser.add_argument("--sample", action="store_true",
+                        help="the small samples the examples ship with (examples/data)")
     args = parser.parse_args(argv)
     unknown = [s for s in args.sets if s not in WRITERS]
     if unknown:
         parser.error(f"no data set {unknown[0]!r}; choose from {', '.join(WRITERS)}")
+    out = args.out or (HERE / "data" if args.sample else FULL)
     for name in args.sets or WRITERS:
-        print(f"wrote {WRITERS[name](args.out)}")
+        if args.sample:
+            shutil.rmtree(out / MADE[name], ignore_errors=True)  # a smaller set, no leftovers
+        print(f"wrote {WRITERS[name](out, **(SAMPLE[name] if args.sample else {}))}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,12 @@ from typing import Any, NamedTuple
 Read = Callable[[Any], float]
 Show = Callable[[float], str]
 
+# torch intra-op threads of every run: 1 for the figures; `tools/figure_spread.py` sets
+# others to see how far a different summation order moves each figure
+THREADS = 1
+# the seed of every trained run, when set (None: the file's): the spread over seeds
+SEED: int | None = None
+
 
 def number(digits: int) -> Show:
     """Fixed decimals, with the typographic minus the README uses."""
@@ -46,12 +52,17 @@ def sci(digits: int) -> Show:
 
 class Figure(NamedTuple):
     """One number of a run: how to read it from what the run made, and how to print it.
-    `tolerance` > 0 (with `why`) only for a number that is not bit-reproducible."""
+    `tolerance` > 0 (with `why`) widens the measured one (`tools/figure_spread.json`).
+    An index a run picks (the best epoch) has `picks`, the number at an index, and `like`,
+    the figure whose tolerance that number gets: another CPU may pick another epoch of
+    nearly the same value, so the check compares the values at both epochs, not the index."""
 
     read: Read
     show: Show
     tolerance: float = 0.0
     why: str = ""
+    picks: Callable[[Any, int], float] | None = None
+    like: str = ""
 
 
 # -- how a run is made ------------------------------------------------------------------
@@ -62,7 +73,8 @@ def trained(epochs: int | None = None, seed: int | None = None) -> Callable[[Any
     def run(graph: Any) -> Any:
         import nodegraph
 
-        return nodegraph.train(graph, epochs=epochs, seed=seed, threads=1)
+        return nodegraph.train(graph, epochs=epochs,
+                               seed=seed if SEED is None else SEED, threads=THREADS)
     return run
 
 
@@ -88,7 +100,7 @@ def seeds(*values: int) -> Callable[[Any], Any]:
     def run(graph: Any) -> Any:
         import nodegraph
 
-        return [nodegraph.train(graph, seed=s, threads=1) for s in values]
+        return [nodegraph.train(graph, seed=s, threads=THREADS) for s in values]
     return run
 
 
@@ -105,7 +117,7 @@ def sampled(node: str, train: bool = True, **overrides: Any) -> Callable[[Any], 
         import nodegraph
         from nodegraph.runtime.procedure import run_procedure
 
-        target = (nodegraph.train(graph, threads=1).compiled if train
+        target = (nodegraph.train(graph, seed=SEED, threads=THREADS).compiled if train
                   else nodegraph.compile(graph, for_training=False))
         return run_procedure(target, node, **overrides)
     return run
@@ -278,6 +290,15 @@ def _detection(name: str) -> dict[str, Example]:
             name: Example(f"{name}.json", True, maps)}
 
 
+FULL_DATA: dict[str, dict[str, Any]] = {
+    "cifar_cnn": {"data.path": "data/full/cifar-10-batches-bin"},
+    "parquet_churn": {"data.path": "data/full/customers.parquet"},
+    "hf_signals": {"data.path": "data/full/signals_hf"},
+    "webdataset_signals": {"data.shards": "data/full/signals_wds/train-{000..007}.tar",
+                           "data.val_shards": "data/full/signals_wds/val-000.tar"},
+    "bpe_transformer": {"data.path": "data/full/corpus.txt"},
+}
+
 EXAMPLES: dict[str, Example] = {
     # -- first graphs
     "xor": Example("xor.json", False, {
@@ -345,7 +366,9 @@ EXAMPLES: dict[str, Example] = {
     "race_gd_25": Example("optimizer_race.json", False, {
         "train_mse": (final("train", "mse"), number(3))}, sets={"data.noise": 25}),
     "race_lbfgs_100": Example("optimizer_race_lbfgs.json", False, {
-        "best_epoch": (best_epoch("val", "mse"), count),
+        "best_epoch": Figure(best_epoch("val", "mse"), count,
+                             picks=lambda run, e: run.history[e - 1]["val"]["mse"],
+                             like="best_val_mse"),
         "best_val_mse": (lowest("val", "mse"), number(3)),
         "val_mse": (final("val", "mse"), number(3))}, sets={"data.noise": 100}),
     "race_lr_small": Example("optimizer_race.json", False, {
@@ -517,8 +540,9 @@ EXAMPLES: dict[str, Example] = {
         **{f"val_accuracy_{s}": (of(s, final("val", "accuracy")), number(3)) for s in range(3)}},
         run=seeds(0, 1, 2)),
     # -- your own files
+    # the full-size sets of examples/make_data.py (the graphs name the shipped samples)
     **{name: Example(f"{name}.json", False, figures, run=with_data(trained()), long=True,
-                     depends=("examples/make_data.py",))
+                     depends=("examples/make_data.py",), sets=FULL_DATA[name])
        for name, figures in {
            "cifar_cnn": {"test_accuracy": (final("test", "accuracy"), number(3)),
                          "val_accuracy": (final("val", "accuracy"), number(3))},

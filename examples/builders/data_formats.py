@@ -1,8 +1,10 @@
 """Models trained from files in the formats people bring: CIFAR binary, Parquet, a text
 corpus under BPE, Hugging Face `datasets` on disk and WebDataset tar shards.
 
-The data are written by `python examples/make_data.py` into examples/data/ (nothing is
-downloaded); each graph names its files relative to examples/, the graphs' folder:
+Each graph names its files relative to examples/, the graphs' folder: the small samples
+shipped in examples/data/ (`python examples/make_data.py --sample`); `python
+examples/make_data.py` writes the full-size sets into examples/data/full/ (nothing is
+downloaded), and a graph's `data_hint` says so when a file it names is missing:
 
 - cifar_cnn.json: data.CIFAR on data/cifar-10-batches-bin → a two-layer CNN (16, 32
   channels) → 10 classes;
@@ -120,10 +122,17 @@ def webdataset_signals() -> Graph:
     return g
 
 
+DATA_HINT = ("python examples/make_data.py writes this example's data (full size, into "
+             "examples/data/full/; with --sample the small samples of examples/data/)")
+
+
 def build() -> dict[str, Graph]:
-    return {"cifar_cnn": cifar_cnn(), "parquet_churn": parquet_churn(),
-            "bpe_transformer": bpe_transformer(), "hf_signals": hf_signals(),
-            "webdataset_signals": webdataset_signals()}
+    graphs = {"cifar_cnn": cifar_cnn(), "parquet_churn": parquet_churn(),
+              "bpe_transformer": bpe_transformer(), "hf_signals": hf_signals(),
+              "webdataset_signals": webdataset_signals()}
+    for g in graphs.values():
+        g.extra["data_hint"] = DATA_HINT  # shown when a data file is missing, never run
+    return graphs
 
 
 if __name__ == "__main__":

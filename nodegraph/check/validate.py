@@ -506,7 +506,8 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
                 _check_classes(node_id, spec, declared, sources, report)
             except PortError as e:
                 report.problems.append(Problem(node_id, e.port, e.kind,
-                                               f"{spec.id} '{node_id}' {e}", e.hint))
+                                               f"{spec.id} '{node_id}' {e}",
+                                               _data_hint(graph, e)))
             except NodegraphError as e:
                 report.problems.append(Problem(node_id, None, "bad_config",
                                                f"{spec.id} '{node_id}': {e}"))
@@ -515,6 +516,15 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
                                                f"{spec.id} '{node_id}' cannot run on its "
                                                f"inputs {_shapes(inputs)}: {first_line(e)}",
                                                "check the shapes of the wires into it"))
+
+
+def _data_hint(graph: Graph, e: PortError) -> str:
+    """A missing data file's hint: how the graph file says its data is made (its top-level
+    `"data_hint"`, text shown and never run), else the block's own hint."""
+    made = graph.extra.get("data_hint")
+    if e.kind == "data_error" and "does not exist" in str(e) and isinstance(made, str):
+        return made[:300]
+    return e.hint
 
 
 def _infer_node(node_id: str, spec: BlockSpec, params: Params, inputs: dict,

@@ -74,6 +74,10 @@ def register(sub) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.mlflow:  # before torch's import: the line comes at once, a dead server fails fast
+        from nodegraph.runtime.endpoint import reach
+
+        reach("MLflow", args.mlflow, "--mlflow")
     from nodegraph.interop.model import Model
     from nodegraph.model.events import Emitter
     from nodegraph.runtime import distributed

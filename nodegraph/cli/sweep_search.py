@@ -80,6 +80,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise NodegraphError(f"--jobs {args.jobs} runs the search in {args.jobs} processes, "
                              "which share the study through its storage: give --study "
                              "FILE.db (or a database URL)")
+    if args.study:  # a database server: a line at once, an error if it does not answer
+        from nodegraph.runtime.endpoint import reach
+
+        reach("the study's database", args.study, "--study")
     try:
         import optuna  # noqa: F401
     except ImportError:

@@ -30,6 +30,7 @@ from typing import Any
 
 from nodegraph.model import settings
 from nodegraph.model.errors import GraphFileError, Problem
+from nodegraph.model.file_kinds import describe
 from nodegraph.model.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.model.groupdefs import GROUP_NAME, GroupDef
 from nodegraph.model.groupdefs import MAX_NODES as MAX_EXPANDED
@@ -72,6 +73,9 @@ def read_document(path: str | os.PathLike) -> dict:
 
 
 def _read_text(path: Path) -> str:
+    kind = describe(path)  # a model, weights, ONNX, a torch pickle: say what to call instead
+    if kind is not None:
+        raise GraphFileError(f"{path}: {kind}")
     try:
         if path.is_file() and path.stat().st_size > MAX_BYTES:
             raise GraphFileError(_too_big(str(path), path.stat().st_size))

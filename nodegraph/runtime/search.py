@@ -26,6 +26,7 @@ from typing import Any, Literal
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.graph import Graph
 from nodegraph.model.settings import monitor_rises
+from nodegraph.runtime import endpoint
 
 KINDS = ("float", "uniform", "loguniform", "int", "logint", "choice")
 SAMPLERS = ("random", "tpe", "grid")
@@ -251,7 +252,12 @@ def storage_for(url: str | None):
     if "://" not in url:
         url = f"sqlite:///{Path(url).resolve()}"
     kwargs: dict[str, Any] = {}
-    if url.startswith("sqlite:///"):
+    if endpoint.address(url) is not None:  # a database server: reached within the timeout
+        endpoint.reach("the study's database", url, "--study")
+        if url.startswith(("postgres", "mysql", "mariadb")):  # their drivers' own wait
+            kwargs = {"engine_kwargs": {"connect_args": {
+                "connect_timeout": max(1, round(endpoint.timeout()))}}}
+    elif url.startswith("sqlite:///"):
         folder = Path(url[len("sqlite:///"):]).parent
         if not folder.is_dir():
             raise NodegraphError(f"--study {url}: the folder {folder} does not exist")

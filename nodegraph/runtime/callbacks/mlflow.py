@@ -10,13 +10,18 @@ forward GRAPH --weights` loads them). Inside an active MLflow run (`mlflow.start
 the run is nested under it, in its experiment. The run ends FINISHED, KILLED (stopped by
 request, Ctrl-C) or FAILED.
 
-mlflow is optional (the `mlflow` extra) and imported only when a run asks for it.
+mlflow is optional (the `mlflow` extra) and imported only when a run asks for it. A
+tracking server is reached before training starts, with a line saying so, and one that does
+not answer within `NODEGRAPH_CONNECT_TIMEOUT` seconds (10) is an error (`runtime.endpoint`):
+MLflow's own client would retry for minutes without a word.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +29,7 @@ from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import Emitter, RunFinished
 from nodegraph.model.fileformat import dumps
 from nodegraph.model.graph import Graph
-from nodegraph.runtime import checkpoint, normalization
+from nodegraph.runtime import checkpoint, endpoint, normalization
 from nodegraph.runtime.callbacks.base import Callback
 from nodegraph.runtime.callbacks.tensorboard import hyperparameters, numbers
 
@@ -34,7 +39,9 @@ MAX_VALUE = 6000  # MLflow's limit of a param value's length
 
 def mlflow_client(uri: str | bool):
     """An `MlflowClient` on `uri` (True: MLflow's current tracking URI), or an error that
-    says what to install or change."""
+    says what to install or change. A server is reached first, within the connect timeout."""
+    if isinstance(uri, str):
+        endpoint.reach("MLflow", uri, "--mlflow")
     try:
         import mlflow
         from mlflow.exceptions import MlflowException
@@ -43,12 +50,35 @@ def mlflow_client(uri: str | bool):
         raise NodegraphError(f"--mlflow needs the mlflow package ({e}); install it with "
                              "pip install 'nodegraph[mlflow]'") from e
     where = mlflow.get_tracking_uri() if isinstance(uri, bool) else uri
+    if isinstance(uri, bool):
+        endpoint.reach("MLflow", where, "--mlflow")
     try:
         client = MlflowClient(tracking_uri=where)
-        client.search_experiments(max_results=1)  # a bad URI fails now, before training
+        with _answer_within(endpoint.timeout()):
+            client.search_experiments(max_results=1)  # a bad URI fails now, before training
     except MlflowException as e:
+        if "timed out" in str(e.message).lower():
+            raise NodegraphError(f"--mlflow {endpoint.shown(where)}: the server took the "
+                                 f"connection but did not answer within "
+                                 f"{endpoint.timeout():g} s ({endpoint.TIMEOUT_VAR}=SECONDS "
+                                 "waits longer)") from None
         raise refused(where, e) from None
     return client
+
+
+@contextmanager
+def _answer_within(seconds: float):
+    """MLflow's HTTP requests inside: one try, `seconds` each (a server that accepts the
+    connection but never answers), unless the user set MLflow's own variables."""
+    names = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, round(seconds))),
+             "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}
+    mine = {k: v for k, v in names.items() if k not in os.environ}
+    os.environ.update(mine)
+    try:
+        yield
+    finally:
+        for k in mine:
+            os.environ.pop(k, None)
 
 
 def refused(uri: str, error) -> NodegraphError:
