@@ -111,6 +111,8 @@ ALLOWED = {
     "nodegraph/model/fileformat.py": "the graph file the user names (through safe_read) and "
                                      "the group files beside it",
     "nodegraph/model/outputs.py": "writes outputs (run logs, metrics, written files)",
+    "nodegraph/model/file_kinds.py": "sniffs the first bytes of the file the user names as a "
+                                     "graph (a regular file only) to say what it is instead",
     "nodegraph/interop/modelfile.py": "the .ngz the user names (load_model / --init); its "
                                       "members are bounded there (issue #33 item 2)",
     "nodegraph/interop/modelfile_archive.py": "the .ngz the user names, opened as a regular "

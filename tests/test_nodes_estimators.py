@@ -215,7 +215,8 @@ def test_an_unfitted_estimator_names_its_node():
 
 
 def test_targets_outside_num_classes_name_the_node_and_say_what_to_set():
-    with pytest.raises(NodeRuntimeError, match="'tree'.*num_classes to at least 3"):
+    # validation knows Iris's 3 classes (issue #32): refused before the tree fits
+    with pytest.raises(ValidationError, match="has 3 classes.*set tree.num_classes = 3"):
         nodegraph.train(_two_class_tree(), device="cpu")
 
 

@@ -25,7 +25,6 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from nodegraph.model import settings
@@ -35,6 +34,7 @@ from nodegraph.model.graph import NODE_ID, Graph, Node, Tie
 from nodegraph.model.groupdefs import GROUP_NAME, GroupDef
 from nodegraph.model.groupdefs import MAX_NODES as MAX_EXPANDED
 from nodegraph.model.outputs import atomic_write_text
+from nodegraph.model.readonly import ReadOnlyDict
 from nodegraph.model.safe_read import FileRefused, read_regular
 from nodegraph.model.spec import NAME as PORT_NAME
 from nodegraph.model.spec import Registry
@@ -113,7 +113,7 @@ def loads(text: str, registry: Registry | None = None, source: str = "<string>")
     training = doc.get("training", {})
     if isinstance(training, dict):
         graph.replace_training(training)  # kept as written: the validator reports it too
-        graph.file_training = MappingProxyType(copy.deepcopy(training))
+        graph.file_training = ReadOnlyDict(copy.deepcopy(training))  # copies, pickles
         problems += settings.resolve(training)[1]  # each setting with its type and bounds
     else:
         problems.append(Problem(None, None, "bad_entry", "'training' must be an object; "

@@ -454,6 +454,18 @@ class GaussianMixtureParams(SampledParams):
     weights: list[float]
 
 
+def _blob_count(p: BlobsParams) -> int:
+    return p.centers
+
+
+def _mixture_count(p: GaussianMixtureParams) -> int:
+    return p.n_components
+
+
+def _spiral_arms(p: SpiralsParams) -> int:
+    return p.classes
+
+
 def _mixture_ok(p: GaussianMixtureParams) -> None:
     footprint.need(p.n_components * 128, "n_components", p.n_components, "its components")
     if p.weights and len(p.weights) != p.n_components:
@@ -866,7 +878,7 @@ _point_sets = [
          "Arm c holds r (cos a, sin a) with r in (0, 1] and a = 2π (turns r + c / classes): "
          "hard for shallow models, the classic test of depth.",
          _generated(_spirals), **XY,
-         meta=_meta(2, "class", classes=lambda p: p.classes),
+         meta=_meta(2, "class", classes=_spiral_arms),
          params=[int_param("classes", 2, "number of arms (classes)", min=2),
                  float_param("turns", 1.5, "turns of each arm", min=0),
                  n_param(300), noise_param(3.0, POINT_NOISE), SEED,
@@ -876,7 +888,7 @@ _point_sets = [
          "Round Gaussian clusters, one class each (scikit-learn's make_blobs).\n\n"
          "The centres sit evenly on the unit circle; `noise` is each cluster's standard "
          "deviation in % of that radius, so it sets how much the classes overlap.",
-         _generated(_blobs), **XY, meta=_meta(2, "class", _blobs_ok, lambda p: p.centers),
+         _generated(_blobs), **XY, meta=_meta(2, "class", _blobs_ok, _blob_count),
          params=[int_param("centers", 3, "number of clusters (classes)", min=1),
                  n_param(200), noise_param(20.0, "each cluster's standard deviation in % "
                                            "of the unit radius"), SEED,
@@ -888,7 +900,7 @@ _point_sets = [
          "Means uniform in [-1, 1]², elongated and rotated covariances whose axes are "
          "0.5-1.5 x noise %; a density to fit with a VAE or GAN, or classes to separate.",
          _generated(_gaussian_mixture), **XY,
-         meta=_meta(2, "class", _mixture_ok, lambda p: p.n_components),
+         meta=_meta(2, "class", _mixture_ok, _mixture_count),
          params=[int_param("n_components", 3, "number of Gaussian components", min=1),
                  Param("weights", "floats", [], "mixing weights, one per component "
                        "(normalised); empty means equal", min=0),
