@@ -161,7 +161,7 @@ def _where(e: BaseException) -> str:
 
 
 def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path | None,
-            surfaces: tuple[str, ...]) -> None:
+            surfaces: tuple[str, ...], scratch: Path) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -172,7 +172,6 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
     if train_too and "graph" in surfaces:  # the first training, scikit-learn: seconds, once
         train_one_step(nodegraph.load(ROOT / "examples" / "xor.json"))
         import sklearn.datasets  # noqa: F401
-    scratch = Path(tempfile.mkdtemp(prefix="cases-", dir=samples)) if samples else Path()
     for surface in surfaces:  # each reader's imports (pyarrow, datasets, ...) untimed
         if surface != "graph" and samples is not None:
             made, _ = fuzz_files.prepare(samples, scratch, surface, 0, 0, damage=False)
@@ -187,7 +186,6 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
     while True:
         item = conn.recv()  # (surface, seed, case number)
         if item is None:
-            fuzz_files.remove(scratch)
             return
         surface, seed, index = item
         start = time.perf_counter()
@@ -217,24 +215,49 @@ class Worker:
                  surfaces: tuple[str, ...]):
         self.ctx, self.compile_too, self.train_too = ctx, compile_too, train_too
         self.samples, self.surfaces = samples, surfaces
+        # the worker's cases are made here, where the parent can find a FIFO it waits on
+        self.scratch = Path(tempfile.mkdtemp(prefix="cases-", dir=samples)) if samples \
+            else Path()
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child, compile_too, train_too, samples,
-                                                      surfaces))
+                                                      surfaces, self.scratch))
         # not a daemon: a streamed data block starts loader processes of its own
         self.proc.start()
         child.close()
         self.index: Item | None = None
         self.started = 0.0
         self.ready = False
+        self.draining = False  # its case was counted as a hang; waiting for it to end
 
     def give(self, index: Item) -> None:
         self.index, self.started = index, time.perf_counter()
         self.conn.send(index)
 
+    def unstick(self) -> bool:
+        """Open and close every FIFO of the worker's case, so that a reader blocked opening
+        one wakes up (and reads an end of file): the case was counted as a hang already,
+        and the worker lives on instead of a fresh one's seconds of start-up. True when
+        there was a FIFO to open."""
+        import stat
+
+        opened = False
+        for top, _dirs, names in os.walk(self.scratch):
+            for name in names:
+                path = os.path.join(top, name)
+                try:
+                    if stat.S_ISFIFO(os.lstat(path).st_mode):
+                        os.close(os.open(path, os.O_RDWR | os.O_NONBLOCK))
+                        opened = True
+                except OSError:
+                    pass
+        return opened
+
     def kill(self) -> None:
         self.proc.kill()
         self.proc.join()
         self.conn.close()
+        if self.samples is not None:
+            fuzz_files.remove(self.scratch)
 
 
 def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
@@ -269,7 +292,7 @@ def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
             try:
                 outcome, index, detail, seconds = conn.recv()
             except (EOFError, OSError):  # the worker died on its own (a C-level crash)
-                if w.index is not None:
+                if w.index is not None and not w.draining:
                     found["crashes"].append((w.index, "worker died"))
                     tally[w.index[0], "crash"] += 1
                     done += 1
@@ -279,6 +302,9 @@ def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
                 w.ready = True
                 continue
             w.index = None
+            if w.draining:  # a hang, counted already, that ended once unstuck
+                w.draining = False
+                continue
             done += 1
             tally[index[0], outcome] += 1
             if outcome in classes:
@@ -291,9 +317,16 @@ def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
         for i, w in enumerate(workers):
             if w.index is None:
                 continue
+            if w.draining and now - w.started > time_limit:
+                workers[i] = _replace(w)  # still stuck after its FIFOs were opened
+                continue
             if now - w.started > time_limit:
                 found["hangs"].append((w.index, f"> {time_limit:g} s"))
                 tally[w.index[0], "hang"] += 1
+                if w.unstick():
+                    w.draining, w.started = True, now
+                    done += 1
+                    continue
             elif (rss := _rss_mb(w.proc.pid)) > mem_limit_mb:
                 found["blowups"].append((w.index, f"RSS {rss:.0f} MB"))
                 tally[w.index[0], "blowup"] += 1
@@ -302,10 +335,15 @@ def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
             done += 1
             workers[i] = _replace(w)
     for w in workers:
+        if w.draining:
+            w.kill()
+            continue
         w.conn.send(None)
         w.proc.join(timeout=5)
         if w.proc.is_alive():
             w.kill()
+        elif w.samples is not None:
+            fuzz_files.remove(w.scratch)
     return found, tally
 
 
