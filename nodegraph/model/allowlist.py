@@ -289,7 +289,7 @@ def refusals(graph, trusted: frozenset[str]) -> list[tuple[str, str, str, str]]:
         elif allowed(path, kind):
             continue
         elif not (_trustable(path, kind) and (module_of(path) in trusted or path in trusted)):
-            error: ParamError = UntrustedCodeError(path, param)
+            error: UntrustedCodeError | UngrantedPowerError = UntrustedCodeError(path, param)
             out.append((node, param, str(error), error.hint))
         elif path not in trusted and dangerous.powers(path):
             error = UngrantedPowerError(path, param, dangerous.powers(path))
