@@ -449,10 +449,11 @@ def _shards(case: Case, rng: random.Random) -> list[str]:
         shard = rng.choice(case.files(".tar") or [case.folder / "shards" / "train-000.tar"])
         if roll < 0.35:
             done.append(_tar_member(case, rng, shard))
-        elif roll < 0.6:
-            done.append(rng.choice(BYTES)(case, rng, shard) if shard.exists() else "gone")
+        elif roll < 0.6:  # (never read a FIFO or link an earlier mutation left: it blocks)
+            done.append(rng.choice(BYTES)(case, rng, shard) if shard.is_file()
+                        and not shard.is_symlink() else "gone")
         elif roll < 0.75:
-            done.append(rng.choice(NODES)(case, rng, shard) if shard.exists() else "gone")
+            done.append(rng.choice(NODES)(case, rng, shard) if shard.is_file() else "gone")
         elif roll < 0.85:
             done.append(extra_entry(case, rng, ".tar", case.folder / "shards"))
             case.params["shards"] = rng.choice(["shards", "shards/*.tar", "shards/*"])
