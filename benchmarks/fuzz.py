@@ -21,9 +21,24 @@ one step: validation promised it runs, so any exception there that is not a
     python benchmarks/fuzz.py --seed 0 --case 1234      # replay one case, with traceback
     python benchmarks/fuzz.py --smoke                   # CI: seed 0 and today's, trained
 
+`--surface` fuzzes the other files a graph or a saved model opens (`benchmarks/fuzz_files.py`):
+`ngz` (saved models), `webdataset` (tar shards), `hf` (Hugging Face folders), `table`
+(Parquet and CSV), `idx` (MNIST's files), `cifar`, `tokenizer` (tokenizer.json and corpora),
+`images` (image folders), each a sample made at start and damaged per case (bytes, header
+fields, JSON members, FIFOs, symlinks in and out, decompression bombs), opened by its data
+block (validated, then built and read whole) or by `load_model`. `graph` is the graph file
+above; `all` is every surface. A refusal that is not a `NodegraphError` naming a file of the
+sample is a crash; a case read whole through a link to outside its folder is an *escape*
+(counted, shown, but not failed on: the confinement's own tests own that).
+
+    python benchmarks/fuzz.py --surface all --cases 2000 --seed 0
+    python benchmarks/fuzz.py --surface images --seed 0 --case 17   # replay one
+
 `--smoke` is the bounded check CI runs: `--cases` (default 30) cases of `--seed` and as many
 of a seed made of today's date (so each day tries new ones), trained, with generous time
-limits; it exits 1 on any crash, lie, hang or blowup, printing the seed to replay it with.
+limits, then (`--surface`, default all) `--file-cases` (default 8) cases of each file
+surface and seed; it prints a table per surface and exits 1 on any crash, lie, hang or
+blowup, printing the seed to replay it with.
 """
 
 from __future__ import annotations
@@ -32,7 +47,9 @@ import argparse
 import datetime
 import multiprocessing as mp
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -42,9 +59,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import fuzz_files  # noqa: E402
 from tests.mutations import case  # noqa: E402 (after the path is set)
 
 SLOW_S = 1.0
+Item = tuple[str, int, int]  # (surface, seed, case number)
 
 
 def run_case(seed: int, index: int, compile_too: bool = False,
@@ -82,6 +101,38 @@ def run_case(seed: int, index: int, compile_too: bool = False,
     return "ok", ""
 
 
+def run_file_case(samples: Path, scratch: Path, surface: str, seed: int,
+                  index: int) -> tuple[str, str]:
+    """Damage a copy of `surface`'s sample (case `index` of `seed`) and open it: ("read" |
+    "refused" | "crash" | "escape", what went wrong where, and what was done)."""
+    from nodegraph.model.errors import NodegraphError
+
+    made, done = fuzz_files.prepare(samples, scratch, surface, seed, index)
+    what = "; ".join(done)
+    try:
+        errors = fuzz_files.open_case(made, surface)
+    except NodegraphError as e:
+        errors = [("refused", str(e))]
+    except BaseException as e:  # noqa: BLE001 (anything else is what we count)
+        return "crash", f"{_where(e)} || {what}"
+    try:
+        if not errors:
+            return ("escape", f"read whole || {what}") if fuzz_files.OUTWARD in what \
+                else ("read", "")
+        for kind, message in errors:
+            if kind == "shape_error":  # an exception validation caught on the data node
+                return "crash", f"{_first(message)} || {what}"
+            if not fuzz_files.names_a_file(message, made):
+                return "crash", f"unnamed: {_first(message)} || {what}"
+        return "refused", ""
+    finally:
+        fuzz_files.remove(made.folder)
+
+
+def _first(message: str) -> str:
+    return (message.strip().splitlines() or [""])[0][:150]
+
+
 def train_one_step(graph) -> None:
     """Compile `graph` on the CPU and train it for one step (one epoch, stopped after its
     first step), in the folder of the examples, where a case's data files would be."""
@@ -109,7 +160,8 @@ def _where(e: BaseException) -> str:
     return f"{type(e).__name__} at {at}: {message}"
 
 
-def _worker(conn: Connection, seed: int, compile_too: bool, train_too: bool) -> None:
+def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path | None,
+            surfaces: tuple[str, ...], scratch: Path) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -117,22 +169,32 @@ def _worker(conn: Connection, seed: int, compile_too: bool, train_too: bool) -> 
 
     for warm in ("xor.json", "cnn_digits.json"):  # first-use costs (imports, data) untimed
         nodegraph.validate(nodegraph.load(ROOT / "examples" / warm))
-    if train_too:  # the first training and the digits' scikit-learn import: seconds, once
+    if train_too and "graph" in surfaces:  # the first training, scikit-learn: seconds, once
         train_one_step(nodegraph.load(ROOT / "examples" / "xor.json"))
         import sklearn.datasets  # noqa: F401
-    conn.send(("ready", 0, "", 0.0))
+    for surface in surfaces:  # each reader's imports (pyarrow, datasets, ...) untimed
+        if surface != "graph" and samples is not None:
+            made, _ = fuzz_files.prepare(samples, scratch, surface, 0, 0, damage=False)
+            try:
+                errors = fuzz_files.open_case(made, surface)
+            finally:
+                fuzz_files.remove(made.folder)
+            if errors:  # the fuzzer's own fault: its sample should read whole
+                print(f"warning: the undamaged {surface} sample was refused: {errors[0]}",
+                      file=sys.stderr, flush=True)
+    conn.send(("ready", ("", 0, 0), "", 0.0))
     while True:
-        item = conn.recv()  # a case number of `seed`, or (another seed, case number)
+        item = conn.recv()  # (surface, seed, case number)
         if item is None:
             return
+        surface, seed, index = item
         start = time.perf_counter()
-        outcome, detail = run_case(*_seeded(item, seed), compile_too, train_too)
+        if surface == "graph":
+            outcome, detail = run_case(seed, index, compile_too, train_too)
+        else:
+            assert samples is not None
+            outcome, detail = run_file_case(samples, scratch, surface, seed, index)
         conn.send((outcome, item, detail, time.perf_counter() - start))
-
-
-def _seeded(item: int | tuple[int, int], seed: int) -> tuple[int, int]:
-    """(seed, case number) of a case: an int is a case of the run's own seed."""
-    return item if isinstance(item, tuple) else (seed, item)
 
 
 def _rss_mb(pid: int) -> float:
@@ -149,43 +211,79 @@ def _rss_mb(pid: int) -> float:
 class Worker:
     """One worker process, the case it runs and since when."""
 
-    def __init__(self, ctx, seed: int, compile_too: bool, train_too: bool = False):
-        self.ctx, self.seed, self.compile_too, self.train_too = (ctx, seed, compile_too,
-                                                                 train_too)
+    def __init__(self, ctx, compile_too: bool, train_too: bool, samples: Path | None,
+                 surfaces: tuple[str, ...]):
+        self.ctx, self.compile_too, self.train_too = ctx, compile_too, train_too
+        self.samples, self.surfaces = samples, surfaces
+        # the worker's cases are made here, where the parent can find a FIFO it waits on
+        self.scratch = Path(tempfile.mkdtemp(prefix="cases-", dir=samples)) if samples \
+            else Path()
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, seed, compile_too, train_too),
-                                daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, compile_too, train_too, samples,
+                                                      surfaces, self.scratch))
+        # not a daemon: a streamed data block starts loader processes of its own
         self.proc.start()
         child.close()
-        self.index: int | tuple[int, int] | None = None
+        self.index: Item | None = None
         self.started = 0.0
         self.ready = False
+        self.draining = False  # its case was counted as a hang; waiting for it to end
 
-    def give(self, index: int | tuple[int, int]) -> None:
+    def give(self, index: Item) -> None:
         self.index, self.started = index, time.perf_counter()
         self.conn.send(index)
+
+    def unstick(self) -> bool:
+        """Open and close every FIFO of the worker's case, so that a reader blocked opening
+        one wakes up (and reads an end of file): the case was counted as a hang already,
+        and the worker lives on instead of a fresh one's seconds of start-up. True when
+        there was a FIFO to open."""
+        import stat
+
+        opened = False
+        for top, _dirs, names in os.walk(self.scratch):
+            for name in names:
+                path = os.path.join(top, name)
+                try:
+                    if stat.S_ISFIFO(os.lstat(path).st_mode):
+                        os.close(os.open(path, os.O_RDWR | os.O_NONBLOCK))
+                        opened = True
+                except OSError:
+                    pass
+        return opened
 
     def kill(self) -> None:
         self.proc.kill()
         self.proc.join()
         self.conn.close()
+        if self.samples is not None:
+            fuzz_files.remove(self.scratch)
 
 
-def fuzz(cases: int, seed: int, jobs: int, time_limit: float, mem_limit_mb: float,
-         start: int = 0, compile_too: bool = False,
-         train_too: bool = False, more_seeds: tuple[int, ...] = ()) -> dict[str, list]:
-    """Run cases `start .. start+cases-1` (of `seed`, and of each of `more_seeds` as
-    (seed, case) pairs, by the same workers); returns the failing ones by class."""
+def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
+         compile_too: bool = False, train_too: bool = False,
+         samples: Path | None = None, minutes: float = 0) -> tuple[dict[str, list], Counter]:
+    """Run the cases `todo` on `jobs` workers (no new case after `minutes`, when given);
+    returns the failing ones by class, and the count of each (surface, outcome)."""
     ctx = mp.get_context("spawn")
-    found: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    found: dict[str, list[tuple[Item, str]]] = defaultdict(list)
+    tally: Counter = Counter()
     if train_too:
         found["lies"] = []  # counted, and reported when there are none
-    todo: list = [*range(start, start + cases),
-                  *((s, i) for s in more_seeds for i in range(start, start + cases))][::-1]
+    surfaces = tuple(sorted({s for s, _, _ in todo}))
+    todo = todo[::-1]
     cases = len(todo)
-    workers = [Worker(ctx, seed, compile_too, train_too) for _ in range(max(1, jobs))]
+    workers = [Worker(ctx, compile_too, train_too, samples, surfaces)
+               for _ in range(max(1, jobs))]
     done, began = 0, time.perf_counter()
+    stop_at = began + 60 * minutes if minutes else float("inf")
+    classes = {"crash": "crashes", "disagree": "disagreements", "lie": "lies",
+               "escape": "escapes"}
     while done < cases:
+        if todo and time.perf_counter() > stop_at:
+            print(f"  --minutes {minutes:g} reached: {len(todo)} cases not run", flush=True)
+            cases -= len(todo)
+            todo = []
         for w in workers:
             if w.ready and w.index is None and todo:
                 w.give(todo.pop())
@@ -194,81 +292,149 @@ def fuzz(cases: int, seed: int, jobs: int, time_limit: float, mem_limit_mb: floa
             try:
                 outcome, index, detail, seconds = conn.recv()
             except (EOFError, OSError):  # the worker died on its own (a C-level crash)
-                found["crashes"].append((w.index, "worker died"))
-                done += 1
+                if w.index is not None and not w.draining:
+                    found["crashes"].append((w.index, "worker died"))
+                    tally[w.index[0], "crash"] += 1
+                    done += 1
                 workers[workers.index(w)] = _replace(w)
                 continue
             if outcome == "ready":
                 w.ready = True
                 continue
             w.index = None
+            if w.draining:  # a hang, counted already, that ended once unstuck
+                w.draining = False
+                continue
             done += 1
-            if outcome in ("crash", "disagree", "lie"):
-                found[{"crash": "crashes", "disagree": "disagreements",
-                       "lie": "lies"}[outcome]].append((index, detail))
+            tally[index[0], outcome] += 1
+            if outcome in classes:
+                found[classes[outcome]].append((index, detail))
             if seconds > SLOW_S:
                 found["slow"].append((index, f"{seconds:.1f} s"))
-            if done % 1000 == 0:
+            if done % 500 == 0:
                 print(f"  {done} cases, {time.perf_counter() - began:.0f} s", flush=True)
         now = time.perf_counter()
         for i, w in enumerate(workers):
             if w.index is None:
                 continue
+            if w.draining and now - w.started > time_limit:
+                workers[i] = _replace(w)  # still stuck after its FIFOs were opened
+                continue
             if now - w.started > time_limit:
                 found["hangs"].append((w.index, f"> {time_limit:g} s"))
+                tally[w.index[0], "hang"] += 1
+                if w.unstick():
+                    w.draining, w.started = True, now
+                    done += 1
+                    continue
             elif (rss := _rss_mb(w.proc.pid)) > mem_limit_mb:
                 found["blowups"].append((w.index, f"RSS {rss:.0f} MB"))
+                tally[w.index[0], "blowup"] += 1
             else:
                 continue
             done += 1
             workers[i] = _replace(w)
     for w in workers:
+        if w.draining:
+            w.kill()
+            continue
         w.conn.send(None)
         w.proc.join(timeout=5)
         if w.proc.is_alive():
             w.kill()
-    return found
+        elif w.samples is not None:
+            fuzz_files.remove(w.scratch)
+    return found, tally
 
 
 def _replace(w: Worker) -> Worker:
     w.kill()
-    return Worker(w.ctx, w.seed, w.compile_too, w.train_too)
+    return Worker(w.ctx, w.compile_too, w.train_too, w.samples, w.surfaces)
 
 
-def report(found: dict[str, list], seed: int, examples: int) -> None:
+COLUMNS = ("cases", "read", "refused", "crash", "hang", "blowup", "escape")
+
+
+def table(tally: Counter, surfaces: list[str]) -> None:
+    """One line per surface: cases, and how they ended (graph cases: ok, not read/refused)."""
+    print(f"{'surface':<11}" + "".join(f"{c:>9}" for c in COLUMNS))
+    for s in surfaces:
+        row = {c: tally[s, c] for c in COLUMNS[1:]}
+        row["read"] += tally[s, "ok"]
+        row["crash"] += tally[s, "lie"]
+        cases = sum(n for (surface, _), n in tally.items() if surface == s)
+        print(f"{s:<11}{cases:>9}" + "".join(f"{row[c]:>9}" for c in COLUMNS[1:]))
+
+
+def report(found: dict[str, list], examples: int, samples: Path | None = None) -> None:
     """The counts, then the first case of each kind of crash and the first few of the rest."""
-    names = ("crashes", "hangs", "blowups", "slow", "disagreements", "lies")
+    names = ("crashes", "hangs", "blowups", "escapes", "slow", "disagreements", "lies")
     for name in names:
-        if name in found or name not in ("disagreements", "lies"):
+        if name in found or name not in ("disagreements", "lies", "escapes"):
             print(f"{name}: {len(found.get(name, []))}")
     for name in names:
         items = sorted(found.get(name, []))
         if not items:
             continue
-        kinds = Counter(detail for _, detail in items)
-        if name in ("crashes", "disagreements", "lies"):
-            firsts = {}
-            for index, detail in items:
-                firsts.setdefault(detail, index)
-            shown = [(i, d, f" (x{kinds[d]})") for d, i in firsts.items()]
+        kinds = Counter((item[0], _kind(detail)) for item, detail in items)
+        if name in ("crashes", "disagreements", "lies", "escapes"):
+            firsts: dict = {}
+            for item, detail in items:
+                firsts.setdefault((item[0], _kind(detail)), (item, detail))
+            shown = [(i, d, f" (x{kinds[k]})") for k, (i, d) in firsts.items()]
             print(f"\n{name}: {len(kinds)} kind(s)")
         else:
             shown = [(i, d, "") for i, d in items[:examples]]
             print(f"\n{name}:")
         for item, detail, count in shown:
-            which, index = _seeded(item, seed)
-            example, _, done = case(which, index)
-            print(f"  case {index} of seed {which}{count}: {detail}\n    {example}: "
-                  f"{'; '.join(done)}")
+            print(f"  {_describe(item, detail, count, samples)}")
 
 
-def replay(seed: int, index: int, compile_too: bool = False, train_too: bool = False) -> None:
+def _kind(detail: str) -> str:
+    """What groups crashes: the error and place, without what was done to the file or the
+    numbers in the message."""
+    import re
+
+    return re.sub(r"\d+", "N", detail.split(" || ")[0])[:120]
+
+
+def _describe(item: Item, detail: str, count: str, samples: Path | None) -> str:
+    surface, seed, index = item
+    error, _, done = detail.partition(" || ")
+    if surface == "graph":
+        example, _, steps = case(seed, index)
+        done = f"{example}: {'; '.join(steps)}"
+    elif not done and samples is not None:  # a hang or blowup: say what was done
+        scratch = Path(tempfile.mkdtemp(dir=samples))
+        _, steps = fuzz_files.prepare(samples, scratch, surface, seed, index)
+        fuzz_files.remove(scratch)
+        done = "; ".join(steps)
+    return f"{surface} case {index} of seed {seed}{count}: {error}\n    {done}"
+
+
+def replay(surface: str, seed: int, index: int, compile_too: bool = False,
+           train_too: bool = False) -> None:
     """One case in this process, with the full traceback of anything that escapes."""
     import nodegraph
 
-    example, text, done = case(seed, index)
-    print(f"case {index}: {example}: {'; '.join(done)}")
     start = time.perf_counter()
+    if surface != "graph":
+        root = Path(tempfile.mkdtemp(prefix="nodegraph-fuzz-"))
+        try:
+            samples = fuzz_files.make_samples(root, [surface])
+            made, done = fuzz_files.prepare(samples, root, surface, seed, index)
+            print(f"{surface} case {index}: {'; '.join(done)}")
+            start = time.perf_counter()
+            errors = fuzz_files.open_case(made, surface)
+            print("\n".join(f"{k}: {m}" for k, m in errors) or "read whole")
+        except nodegraph.NodegraphError as e:
+            print(f"{type(e).__name__}: {e}")
+        finally:
+            print(f"{time.perf_counter() - start:.2f} s")
+            shutil.rmtree(root, ignore_errors=True)
+        return
+    example, text, steps = case(seed, index)
+    print(f"case {index}: {example}: {'; '.join(steps)}")
     try:
         graph = nodegraph.loads(text, source=f"case{index}.json")
         report_ = nodegraph.validate(graph, for_training=True)
@@ -285,9 +451,48 @@ def replay(seed: int, index: int, compile_too: bool = False, train_too: bool = F
     print(f"{time.perf_counter() - start:.2f} s")
 
 
+def surfaces_of(given: str) -> list[str]:
+    """`--surface`'s value (a name, a comma list, or all) as a list of surfaces."""
+    names = list(fuzz_files.SURFACES) if given == "all" else given.split(",")
+    unknown = [n for n in names if n not in fuzz_files.SURFACES]
+    if unknown:
+        raise SystemExit(f"--surface: no surface {unknown[0]!r}; choose from "
+                         f"{'|'.join(fuzz_files.SURFACES)}|all")
+    return names
+
+
+def cases_of(surfaces: list[str], seeds: tuple[int, ...], start: int, graph_cases: int,
+             file_cases: int) -> list[Item]:
+    """The cases to run, surface by surface, interleaved so each surface is tried early."""
+    lists = [[(s, seed, i) for seed in seeds
+              for i in range(start, start + (graph_cases if s == "graph" else file_cases))]
+             for s in surfaces]
+    out: list[Item] = []
+    for row in range(max((len(x) for x in lists), default=0)):
+        out += [x[row] for x in lists if row < len(x)]
+    return out
+
+
+def with_samples(surfaces: list[str]):
+    """A temporary folder holding the samples of `surfaces` (None for graph files only)."""
+    if surfaces == ["graph"]:
+        return None
+    root = Path(tempfile.mkdtemp(prefix="nodegraph-fuzz-"))
+    began = time.perf_counter()
+    fuzz_files.make_samples(root, surfaces)
+    print(f"samples of {', '.join(s for s in surfaces if s != 'graph')} made in "
+          f"{time.perf_counter() - began:.0f} s", flush=True)
+    return root
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", type=int, default=None, help="default 1000 (30 with --smoke)")
+    ap.add_argument("--cases", type=int, default=None, help="cases per surface and seed: "
+                    "default 1000 (30 with --smoke)")
+    ap.add_argument("--file-cases", type=int, default=None, help="with --smoke: cases of "
+                    "each file surface and seed (default 8)")
+    ap.add_argument("--surface", default=None, help="graph|ngz|webdataset|hf|table|idx|cifar|"
+                    "tokenizer|images|all, or a comma list (default graph; all with --smoke)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--start", type=int, default=0, help="first case number")
@@ -295,45 +500,67 @@ def main() -> None:
                     "(5; 20 with --train or --smoke: a DETR step alone takes seconds)")
     ap.add_argument("--mem-limit", type=float, default=2048, help="MB of RSS per worker")
     ap.add_argument("--examples", type=int, default=5, help="cases shown per class")
+    ap.add_argument("--minutes", type=float, default=0, help="give out no new case after "
+                    "this many minutes (0: run them all); the table counts what ran")
     ap.add_argument("--compile", action="store_true", help="also compile what validates; "
                     "a refusal there counts as a disagreement")
     ap.add_argument("--train", action="store_true", help="also train what validates for one "
                     "step; an exception there that is not a NodegraphError is a lie")
     ap.add_argument("--case", type=int, help="replay this one case here, with a traceback")
     ap.add_argument("--smoke", action="store_true", help="CI: --seed and today's date as "
-                    "a second seed, trained; exit 1 on anything found")
+                    "a second seed, graphs trained, a few cases of each file surface; exit "
+                    "1 on any crash, hang or blowup")
     args = ap.parse_args()
     if args.time_limit is None:
         args.time_limit = 20.0 if args.train or args.smoke else 5.0
+    surfaces = surfaces_of(args.surface or ("all" if args.smoke else "graph"))
     if args.case is not None:
-        replay(args.seed, args.case, args.compile, args.train)
+        replay(surfaces[0], args.seed, args.case, args.compile, args.train)
         return
     if args.smoke:
-        sys.exit(smoke(args))
+        sys.exit(smoke(args, surfaces))
     args.cases = 1000 if args.cases is None else args.cases
     began = time.perf_counter()
-    found = fuzz(args.cases, args.seed, args.jobs, args.time_limit, args.mem_limit,
-                 args.start, args.compile, args.train)
-    print(f"\n{args.cases} cases, seed {args.seed}, {args.jobs} job(s), "
-          f"{time.perf_counter() - began:.0f} s")
-    report(found, args.seed, args.examples)
+    samples = with_samples(surfaces)
+    try:
+        todo = cases_of(surfaces, (args.seed,), args.start, args.cases, args.cases)
+        found, tally = fuzz(todo, args.jobs, args.time_limit, args.mem_limit, args.compile,
+                            args.train, samples, args.minutes)
+        print(f"\n{sum(tally.values())} cases, seed {args.seed}, {args.jobs} job(s), "
+              f"{time.perf_counter() - began:.0f} s")
+        table(tally, surfaces)
+        report(found, args.examples, samples)
+    finally:
+        if samples is not None:
+            shutil.rmtree(samples, ignore_errors=True)
 
 
-def smoke(args: argparse.Namespace) -> int:
-    """The CI check: two seeds (the given one, today's date) on the same workers, trained,
-    with generous time limits; 1 if anything is found."""
+def smoke(args: argparse.Namespace, surfaces: list[str]) -> int:
+    """The CI check: two seeds (the given one, today's date) on the same workers, graphs
+    trained, with generous time limits; 1 if a crash, lie, hang or blowup is found."""
     cases = 30 if args.cases is None else args.cases
+    file_cases = 8 if args.file_cases is None else args.file_cases
     today = int(datetime.date.today().strftime("%Y%m%d"))
     began = time.perf_counter()
-    found = fuzz(cases, args.seed, args.jobs, args.time_limit, args.mem_limit,
-                 args.start, train_too=True, more_seeds=(today,))
-    print(f"{cases} cases of seed {args.seed} and of seed {today}, trained, "
-          f"{time.perf_counter() - began:.0f} s")
-    if any(found.get(k) for k in ("crashes", "lies", "hangs", "blowups")):
-        report(found, args.seed, args.examples)
-        print("replay one: python benchmarks/fuzz.py --train --seed SEED --case N")
-        return 1
-    return 0
+    samples = with_samples(surfaces)
+    try:
+        todo = cases_of(surfaces, (args.seed, today), args.start, cases, file_cases)
+        found, tally = fuzz(todo, args.jobs, args.time_limit, args.mem_limit,
+                            train_too=True, samples=samples)
+        print(f"{cases} graph cases (trained) and {file_cases} of each file surface, of seed "
+              f"{args.seed} and of seed {today}, {time.perf_counter() - began:.0f} s")
+        table(tally, surfaces)
+        if any(found.get(k) for k in ("crashes", "lies", "hangs", "blowups")):
+            report(found, args.examples, samples)
+            print("replay one: python benchmarks/fuzz.py --train --surface S --seed SEED "
+                  "--case N")
+            return 1
+        if found.get("escapes"):
+            report({"escapes": found["escapes"]}, args.examples, samples)
+        return 0
+    finally:
+        if samples is not None:
+            shutil.rmtree(samples, ignore_errors=True)
 
 
 if __name__ == "__main__":

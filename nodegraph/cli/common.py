@@ -34,7 +34,13 @@ def add_graph_argument(parser: argparse.ArgumentParser) -> None:
                         "the modules it names outside nodegraph's allowlist of tensor "
                         "functions and torch.nn modules (your own modules, brought in by "
                         "nodegraph import); without it those nodes are reported and nothing "
-                        "is imported; its data files may then come from anywhere")
+                        "is imported; its data files may then come from anywhere. Callables "
+                        "that read or write files, unpickle, run processes or open the "
+                        "network (numpy:load, numpy:save, ...) need --grant too")
+    parser.add_argument("--grant", action="append", default=[], metavar="MODULE:NAME",
+                        help="let this graph call MODULE:NAME, a callable that does more "
+                        "than compute (numpy:load reads files and unpickles): trusting its "
+                        "module does not grant it (repeatable)")
     parser.add_argument("--data-root", action="append", default=[], metavar="DIR",
                         help="let this graph's data and weights files come from DIR too "
                         "(repeatable); without it they must lie in the graph's folder")
@@ -47,13 +53,37 @@ def open_graph(args: argparse.Namespace):
 
     graph = fileformat.load(args.graph)
     graph.data_roots = allowed_roots(args)
-    if getattr(args, "trust", False):
-        grant = allowlist.granted(graph)
-        allowlist.trust(graph)
-        if grant and distributed.is_main():  # under torchrun, rank 0 says it once
-            say(f"trusting code from module(s) {allowlist.describe_grant(grant)} for "
-                f"{args.graph}: only these names, nothing they import", file=sys.stderr)
+    grants = list(getattr(args, "grant", None) or [])
+    if getattr(args, "trust", False) or grants:
+        trusts = allowlist.trust(graph, grants, modules=bool(getattr(args, "trust", False)))
+        if distributed.is_main():  # under torchrun, rank 0 says it once
+            say_trust(args.graph, allowlist.granted(graph), trusts, grants)
     return graph
+
+
+def say_trust(path: str, grant: dict[str, list[str]], trusts: list[str],
+              grants: list[str]) -> None:
+    """What --trust and --grant let the graph at `path` run, name by name: each callable
+    that does more than compute with what it can do, granted or not."""
+    from nodegraph.model import allowlist
+
+    powerful = allowlist.powerful(grant)
+    shown = {m: kept for m, names in grant.items() if m in trusts and (kept := [
+        n for n in names if f"{m}:{n}" not in powerful or f"{m}:{n}" in grants])}
+    if shown:
+        say(f"trusting code from module(s) {allowlist.describe_grant(shown)} for {path}: "
+            "only these names, nothing they import", file=sys.stderr)
+    for name, powers in powerful.items():
+        if name in grants:
+            say(f"  granted {name}: it {', '.join(powers)} (--grant {name})", file=sys.stderr)
+        elif allowlist.module_of(name) in trusts:
+            say(f"  not granted {name}: it {', '.join(powers)}; trusting "
+                f"{allowlist.module_of(name)} does not grant it (add --grant {name})",
+                file=sys.stderr)
+    named = {f"{m}:{n}" for m, names in grant.items() for n in names}
+    for name in grants:
+        if name not in named:
+            say(f"  --grant {name}: {path} does not name it", file=sys.stderr)
 
 
 def allowed_roots(args: argparse.Namespace) -> tuple[Path, ...] | str:

@@ -206,7 +206,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise NodegraphError("--jobs must be at least 1")
     fixed = [x for item in args.set for x in ("--set", item)] + (["--trust"] if args.trust
                                                                   else []) + [
-        x for root in args.data_root for x in ("--data-root", root)]  # runs read as this one
+        x for root in args.data_root for x in ("--data-root", root)] + [
+        x for name in getattr(args, "grant", []) for x in ("--grant", name)]  # as this one
     out = args.output or str(Path(args.graph).with_name(f"{Path(args.graph).stem}-sweep"))
     with_assignments(open_graph(args), parse_assignments(args.set))
     result = sweep(args.graph, grid, out, args.jobs, args.metric, args.epochs, fixed)

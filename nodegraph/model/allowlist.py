@@ -18,6 +18,11 @@ Without it validation reports each such node, and nothing is imported. Trust is 
 what the user was shown: a trusted module grants its own callables and classes (objects
 whose ``__module__`` lies in its package), never a module it imported (``numpy:f2py.os``)
 nor an object it took from another package; a submodule is granted only when named.
+A callable that does more than compute (`nodegraph.model.dangerous`: ``numpy:load``
+unpickles, ``numpy:save`` writes files) is granted only by its full name
+(``--grant numpy:load``, the editor's prompt, which names what it can do), never with its
+module: `Graph.trusted` then holds that ``module:qualname`` too, and a full name alone
+grants that one name.
 """
 
 from __future__ import annotations
@@ -29,16 +34,18 @@ import importlib
 import importlib.machinery
 import math
 import operator
+import os
 import sys
 import types
 from collections.abc import Iterator
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from nodegraph.model import bounded
+from nodegraph.model import bounded, dangerous
 from nodegraph.model.errors import ParamError
 
 FUNCTIONS = "function"
@@ -73,6 +80,23 @@ class UntrustedCodeError(ParamError):
 
 HINT = ("nothing was imported; if you trust this file, run it with --trust (command line) or "
         "answer yes when the editor asks")
+
+
+class UngrantedPowerError(ParamError):
+    """A trusted module's callable that does more than compute, not granted by name."""
+
+    def __init__(self, path: str, what: str, powers: tuple[str, ...]):
+        self.path, self.module, self.powers = path, top_module(path), powers
+        self.hint = grant_hint(path)
+        super().__init__(f"{what} {path!r} {dangerous.describe(powers)}: trusting "
+                         f"{module_of(path)} does not grant it; grant it by its full name "
+                         f"({path})")
+
+
+def grant_hint(path: str) -> str:
+    return (f"if you trust this file to do that, add --grant {path} (command line), "
+            f"nodegraph.trust(graph, grant=[{path!r}]) in Python, or answer yes when the "
+            "editor asks, naming it")
 HINT_NEVER = ("use a block of the library or a torch tensor function; only a module of your "
               "own (nodegraph import) can be trusted to run")
 # Modules whose names resolve through the table alone: trusting a file never opens them
@@ -160,9 +184,17 @@ def resolve(path: Any, what: str, kind: str = FUNCTIONS) -> Any:
     table = functions() if kind == FUNCTIONS else module_classes()
     if path in table:
         return table[path]
-    if never_trusted(top_module(path)) or module_of(path) not in _trusted.get():
+    trusted = _trusted.get()
+    if never_trusted(top_module(path)) or (module_of(path) not in trusted
+                                           and path not in trusted):
         raise UntrustedCodeError(path, what)
-    return import_path(path, what)
+    if path not in trusted and dangerous.powers(path):  # known by name: nothing imported
+        raise UngrantedPowerError(path, what, dangerous.powers(path))
+    obj = import_path(path, what)
+    powers = dangerous.powers_of(obj, path)  # an alias of a listed callable
+    if path not in trusted and powers:
+        raise UngrantedPowerError(path, what, powers)
+    return obj
 
 
 def import_path(path: str, what: str) -> Any:
@@ -247,15 +279,20 @@ def _trustable(path: Any, kind: str) -> bool:
 
 
 def refusals(graph, trusted: frozenset[str]) -> list[tuple[str, str, str, str]]:
-    """(node, param, message, hint) for each name in `graph` neither allowed nor trusted."""
+    """(node, param, message, hint) for each name in `graph` neither allowed nor trusted,
+    or trusted by its module but listed in `dangerous` and not granted by its full name."""
     out = []
     for node, param, path, kind in _named(graph):
         if not isinstance(path, str):
             out.append((node, param, f"'{param}' must name Python as a string like "
                                      f"module:qualname, got {path!r}", ""))
-        elif not allowed(path, kind) and not (_trustable(path, kind)
-                                              and module_of(path) in trusted):
-            error = UntrustedCodeError(path, param)
+        elif allowed(path, kind):
+            continue
+        elif not (_trustable(path, kind) and (module_of(path) in trusted or path in trusted)):
+            error: UntrustedCodeError | UngrantedPowerError = UntrustedCodeError(path, param)
+            out.append((node, param, str(error), error.hint))
+        elif path not in trusted and dangerous.powers(path):
+            error = UngrantedPowerError(path, param, dangerous.powers(path))
             out.append((node, param, str(error), error.hint))
     return out
 
@@ -272,9 +309,25 @@ def granted(graph) -> dict[str, list[str]]:
     return {module: sorted(names) for module, names in sorted(out.items())}
 
 
+def described(module: str, names: list[str]) -> str:
+    """``numpy (mean, load [reads files, unpickles (runs code stored in the file)])``: a
+    module and the names a file calls there, each with what it can do beyond computing."""
+    shown = [f"{name} [{dangerous.describe(p)}]" if (p := dangerous.powers(
+        f"{module}:{name}")) else name for name in names]
+    return f"{module} ({', '.join(shown)})"
+
+
 def describe_grant(grant: dict[str, list[str]]) -> str:
-    """``numpy (mean, std); mypkg.models (Net)``: the grant in one line, for prompts."""
-    return "; ".join(f"{module} ({', '.join(names)})" for module, names in grant.items())
+    """``numpy (mean, std); mypkg.models (Net)``: the grant in one line, for prompts, with
+    what each name can do beyond computing (`described`)."""
+    return "; ".join(described(module, names) for module, names in grant.items())
+
+
+def powerful(grant: dict[str, list[str]]) -> dict[str, tuple[str, ...]]:
+    """The full names in `grant` that do more than compute, with what each can do: what
+    trusting the modules does not grant, and a grant by name does."""
+    return {f"{module}:{name}": p for module, names in grant.items() for name in names
+            if (p := dangerous.powers(f"{module}:{name}"))}
 
 
 def modules_needed(graph) -> list[str]:
@@ -283,19 +336,36 @@ def modules_needed(graph) -> list[str]:
     return list(granted(graph))
 
 
-def trust(graph) -> list[str]:
-    """Let `graph` import what it names (the user said so: --trust, the editor's prompt)."""
-    modules = modules_needed(graph)
-    graph.trusted = frozenset(modules)
-    return modules
+def trust(graph, grant: Any = (), modules: bool = True) -> list[str]:
+    """Let `graph` import what it names (the user said so: --trust, the editor's prompt),
+    except the callables that do more than compute, which only `grant` (full names,
+    ``numpy:load``, that the user was shown) lets through; with `modules` false, only the
+    names in `grant` (--grant without --trust). Returns the modules trusted."""
+    names = [grant] if isinstance(grant, str) else list(grant)
+    bad = [n for n in names if not isinstance(n, str) or not _full_name(n)]
+    if bad:
+        raise ParamError(f"grant {bad[0]!r}: name a callable as module:qualname, e.g. "
+                         "numpy:load; trust opens whole modules without it")
+    trusted = modules_needed(graph) if modules else []
+    graph.trusted = frozenset(trusted) | frozenset(names)
+    return trusted
+
+
+def _full_name(name: str) -> bool:
+    module, sep, qualname = name.partition(":")
+    return bool(sep) and all(p.isidentifier() for p in module.split(".")) and all(
+        p.isidentifier() for p in qualname.split("."))
 
 
 def source_digest(module: str) -> str:
-    """SHA-256 of the source file `module` would import from, found without importing
+    """SHA-256 of all the code `module` would run from its package, found without importing
     anything (a package's ``__init__`` is not run to find its submodule), or "" when it has
-    none: part of a trust record, so a changed module of the user's is asked about again."""
+    no source: part of a trust record, so a change to any file of the package asks again
+    (``mypkg:Net`` re-exported by ``mypkg/__init__.py`` from ``mypkg/models.py``). An
+    installed distribution is known by its RECORD (the hash of each of its files); a folder
+    on the path (your own package, an editable install) by every file in it."""
     parts = module.split(".")
-    spec = None
+    spec = top = None
     locations: list[str] | None = list(sys.path)
     for i in range(len(parts)):
         if locations is None:
@@ -306,12 +376,59 @@ def source_digest(module: str) -> str:
             return ""
         if spec is None:
             return ""
+        top = top or spec
         locations = list(spec.submodule_search_locations or []) or None
-    if spec is None or not spec.has_location or not isinstance(spec.origin, str):
+    if top is None or not top.has_location or not isinstance(top.origin, str):
         return ""
     from nodegraph.model.safe_read import read_regular  # (a module, not a FIFO, is hashed)
 
     try:
-        return hashlib.sha256(read_regular(spec.origin, 64 << 20, "module")).hexdigest()
+        record = _record_of(top.origin, bool(top.submodule_search_locations))
+        if record is not None:
+            return hashlib.sha256(b"RECORD\0" + read_regular(record, 64 << 20, "record")
+                                  ).hexdigest()
+        files = ([Path(top.origin)] if not top.submodule_search_locations else
+                 _package_files([Path(p) for p in top.submodule_search_locations]))
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
+            digest.update(hashlib.sha256(read_regular(path, 64 << 20, "module")).digest())
+        return digest.hexdigest()
     except (OSError, ParamError):
         return ""
+
+
+_MAX_FILES = 20_000  # a package folder with more is not one of the user's
+
+
+def _package_files(folders: list[Path]) -> list[Path]:
+    """Every file in a package's folders, subfolders included, but the bytecode caches
+    (Python writes those itself; the sources they come from are hashed)."""
+    out: list[Path] = []
+    for folder in folders:
+        for top, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            out += [Path(top) / n for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
+            if len(out) > _MAX_FILES:
+                raise OSError(f"{folder} holds more than {_MAX_FILES} files")
+    return out
+
+
+def _record_of(origin: str, is_package: bool) -> Path | None:
+    """The RECORD of the installed distribution beside `origin` (the module's file, a
+    package's ``__init__.py``) that lists it, or None: not installed that way (a folder on
+    the path, an editable install)."""
+    from nodegraph.model.safe_read import read_regular
+
+    path = Path(origin).resolve()
+    site = path.parent.parent if is_package else path.parent
+    line = "\n" + path.relative_to(site).as_posix() + ","
+    for info in sorted(site.glob("*.dist-info")):
+        record = info / "RECORD"
+        try:
+            text = read_regular(record, 64 << 20, "record").decode("utf-8", "replace")
+        except (OSError, ParamError):
+            continue
+        if line in "\n" + text:
+            return record
+    return None

@@ -57,15 +57,22 @@ class Prompts:
     def trust_code(self, path: str, modules: list[str]) -> bool:
         """Whether the file at `path` may import and run these modules of the user's."""
         names = clean_lines(", ".join(modules))
+        # `allowlist.described` marks a name that does more than compute: [writes files]
+        powers = ("\n\nNames marked [...] do more than compute: they read or write files, "
+                  "unpickle (which runs any code stored in the file), run processes or "
+                  "open the network, as marked. Trusting the file grants them too."
+                  if "[" in names else "")
         box = QMessageBox(QMessageBox.Icon.Warning, "This file runs code",
                           f"{clean_lines(path)} runs code from the module(s) {names}, and "
                           "only those names (nothing they import): Python outside the "
-                          "tensor functions and torch.nn modules a graph file may name.\n\n"
+                          f"tensor functions and torch.nn modules a graph file may name.{powers}"
+                          "\n\n"
                           "Checking, previewing or training it imports and runs that code "
                           "with your permissions. Trust it only if you trust where it came "
                           "from. Until you do, those nodes are listed as problems and nothing "
                           "is imported.\n\nThe answer is remembered for this file as it is "
-                          "now; a changed file or module is asked about again.",
+                          "now; a changed file, or any change to those modules' packages, is "
+                          "asked about again.",
                           parent=self.parent)
         box.setTextFormat(Qt.TextFormat.PlainText)  # module names come from the file
         trust = box.addButton("Trust and run these", QMessageBox.ButtonRole.AcceptRole)

@@ -129,17 +129,20 @@ class FileActions:
         """Let `graph` import the modules of the user's it names when the user trusts this
         file's content (asked once per content); otherwise validation lists those nodes."""
         grant = allowlist.granted(graph)  # shown name by name: trust grants just these
-        modules = list(grant)
-        if not modules:
+        if not grant:
             return
+        # a callable that does more than compute is shown with what it can do, and a yes
+        # grants it by its full name (remembered so, beside the modules)
+        powers = sorted(allowlist.powerful(grant))
+        names = [*grant, *powers]
         try:
             data = Path(path).read_bytes()
         except OSError:
             return  # gone since it was read: stays untrusted
-        if self.trusted.knows(data, modules) or self.prompts.trust_code(
-                str(path), [f"{m} ({', '.join(names)})" for m, names in grant.items()]):
-            self.trusted.remember(data, modules)
-            allowlist.trust(graph)
+        if self.trusted.knows(data, names) or self.prompts.trust_code(
+                str(path), [allowlist.described(m, n) for m, n in grant.items()]):
+            self.trusted.remember(data, names)
+            allowlist.trust(graph, grant=powers)
 
     def _ask_data_roots(self, graph: Graph, path: str) -> None:
         """Let `graph` read the data files it names outside its folder when the user says

@@ -2,11 +2,13 @@
 
 A graph that names Python outside `nodegraph.model.allowlist` (a module of the user's, brought in
 by `nodegraph import`) runs only when the user says so. The editor asks once per file
-content, naming the modules, and remembers the answer by the file's SHA-256 together with
-the SHA-256 of each module's source file: an edited or replaced graph (a colleague's new
-version, a download of the same name) or a changed module beside an unchanged graph is
-asked about again. The record lives in the user's state folder, never beside the graph; a damaged
-record is treated as empty, so the worst it costs is a question asked twice.
+content, naming the modules (and the callables that do more than compute, granted by their
+full names), and remembers the answer by the file's SHA-256 together with a SHA-256 of each
+module's package (every source file, or its installed RECORD: `allowlist.source_digest`):
+an edited or replaced graph (a colleague's new version, a download of the same name) or a
+change to any file of a module's package beside an unchanged graph is asked about again.
+The record lives in the user's state folder, never beside the graph; a damaged record is
+treated as empty, so the worst it costs is a question asked twice.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ RECORD = "trusted-files.json"
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _source(name: str) -> str:
+    """The digest of the package a module, or a full ``module:name``, comes from."""
+    return allowlist.source_digest(allowlist.module_of(name))
 
 
 class TrustedFiles:
@@ -47,11 +54,11 @@ class TrustedFiles:
         """True when this content was trusted for (at least) these modules, each with the
         source it has now."""
         known = self._read().get(digest(data), {})
-        return all(m in known and known[m] == allowlist.source_digest(m) for m in modules)
+        return all(m in known and known[m] == _source(m) for m in modules)
 
     def remember(self, data: bytes, modules: list[str]) -> None:
         files = self._read()
-        files[digest(data)] = {m: allowlist.source_digest(m) for m in sorted(set(modules))}
+        files[digest(data)] = {m: _source(m) for m in sorted(set(modules))}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(self.path, json.dumps({"files": files}, indent=1))

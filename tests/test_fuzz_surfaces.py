@@ -1,0 +1,107 @@
+"""The file fuzzer's own parts (benchmarks/fuzz_files.py, `fuzz.py --surface`): its samples
+read whole when undamaged, a case is the same from its seed alone, its bombs are what they
+claim, and a refusal is judged by whether it names the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import subprocess
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+
+from benchmarks import fuzz_files
+
+ROOT = Path(__file__).resolve().parent.parent
+CHEAP = ["idx", "cifar", "images", "table", "webdataset", "tokenizer"]
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    root = tmp_path_factory.mktemp("samples")
+    return fuzz_files.make_samples(root, CHEAP)
+
+
+@pytest.mark.parametrize("surface", CHEAP)
+def test_each_undamaged_sample_reads_whole(samples, tmp_path, surface):
+    case, done = fuzz_files.prepare(samples, tmp_path, surface, 0, 0, damage=False)
+    assert done == [] and case.block.startswith("data.")
+    assert fuzz_files.open_case(case, surface) == []
+
+
+@pytest.mark.parametrize("surface", CHEAP)
+def test_a_case_is_the_same_from_its_seed(samples, tmp_path, surface):
+    first = [fuzz_files.prepare(samples, tmp_path / "a", surface, 3, i)[1] for i in range(6)]
+    again = [fuzz_files.prepare(samples, tmp_path / "b", surface, 3, i)[1] for i in range(6)]
+    assert first == again and all(first)
+    assert len({tuple(d) for d in first}) > 1  # and the cases differ
+
+
+def test_the_gzip_bomb_inflates_to_its_size(tmp_path):
+    fuzz_files._gzip_bomb(tmp_path / "b.gz", 5 << 20)
+    assert (tmp_path / "b.gz").stat().st_size < 64 << 10
+    assert gzip.decompress((tmp_path / "b.gz").read_bytes()) == b"\0" * (5 << 20)
+
+
+def test_the_png_bomb_is_a_valid_image_of_its_size(tmp_path):
+    from PIL import Image
+
+    fuzz_files._png_bomb(tmp_path / "b.png", 300, 200)
+    with Image.open(tmp_path / "b.png") as image:
+        image.load()
+        assert image.size == (300, 200) and image.getextrema() == (0, 0)
+
+
+def test_the_zip_bomb_keeps_the_other_members_and_inflates_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(fuzz_files, "BOMB_BYTES", 3 << 20)
+    model = tmp_path / "m.ngz"
+    with zipfile.ZipFile(model, "w") as z:
+        z.writestr("graph.json", '{"a": 1}')
+        z.writestr("run.json", "{}")
+    fuzz_files._zip_bomb(model, tmp_path / "bomb.ngz", "run.json")
+    with zipfile.ZipFile(tmp_path / "bomb.ngz") as z:
+        assert z.testzip() is None and z.read("graph.json") == b'{"a": 1}'
+        history = json.loads(z.read("run.json"))["history"]
+        assert len(history) == (3 << 20) // 2 + 1 and z.getinfo("run.json").compress_size < \
+            64 << 10
+
+
+def test_a_repeated_deflate_is_the_deflate_of_the_whole():
+    raw, crc, size = fuzz_files._deflated([(b"ab", 1), (b"xyz" * 100, 50), (b"!", 1)])
+    whole = b"ab" + b"xyz" * 100 * 50 + b"!"
+    assert zlib.decompress(raw, -15) == whole and crc == zlib.crc32(whole) and \
+        size == len(whole)
+
+
+def test_a_refusal_counts_only_when_it_names_a_file_of_the_sample(tmp_path):
+    (tmp_path / "imgs" / "cats").mkdir(parents=True)
+    (tmp_path / "imgs" / "cats" / "0.png").write_bytes(b"")
+    case = fuzz_files.Case(tmp_path, tmp_path, "data.ImageFolder", {"path": "imgs",
+                                                                    "storage": "auto"})
+    assert fuzz_files.names_a_file("image 'imgs/cats/0.png' is damaged", case)
+    assert fuzz_files.names_a_file("folder 'imgs' holds no class", case)
+    assert not fuzz_files.names_a_file("storage auto: unsupported", case)
+    assert not fuzz_files.names_a_file("internal error: KeyError: 3", case)
+
+
+@pytest.mark.slow
+def test_the_smoke_prints_a_table_per_surface_and_exits_on_what_it_finds(tmp_path):
+    """Two cases of two file surfaces through the worker processes: the table has a row
+    per surface, and the exit status is 1 exactly when a crash, hang or blowup is listed."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fuzz.py"), "--smoke",
+                          "--surface", "cifar,idx", "--file-cases", "2", "--jobs", "1"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=550)
+    out = run.stdout
+    assert "surface" in out and "\ncifar " in out and "\nidx " in out, out + run.stderr
+    rows = {line.split()[0]: [int(v) for v in line.split()[1:]]
+            for line in io.StringIO(out) if line.split() and line.split()[0] in ("cifar",
+                                                                                  "idx")}
+    assert all(r[0] == 4 and sum(r[1:]) == 4 for r in rows.values())  # 2 cases x 2 seeds
+    bad = sum(r[3] + r[4] + r[5] for r in rows.values())
+    assert run.returncode == (1 if bad else 0), out
