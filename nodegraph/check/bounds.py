@@ -3,8 +3,9 @@
 `training.workers` starts that many reader processes per streamed split: a file asking for
 100,000 (or 40 for four rows) would fork them all. It may not exceed `PER_CORE` per core
 of this machine; more than the batches of the largest split of a streamed data block is a
-warning (a worker reads whole batches: only that many start). A data block's `batch_size` above its largest
-split is legal — each step takes the whole split, as 0 asks — and is told as a warning.
+warning (a worker reads whole batches: only that many start). A data block's `batch_size`
+above its largest split is legal — each step takes the whole split, as 0 asks — and is
+told as a warning.
 The declared bounds (`nodegraph.model.settings`) come first; these need the machine and
 the data's sizes, which validation has learnt by now.
 """
