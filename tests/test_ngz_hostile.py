@@ -289,3 +289,14 @@ def test_a_changed_but_valid_run_json_still_loads(saved, tmp_path):
     m = nodegraph.load_model(_run_with(saved, tmp_path / "ok.ngz", change))
     assert m.compiled.optimizers[0].optimizer.param_groups[0]["lr"] == 0.5
     assert m.callback_states == {"Counter": {"n": 3}}
+
+
+def test_a_graph_that_does_not_validate_is_named_with_its_file(saved, tmp_path):
+    """Found by `benchmarks/fuzz.py --surface ngz` (seed 0, case 8): a graph.json whose
+    wires were changed gave "the graph has 3 problem(s)", naming no file."""
+    doc = json.loads(saved["graph.json"])
+    doc["edges"][0]["to"] = ["loss", "input"]  # the Linear left without its input
+    path = _with(saved, tmp_path / "rewired.ngz",
+                 graph_json=_plain("graph.json", json.dumps(doc).encode()))
+    with pytest.raises(NodegraphError, match=r"rewired\.ngz'.*graph\.json.*problem"):
+        nodegraph.load_model(path)

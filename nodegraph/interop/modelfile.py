@@ -48,7 +48,7 @@ from nodegraph.interop import modelfile_run
 from nodegraph.interop.export.weights import load_weights
 from nodegraph.kinds.estimator import estimator_steps, fit_estimators
 from nodegraph.model import allowlist, fileformat
-from nodegraph.model.errors import NodegraphError, first_line
+from nodegraph.model.errors import NodegraphError, ValidationError, first_line
 from nodegraph.model.outputs import OutputError, advice, reason
 from nodegraph.runtime import checkpoint, generators, normalization
 from nodegraph.runtime.train import compile_for, has_optimizer, training_options
@@ -110,7 +110,10 @@ def read(path: Path, make: Any, *, trust: bool = False, device: str | None = Non
             opts = training_options(graph, device=device)
             if not has_optimizer(graph):
                 opts = training_options(graph, device=device, epochs=0)
-            compiled = compile_for(graph, opts, opts.device)
+            try:
+                compiled = compile_for(graph, opts, opts.device)
+            except ValidationError as e:  # the file named, as every other refusal names it
+                raise NodegraphError(f"model file '{path}': its graph.json {e}") from None
             if estimator_steps(compiled):  # before the weights are held to the module's
                 fit_estimators(compiled)  # not tensors: fitted again, as the run fitted them
             optimizers = {o.node: o.optimizer.state_dict() for o in compiled.optimizers}
