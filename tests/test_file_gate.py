@@ -111,6 +111,9 @@ ALLOWED = {
     "nodegraph/model/fileformat.py": "the graph file the user names (through safe_read) and "
                                      "the group files beside it",
     "nodegraph/model/outputs.py": "writes outputs (run logs, metrics, written files)",
+    "nodegraph/model/allowlist.py": "hashes the installed source of a package the user "
+                                    "trusts by name (its files or its RECORD), never a path "
+                                    "from a graph file",
     "nodegraph/model/file_kinds.py": "sniffs the first bytes of the file the user names as a "
                                      "graph (a regular file only) to say what it is instead",
     "nodegraph/interop/modelfile.py": "the .ngz the user names (load_model / --init); its "
