@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import nodegraph
 from nodegraph.cli.main import main
 
 SECRET = "zebracorn-secret"
@@ -379,3 +380,31 @@ def test_a_corpus_of_one_endless_line_is_read_in_bounded_parts(tmp_path):
     tracemalloc.stop()
     assert total == 3 * (16 << 20)
     assert peak < 24 << 20, peak  # two pieces at most (the one given, the next); old: 48 MB+
+
+
+def test_a_gzipped_idx_that_inflates_a_thousand_fold_is_refused_as_a_bomb(tmp_path):
+    """Found by `benchmarks/fuzz.py --smoke` (idx, seed 0, case 2): labels promising and
+    holding 1.5 GiB of zeros in a 1.5 MB gzip were unpacked whole (2 GB resident)."""
+    import gzip
+    import struct
+
+    from nodes.data import _files
+
+    n = 300_000_000  # 300 MB of zero labels: deflate packs them about 1,000 to 1
+    path = tmp_path / "labels-idx1-ubyte.gz"
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        f.write(struct.pack(">BBBBI", 0, 0, 0x08, 1, n))
+        zeros = bytes(1 << 20)
+        for _ in range(n >> 20):
+            f.write(zeros)
+        f.write(bytes(n - (n >> 20 << 20)))
+    with pytest.raises(nodegraph.NodegraphError, match="decompression bomb"):
+        _files.idx_header(str(path))
+    with pytest.raises(nodegraph.NodegraphError, match="decompression bomb"):
+        _files.read_bytes(str(path), "IDX file")
+    real = tmp_path / "real-idx1-ubyte.gz"  # labels as MNIST's: about 2 to 1
+    rng = np.random.default_rng(0)
+    with gzip.open(real, "wb") as f:
+        f.write(struct.pack(">BBBBI", 0, 0, 0x08, 1, 6000))
+        f.write(rng.integers(0, 10, 6000, dtype=np.uint8).tobytes())
+    assert _files.idx_header(str(real))[0] == (6000,)

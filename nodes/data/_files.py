@@ -48,6 +48,16 @@ def looked_at(given: str, found: Path) -> str:
     return "" if str(found) == given else f" (looked for {found})"
 
 
+# what a gzip member may unpack to, per byte packed: real data (MNIST's files: 2-5) stays far
+# below; deflate reaches about 1,000 only on runs of one byte, the stuff of a gzip bomb
+MAX_GZIP_RATIO = 250
+
+
+def _bomb(path: str, what: str, packed: int) -> NodegraphError:
+    return NodegraphError(f"{what} '{path}' unpacks to more than {MAX_GZIP_RATIO} times its "
+                          f"{footprint.size_text(packed)}: a decompression bomb is not read")
+
+
 def read_bytes(path: str, what: str) -> bytes:
     """The contents of a file, gunzipped when it is gzip-compressed (by content, not name);
     refused once larger than the memory a graph may use (`footprint.limit_bytes`), packed
@@ -62,7 +72,11 @@ def read_bytes(path: str, what: str) -> bytes:
         with open_file(path, what) as f:
             if f.read(2) == b"\x1f\x8b":
                 f.seek(0)
+                packed = os.fstat(f.fileno()).st_size
                 with gzip.GzipFile(fileobj=f) as unzipped:
+                    if MAX_GZIP_RATIO * packed < limit:
+                        return gate.read_bounded(unzipped, MAX_GZIP_RATIO * packed,
+                                                 lambda: _bomb(path, what, packed))
                     return gate.read_bounded(unzipped, limit, refuse)
             f.seek(0)
             return gate.read_bounded(f, limit, refuse)
@@ -101,9 +115,13 @@ def idx_header(path: str, what: str = "IDX file") -> tuple[tuple[int, ...], np.d
         with open_file(path, what) as f:
             if f.read(2) == b"\x1f\x8b":
                 f.seek(0)
+                packed = os.fstat(f.fileno()).st_size
                 with gzip.GzipFile(fileobj=f) as unzipped:
                     head = unzipped.read(_IDX_HEAD)
-                    size = len(head) + _count(unzipped, _promised(head, path, what) - len(head))
+                    promised = _promised(head, path, what)
+                    if promised > MAX_GZIP_RATIO * packed:
+                        raise _bomb(path, what, packed)
+                    size = len(head) + _count(unzipped, promised - len(head))
             else:
                 f.seek(0)
                 head = f.read(_IDX_HEAD)
