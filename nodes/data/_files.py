@@ -49,8 +49,8 @@ def looked_at(given: str, found: Path) -> str:
 
 
 # what a gzip member may unpack to, per byte packed: real data (MNIST's files: 2-5) stays far
-# below; deflate reaches about 1,000 only on runs of one byte, the stuff of a gzip bomb
-MAX_GZIP_RATIO = 250
+# below; deflate reaches 200-1,000 only on runs of one byte, the stuff of a gzip bomb
+MAX_GZIP_RATIO = 100
 
 
 def _bomb(path: str, what: str, packed: int) -> NodegraphError:
@@ -97,6 +97,7 @@ def read_idx(path: str, what: str = "IDX file") -> np.ndarray:
     Layout: two zero bytes, a type code, the number of dimensions d, then d big-endian
     uint32 sizes, then the values in C order, big-endian.
     """
+    idx_header(path, what)  # the header and the promise checked streaming, before holding it
     raw = read_bytes(path, what)
     dims, dtype, start = _idx_layout(raw, len(raw), path)
     data = np.frombuffer(raw, dtype, int(np.prod(dims)), start)
