@@ -338,7 +338,8 @@ def test_a_gzipped_idx_promising_more_than_memory_is_refused_unpacked(tmp_path):
     with footprint.memory_limit(1 << 30):
         with pytest.raises(NodegraphError, match="promises 4.3 GB of values, more than the 1.1 GB"):
             _files.idx_header(str(tmp_path / "bomb.idx.gz"))
-    with footprint.memory_limit(32 << 20), pytest.raises(NodegraphError, match="larger than"):
+    with footprint.memory_limit(32 << 20), pytest.raises(
+            NodegraphError, match="larger than|decompression bomb"):  # whichever bound is lower
         _files.read_bytes(str(tmp_path / "bomb.idx.gz"), "IDX file")
     with pytest.raises(NodegraphError, match="promises 4.3 GB|decompression bomb"):
         _files.read_idx(str(tmp_path / "bomb.idx.gz"))  # its header read first, streaming
