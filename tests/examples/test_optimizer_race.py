@@ -50,10 +50,10 @@ def test_full_batch_gd_is_the_slowest_of_the_race():
 
 
 def test_noise_floors_the_loss_and_lbfgs_overfits_the_noisiest_targets():
-    # 25 epochs: L-BFGS on noise is chaotic in the last bits, so where the validation
-    # minimum falls moves between CPUs (epoch 4 on one, 9 on another); by epoch 25 the
-    # rise past it is 0.05 on both, where at epoch 15 it was 0.007 on the first
-    runs = {noise: run("optimizer_race_lbfgs", epochs=25, data__noise=noise)
+    # the example's 100 epochs: L-BFGS on noise is chaotic in the last bits, so where the
+    # validation minimum falls moves between CPUs and runs (epoch 4, 9 and 43 seen), while
+    # the rise past it by epoch 100 was 0.036-0.06 wherever it was measured
+    runs = {noise: run("optimizer_race_lbfgs", epochs=100, data__noise=noise)
             for noise in (0.0, 25.0, 100.0)}
     final = {noise: train_mse(r, 15) for noise, r in runs.items()}
     assert final[0.0] < 1e-4 < final[25.0] < final[100.0]
@@ -63,7 +63,6 @@ def test_noise_floors_the_loss_and_lbfgs_overfits_the_noisiest_targets():
     val = {noise: [e["val"]["mse"] for e in r.history] for noise, r in runs.items()}
     best = {noise: min(v) for noise, v in val.items()}
     assert val[100.0][-1] > best[100.0] + 0.02  # validation loss rose after its minimum
-    assert val[100.0].index(best[100.0]) < 10  # the minimum comes early
     assert val[25.0][-1] < best[25.0] + 1e-3  # no such rise at 25 %
 
 

@@ -30,7 +30,7 @@ def digest(data: bytes) -> str:
 
 
 def _source(name: str) -> str:
-    """The digest of the package a module, or a full ``module:name``, comes from."""
+    """A digest of the package a module, or a full ``module:name``, comes from."""
     return allowlist.source_digest(allowlist.module_of(name))
 
 
