@@ -40,6 +40,17 @@ def test_set_overrides_params_and_training(tmp_path, capsys):
     assert len(history) == 2 and history[0]["lr"]["opt"] == 0.2
 
 
+def test_set_reads_a_choice_that_looks_like_a_number_as_the_choice():
+    """`--set training.precision=32` is the choice "32" (JSON would read the number 32,
+    which no choice is: the run failed with "must be one of '32', …, got 32")."""
+    from nodegraph.cli.common import parse_assignments, with_assignments
+    from nodegraph.model.fileformat import load
+
+    g = with_assignments(load("examples/xor.json"),
+                         parse_assignments(["training.precision=32", "training.epochs=3"]))
+    assert g.training["precision"] == "32" and g.training["epochs"] == 3
+
+
 def write(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text)

@@ -136,17 +136,30 @@ def parse_assignments(items: list[str]) -> dict[str, Any]:
 
 def with_assignments(graph, assignments: dict[str, Any]):
     """A copy of `graph` with `node.param` (or `training.key`) values set."""
+    from nodegraph.model.settings import TRAINING_PARAMS
+
     g = graph.copy()
     for target, value in assignments.items():
         node, _, name = target.partition(".")
         if node == "training":
-            g.set_training(name, value)
+            param = next((p for p in TRAINING_PARAMS if p.name == name), None)
+            g.set_training(name, _as_choice(param, value))
         elif node not in g.nodes:
             raise NodegraphError(f"--set {target}: no node '{node}' in the graph "
                                  f"(nodes: {', '.join(g.nodes)})")
         else:
-            g.set_param(node, name, value)
+            spec = g.registry.get(g.nodes[node].type) if g.nodes[node].type in g.registry else None
+            g.set_param(node, name, _as_choice(spec.param(name) if spec else None, value))
     return g
+
+
+def _as_choice(param, value: Any) -> Any:
+    """A value the command line read as JSON, as the text of a choice when that is what it
+    names: `--set training.precision=32` means the choice "32", not the number 32."""
+    if param is None or param.kind != "choice" or isinstance(value, str):
+        return value
+    text = json.dumps(value)
+    return text if value not in param.choices and text in param.choices else value
 
 
 def weights_loader(path: str):
