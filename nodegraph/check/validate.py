@@ -22,7 +22,7 @@ import torch
 
 from nodegraph.check import bounds, eager, opcache
 from nodegraph.check.opcache import OpCache
-from nodegraph.kinds import classes, confine, devices, dtypes, footprint, shapes
+from nodegraph.kinds import classes, confine, devices, dtypes, footprint, given, shapes
 from nodegraph.kinds.augment import Chain, augmenting
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
@@ -633,7 +633,12 @@ def _width_fix(report: Report, source: tuple[str, str] | None, count: int,
 
 def _data_meta(node_id: str, spec: BlockSpec, params: Params, report: Report) -> DataMeta:
     """What data block `node_id` will hold: from its declared `meta` without making the
-    data, or else by building the dataset (kept on the report for compile)."""
+    data, or else by building the dataset (kept on the report for compile); a dataset
+    handed in from Python (`nodegraph.kinds.given`) in its place."""
+    handed = given.dataset_for(node_id)
+    if handed is not None:
+        report.datasets[node_id] = handed
+        return DataMeta.of(handed)
     try:
         data = spec.meta(params) if spec.meta is not None else None
         if data is None:
