@@ -34,6 +34,7 @@ from nodegraph.model.errors import (
     Problem,
     ValidationError,
     first_line,
+    not_a_graph,
 )
 from nodegraph.model.graph import Graph
 from nodegraph.model.settings import TrainingSettings
@@ -135,6 +136,8 @@ def validate(graph: Graph, for_training: bool = False, cache: OpCache | None = N
     shapes and parameter counts are reported back on the group instances. `cache` keeps
     what inference learnt for the next call (default: see `nodegraph.check.opcache`).
     """
+    if not isinstance(graph, Graph):
+        raise not_a_graph("validate", graph)
     cache = cache if cache is not None else opcache.default(graph.registry)
     # the memory every node is checked against: read once, not once per node
     with allowlist.trusting(graph.trusted), gcpause.paused(), \

@@ -6,34 +6,17 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-from nodegraph.model.errors import NodegraphError
+from nodegraph.model.errors import NodegraphError, not_a_graph, shown
 from nodegraph.model.graph import Graph
-
-
-def shown(value: Any) -> str:
-    """`str 'x.json'`, `int 3`, `list`: the type and, for short plain values, the value."""
-    kind = type(value).__name__
-    if isinstance(value, str | int | float | Path) and not isinstance(value, bool):
-        text = repr(str(value) if isinstance(value, Path) else value)
-        return f"{kind} {text[:60]}"
-    return kind
 
 
 def need_graph(function: str, graph: Any) -> Graph:
     """`graph` if it is a Graph, else an error saying how to get one."""
     if isinstance(graph, Graph):
         return graph
-    hint = ""
-    if isinstance(graph, str | Path):
-        hint = ": load it with nodegraph.load"
-        if str(graph).endswith((".ngz", ".ngm")):
-            hint = ": a saved model loads with nodegraph.load_model"
-    elif type(graph).__name__ == "Model":
-        hint = ": a Model's graph is model.graph"
-    raise NodegraphError(f"{function}() needs a Graph (got {shown(graph)}{hint})")
+    raise not_a_graph(function, graph)
 
 
 def known_keywords(function: str, given: Iterable[str], valid: Iterable[str],

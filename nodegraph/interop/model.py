@@ -46,6 +46,8 @@ from nodegraph.runtime.compile import Compiled
 from nodegraph.runtime.train import RunControl, RunResult, Trainer, train, training_options
 
 EXPORTS = ("python", "onnx", "weights")
+FIT_KEYWORDS = ("x", "y", "epochs", "batch_size", "validation_data", "class_weight",
+                "sample_weight", "metrics", "callbacks")
 # `nodegraph.train`'s keywords that fit passes on
 TRAIN_OPTIONS = ("progress", "events", "control", "checkpoint_dir", "resume", "log_dir",
                  "mlflow", "threads", "seed", "device", "prepare")
@@ -109,7 +111,7 @@ class Model:
         log_dir, mlflow, threads, seed and device (the last two the first time only)."""
         if isinstance(x, int) and not isinstance(x, bool) and y is None and epochs is None:
             epochs, x = x, None  # fit(5): the epochs, as before arrays came in
-        arguments.known_keywords("fit", options, TRAIN_OPTIONS, TRAIN_HINTS)
+        arguments.known_keywords("fit", options, FIT_KEYWORDS + TRAIN_OPTIONS, TRAIN_HINTS)
         callbacks = arguments.need_callbacks("fit", callbacks)
         epochs = arguments.need_int("fit", "epochs", epochs)
         batch_size = arguments.need_int("fit", "batch_size", batch_size, least=1)
