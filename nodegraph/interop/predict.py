@@ -187,7 +187,7 @@ def _value(c: Compiled, key: Key, value: Any) -> torch.Tensor:
     if isinstance(value, torch.utils.data.Dataset | torch.utils.data.DataLoader):
         value = _torch_inputs(value, name)
     if _is_frame(value) and preprocess.table_input(c, key) is None:
-        value = value.to_numpy()  # a table block picks its columns by name itself
+        value = np.array(value.to_numpy())  # a table block picks its columns by name itself
     t = _tensor(preprocess.table_array(c, key, value), name)
     return t if image is not None else _checked(c, key, t)
 

@@ -99,10 +99,10 @@ class NodegraphError(Exception):
     """Base of every error a user can cause; its message is meant to be shown as it is."""
 
     def _render_traceback_(self) -> list[str]:
-        """IPython's hook for an exception's display (raising falls back to the full
-        traceback): the message, the node and port it names, the user's own line."""
+        """IPython's hook for an exception's display: the message, the node and port it
+        names, the user's own line (the whole traceback when SHORT_TRACEBACKS is off)."""
         if not SHORT_TRACEBACKS:
-            raise NotImplementedError("the full traceback")
+            return _full_traceback(self)
         red, plain = "\x1b[0;31m", "\x1b[0m"
         lines = str(self).splitlines() or [""]
         out = [f"{red}{type(self).__name__}{plain}: {lines[0]}", *lines[1:]]
@@ -117,6 +117,17 @@ class NodegraphError(Exception):
         out.append("(nodegraph.model.errors.SHORT_TRACEBACKS = False shows the whole "
                    "traceback)")
         return out
+
+
+def _full_traceback(e: BaseException) -> list[str]:
+    """IPython's own traceback of `e`, or Python's where IPython is not running it."""
+    import sys
+    import traceback
+
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if shell is not None:
+        return shell.InteractiveTB.structured_traceback(type(e), e, e.__traceback__)
+    return traceback.format_exception(type(e), e, e.__traceback__)
 
 
 def _callers_line(tb) -> str:
