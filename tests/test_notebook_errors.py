@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nodegraph.model.errors import NodegraphError, NodeRuntimeError, ValidationError, Problem
+from nodegraph.model.errors import NodegraphError, NodeRuntimeError, Problem, ValidationError
 
 pytest.importorskip("jupyter_client")
 pytest.importorskip("ipykernel")

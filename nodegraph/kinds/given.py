@@ -18,14 +18,14 @@ from nodegraph.kinds.dataset import Dataset
 # whether a block with no data of its own (data.Arrays) builds a placeholder of its
 # declared shapes: a saved model loads to predict without the arrays it was fitted on
 _placeholders: ContextVar[bool] = ContextVar("nodegraph_data_placeholders", default=False)
-_given: ContextVar[Mapping[str, Dataset]] = ContextVar("nodegraph_given_datasets",
-                                                       default={})
+_given: ContextVar[Mapping[str, Dataset] | None] = ContextVar("nodegraph_given_datasets",
+                                                              default=None)
 
 
 @contextmanager
 def given(datasets: Mapping[str, Dataset]) -> Iterator[None]:
     """Within this block, data node id -> the dataset it holds instead of its own."""
-    token = _given.set({**_given.get(), **datasets})
+    token = _given.set({**(_given.get() or {}), **datasets})
     try:
         yield
     finally:
@@ -34,7 +34,7 @@ def given(datasets: Mapping[str, Dataset]) -> Iterator[None]:
 
 def dataset_for(node: str) -> Dataset | None:
     """The dataset handed in for data node `node`, or None: the block reads its own."""
-    return _given.get().get(node)
+    return (_given.get() or {}).get(node)
 
 
 @contextmanager
