@@ -526,9 +526,9 @@ def _huber(p: HuberParams) -> tuple:
     return nn.HuberLoss, {"reduction": p.reduction, "delta": p.delta}
 
 
-BCE_WEIGHT = Param("weight", "floats", [], "a weight per column of the input (torch's "
-                   "weight, broadcast over the rows): that column's errors count that much; "
-                   "empty: every column 1")
+BCE_WEIGHT: Param[list[float]] = Param(
+    "weight", "floats", [], "a weight per column of the input (torch's weight, broadcast "
+    "over the rows): that column's errors count that much; empty: every column 1")
 
 BLOCKS = [
     op("losses.MSE", "Mean squared error between prediction and target.",

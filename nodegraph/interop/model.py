@@ -26,6 +26,7 @@ The file format is `nodegraph.interop.modelfile`.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -160,9 +161,10 @@ class Model:
         if metrics:
             if isinstance(metrics, str):
                 metrics = [metrics]
-            from nodegraph.interop.metric_wiring import wire_metrics
-
-            self.graph = wire_metrics(self.graph, list(metrics))
+            # helper "metrics"' module, imported when asked for (`wire_metrics(graph, names)`
+            # returns a copy with the metric blocks wired to the prediction and target)
+            wiring = importlib.import_module("nodegraph.interop.metric_wiring")
+            self.graph = wiring.wire_metrics(self.graph, list(metrics))
 
     def _handed(self, x: Any, y: Any, validation_data: Any) -> dict[str, Dataset]:
         """The datasets of the caller's arrays, by data node (none when x is None)."""
@@ -180,7 +182,8 @@ class Model:
                                          "torch Dataset/DataLoader (got "
                                          f"{arguments.shown(validation_data)})")
                 validation_data = (validation_data, None)
-            val = arrays.by_block(self.graph, blocks, *validation_data, "fit validation_data")
+            x_val, y_val = validation_data
+            val = arrays.by_block(self.graph, blocks, x_val, y_val, "fit validation_data")
         stats = None if self.compiled is None else _stats(self.compiled)
         return arrays.datasets(blocks, train_arrays, val, stats)
 
