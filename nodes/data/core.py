@@ -769,8 +769,8 @@ _files = [
          "The graph validates and shows its shapes from these; the data come with fit, "
          "evaluate and predict, split, scaled and batched by the params below.",
          arrays, **XY, meta=arrays_meta,
-         params=[Param("x_shape", "ints", [1], "the shape of one input sample, e.g. [2] "
-                       "or [1, 28, 28]"),
+         params=[Param("x_shape", "ints", doc="the shape of one input sample, e.g. [2] "
+                       "or [1, 28, 28] (required, as keras.Input's shape)"),
                  Param("y_shape", "ints", [], "the shape of one target ([] for one class "
                        "index or one value per sample)"),
                  TARGET_KIND, *data_params(val_fraction=0.0)],
