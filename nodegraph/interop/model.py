@@ -1,6 +1,8 @@
 """A trained graph as one object: fit it, fit it more, predict, evaluate, save, load, export.
 
     m = nodegraph.fit(g, epochs=20)          # compile and train; a Model
+    m = nodegraph.fit(g, x=X, y=Y, validation_data=(Xv, Yv), epochs=20)  # on your arrays
+    m.evaluate(x=Xv, y=Yv)                   # losses and metrics over your arrays
     m.fit(epochs=5)                          # five more: every state kept, as one longer run
     y = m.predict("test")                    # the prediction heads over a whole split
     y = m.predict(x_new, batch_size=256)     # or over your own (raw) arrays, in batches
