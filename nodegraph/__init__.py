@@ -11,6 +11,7 @@ The path of data is one straight walk: file -> `Graph` -> `validate` -> `compile
     print(result.final["train"]["accuracy"])
 
     model = nodegraph.fit(g, epochs=300)    # a Model: fit more, predict, save, export
+    model = nodegraph.fit(g, x=X, y=Y, validation_data=(Xv, Yv), epochs=20)  # your arrays
     model.fit(epochs=50)
     model.predict("test"); model.save("xor.ngz"); nodegraph.load_model("xor.ngz")
 """

@@ -22,6 +22,7 @@ from nodegraph.kinds.declare import op
 from nodegraph.model.errors import PortError
 from nodegraph.model.spec import (
     LOSS_OUT,
+    Param,
     Params,
     Port,
     Search,
@@ -109,7 +110,8 @@ def elementwise_shape(fused: bool = True, reduction: str | None = None) -> shape
         need_float(x, "input")
         need_float(x, "target")
         need_same_shape(x)
-        if shapes.same_dtype(x) is None or p.get("pos_weight") is not None:
+        if shapes.same_dtype(x) is None or p.get("pos_weight") is not None or \
+                p.get("weight"):
             return None  # mixed dtypes promote; a weight tensor adds its own work
         t, how = x["input"], reduction or p.typed(REDUCTIONS)
         made = 0 if fused else t.nbytes * (1 + (how != "none"))
@@ -172,12 +174,46 @@ class BCEWithLogitsParams(Params):
     reduction: str
     scale: float
     pos_weight: float | None
+    weight: list[float]
 
 
 @elementwise
 def _bce_logits(p: BCEWithLogitsParams):
     pos_weight = None if p.pos_weight is None else torch.tensor(p.pos_weight)
-    return nn.BCEWithLogitsLoss, {"reduction": p.reduction, "pos_weight": pos_weight}
+    args = {"reduction": p.reduction, "pos_weight": pos_weight}
+    weight = p.get("weight") or []
+    if weight:  # only when given: a graph without it makes exactly the module it made
+        args["weight"] = torch.tensor(weight, dtype=torch.float32)
+    return nn.BCEWithLogitsLoss, args
+
+
+class BCEParams(Params):
+    reduction: str
+    scale: float
+    weight: list[float]
+
+
+@elementwise
+def _bce(p: BCEParams):
+    args: dict[str, Any] = {"reduction": p.reduction}
+    weight = p.get("weight") or []
+    if weight:
+        args["weight"] = torch.tensor(weight, dtype=torch.float32)
+    return nn.BCELoss, args
+
+
+def _column_weights(shape: shapes.Rule) -> shapes.Rule:
+    """`shape` with the `weight` param checked: one weight per column of the input (its
+    last dimension), or one for every element, as torch broadcasts it."""
+    def rule(p: Params, x):
+        weight = p.get("weight") or []
+        width = x["input"].shape[-1] if x["input"].ndim else 1
+        if weight and len(weight) not in (1, width):
+            raise PortError("input", f"weight gives {len(weight)} weights for inputs whose "
+                            f"last dimension is {width}",
+                            f"give {width} weights (one per column) or one")
+        return shape(p, x)
+    return rule
 
 
 class _CrossEntropy(nn.CrossEntropyLoss):
@@ -224,24 +260,34 @@ def _cross_entropy_check(p, x):
     else:
         _need_class_indices(scores, target)
         classes.takes_indices("target", "input", scores.shape[-1], IGNORE_INDEX)
+    weight = p.get("weight") or []
+    if weight and len(weight) != scores.shape[-1]:
+        raise PortError("input", f"weight gives {len(weight)} class weights for scores of "
+                        f"{scores.shape[-1]} classes",
+                        f"give {scores.shape[-1]} weights, one per class")
 
 
 def _cross_entropy(p: CrossEntropyParams, x):
     _cross_entropy_check(p, x)
-    return _CrossEntropy, {"reduction": p.reduction, "label_smoothing": p.label_smoothing}
+    args: dict[str, Any] = {"reduction": p.reduction, "label_smoothing": p.label_smoothing}
+    weight = p.get("weight") or []
+    if weight:
+        args["weight"] = torch.tensor(weight, dtype=torch.float32)
+    return _CrossEntropy, args
 
 
 class CrossEntropyParams(Params):
     reduction: str
     scale: float
     label_smoothing: float
+    weight: list[float]
 
 
 def _cross_entropy_shape(p: CrossEntropyParams, x):
     _cross_entropy_check(p, x)
     scores, target = x["input"], x["target"]
-    if target.dtype != torch.int64:
-        return None  # probabilities, other index types: the meta path counts them
+    if target.dtype != torch.int64 or p.get("weight"):
+        return None  # probabilities, a weight, other index types: the meta path counts them
     # rows of scores (views), their log-softmax, then nll_loss's total weight (a scalar)
     # beside the loss; unreduced, one loss per row shaped like the scores less the classes
     s, rows = scores.dtype.itemsize, math.prod(scores.shape[:-1])
@@ -480,6 +526,10 @@ def _huber(p: HuberParams) -> tuple:
     return nn.HuberLoss, {"reduction": p.reduction, "delta": p.delta}
 
 
+BCE_WEIGHT: Param[list[float]] = Param(
+    "weight", "floats", [], "a weight per column of the input (torch's weight, broadcast "
+    "over the rows): that column's errors count that much; empty: every column 1")
+
 BLOCKS = [
     op("losses.MSE", "Mean squared error between prediction and target.",
        scaled(elementwise(_reduced(nn.MSELoss))), inputs=PAIR,
@@ -535,10 +585,10 @@ BLOCKS = [
        "Binary cross-entropy on probabilities: −[y log p + (1 − y) log(1 − p)].\n\n"
        "Feed probabilities (after a Sigmoid); for raw scores use BCEWithLogits, which "
        "is the same loss computed stably.",
-       scaled(elementwise(_reduced(nn.BCELoss))), inputs=PAIR,
-       outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE],
+       scaled(_bce), inputs=PAIR,
+       outputs=[LOSS_OUT], params=[REDUCTIONS, SCALE, BCE_WEIGHT],
        keywords=("binary", "logistic", "classification", "log loss"),
-       shape=elementwise_shape(),
+       shape=_column_weights(elementwise_shape()),
        search=Search(words=(("bce", 1), ("logloss", 1)))),
     op("losses.BCEWithLogits",
        "Binary cross-entropy on logits (sigmoid built in, numerically stable).\n\n"
@@ -547,8 +597,9 @@ BLOCKS = [
        scaled(_bce_logits), inputs=PAIR, outputs=[LOSS_OUT],
        params=[REDUCTIONS, SCALE,
                float_param("pos_weight", None, "weight of the positive class's "
-                           "term; empty means 1", min=0, nullable=True)],
-       keywords=("binary", "logistic", "classification"), shape=elementwise_shape(),
+                           "term; empty means 1", min=0, nullable=True), BCE_WEIGHT],
+       keywords=("binary", "logistic", "classification"),
+       shape=_column_weights(elementwise_shape()),
        search=Search(words=("bce", "logloss"), popularity=3.5)),
     op("losses.CrossEntropy",
        "Cross-entropy of class scores (logits) against class indices or probabilities.\n\n"
@@ -558,7 +609,10 @@ BLOCKS = [
        scaled(_cross_entropy), inputs=PAIR, outputs=[LOSS_OUT],
        params=[REDUCTIONS, SCALE, float_param("label_smoothing", 0.0,
                                       "move this much probability mass to the other "
-                                      "classes evenly", min=0, max=1)],
+                                      "classes evenly", min=0, max=1),
+               Param("weight", "floats", [], "a weight per class (torch's weight): a "
+                     "class's errors count that much, and a mean divides by the total "
+                     "weight of the targets; empty: every class 1")],
        keywords=("softmax", "classification", "nll", "categorical"),
        shape=_cross_entropy_shape,
        search=Search(words=("xent", "ce", "crossent", "nll", "softmaxloss"), popularity=4.0)),

@@ -20,6 +20,7 @@ from html import escape
 from typing import Any
 
 from nodegraph.kinds.footprint import size_text
+from nodegraph.model.errors import not_a_graph
 from nodegraph.model.graph import Graph
 
 COLUMNS = ("node", "block", "output shape", "params", "trainable", "memory")
@@ -72,6 +73,10 @@ class Summary:
 def summary(graph: Graph, report: Any = None, module: Any = None) -> Summary:
     """The summary of `graph` from its validation `report` (validated here when not given),
     with the parameter counts of a compiled `module` when one is given."""
+    if not isinstance(graph, Graph):
+        if type(graph).__name__ == "Model":  # a trained model's summary is its own
+            return graph.summary()
+        raise not_a_graph("summary", graph)
     if report is None:
         from nodegraph.check.validate import validate
 

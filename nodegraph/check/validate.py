@@ -22,7 +22,7 @@ import torch
 
 from nodegraph.check import bounds, eager, opcache
 from nodegraph.check.opcache import OpCache
-from nodegraph.kinds import classes, confine, devices, dtypes, footprint, shapes
+from nodegraph.kinds import classes, confine, devices, dtypes, footprint, given, shapes
 from nodegraph.kinds.augment import Chain, augmenting
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import Dataset, files_relative_to
@@ -34,6 +34,7 @@ from nodegraph.model.errors import (
     Problem,
     ValidationError,
     first_line,
+    not_a_graph,
 )
 from nodegraph.model.graph import Graph
 from nodegraph.model.settings import TrainingSettings
@@ -135,6 +136,8 @@ def validate(graph: Graph, for_training: bool = False, cache: OpCache | None = N
     shapes and parameter counts are reported back on the group instances. `cache` keeps
     what inference learnt for the next call (default: see `nodegraph.check.opcache`).
     """
+    if not isinstance(graph, Graph):
+        raise not_a_graph("validate", graph)
     cache = cache if cache is not None else opcache.default(graph.registry)
     # the memory every node is checked against: read once, not once per node
     with allowlist.trusting(graph.trusted), gcpause.paused(), \
@@ -633,7 +636,12 @@ def _width_fix(report: Report, source: tuple[str, str] | None, count: int,
 
 def _data_meta(node_id: str, spec: BlockSpec, params: Params, report: Report) -> DataMeta:
     """What data block `node_id` will hold: from its declared `meta` without making the
-    data, or else by building the dataset (kept on the report for compile)."""
+    data, or else by building the dataset (kept on the report for compile); a dataset
+    handed in from Python (`nodegraph.kinds.given`) in its place."""
+    handed = given.dataset_for(node_id)
+    if handed is not None:
+        report.datasets[node_id] = handed
+        return DataMeta.of(handed)
     try:
         data = spec.meta(params) if spec.meta is not None else None
         if data is None:

@@ -1,6 +1,8 @@
 """A trained graph as one object: fit it, fit it more, predict, evaluate, save, load, export.
 
     m = nodegraph.fit(g, epochs=20)          # compile and train; a Model
+    m = nodegraph.fit(g, x=X, y=Y, validation_data=(Xv, Yv), epochs=20)  # on your arrays
+    m.evaluate(x=Xv, y=Yv)                   # losses and metrics over your arrays
     m.fit(epochs=5)                          # five more: every state kept, as one longer run
     y = m.predict("test")                    # the prediction heads over a whole split
     y = m.predict(x_new, batch_size=256)     # or over your own (raw) arrays, in batches
@@ -26,14 +28,18 @@ The file format is `nodegraph.interop.modelfile`.
 
 from __future__ import annotations
 
+import importlib
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from nodegraph.interop import modelfile, predict
+from nodegraph.interop import arguments, arrays, modelfile, predict
+from nodegraph.interop.class_weights import weigh_classes
+from nodegraph.kinds import given
+from nodegraph.kinds.dataset import Dataset
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import Emitter
 from nodegraph.model.graph import Graph
@@ -43,6 +49,20 @@ from nodegraph.runtime.compile import Compiled
 from nodegraph.runtime.train import RunControl, RunResult, Trainer, train, training_options
 
 EXPORTS = ("python", "onnx", "weights")
+FIT_KEYWORDS = ("x", "y", "epochs", "batch_size", "validation_data", "class_weight",
+                "sample_weight", "metrics", "callbacks")
+# `nodegraph.train`'s keywords that fit passes on
+TRAIN_OPTIONS = ("progress", "events", "control", "checkpoint_dir", "resume", "log_dir",
+                 "mlflow", "threads", "seed", "device", "prepare")
+TRAIN_HINTS = {
+    "lr": "a learning rate is the optimizer block's param: g.set_param('opt', 'lr', 0.1)",
+    "learning_rate": "a learning rate is the optimizer block's param: "
+                     "g.set_param('opt', 'lr', 0.1)",
+    "validation_split": "the data block's val_fraction param splits off validation data; "
+                        "or give validation_data=(x_val, y_val)",
+    "verbose": "progress=True shows a progress bar",
+    "shuffle": "shuffling is the data block's shuffle param",
+}
 
 
 class Model:
@@ -73,26 +93,112 @@ class Model:
     def module(self) -> torch.nn.Module:
         return self._ready().module
 
-    def fit(self, epochs: int | None = None, *, callbacks: Iterable[Callback] = (),
-            **options: Any) -> RunResult:
+    def fit(self, x: Any = None, y: Any = None, *, epochs: int | None = None,
+            batch_size: int | None = None, validation_data: Any = None,
+            class_weight: Mapping[int, float] | str | None = None,
+            sample_weight: Any = None, metrics: Sequence[str] | None = None,
+            callbacks: Iterable[Callback] = (), **options: Any) -> RunResult:
         """Train `epochs` more epochs (the graph's `training.epochs` the first time, when
         not given) and return this call's `RunResult` (its history is the whole run's).
+
+        `x` and `y` are your own data in place of what the data block reads: numpy arrays,
+        torch tensors, pandas frames (a table block's columns by name), mappings
+        "port"/"node.port" -> those for several inputs, or a torch Dataset/DataLoader as
+        `x` (`nodegraph.interop.arrays`); the block's params split, scale and batch them,
+        `validation_data=(x_val, y_val)` is the validation split instead. A graph with no
+        data block of its own declares its inputs with data.Arrays. `batch_size` sets the
+        data block's; `class_weight` ({class: weight} or "balanced", from the training
+        targets) sets the classification loss's `weight`; `metrics` names metric blocks
+        to wire (the first fit only). `fit(5)` is `fit(epochs=5)`.
         `options` are `nodegraph.train`'s: progress, events, control, checkpoint_dir,
         log_dir, mlflow, threads, seed and device (the last two the first time only)."""
+        if isinstance(x, int) and not isinstance(x, bool) and y is None and epochs is None:
+            epochs, x = x, None  # fit(5): the epochs, as before arrays came in
+        arguments.known_keywords("fit", options, FIT_KEYWORDS + TRAIN_OPTIONS, TRAIN_HINTS)
+        callbacks = arguments.need_callbacks("fit", callbacks)
+        epochs = arguments.need_int("fit", "epochs", epochs)
+        batch_size = arguments.need_int("fit", "batch_size", batch_size, least=1)
+        if sample_weight is not None:
+            raise NodegraphError("fit(sample_weight=...) is not supported yet: weigh classes "
+                                 "with class_weight=, or a loss's weight param")
         if self.compiled is not None and ({"seed", "device"} & set(options)):
             raise NodegraphError("seed and device are chosen by the first fit; this model "
                                  "is already compiled (build a new one with nodegraph.fit)")
+        if self.compiled is not None and (class_weight is not None or metrics):
+            raise NodegraphError("class_weight and metrics are chosen by the first fit; this "
+                                 "model is already compiled (build a new one with "
+                                 "nodegraph.fit)")
         if self.compiled is not None and epochs is None:
             raise NodegraphError("say how many more epochs: model.fit(epochs=N)")
+        if validation_data is not None and x is None:
+            raise NodegraphError("fit(validation_data=...) goes with your own training data: "
+                                 "give x= and y= too")
+        if self.compiled is None:
+            self._first_fit_graph(batch_size, metrics)
+        handed = self._handed(x, y, validation_data)
+        if class_weight is not None:
+            weigh_classes(self.graph, class_weight, handed)
         carry = _Carry(self)
-        result = train(self.graph, epochs=epochs,
-                       callbacks=[carry, *callbacks, carry.keeper()],
-                       compiled=self.compiled, **options)
+        with given.given(handed if self.compiled is None else {}):
+            if self.compiled is not None:
+                self._swap_in(handed, batch_size)
+            result = train(self.graph, epochs=epochs,
+                           callbacks=[carry, *callbacks, carry.keeper()],
+                           compiled=self.compiled, **options)
         self.compiled, self.result = result.compiled, result
         self.history = list(result.history)
         self.final, self.cancelled = result.final, result.cancelled
         self.stopped_early = result.stopped_early
         return result
+
+    def _first_fit_graph(self, batch_size: int | None, metrics: Sequence[str] | None) -> None:
+        """The first fit's changes to the model's graph: the batch size, the metrics."""
+        if batch_size is not None:
+            blocks = arrays.data_blocks(self.graph)
+            if not blocks:
+                raise NodegraphError("fit(batch_size=...): the graph has no data block to "
+                                     "batch")
+            for block in blocks:
+                self.graph.set_param(block.node, "batch_size", batch_size)
+        if metrics:
+            if isinstance(metrics, str):
+                metrics = [metrics]
+            # helper "metrics"' module, imported when asked for (`wire_metrics(graph, names)`
+            # returns a copy with the metric blocks wired to the prediction and target)
+            wiring = importlib.import_module("nodegraph.interop.metric_wiring")
+            self.graph = wiring.wire_metrics(self.graph, list(metrics))
+
+    def _handed(self, x: Any, y: Any, validation_data: Any) -> dict[str, Dataset]:
+        """The datasets of the caller's arrays, by data node (none when x is None)."""
+        if x is None:
+            if y is not None:
+                raise NodegraphError("fit(y=...) goes with x=: give the inputs too")
+            return {}
+        blocks = arrays.data_blocks(self.graph)
+        train_arrays = arrays.by_block(self.graph, blocks, x, y, "fit")
+        val = None
+        if validation_data is not None:
+            if not isinstance(validation_data, tuple | list) or len(validation_data) != 2:
+                if not _torch_data(validation_data):
+                    raise NodegraphError("fit(validation_data=...) takes (x_val, y_val), or a "
+                                         "torch Dataset/DataLoader (got "
+                                         f"{arguments.shown(validation_data)})")
+                validation_data = (validation_data, None)
+            x_val, y_val = validation_data
+            val = arrays.by_block(self.graph, blocks, x_val, y_val, "fit validation_data")
+        stats = None if self.compiled is None else _stats(self.compiled)
+        return arrays.datasets(blocks, train_arrays, val, stats)
+
+    def _swap_in(self, handed: Mapping[str, Dataset], batch_size: int | None) -> None:
+        """A compiled model fits on the new arrays: they replace its data blocks' datasets
+        (scaled with its statistics, on its device, in its dtype)."""
+        c = self._ready()
+        for node, ds in handed.items():
+            old = c.datasets[node]
+            c.datasets[node] = ds.astype(_float_dtype(old)).to(c.device)
+        if batch_size is not None:
+            for ds in c.datasets.values():
+                ds.batch_size = batch_size
 
     # -- using it ------------------------------------------------------------------------
 
@@ -128,14 +234,35 @@ class Model:
         takes: input columns in order, text as category codes (`predict.table_rows`)."""
         return predict.table_rows(self._ready(), rows, port)
 
-    def evaluate(self, split: str = "test") -> dict[str, Any]:
-        """Mean losses and metric values over `split`, in eval mode; streamed data is read
-        without random augmentation, the training split too."""
+    def evaluate(self, split: str = "test", *, x: Any = None, y: Any = None) -> dict[str, Any]:
+        """Mean losses and metric values over `split`, in eval mode, or over your own
+        data `x` and `y` (as `fit` takes them, scaled with the model's statistics);
+        streamed data is read without random augmentation, the training split too."""
         c = self._ready()
+        if x is not None or y is not None:
+            if x is None or (y is None and not _torch_data(x)):
+                raise NodegraphError("evaluate(x=..., y=...): give the inputs and their "
+                                     "targets")
+            blocks = arrays.data_blocks(self.graph)
+            handed = arrays.datasets(blocks, arrays.by_block(self.graph, blocks, x, y,
+                                                             "evaluate"),
+                                     stats=_stats(c), split="test")
+            kept = {node: c.datasets[node] for node in handed}
+            try:
+                self._swap_in(handed, None)
+                return self._evaluate(c, "test")
+            finally:
+                c.datasets.update(kept)
+        if not isinstance(split, str):
+            raise NodegraphError(f"evaluate() takes a split's name, or x= and y= (got "
+                                 f"{arguments.shown(split)}: give arrays as x=..., y=...)")
         if split not in predict.SPLITS:
             raise NodegraphError(f"split '{split}': use one of {', '.join(predict.SPLITS)}")
         if not any(ds.has(split) for ds in c.datasets.values()):
             raise NodegraphError(f"the graph's data has no '{split}' split")
+        return self._evaluate(c, split)
+
+    def _evaluate(self, c: Compiled, split: str) -> dict[str, Any]:
         # streamed data without random augmentation (the training split read as val is)
         return Trainer(c, self._options(), Emitter(), RunControl(), None).evaluate(
             split, plain=True)
@@ -208,12 +335,14 @@ class Model:
         return training_options(self.graph, epochs=0)
 
 
-def fit(graph: Graph, epochs: int | None = None, *, callbacks: Iterable[Callback] = (),
-        **options: Any) -> Model:
+def fit(graph: Graph, x: Any = None, y: Any = None, **options: Any) -> Model:
     """Compile and train `graph`, and return the trained `Model` (continue it with
-    `model.fit(epochs=N)`). `options` are `nodegraph.train`'s."""
+    `model.fit(epochs=N)`). `x`, `y` and `options` are `Model.fit`'s: your own arrays,
+    epochs, batch_size, validation_data, class_weight, metrics, callbacks, and
+    `nodegraph.train`'s options."""
+    graph = arguments.need_graph("fit", graph)
     model = Model(graph)
-    model.fit(epochs, callbacks=callbacks, **options)
+    model.fit(x, y, **options)
     return model
 
 
@@ -234,7 +363,13 @@ def load_model(path: str | Path, *, trust: bool = False, device: str | None = No
     lets its graph import the modules outside the allowlist it names (as `--trust`);
     `max_bytes` bounds what one tensor member may unpack to (the graph bounds it first:
     the file is held to the compiled graph's shapes before its data is read)."""
-    return modelfile.read(Path(path), Model, trust=trust, device=device, max_bytes=max_bytes)
+    if not isinstance(path, str | Path):
+        raise NodegraphError(f"load_model() takes the path of a saved model (got "
+                             f"{arguments.shown(path)})")
+    # a data.Arrays block holds no data of its own: a placeholder of its declared shapes
+    with given.placeholders():
+        return modelfile.read(Path(path), Model, trust=trust, device=device,
+                              max_bytes=max_bytes)
 
 
 class _Carry(Callback):
@@ -270,6 +405,25 @@ class _Keep(Callback):
         m.global_step = trainer.state.global_step
         m.generators = generators.capture(trainer.shuffle_rng)
         m.callback_states = callback_states(trainer.callbacks.all, plain=False)
+
+
+def _stats(c: Compiled) -> dict[str, dict[str, dict[str, torch.Tensor]]]:
+    """The data blocks' fitted scaling: new arrays are scaled as training's were."""
+    return {node: ds.normalization for node, ds in c.datasets.items()}
+
+
+def _float_dtype(ds: Any) -> torch.dtype:
+    """The floating dtype a compiled dataset holds its inputs in (float32 when none)."""
+    if not getattr(ds, "streamed", False):
+        for part in ds._split.values():
+            for t in part.values():
+                if t.is_floating_point():
+                    return t.dtype
+    return torch.float32
+
+
+def _torch_data(value: Any) -> bool:
+    return isinstance(value, torch.utils.data.Dataset | torch.utils.data.DataLoader)
 
 
 def _last_loss(model: Model) -> str:

@@ -146,6 +146,8 @@ def _user_inputs(c: Compiled, data: Any) -> dict[Key, torch.Tensor]:
         out = {}
         for key, value in data.items():
             node, _, port = str(key).rpartition(".") if isinstance(key, str) else key
+            if not node and len(c.datasets) == 1:  # a port of the one data block
+                node = next(iter(c.datasets))
             if not node:
                 raise NodegraphError(f"input {key!r}: name it 'node.port', e.g. 'data.x'")
             out[(node, port)] = _value(c, (node, port), value)
@@ -182,7 +184,59 @@ def _value(c: Compiled, key: Key, value: Any) -> torch.Tensor:
     if isinstance(value, str | Path):
         raise NodegraphError(f"input {name}: '{value}' is a file, but '{key[0]}' reads no "
                              "images; give an array of raw values")
-    return _tensor(preprocess.table_array(c, key, value), name)
+    if isinstance(value, torch.utils.data.Dataset | torch.utils.data.DataLoader):
+        value = _torch_inputs(value, name)
+    if _is_frame(value) and preprocess.table_input(c, key) is None:
+        value = np.array(value.to_numpy())  # a table block picks its columns by name itself
+    t = _tensor(preprocess.table_array(c, key, value), name)
+    return t if image is not None else _checked(c, key, t)
+
+
+def _checked(c: Compiled, key: Key, t: torch.Tensor) -> torch.Tensor:
+    """`t` if its samples have the shape the data block's port gives the model ((N,) read
+    as (N, 1) where that is it), else an error naming the block, the port, both shapes."""
+    meta = c.report.outputs.get(key)
+    if meta is None or t.ndim == 0:
+        return t
+    want = tuple(meta.shape[1:])
+    if tuple(t.shape[1:]) != want and t.ndim == 1 and want == (1,):
+        t = t.reshape(-1, 1)
+    if tuple(t.shape[1:]) != want:
+        spec = c.report.specs.get(key[0])
+        block = f"{spec.id} '{key[0]}'" if spec is not None else f"'{key[0]}'"
+        raise NodegraphError(f"predict: {block} port '{key[1]}': the model takes samples "
+                             f"shaped {_shape(want)}, got {_shape(t.shape[1:])} (the array "
+                             f"is {_shape(t.shape)})")
+    return t
+
+
+def _shape(shape: Any) -> str:
+    dims = [str(int(d)) for d in shape]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _is_frame(value: Any) -> bool:
+    return type(value).__module__.startswith("pandas") and hasattr(value, "to_numpy")
+
+
+def _torch_inputs(data: Any, name: str) -> torch.Tensor:
+    """A torch Dataset's or DataLoader's inputs, read whole: the first item of each
+    sample (x of (x, y)), or the sample itself."""
+    loader = data if isinstance(data, torch.utils.data.DataLoader) else \
+        torch.utils.data.DataLoader(data, batch_size=256, shuffle=False)
+    parts = []
+    for batch in loader:
+        if isinstance(batch, Mapping):
+            batch = batch.get("x", batch.get(name.rpartition(".")[2]))
+        elif isinstance(batch, list | tuple):
+            batch = batch[0]
+        if not isinstance(batch, torch.Tensor):
+            raise NodegraphError(f"input {name}: a torch dataset's samples must be x, (x, y) "
+                                 "or {'x': ...}")
+        parts.append(batch)
+    if not parts:
+        raise NodegraphError(f"input {name}: the torch dataset holds no samples")
+    return torch.cat(parts)
 
 
 def _tensor(value: Any, name: Any) -> torch.Tensor:

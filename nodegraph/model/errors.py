@@ -89,8 +89,66 @@ def first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
+# In IPython and Jupyter a NodegraphError shows its message, where in the graph, and the
+# line of the cell that raised it, not the frames inside nodegraph: the message says all a
+# user can act on. False shows the whole traceback again.
+SHORT_TRACEBACKS = True
+
+
 class NodegraphError(Exception):
     """Base of every error a user can cause; its message is meant to be shown as it is."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook for an exception's display: the message, the node and port it
+        names, the user's own line (the whole traceback when SHORT_TRACEBACKS is off)."""
+        if not SHORT_TRACEBACKS:
+            return _full_traceback(self)
+        red, plain = "\x1b[0;31m", "\x1b[0m"
+        lines = str(self).splitlines() or [""]
+        out = [f"{red}{type(self).__name__}{plain}: {lines[0]}", *lines[1:]]
+        where = [f"{k} '{v}'" for k, v in (("node", getattr(self, "node", None)),
+                                           ("port", getattr(self, "port", None)))
+                 if isinstance(v, str) and f"'{v}'" not in str(self)]
+        if where:
+            out.append("at " + ", ".join(where))
+        frame = _callers_line(self.__traceback__)
+        if frame:
+            out.append(frame)
+        out.append("(nodegraph.model.errors.SHORT_TRACEBACKS = False shows the whole "
+                   "traceback)")
+        return out
+
+
+def _full_traceback(e: BaseException) -> list[str]:
+    """IPython's own traceback of `e`, or Python's where IPython is not running it."""
+    import sys
+    import traceback
+
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if shell is not None:
+        return shell.InteractiveTB.structured_traceback(type(e), e, e.__traceback__)
+    return traceback.format_exception(type(e), e, e.__traceback__)
+
+
+def _callers_line(tb) -> str:
+    """'raised by: <file>:<line>: <code>' for the last frame outside nodegraph, nodes and
+    the standard library (the notebook cell's line), or ''."""
+    import linecache
+    import os
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ours = (package + os.sep, os.path.join(os.path.dirname(package), "nodes") + os.sep)
+    found = ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if not path.startswith(ours):
+            text = linecache.getline(code.co_filename, tb.tb_lineno,
+                                     tb.tb_frame.f_globals).strip()
+            if text and "site-packages" not in path and "/lib/python" not in path:
+                found = f"raised by: {code.co_filename}:{tb.tb_lineno}: {text}"
+        tb = tb.tb_next
+    return found
 
 
 class Unexportable(NodegraphError):
@@ -136,3 +194,27 @@ class NodeRuntimeError(NodegraphError):
         self.hint = hint
         where = f"node '{node}': " if node else ""
         super().__init__(f"{where}{message}" + (f" (hint: {hint})" if hint else ""))
+
+
+def shown(value: object) -> str:
+    """`str 'x.json'`, `int 3`, `list`: a value's type and, when short and plain, the value,
+    for an error that says what a function got."""
+    kind = type(value).__name__
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return f"{kind} {repr(value)[:60]}"
+    if type(value).__module__.startswith("pathlib"):
+        return f"{kind} {str(value)[:60]!r}"
+    return kind
+
+
+def not_a_graph(function: str, value: object) -> NodegraphError:
+    """The error of a public function given something other than a Graph, saying how to
+    get one from what was given."""
+    hint = ""
+    if isinstance(value, str) or type(value).__module__.startswith("pathlib"):
+        hint = ": load it with nodegraph.load"
+        if str(value).endswith(".ngz"):
+            hint = ": a saved model loads with nodegraph.load_model"
+    elif type(value).__name__ == "Model":
+        hint = ": a Model's graph is model.graph"
+    return NodegraphError(f"{function}() needs a Graph (got {shown(value)}{hint})")

@@ -493,11 +493,23 @@ class Graph:
 
     # -- training settings, UI data, ties and groups --------------------------------------
 
-    def set_training(self, key: str, value: Any) -> None:
-        """Set a training setting (epochs, seed, device, ...); None removes it. Values are
-        kept as given: `nodegraph.check` reports a bad one, as it does a file's."""
-        _put(self._training, _key(key, "training setting"), value)
-        self.events.emit(GraphChanged("training_changed", name=key, value=value))
+    def set_training(self, key: str | None = None, value: Any = _MISSING,
+                     **settings: Any) -> None:
+        """Set training settings: `set_training(epochs=50, patience=5)`, or one pair
+        `set_training("epochs", 50)`; None removes one. Values are kept as given:
+        `nodegraph.check` reports a bad one, as it does a file's (one event each)."""
+        if key is not None:
+            if value is _MISSING:
+                raise TypeError(f"set_training({key!r}) needs its value: "
+                                f"set_training({key!r}, value) or set_training({key}=value)")
+            if key in settings:
+                raise TypeError(f"set_training: '{key}' is given twice")
+            settings = {key: value, **settings}
+        elif value is not _MISSING:
+            raise TypeError("set_training(value=...) needs its key: set_training(name=value)")
+        for name, v in settings.items():
+            _put(self._training, _key(name, "training setting"), v)
+            self.events.emit(GraphChanged("training_changed", name=name, value=v))
 
     def update_training(self, settings: Mapping[str, Any] = MappingProxyType({}),
                         **more: Any) -> None:

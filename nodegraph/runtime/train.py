@@ -33,7 +33,12 @@ import torch
 from nodegraph.kinds import write_confine
 from nodegraph.kinds.estimator import fit_estimators
 from nodegraph.model import outputs, settings
-from nodegraph.model.errors import NodegraphError, NodeRuntimeError, ValidationError
+from nodegraph.model.errors import (
+    NodegraphError,
+    NodeRuntimeError,
+    ValidationError,
+    not_a_graph,
+)
 from nodegraph.model.events import (
     Emitter,
     EpochEnded,
@@ -194,6 +199,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
     whole epoch (the stopped epoch's steps are undone: `nodegraph.runtime.epoch_start`).
     A fresh run seeds torch (at the compile), numpy's and Python's generators from the
     run's seed."""
+    if not isinstance(graph, Graph):
+        raise not_a_graph("train", graph)
     shown = None
     if progress:  # a bad choice fails before the compile
         from nodegraph.runtime.callbacks.progress import mode_of

@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nodegraph.kinds import gate
-from nodegraph.kinds.dataset import DataParams
+from nodegraph.kinds import gate, given
+from nodegraph.kinds.datameta import sized
+from nodegraph.kinds.dataset import DataParams, from_arrays
 from nodegraph.kinds.streamed import StreamScript
 from nodegraph.model.errors import NodegraphError
 from nodes.data import _files as files
@@ -209,3 +210,44 @@ def streamed_mnist(p: MNISTParams, read_labels):
         parts["test"] = rows(p.test_images, p.test_labels, "test")
     ports = {"x": (shape, torch.float32), "y": ((), torch.int64)}
     return streamed(parts, ports, p, iterate(parts["train"]))
+
+
+# -- data.Arrays: inputs declared by shape, the arrays handed in from Python ---------------
+
+class ArraysParams(DataParams):
+    x_shape: list[int]
+    y_shape: list[int]
+    target_kind: str
+
+
+def arrays_ports(p: ArraysParams) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """The ports' sample shapes and dtypes as the params declare them."""
+    bad = [d for d in (*p.x_shape, *p.y_shape) if d < 1]
+    if not p.x_shape or bad:
+        raise NodegraphError("x_shape must give the size of each dimension of one sample "
+                             f"(at least one, each >= 1), got {list(p.x_shape)}")
+    y = torch.int64 if p.target_kind == "class" else torch.float32
+    return {"x": (tuple(p.x_shape), torch.float32), "y": (tuple(p.y_shape), y)}
+
+
+_NUMPY = {torch.float32: np.float32, torch.int64: np.int64}
+
+
+def arrays(p: ArraysParams):
+    """Without arrays handed in there is nothing to read: the graph's data come from
+    `nodegraph.fit(graph, x=..., y=...)` (`nodegraph.kinds.given`)."""
+    ports = arrays_ports(p)
+    if given.placeholders_wanted():  # a saved model loading: its shapes, no data
+        return from_arrays({k: np.zeros((2, *shape), _NUMPY[dtype])
+                            for k, (shape, dtype) in ports.items()},
+                           dict(p, val_fraction=0.0, test_fraction=0.0, folds=0,
+                                split="random"))
+    raise NodegraphError("data.Arrays holds no data of its own: it takes arrays from Python, "
+                         "nodegraph.fit(graph, x=..., y=...) (or give the graph a data block "
+                         "that reads files to run it from the command line)")
+
+
+def arrays_meta(p: ArraysParams):
+    """Shapes from the params, like keras.Input(shape=...): one batch of samples, so the
+    graph validates (and shows its shapes in the editor) before any array is given."""
+    return sized(arrays_ports(p), max(p.batch_size, 1) * 4, p)

@@ -35,7 +35,14 @@ from nodegraph.model.spec import (
 from nodes.data import _files as files
 from nodes.data import _recipes as recipes
 from nodes.data import _synthetic as syn
-from nodes.data._arrays import MNISTParams, NumPyParams, streamed_mnist, streamed_numpy
+from nodes.data._arrays import (
+    MNISTParams,
+    NumPyParams,
+    arrays,
+    arrays_meta,
+    streamed_mnist,
+    streamed_numpy,
+)
 from nodes.data._images import resize, to_layout
 from nodes.data._streaming import mark
 
@@ -755,6 +762,19 @@ _files = [
                  str_param("y_key", "y", "name of the y array inside an .npz"),
                  TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.2)],
          keywords=("file", "npy", "npz", "arrays", "memmap")),
+    data("data.Arrays",
+         "Inputs declared by shape, the arrays given from Python: nodegraph.fit(g, x=X, y=Y).\n\n"
+         "Like keras.Input(shape=...): x_shape is one sample's shape (without the batch "
+         "dimension), y_shape one target's ([] for one class index or value per sample). "
+         "The graph validates and shows its shapes from these; the data come with fit, "
+         "evaluate and predict, split, scaled and batched by the params below.",
+         arrays, **XY, meta=arrays_meta,
+         params=[Param("x_shape", "ints", doc="the shape of one input sample, e.g. [2] "
+                       "or [1, 28, 28] (required, as keras.Input's shape)"),
+                 Param("y_shape", "ints", [], "the shape of one target ([] for one class "
+                       "index or one value per sample)"),
+                 TARGET_KIND, *data_params(val_fraction=0.0)],
+         keywords=("input", "placeholder", "numpy", "arrays", "python", "keras")),
     data("data.MNIST",
          "Images and labels from IDX files, the format MNIST is distributed in.\n\n"
          "Reads the idx3-ubyte images and idx1-ubyte labels (gzipped or not) you have on "
