@@ -18,6 +18,7 @@ it to that.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import threading
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.check import eager
 from nodegraph.kinds import write_confine
 from nodegraph.kinds.estimator import fit_estimators
 from nodegraph.model import outputs, settings
@@ -246,7 +248,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         torch.manual_seed(opts.seed + group.rank)  # same weights everywhere, own dropout masks
     choice = cpu_threads.choose(compiled, opts.threads)
     events.emit(Message(f"using {choice.text}"))
-    with cpu_threads.using(choice.threads):
+    untraced = eager.untraced() if opts["compile"] == "off" else contextlib.nullcontext()
+    with cpu_threads.using(choice.threads), untraced:  # nothing compiled: no torch._dynamo
         return Trainer(compiled, opts, events, control or RunControl(),
                        Path(checkpoint_dir) if checkpoint_dir else None, group,
                        callbacks).run(resume)
@@ -296,6 +299,9 @@ class Trainer:
             self.run_plan = self.ddp.wrap(compiled)
         if opts["compile"] != "off":
             self.run_plan = compiled_or_eager(self.run_plan, opts["compile"], events)
+        # each optimizer's step; uncompiled, without the torch._dynamo import torch's makes
+        self.steps = {o.node: o.optimizer.step if opts["compile"] != "off"
+                      else eager.stepper(o.optimizer) for o in compiled.optimizers}
         self.shuffle_rng = torch.Generator().manual_seed(opts["seed"])
         feeding.prepare(compiled.datasets, opts, compiled.device, group,
                         lambda text: events.emit(Message(text)))
@@ -512,6 +518,7 @@ class Trainer:
     def step(self, o: OptimizerRun, values: dict) -> None:
         """One optimizer's step on a batch (`values` gains every output computed)."""
         run, plan, optimizer, scale = self.run_plan, o.plan, o.optimizer, self.scale
+        optimizer_step = self.steps[o.node]
         if o.closure:
             def closure(backward: bool = True):
                 # backward=False hands a solver the loss with its graph, to differentiate itself
@@ -523,14 +530,14 @@ class Trainer:
                         if o.clip is not None:
                             torch.nn.utils.clip_grad_norm_(o.params, o.clip)
                 return loss
-            optimizer.step(closure)
+            optimizer_step(closure)
         else:
             loss = run(plan, values)[o.loss_key]
             optimizer.zero_grad(set_to_none=True)
             (loss * scale if scale != 1.0 else loss).backward()
             if o.clip is not None:
                 torch.nn.utils.clip_grad_norm_(o.params, o.clip)
-            optimizer.step()
+            optimizer_step()
         if o.per_step and o.scheduler is not None:
             o.scheduler.step()
 
