@@ -62,6 +62,7 @@ from nodegraph.runtime.callbacks import (
     WeightSnapshots,
 )
 from nodegraph.runtime.callbacks.fallback import compiled_or_eager
+from nodegraph.runtime.callbacks.monitor import lookup
 from nodegraph.runtime.callbacks.parallel import DataParallel
 from nodegraph.runtime.callbacks.probing import output_ports
 from nodegraph.runtime.callbacks.stages import stages_of
@@ -401,7 +402,7 @@ class Trainer:
         state.train, state.val = train_stats, (self.evaluate("val") if self.has_val else {})
         for o in self.active:
             if o.scheduler is not None and not o.per_step:
-                o.scheduler.step()
+                self._step_schedule(o)
         hooks.on_validation_end(self)  # the monitor; the best weights
         entry: dict[str, Any] = {"epoch": state.epoch, "train": state.train, "val": state.val,
                  "lr": {o.node: o.optimizer.param_groups[0]["lr"] for o in self.active},
@@ -415,6 +416,22 @@ class Trainer:
         self.events.emit(EpochEnded(state.epoch, state.last, state.train, state.val,
                                     entry["lr"], entry["seconds"], state.improved))
         hooks.on_epoch_end(self)  # snapshots, early stopping, checkpoints
+
+    def _step_schedule(self, o: OptimizerRun) -> None:
+        """Advance an epoch schedule; one that watches a number (ReduceLROnPlateau) is
+        stepped with it (`monitor`, or the run's monitored number)."""
+        watched = getattr(o.scheduler, "monitor", None)
+        if watched is None:
+            o.scheduler.step()
+            return
+        key = watched or self.monitor.key
+        value = lookup(key, self.state.train, self.state.val)
+        if value is None:
+            known = [f"train.{k}" for k in self.state.train] + [
+                f"val.{k}" for k in self.state.val]
+            raise NodegraphError(f"schedule '{o.schedule_node}' watches {key}, which this "
+                                 f"run does not report (it has: {', '.join(known)})")
+        o.scheduler.step(value)
 
     def _roll_back(self, said: str) -> None:
         """After a stop: when an epoch was under way (not yet in the history), go back to
