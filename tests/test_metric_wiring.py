@@ -4,9 +4,8 @@ and reported in the history under the metric's name."""
 from __future__ import annotations
 
 import pytest
-from sklearn import metrics as skm
-
 import torch
+from sklearn import metrics as skm
 
 import nodegraph
 from nodegraph.interop.metric_wiring import wire_metrics
