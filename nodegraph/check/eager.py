@@ -47,6 +47,11 @@ def untraced() -> Iterator[None]:
                 delattr(method, _CACHE)
 
 
+def _code_name(function: Any) -> str | None:
+    code = getattr(function, "__code__", None)
+    return None if code is None else code.co_name
+
+
 def stepper(optimizer: torch.optim.Optimizer) -> Callable[..., Any]:
     """`optimizer.step`, minus the `import torch._dynamo` torch's step makes on every call.
 
@@ -61,10 +66,7 @@ def stepper(optimizer: torch.optim.Optimizer) -> Callable[..., Any]:
     outer = type(optimizer).step
     inner = getattr(outer, "__wrapped__", None)
     raw = getattr(inner, "__wrapped__", None)
-    if (raw is None or getattr(outer, "__code__", None) is None
-            or outer.__code__.co_name != "wrapper"
-            or getattr(inner, "__code__", None) is None
-            or inner.__code__.co_name != "_use_grad"):
+    if raw is None or _code_name(outer) != "wrapper" or _code_name(inner) != "_use_grad":
         return optimizer.step
     real = optimizer.step
     differentiable = bool(optimizer.defaults.get("differentiable", False))
