@@ -150,6 +150,38 @@ def _cosine(p: CosineParams, opt) -> LRScheduler:
     return torch.optim.lr_scheduler.CosineAnnealingLR(opt, p.t_max, p.eta_min)
 
 
+class Plateau(torch.optim.lr_scheduler.ReduceLROnPlateau):
+    """torch's ReduceLROnPlateau, told which of the epoch's numbers it watches: the trainer
+    steps it with that number (`monitor`; empty: the run's monitored number)."""
+
+    def __init__(self, optimizer, monitor: str, **kwargs: Any):
+        super().__init__(optimizer, **kwargs)
+        self.monitor = monitor
+
+
+class PlateauParams(ScheduleParams):
+    monitor: str
+    mode: Literal["min", "max"]
+    factor: float
+    patience: int
+    cooldown: int
+    min_lr: float
+    threshold: float
+    threshold_mode: Literal["rel", "abs"]
+
+
+def _plateau(p: PlateauParams, opt) -> Plateau:
+    if p.interval != "epoch":
+        raise ParamError("ReduceLROnPlateau watches a number computed once per epoch: set "
+                         "interval to epoch")
+    if p.monitor and p.monitor.partition(".")[0] not in ("train", "val"):
+        raise ParamError(f"monitor names a number as split.name (val.loss, "
+                         f"train.accuracy), got {p.monitor!r}")
+    return Plateau(opt, p.monitor, mode=p.mode, factor=p.factor, patience=p.patience,
+                   cooldown=p.cooldown, min_lr=p.min_lr, threshold=p.threshold,
+                   threshold_mode=p.threshold_mode)
+
+
 BLOCKS = [
     _schedule("Step",
               "Multiply the learning rate by `gamma` every `step_size` epochs (or steps).",
@@ -229,4 +261,27 @@ BLOCKS = [
                Param("values", "floats", [0.1, 0.01], "the rates, one more than boundaries",
                      min=0)],
               keywords=("piecewise constant", "multistep", "decay")),
+    _schedule("ReduceLROnPlateau",
+              "Multiply the learning rate by `factor` when a number stops improving.\n\n"
+              "torch's ReduceLROnPlateau, stepped after each epoch's validation with the "
+              "number `monitor` names (val.loss, val.accuracy, ...; empty: the run's "
+              "monitored number, training.monitor or val.loss). After `patience` epochs "
+              "without an improvement beyond `threshold` the rate drops, then waits "
+              "`cooldown` epochs before watching again; it never goes below `min_lr`.",
+              _plateau,
+              [Param("monitor", "str", "", "the number watched, split.name; empty: the "
+                     "run's monitored number"),
+               choice_param("mode", ("min", "max"), "min",
+                            "min: lower is better (a loss); max: higher (an accuracy)"),
+               float_param("factor", 0.1, "the rate is multiplied by this on a plateau",
+                           min=0, max=1),
+               int_param("patience", 10, "epochs without improvement before a drop", min=0),
+               int_param("cooldown", 0, "epochs to wait after a drop", min=0),
+               float_param("min_lr", 0.0, "the lowest rate", min=0),
+               float_param("threshold", 1e-4, "the least change that counts as an "
+                           "improvement", min=0),
+               choice_param("threshold_mode", ("rel", "abs"), "rel",
+                            "threshold relative to the best value, or absolute")],
+              keywords=("plateau", "reduce on plateau", "adaptive", "decay"),
+              search=Search(words=("plateau", "reducelronplateau"))),
 ]

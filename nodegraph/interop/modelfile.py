@@ -45,7 +45,6 @@ from safetensors.torch import save as save_tensors
 
 from nodegraph.interop import modelfile_archive as archive
 from nodegraph.interop import modelfile_run
-from nodegraph.interop.export.weights import load_weights
 from nodegraph.kinds.estimator import estimator_steps, fit_estimators
 from nodegraph.model import allowlist, fileformat
 from nodegraph.model.errors import NodegraphError, ValidationError, first_line
@@ -125,6 +124,8 @@ def read(path: Path, make: Any, *, trust: bool = False, device: str | None = Non
                                            _weight_spec(compiled), max_bytes)
             state = archive.read_tensors(path, zf, infos["state.safetensors"],
                                          _state_spec(compiled), max_bytes)
+    from nodegraph.interop.export.weights import load_weights  # not at import: the exports
+
     load_weights(compiled, weights, f"{path}:model.safetensors")
     try:
         saved = {name: checkpoint._join_optimizer_state(name, meta, state)

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from nodegraph.check import eager
 from nodegraph.check.validate import Report, check
 from nodegraph.kinds import devices, dtypes
 from nodegraph.kinds.classes import LabelError, name_label
@@ -389,7 +390,8 @@ def _tie(graph: Graph, steps: dict[str, Step]) -> None:
 def _built(node: str, spec, params: dict, target: Any):
     """`spec.build(params, target)`, a refusal reported on its node, not as a bare exception."""
     try:
-        return spec.build(params, target)
+        with eager.untraced():  # building traces nothing: no torch._dynamo import
+            return spec.build(params, target)
     except NodegraphError:
         raise
     except Exception as e:

@@ -18,6 +18,7 @@ it to that.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import threading
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.check import eager
 from nodegraph.kinds import write_confine
 from nodegraph.kinds.estimator import fit_estimators
 from nodegraph.model import outputs, settings
@@ -65,6 +67,7 @@ from nodegraph.runtime.callbacks import (
     WeightSnapshots,
 )
 from nodegraph.runtime.callbacks.fallback import compiled_or_eager
+from nodegraph.runtime.callbacks.monitor import lookup
 from nodegraph.runtime.callbacks.parallel import DataParallel
 from nodegraph.runtime.callbacks.probing import output_ports
 from nodegraph.runtime.callbacks.stages import stages_of
@@ -253,7 +256,8 @@ def train(graph: Graph, *, epochs: int | None = None, seed: int | None = None,
         torch.manual_seed(opts.seed + group.rank)  # same weights everywhere, own dropout masks
     choice = cpu_threads.choose(compiled, opts.threads)
     events.emit(Message(f"using {choice.text}"))
-    with cpu_threads.using(choice.threads):
+    untraced = eager.untraced() if opts["compile"] == "off" else contextlib.nullcontext()
+    with cpu_threads.using(choice.threads), untraced:  # nothing compiled: no torch._dynamo
         return Trainer(compiled, opts, events, control or RunControl(),
                        Path(checkpoint_dir) if checkpoint_dir else None, group,
                        callbacks).run(resume)
@@ -303,6 +307,9 @@ class Trainer:
             self.run_plan = self.ddp.wrap(compiled)
         if opts["compile"] != "off":
             self.run_plan = compiled_or_eager(self.run_plan, opts["compile"], events)
+        # each optimizer's step; uncompiled, without the torch._dynamo import torch's makes
+        self.steps = {o.node: o.optimizer.step if opts["compile"] != "off"
+                      else eager.stepper(o.optimizer) for o in compiled.optimizers}
         self.shuffle_rng = torch.Generator().manual_seed(opts["seed"])
         feeding.prepare(compiled.datasets, opts, compiled.device, group,
                         lambda text: events.emit(Message(text)))
@@ -402,7 +409,7 @@ class Trainer:
         state.train, state.val = train_stats, (self.evaluate("val") if self.has_val else {})
         for o in self.active:
             if o.scheduler is not None and not o.per_step:
-                o.scheduler.step()
+                self._step_schedule(o)
         hooks.on_validation_end(self)  # the monitor; the best weights
         entry: dict[str, Any] = {"epoch": state.epoch, "train": state.train, "val": state.val,
                  "lr": {o.node: o.optimizer.param_groups[0]["lr"] for o in self.active},
@@ -416,6 +423,22 @@ class Trainer:
         self.events.emit(EpochEnded(state.epoch, state.last, state.train, state.val,
                                     entry["lr"], entry["seconds"], state.improved))
         hooks.on_epoch_end(self)  # snapshots, early stopping, checkpoints
+
+    def _step_schedule(self, o: OptimizerRun) -> None:
+        """Advance an epoch schedule; one that watches a number (ReduceLROnPlateau) is
+        stepped with it (`monitor`, or the run's monitored number)."""
+        watched = getattr(o.scheduler, "monitor", None)
+        if watched is None:
+            o.scheduler.step()
+            return
+        key = watched or self.monitor.key
+        value = lookup(key, self.state.train, self.state.val)
+        if value is None:
+            known = [f"train.{k}" for k in self.state.train] + [
+                f"val.{k}" for k in self.state.val]
+            raise NodegraphError(f"schedule '{o.schedule_node}' watches {key}, which this "
+                                 f"run does not report (it has: {', '.join(known)})")
+        o.scheduler.step(value)
 
     def _roll_back(self, said: str) -> None:
         """After a stop: when an epoch was under way (not yet in the history), go back to
@@ -519,6 +542,7 @@ class Trainer:
     def step(self, o: OptimizerRun, values: dict) -> None:
         """One optimizer's step on a batch (`values` gains every output computed)."""
         run, plan, optimizer, scale = self.run_plan, o.plan, o.optimizer, self.scale
+        optimizer_step = self.steps[o.node]
         if o.closure:
             def closure(backward: bool = True):
                 # backward=False hands a solver the loss with its graph, to differentiate itself
@@ -530,14 +554,14 @@ class Trainer:
                         if o.clip is not None:
                             torch.nn.utils.clip_grad_norm_(o.params, o.clip)
                 return loss
-            optimizer.step(closure)
+            optimizer_step(closure)
         else:
             loss = run(plan, values)[o.loss_key]
             optimizer.zero_grad(set_to_none=True)
             (loss * scale if scale != 1.0 else loss).backward()
             if o.clip is not None:
                 torch.nn.utils.clip_grad_norm_(o.params, o.clip)
-            optimizer.step()
+            optimizer_step()
         if o.per_step and o.scheduler is not None:
             o.scheduler.step()
 

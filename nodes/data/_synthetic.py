@@ -79,22 +79,44 @@ def _shuffled(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Arrays:
     return x[order].astype(np.float32), y[order].astype(np.int64)
 
 
-def moons(n: int, noise: float, seed: int) -> Arrays:
-    """Two interleaved half circles of radius 1 (scikit-learn's make_moons): class 0 on
-    (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t), t in [0, π]."""
-    from sklearn import datasets as skd  # on first use: a second of start-up otherwise
-
-    x, y = skd.make_moons(n, noise=noise / 100.0 or None, random_state=seed)
+def _sklearn_order(x: np.ndarray, y: np.ndarray, noise: float, seed: int) -> Arrays:
+    """Shuffle, then jitter with std `noise`, as scikit-learn's make_moons and make_circles
+    do with `random_state=seed` (a legacy RandomState: shuffled indices, then normal draws):
+    the same numbers, without importing scikit-learn (a second of start-up)."""
+    rng = np.random.RandomState(seed)
+    order = np.arange(len(x))
+    rng.shuffle(order)
+    x, y = x[order], y[order]
+    if noise:
+        x = x + rng.normal(scale=noise, size=x.shape)
     return x.astype(np.float32), y.astype(np.int64)
+
+
+def _halves(n: int) -> tuple[int, int]:
+    return n // 2, n - n // 2
+
+
+def moons(n: int, noise: float, seed: int) -> Arrays:
+    """Two interleaved half circles of radius 1 (scikit-learn's make_moons, number for
+    number): class 0 on (cos t, sin t), class 1 on (1 - cos t, 0.5 - sin t), t in [0, π]."""
+    n_out, n_in = _halves(n)
+    t_out, t_in = np.linspace(0, np.pi, n_out), np.linspace(0, np.pi, n_in)
+    x = np.vstack([np.append(np.cos(t_out), 1 - np.cos(t_in)),
+                   np.append(np.sin(t_out), 1 - np.sin(t_in) - 0.5)]).T
+    y = np.hstack([np.zeros(n_out, dtype=np.int64), np.ones(n_in, dtype=np.int64)])
+    return _sklearn_order(x, y, noise / 100.0, seed)
 
 
 def circles(n: int, factor: float, noise: float, seed: int) -> Arrays:
-    """Two concentric circles (scikit-learn's make_circles): class 0 of radius 1,
-    class 1 of radius `factor`."""
-    from sklearn import datasets as skd
-
-    x, y = skd.make_circles(n, noise=noise / 100.0 or None, factor=factor, random_state=seed)
-    return x.astype(np.float32), y.astype(np.int64)
+    """Two concentric circles (scikit-learn's make_circles, number for number): class 0 of
+    radius 1, class 1 of radius `factor`."""
+    n_out, n_in = _halves(n)
+    t_out = np.linspace(0, 2 * np.pi, n_out, endpoint=False)
+    t_in = np.linspace(0, 2 * np.pi, n_in, endpoint=False)
+    x = np.vstack([np.append(np.cos(t_out), np.cos(t_in) * factor),
+                   np.append(np.sin(t_out), np.sin(t_in) * factor)]).T
+    y = np.hstack([np.zeros(n_out, dtype=np.int64), np.ones(n_in, dtype=np.int64)])
+    return _sklearn_order(x, y, noise / 100.0, seed)
 
 
 def blob_centres(k: int) -> np.ndarray:
