@@ -213,6 +213,10 @@ class GroupTabs(QTabWidget):
         if not nodes:
             w.notify("Select the nodes to group first.")
             return None
+        reason = doc.why_not_group(nodes)
+        if reason:  # before asking for a name the grouping could not use
+            w.notify(f"Cannot group: {reason}")
+            return None
         if name is None:
             taken = w.doc.graph.groups
             name = next(f"block_{i}" if i > 1 else "block" for i in range(1, 10_000)
