@@ -347,9 +347,14 @@ class GroupTabs(QTabWidget):
         if canvas is None or prefix is None:
             self.window_.inspector.set_document(self.current_doc())
         else:  # the body's ports show the shapes its wires show
-            self.window_.inspector.set_document(
-                self.current_doc(), lambda r, p=prefix: body_report(r, p),
-                lambda node, port, c=canvas: self._fed_shape(c, node, port))
+            body = canvas
+
+            def view(report: Report) -> Report:
+                return body_report(report, prefix)
+
+            def fed(node: str, port: str) -> str | None:
+                return self._fed_shape(body, node, port)
+            self.window_.inspector.set_document(self.current_doc(), view, fed)
         self._show_selection()
         self.focus_canvas()
 

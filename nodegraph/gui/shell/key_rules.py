@@ -82,8 +82,10 @@ def field_wants(widget: QWidget, event: QKeyEvent) -> bool | None:
             edit = line_edit_of(widget)
             if edit is not None:
                 return edit.isUndoAvailable() if _is(event, UNDO) else edit.isRedoAvailable()
-            doc = widget.document()  # type: ignore[attr-defined]  (a text box)
-            return doc.isUndoAvailable() if _is(event, UNDO) else doc.isRedoAvailable()
+            if isinstance(widget, QTextEdit | QPlainTextEdit):  # a text box
+                doc = widget.document()
+                return doc.isUndoAvailable() if _is(event, UNDO) else doc.isRedoAvailable()
+            return None
         if not event.modifiers() & MODIFIERS and (event.text().isprintable() and event.text()
                                                   or event.key() in EDITING_KEYS):
             return True  # letters, Delete, Backspace, Home: the field's (F5 still trains)
