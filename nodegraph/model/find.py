@@ -34,12 +34,17 @@ class Hit:
 
 def find(graph, text: str, limit: int = LIMIT) -> tuple[list[Hit], int]:
     """Nodes of `graph` (and of the groups its instances open) matching `text`, best
-    first, at most `limit` of them; and how many matched in all."""
+    first, at most `limit` of them; and how many matched in all. Text that starts a node's id
+lists the nodes by id only."""
     needle = text.strip().lower()
     if not needle:
         return [], 0
     hits: list[Hit] = []
     _walk(graph, graph, needle, (), hits, set())
+    if any(h.why in ("id", "id_prefix") for h in hits):
+        # the text names nodes by id (`conv2`): those are meant, not every Conv2d whose
+        # type happens to contain it
+        hits = [h for h in hits if h.why in ("id", "id_prefix", "id_part")]
     hits.sort(key=lambda h: (_RANK[h.why], len(h.path), len(h.node), h.path, h.node))
     return hits[:limit], len(hits)
 

@@ -47,7 +47,7 @@ from nodegraph.model.groupdefs import (
 __all__ = [  # the definitions are re-exported: callers import groups from one place
     "GROUP_NAME", "MAX_DEPTH", "MAX_NODES", "PREFIX", "SEP", "Flat", "GroupDef", "GroupError",
     "GroupRegistry", "Shipped", "definition", "flatten", "group_spec", "has_groups",
-    "import_group", "is_group", "make_group", "shipped_spec",
+    "group_loop", "import_group", "is_group", "make_group", "shipped_spec",
 ]
 
 
@@ -254,6 +254,12 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
     missing = chosen - set(graph.nodes)
     if missing:
         raise GraphError(f"no nodes {sorted(missing)} to group")
+    loop = group_loop(graph, node_ids)
+    if loop:  # checked before anything changes: a refused grouping leaves the graph whole
+        raise GraphError(f"grouping {', '.join(sorted(chosen))} would make a loop: "
+                         f"{' → '.join(loop)} leaves the group and comes back into it; add "
+                         f"{', '.join(n for n in loop if n not in chosen)} to the selection "
+                         "or group fewer nodes")
     body = Graph(name, graph.base_registry)
     for nid in node_ids:
         body.add_node(graph.nodes[nid], strict=False)
@@ -305,6 +311,34 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
     for e in outgoing:
         graph.connect((instance, out_port[e.source]), e.target)
     return instance
+
+
+def group_loop(graph, node_ids) -> list[str]:
+    """A path that leaves the chosen nodes and comes back into them (chosen, outside...,
+    chosen), or [] when there is none: one instance in their place would then feed itself."""
+    chosen = set(node_ids)
+    after: dict[str, list[str]] = {}
+    for e in graph.edges:
+        after.setdefault(e.src, []).append(e.dst)
+    came_from: dict[str, str] = {}
+    frontier = []
+    for start in (n for n in graph.nodes if n in chosen):  # graph order: the same path each time
+        for nxt in after.get(start, []):
+            if nxt not in chosen and nxt not in came_from:
+                came_from[nxt] = start
+                frontier.append(nxt)
+    while frontier:  # breadth first through outside nodes: the shortest way back in
+        node = frontier.pop(0)
+        for nxt in after.get(node, []):
+            if nxt in chosen:
+                path = [nxt, node]
+                while path[-1] in came_from:
+                    path.append(came_from[path[-1]])
+                return path[::-1]
+            if nxt not in came_from:
+                came_from[nxt] = node
+                frontier.append(nxt)
+    return []
 
 
 def _unique(base: str, taken: dict) -> str:

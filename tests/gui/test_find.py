@@ -84,3 +84,12 @@ def test_the_block_search_reaches_find(xor_window, qtbot):
     qtbot.keyClick(popup.edit, Qt.Key.Key_Return)
     assert w.finder.isVisible() and w.finder.edit.text() == "hidden"
     assert w.finder.hits[0].node == "hidden"
+
+
+def test_conv2_lists_the_nodes_named_so_not_every_conv2d():
+    g = Graph("convs")
+    for name in ("conv1", "conv2", "layer1_0_conv1", "layer1_0_conv2", "downsample"):
+        g.add("layers.Conv2d", name, out_channels=4, kernel_size=3)
+    hits = [(h.node, h.why) for h in find(g, "conv2")[0]]
+    assert hits == [("conv2", "id"), ("layer1_0_conv2", "id_part")]
+    assert {h.node for h in find(g, "Conv2d")[0]} == set(g.nodes)  # by type: every one

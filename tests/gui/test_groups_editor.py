@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QMouseEvent
 
 from nodegraph.model import fileformat
@@ -181,3 +182,22 @@ def test_a_groups_tab_shows_its_input_and_output_ports(xor_window):
     canvas.doc.rename(inner, "dense")  # the marks follow a rename
     assert "dense" in canvas.ports.header.text()
     assert canvas.ports.tags[0].parentItem() is canvas.scene.nodes["dense"]
+
+
+def test_the_inspector_in_a_groups_tab_shows_the_shapes_its_wires_show(xor_window, qtbot):
+    w = xor_window
+    w.validator.validate_now()
+    _group_hidden_layer(w)
+    w.validator.validate_now()
+    card = w.scene.nodes["block"]
+    mouse(w, QMouseEvent.Type.MouseButtonDblClick, card.sceneBoundingRect().center())
+    canvas = w.group_tabs.current_canvas()
+    for inner, wanted in (("hidden", ["(N, 2)", "(N, 4)"]), ("act", ["(N, 4)"])):
+        item = canvas.scene.nodes[inner]
+        at = item.mapToScene(item.boundingRect().center().x(), 12)
+        view = canvas.view
+        local = view.mapFromScene(at)
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=local)
+        assert canvas.scene.selected_node_ids() == [inner]
+        text = w.inspector.ports_label.text()
+        assert "?" not in text and all(s in text for s in wanted), text

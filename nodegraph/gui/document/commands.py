@@ -35,6 +35,8 @@ class Document(Protocol):
 
     def forget_positions(self, nodes: Iterable[str]) -> None: ...
 
+    def restore_positions(self, saved: dict | None) -> None: ...
+
     def put_notes(self, changes: dict[str, dict | None],
                   index: dict[str, int | None] | None = None) -> None: ...
 
@@ -42,6 +44,30 @@ class Document(Protocol):
 
 _UNSET = object()
 MERGE_PARAM = 1
+
+
+def _positions(graph: Graph) -> dict | None:
+    """The positions table as it is now (a copy): an undo puts it back verbatim, so an
+    undone move or delete gives back the file byte for byte (`[286, 10]` stays ints, the
+    keys keep their order)."""
+    table = graph.ui.get("positions")
+    return copy.deepcopy(table) if isinstance(table, dict) else None
+
+
+def _reorder(current: Mapping[str, Any], order: list[str], put: Any) -> None:
+    """Put the keys of `current` back in `order` (keys it lacks go last): `put(key, None)`
+    removes a key and `put(key, value)` appends it, as the graph's setters do. An undone
+    reset (the key removed, then set again) must not move the key to the end of the file."""
+    want = [k for k in order if k in current] + [k for k in current if k not in order]
+    have = list(current)
+    if have == want:
+        return
+    first = next(i for i, (a, b) in enumerate(zip(have, want, strict=True)) if a != b)
+    values = {k: current[k] for k in want[first:]}
+    for key in want[first:]:
+        put(key, None)
+    for key in want[first:]:
+        put(key, values[key])
 
 
 def _move_last_node_to(graph: Graph, index: int) -> None:
@@ -84,7 +110,7 @@ class RemoveNode(QUndoCommand):
         g = self.doc.graph
         index = list(g.nodes).index(self.node_id)
         edges = [(i, e) for i, e in enumerate(g.edges) if self.node_id in (e.src, e.dst)]
-        pos = g.ui.get("positions", {}).get(self.node_id)
+        pos = _positions(g)
         self.saved = (copy.deepcopy(g.node(self.node_id)), index, edges, pos, list(g.ties))
         g.remove(self.node_id)
         self.doc.forget_positions([self.node_id])
@@ -100,8 +126,7 @@ class RemoveNode(QUndoCommand):
             g.connect(e.source, e.target, strict=False)
             _move_last_edge_to(g, i)
         g.set_ties(ties)
-        if pos is not None:
-            self.doc.set_positions({self.node_id: tuple(pos)})
+        self.doc.restore_positions(pos)
 
 
 class Connect(QUndoCommand):
@@ -163,18 +188,27 @@ class SetParam(QUndoCommand):
         self.merge_key = merge_key
         old = doc.graph.node(node_id).params.get(name, _UNSET)
         self.old = old if old is _UNSET else copy.deepcopy(old)  # deepcopy would clone _UNSET
+        self.order = list(doc.graph.node(node_id).params)
 
-    def _apply(self, value: Any) -> None:
+    def _apply(self, value: Any, strict: bool = True) -> None:
         if value is _UNSET:
             self.doc.graph.reset_param(self.node_id, self.name)
-        else:
-            self.doc.graph.set_param(self.node_id, self.name, copy.deepcopy(value))
+        else:  # the old value goes back as it was (a file's int stays an int)
+            self.doc.graph.set_param(self.node_id, self.name, copy.deepcopy(value), strict)
 
     def redo(self) -> None:
         self._apply(self.value)
 
     def undo(self) -> None:
-        self._apply(self.old)
+        g = self.doc.graph
+        self._apply(self.old, strict=False)
+
+        def put(key: str, value: Any) -> None:
+            if value is None:
+                g.reset_param(self.node_id, key)
+            else:
+                g.set_param(self.node_id, key, value, strict=False)
+        _reorder(g.node(self.node_id).params, self.order, put)
 
     def id(self) -> int:
         return MERGE_PARAM
@@ -193,12 +227,15 @@ class Rename(QUndoCommand):
     def __init__(self, doc: Document, old: str, new: str):
         super().__init__(f"Rename {old} → {new}")
         self.doc, self.old, self.new = doc, old, new
+        self.positions: dict | None = None
 
     def redo(self) -> None:
+        self.positions = _positions(self.doc.graph)
         self.doc.graph.rename(self.old, self.new)
 
     def undo(self) -> None:
         self.doc.graph.rename(self.new, self.old)
+        self.doc.restore_positions(self.positions)  # the renamed key back in its place
 
 
 class MoveNodes(QUndoCommand):
@@ -208,12 +245,17 @@ class MoveNodes(QUndoCommand):
                  text: str = "Move"):
         super().__init__(text)
         self.doc, self.before, self.after = doc, dict(before), dict(after)
+        self.saved: dict | None = None
 
     def redo(self) -> None:
+        self.saved = _positions(self.doc.graph)
         self.doc.set_positions(self.after)
 
     def undo(self) -> None:
-        self.doc.set_positions(self.before)
+        if self.saved is None:  # not expected: the undo stack redoes a command first
+            self.doc.set_positions(self.before)
+            return
+        self.doc.restore_positions(self.saved)  # the file's own numbers, not the canvas's
 
 
 class SetUiValue(QUndoCommand):
@@ -223,6 +265,7 @@ class SetUiValue(QUndoCommand):
         super().__init__(text)
         self.doc, self.key, self.value = doc, key, copy.deepcopy(value)
         self.old = copy.deepcopy(doc.graph.ui.get(key))  # a copy of its own for undo
+        self.order = list(doc.graph.ui)
 
     def _write(self, value: Any) -> None:
         self.doc.graph.set_ui(self.key, copy.deepcopy(value))
@@ -232,6 +275,7 @@ class SetUiValue(QUndoCommand):
 
     def undo(self) -> None:
         self._write(self.old)
+        _reorder(self.doc.graph.ui, self.order, self.doc.graph.set_ui)
 
 
 class SetTraining(QUndoCommand):
@@ -241,12 +285,14 @@ class SetTraining(QUndoCommand):
         super().__init__(f"Set training {key}")
         self.doc, self.key, self.value = doc, key, value
         self.old = doc.training().get(key)
+        self.order = list(doc.training())
 
     def redo(self) -> None:
         self.doc.graph.set_training(self.key, self.value)
 
     def undo(self) -> None:
         self.doc.graph.set_training(self.key, self.old)
+        _reorder(self.doc.graph.training, self.order, self.doc.graph.set_training)
 
 
 class SetNotes(QUndoCommand):
@@ -288,8 +334,7 @@ class MakeGroup(QUndoCommand):
         self.saved = ([(order.index(n), copy.deepcopy(g.nodes[n])) for n in sorted(
                           chosen, key=order.index)],
                       [(i, e) for i, e in enumerate(g.edges) if {e.src, e.dst} & chosen],
-                      {n: list(positions[n]) for n in chosen if n in positions},
-                      list(g.ties))
+                      _positions(g), list(g.ties))
         groups.make_group(g, self.node_ids, self.name, self.instance)
         if self.defn is not None:  # an open tab and later commands edit this body object
             g.define_group(self.defn, replace=True)
@@ -312,4 +357,4 @@ class MakeGroup(QUndoCommand):
             g.connect(e.source, e.target, strict=False)
             _move_last_edge_to(g, i)
         g.set_ties(ties)  # those the grouping moved into the body or renamed
-        self.doc.set_positions({n: tuple(p) for n, p in positions.items()})
+        self.doc.restore_positions(positions)

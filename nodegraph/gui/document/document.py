@@ -9,6 +9,7 @@ from fresh ones.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from nodegraph.gui.document import commands as cmd
 from nodegraph.gui.document import reroute_points
 from nodegraph.gui.document.clipboard import Paste
 from nodegraph.gui.document.wiring import why_refused
-from nodegraph.model.errors import ParamError
+from nodegraph.model import groups
+from nodegraph.model.errors import GraphError, ParamError
 from nodegraph.model.graph import NODE_ID, Edge, Graph, Node
 
 
@@ -114,6 +116,18 @@ class Document(QObject):
 
     def forget_positions(self, nodes: Iterable[str]) -> None:
         self.graph.forget_positions(nodes)
+
+    def restore_positions(self, saved: dict | None) -> None:
+        """Put back a positions table an undo step kept, exactly (the file's numbers and key
+        order); tells the canvas of the cards that moved."""
+        before = self.positions()
+        table = copy.deepcopy(saved) if saved is not None else {}
+        self.graph.set_ui("positions", table)
+        moved = {n: (float(xy[0]), float(xy[1])) for n, xy in table.items()
+                 if before.get(n) != xy and isinstance(xy, list | tuple) and len(xy) == 2
+                 and all(isinstance(v, int | float) for v in xy)}
+        if moved:
+            self.positions_changed.emit(moved)
 
     # -- comments and backdrops (UI data, no graph events) ---------------------------------
 
@@ -296,8 +310,26 @@ class Document(QObject):
                               "then use letters, digits and _")
         if name in self.graph.groups or f"group.{name}" in self.graph.registry:
             raise EditRefused(f"a group named '{name}' already exists")
+        reason = self.why_not_group(nodes)
+        if reason:
+            raise EditRefused(reason)
         instance = self.graph.new_id(name)
+        try:  # on a copy first: the command must never fail half way (or raise from redo)
+            groups.make_group(self.graph.copy(), nodes, name, instance)
+        except GraphError as e:
+            raise EditRefused(str(e)) from None
         return instance if self.push(cmd.MakeGroup(self, nodes, name, instance)) else None
+
+    def why_not_group(self, node_ids: Iterable[str]) -> str | None:
+        """Why these nodes cannot become one group (asked before the group's name), or
+        None: a path that leaves them and comes back would make the instance feed itself."""
+        chosen = [n for n in self.graph.nodes if n in set(node_ids)]
+        loop = groups.group_loop(self.graph, chosen)
+        if not loop:
+            return None
+        outside = [n for n in loop if n not in set(chosen)]
+        return (f"the group would make a loop: {' → '.join(loop)} leaves the selection and "
+                f"comes back into it; select {', '.join(outside)} too, or fewer nodes")
 
     def paste(self, paste: Paste, text: str = "Paste") -> list[str]:
         """Add pasted nodes and their wires as one step; returns the new ids."""

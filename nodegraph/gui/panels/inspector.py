@@ -99,6 +99,11 @@ class Inspector(QScrollArea):
         self.node_id: str | None = None
         self.fields: dict[str, _Field] = {}
         self.report: Report | None = None
+        self.graph_report: Report | None = None  # the whole graph's, before `report_view`
+        # a group's tab: the graph's report as its body sees it, and the shape a group input
+        # brings to an inner port (set with the document; None on the graph itself)
+        self.report_view: Callable[[Report], Report] | None = None
+        self.fed_shape: Callable[[str, str], str | None] | None = None
         self.id_edit: QLineEdit | None = None
         self.id_error: QLabel | None = None
         self.ports_label: QLabel | None = None
@@ -117,8 +122,14 @@ class Inspector(QScrollArea):
         doc.graph_replaced.connect(self._new_graph)
         self._new_graph()
 
-    def set_document(self, doc: Document) -> None:
-        """Show `doc` (a group's body opened in its tab, or the graph again)."""
+    def set_document(self, doc: Document,
+                     report_view: Callable[[Report], Report] | None = None,
+                     fed_shape: Callable[[str, str], str | None] | None = None) -> None:
+        """Show `doc` (a group's body opened in its tab, or the graph again); `report_view`
+        maps the graph's report to the body's node ids, so ports show their shapes there too."""
+        self.report_view, self.fed_shape = report_view, fed_shape
+        if self.graph_report is not None:
+            self.report = report_view(self.graph_report) if report_view else self.graph_report
         if doc is self.doc:
             return
         self.doc.changed.disconnect(self._on_change)
@@ -391,7 +402,10 @@ class Inspector(QScrollArea):
             if output:
                 return r.shape_text(node_id, port)
             e = self.doc.graph.source_of(node_id, port)
-            return r.shape_text(*e.source) if e else "not connected"
+            if e is not None:
+                return r.shape_text(*e.source)
+            fed = self.fed_shape(node_id, port) if self.fed_shape else None
+            return fed if fed is not None else "not connected"
 
         ins = ", ".join(f"{p.name} {shape(p.name, False)}" for p in spec.inputs) or "none"
         outs = ", ".join(f"{p.name} {shape(p.name, True)}" for p in spec.outputs) or "none"
@@ -411,7 +425,8 @@ class Inspector(QScrollArea):
     # -- follow the graph and validation ---------------------------------------------------
 
     def set_report(self, report: Report) -> None:
-        self.report = report
+        self.graph_report = report
+        self.report = self.report_view(report) if self.report_view else report
         if self.node_id is not None and self.node_id in self.doc.graph.nodes:
             node = self.doc.graph.node(self.node_id)
             if node.type in self.doc.graph.registry:

@@ -213,6 +213,10 @@ class GroupTabs(QTabWidget):
         if not nodes:
             w.notify("Select the nodes to group first.")
             return None
+        reason = doc.why_not_group(nodes)
+        if reason:  # before asking for a name the grouping could not use
+            w.notify(f"Cannot group: {reason}")
+            return None
         if name is None:
             taken = w.doc.graph.groups
             name = next(f"block_{i}" if i > 1 else "block" for i in range(1, 10_000)
@@ -338,9 +342,38 @@ class GroupTabs(QTabWidget):
         self.window_.validator.schedule()
 
     def _on_current(self, index: int) -> None:
-        self.window_.inspector.set_document(self.current_doc())
+        canvas = self.current_canvas()
+        prefix = canvas.prefix if canvas is not None else None
+        if canvas is None or prefix is None:
+            self.window_.inspector.set_document(self.current_doc())
+        else:  # the body's ports show the shapes its wires show
+            body = canvas
+
+            def view(report: Report) -> Report:
+                return body_report(report, prefix)
+
+            def fed(node: str, port: str) -> str | None:
+                return self._fed_shape(body, node, port)
+            self.window_.inspector.set_document(self.current_doc(), view, fed)
         self._show_selection()
         self.focus_canvas()
+
+    def _fed_shape(self, canvas: GroupCanvas, node: str, port: str) -> str | None:
+        """What a group input brings to an inner port (`x ← input (N, 4)`), read where the
+        instance is wired in the graph (an instance nested deeper: the port's name only)."""
+        defn = canvas.doc.defn
+        outer = next((p for p, refs in defn.inputs.items() if (node, port) in
+                      [tuple(r) for r in refs]), None)
+        if outer is None:
+            return None
+        report = self.window_.validator.report
+        instance = (canvas.prefix or "")[:-len(groups.SEP)]
+        graph = self.window_.doc.graph
+        if report is None or groups.SEP in instance or instance not in graph.nodes:
+            return f"← group input {outer}"
+        source = graph.source_of(instance, outer)
+        shape = report.shape_text(*source.source) if source is not None else "not connected"
+        return f"← group input {outer} {shape}"
 
     def focus_canvas(self) -> None:
         """Keys go to the canvas in front after a tab opens or closes (else focus lands on

@@ -1,11 +1,11 @@
 """The window's menus and toolbars: every action with its shortcut, in one table.
 
 Shortcuts appear in the menus next to their actions, and Help > Shortcuts lists them all
-from these very actions. Single-key shortcuts (Delete, F, F2) act on the canvas only, so
-typing in the inspector never triggers them; every other shortcut belongs to the window
-itself (`WindowShortcut` on actions added to the window), so it works whichever canvas,
-group tab or panel has focus; Tab is handled by the canvas itself, so it
-still moves between fields elsewhere.
+from these very actions. Every shortcut belongs to the window itself (`WindowShortcut` on
+actions added to the window), so it works whichever canvas, group tab or panel has focus
+(Delete after a click in the palette); one rule (`key_rules`) gives a text field the keys
+it types with, so T types a T in the inspector and never folds a panel. Tab is handled by
+the canvas itself, so it still moves between fields elsewhere.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QMenu, QMenuBar
+from PySide6.QtWidgets import QMenu, QMenuBar, QWidget
 
 from nodegraph.gui.document import files
+from nodegraph.gui.shell import key_rules
 
 if TYPE_CHECKING:
     from nodegraph.gui.canvas.view import GraphView
@@ -83,13 +84,12 @@ def _action(w: Window, text: str, slot, shortcut=None, tip: str = "",
     if shortcut is not None:
         keys = shortcut if isinstance(shortcut, list) else [shortcut]
         action.setShortcuts([QKeySequence(k) for k in keys])
-    if canvas_only:
-        action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        w.view.addAction(action)
-    elif shortcut is not None:
-        # one window-wide context for every other shortcut, held by the window itself and
-        # not through the menu bar: the keys work wherever focus is in this window (a
-        # group's tab, a dock) and never fire in a second window's place
+    if shortcut is not None:
+        # one window-wide context for every shortcut, held by the window itself and not
+        # through the menu bar: the keys work wherever focus is in this window (a group's
+        # tab, a dock, the palette) and never fire in a second window's place; a text
+        # field keeps the keys it types with (`key_rules`), so `canvas_only` (a key that
+        # acts on the canvas: Delete, F, F2, T, N) needs no narrower context
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         w.addAction(action)
     if tip:
@@ -97,6 +97,13 @@ def _action(w: Window, text: str, slot, shortcut=None, tip: str = "",
         action.setToolTip(f"{tip} ({action.shortcut().toString()})" if shortcut else tip)
     action.triggered.connect(lambda *_: slot())
     return action
+
+
+def _leave_field(w: Window) -> None:
+    """A field that had the keys (Epochs) commits and hands them to the canvas."""
+    rules = getattr(w, "key_rules", None)
+    if rules is not None:
+        rules.leave_field()
 
 
 class _Current:
@@ -209,7 +216,8 @@ def build(w: Window) -> dict[str, QAction]:
                               "the selected node's block: ports, params and what it does"),
         "start_page": _action(w, "Start &Page", w.show_start_page, None,
                               "the example gallery and recent files"),
-        "train": _action(w, "&Train", r.start_training, "F5", "train the graph"),
+        "train": _action(w, "&Train", lambda: _leave_field(w) or r.start_training(), "F5",
+                         "train the graph"),
         "pause": _action(w, "&Pause", r.runner.toggle_pause, "F6", "pause or resume training"),
         "stop": _action(w, "&Stop", r.runner.stop, "Shift+F5", "stop training"),
         "run_procedure": _action(w, "Run Pro&cedure", lambda: w.run_procedure(), "Ctrl+R",
@@ -272,6 +280,7 @@ def build(w: Window) -> dict[str, QAction]:
     w.run_menu = run
     help_menu = bar.addMenu("&Help")
     help_menu.addActions([a["shortcuts"], a["block_help"], a["start_page"]])
+    key_rules.install(cast(QWidget, w))  # where each key goes: one rule, for this window
     return a
 
 
