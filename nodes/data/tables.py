@@ -82,12 +82,12 @@ def open_table(path: str, fmt: str = "auto"):
         raise NodegraphError(f"table '{path}' ({where}) does not exist")
     files = table_files(where)
     kind = _format(files, fmt, where)
-    checked = [str(gate.check(f, "table file")) for f in files]
+    checked, opener = gate.arrow_files(files, "table file")
     import pyarrow as pa
 
     try:
-        return _arrow().dataset(  # gated: the files that passed gate.check above
-            checked if where.is_dir() else checked[0], format=kind)
+        return _arrow().dataset(  # gated: opener opens only the files as gate checked them
+            checked if where.is_dir() else checked[0], format=kind, filesystem=opener)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise NodegraphError(f"cannot read table '{path}' as {kind}: {e}") from e
 
