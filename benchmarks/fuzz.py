@@ -28,8 +28,11 @@ one step: validation promised it runs, so any exception there that is not a
 fields, JSON members, FIFOs, symlinks in and out, decompression bombs), opened by its data
 block (validated, then built and read whole) or by `load_model`. `graph` is the graph file
 above; `all` is every surface. A refusal that is not a `NodegraphError` naming a file of the
-sample is a crash; a case read whole through a link to outside its folder is an *escape*
-(counted, shown, but not failed on: the confinement's own tests own that).
+sample is a crash; a case during which a file outside its folder is opened (the samples'
+``outside`` folder, which the outward links point to, watched with inotify:
+`benchmarks/fuzz_watch.py`) is an *escape*, whatever links the case holds (a link that
+stays inside the case's folder is allowed by design); escapes are counted, shown, but not
+failed on: the confinement's own tests own that.
 
     python benchmarks/fuzz.py --surface all --cases 2000 --seed 0
     python benchmarks/fuzz.py --surface images --seed 0 --case 17   # replay one
@@ -59,7 +62,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import fuzz_files  # noqa: E402
+from benchmarks import fuzz_files, fuzz_watch  # noqa: E402
 from tests.mutations import case  # noqa: E402 (after the path is set)
 
 SLOW_S = 1.0
@@ -101,6 +104,16 @@ def run_case(seed: int, index: int, compile_too: bool = False,
     return "ok", ""
 
 
+_WATCHES: dict[Path, fuzz_watch.Watch] = {}
+
+
+def _watch(samples: Path) -> fuzz_watch.Watch:
+    """The inotify watch on the samples' ``outside`` folder, made once per worker."""
+    if samples not in _WATCHES:
+        _WATCHES[samples] = fuzz_watch.Watch(samples / "outside")
+    return _WATCHES[samples]
+
+
 def run_file_case(samples: Path, scratch: Path, surface: str, seed: int,
                   index: int) -> tuple[str, str]:
     """Damage a copy of `surface`'s sample (case `index` of `seed`) and open it: ("read" |
@@ -109,6 +122,8 @@ def run_file_case(samples: Path, scratch: Path, surface: str, seed: int,
 
     made, done = fuzz_files.prepare(samples, scratch, surface, seed, index)
     what = "; ".join(done)
+    watch = _watch(samples)
+    watch.opened()  # what came before this case is not its doing
     try:
         errors = fuzz_files.open_case(made, surface)
     except NodegraphError as e:
@@ -116,9 +131,13 @@ def run_file_case(samples: Path, scratch: Path, surface: str, seed: int,
     except BaseException as e:  # noqa: BLE001 (anything else is what we count)
         return "crash", f"{_where(e)} || {what}"
     try:
+        if opened := watch.opened():  # a file outside the allowed folders was read
+            shown = ", ".join(str(p.relative_to(samples)) for p in opened[:3])
+            return "escape", f"opened {shown} || {what}"
+        if not watch.available and not errors and fuzz_files.OUTWARD in what:
+            return "escape", f"read whole (no inotify: by the mutation's name) || {what}"
         if not errors:
-            return ("escape", f"read whole || {what}") if fuzz_files.OUTWARD in what \
-                else ("read", "")
+            return "read", ""
         for kind, message in errors:
             if kind == "shape_error":  # an exception validation caught on the data node
                 return "crash", f"{_first(message)} || {what}"

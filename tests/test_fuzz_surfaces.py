@@ -105,3 +105,30 @@ def test_the_smoke_prints_a_table_per_surface_and_exits_on_what_it_finds(tmp_pat
     assert all(r[0] == 4 and sum(r[1:]) == 4 for r in rows.values())  # 2 cases x 2 seeds
     bad = sum(r[3] + r[4] + r[5] for r in rows.values())
     assert run.returncode == (1 if bad else 0), out
+
+
+@pytest.mark.parametrize("read, outcome", [("inward.txt", "read"), ("outward.txt", "escape")])
+def test_only_a_file_opened_outside_the_case_is_an_escape(tmp_path, monkeypatch, read,
+                                                          outcome):
+    """A symlink inside the case's folder that points inside it is allowed by design: a case
+    that holds an outward link but reads only inside is "read" (the old rule, by the
+    mutation's name, called it an escape); a case that opens a file outside is one."""
+    from benchmarks import fuzz
+
+    samples, folder = tmp_path / "samples", tmp_path / "case"
+    (samples / "outside").mkdir(parents=True)
+    folder.mkdir()
+    (samples / "outside" / "secret.txt").write_text("SECRET")
+    (folder / "data.txt").write_text("mine")
+    (folder / "inward.txt").symlink_to(folder / "data.txt")
+    (folder / "outward.txt").symlink_to(samples / "outside" / "secret.txt")
+    case = fuzz_files.Case(folder, samples, "data.TokenizedText", {})
+    done = [f"outward.txt -> {fuzz_files.OUTWARD} to secret.txt"]
+    monkeypatch.setattr(fuzz_files, "prepare", lambda *a, **k: (case, done))
+    monkeypatch.setattr(fuzz_files, "open_case", lambda made, s: (made.folder / read
+                                                                  ).read_text() and [])
+    monkeypatch.setattr(fuzz_files, "remove", lambda p: None)
+    got, detail = fuzz.run_file_case(samples, tmp_path, "tokenizer", 0, 0)
+    assert got == outcome, detail
+    if outcome == "escape":
+        assert "outside/secret.txt" in detail

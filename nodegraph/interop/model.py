@@ -357,10 +357,11 @@ def model_of_run(graph: Graph, result: RunResult) -> Model:
     return model
 
 
-def load_model(path: str | Path, *, trust: bool = False, device: str | None = None,
-               max_bytes: int = modelfile.MAX_BYTES) -> Model:
+def load_model(path: str | Path, *, trust: bool = False, grant: Sequence[str] = (),
+               device: str | None = None, max_bytes: int = modelfile.MAX_BYTES) -> Model:
     """The `Model` a `save` wrote: ready to predict, evaluate, export or fit on. `trust`
     lets its graph import the modules outside the allowlist it names (as `--trust`);
+    `grant` names callables that do more than compute (``["numpy:load"]``, as `--grant`);
     `max_bytes` bounds what one tensor member may unpack to (the graph bounds it first:
     the file is held to the compiled graph's shapes before its data is read)."""
     if not isinstance(path, str | Path):
@@ -368,7 +369,7 @@ def load_model(path: str | Path, *, trust: bool = False, device: str | None = No
                              f"{arguments.shown(path)})")
     # a data.Arrays block holds no data of its own: a placeholder of its declared shapes
     with given.placeholders():
-        return modelfile.read(Path(path), Model, trust=trust, device=device,
+        return modelfile.read(Path(path), Model, trust=trust, grant=grant, device=device,
                               max_bytes=max_bytes)
 
 

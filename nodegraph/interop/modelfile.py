@@ -46,7 +46,7 @@ from safetensors.torch import save as save_tensors
 from nodegraph.interop import modelfile_archive as archive
 from nodegraph.interop import modelfile_run
 from nodegraph.kinds.estimator import estimator_steps, fit_estimators
-from nodegraph.model import allowlist, fileformat
+from nodegraph.model import allowlist, dangerous, fileformat
 from nodegraph.model.errors import NodegraphError, ValidationError, first_line
 from nodegraph.model.outputs import OutputError, advice, reason
 from nodegraph.runtime import checkpoint, generators, normalization
@@ -91,10 +91,11 @@ def write(path: Path, model: Any, compiled: Any) -> Path:
     return path
 
 
-def read(path: Path, make: Any, *, trust: bool = False, device: str | None = None,
-         max_bytes: int = MAX_BYTES) -> Any:
+def read(path: Path, make: Any, *, trust: bool = False, grant: Any = (),
+         device: str | None = None, max_bytes: int = MAX_BYTES) -> Any:
     """The model in `path`, built with `make(graph, compiled)`, or a NodegraphError saying
-    what is wrong with the file (see the module doc for what is checked, and in what order)."""
+    what is wrong with the file (see the module doc for what is checked, and in what order).
+    `trust` and `grant` are the CLI's --trust and --grant (`_trust`)."""
     with archive.open_regular(path) as f:
         zf = _archive(path, f)
         with zf:
@@ -104,8 +105,8 @@ def read(path: Path, make: Any, *, trust: bool = False, device: str | None = Non
             graph = fileformat.loads(graph_text, source=f"{path}:graph.json")
             graph.folder = path.resolve().parent  # relative data paths start beside the file
             run = _run_info(path, run_text)
-            if trust:
-                allowlist.trust(graph)
+            if trust or grant:
+                _trust(path, graph, grant, trust)
             opts = training_options(graph, device=device)
             if not has_optimizer(graph):
                 opts = training_options(graph, device=device, epochs=0)
@@ -146,6 +147,22 @@ def read(path: Path, make: Any, *, trust: bool = False, device: str | None = Non
                                         "state.safetensors")
     model.callback_states = run.get("callbacks", {})
     return model
+
+
+def _trust(path: Path, graph: Any, grant: Any, modules: bool) -> None:
+    """Trust `graph` as ``--trust`` (`modules`) and ``--grant`` do; a callable that does more
+    than compute (`nodegraph.model.dangerous`) and is not in `grant` is refused here, all of
+    them named at once with what each can do and how to grant it."""
+    allowlist.trust(graph, grant, modules=modules)
+    needed = {name: powers for name, powers in allowlist.powerful(allowlist.granted(graph)
+                                                                  ).items()
+              if name not in graph.trusted and allowlist.module_of(name) in graph.trusted}
+    if needed:
+        said = "; ".join(f"{name} (it {dangerous.describe(p)})" for name, p in needed.items())
+        raise NodegraphError(
+            f"model file '{path}': its graph calls {said}; trust=True does not grant "
+            f"{'this' if len(needed) == 1 else 'these'}: if you trust the file to do that, "
+            f"pass grant={sorted(needed)!r} to load_model (as --grant on the command line)")
 
 
 def _archive(path: Path, f: Any) -> zipfile.ZipFile:

@@ -19,9 +19,11 @@ FIFO there is as hostile as in the param. So every reader goes through this modu
   skipped in silence.
 
 Third-party readers (Pillow, pyarrow, `datasets`, `tokenizers`, tarfile, numpy) get only
-a path this module returned or a file object it opened. A refusal is a `NodegraphError`
-naming the file as the graph or the listing names it, never the target of a link that
-leads outside. With no graph folder (a graph built in code) or the fence lifted
+a file object this module opened or, where a reader takes only paths (`pyarrow.dataset`),
+paths this module returned with the filesystem of `arrow_files`, through which each open
+finds the file checked (same device and inode, no link followed) or is refused. A
+refusal is a `NodegraphError` naming the file as the graph or the listing names it, never
+the target of a link that leads outside. With no graph folder (a graph built in code) or the fence lifted
 (``--trust``), where a file may lie is not checked; its kind and size still are.
 `tests/test_file_gate.py` fails when code opens a path without this module.
 """
@@ -105,6 +107,13 @@ def check(path: Path, what: str, *, want: str = "file", limit: int | None = None
     """The resolved `path` when it may be read: inside the allowed folders, a regular file
     (`want` "file") or a folder ("folder"), a file no larger than `limit` bytes; else a
     NodegraphError naming it as `shown` (default: `path` as given)."""
+    return checked(path, what, want=want, limit=limit, shown=shown)[0]
+
+
+def checked(path: Path, what: str, *, want: str = "file", limit: int | None = None,
+            shown: str | None = None) -> tuple[Path, os.stat_result]:
+    """`check`, with what `stat` said of the resolved path then: its device and inode are
+    what a later open must find again (`open_file`, `arrow_files`)."""
     real = _resolve(Path(path), what, shown, roots())
     try:
         st = os.stat(real)
@@ -115,14 +124,14 @@ def check(path: Path, what: str, *, want: str = "file", limit: int | None = None
         raise _refuse_kind(Path(path), what, shown, st.st_mode, want)
     if limit is not None and want != "folder" and st.st_size > limit:
         raise _too_big(Path(path), what, shown, limit)
-    return real
+    return real, st
 
 
 def open_file(path: Path, what: str, limit: int | None = None,
               shown: str | None = None) -> BinaryIO:
     """`path` checked (`check`) and opened for reading without following a link or
     blocking, its descriptor checked again; the caller closes it."""
-    real = check(path, what, limit=limit, shown=shown)
+    real, was = checked(path, what, limit=limit, shown=shown)
     try:
         fd = os.open(real, _OPEN)
     except OSError as e:  # ELOOP: a link put there since the check
@@ -131,6 +140,9 @@ def open_file(path: Path, what: str, limit: int | None = None,
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _refuse_kind(Path(path), what, shown, st.st_mode, "file")
+        if (st.st_dev, st.st_ino) != (was.st_dev, was.st_ino):
+            raise FileRefused(f"{what} '{_name(path, shown)}' was replaced while it was "
+                              "checked; nothing of it is read")
         if limit is not None and st.st_size > limit:
             raise _too_big(Path(path), what, shown, limit)
         return os.fdopen(fd, "rb")
@@ -283,6 +295,18 @@ def brace_range(pattern: str, what: str) -> list[Path] | None:
             raise FileRefused(f"{what} '{clean(entry.path)}' is a folder, not a file")
         found.append(Path(entry.path))
     return found
+
+
+def arrow_files(paths: list[Path], what: str) -> tuple[list[str], object]:
+    """`paths` checked (`checked`), for a reader that takes only paths (`pyarrow.dataset`):
+    the resolved paths, and a `pyarrow.fs` filesystem that opens only those, as the gate
+    opens a file, and only while each is the file checked (same device and inode:
+    `nodegraph.kinds.gate_arrow`)."""
+    from nodegraph.kinds import gate_arrow
+
+    found = {str(real): (st.st_dev, st.st_ino)
+             for real, st in (checked(p, what) for p in paths)}
+    return list(found), gate_arrow.filesystem(found, what)
 
 
 def memmap(path: Path, what: str, dtype, offset: int, shape: tuple[int, ...],

@@ -269,7 +269,9 @@ class StreamedDataset:
         splits = [s for s in self.sources]
         parts = {s: self.tensors(s, limit=None) for s in splits}
         tensors = {k: torch.cat([parts[s][k] for s in splits]) for k in self.port_shapes}
-        offsets = np.cumsum([0] + [self.size(s) for s in splits])
+        # rows as read: a sample skipped as unreadable (reported) leaves its split shorter
+        offsets = np.cumsum([0] + [len(parts[s][next(iter(self.port_shapes))])
+                                   for s in splits])
         idx = {s: torch.arange(int(offsets[i]), int(offsets[i + 1]))
                for i, s in enumerate(splits)}
         data = Dataset(tensors, idx, self.batch_size, self.shuffle)

@@ -15,7 +15,7 @@ import math
 import os
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -200,8 +200,8 @@ def _csv_rows(path: str, header: bool, delimiter: str,
     delim = {"\\t": "\t", "tab": "\t", "space": " "}.get(delimiter, delimiter)
     if len(delim) != 1:
         raise NodegraphError(f"delimiter must be one character (or 'tab'), got {delimiter!r}")
-    rows = (r for r in csv.reader(io.StringIO(text), delimiter=delim,
-                                  skipinitialspace=delim == " ") if any(c.strip() for c in r))
+    rows = _csv_reader(csv.reader(io.StringIO(text), delimiter=delim,
+                                  skipinitialspace=delim == " "), path)
     first = next(rows, None)
     if first is None:
         raise NodegraphError(f"CSV file '{path}' holds no rows")
@@ -218,6 +218,21 @@ def _csv_rows(path: str, header: bool, delimiter: str,
     if line == 1:
         raise NodegraphError(f"CSV file '{path}' has a header but no data rows")
     return names
+
+
+def _csv_reader(reader, path: str) -> Iterator[list[str]]:
+    """The non-blank rows of `reader`; a row the csv module cannot split (a lone carriage
+    return inside an unquoted field, a NUL) refused naming the file and the line."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise NodegraphError(f"CSV file '{path}': line {reader.line_num} cannot be read "
+                                 f"({e})") from None
+        if any(c.strip() for c in row):
+            yield row
 
 
 def column_index(names: list[str], ref: str, path: str) -> int:

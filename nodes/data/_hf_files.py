@@ -3,15 +3,22 @@
 `datasets.load_from_disk` trusts the folder: it joins each ``state.json``
 ``_data_files[].filename`` (and each split a ``dataset_dict.json`` names) to the folder
 unchecked, so ``../`` or an absolute name reads Arrow data from anywhere, and a FIFO among
-the files blocks it. Before `datasets` sees a folder, `checked_folder` reads those JSON
+the files blocks it. Before `datasets` sees a folder, `load` reads those JSON
 files itself through the file gate (`nodegraph.kinds.gate`: regular files, at most
 `MAX_JSON` bytes) and refuses a split or data file that is not a plain name inside the
 folder, or that the gate refuses (a symlink leading outside, a FIFO, a device).
+
+`load` then builds the `Dataset` itself instead of `datasets.load_from_disk`, which would
+open each Arrow file again by its name after the check (a file swapped in between would be
+read): each Arrow file is opened once through the gate (``O_NOFOLLOW``, `fstat`), its
+descriptor memory-mapped, and pyarrow reads the IPC stream from that map. `datasets` gets
+the tables, never a path; the data stays mapped, not read into memory.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -45,36 +52,86 @@ def _plain(name: object, folder_shown: str, field: str) -> str:
     return text
 
 
-def _dataset(folder: Path, shown: str) -> None:
-    """A saved `Dataset` folder: its JSON read and its Arrow files checked."""
+def _dataset(folder: Path, shown: str) -> tuple[dict, Any, list[str]]:
+    """A saved `Dataset` folder: its JSON read and its Arrow files checked; (state, info,
+    the data files' names)."""
     state = _json(folder / STATE_JSON, f"{shown}/{STATE_JSON}")
-    _json(folder / INFO_JSON, f"{shown}/{INFO_JSON}")
+    info = _json(folder / INFO_JSON, f"{shown}/{INFO_JSON}")
     files = state.get("_data_files") if isinstance(state, dict) else None
     if not isinstance(files, list) or not files:
         raise NodegraphError(f"datasets file '{clean(shown)}/{STATE_JSON}' lists no data "
                              "files (_data_files)")
+    names = []
     for k, entry in enumerate(files):
         name = _plain(entry.get("filename") if isinstance(entry, dict) else None, shown,
                       f"_data_files[{k}].filename")
         gate.check(folder / name, "datasets file", shown=f"{shown}/{name}")
+        names.append(name)
+    return state, info, names
 
 
-def checked_folder(folder: Path, shown: str) -> None:
-    """Refuse a save_to_disk folder (a Dataset, or a DatasetDict of them) that names files
-    outside itself or holds a file the gate refuses; a folder that is neither kind passes,
-    for `datasets` to say so."""
+def load(folder: Path, shown: str) -> Any:
+    """The `Dataset` or `DatasetDict` saved in `folder` (as `datasets.load_from_disk` builds
+    it), each file read through the gate (`_dataset`'s checks, then `_table`); a
+    folder of neither kind is FileNotFoundError, for the caller to say so."""
     gate.check(folder, "datasets folder", want="folder", shown=shown)
     if (folder / STATE_JSON).exists() or (folder / INFO_JSON).exists() \
             or (folder / STATE_JSON).is_symlink():
-        _dataset(folder, shown)
-        return
+        return _build(folder, shown)
     if not ((folder / DICT_JSON).exists() or (folder / DICT_JSON).is_symlink()):
-        return
+        raise FileNotFoundError(shown)
+    import datasets
+
     doc = _json(folder / DICT_JSON, f"{shown}/{DICT_JSON}")
     splits = doc.get("splits") if isinstance(doc, dict) else None
     if not isinstance(splits, list):
         raise NodegraphError(f"datasets file '{clean(shown)}/{DICT_JSON}' lists no splits")
+    out = {}
     for split in splits:
         name = _plain(split, shown, "split")
         gate.check(folder / name, "datasets folder", want="folder", shown=f"{shown}/{name}")
-        _dataset(folder / name, f"{shown}/{name}")
+        out[name] = _build(folder / name, f"{shown}/{name}")
+    return datasets.DatasetDict(out)
+
+
+def _build(folder: Path, shown: str) -> Any:
+    """One saved `Dataset`, as `datasets.Dataset.load_from_disk` builds it from the state,
+    the info and the tables, but from tables read through the gate."""
+    import datasets
+    from datasets.table import InMemoryTable, concat_tables
+
+    state, info, names = _dataset(folder, shown)
+    tables = [InMemoryTable(_table(folder / name, f"{shown}/{name}")) for name in names]
+    split = state.get("_split")
+    try:
+        dataset = datasets.Dataset(
+            arrow_table=concat_tables(tables), split=None if split is None else
+            datasets.Split(split), fingerprint=state.get("_fingerprint"),
+            info=datasets.DatasetInfo.from_dict(info if isinstance(info, dict) else {}))
+        return dataset.with_format(
+            type=state.get("_format_type"), columns=state.get("_format_columns"),
+            output_all_columns=bool(state.get("_output_all_columns", False)),
+            **(state.get("_format_kwargs") or {}))
+    except NodegraphError:
+        raise
+    except Exception as e:  # features that do not fit the tables, a bad format: any kind
+        raise NodegraphError(f"datasets folder '{clean(shown)}': {e}") from None
+
+
+def _table(path: Path, shown: str) -> Any:
+    """The Arrow IPC stream in `path`, memory-mapped from the descriptor the gate opened
+    (never opened again by name): the table's buffers point into the map."""
+    import pyarrow as pa
+
+    with gate.open_file(path, "datasets file", shown=shown) as f:
+        try:
+            mapped = mmap.mmap(  # gated: the descriptor gate.open_file opened (mmap dups it)
+                f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError) as e:  # an empty file cannot be mapped
+            raise NodegraphError(f"datasets file '{clean(shown)}' cannot be read as Arrow "
+                                 f"data: {e}") from None
+    try:
+        return pa.ipc.open_stream(pa.py_buffer(mapped)).read_all()
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise NodegraphError(f"datasets file '{clean(shown)}' is not an Arrow stream "
+                             f"({e})") from None

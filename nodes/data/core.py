@@ -312,8 +312,8 @@ def _mnist(p: MNISTParams):
     if p.test_images or p.test_labels:
         test_x, test_y = _idx_pair(p.test_images, p.test_labels, "test")
         if test_x.shape[1:] != images.shape[1:]:
-            raise NodegraphError(f"test images {test_x.shape[2:]} and training images "
-                                 f"{images.shape[2:]} differ in size")
+            raise NodegraphError(f"test images '{p.test_images}' {test_x.shape[2:]} and "
+                                 f"training images '{p.images}' {images.shape[2:]} differ in size")
         test_rows = np.arange(len(images), len(images) + len(test_x))
         images, labels = np.concatenate([images, test_x]), np.concatenate([labels, test_y])
     return from_arrays({"x": to_layout(images, p.layout), "y": labels}, p, test_rows=test_rows)
@@ -340,8 +340,8 @@ def _mnist_meta(p: MNISTParams):
     if tested:
         test_dims, _ = _idx_pair_meta(p.test_images, p.test_labels, "test")
         if test_dims[1:] != dims[1:]:
-            raise NodegraphError(f"test images {test_dims[1:]} and training images "
-                                 f"{dims[1:]} differ in size")
+            raise NodegraphError(f"test images '{p.test_images}' {test_dims[1:]} and "
+                                 f"training images '{p.images}' {dims[1:]} differ in size")
         n_test = test_dims[0]
     x = (1, *dims[1:]) if p.layout == "image" else (dims[1] * dims[2],)
     stratified = labels if p.split == "stratified" else None

@@ -27,7 +27,7 @@ from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Param, Port, choice_param, str_param
-from nodes.data._hf_files import checked_folder
+from nodes.data._hf_files import load
 from nodes.data._streaming import (
     held_bytes,
     in_memory,
@@ -55,18 +55,17 @@ def open_disk(path: str):
 
 
 def _load(where, path: str):
-    """`datasets.load_from_disk` of a folder whose JSON and files passed the file gate
-    (`nodes.data._hf_files`): datasets joins the names they hold unchecked."""
-    checked_folder(where, path)
-    import datasets
-
-    datasets.disable_progress_bars()
+    """The dataset of a folder whose JSON and files pass the file gate, built from tables
+    read through it (`nodes.data._hf_files.load`): `datasets.load_from_disk` would join
+    the names they hold unchecked, and open the files again by name after the check."""
     try:
-        return datasets.load_from_disk(str(where))  # gated: by checked_folder above
+        return load(where, path)
     except FileNotFoundError:
         raise NodegraphError(f"'{path}' ({where}) is not a folder written by Hugging Face "
                              "datasets' save_to_disk (no dataset_info.json / state.json, or "
                              "dataset_dict.json)") from None
+    except NodegraphError:
+        raise
     except Exception as e:  # corrupt Arrow files or JSON: pyarrow and json errors alike
         raise NodegraphError(f"cannot load datasets folder '{path}': {e}") from None
 

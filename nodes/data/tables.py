@@ -82,12 +82,12 @@ def open_table(path: str, fmt: str = "auto"):
         raise NodegraphError(f"table '{path}' ({where}) does not exist")
     files = table_files(where)
     kind = _format(files, fmt, where)
-    checked = [str(gate.check(f, "table file")) for f in files]
+    checked, opener = gate.arrow_files(files, "table file")
     import pyarrow as pa
 
     try:
-        return _arrow().dataset(  # gated: the files that passed gate.check above
-            checked if where.is_dir() else checked[0], format=kind)
+        return _arrow().dataset(  # gated: opener opens only the files as gate checked them
+            checked if where.is_dir() else checked[0], format=kind, filesystem=opener)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise NodegraphError(f"cannot read table '{path}' as {kind}: {e}") from e
 
@@ -162,7 +162,16 @@ def _rows(table, where: str) -> int:
     try:
         return table.count_rows()
     except (pa.ArrowException, OSError) as e:
-        raise NodegraphError(f"cannot read table '{where}': {e}") from e
+        raise NodegraphError(f"cannot read table '{where}'{_files_of(table)}: {e}") from e
+
+
+def _files_of(table) -> str:
+    """`` (file 'a.parquet')`` or `` (one of its files 'a.parquet', ...)``: which file a
+    pyarrow error that names none came from (pyarrow's dataset knows only the list)."""
+    found = list(getattr(table, "files", None) or [])
+    shown = ", ".join(f"'{Path(f).name}'" for f in found[:3]) + (", ..." if found[3:] else "")
+    return f" (file {shown})" if len(found) == 1 else f" (one of its files {shown})" if found \
+        else ""
 
 
 class ParquetParams(DataParams):
@@ -204,7 +213,7 @@ def class_count(table, cols: Columns, where: str) -> int | None:
         try:
             tops = [pc.max(b.column(0)).as_py() for b in table.to_batches(columns=[name])]
         except (pa.ArrowException, OSError) as e:
-            raise NodegraphError(f"cannot read table '{where}': {e}") from e
+            raise NodegraphError(f"cannot read table '{where}'{_files_of(table)}: {e}") from e
         found = [t for t in tops if t is not None]
         top = max(found) if found else None
     if top is None or top != int(top) or top < 0:
@@ -262,7 +271,7 @@ def categories(table, cols: Columns, where: str) -> dict[str, dict[Any, int]]:
                             f"{MAX_CATEGORIES:,} distinct values; that is no category (an "
                             "id or free text): leave it out of the inputs")
         except (pa.ArrowException, OSError) as e:
-            raise NodegraphError(f"cannot read table '{where}': {e}") from e
+            raise NodegraphError(f"cannot read table '{where}'{_files_of(table)}: {e}") from e
     for c, values in seen.items():
         if None in values:
             raise NodegraphError(f"table '{where}': column '{c}' has missing values (null)")

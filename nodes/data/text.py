@@ -33,6 +33,7 @@ from nodegraph.kinds.dataset import Dataset, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.streamed import STORAGE_PARAM, StreamedDataset
 from nodegraph.model.errors import NodegraphError
+from nodegraph.model.sanitize import clean
 from nodegraph.model.spec import Params, Port, bool_param, choice_param, int_param, str_param
 from nodes.data._streaming import held_bytes, in_memory, mark, split_rows, streamed, subsets
 from nodes.data.sequences import BUNDLED_TEXT, token_windows
@@ -110,10 +111,16 @@ def load_tokenizer(path: str):
     # a real one is a few MB: a huge file is refused unread; read through the gate
     raw = gate.read_bytes(where, "tokenizer file", MAX_TOKENIZER, shown=path)
     try:
-        return Tokenizer.from_str(raw.decode("utf-8"))
+        tok = Tokenizer.from_str(raw.decode("utf-8"))
     except Exception as e:  # tokenizers raises a bare Exception for JSON it cannot parse
         raise NodegraphError(f"tokenizer file '{path}' does not parse as a Hugging Face "
                              f"tokenizer.json: {e}") from None
+    vocab, size = tok.get_vocab(with_added_tokens=True), tok.get_vocab_size()
+    token, top = max(vocab.items(), key=lambda kv: kv[1], default=("", -1))
+    if top >= size:  # ids are rows of an embedding of `size` rows (and int32 at most)
+        raise NodegraphError(f"tokenizer file '{path}': token {clean(repr(token))[:80]} has "
+                             f"id {top:,}, beyond its vocabulary of {size:,} tokens")
+    return tok
 
 
 def train_tokenizer(p: TokenizedTextParams):
@@ -150,7 +157,8 @@ def token_ids(tok, p) -> np.ndarray:
              for piece in pieces(p)]
     ids = np.concatenate(parts) if parts else np.zeros(0, np.int32)
     if len(ids) == 0:
-        raise NodegraphError("the corpus holds no tokens")
+        where = f"corpus '{p.path}'" if p.path else "the corpus text"
+        raise NodegraphError(f"{where} holds no tokens (no text the tokenizer reads)")
     return ids
 
 
@@ -188,7 +196,9 @@ def tokenized(p: TokenizedTextParams) -> tuple[Any, np.ndarray]:
     tok = tokenizer_of(p)
     ids = token_ids(tok, p)
     if ids.max() >= tok.get_vocab_size():
-        raise NodegraphError("the tokenizer gave ids beyond its vocabulary")
+        source = f"tokenizer file '{p.tokenizer_file}'" if p.tokenizer == "file" else "tokenizer"
+        raise NodegraphError(f"the {source} gave ids beyond its vocabulary for corpus "
+                             f"'{p.path or '(text)'}'")
     _TOKENIZED[key] = tok, ids
     while len(_TOKENIZED) > 2:
         _TOKENIZED.popitem(last=False)
