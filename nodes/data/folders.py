@@ -2,8 +2,9 @@
 
 Validation lists the folder and reads each image's header (Pillow opens lazily: no pixels
 are decoded) to learn the classes, the sample count and the image shape; the headers are
-kept in the folder index (`nodegraph.kinds.folder_index`), so a later start reads none. Training decodes
-the pixels in DataLoader workers, one image at a time, brought to one size by the `resize`
+kept in the folder index (`nodegraph.kinds.folder_index`), so a later start reads none.
+Training decodes the pixels in DataLoader workers, one image at a time, brought to one
+size by the `resize`
 policy and then through the transforms wired into ``augment`` (`nodes/augment.py`): the
 random ones on the training split only. Small folders without random augmentation are
 decoded once and held in memory (``storage = auto``), the fastest path; large ones, or
@@ -23,10 +24,10 @@ import torch
 from nodegraph.kinds import augment, declare, folder_index
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import DataParams, data_params, split_indices
+from nodegraph.kinds.folder_index import Names
 from nodegraph.kinds.rawinput import ImageInput
 from nodegraph.kinds.streamed import (
     STORAGE_PARAM,
-    SampleError,
     StreamedDataset,
     StreamScript,
     choose_storage,
@@ -41,7 +42,6 @@ from nodegraph.model.spec import (
     int_param,
     str_param,
 )
-from nodegraph.kinds.folder_index import Names
 from nodes.data._images import (
     EXIF,
     RESIZE,
