@@ -4,12 +4,12 @@ Validation lists the folder and reads each image's header (Pillow opens lazily: 
 are decoded) to learn the classes, the sample count and the image shape; the headers are
 kept in the folder index (`nodegraph.kinds.folder_index`), so a later start reads none.
 Training decodes the pixels in DataLoader workers, one image at a time, brought to one
-size by the `resize`
-policy and then through the transforms wired into ``augment`` (`nodes/augment.py`): the
-random ones on the training split only. Small folders without random augmentation are
-decoded once and held in memory (``storage = auto``), the fastest path; large ones, or
-augmented ones, stream. An unreadable image stops the run naming the file, or with
-``on_error = skip`` is left out, counted and named (at the header stage and in the workers).
+size by the `resize` policy and then through the transforms wired into ``augment``
+(`nodes/augment.py`): the random ones on the training split only. Small folders without
+random augmentation are decoded once and held in memory (``storage = auto``), the fastest
+path; large ones, or augmented ones, stream. An unreadable image stops the run naming the
+file, or with ``on_error = skip`` is left out, counted and named (at the header stage and
+in the workers).
 """
 
 from __future__ import annotations
