@@ -188,7 +188,7 @@ def _image_folder(p: ImageFolderParams):
     ds = StreamedDataset(sources, ports, p.batch_size, p.shuffle, transforms=transforms,
                          batch_transforms={"train": batch} if batch else None,
                          augmented=chain.random, on_error=p.on_error)
-    ds.refused = found.refused  # type: ignore[attr-defined]
+    ds.refused = found.refused
     ds.script = _Script(sources, chain, found, p)  # type: ignore[attr-defined]
     n = len(found.names)
     if not streams(p.storage, chain.random, ds.estimated_bytes()):
