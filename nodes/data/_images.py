@@ -213,7 +213,7 @@ def _uint8(img) -> torch.Tensor:
     L and RGB, float32 in [0, 1] for 16-bit and float grey."""
     if img.mode in ("I", "F"):
         return torch.from_numpy(to_array(img))
-    a = np.asarray(img)
+    a = np.array(img)  # writable: torch takes it without a copy
     return torch.from_numpy(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
 
 
