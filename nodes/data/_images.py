@@ -86,7 +86,11 @@ _TURNED = (5, 6, 7, 8)  # EXIF orientations that swap height and width
 
 
 def orientation(img) -> int:
-    """The EXIF orientation tag of an opened image (1: as stored)."""
+    """The EXIF orientation tag of an opened image (1: as stored), from its header: a PNG
+    whose eXIf chunk is not before its pixels is not decoded to look for one (Pillow's
+    getexif would load it)."""
+    if img.format == "PNG" and "exif" not in img.info:
+        return 1
     try:
         value = img.getexif().get(0x0112, 1)
     except (OSError, ValueError, SyntaxError, TypeError):  # a damaged EXIF block
