@@ -224,7 +224,8 @@ def _reused(listing: Listing, old: dict[str, np.ndarray] | None
         same[known] = ((old["sizes"][rows[known]] == listing.sizes[known])
                        & (old["mtimes"][rows[known]] == listing.mtimes[known]))
     headers[same] = old["headers"][rows[same]]
-    bad = {i: old_bad[int(rows[i])] for i in np.flatnonzero(same) if int(rows[i]) in old_bad}
+    bad = {int(i): old_bad[int(rows[i])] for i in np.flatnonzero(same)
+           if int(rows[i]) in old_bad}
     return headers, bad, np.flatnonzero(~same)
 
 

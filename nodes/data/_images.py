@@ -260,8 +260,8 @@ class ImageFiles(torch.utils.data.Dataset):
         path = self.root / self.names[i]
         y = torch.tensor(int(self.labels[i]))
         if self.raw:
-            x = _uint8(decode(path, exif=self.exif, side=self.side))
-            return {"x": _channels(x, self.channels), "y": y}
+            photo = _uint8(decode(path, exif=self.exif, side=self.side))
+            return {"x": _channels(photo, self.channels), "y": y}
         img = fit(decode(path, exif=self.exif), self.size, self.policy)
         if self.shape is not None and (img.height, img.width) != self.shape:
             raise SampleError(f"image '{path}' is {img.height} x {img.width}, the others "
