@@ -12,7 +12,18 @@
     (smaps_rollup), read while the persistent workers are alive;
 (3) seconds from starting `nodegraph run` to the first training step, N vs 10·N images
     (target: growth <= 20 %), and `validate` of the large folder: how many images it
-    decodes (target: none; it reads headers).
+    decodes (target: none; it reads headers);
+(4) `--startup 2000,20000,200000`: launch -> first step on folders of tiny generated JPEGs
+    (16 x 16, written from 16 encoded variants so a million fit), the first start (the
+    folder index built, in parallel) and the median of later ones (the index read), and
+    the growth exponent of the later starts, log(t_max / t_min) / log(n_max / n_min)
+    (target <= 0.1; the index lives in a temporary NODEGRAPH_CACHE, deleted after);
+(5) `--tutorial`: the pipeline torchvision's tutorials write by hand (ImageFolder,
+    ToImage, RandomResizedCrop on the whole decoded photo, flip, ColorJitter on uint8,
+    ToDtype, Normalize; the same workers) against `data.ImageFolder` with no size and the
+    same chain, on crops of scikit-learn's sample photographs brought to 200-800 px, mixed
+    JPEG and PNG; images/s over the training split and over the eval transform (Resize +
+    CenterCrop), median of `--passes` interleaved passes (target >= 1.0x).
 
 Run: `python benchmarks/data.py` (N = 2,000); `--small` for N = 500 on a loaded machine.
 Prints the figures and appends them to benchmarks/results/data.jsonl.
@@ -22,9 +33,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import json
+import math
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -129,9 +143,10 @@ def throughput(folder: Path, n: int, workers: int, passes: int) -> dict:
 
 # -- (2) and (3): whole runs in fresh processes --------------------------------------------
 
-def _child(args: list[str]) -> dict:
+def _child(args: list[str], env: dict | None = None) -> dict:
     out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=3000)
+                         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                         timeout=3000)
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -213,6 +228,156 @@ def child_validate(folder: str) -> None:
                       "decoded": calls["decode"]}))
 
 
+# -- (4) start-up against the folder's size, with the folder index ------------------------
+
+def write_tiny(root: Path, n: int, classes: int = 4, side: int = 16) -> Path:
+    """`n` tiny JPEGs in `classes` class folders, written from 16 encoded variants."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    blobs = []
+    for _ in range(16):
+        buf = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8)).save(
+            buf, "JPEG", quality=80)
+        blobs.append(buf.getvalue())
+    for c in range(classes):
+        (root / f"c{c}").mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (root / f"c{i % classes}" / f"{i:07d}.jpg").write_bytes(blobs[i % 16])
+    return root
+
+
+def startup(base: Path, counts: list[int], workers: int, runs: int) -> dict:
+    """Launch -> first step per folder size: the first start and the later ones."""
+    env = {"NODEGRAPH_CACHE": str(base / "cache")}
+    out: dict = {}
+    for n in counts:
+        folder = write_tiny(base / f"tiny_{n}", n)
+        cold = _child(["--child", "first", str(folder), str(workers), repr(time.time())],
+                      env)["first_step_s"]
+        warm = [_child(["--child", "first", str(folder), str(workers), repr(time.time())],
+                       env)["first_step_s"] for _ in range(runs)]
+        out[n] = {"first_start_s": round(cold, 2),
+                  "later_start_s": round(statistics.median(warm), 2)}
+        print(f"(4) {n:,} files: first start {cold:.1f} s, later {out[n]['later_start_s']} s "
+              f"(load {os.getloadavg()[0]:.1f})", flush=True)
+        shutil.rmtree(folder)
+    lo, hi = min(counts), max(counts)
+    exponent = math.log(out[hi]["later_start_s"] / out[lo]["later_start_s"]) / math.log(hi / lo)
+    return {"startup": out, "startup_exponent": round(exponent, 3),
+            "beyond_smallest_s": round(out[hi]["later_start_s"] - out[lo]["later_start_s"], 2)}
+
+
+# -- (5) the tutorial pipeline ---------------------------------------------------------------
+
+CROP, JITTER = 224, (0.4, 0.4, 0.4, 0.0)
+IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+
+
+def photographs(root: Path, n: int) -> Path:
+    """`n` crops of scikit-learn's sample photographs, resized to 200-800 px a side,
+    two classes, three JPEGs to one PNG."""
+    import numpy as np
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+
+    rng = np.random.default_rng(0)
+    sources = [Image.fromarray(a) for a in load_sample_images().images]
+    for i in range(n):
+        img = sources[i % len(sources)]
+        w, h = rng.integers(120, img.width), rng.integers(120, img.height)
+        x, y = rng.integers(0, img.width - w + 1), rng.integers(0, img.height - h + 1)
+        side = rng.integers(200, 801, 2)
+        crop = img.crop((int(x), int(y), int(x + w), int(y + h))).resize(
+            (int(side[0]), int(side[1])), Image.BILINEAR)
+        folder = root / f"k{i % 2}"
+        folder.mkdir(parents=True, exist_ok=True)
+        crop.save(folder / f"{i:05d}.{'png' if i % 4 == 3 else 'jpg'}", quality=90)
+    return root
+
+
+def tutorial_graph(folder: Path):
+    import nodegraph
+
+    g = nodegraph.Graph("bench-tutorial")
+    g.add("data.ImageFolder", id="data", path=str(folder), batch_size=BATCH,
+          val_fraction=0.0, storage="stream")
+    g.add("augment.RandomResizedCrop", id="crop", size=CROP)
+    g.add("augment.HorizontalFlip", id="flip")
+    g.add("augment.ColorJitter", id="jitter", brightness=JITTER[0], contrast=JITTER[1],
+          saturation=JITTER[2], hue=JITTER[3])
+    g.add("augment.Normalize", id="norm", mean=IMAGENET[0], std=IMAGENET[1])
+    for a, b in (("crop", "flip"), ("flip", "jitter"), ("jitter", "norm")):
+        g.connect((a, "transform"), (b, "input"))
+    g.connect(("norm", "transform"), ("data", "augment"))
+    g.add("layers.Flatten", id="flat")
+    g.add("layers.Linear", id="out", out_features=2)
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.SGD", id="opt", lr=0.01)
+    g.connect(("data", "x"), ("flat", "input"))
+    g.connect(("flat", "output"), ("out", "input"))
+    g.connect(("out", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    return g
+
+
+def ours_tutorial(folder: Path, workers: int, split: str):
+    import nodegraph
+    from nodegraph.kinds.loading import LoaderOptions
+
+    ds = nodegraph.compile(tutorial_graph(folder), for_training=False).datasets["data"]
+    ds.configure(LoaderOptions(workers=workers, persistent_workers=True))
+    gen = torch.Generator().manual_seed(0)
+    if split == "eval":  # the val split's transform and decoding over the same files
+        ds.transforms["train"] = ds.transforms["val"]
+        ds.sources["train"].side = CROP  # what RandomResizedCrop's eval part needs
+    return lambda: sum(len(b["x"]) for b in ds.batches("train", split == "train", gen))
+
+
+def tutorial_by_hand(folder: Path, workers: int, split: str):
+    """torchvision's ImageFolder + DataLoader as its tutorials write it."""
+    from nodegraph.model.packages import load_torchvision
+
+    load_torchvision()
+    from torchvision.datasets import ImageFolder
+    from torchvision.transforms import v2
+
+    head = ([v2.RandomResizedCrop(CROP, antialias=True), v2.RandomHorizontalFlip(),
+             v2.ColorJitter(*JITTER)] if split == "train" else
+            [v2.Resize(CROP, antialias=True), v2.CenterCrop(CROP)])
+    transform = v2.Compose([v2.ToImage(), *head, v2.ToDtype(torch.float32, scale=True),
+                            v2.Normalize(*IMAGENET)])
+    ds = ImageFolder(str(folder), transform=transform)
+    loader = torch.utils.data.DataLoader(ds, batch_size=BATCH, shuffle=split == "train",
+                                         num_workers=workers,
+                                         persistent_workers=workers > 0)
+    return lambda: sum(len(x) for x, _ in loader)
+
+
+def tutorial(folder: Path, n: int, workers: int, passes: int) -> dict:
+    out: dict = {}
+    for split in ("train", "eval"):
+        mine, theirs = ours_tutorial(folder, workers, split), tutorial_by_hand(folder, workers,
+                                                                                split)
+        mine(), theirs()  # warm: workers started, files in the page cache
+        times: dict[str, list[float]] = {"ours": [], "torchvision": []}
+        for _ in range(passes):
+            for name, fn in (("ours", mine), ("torchvision", theirs)):
+                began = time.perf_counter()
+                count = fn()
+                times[name].append(time.perf_counter() - began)
+                assert count == n, (name, count)
+        rate = {k: n / statistics.median(v) for k, v in times.items()}
+        out[split] = {"images_per_s": {k: round(v, 1) for k, v in rate.items()},
+                      "ratio": round(rate["ours"] / rate["torchvision"], 3)}
+        print(f"(5) {split}: images/s {out[split]['images_per_s']}, ratio "
+              f"{out[split]['ratio']} (load {os.getloadavg()[0]:.1f})", flush=True)
+    return {"tutorial": out}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="N = 500 (a loaded machine)")
@@ -221,6 +386,10 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=5, help="alternating passes in (1)")
     parser.add_argument("--runs", type=int, default=3, help="runs per size in (2), (3)")
     parser.add_argument("--dir", default=None, help="keep the folders here (default: temp)")
+    parser.add_argument("--startup", default=None, help="(4) only: comma-separated file "
+                        "counts, e.g. 2000,20000,200000")
+    parser.add_argument("--tutorial", type=int, default=None, metavar="N",
+                        help="(5) only: N photographs against the tutorial pipeline")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -231,6 +400,18 @@ def main() -> None:
             child_epoch_rss(rest[0], int(rest[1]))
         else:
             child_validate(rest[0])
+        return
+    if args.startup or args.tutorial:
+        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+            result: dict = {"workers": args.workers, "cpus": os.cpu_count(),
+                            "load": os.getloadavg()[0]}
+            if args.tutorial:
+                result.update(tutorial(photographs(Path(tmp) / "photos", args.tutorial),
+                                       args.tutorial, args.workers, args.passes))
+            if args.startup:
+                counts = [int(c) for c in args.startup.split(",")]
+                result.update(startup(Path(tmp), counts, args.workers, args.runs))
+        _record(result)
         return
     n = 500 if args.small else args.n
     with tempfile.TemporaryDirectory() as tmp:
@@ -264,6 +445,10 @@ def main() -> None:
         print(f"(3) first step s {result['first_step_s']}: growth "
               f"{result['first_step_growth']:+.1%}; validate of {10 * n} images: "
               f"{result['validate_large']}")
+    _record(result)
+
+
+def _record(result: dict) -> None:
     out = ROOT / "benchmarks" / "results" / "data.jsonl"
     with out.open("a") as f:
         f.write(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M"), **result}) + "\n")

@@ -6,11 +6,16 @@ run on the training split only, in the DataLoader workers, seeded per sample so 
 reproduces; val and test get each step's deterministic part (a centre crop for a random
 crop, nothing for a flip; Normalize on every split). MixUp and CutMix act on whole
 training batches and make the labels class probabilities (one-hot on val/test).
-Images are float tensors (C, H, W) in [0, 1] when they reach the chain.
+Images reach the chain as float tensors (C, H, W) in [0, 1] when the data block brings them
+to one `size` itself; with no `size` and a chain that fixes the output size (RandomResizedCrop,
+CenterCrop, a RandomCrop with a size), photos reach it as decoded, uint8 (C, H, W) of their
+own size, and are scaled to [0, 1] just before Normalize (or at the end), the order
+torchvision's tutorials write by hand.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from nodegraph.kinds import declare
@@ -44,8 +49,11 @@ def _random_resized_crop(p: RandomResizedCropParams) -> Step:
         raise NodegraphError("scale_min and ratio_min must not exceed scale_max and ratio_max")
     train = v2.RandomResizedCrop(p.size, scale=(p.scale_min, p.scale_max),
                                  ratio=(p.ratio_min, p.ratio_max), antialias=True)
+    smallest = p.scale_min * min(p.ratio_min, 1 / p.ratio_max)  # the crop's least side²
     return Step("RandomResizedCrop", train,
                 v2.Compose([v2.Resize(p.size, antialias=True), v2.CenterCrop(p.size)]),
+                side=(math.ceil(p.size / math.sqrt(smallest)) if smallest > 0 else None,
+                      p.size),
                 script=(f"v2.RandomResizedCrop({p.size}, scale=({p.scale_min!r}, "
                         f"{p.scale_max!r}), ratio=({p.ratio_min!r}, {p.ratio_max!r}), "
                         "antialias=True)",
@@ -135,7 +143,23 @@ def _normalize(p: NormalizeParams) -> Step:
         raise NodegraphError("every std must be positive")
     fn = _v2().Normalize(list(p.mean), list(p.std))
     text = f"v2.Normalize({list(p.mean)!r}, {list(p.std)!r})"
-    return Step("Normalize", fn, fn, script=(text, text, None))
+    return Step("Normalize", fn, fn, script=(text, text, None), floats=True)
+
+
+class SizeParams(Params):
+    size: int
+
+
+def _resize(p: SizeParams) -> Step:
+    fn = _v2().Resize(p.size, antialias=True)
+    text = f"v2.Resize({p.size}, antialias=True)"
+    return Step("Resize", fn, fn, script=(text, text, None), side=(p.size, p.size))
+
+
+def _center_crop(p: SizeParams) -> Step:
+    fn = _v2().CenterCrop(p.size)
+    text = f"v2.CenterCrop({p.size})"
+    return Step("CenterCrop", fn, fn, script=(text, text, None))
 
 
 class BatchMixParams(Params):
@@ -186,6 +210,18 @@ BLOCKS = [
                 choice_param("padding_mode", ("constant", "edge", "reflect", "symmetric"),
                              "constant", "what the padding holds (constant: zeros)")],
         keywords=("augmentation", "crop", "cifar", "padding")),
+    declare.transform(
+        "augment.Resize",
+        "Scale the image so its shorter side is `size` (bilinear, antialiased), on every "
+        "split; the aspect ratio is kept (torchvision.transforms.v2.Resize).",
+        _resize, params=[int_param("size", 256, "the shorter side after resizing", min=1)],
+        keywords=("resize", "scale", "imagenet")),
+    declare.transform(
+        "augment.CenterCrop",
+        "Cut the central size x size window, on every split (padded with zeros when the "
+        "image is smaller; torchvision.transforms.v2.CenterCrop).",
+        _center_crop, params=[int_param("size", 224, "output height and width", min=1)],
+        keywords=("crop", "centre", "center", "imagenet")),
     declare.transform(
         "augment.HorizontalFlip",
         "Mirror the image left to right with probability p (training only).",

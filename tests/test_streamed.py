@@ -134,7 +134,10 @@ def test_skip_leaves_bad_samples_out_and_reports_the_count(workers):
     sizes = [len(b["x"]) for b in ds.batches("train")]
     assert sizes == [3, 3]
     assert said == ["rows: skipped 2 unreadable samples of the train split (first: row3.bin: "
-                    "not a row)"]
+                    "not a row); also row5.bin"]
+    assert [(e["file"], e["split"]) for e in ds.take_skipped()] == [("row3.bin", "train"),
+                                                                  ("row5.bin", "train")]
+    assert ds.take_skipped() == []  # taken once, for one epoch's history
 
 
 # -- through the trainer -------------------------------------------------------------------

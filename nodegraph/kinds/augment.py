@@ -42,6 +42,10 @@ class Step:
     # the same three as torchvision.transforms.v2 expressions (``v2.`` prefixed) for the
     # Python export; "{hw}" stands for the input's (height, width)
     script: tuple[str | None, str | None, str | None] | None = None
+    # the shorter side (train, eval) this step needs of its input at full quality, when it
+    # is a chain's first step: a photo may be decoded smaller (JPEG draft) down to it
+    side: tuple[int | None, int | None] = (None, None)
+    floats: bool = False  # needs float pixels (Normalize): uint8 photos are scaled first
 
 
 @dataclass(frozen=True)
@@ -66,22 +70,73 @@ class Chain:
             raise NodegraphError(f"MixUp/CutMix steps disagree on num_classes: {sorted(counts)}")
         return next(iter(counts), None)
 
-    def sample(self, split: str, x: str = "x", y: str = "y") -> Callable | None:
+    def _fns(self, split: str, raw: bool) -> tuple[Callable, ...]:
+        """The split's per-sample functions; on `raw` (uint8) photos, `ToFloat` before the
+        first step that needs floats, or last."""
+        fns: list[Callable] = []
+        for s in self.steps:
+            f = s.train if split == "train" else s.eval
+            if raw and s.floats and not any(isinstance(g, ToFloat) for g in fns):
+                fns.append(ToFloat())
+            if f is not None:
+                fns.append(f)
+        if raw and not any(isinstance(g, ToFloat) for g in fns):
+            fns.append(ToFloat())
+        return tuple(fns)
+
+    def side(self, split: str) -> int | None:
+        """The shorter side a photo may be decoded down to for `split` (None: full size)."""
+        first = next((s for s in self.steps if (s.train if split == "train" else s.eval)
+                      is not None), None)
+        return None if first is None else first.side[0 if split == "train" else 1]
+
+    def fixed_shape(self, channels: int) -> tuple[int, ...] | None:
+        """The sample shape the chain gives whatever the photo's size (a crop or resize that
+        fixes it), or None when the output follows the input's size."""
+        if not self.steps:
+            return None
+        outs = {self.shape((channels, h, w), torch.uint8, raw=True)
+                for h, w in ((61, 97), (203, 150))}
+        return outs.pop() if len(outs) == 1 else None
+
+    def eval_parts(self, channels: int) -> tuple[tuple, tuple, tuple[str, ...]]:
+        """The eval chain on raw (uint8) photos cut where the size becomes fixed: the steps
+        a photo reader runs on one photo of any size, then the steps (and their v2 text)
+        that run on a batch of fixed-size images in [0, 1] (the model's preprocessing)."""
+        fns = self._fns("val", True)
+        exprs = self.script("val", (channels, 61, 97), raw=True)[0]
+        k = 0
+        for k in range(len(fns) + 1):
+            outs = set()
+            for h, w in ((61, 97), (203, 150)):
+                t = torch.zeros((channels, h, w), dtype=torch.uint8)
+                for f in fns[:k]:
+                    t = f(t)
+                outs.add(tuple(t.shape))
+            if len(outs) == 1:
+                break
+        post = [(f, e) for f, e in zip(fns[k:], exprs[k:], strict=True)
+                if not isinstance(f, ToFloat)]
+        return fns[:k], tuple(f for f, _ in post), tuple(e for _, e in post)
+
+    def sample(self, split: str, x: str = "x", y: str = "y", raw: bool = False
+               ) -> Callable | None:
         """The per-sample transform of `split` on port `x` (labels on `y` one-hot on val
-        and test when a batch step makes probabilities), or None when nothing applies."""
-        fns = tuple(f for s in self.steps
-                    if (f := (s.train if split == "train" else s.eval)) is not None)
+        and test when a batch step makes probabilities), or None when nothing applies.
+        `raw`: x arrives as a uint8 photo of any size (scaled to [0, 1] on the way)."""
+        fns = self._fns(split, raw)
         onehot = self.classes if split != "train" else None
         if not fns and onehot is None:
             return None
         return OnSample(fns, x, y, onehot)
 
-    def eval_steps(self) -> tuple[Callable, ...]:
+    def eval_steps(self, raw: bool = False) -> tuple[Callable, ...]:
         """The deterministic per-sample transforms val/test apply to port x, in order (a
         centre crop for a random crop, Normalize; the random steps are left out): what a
         trained model needs on a raw input at inference. They take a batch (N, C, H, W)
-        as well as one sample."""
-        return tuple(s.eval for s in self.steps if s.eval is not None)
+        as well as one sample. `raw`: from a uint8 photo (`ToFloat` among them)."""
+        return self._fns("val", raw) if raw else tuple(s.eval for s in self.steps
+                                                       if s.eval is not None)
 
     def batch(self, x: str = "x", y: str = "y") -> Callable | None:
         """The training batch transform (one batch step chosen at random per batch)."""
@@ -91,15 +146,15 @@ class Chain:
         self.classes  # noqa: B018  (refuses disagreeing class counts)
         return OnBatch(fns, x, y)
 
-    def shape(self, shape: tuple[int, ...], dtype: torch.dtype = torch.float32
-              ) -> tuple[int, ...]:
+    def shape(self, shape: tuple[int, ...], dtype: torch.dtype = torch.float32,
+              raw: bool = False) -> tuple[int, ...]:
         """One sample's shape on port x after the chain, found by running it on zeros; the
         training and evaluation transforms must agree on it."""
         if not self.steps:
             return shape
         outs = {}
         for split in ("train", "val"):
-            fn = self.sample(split)
+            fn = self.sample(split, raw=raw)
             sample = {"x": torch.zeros(shape, dtype=dtype), "y": torch.tensor(0)}
             try:
                 with torch.random.fork_rng(devices=[]):
@@ -113,13 +168,19 @@ class Chain:
                                  "steps the same size")
         return outs["train"]
 
-    def script(self, split: str, shape: tuple[int, ...]) -> tuple[list[str], int | None]:
+    def script(self, split: str, shape: tuple[int, ...], raw: bool = False
+               ) -> tuple[list[str], int | None]:
         """The per-sample transform of `split` as v2 expressions, in order (for samples
         shaped `shape` on port x), and the classes labels are one-hot over (None: kept).
-        Raises NodegraphError naming a step that has no script form."""
-        exprs = []
+        `raw`: from uint8 photos, as `sample` says. Raises NodegraphError naming a step
+        that has no script form."""
+        exprs: list[str] = []
+        scaled = not raw
         for s in self.steps:
             fn = s.train if split == "train" else s.eval
+            if not scaled and s.floats:
+                exprs.append(TO_FLOAT)
+                scaled = True
             if fn is None:
                 continue
             if s.script is None:
@@ -128,6 +189,8 @@ class Chain:
             exprs.append(str(text).replace("{hw}", repr(tuple(shape[-2:]))))
             with torch.random.fork_rng(devices=[]):
                 shape = tuple(fn(torch.zeros(shape)).shape)
+        if not scaled:
+            exprs.append(TO_FLOAT)
         return exprs, (self.classes if split != "train" else None)
 
     def batch_script(self) -> list[str]:
@@ -145,6 +208,17 @@ class Chain:
         """The label port's sample shape and dtype after the chain."""
         k = self.classes
         return ((k,), torch.float32) if k is not None else (shape, dtype)
+
+
+TO_FLOAT = "v2.ToDtype(torch.float32, scale=True)"
+
+
+class ToFloat:
+    """uint8 pixels to float32 in [0, 1] (float ones pass): where a raw photo's chain
+    leaves integers (torchvision's ToDtype(float32, scale=True))."""
+
+    def __call__(self, t: torch.Tensor) -> torch.Tensor:
+        return t.to(torch.float32).mul_(1.0 / 255) if t.dtype == torch.uint8 else t
 
 
 class OnSample:

@@ -287,7 +287,7 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
             ds._loaders[key] = kept
         sampler, loader = kept
         sampler.set_epoch(seed)
-    skipped, first = 0, None
+    skipped, first, named = 0, None, []
     for step, (batch, bad) in enumerate(_started(loader, workers), 1):
         if bad:
             if ds.on_error == "stop":
@@ -295,12 +295,13 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
                                   "leave unreadable samples out)")
             skipped += len(bad)
             first = first or bad[0]
+            named += bad
         if ds.world == 1 and len(next(iter(batch.values()))) == 0:
             continue  # every sample of it skipped
         yield batch
         if limit is not None and step >= limit:
             break
-    ds.end_epoch(split, skipped, first)
+    ds.end_epoch(split, skipped, first, named)
 
 
 def _started(loader: DataLoader, workers: int) -> Iterator:

@@ -30,8 +30,9 @@ random augmentation.
 from __future__ import annotations
 
 import math
+import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +110,11 @@ class StreamedDataset:
         self.options = LoaderOptions()
         self.rank, self.world = 0, 1
         self.skipped: dict[str, int] = {}
+        # with on_error = skip, the files named and why: those a block left out before any
+        # split (refused at its header stage; counted again each epoch), and those the
+        # workers skipped since the trainer last took them (`take_skipped`)
+        self.refused: list[dict[str, str]] = []
+        self.epoch_skips: list[dict[str, str]] = []
         # how skipped samples are reported at the end of an epoch; the trainer routes it
         # to its events
         self.report: Callable[[str], None] = lambda text: warnings.warn(text, stacklevel=2)
@@ -236,13 +242,34 @@ class StreamedDataset:
             out[(node, k) if node is not None else k] = t
         return out
 
-    def end_epoch(self, split: str, skipped: int, first: str | None) -> None:
-        """Report the samples skipped in one pass over `split`."""
+    def end_epoch(self, split: str, skipped: int, first: str | None,
+                  bad: Sequence[str] = ()) -> None:
+        """Report the samples skipped in one pass over `split` (`bad`: each one's message),
+        and on the training split the files left out before it (`refused`): the count,
+        the first few names; every one is kept for the run's history (`take_skipped`)."""
+        left_out = self.refused if split == "train" else []
+        if not skipped and not left_out:
+            return
+        entries = [{**skip_entry(m), "split": split} for m in bad]
+        self.epoch_skips += [*({**e, "split": split} for e in left_out), *entries]
         if skipped:
             self.skipped[split] = self.skipped.get(split, 0) + skipped
-            where = f" (first: {first})" if first else ""
-            self.report(f"{self.node or 'data'}: skipped {skipped} unreadable sample"
-                        f"{'s' if skipped != 1 else ''} of the {split} split{where}")
+        total = skipped + len(left_out)
+        first = first or (f"{left_out[0]['reason']}" if left_out else None)
+        where = f" (first: {first})" if first else ""
+        names = [e["file"] for e in [*left_out, *entries]][1:SHOWN]
+        more = total - 1 - len(names)
+        also = (f"; also {', '.join(names)}{f' and {more:,} more' if more > 0 else ''}"
+                if names else "")
+        when = (f" ({len(left_out)} refused when listed, {skipped} when read)"
+                if left_out and skipped else " (refused when listed)" if left_out else "")
+        self.report(f"{self.node or 'data'}: skipped {total} unreadable sample"
+                    f"{'s' if total != 1 else ''} of the {split} split{where}{also}{when}")
+
+    def take_skipped(self) -> list[dict[str, str]]:
+        """The skipped files reported since the last call (for one epoch's history)."""
+        out, self.epoch_skips = self.epoch_skips, []
+        return out
 
     # -- whole tensors, for the few users that need a split at once ----------------------
 
@@ -276,6 +303,7 @@ class StreamedDataset:
                for i, s in enumerate(splits)}
         data = Dataset(tensors, idx, self.batch_size, self.shuffle)
         data.normalization = self.normalization  # the tensors above are scaled with it
+        data.skips = [*self.refused, *self.take_skipped()]  # type: ignore[attr-defined]
         return data
 
     def estimated_bytes(self) -> int:
@@ -304,6 +332,19 @@ def streams(storage: str, augmented: bool, nbytes: int, limit: int | None = None
         available = limit_bytes()
         limit = MEMORY_LIMIT if available is None else min(MEMORY_LIMIT, available // 2)
     return augmented or nbytes > limit
+
+
+SHOWN = 4  # skipped files named on the console per pass; the history holds all of them
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def skip_entry(message: str) -> dict[str, str]:
+    """{"file": ..., "reason": ...} for a skipped sample's message: the file is the first
+    quoted name in it (readers quote it: "image 'a.jpg' is damaged"), else what precedes
+    the first colon ("row3.bin: not a row")."""
+    m = _QUOTED.search(message)
+    name = m.group(1) if m else message.split(": ", 1)[0] if ": " in message else ""
+    return {"file": name, "reason": message}
 
 
 def choose_storage(data: StreamedDataset, storage: str = "auto",

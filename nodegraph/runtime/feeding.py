@@ -48,6 +48,19 @@ def prepare(datasets: dict[str, Any], opts: Any, device: torch.device, group: An
                         "files (the same folder, unchanged while the run starts)")
 
 
+def take_skipped(datasets: dict[str, Any]) -> list[dict[str, str]]:
+    """The files each data block skipped (on_error = skip) since the last call, as
+    {"node", "file", "reason", "split"} entries: one epoch's, for its history entry. A
+    block held in memory left its files out once, when it was read: they are in every
+    epoch's entry, as a streamed block's are counted every epoch."""
+    out: list[dict[str, str]] = []
+    for node, ds in datasets.items():
+        take = getattr(ds, "take_skipped", None)
+        found = take() if take is not None else list(getattr(ds, "skips", []))
+        out += [{"node": node, **entry} for entry in found]
+    return out
+
+
 def any_streamed(datasets: dict[str, Any]) -> bool:
     return any(is_streamed(ds) for ds in datasets.values())
 

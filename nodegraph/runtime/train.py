@@ -414,6 +414,8 @@ class Trainer:
         entry: dict[str, Any] = {"epoch": state.epoch, "train": state.train, "val": state.val,
                  "lr": {o.node: o.optimizer.param_groups[0]["lr"] for o in self.active},
                  "seconds": round(time.perf_counter() - began, 4)}
+        if skipped := feeding.take_skipped(self.c.datasets):  # named, never dropped in silence
+            entry["skipped"] = skipped
         if self.live_changes:  # what was changed while this epoch trained, and from when
             entry["changes"], self.live_changes = self.live_changes, []
         if len(state.stages) > 1:

@@ -7,7 +7,7 @@ arrays (channels, height, width) in [0, 1]: 1 channel for grey (16-bit grey scal
 (Pillow opens lazily), so validation and listing never decode pixels. A damaged, truncated
 or hostile file (a decompression bomb) is a `SampleError` naming the file.
 
-`list_folder` lists a folder of one subfolder per class; `ImageFiles` is the per-sample
+`list_images` lists a folder of one subfolder per class; `ImageFiles` is the per-sample
 reader a streamed image folder hands its DataLoader workers.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nodegraph.kinds import footprint, gate
+from nodegraph.kinds import folder_index, footprint, gate
 from nodegraph.kinds.dataset import data_path
 from nodegraph.kinds.streamed import SampleError
 from nodegraph.model.errors import NodegraphError
@@ -81,6 +81,35 @@ def channels_of(mode: str, grayscale: bool = False) -> int:
     return 1 if grayscale or mode in GREY_MODES else 3
 
 
+EXIF = ("apply", "ignore")
+_TURNED = (5, 6, 7, 8)  # EXIF orientations that swap height and width
+
+
+def orientation(img) -> int:
+    """The EXIF orientation tag of an opened image (1: as stored), from its header: a PNG
+    whose eXIf chunk is not before its pixels is not decoded to look for one (Pillow's
+    getexif would load it)."""
+    if img.format == "PNG" and "exif" not in img.info:
+        return 1
+    try:
+        value = img.getexif().get(0x0112, 1)
+    except (OSError, ValueError, SyntaxError, TypeError):  # a damaged EXIF block
+        return 1
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1
+
+
+def header(path: Path, exif: str = "apply") -> tuple[int, int, int] | str:
+    """(C, H, W) as `decode` gives them (turned by EXIF orientation under "apply"), from
+    the header alone; or why the file is refused (the folder index's reader)."""
+    try:
+        with open_image(path) as img:
+            c, h, w = channels_of(img.mode), img.height, img.width
+            turned = exif == "apply" and orientation(img) in _TURNED
+    except SampleError as e:
+        return str(e)
+    return (c, w, h) if turned else (c, h, w)
+
+
 def image_header(path: str | Path) -> tuple[int, int, int]:
     """The (C, H, W) `read_image` gives for a file, from its header alone."""
     try:
@@ -90,16 +119,27 @@ def image_header(path: str | Path) -> tuple[int, int, int]:
         raise NodegraphError(str(e)) from e
 
 
-def decode(source: str | Path | bytes, name: str | None = None):
+def decode(source: str | Path | bytes, name: str | None = None, exif: str = "apply",
+           side: int | None = None):
     """The image decoded by Pillow in mode L (grey) or RGB; 16-bit and float grey stay
-    (as I or F) for `to_array` to scale. Truncated data is refused, not padded. `source`
-    as `open_image` takes it: the one decoder of every image reader."""
+    (as I or F) for `to_array` to scale; turned upright by its EXIF orientation under
+    `exif` "apply". With `side`, a JPEG may be decoded at 1/2, 1/4 or 1/8 scale (Pillow's
+    draft) as long as its shorter side stays >= `side`. Truncated data is refused, not
+    padded. `source` as `open_image` takes it: the one decoder of every image reader."""
     path = name if name is not None else "bytes" if isinstance(source, bytes) else source
     with open_image(source, name) as img:
+        turn = orientation(img) if exif == "apply" else 1
+        if side is not None and img.format == "JPEG":
+            short = min(img.width, img.height)
+            if short > 2 * side:
+                scale = short / side
+                img.draft(img.mode, (int(img.width / scale), int(img.height / scale)))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # Pillow only warns on some damage
                 img.load()
+                if turn != 1:
+                    return _upright(img, turn)
                 if img.mode.startswith("I;16"):
                     return img.convert("I")
                 if img.mode in ("I", "F"):
@@ -112,6 +152,22 @@ def decode(source: str | Path | bytes, name: str | None = None):
                 return rgba.convert("RGB")
         except (OSError, ValueError, SyntaxError, EOFError, Warning) as e:
             raise SampleError(f"image '{path}' is damaged or truncated: {e}") from e
+
+
+def _upright(img, turn: int):
+    """The loaded image turned as its EXIF orientation says (Pillow's exif_transpose), in
+    the mode `decode` gives."""
+    Image = _pil()
+    method = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180,
+              4: Image.Transpose.FLIP_TOP_BOTTOM, 5: Image.Transpose.TRANSPOSE,
+              6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+              8: Image.Transpose.ROTATE_90}[turn]
+    if img.mode.startswith("I;16"):
+        img = img.convert("I")
+    elif img.mode not in ("I", "F", "RGB", "L"):
+        img = img.convert("L") if img.mode in GREY_MODES else \
+            (img.convert("RGBA") if img.mode == "P" else img).convert("RGB")
+    return img.transpose(method)
 
 
 def to_array(img, grayscale: bool = False) -> np.ndarray:
@@ -156,44 +212,82 @@ def fit(img, size: int | None, policy: str = "stretch"):
     return canvas
 
 
-class ImageFiles(torch.utils.data.Dataset):
-    """The per-sample reader of an image folder: file i decoded, fitted, as x (C, H, W)
-    float32 and its class y; run in the DataLoader's workers."""
+def _uint8(img) -> torch.Tensor:
+    """A decoded photo as a tensor (C, H, W) as torchvision's ToImage makes it: uint8 for
+    L and RGB, float32 in [0, 1] for 16-bit and float grey."""
+    if img.mode in ("I", "F"):
+        return torch.from_numpy(to_array(img))
+    a = np.array(img)  # writable: torch takes it without a copy
+    return torch.from_numpy(a[None] if a.ndim == 2 else a.transpose(2, 0, 1))
 
-    def __init__(self, files: list[Path], labels: np.ndarray, channels: int,
-                 size: int | None, policy: str, shape: tuple[int, int] | None = None):
-        self.files, self.labels = files, labels
+
+def _channels(x, channels: int):
+    """`x` (C, H, W) with 1 or 3 channels, as `channels` says (grey as BT.601 luminance)."""
+    if channels == 3 and len(x) == 1:
+        return x.repeat(3, 1, 1) if isinstance(x, torch.Tensor) else np.repeat(x, 3, axis=0)
+    if channels == 1 and len(x) == 3:
+        if isinstance(x, torch.Tensor) and x.dtype == torch.uint8:
+            w = torch.tensor([0.299, 0.587, 0.114])[:, None, None]
+            return (x.to(torch.float32) * w).sum(0, keepdim=True).round().to(torch.uint8)
+        return grey(np.asarray(x)) if not isinstance(x, torch.Tensor) else \
+            torch.from_numpy(grey(x.numpy()))
+    return x
+
+
+class ImageFiles(torch.utils.data.Dataset):
+    """The per-sample reader of an image folder: file i (`names[i]` under `root`) decoded,
+    fitted, as x (C, H, W) float32 and its class y; run in the DataLoader's workers. With
+    `raw`, x is the decoded photo at its own size (uint8 for 8-bit photos; `side`: a JPEG
+    may be decoded smaller, its shorter side kept >= side), for an augment chain that
+    fixes the size."""
+
+    def __init__(self, root: Path, names: Sequence[str], labels: np.ndarray, channels: int,
+                 size: int | None, policy: str, shape: tuple[int, int] | None = None, *,
+                 exif: str = "apply", raw: bool = False, side: int | None = None):
+        self.root, self.names, self.labels = Path(root), names, labels
         self.channels, self.size, self.policy, self.shape = channels, size, policy, shape
+        self.exif, self.raw, self.side = exif, raw, side
 
     def __len__(self) -> int:
-        return len(self.files)
+        return len(self.names)
+
+    @property
+    def files(self) -> list[Path]:
+        """The files' paths (made on request: a million `Path` objects are not kept)."""
+        return [self.root / n for n in self.names]
 
     def __getitem__(self, i: int) -> dict:
-        path = self.files[i]
-        img = fit(decode(path), self.size, self.policy)
+        path = self.root / self.names[i]
+        y = torch.tensor(int(self.labels[i]))
+        if self.raw:
+            photo = _uint8(decode(path, exif=self.exif, side=self.side))
+            return {"x": _channels(photo, self.channels), "y": y}
+        img = fit(decode(path, exif=self.exif), self.size, self.policy)
         if self.shape is not None and (img.height, img.width) != self.shape:
             raise SampleError(f"image '{path}' is {img.height} x {img.width}, the others "
                               f"{self.shape[0]} x {self.shape[1]}; set size to resize them")
         x = to_array(img, self.channels == 1)
-        if self.channels == 3 and len(x) == 1:
-            x = np.repeat(x, 3, axis=0)
-        return {"x": torch.from_numpy(x), "y": torch.tensor(int(self.labels[i]))}
+        return {"x": torch.from_numpy(_channels(x, self.channels)), "y": y}
 
 
 class PhotoReader:
     """One photo read as `ImageFiles` reads a folder's files: a path (decoded), or a photo
     already decoded as a uint8 array (H, W), (H, W, 1), (H, W, 3) or (H, W, 4), fitted to
     `size` by `policy`, as float32 (channels, H, W) in [0, 1]; `shape` (H, W) is required
-    when there is no size. Predicting on a raw photo (`nodegraph.kinds.rawinput`)."""
+    when there is no size. With `pre` (the eval chain up to where it fixes the size, for
+    a folder read raw), the photo goes through it as uint8 instead of being fitted.
+    Predicting on a raw photo (`nodegraph.kinds.rawinput`)."""
 
     def __init__(self, channels: int, size: int | None, policy: str,
-                 shape: tuple[int, int] | None = None):
+                 shape: tuple[int, int] | None = None, *, exif: str = "apply",
+                 pre: tuple | None = None, side: int | None = None):
         self.channels, self.size, self.policy, self.shape = channels, size, policy, shape
+        self.exif, self.pre, self.side = exif, pre, side
 
     def __call__(self, photo) -> np.ndarray:
         if isinstance(photo, str | Path):
             try:
-                img = decode(photo)
+                img = decode(photo, exif=self.exif, side=self.side)
             except SampleError as e:
                 raise NodegraphError(str(e)) from e
             name = f"image '{photo}'"
@@ -208,39 +302,43 @@ class PhotoReader:
             img = _pil().fromarray(np.ascontiguousarray(a))
             img = img.convert("RGB") if img.mode == "RGBA" else img
             name = f"the photo array {tuple(a.shape)}"
+        if self.pre is not None:
+            t = _channels(_uint8(img), self.channels)
+            for fn in self.pre:
+                t = fn(t)
+            t = t.to(torch.float32).mul_(1.0 / 255) if t.dtype == torch.uint8 else t
+            return np.ascontiguousarray(t.numpy(), dtype=np.float32)
         img = fit(img, self.size, self.policy)
         if self.shape is not None and (img.height, img.width) != tuple(self.shape):
             raise NodegraphError(f"{name} is {img.height} x {img.width}; the model reads "
                                  f"{self.shape[0]} x {self.shape[1]} (the data block has no "
                                  "size to resize it to)")
         x = to_array(img, self.channels == 1)
-        return np.repeat(x, 3, axis=0) if self.channels == 3 and len(x) == 1 else x
+        return _channels(x, self.channels)
 
 
 # -- folders -----------------------------------------------------------------------------
 
-def list_folder(root: str) -> tuple[list[str], list[list[Path]]]:
-    """The class names and each class's image files, sorted; refuses a missing folder, a
-    folder with no class subfolders, and a class folder with no images. Every class
-    folder and image passes the file gate (`nodegraph.kinds.gate`): a symlink to a folder
-    or an image outside, or a FIFO among the images, is refused by name."""
+def list_images(root: str) -> folder_index.Listing:
+    """The class names and each class's image files, sorted, with their sizes and mtimes
+    (`folder_index.list_classes`); refuses a missing folder, a folder with no class
+    subfolders, and a class folder with no images. Every class folder and symlinked image
+    passes the file gate (`nodegraph.kinds.gate`): a symlink to a folder or an image
+    outside, or a FIFO among the images, is refused by name."""
     folder = data_path(root)
     if not folder.is_dir():
         raise NodegraphError(f"image folder '{root}'{looked_at(root, folder)} "
                              f"{'is not a folder' if folder.exists() else 'does not exist'}")
-    classes = [d.name for d in gate.listing(folder, "image folder", want="folder")]
-    if not classes:
+    listing = folder_index.list_classes(folder, "image", IMAGE_SUFFIXES)
+    if not listing.classes:
         raise NodegraphError(f"image folder '{root}' has no class subfolders (expected one "
                              "subfolder of images per class, e.g. cats/ and dogs/)")
-    listed = []
-    for name in classes:
-        files = gate.listing(folder / name, "image",
-                             lambda n: Path(n).suffix.lower() in IMAGE_SUFFIXES)
-        if not files:
+    counts = np.bincount(listing.labels, minlength=len(listing.classes))
+    for name, count in zip(listing.classes, counts, strict=True):
+        if count == 0:
             raise NodegraphError(f"class folder '{folder / name}' holds no images (read: "
                                  f"{', '.join(s[1:] for s in IMAGE_SUFFIXES)})")
-        listed.append(files)
-    return classes, listed
+    return listing
 
 
 def need_memory(count: int, sample_bytes: int) -> None:
@@ -281,27 +379,43 @@ def grey(image: np.ndarray) -> np.ndarray:
 SCRIPT_READER = '''\
 class ImageFiles(torch.utils.data.Dataset):
     """Image files under `root` decoded by Pillow as nodegraph's image blocks read them: grey
-    or RGB, brought to size x size by `policy`, float32 (channels, height, width) in [0, 1]."""
+    or RGB, turned upright by EXIF orientation (exif "apply"), brought to size x size by
+    `policy`, float32 (channels, height, width) in [0, 1]; with `raw`, the decoded photo at
+    its own size as uint8 (a JPEG decoded smaller down to a shorter side of `side`), for
+    transforms that fix the size."""
 
     GREY = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "I;16N", "F", "La")
 
-    def __init__(self, root, files, labels, channels, size, policy):
+    def __init__(self, root, files, labels, channels, size, policy, exif="apply", raw=False,
+                 side=None):
         self.root, self.files, self.labels = Path(root), [str(f) for f in files], labels
         self.channels, self.size, self.policy = channels, size, policy
+        self.exif, self.raw, self.side = exif, raw, side
 
     def __len__(self):
         return len(self.files)
 
     def decode(self, path):
         with Image.open(path) as img:
+            turn = img.getexif().get(0x0112, 1) if self.exif == "apply" else 1
+            short = min(img.size)
+            if self.side is not None and img.format == "JPEG" and short > 2 * self.side:
+                scale = short / self.side
+                img.draft(img.mode, (int(img.width / scale), int(img.height / scale)))
             img.load()
             if img.mode.startswith("I;16"):
-                return img.convert("I")
-            if img.mode in ("I", "F", "RGB"):
-                return img.copy()
-            if img.mode in self.GREY:
-                return img.convert("L")
-            return (img.convert("RGBA") if img.mode == "P" else img).convert("RGB")
+                img = img.convert("I")
+            elif img.mode not in ("I", "F", "RGB", "L"):
+                img = (img.convert("L") if img.mode in self.GREY else
+                       (img.convert("RGBA") if img.mode == "P" else img).convert("RGB"))
+            else:
+                img = img.copy()
+            if turn in (2, 3, 4, 5, 6, 7, 8):
+                img = img.transpose([Image.Transpose.FLIP_LEFT_RIGHT, Image.Transpose.ROTATE_180,
+                                     Image.Transpose.FLIP_TOP_BOTTOM, Image.Transpose.TRANSPOSE,
+                                     Image.Transpose.ROTATE_270, Image.Transpose.TRANSVERSE,
+                                     Image.Transpose.ROTATE_90][turn - 2])
+            return img
 
     def fit(self, img):
         size = self.size
@@ -321,7 +435,19 @@ class ImageFiles(torch.utils.data.Dataset):
         return canvas
 
     def __getitem__(self, i):
-        img = self.fit(self.decode(self.root / self.files[i]))
+        img = self.decode(self.root / self.files[i])
+        y = torch.tensor(int(self.labels[i]))
+        if self.raw and img.mode in ("L", "RGB"):
+            if self.channels == 1 and img.mode == "RGB":
+                a = np.asarray(img, dtype=np.float32).transpose(2, 0, 1)
+                weights = np.array([0.299, 0.587, 0.114], np.float32)[:, None, None]
+                a = np.round((a * weights).sum(axis=0, keepdims=True)).astype(np.uint8)
+            else:
+                a = np.asarray(img)
+                a = a[None] if a.ndim == 2 else a.transpose(2, 0, 1)
+            x = torch.from_numpy(np.ascontiguousarray(a))
+            return {"x": x.repeat(3, 1, 1) if self.channels == 3 and len(x) == 1 else x, "y": y}
+        img = self.fit(img)
         if img.mode in ("I", "F"):
             a = np.asarray(img, dtype=np.float32)
             a = (a / 65535.0 if img.mode == "I" else a)[None]
@@ -333,5 +459,4 @@ class ImageFiles(torch.utils.data.Dataset):
             a = (a * weights).sum(axis=0, keepdims=True)
         elif self.channels == 3 and len(a) == 1:
             a = np.repeat(a, 3, axis=0)
-        return {"x": torch.from_numpy(np.ascontiguousarray(a)),
-                "y": torch.tensor(int(self.labels[i]))}'''
+        return {"x": torch.from_numpy(np.ascontiguousarray(a)), "y": y}'''

@@ -1,0 +1,281 @@
+"""The image folder's cached header index (`nodegraph.kinds.folder_index`), EXIF orientation,
+photos reaching a size-fixing augment chain as uint8, and skipped files named.
+
+The index: a second scan reads no header; a rewritten, added or renamed file is read again
+(nothing stale is trusted); a damaged or hostile cache file is ignored, never unpickled;
+the parallel build gives what the serial one does. EXIF: a JPEG whose orientation tag is 6
+is read upright (Pillow's exif_transpose is the reference) in training, predict and the
+Python export's reader; ``exif = ignore`` keeps the stored pixels. Raw photos: a folder of
+mixed sizes with no `size` trains through RandomResizedCrop, its val split equals
+torchvision's Resize + CenterCrop + ToDtype + Normalize on the decoded photo, and predict
+on the file gives the val split's values. Skips: four bad files of four kinds are all
+counted and named, on the console and in the run's history.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageOps
+
+import nodegraph
+from nodegraph.kinds import folder_index
+from nodegraph.model.errors import NodegraphError
+from nodegraph.model.events import Emitter, Message
+from nodes.data import folders
+from nodes.data._images import header, list_images
+from tests.test_image_folder import graph
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NODEGRAPH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _photo(path: Path, h: int, w: int, seed: int, exif: int | None = None) -> np.ndarray:
+    a = np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    img = Image.fromarray(a)
+    if exif is None:
+        img.save(path, quality=95)
+    else:
+        tags = Image.Exif()
+        tags[0x0112] = exif
+        img.save(path, quality=95, exif=tags)
+    return a
+
+
+def _folder(root: Path, sizes=((20, 30), (40, 24), (32, 32)), per_class: int = 3) -> Path:
+    for k, cls in enumerate(("a", "b")):
+        (root / cls).mkdir(parents=True)
+        for i in range(per_class):
+            h, w = sizes[(i + k) % len(sizes)]
+            _photo(root / cls / f"{i}.jpg", h, w, seed=10 * k + i)
+    return root
+
+
+def _counted(monkeypatch) -> list[Path]:
+    read: list[Path] = []
+
+    def counting(path, exif="apply"):
+        read.append(Path(path))
+        return header(path, exif)
+    monkeypatch.setattr(folders, "header", counting)
+    return read
+
+
+def _scan(root: Path, **params):
+    p = {"path": str(root), "grayscale": False, "size": 16, "resize": "stretch",
+         "exif": "apply", "on_error": "stop", **params}
+    return folders._scan(type("P", (), p)(), nodegraph.kinds.augment.Chain())
+
+
+def test_a_second_scan_reads_no_header_and_a_changed_file_is_read_again(tmp_path, monkeypatch,
+                                                                         cache):
+    root = _folder(tmp_path / "photos")
+    read = _counted(monkeypatch)
+    first = _scan(root)
+    assert len(read) == 6 and len(list((cache / "folder-index").glob("*.npz"))) == 1
+    read.clear()
+    again = _scan(root)
+    assert read == [] and list(again.names) == list(first.names)
+    assert np.array_equal(again.labels, first.labels)
+    # rewritten (another size, another mtime), added, renamed: exactly those are read
+    victim = root / "a" / "1.jpg"
+    _photo(victim, 50, 10, seed=99)
+    os.utime(victim, ns=(1, 1))  # a different mtime whatever the clock's resolution
+    _photo(root / "b" / "new.jpg", 20, 30, seed=7)
+    (root / "b" / "2.jpg").rename(root / "b" / "2b.jpg")
+    read.clear()
+    listing = list_images(str(root))
+    headers, bad = folder_index.index(listing, "image-header exif=apply",
+                                      partial(folders.header, exif="apply"))
+    assert sorted(p.name for p in read) == ["1.jpg", "2b.jpg", "new.jpg"] and bad == {}
+    row = list(listing.names).index("a/1.jpg")
+    assert tuple(headers[row]) == (3, 50, 10)  # the new header, not the cached one
+
+
+@pytest.mark.parametrize("garbage", ["bytes", "pickle", "shape"])
+def test_a_hostile_or_damaged_cache_file_is_ignored_and_rebuilt(tmp_path, monkeypatch, cache,
+                                                                 garbage):
+    root = _folder(tmp_path / "photos")
+    _scan(root)
+    (path,) = (cache / "folder-index").glob("*.npz")
+    if garbage == "bytes":
+        path.write_bytes(b"PK\x03\x04 not a zip at all" * 10)
+    elif garbage == "pickle":  # an object array: loading it would unpickle
+        with open(path, "wb") as f:
+            np.savez(f, **{k: np.array([{"evil": 1}], dtype=object)
+                           for k in folder_index._FIELDS})
+    else:  # well-formed arrays that do not fit together
+        with np.load(path) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        arrays["headers"] = arrays["headers"][:2]
+        with open(path, "wb") as f:
+            np.savez(f, **arrays)
+    assert folder_index._load(path) is None
+    read = _counted(monkeypatch)
+    found = _scan(root)
+    assert len(read) == 6 and len(found.names) == 6
+    assert folder_index._load(path) is not None  # rewritten whole
+
+
+def test_the_parallel_build_gives_what_the_serial_one_does(tmp_path, monkeypatch):
+    root = _folder(tmp_path / "photos", per_class=12)
+    (root / "a" / "bad.jpg").write_bytes(b"not a jpeg")
+    serial = folder_index.index(list_images(str(root)), "t1", partial(header, exif="apply"))
+    monkeypatch.setattr(folder_index, "PARALLEL_FROM", 4)
+    said: list[str] = []
+    parallel = folder_index.index(list_images(str(root)), "t2", partial(header, exif="apply"),
+                                  said.append)
+    assert np.array_equal(serial[0], parallel[0]) and serial[1].keys() == parallel[1].keys()
+    assert len(serial[1]) == 1 and "bad.jpg" in next(iter(serial[1].values()))
+    assert said[0].startswith("indexing 25 files") and "25 of 25 headers read" in said[-1]
+
+
+# -- EXIF ----------------------------------------------------------------------------------
+
+def test_exif_orientation_6_is_read_upright_in_training_predict_and_the_export(tmp_path):
+    root = tmp_path / "phone"
+    for cls in ("a", "b"):
+        (root / cls).mkdir(parents=True)
+        for i in range(2):
+            _photo(root / cls / f"{i}.jpg", 8, 12, seed=i, exif=6)  # stored 8 x 12
+    f = root / "a" / "0.jpg"
+    with Image.open(f) as img:
+        upright = np.asarray(ImageOps.exif_transpose(img).convert("RGB"))
+    assert upright.shape == (12, 8, 3)
+    expect = torch.from_numpy(upright.transpose(2, 0, 1).astype(np.float32) / 255)
+    g = graph(root, size=None, val_fraction=0.0)
+    assert nodegraph.train(g).history[0]["train"]["loss"] > 0
+    data = nodegraph.compile(g, for_training=False).datasets["data"]
+    assert data.port_shapes["x"][0] == (3, 12, 8)
+    src = data.sources["train"]
+    k = [str(p) for p in src.files].index(str(f))
+    assert torch.allclose(src[k]["x"], expect)
+    assert torch.allclose(torch.from_numpy(data.raw_inputs["x"].read(str(f))), expect)
+    # the Python export's reader turns it the same way
+    from nodes.data._images import SCRIPT_READER
+
+    space = {"torch": torch, "np": np, "Path": Path, "Image": Image}
+    exec(SCRIPT_READER, space)  # noqa: S102 (our own reader's text)
+    script = space["ImageFiles"](root, ["a/0.jpg"], np.array([0]), 3, None, "stretch")
+    assert torch.allclose(script[0]["x"], expect)
+    ignored = space["ImageFiles"](root, ["a/0.jpg"], np.array([0]), 3, None, "stretch",
+                                  exif="ignore")
+    assert ignored[0]["x"].shape == (3, 8, 12)
+
+
+def test_exif_ignore_keeps_the_stored_pixels(tmp_path):
+    root = tmp_path / "phone"
+    for cls in ("a", "b"):
+        (root / cls).mkdir(parents=True)
+        _photo(root / cls / "0.jpg", 8, 12, seed=1, exif=6)
+    data = nodegraph.compile(graph(root, size=None, exif="ignore", val_fraction=0.0),
+                             for_training=False).datasets["data"]
+    assert data.port_shapes["x"][0] == (3, 8, 12)
+
+
+# -- raw photos into a size-fixing chain ---------------------------------------------------
+
+MEAN, STD = [0.5, 0.4, 0.3], [0.2, 0.25, 0.3]
+
+
+def test_mixed_sizes_without_size_go_raw_to_a_crop_and_match_torchvision(tmp_path):
+    from nodegraph.model.packages import load_torchvision
+
+    load_torchvision()
+    from torchvision.transforms import v2
+
+    # shorter sides <= 32: decoded whole, as torchvision decodes them (no draft)
+    root = _folder(tmp_path / "photos", sizes=((20, 30), (31, 24), (32, 32)), per_class=4)
+    chain = [("augment.RandomResizedCrop", {"size": 16}), ("augment.HorizontalFlip", {}),
+             ("augment.ColorJitter", {}), ("augment.Normalize", {"mean": MEAN, "std": STD})]
+    g = graph(root, *chain, size=None, val_fraction=0.5, split="random")
+    report = nodegraph.validate(g, for_training=True)
+    assert report.ok, report
+    data = nodegraph.compile(g, for_training=False).datasets["data"]
+    assert data.port_shapes["x"][0] == (3, 16, 16)
+    hand = v2.Compose([v2.ToImage(), v2.Resize(16, antialias=True), v2.CenterCrop(16),
+                       v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+    val = data.sources["val"]
+    got = next(iter(data.batches("val")))["x"]
+    files = val.files
+    for i, f in enumerate(files):
+        with Image.open(f) as img:
+            want = hand(img.convert("RGB"))
+        assert torch.allclose(got[i], want, atol=1e-5), f
+    # predict on the files applies the same eval transform
+    pre = data.raw_inputs["x"]
+    read = torch.stack([torch.from_numpy(pre.read(str(f))) for f in files])
+    for step in pre.steps:
+        read = step(read)
+    assert torch.allclose(read, got, atol=1e-5)
+    train = next(iter(data.batches("train")))["x"]
+    assert train.shape[1:] == (3, 16, 16) and train.dtype == torch.float32
+    assert nodegraph.train(g).history[0]["train"]["loss"] > 0
+
+
+def test_without_size_a_chain_that_keeps_the_size_still_needs_one_size(tmp_path):
+    root = _folder(tmp_path / "photos")
+    report = nodegraph.validate(graph(root, ("augment.HorizontalFlip", {}), size=None))
+    assert "images differ in size" in report.for_node("data")[0].message
+    assert "RandomResizedCrop" in report.for_node("data")[0].message
+
+
+def test_a_large_jpeg_is_decoded_at_reduced_size_for_a_small_eval_crop(tmp_path):
+    from nodes.data._images import decode
+
+    _photo(tmp_path / "big.jpg", 400, 600, seed=0)
+    assert decode(tmp_path / "big.jpg").size == (600, 400)
+    small = decode(tmp_path / "big.jpg", side=64)
+    assert small.size == (150, 100)  # 1/4: the shorter side stays >= 64
+    assert min(decode(tmp_path / "big.jpg", side=150).size) >= 150
+
+
+# -- nothing skipped in silence ------------------------------------------------------------
+
+def _four_bad(root: Path) -> dict[str, str]:
+    """Four bad files of four kinds: empty, not an image, a decompression bomb (a header
+    claiming 100,000 x 100,000 pixels), damaged past its header (found in the workers)."""
+    (root / "a" / "empty.jpg").write_bytes(b"")
+    (root / "a" / "text.png").write_text("hello, not a picture")
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    head = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 0, 0, 0, 0)
+    (root / "b" / "bomb.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head)
+                                          + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+                                          + chunk(b"IEND", b""))
+    whole = (root / "b" / "0.jpg").read_bytes()
+    (root / "b" / "cut.jpg").write_bytes(whole[:len(whole) * 2 // 3])
+    return {"empty.jpg": "", "text.png": "", "bomb.png": "decompression bomb",
+            "cut.jpg": "damaged or truncated"}
+
+
+def test_four_bad_files_of_four_kinds_are_counted_and_named(tmp_path):
+    root = _folder(tmp_path / "photos")
+    kinds = _four_bad(root)
+    with pytest.raises(NodegraphError, match="on_error = skip"):
+        nodegraph.compile(graph(root, size=16, val_fraction=0.0), for_training=False)
+    events, said = Emitter(), []
+    events.subscribe(lambda e: said.append(e.text), Message)
+    g = graph(root, size=16, val_fraction=0.0, on_error="skip")
+    g.update_training({"epochs": 2})
+    result = nodegraph.train(g, events=events)
+    reports = [s for s in said if "skipped" in s]
+    assert reports and all("skipped 4 unreadable samples" in s for s in reports), reports
+    for entry in result.history:  # every epoch: all four, named, with their reasons
+        named = {Path(e["file"]).name: e["reason"] for e in entry["skipped"]}
+        assert set(named) == set(kinds)
+        for name, why in kinds.items():
+            assert why in named[name] and name in named[name]
+    json.dumps(result.history)  # as --metrics-out writes it
