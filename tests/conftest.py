@@ -13,9 +13,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # The image-folder index cache (nodegraph/kinds/folder_index.py) of this test process: a
 # fresh folder, so tests neither read a stale index nor write into the user's ~/.cache.
 if "NODEGRAPH_CACHE" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["NODEGRAPH_CACHE"] = tempfile.mkdtemp(prefix="nodegraph-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["NODEGRAPH_CACHE"], ignore_errors=True)
 # Tests run two workers on two cores; a second torch thread per worker only adds contention
 # (spinning OpenMP threads made small models ten times slower under load).
 torch.set_num_threads(1)
