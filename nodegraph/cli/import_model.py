@@ -1,6 +1,6 @@
 """`nodegraph import TARGET -o GRAPH.json`: a PyTorch model traced into a graph file.
 
-The tracing is `nodegraph.interop.fx_import`; this module reads the command line, makes the
+The tracing is `nodegraph.interop.importing`; this module reads the command line, makes the
 example inputs and says what was written.
 """
 
@@ -14,8 +14,7 @@ import sys
 import numpy as np
 import torch
 
-from nodegraph.interop import fx_finish
-from nodegraph.interop.fx_import import import_graph
+from nodegraph.interop.importing import finish, import_graph
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.fileformat import save
 from nodegraph.model.groups import flatten, has_groups
@@ -46,10 +45,10 @@ def register(subparsers) -> None:
                    help="keep this submodule (dotted path, e.g. stages.2.1) as one opaque "
                    "block instead of tracing into it: for control flow fx cannot follow")
     p.add_argument("--loss", metavar="NAME",
-                   help=f"add this loss on the first output ({', '.join(fx_finish.LOSSES)} or "
+                   help=f"add this loss on the first output ({', '.join(finish.LOSSES)} or "
                    "a block id), with the example data's targets")
     p.add_argument("--optimizer", metavar="NAME",
-                   help=f"add this optimizer on the loss ({', '.join(fx_finish.OPTIMIZERS)} "
+                   help=f"add this optimizer on the loss ({', '.join(finish.OPTIMIZERS)} "
                    "or a block id), so `nodegraph run` trains the graph")
     p.set_defaults(func=cmd_import)
 
