@@ -15,6 +15,8 @@ import numpy as np
 import torch
 
 from nodegraph.interop.importing import finish, import_graph
+from nodegraph.interop.importing.build import TRACERS
+from nodegraph.interop.importing.targets import PRETRAINED
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.fileformat import save
 from nodegraph.model.groups import flatten, has_groups
@@ -22,16 +24,26 @@ from nodegraph.model.groups import flatten, has_groups
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "import", description="Trace a PyTorch model with torch.fx. Known layers and "
-        "functions become blocks, the rest opaque blocks; weights and example inputs are "
-        "saved beside the graph, which names them, so run and export start from the "
-        "imported weights.")
+        "import", description="Trace a PyTorch model with torch.fx (or torch.export). "
+        "Known layers and functions become blocks, the rest opaque blocks; weights and "
+        "example inputs are saved beside the graph, which names them, so run and export "
+        "start from the imported weights.")
     p.add_argument("target", metavar="TARGET",
                    help="module:Class, module:factory (torchvision.models:resnet18), "
-                   "path/to/file.py:Class, or timm:MODEL_NAME")
+                   "path/to/file.py:Class, timm:MODEL_NAME, or transformers:GPT2LMHeadModel "
+                   "(with --config or --pretrained)")
     p.add_argument("-o", "--output", required=True, metavar="GRAPH.json")
     p.add_argument("--kwargs", default="{}", metavar="JSON",
                    help="keyword arguments of the class's constructor or the factory")
+    p.add_argument("--config", default=None, metavar="JSON",
+                   help="a Hugging Face model class's config "
+                   "(transformers:GPT2LMHeadModel --config '{\"n_layer\": 2}')")
+    p.add_argument("--pretrained", default=None, metavar="FOLDER",
+                   help="a Hugging Face model class's weights and config from a folder "
+                   "save_pretrained wrote (nothing is downloaded)")
+    p.add_argument("--tracer", choices=TRACERS, default="auto",
+                   help="torch.fx, torch.export, or auto: fx first, torch.export where fx "
+                   "cannot import the module (Hugging Face models)")
     p.add_argument("--input-shape", action="append", default=[], metavar="N,C,H,W",
                    help="an example input of this shape; one per forward argument")
     p.add_argument("--input-dtype", action="append", default=[], metavar="DTYPE",
@@ -67,9 +79,19 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise NodegraphError(f"--kwargs is not JSON: {e}") from None
     if not isinstance(kwargs, dict):
         raise NodegraphError("--kwargs takes a JSON object: '{\"num_classes\": 10}'")
+    if args.config is not None:
+        try:
+            config = json.loads(args.config)
+        except json.JSONDecodeError as e:
+            raise NodegraphError(f"--config is not JSON: {e}") from None
+        if not isinstance(config, dict):
+            raise NodegraphError("--config takes a JSON object: '{\"n_layer\": 2}'")
+        kwargs.update(config)
+    if args.pretrained is not None:
+        kwargs[PRETRAINED] = args.pretrained
     examples = _examples(args)
     result = import_graph(args.target, examples, args.output, kwargs, leaves=args.leaf,
-                          loss=args.loss, optimizer=args.optimizer)
+                          loss=args.loss, optimizer=args.optimizer, tracer=args.tracer)
     graph = result.graph
     _lay_out(graph, args.output)
     flat = flatten(graph).graph if has_groups(graph) else graph  # inside the groups too

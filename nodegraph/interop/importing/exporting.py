@@ -155,9 +155,13 @@ class _Rewriter:
             return module
         for key in PLACEMENT:
             kwargs.pop(key, None)
-        if "device" in kwargs:  # made where the inputs are
-            kwargs["device"] = self._device()
+        # a device (a factory's, `to`'s): the first input's, so the graph runs where it is
+        args = torch.fx.node.map_aggregate(args, self._placed)
+        kwargs = dict(torch.fx.node.map_aggregate(kwargs, self._placed))
         return self._translated(node, name, list(args), kwargs)
+
+    def _placed(self, value: Any) -> Any:
+        return self._device() if isinstance(value, torch.device) else value
 
     def _translated(self, node: torch.fx.Node, name: str, args: list, kwargs: dict) -> Any:
         call = self._emit
@@ -170,6 +174,12 @@ class _Rewriter:
             return call("call_function", F.dropout, (args[0], args[1], True), {})
         if name == "slice":
             return self._slice(args, kwargs)
+        if name == "diff" and (args[1] if len(args) > 1 else 1) == 1 and len(args) <= 3 \
+                and not kwargs:  # (ONNX has no diff: written as the difference of slices)
+            dim = args[2] if len(args) > 2 else -1
+            later = self._index(args[0], dim, slice(1, None))
+            earlier = self._index(args[0], dim, slice(None, -1))
+            return call("call_function", torch.sub, (later, earlier), {})
         if name == "select":
             x, dim, index = args
             return call("call_function", operator.getitem,
@@ -226,13 +236,13 @@ class _Rewriter:
             end = None
         if start in (None, 0) and end is None and step == 1:
             return x
-        part = slice(start, end, None if step == 1 else step)
-        if dim < 0:
-            return self._emit("call_function", operator.getitem, (x, (Ellipsis, part,
-                                                                      *[slice(None)] *
-                                                                      (-dim - 1))), {})
-        return self._emit("call_function", operator.getitem,
-                          (x, (*[slice(None)] * dim, part)), {})
+        return self._index(x, dim, slice(start, end, None if step == 1 else step))
+
+    def _index(self, x: Any, dim: int, part: slice) -> torch.fx.Node:
+        """`x[..., part, ...]` with `part` in dim `dim`."""
+        where = (Ellipsis, part, *[slice(None)] * (-dim - 1)) if dim < 0 else \
+            (*[slice(None)] * dim, part)
+        return self._emit("call_function", operator.getitem, (x, where), {})
 
     def _module_call(self, node: torch.fx.Node, name: str, args: tuple) -> Any:
         """The call of the weight layer that made this op with its own weights, or None."""

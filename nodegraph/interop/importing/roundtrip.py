@@ -90,9 +90,9 @@ def round_trip(module: Any, inputs: tuple, folder: str | Path, kwargs: dict | No
 
 
 def _validate(imported, inputs, reference, folder, result) -> None:
-    import nodegraph
+    from nodegraph.check.validate import validate
 
-    report = nodegraph.validate(imported.graph)
+    report = validate(imported.graph)
     if not report.ok:
         raise AssertionError("; ".join(str(p) for p in report.problems[:3]))
     shapes = [tuple(report.outputs[key].shape) for key in imported.outputs[:len(reference)]]
