@@ -72,7 +72,7 @@ def test_exported_weight_layers_become_library_blocks(tmp_path):
     imported = import_graph(module, (BY_NAME["gpt2"].inputs(2, 8)[0],), tmp_path / "g.json",
                             tracer="export")
     types = [n.type for n in flatten(imported.graph).graph]
-    assert types.count("layers.Embedding") == 2 and types.count("layers.LayerNorm") == 5
+    assert types.count("layers.Embedding") == 2 and types.count("norm.LayerNorm") == 5
     assert types.count("layers.Linear") == 1  # lm_head (GPT-2's Conv1D is an addmm)
     assert any(name.startswith("transformer") for name in imported.graph.groups)
     wte = module.transformer.wte.weight.detach()

@@ -59,7 +59,7 @@ def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path
 
 TRACERS = ("auto", "fx", "export")
 # errors about what the user gave, the same whichever tracer runs
-USER_ERRORS = ("itself fails on the example inputs", "--leaf ", "cannot tell how to build")
+USER_ERRORS = ("itself fails on the example inputs", "has no submodule of that name")
 
 
 def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,

@@ -21,6 +21,7 @@ groups, layout) applies unchanged:
 
 from __future__ import annotations
 
+import inspect
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -72,23 +73,35 @@ def export_trace(root: nn.Module, inputs: tuple) -> torch.fx.GraphModule:
     module allows) as an fx graph of torch calls over `root`'s own submodules and weights."""
     from torch.export import Dim
 
-    if isinstance(getattr(getattr(root, "config", None), "use_cache", None), bool):
-        root.config.use_cache = False  # a Hugging Face cache is state, not an output
-    shapes = tuple({d: Dim.AUTO for d in range(x.ndim)} for x in inputs)
+    names = _argument_names(root)
+    constants = {"use_cache": False} if "use_cache" in names[len(inputs):] else {}
+    # (a Hugging Face cache is state for generation, not an output)
+    shapes: Any = tuple({d: Dim.AUTO for d in range(x.ndim)} for x in inputs)
+    if constants:
+        shapes = {**dict(zip(names, shapes, strict=False)), **dict.fromkeys(constants)}
     try:
-        program = torch.export.export(root, tuple(inputs), dynamic_shapes=shapes, strict=False)
+        program = torch.export.export(root, tuple(inputs), kwargs=constants or None,
+                                      dynamic_shapes=shapes, strict=False)
     except Exception as e:
         text = " ".join(str(e).split())[:300]
         raise NodegraphError(f"{type(root).__name__}.forward cannot be exported{_where(e)}: "
                              f"{type(e).__name__}: {text}") from None
-    return _Rewriter(root, program.module()).run()
+    return _Rewriter(root, program.module(), constants).run()
+
+
+def _argument_names(root: nn.Module) -> list[str]:
+    try:
+        return list(inspect.signature(root.forward).parameters)
+    except (TypeError, ValueError):
+        return []
 
 
 class _Rewriter:
     """One exported graph written again as torch calls (see the module's docstring)."""
 
-    def __init__(self, root: nn.Module, exported: torch.fx.GraphModule):
-        self.root, self.exported = root, exported
+    def __init__(self, root: nn.Module, exported: torch.fx.GraphModule,
+                 constants: dict[str, Any]):
+        self.root, self.exported, self.constants = root, exported, constants
         self.graph = torch.fx.Graph()
         self.env: dict[torch.fx.Node, Any] = {}
         self.first: torch.fx.Node | None = None  # the first input (a device comes from it)
@@ -99,7 +112,9 @@ class _Rewriter:
     def run(self) -> torch.fx.GraphModule:
         for node in self.exported.graph.nodes:
             self.current = node
-            if node.op == "placeholder":
+            if node.op == "placeholder" and node.target in self.constants:
+                self.env[node] = self.constants[node.target]  # (use_cache=False)
+            elif node.op == "placeholder":
                 self.env[node] = self._emit("placeholder", node.target, (), {})
                 self.first = self.first or self.env[node]
             elif node.op == "get_attr":
@@ -174,12 +189,10 @@ class _Rewriter:
             return call("call_function", F.dropout, (args[0], args[1], True), {})
         if name == "slice":
             return self._slice(args, kwargs)
-        if name == "diff" and (args[1] if len(args) > 1 else 1) == 1 and len(args) <= 3 \
-                and not kwargs:  # (ONNX has no diff: written as the difference of slices)
-            dim = args[2] if len(args) > 2 else -1
-            later = self._index(args[0], dim, slice(1, None))
-            earlier = self._index(args[0], dim, slice(None, -1))
-            return call("call_function", torch.sub, (later, earlier), {})
+        if name == "diff" and (args[1] if len(args) > 1 else 1) == 1 and not kwargs:
+            return self._diff(args)  # (ONNX has no diff: the difference of two slices)
+        if name == "cumsum" and _dtype(node.args[0]) == torch.bool:  # as torch sums them:
+            args[0] = call("call_method", "long", (args[0],), {})  # (ONNX sums no bools)
         if name == "select":
             x, dim, index = args
             return call("call_function", operator.getitem,
@@ -238,6 +251,17 @@ class _Rewriter:
             return x
         return self._index(x, dim, slice(start, end, None if step == 1 else step))
 
+    def _diff(self, args: list) -> torch.fx.Node:
+        """torch.diff(x, 1, dim, prepend, append) as x[1:] - x[:-1] along dim."""
+        x, dim = args[0], args[2] if len(args) > 2 else -1
+        prepend, append = (args[3:] + [None, None])[:2]
+        if prepend is not None or append is not None:
+            parts = [p for p in (prepend, x, append) if p is not None]
+            x = self._emit("call_function", torch.cat, (parts, dim), {})
+        later = self._index(x, dim, slice(1, None))
+        earlier = self._index(x, dim, slice(None, -1))
+        return self._emit("call_function", torch.sub, (later, earlier), {})
+
     def _index(self, x: Any, dim: int, part: slice) -> torch.fx.Node:
         """`x[..., part, ...]` with `part` in dim `dim`."""
         where = (Ellipsis, part, *[slice(None)] * (-dim - 1)) if dim < 0 else \
@@ -281,6 +305,12 @@ class _Rewriter:
         except AttributeError:
             return False
         return value is getattr(module, attribute, None)
+
+
+def _dtype(value: Any) -> torch.dtype | None:
+    """The dtype export recorded for a node's value, if any."""
+    fake = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+    return getattr(fake, "dtype", None)
 
 
 def _line_of(node: torch.fx.Node) -> str:
