@@ -55,7 +55,7 @@ def test_hugging_face_models_round_trip(name, tmp_path):
     module = case.build().eval()
     (batch, size), (batch2, size2) = case.sizes
     result = round_trip(module, case.inputs(batch, size), tmp_path,
-                        others=case.inputs(batch2, size2), tracer="export")
+                        others=[case.inputs(batch2, size2)], tracer="export")
     _check(result)
     imported = json.loads((tmp_path / "model.json").read_text())["extra"]["imported"]
     assert imported["tracer"] == "export"
