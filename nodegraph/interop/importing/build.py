@@ -75,8 +75,14 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     given = dict(kwargs or {})
     call = (module_or_instance, example_inputs, path)
     if tracer == "export":
-        return _import_graph(*call, dict(given), name, leaves, loss, optimizer, groups,
-                             "export")
+        try:
+            return _import_graph(*call, dict(given), name, leaves, loss, optimizer, groups,
+                                 "export")
+        except NodegraphError:
+            raise
+        except Exception as e:
+            raise NodegraphError(f"torch.export: {type(e).__name__}: "
+                                 f"{' '.join(str(e).split())[:300]}{_where(e)}") from None
     try:
         return _fx_import(*call, given, name, leaves, loss, optimizer, groups)
     except NodegraphError as e:
@@ -86,9 +92,11 @@ def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path 
     try:
         imported = _import_graph(*call, dict(given), name, leaves, loss, optimizer, groups,
                                  "export")
-    except NodegraphError as e:
+    except Exception as e:  # (what export's graph holds is torch's, not the user's, to vary)
+        said = str(e) if isinstance(e, NodegraphError) else \
+            f"{type(e).__name__}: {' '.join(str(e).split())[:300]}{_where(e)}"
         raise NodegraphError(f"neither tracer imports it. torch.fx: {fx_error} -- "
-                             f"torch.export: {e}") from None
+                             f"torch.export: {said}") from None
     imported.notes.insert(0, f"torch.fx could not import it ({fx_error}); torch.export did")
     return imported
 

@@ -107,7 +107,8 @@ def _where(error: BaseException) -> str:
     """' at file:line (`the code`)': the last frame of the traced code outside torch."""
     frames = [f for f, _ in traceback.walk_tb(error.__traceback__)
               if "/torch/" not in f.f_code.co_filename.replace("\\", "/")
-              and not f.f_code.co_filename.startswith(_PACKAGE)]
+              and not f.f_code.co_filename.startswith(_PACKAGE)
+              and not f.f_code.co_filename.startswith("<")]  # (generated code: no line)
     if not frames:
         return ""
     own = [f for f in frames if not any(part in f.f_code.co_filename.replace("\\", "/")
