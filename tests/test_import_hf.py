@@ -57,8 +57,9 @@ def test_hugging_face_models_round_trip(name, tmp_path):
     result = round_trip(module, case.inputs(batch, size), tmp_path,
                         others=[case.inputs(batch2, size2)], tracer="export")
     _check(result)
-    imported = json.loads((tmp_path / "model.json").read_text())["extra"]["imported"]
-    assert imported["tracer"] == "export"
+    from nodegraph.model.fileformat import load
+
+    assert load(tmp_path / "model.json").extra["imported"]["tracer"] == "export"
 
 
 def test_exported_weight_layers_become_library_blocks(tmp_path):
