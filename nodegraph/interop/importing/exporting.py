@@ -202,11 +202,11 @@ class _Rewriter:
         if name == "embedding":
             return call("call_function", F.embedding, (args[1], args[0]), {})
         if name in ("layer_norm", "group_norm"):
-            fn = F.layer_norm if name == "layer_norm" else F.group_norm
-            return call("call_function", fn, tuple(args[:5]), {})
+            norm: Any = F.layer_norm if name == "layer_norm" else F.group_norm
+            return call("call_function", norm, tuple(args[:5]), {})
         if name in ("softmax", "log_softmax", "_softmax", "_log_softmax"):
-            fn = torch.softmax if "log" not in name else torch.log_softmax
-            return call("call_function", fn, (args[0], args[1]), {})
+            soft: Any = torch.softmax if "log" not in name else torch.log_softmax
+            return call("call_function", soft, (args[0], args[1]), {})
         if name == "gelu":
             approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
             return call("call_function", F.gelu, (args[0],),
