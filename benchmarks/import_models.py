@@ -297,6 +297,11 @@ def main() -> int:
             [("timm", n) for n in TIMM_MORE]
         every = more if args.more_only else [("torchvision", n) for n in torchvision_models()] \
             + [("timm", n) for n in TIMM] + more
+        if args.hf:
+            sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+            from hf_cases import CASES
+
+            every = [("hf", case.name) for case in CASES]
         pending = [f"{s}:{n}" for s, n in every if (s, n) not in done]
         with open(args.markdown, "w") as fh:
             fh.write(markdown(list(done.values()), ways, pending))
