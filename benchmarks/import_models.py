@@ -7,10 +7,12 @@ weights, nothing downloaded) it imports the model on one small input and checks 
 out against the model itself (`nodegraph.interop.fx_roundtrip`): compiled graph, Python
 export, ONNX export, one training step, and the graph at a second input size. One row per
 model, then the totals. Each model runs in its own process (a crash or a hang costs one
-row).
+row). With --hf, the Hugging Face transformers and diffusers models of
+`tests/hf_cases.py` instead (tiny random configs, two input sizes each; fx first, then
+torch.export where fx cannot import them, as `nodegraph import` does).
 
     OMP_NUM_THREADS=1 python benchmarks/import_models.py [--only NAME ...] [--timm-only]
-        [--torchvision-only] [--more-only] [--timeout S] [--ways validate,python,onnx,train]
+        [--torchvision-only] [--more-only] [--hf] [--timeout S] [--ways validate,python,onnx,train]
         [--rows FILE.jsonl] [--markdown FILE.md] [--table-only]
 
 With --rows each row is appended to a JSON-lines file as soon as it finishes, and a later
@@ -141,6 +143,13 @@ def job(source: str, name: str) -> tuple[object, tuple, tuple, dict]:
                  "Pooled": ((torch.randn(2, 3, 10, 12),), (torch.randn(2, 3, 17, 9),))}
         inputs, other = cases[name]
         return getattr(w, name), inputs, other, {}
+    if source == "hf":
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+        from hf_cases import BY_NAME
+
+        case = BY_NAME[name]
+        (batch, size), (batch2, size2) = case.sizes
+        return case.build, case.inputs(batch, size), case.inputs(batch2, size2), {}
     if source in ("segmentation", "video", "optical_flow"):
         kwargs, shape, second = TV_MORE[name]
 
@@ -178,7 +187,8 @@ def one(source: str, name: str, ways: tuple[str, ...]) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         try:
-            r = round_trip(target, inputs, folder, kwargs, ways=ways, others=[other])
+            r = round_trip(target, inputs, folder, kwargs, ways=ways, others=[other],
+                           **({"tracer": "auto"} if source == "hf" else {}))
         except Exception as e:
             return {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}",
                     "import_s": time.perf_counter() - start}
@@ -191,7 +201,7 @@ def one(source: str, name: str, ways: tuple[str, ...]) -> dict:
 
 
 # models whose import and export take minutes (and may need ONNX's external data)
-SOURCES = ("torchvision", "timm", "segmentation", "video", "optical_flow", "written")
+SOURCES = ("torchvision", "timm", "segmentation", "video", "optical_flow", "written", "hf")
 BIG = ("vit_h_14", "vit_l_", "regnet_y_128gf", "regnet_y_32gf", "regnet_y_16gf",
        "vit_b_", "efficientnet_b7", "efficientnet_b6", "regnet_x_32gf", "mixer_b16",
        "convnext_large", "swin_v2_b", "swin_b", "maxvit_t")
@@ -265,6 +275,9 @@ def main() -> int:
     ap.add_argument("--more-only", action="store_true",
                     help="only the models issue #26 added (more timm families, torchvision "
                     "segmentation/video/flow, modules written by hand)")
+    ap.add_argument("--hf", action="store_true",
+                    help="only the Hugging Face transformers and diffusers models "
+                    "(tests/hf_cases.py)")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--ways", default="validate,python,onnx,train")
     ap.add_argument("--json", help="also write the rows to this file")
@@ -284,6 +297,11 @@ def main() -> int:
             [("timm", n) for n in TIMM_MORE]
         every = more if args.more_only else [("torchvision", n) for n in torchvision_models()] \
             + [("timm", n) for n in TIMM] + more
+        if args.hf:
+            sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+            from hf_cases import CASES
+
+            every = [("hf", case.name) for case in CASES]
         pending = [f"{s}:{n}" for s, n in every if (s, n) not in done]
         with open(args.markdown, "w") as fh:
             fh.write(markdown(list(done.values()), ways, pending))
@@ -291,11 +309,16 @@ def main() -> int:
         print(f"not run yet: {len(pending)} of {len(every)}")
         return 0
     jobs = []
-    if not args.timm_only and not args.more_only:
+    if args.hf:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+        from hf_cases import CASES
+
+        jobs += [("hf", case.name) for case in CASES]
+    elif not args.timm_only and not args.more_only:
         jobs += [("torchvision", n) for n in torchvision_models()]
-    if not args.torchvision_only and not args.more_only:
+    if not args.torchvision_only and not args.more_only and not args.hf:
         jobs += [("timm", n) for n in TIMM]
-    if not args.timm_only and not args.torchvision_only or args.more_only:
+    if (not args.timm_only and not args.torchvision_only or args.more_only) and not args.hf:
         jobs += [("written", n) for n in WRITTEN]
         jobs += [(TV_MODULES[n], n) for n in TV_MORE]
         jobs += [("timm", n) for n in TIMM_MORE]

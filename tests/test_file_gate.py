@@ -123,11 +123,12 @@ ALLOWED = {
     "nodegraph/interop/modelfile_archive.py": "the .ngz the user names, opened as a regular "
                                               "file (O_NOFOLLOW, fstat) and each member read "
                                               "to its bound (issue #33 item 2)",
-    "nodegraph/interop/fx_import.py": "the model file and weights `nodegraph import` is given "
-                                      "on the command line",
-    "nodegraph/interop/fx_finish.py": "reads back the .npz the import itself just wrote",
-    "nodegraph/interop/fx_roundtrip.py": "reads back the script the export itself just wrote",
-    "nodegraph/interop/fx_targets.py": "the Python file of a model the user imports by name",
+    "nodegraph/interop/importing/weights.py": "the weights `nodegraph import` wrote beside "
+                                              "its graph",
+    "nodegraph/interop/importing/finish.py": "reads back the .npz the import itself just wrote",
+    "nodegraph/interop/importing/roundtrip.py": "reads back the script the export itself "
+                                                "just wrote",
+    "nodegraph/interop/importing/targets.py": "the Python file of a model the user imports by name",
     "nodegraph/interop/export/script.py": "writes the exported script's outputs",
     "nodegraph/runtime/checkpoint.py": "checkpoints this run (or --resume on the command "
                                        "line) wrote",

@@ -1,6 +1,6 @@
 """`nodegraph import TARGET -o GRAPH.json`: a PyTorch model traced into a graph file.
 
-The tracing is `nodegraph.interop.fx_import`; this module reads the command line, makes the
+The tracing is `nodegraph.interop.importing`; this module reads the command line, makes the
 example inputs and says what was written.
 """
 
@@ -14,8 +14,9 @@ import sys
 import numpy as np
 import torch
 
-from nodegraph.interop import fx_finish
-from nodegraph.interop.fx_import import import_graph
+from nodegraph.interop.importing import finish, import_graph
+from nodegraph.interop.importing.build import TRACERS
+from nodegraph.interop.importing.targets import PRETRAINED
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.fileformat import save
 from nodegraph.model.groups import flatten, has_groups
@@ -23,16 +24,26 @@ from nodegraph.model.groups import flatten, has_groups
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "import", description="Trace a PyTorch model with torch.fx. Known layers and "
-        "functions become blocks, the rest opaque blocks; weights and example inputs are "
-        "saved beside the graph, which names them, so run and export start from the "
-        "imported weights.")
+        "import", description="Trace a PyTorch model with torch.fx (or torch.export). "
+        "Known layers and functions become blocks, the rest opaque blocks; weights and "
+        "example inputs are saved beside the graph, which names them, so run and export "
+        "start from the imported weights.")
     p.add_argument("target", metavar="TARGET",
                    help="module:Class, module:factory (torchvision.models:resnet18), "
-                   "path/to/file.py:Class, or timm:MODEL_NAME")
+                   "path/to/file.py:Class, timm:MODEL_NAME, or transformers:GPT2LMHeadModel "
+                   "(with --config or --pretrained)")
     p.add_argument("-o", "--output", required=True, metavar="GRAPH.json")
     p.add_argument("--kwargs", default="{}", metavar="JSON",
                    help="keyword arguments of the class's constructor or the factory")
+    p.add_argument("--config", default=None, metavar="JSON",
+                   help="a Hugging Face model class's config "
+                   "(transformers:GPT2LMHeadModel --config '{\"n_layer\": 2}')")
+    p.add_argument("--pretrained", default=None, metavar="FOLDER",
+                   help="a Hugging Face model class's weights and config from a folder "
+                   "save_pretrained wrote (nothing is downloaded)")
+    p.add_argument("--tracer", choices=TRACERS, default="auto",
+                   help="torch.fx, torch.export, or auto: fx first, torch.export where fx "
+                   "cannot import the module (Hugging Face models)")
     p.add_argument("--input-shape", action="append", default=[], metavar="N,C,H,W",
                    help="an example input of this shape; one per forward argument")
     p.add_argument("--input-dtype", action="append", default=[], metavar="DTYPE",
@@ -46,10 +57,10 @@ def register(subparsers) -> None:
                    help="keep this submodule (dotted path, e.g. stages.2.1) as one opaque "
                    "block instead of tracing into it: for control flow fx cannot follow")
     p.add_argument("--loss", metavar="NAME",
-                   help=f"add this loss on the first output ({', '.join(fx_finish.LOSSES)} or "
+                   help=f"add this loss on the first output ({', '.join(finish.LOSSES)} or "
                    "a block id), with the example data's targets")
     p.add_argument("--optimizer", metavar="NAME",
-                   help=f"add this optimizer on the loss ({', '.join(fx_finish.OPTIMIZERS)} "
+                   help=f"add this optimizer on the loss ({', '.join(finish.OPTIMIZERS)} "
                    "or a block id), so `nodegraph run` trains the graph")
     p.set_defaults(func=cmd_import)
 
@@ -68,9 +79,19 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise NodegraphError(f"--kwargs is not JSON: {e}") from None
     if not isinstance(kwargs, dict):
         raise NodegraphError("--kwargs takes a JSON object: '{\"num_classes\": 10}'")
+    if args.config is not None:
+        try:
+            config = json.loads(args.config)
+        except json.JSONDecodeError as e:
+            raise NodegraphError(f"--config is not JSON: {e}") from None
+        if not isinstance(config, dict):
+            raise NodegraphError("--config takes a JSON object: '{\"n_layer\": 2}'")
+        kwargs.update(config)
+    if args.pretrained is not None:
+        kwargs[PRETRAINED] = args.pretrained
     examples = _examples(args)
     result = import_graph(args.target, examples, args.output, kwargs, leaves=args.leaf,
-                          loss=args.loss, optimizer=args.optimizer)
+                          loss=args.loss, optimizer=args.optimizer, tracer=args.tracer)
     graph = result.graph
     _lay_out(graph, args.output)
     flat = flatten(graph).graph if has_groups(graph) else graph  # inside the groups too

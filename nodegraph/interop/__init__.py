@@ -1,5 +1,5 @@
 """Graphs to and from plain PyTorch.
 
 - `export`: Python source, ONNX or weights from a graph
-- `fx_import`: a PyTorch module traced with torch.fx into a graph file
+- `importing`: a PyTorch module traced (torch.fx or torch.export) into a graph file
 """

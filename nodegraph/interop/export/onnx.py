@@ -146,7 +146,7 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     dynamic.update({n: {0: "batch"} for n, t in zip(out_names, expected, strict=True)
                     if batch is not None and t.ndim and t.shape[0] == batch})
     sized = {k: dict(v) for k, v in dynamic.items()}
-    if isinstance(imported, dict):  # sizes the import follows (see fx_import.probe)
+    if isinstance(imported, dict):  # sizes the import follows (see importing.probing)
         fixed = imported.get("fixed_sizes") or {}
         for name, (node, _), t in zip(in_names, inputs, example, strict=True):
             kept = fixed.get(node, {}) if isinstance(fixed, dict) else {}
@@ -425,7 +425,7 @@ def _follows(path: Path, module: nn.Module, names: list[str], example: tuple,
              axes: dict) -> bool:
     """Whether the file written with the sizes in `axes` dynamic still gives the graph's
     numbers with those sizes doubled (the example tiled along them, dims of equal size
-    together, as `fx_import.probe` does): a size an opaque block computes in Python is a
+    together, as `importing.probing.probe` does): a size an opaque block computes in Python is a
     constant of the trace (efficientvit's attention biases, mobilevit's patch reshape),
     which only another size shows. Sizes the graph itself refuses prove nothing."""
     groups: dict[int, list[tuple[int, int]]] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,31 @@ def import_module(name: str) -> Any:
     """`importlib.import_module`, with torchvision made importable first when needed."""
     if name.split(".")[0] in ("torchvision", "timm"):
         load_torchvision()
-    return importlib.import_module(name)
+    return _shimmed(lambda: importlib.import_module(name))
+
+
+def _shimmed(load: Callable[[], Any]) -> Any:
+    """`load()`; where it fails because torchvision's compiled ops do not load beside this
+    torch (`operator torchvision::nms does not exist`, as transformers and diffusers hit
+    when they import torchvision, even through a user's module), once more after
+    `load_torchvision` made torchvision importable."""
+    try:
+        return load()
+    except Exception as e:
+        if not _torchvision_ops(e):
+            raise
+    load_torchvision()
+    return load()
+
+
+def _torchvision_ops(error: BaseException | None) -> bool:
+    """Whether `error` or an error it was raised from is torchvision's missing ops."""
+    seen = 0
+    while error is not None and seen < 20:
+        if "torchvision::" in str(error):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
 
 
 def resolve(target: str) -> tuple[Any, str, str | None]:
@@ -64,12 +89,18 @@ def resolve(target: str) -> tuple[Any, str, str | None]:
             f"{attr}), add its folder to PYTHONPATH, or pip install -e your package") from None
     if module_name == "timm" and not hasattr(module, attr):
         return module.create_model, "timm:create_model", attr
+    obj: Any = _shimmed(lambda: _attribute(module, module_name, attr))
+    return obj, f"{module_name}:{attr}", None
+
+
+def _attribute(module: Any, module_name: str, attr: str) -> Any:
+    """`module.attr` (dotted); a lazy package (transformers) imports it here."""
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise NodegraphError(f"{module_name} has no {attr}")
         obj = getattr(obj, part)
-    return obj, f"{module_name}:{attr}", None
+    return obj
 
 
 def _from_file(path: Path) -> str:
@@ -96,6 +127,8 @@ def build(obj: Any, kwargs: dict, model_name: str | None = None,
         return Built(obj, None, None, {})
     if model_name is not None:
         kwargs = {"model_name": model_name, **kwargs}
+    if _pretrained_class(obj):  # a Hugging Face model class: from its config, or a folder
+        return _build_pretrained(obj, kwargs, path)
     if not callable(obj):
         raise NodegraphError(f"{path or obj!r} is neither an nn.Module class nor a function "
                              "that returns one")
@@ -119,6 +152,37 @@ def build(obj: Any, kwargs: dict, model_name: str | None = None,
         raise NodegraphError(f"{path or obj!r} returned a {type(module).__name__}, not an "
                              "nn.Module")
     return Built(module, recorder, path, kwargs)
+
+
+PRETRAINED = "from_pretrained"  # the kwargs key naming a save_pretrained folder
+
+
+def _pretrained_class(obj: Any) -> bool:
+    """A transformers model class: built from a config (`config_class`), not keywords."""
+    return isinstance(obj, type) and issubclass(obj, nn.Module) and isinstance(
+        getattr(obj, "config_class", None), type) and hasattr(obj, "from_pretrained")
+
+
+def _build_pretrained(cls: type, kwargs: dict, path: str | None) -> Built:
+    """`cls.from_pretrained(folder)` (a local folder only) or `cls(cls.config_class(**kwargs))`."""
+    kwargs = dict(kwargs)
+    folder = kwargs.pop(PRETRAINED, None)
+    try:
+        if folder is not None:
+            if not Path(folder).is_dir():
+                raise NodegraphError(f"--pretrained {folder}: no such folder (a folder "
+                                     "save_pretrained wrote; nothing is downloaded)")
+            module = cls.from_pretrained(folder, local_files_only=True,  # type: ignore[attr-defined]
+                                         **kwargs)
+        else:
+            module = cls(cls.config_class(**kwargs))  # type: ignore[attr-defined]
+    except NodegraphError:
+        raise
+    except Exception as e:
+        text = " ".join(str(e).split())[:300]
+        raise NodegraphError(f"{path or cls.__name__} cannot be built with {kwargs}: "
+                             f"{type(e).__name__}: {text}") from None
+    return Built(module, None, path, {**kwargs, **({PRETRAINED: folder} if folder else {})})
 
 
 def _missing(fn: Any, kwargs: dict) -> list[str]:

@@ -23,7 +23,7 @@ Link = tuple[str, dict[str, Any], dict[str, Any]]
 def chain(module: nn.Module, block_of: Callable[[nn.Module], tuple[str, dict] | None]
           ) -> list[Link] | None:
     """The blocks computing `module` one after the other, or None; `block_of` maps a plain
-    torch module to its block (`fx_import.module_block`)."""
+    torch module to its block (`blocks.module_block`)."""
     own = {k: v for k, v in module.state_dict().items() if "." not in k}
     if isinstance(module, nn.BatchNorm2d) and type(module) is not nn.BatchNorm2d and \
             hasattr(module, "act") and hasattr(module, "drop"):  # timm's BatchNormAct2d
