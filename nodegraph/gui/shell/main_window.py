@@ -431,6 +431,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+            self.panel_edges.restore(s)
         else:  # a first start: the canvas gets the room (the panels wait at the edges)
             self.panel_edges.first_layout()
         self.set_theme(str(s.value("view/theme", theme.CURRENT)), remember=False)
@@ -443,6 +444,7 @@ class MainWindow(QMainWindow):
         self.places.remember(self._shown_path)
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
+        self.panel_edges.save(self.settings)
         self.settings.sync()
 
     def set_theme(self, name: str, remember: bool = True) -> None:
