@@ -55,7 +55,11 @@ class GraphView(QGraphicsView):
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
         self.setOptimizationFlags(QGraphicsView.OptimizationFlag.DontSavePainterState)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
-        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        # a panel folding or unfolding beside the canvas leaves the cards where they are on
+        # the screen (resizeEvent): a dropped card stays under the mouse when the inspector
+        # opens for it, and the left panel does not shove the graph by half its width
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
+        self._origin: QPoint | None = None  # the viewport's top-left in the window
         self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -74,6 +78,13 @@ class GraphView(QGraphicsView):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        origin = self.viewport().mapTo(self.window(), QPoint(0, 0))
+        if self._origin is not None and origin != self._origin and self.isVisible():
+            moved = origin - self._origin  # the edge that moved: the scene stays put on screen
+            bar_x, bar_y = self.horizontalScrollBar(), self.verticalScrollBar()
+            bar_x.setValue(bar_x.value() + moved.x())
+            bar_y.setValue(bar_y.value() + moved.y())
+        self._origin = origin
         self.minimap.refresh()
 
     def toggle_minimap(self) -> None:

@@ -216,6 +216,8 @@ class FileActions:
         return self._write(path) if path else False
 
     def _write(self, path: str) -> bool:
+        if self.doc.graph.name == "untitled":  # a new graph takes its file's name
+            self.doc.graph.name = Path(path).stem
         try:
             save(self.doc.graph, path)
         except OSError as e:

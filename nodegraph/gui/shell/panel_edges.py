@@ -154,6 +154,16 @@ class PanelEdges:
         first layout (never by the user) unfolds."""
         if len(nodes) == 1 and "right" not in self.chosen and self.is_folded("right"):
             self.unfold("right")
+            # the canvas narrowed: a card picked by the right edge would sit half hidden
+            QTimer.singleShot(0, lambda: self._keep_in_view(nodes[0]))
+
+    def _keep_in_view(self, node: str) -> None:
+        w = self.window
+        if not shiboken6.isValid(w):
+            return
+        item = w.scene.nodes.get(node)
+        if item is not None and item.isSelected():
+            w.view.ensureVisible(item.sceneBoundingRect(), 40, 40)
 
     def first_layout(self) -> None:
         """No saved layout: the canvas first (right and bottom folded)."""
