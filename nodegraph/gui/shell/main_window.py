@@ -48,7 +48,7 @@ from nodegraph.gui.panels.inspector import Inspector
 from nodegraph.gui.panels.log_view import LogView
 from nodegraph.gui.panels.palette import Palette
 from nodegraph.gui.panels.problems import ProblemsView
-from nodegraph.gui.shell import compare_view, menus, panel_edges
+from nodegraph.gui.shell import compare_view, data_access, menus, panel_edges
 from nodegraph.gui.shell.edit_actions import EditActions
 from nodegraph.gui.shell.group_tabs import GroupTabs
 from nodegraph.gui.shell.start_page import StartPage
@@ -137,6 +137,7 @@ class MainWindow(QMainWindow):
         self.run_recorder = run_history.install(self)  # the Runs dock: past runs compared
         self.compare = compare_view.install(self)  # File > Compare with…: two files' changes
         self.panel_edges = panel_edges.install(self)  # T, N, Ctrl+J fold the panels away
+        self.data_access = data_access.install(self)  # data outside the folder: asked, kept
         self.inspector.run_procedure = self.run_procedure
         # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
         self.view.viewport().installEventFilter(self)
