@@ -75,6 +75,7 @@ class PanelEdges:
 
     def fold(self, side: str) -> None:
         shown = [d for d in self.docks(side) if not d.isHidden()]
+        self._hold_canvas()
         if shown:
             self.folded[side] = shown
         for d in shown:
@@ -87,6 +88,7 @@ class PanelEdges:
         docks = [d for d in self.folded.pop(side, []) if d.parent() is self.window]
         if not docks:  # nothing remembered: the side's first panel
             docks = self.docks(side)[:1] if side != "right" else self.docks(side)
+        self._hold_canvas()
         for d in docks:
             d.show()
         if raise_ is not None:
@@ -99,6 +101,11 @@ class PanelEdges:
             self._first_sizes(side)
         self._label_buttons()
         self._sweep_soon()
+
+    def _hold_canvas(self) -> None:
+        """The cards stay put on the screen while this side folds or unfolds."""
+        for view in [self.window.view, *(c.view for c in self.window.group_tabs.canvases)]:
+            view.hold_for_panels()
 
     def _sweep_soon(self) -> None:
         """Hide stale tab bars once the layout has settled (a bar hidden before would stay
