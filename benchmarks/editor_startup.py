@@ -18,7 +18,7 @@ ResNet-50 (no weights) imported by `nodegraph import` in the set-up. Per graph:
     imports_s      of which importing the editor (Qt and the torch-free core)
     drawn_cpu_s    CPU seconds the process had used by the first paint (less load-bound)
     blocks_s       launch -> the block library loaded (in the background, after the paint)
-    labels         wires labelled / wires
+    labels         wires labelled / wires (a wire whose shape is unknown has no label)
     first_train_s  (--train) Train pressed once labelled -> the first loss on the plots
 
 and each time as a ratio to the bare window's first paint in the same round (`bare_s`):
@@ -78,6 +78,7 @@ def child(launched: float, graph: str, train: bool) -> dict[str, float]:
     from PySide6.QtGui import QMouseEvent
 
     from nodegraph.gui.base.application import application
+    from nodegraph.gui.canvas.scene import shape_label
     from nodegraph.gui.shell.main_window import MainWindow
     from nodegraph.model.events import EpochEnded, StepEnded
     imported = time.time()
@@ -103,7 +104,12 @@ def child(launched: float, graph: str, train: bool) -> dict[str, float]:
             seen["card"] = float(len(scene.nodes))
 
         def labelled() -> bool:
-            return bool(scene.wires) and all(x.label for x in scene.wires.values())
+            """Every wire shows the shape the check found for it (a wire whose shape is
+            unknown has none to show)."""
+            report = scene.report
+            return report is not None and bool(scene.wires) and all(
+                x.label == shape_label(report, x.edge.src, x.edge.src_port)
+                for x in scene.wires.values())
 
         class Paints(QObject):
             def eventFilter(self, obj, event):
