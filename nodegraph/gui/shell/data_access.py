@@ -45,7 +45,8 @@ class DataAccess:
     def _remember(self, path: str, allowed: list[Path], refused: list[Path]) -> None:
         answers = self._answers()
         key = str(Path(path).resolve())
-        entry = answers.get(key) if isinstance(answers.get(key), dict) else {}
+        got = answers.get(key)
+        entry: dict = got if isinstance(got, dict) else {}
         entry = {"allowed": sorted({*entry.get("allowed", []), *map(str, allowed)}),
                  "refused": sorted({*entry.get("refused", []), *map(str, refused)})}
         answers[key] = entry

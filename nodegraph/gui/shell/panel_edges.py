@@ -110,8 +110,11 @@ class PanelEdges:
     def _sweep_soon(self) -> None:
         """Hide stale tab bars once the layout has settled (a bar hidden before would stay
         hidden when its docks come back: Qt shows a bar only when it starts to use it)."""
-        QTimer.singleShot(0, lambda: shiboken6.isValid(self.window)
-                          and hide_stale_tab_bars(self.window))
+        QTimer.singleShot(0, self._sweep)
+
+    def _sweep(self) -> None:
+        if shiboken6.isValid(self.window):
+            hide_stale_tab_bars(self.window)
 
     def save(self, settings: QSettings) -> None:
         """Remember which panels each folded side hides (the dock layout saves them only
