@@ -1,23 +1,29 @@
-"""The editor's first moments, each in a fresh process: launch to a drawn, interactive
-window, and the first Train to the first point on the loss plot.
+"""The editor's first moments as a user lives them, each in a fresh process: launch ->
+first paint -> a real mouse click on a card served (the selection drawn) -> every wire
+labelled, and the first Train to the first point on the loss plot.
 
-    python benchmarks/editor_startup.py [--rounds 3] [--graph examples/xor.json]
+    python benchmarks/editor_startup.py [--rounds 3] [--graphs xor rcnn_shapes resnet50]
+                                        [--train]
 
 Each round starts `python` on this file's `child` part, as `nodegraph edit GRAPH` would
-start the editor (offscreen, 1600x1000, fresh settings), and reports:
+start the editor (offscreen, 1600x1000, fresh settings), and a bare PySide6 window the
+same way, interleaved so that load drifts hit all alike. `resnet50` is torchvision's
+ResNet-50 (no weights) imported by `nodegraph import` in the set-up. Per graph:
 
-    drawn_s        launch -> the canvas's first paint            target < 2 s
-    interactive_s  launch -> the event loop free after that paint (a key would be served)
+    drawn_s        launch -> the canvas's first paint
+    clicked_s      launch -> a mouse click on a card, posted at the first paint as a
+                   user's would be queued, has selected it and the selection is painted
+    labelled_s     launch -> every wire shows its shape (a paint after the last label)
+                                        goals: xor < 2 s, rcnn_shapes < 2 s, resnet50 < 3 s
     imports_s      of which importing the editor (Qt and the torch-free core)
     drawn_cpu_s    CPU seconds the process had used by the first paint (less load-bound)
     blocks_s       launch -> the block library loaded (in the background, after the paint)
-    first_train_s  Train pressed as soon as the blocks are in -> the first step's loss
-                   reaching the plots
-                                                                 target < 1 s
-    checked_s      launch -> the first validation report shown in Problems
+    labels         wires labelled / wires (a wire whose shape is unknown has no label)
+    first_train_s  (--train) Train pressed once labelled -> the first loss on the plots
 
-Medians over the rounds are printed last, with the machine's load average: on a shared
-machine the figures move with the load, so say which machine and load gave them.
+and each time as a ratio to the bare window's first paint in the same round (`bare_s`):
+the ratios move less with the machine's load than the seconds do. Medians over the
+rounds are printed last, with the load average: say which machine and load gave them.
 """
 
 from __future__ import annotations
@@ -33,14 +39,46 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+GOALS = {"xor": 2.0, "rcnn_shapes": 2.0, "resnet50": 3.0}
+MILESTONES = ("drawn_s", "clicked_s", "labelled_s")
 
 
-def child(launched: float, graph: str) -> dict[str, float]:
+def bare(launched: float) -> dict[str, float]:
+    """Run in the fresh process: a plain PySide6 main window, to its first paint."""
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
+
+    app = QApplication.instance() or QApplication([])
+    seen: dict[str, float] = {}
+
+    class FirstPaint(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint:
+                seen.setdefault("drawn", time.time())
+            return False
+
+    w = QMainWindow()
+    central = QWidget()
+    w.setCentralWidget(central)
+    painted = FirstPaint()
+    central.installEventFilter(painted)
+    w.resize(1600, 1000)
+    w.show()
+    while "drawn" not in seen:
+        app.processEvents()
+        time.sleep(0.001)
+    w.close()
+    return {"bare_s": seen["drawn"] - launched}
+
+
+def child(launched: float, graph: str, train: bool) -> dict[str, float]:
     """Run in the fresh process: open the editor on `graph`, time its first moments."""
     t0 = time.time()
-    from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPointF, QSettings, Qt
+    from PySide6.QtGui import QMouseEvent
 
     from nodegraph.gui.base.application import application
+    from nodegraph.gui.canvas.scene import shape_label
     from nodegraph.gui.shell.main_window import MainWindow
     from nodegraph.model.events import EpochEnded, StepEnded
     imported = time.time()
@@ -50,72 +88,151 @@ def child(launched: float, graph: str) -> dict[str, float]:
         settings = QSettings(str(Path(tmp) / "s.ini"), QSettings.Format.IniFormat)
         w = MainWindow(graph, settings=settings, recovery_dir=Path(tmp) / "rec",
                        draw_first=True)  # as `nodegraph edit` opens it
+        scene = w.scene
 
-        class FirstPaint(QObject):
+        def click_a_card() -> None:
+            """Post a left click on the first card's title bar, as the window system
+            would queue a user's (it is served when the event loop gets to it)."""
+            card = next(iter(scene.nodes.values()))
+            at = w.view.mapFromScene(card.mapToScene(card.boundingRect().center().x(), 12))
+            local, glob = QPointF(at), QPointF(w.view.viewport().mapToGlobal(at))
+            left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+            for kind, buttons in ((QEvent.Type.MouseButtonPress, left),
+                                  (QEvent.Type.MouseButtonRelease, none)):
+                QCoreApplication.postEvent(w.view.viewport(), QMouseEvent(
+                    kind, local, glob, left, buttons, Qt.KeyboardModifier.NoModifier))
+            seen["card"] = float(len(scene.nodes))
+
+        def labelled() -> bool:
+            """Every wire shows the shape the check found for it (a wire whose shape is
+            unknown has none to show)."""
+            report = scene.report
+            return report is not None and bool(scene.wires) and all(
+                x.label == shape_label(report, x.edge.src, x.edge.src_port)
+                for x in scene.wires.values())
+
+        class Paints(QObject):
             def eventFilter(self, obj, event):
-                if event.type() == QEvent.Type.Paint and "drawn" not in seen:
-                    seen["drawn"] = time.time()
+                if event.type() != QEvent.Type.Paint:
+                    return False
+                now = time.time()
+                if "drawn" not in seen:
+                    seen["drawn"] = now
                     seen["drawn_cpu"] = time.process_time()
-                    QTimer.singleShot(0, lambda: seen.setdefault("interactive", time.time()))
+                    if scene.nodes:
+                        click_a_card()
+                if "selected" in seen and "clicked" not in seen:
+                    seen["clicked"] = now  # the paint that shows the selection
+                if "labelled" not in seen and labelled():
+                    seen["labelled"] = now
                 return False
 
-        painted = FirstPaint()
-        w.view.viewport().installEventFilter(painted)
-        w.validator.finished.connect(lambda *_: seen.setdefault("checked", time.time()))
+        paints = Paints()
+        w.view.viewport().installEventFilter(paints)
+        scene.selectionChanged.connect(
+            lambda: scene.selectedItems() and seen.setdefault("selected", time.time()))
         w.resize(1600, 1000)
         w.show()
-        while "interactive" not in seen or w.blocks_loading:
+        end = time.time() + 300
+        while (("clicked" not in seen or "labelled" not in seen or w.blocks_loading)
+               and time.time() < end):
             app.processEvents()
+            if "labelled" not in seen and labelled():
+                w.view.viewport().update()  # its paint is the moment (it may be culled)
             time.sleep(0.001)
-        blocks = time.time()
-        w.runner.listen(lambda e: seen.setdefault("point", time.time())
-                        if getattr(e, "loss", None) is not None else None,
-                        StepEnded, EpochEnded)
-        pressed = time.time()
-        if not w.start_training():
-            raise SystemExit("Train refused: the graph has problems")
-        end = time.time() + 120
-        while ("point" not in seen or "checked" not in seen) and time.time() < end:
-            app.processEvents()
-            time.sleep(0.001)
-        w.runner.stop()
-        w.runner.wait(30)
+        blocks = seen.get("blocks", time.time())
+        row = {"drawn_s": seen["drawn"] - launched,
+               "clicked_s": seen.get("clicked", float("nan")) - launched,
+               "labelled_s": seen.get("labelled", float("nan")) - launched,
+               "imports_s": imported - t0,
+               "drawn_cpu_s": seen["drawn_cpu"],
+               "blocks_s": blocks - launched,
+               "labels": sum(1 for x in scene.wires.values() if x.label) / max(1, len(
+                   scene.wires)),
+               "wires": float(len(scene.wires))}
+        if train:
+            w.runner.listen(lambda e: seen.setdefault("point", time.time())
+                            if getattr(e, "loss", None) is not None else None,
+                            StepEnded, EpochEnded)
+            pressed = time.time()
+            if not w.start_training():
+                raise SystemExit("Train refused: the graph has problems")
+            while "point" not in seen and time.time() < pressed + 120:
+                app.processEvents()
+                time.sleep(0.001)
+            w.runner.stop()
+            w.runner.wait(30)
+            row["first_train_s"] = seen.get("point", float("nan")) - pressed
         w.validator.shutdown()
         w.close()
-    return {"drawn_s": seen["drawn"] - launched,
-            "interactive_s": seen["interactive"] - launched,
-            "imports_s": imported - t0,
-            "drawn_cpu_s": seen["drawn_cpu"],
-            "blocks_s": blocks - launched,
-            "first_train_s": seen.get("point", float("nan")) - pressed,
-            "checked_s": seen.get("checked", float("nan")) - launched}
+    return row
+
+
+def resnet50(folder: Path) -> Path:
+    """torchvision's ResNet-50 without weights, imported as the user would."""
+    out = folder / "resnet50" / "graph.json"
+    subprocess.run([sys.executable, "-m", "nodegraph", "import", "torchvision.models:resnet50",
+                    "-o", str(out), "--input-shape", "1,3,64,64"], check=True,
+                   env=_env(), capture_output=True, text=True)
+    return out
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                         os.environ.get("PYTHONPATH")]))}
+
+
+def _run(args: list[str]) -> dict[str, float]:
+    launched = time.time()
+    out = subprocess.run([sys.executable, __file__, *args, "--child", repr(launched)],
+                         env=_env(), capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--graph", default=str(ROOT / "examples" / "xor.json"))
+    parser.add_argument("--graphs", nargs="+", default=list(GOALS),
+                        help="example names, 'resnet50', or paths to graph files")
+    parser.add_argument("--train", action="store_true", help="also time the first Train")
+    parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--graph", help=argparse.SUPPRESS)
     parser.add_argument("--child", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        print(json.dumps(child(args.child, args.graph)))
+        row = bare(args.child) if args.bare else child(args.child, args.graph, args.train)
+        print(json.dumps(row))
         return
-    env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                        os.environ.get("PYTHONPATH")]))}
-    rows = []
-    for i in range(args.rounds):
-        launched = time.time()
-        out = subprocess.run([sys.executable, __file__, "--graph", args.graph,
-                              "--child", repr(launched)], env=env, capture_output=True,
-                             text=True, check=True).stdout
-        row = json.loads(out.strip().splitlines()[-1])
-        rows.append(row)
-        print(f"round {i + 1}: " + "  ".join(f"{k} {v:.2f}" for k, v in row.items()))
-    medians = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-    print(json.dumps({"medians": {k: round(v, 3) for k, v in medians.items()},
-                      "rounds": args.rounds, "loadavg": os.getloadavg(),
-                      "graph": Path(args.graph).name}))
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for name in args.graphs:
+            if name == "resnet50":
+                paths[name] = resnet50(Path(tmp))
+            elif (ROOT / "examples" / f"{name}.json").exists():
+                paths[name] = ROOT / "examples" / f"{name}.json"
+            else:
+                paths[Path(name).stem] = Path(name)
+        rows: dict[str, list[dict[str, float]]] = {name: [] for name in paths}
+        for i in range(args.rounds):
+            base = _run(["--bare"])["bare_s"]
+            print(f"round {i + 1}: bare window first paint {base:.2f} s")
+            for name, path in paths.items():
+                row = _run(["--graph", str(path), *(["--train"] if args.train else [])])
+                row["bare_s"] = base
+                for key in MILESTONES:
+                    row[key.replace("_s", "_ratio")] = row[key] / base
+                rows[name].append(row)
+                print(f"  {name}: " + "  ".join(f"{k} {v:.2f}" for k, v in row.items()))
+    summary = {}
+    for name, got in rows.items():
+        medians = {k: round(statistics.median(r[k] for r in got), 3) for k in got[0]}
+        goal = GOALS.get(name)
+        if goal is not None:
+            medians["goal_s"] = goal
+        summary[name] = medians
+    print(json.dumps({"medians": summary, "rounds": args.rounds, "loadavg": os.getloadavg(),
+                      "cpus": os.cpu_count()}))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ smallest title cap height on screen (9 px or more is readable). Look at each one
 card's title must be readable, no wire may run under a card, no label may sit on another.
 `--layout` presses Auto-layout first (to judge the layout rather than the saved positions).
 `--check` also lists what the eye should catch: wires through cards, shape labels on a
-card, on a port dot or on another label.
+card, on a port dot or on another label; and every card that does not lie wholly inside the
+view as the window opened it (before this tool fits it again), which makes the exit status 1.
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ from nodegraph.gui.document.files import example_files  # noqa: E402
 from nodegraph.gui.shell.main_window import MainWindow  # noqa: E402
 
 THUMB_W, THUMB_H, CAPTION = 480, 300, 22
+CUT: list[str] = []  # example:card for each card cut off (with --check)
+
+
+def cut_off(window) -> list[str]:
+    """The cards not wholly inside the canvas as it is shown (its viewport, in the scene)."""
+    view = window.view
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    return sorted(n for n, item in window.scene.nodes.items()
+                  if not shown.contains(item.sceneBoundingRect()))
 
 
 def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path,
@@ -49,6 +59,13 @@ def shoot(path: Path, out: Path, size: tuple[int, int], layout: bool, tmp: Path,
     window.show()
     for _ in range(5):
         app.processEvents()
+    window.validator.wait()
+    for _ in range(5):
+        app.processEvents()
+    if check:
+        for node in cut_off(window):
+            print(f"  {path.stem}: card {node} is not wholly inside the opened view")
+            CUT.append(f"{path.stem}:{node}")
     if layout:
         window.edit_actions.auto_layout()
     window.view.fit()
@@ -124,6 +141,9 @@ def main() -> None:
     if shots and args.sheet:
         contact_sheet(shots, Path(args.sheet))
         print(args.sheet)
+    if CUT:
+        print(f"{len(CUT)} card(s) cut off in the opened view: {', '.join(CUT)}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -377,16 +378,18 @@ class NodeItem(QGraphicsItem):
             self.port_name_px = metrics.capHeight() * lod  # on screen
         half = self.rect.width() / 2 - 14
         for items, left in ((self.inputs, True), (self.outputs, False)):
+            shown = port_names(items.values(), (self.outputs if left else self.inputs).values(),
+                               metrics, self.rect.width() - 24, half) if names else {}
             for item in items.values():
                 y = item.pos().y()
                 if y - size / 2 < top - 1:
                     continue  # under the enlarged title: the dot alone
-                text = metrics.elidedText(item.port.name, Qt.TextElideMode.ElideRight, half) \
-                    if names else ""
+                text = shown.get(item.port.name, "")
+                width = max(half, metrics.horizontalAdvance(text))
                 painter.setFont(font)
                 painter.setPen(QColor(theme.ERROR if item.error else theme.TEXT_DIM))
                 if left:
-                    rect = QRectF(12, y - size / 2, half, size)
+                    rect = QRectF(12, y - size / 2, width, size)
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignLeft, text)
                     tag = next((w.shown_text for w in item.wires
@@ -395,7 +398,7 @@ class NodeItem(QGraphicsItem):
                         self._paint_tag(painter, tag, 12 + metrics.horizontalAdvance(text)
                                         + (4 if text else 0), y, lod)
                 else:
-                    rect = QRectF(self.rect.width() - 12 - half, y - size / 2, half, size)
+                    rect = QRectF(self.rect.width() - 12 - width, y - size / 2, width, size)
                     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter
                                      | Qt.AlignmentFlag.AlignRight, text)
 
@@ -468,6 +471,29 @@ def detail(option: QStyleOptionGraphicsItem, painter: QPainter) -> float:
 
 
 COLLAPSED_HEIGHT = theme.HEADER_HEIGHT
+
+
+def port_names(ports, across, metrics: QFontMetricsF, whole: float,
+               half: float) -> dict[str, str]:
+    """Each port's name as it fits on its side of the card: the whole width where no port
+    faces it on the other side (`scheduler` in full, not `sched…`), else half; cut at the
+    end, or, where that would make names alike (three `target…` for `target_boxes`,
+    `target_labels`, `target_masks`), without their common start (`…boxes`, `…labels`)."""
+    facing = {round(p.pos().y()) for p in across}
+    room = {p.port.name: half if round(p.pos().y()) in facing else whole for p in ports}
+    right = {n: metrics.elidedText(n, Qt.TextElideMode.ElideRight, w) for n, w in room.items()}
+    alike: dict[str, list[str]] = {}
+    for n, text in right.items():
+        alike.setdefault(text, []).append(n)
+    for group in alike.values():
+        if len(group) < 2:
+            continue
+        start = os.path.commonprefix(group)
+        cut = max(start.rfind("_"), start.rfind("."))
+        cut = cut + 1 if cut > 0 else len(start)
+        for n in group:
+            right[n] = metrics.elidedText("…" + n[cut:], Qt.TextElideMode.ElideRight, room[n])
+    return right
 
 
 def card_height(inputs: int, outputs: int) -> float:

@@ -24,6 +24,7 @@ from nodegraph.gui.canvas.layout import auto_layout, saved_direction
 from nodegraph.gui.canvas.node_item import SIMPLE_LOD, NodeItem, PortItem, card_height
 from nodegraph.gui.canvas.wire_item import (
     DragWire,
+    LabelStyle,
     WireItem,
     label_lod_for,
     label_scale_for,
@@ -75,6 +76,7 @@ class GraphScene(QGraphicsScene):
         self.adding = False  # many cards and wires are being added: wires route after
         self.card_index = CardIndex()  # where the cards are, for routing wires
         self.label_index = LabelIndex()  # where the wires' shape labels are
+        self.label_style = LabelStyle()  # this scene's label size (follows its view's zoom)
         self._far = (False, False)  # zoomed out: wires, cards drawn by the far layers
         # made by rebuild (clear() deletes items)
         self.far_wires: FarLayer
@@ -358,7 +360,7 @@ class GraphScene(QGraphicsScene):
     def set_zoom(self, zoom: float) -> None:
         """Hide the port dots when cards are too small to wire (500 nodes stay fast); size
         the wires' shape labels to stay readable."""
-        set_label_scale(label_scale_for(zoom), self.wires.values())
+        set_label_scale(self.label_style, label_scale_for(zoom), self.wires.values())
         self._far = (zoom < self.label_lod, zoom < SIMPLE_LOD)
         self.far_wires.set_active(self._far[0])
         self.far_cards.set_active(self._far[1])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QLineF, QPoint, QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QLineF, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QKeyEvent,
@@ -56,6 +56,8 @@ class GraphView(QGraphicsView):
         self.setOptimizationFlags(QGraphicsView.OptimizationFlag.DontSavePainterState)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self._origin: QPoint | None = None  # the viewport's top-left in the window
+        self._panels_moving = False  # see hold_for_panels
         self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -72,8 +74,31 @@ class GraphView(QGraphicsView):
         self.minimap = Minimap(self)
         self.zoom_changed.connect(self.minimap.refresh)  # the map's frame follows the zoom
 
+    def hold_for_panels(self) -> None:
+        """A panel beside the canvas folds or unfolds now: for the resizes that follow
+        (briefly), the cards stay where they are on the screen — a dropped card stays under
+        the mouse when the inspector opens for it, and the left panel does not shove the
+        graph by half its width. Other resizes (the window's, the first layout's) keep the
+        centre, so a fitted graph stays fitted."""
+        self._panels_moving = True
+        self._origin = self.viewport().mapTo(self.window(), QPoint(0, 0))
+        QTimer.singleShot(100, self._panels_settled)
+
+    def _panels_settled(self) -> None:
+        self._panels_moving = False
+
     def resizeEvent(self, event) -> None:
+        anchor = QGraphicsView.ViewportAnchor
+        self.setResizeAnchor(anchor.NoAnchor if self._panels_moving else anchor.AnchorViewCenter)
         super().resizeEvent(event)
+        origin = self.viewport().mapTo(self.window(), QPoint(0, 0))
+        if (self._panels_moving and self._origin is not None and origin != self._origin
+                and self.isVisible()):
+            moved = origin - self._origin  # the edge that moved: the scene stays put on screen
+            bar_x, bar_y = self.horizontalScrollBar(), self.verticalScrollBar()
+            bar_x.setValue(bar_x.value() + moved.x())
+            bar_y.setValue(bar_y.value() + moved.y())
+        self._origin = origin
         self.minimap.refresh()
 
     def toggle_minimap(self) -> None:

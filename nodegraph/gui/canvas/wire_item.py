@@ -9,7 +9,7 @@ its tooltip. `DragWire` is the loose wire that follows the mouse while the user 
 from __future__ import annotations
 
 import html
-from typing import Any, TypedDict
+from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -36,13 +36,22 @@ DUPLICATE_GAP = 120.0  # a fan-out's labels closer than this (Manhattan) are sho
 LABEL_FONT = theme.font(7.0, mono=True)
 
 
-class _LabelStyle(TypedDict):
-    scale: float
-    font: QFont
+class LabelStyle:
+    """The size of the shape labels in one scene. Each window's scene has its own: two
+    windows at different zooms each draw their labels at their own size."""
+
+    def __init__(self) -> None:
+        self.scale = 1.0
+        self.font = LABEL_FONT
 
 
-# labels grow as the view zooms out (see below)
-_label: _LabelStyle = {"scale": 1.0, "font": LABEL_FONT}
+_DEFAULT_STYLE = LabelStyle()  # a wire outside a GraphScene (previews, tests): 1:1
+
+
+def label_style(scene: Any) -> LabelStyle:
+    """The label style of `scene` (the 1:1 default for a scene without one)."""
+    style = getattr(scene, "label_style", None)
+    return style if isinstance(style, LabelStyle) else _DEFAULT_STYLE
 
 
 def label_scale_for(zoom: float) -> float:
@@ -52,15 +61,18 @@ def label_scale_for(zoom: float) -> float:
     return round(min(2.2, max(1.0, 0.9 / max(zoom, 1e-6))), 1)
 
 
-def set_label_scale(scale: float, wires) -> None:
-    """Draw every wire's label `scale` times its 1:1 size (the scene calls this on zoom)."""
-    if scale == _label["scale"]:
+def set_label_scale(style: LabelStyle, scale: float, wires) -> None:
+    """Draw the labels of `wires` (one scene's, sharing `style`) `scale` times their 1:1
+    size (the scene calls this on zoom)."""
+    if scale == style.scale:
         return
     font = QFont(LABEL_FONT)
     font.setPointSizeF(LABEL_FONT.pointSizeF() * scale)
-    _label.update({"scale": scale, "font": font})
+    style.scale, style.font = scale, font
     for wire in wires:
         wire.relabel()
+
+
 LABEL_LOD = 0.55  # below this zoom the labels would be unreadable; skip them
 # A small graph keeps its labels further out: a few hundred labels cost little to place and
 # draw, and such a graph fitted to the window (a detector, 50 wires at 44 %) would otherwise
@@ -220,8 +232,9 @@ class WireItem(QGraphicsPathItem):
     def _place_label(self) -> None:
         self.label_at = None
         if self.label:
-            scale = _label["scale"]
-            w = QFontMetricsF(_label["font"]).horizontalAdvance(self.label) + 8 * scale
+            style = label_style(self.scene())
+            scale = style.scale
+            w = QFontMetricsF(style.font).horizontalAdvance(self.label) + 8 * scale
             h = 14.0 * scale
             mid = self._label_centre(w, h)
             self.label_at = "wire" if mid is not None else None
@@ -254,8 +267,9 @@ class WireItem(QGraphicsPathItem):
         """Above the arriving wire, left of the input's dot; below it when a card or another
         label is there; else inside the card, after the port's name (`input (N,4)`), where
         cards stand too close for anything between them."""
-        scale = _label["scale"]
-        w = QFontMetricsF(_label["font"]).horizontalAdvance(compact(self.label)) + 6 * scale
+        style = label_style(self.scene())
+        scale = style.scale
+        w = QFontMetricsF(style.font).horizontalAdvance(compact(self.label)) + 6 * scale
         h = 12.0 * scale
         b = self.target.anchor()
         right = b.x() - theme.PORT_RADIUS - 4
@@ -377,7 +391,7 @@ class WireItem(QGraphicsPathItem):
         painter.setBrush(QColor(theme.LABEL_BG))
         radius = self._label_rect.height() / 2
         painter.drawRoundedRect(self._label_rect, radius, radius)
-        painter.setFont(_label["font"])
+        painter.setFont(label_style(self.scene()).font)
         painter.setPen(QColor(theme.TEXT))
         painter.drawText(self._label_rect, Qt.AlignmentFlag.AlignCenter, self.shown_text)
 

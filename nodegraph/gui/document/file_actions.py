@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from nodegraph.gui.base.later import later
 from nodegraph.gui.base.prompts import Prompts
@@ -79,6 +80,7 @@ class FileActions:
         self.after_open = after_open  # called after a graph was opened (fit the view, ...)
         self.autosaved: Path | None = None  # the autosave file this window wrote last
         self.trusted = TrustedFiles(recovery_dir)  # files the user let run their code
+        self.data_access: Any = None  # asks about data outside the folder (shell/data_access)
 
     # -- new and open ----------------------------------------------------------------------
 
@@ -148,6 +150,9 @@ class FileActions:
         """Let `graph` read the data files it names outside its folder when the user says
         so (asked on each open, naming them); otherwise validation reports those nodes."""
         found = confine.outside(graph)
+        if found and self.data_access is not None:  # the window's: answers remembered
+            self.data_access.ask(graph, str(path), found)
+            return
         if found and self.prompts.allow_data(str(path), [
                 f"{node}.{key}: {file}" for node, key, file in found]):
             graph.data_roots = confine.folders_for(found)
@@ -216,6 +221,8 @@ class FileActions:
         return self._write(path) if path else False
 
     def _write(self, path: str) -> bool:
+        if self.doc.graph.name == "untitled":  # a new graph takes its file's name
+            self.doc.graph.name = Path(path).stem
         try:
             save(self.doc.graph, path)
         except OSError as e:

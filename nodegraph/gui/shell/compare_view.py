@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QRect, Qt, QTimer
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -28,6 +28,25 @@ from nodegraph.model.errors import GraphFileError
 from nodegraph.model.fileformat import read_document, to_document
 
 NODE_ROLE = Qt.ItemDataRole.UserRole
+MIN_SIDE = 640  # narrower than this, a window beside the other is too small to read
+
+
+def side_by_side(this: QRect, screen: QRect) -> tuple[QRect, QRect]:
+    """Where this window and the compared one go (frames, on `screen`'s free area): the
+    other in the free room right (or left) of this one when it is at least MIN_SIDE wide,
+    else each on half the screen. Neither covers the other."""
+    this = this.intersected(screen) if this.intersects(screen) else QRect(screen)
+    right = screen.right() - this.right()
+    left = this.left() - screen.left()
+    if right >= MIN_SIDE:
+        return this, QRect(this.right() + 1, this.top(), min(right, this.width()),
+                           this.height())
+    if left >= MIN_SIDE:
+        width = min(left, this.width())
+        return this, QRect(this.left() - width, this.top(), width, this.height())
+    half = screen.width() // 2
+    return (QRect(screen.left(), screen.top(), half, screen.height()),
+            QRect(screen.left() + half, screen.top(), screen.width() - half, screen.height()))
 
 
 def marks(changes: list[diff.Change], side: str) -> tuple[dict[str, str], dict[tuple, str]]:
@@ -121,9 +140,14 @@ class ComparePanel(QWidget):
             other.deleteLater()
             return None
         other.setWindowTitle(f"{Path(path).name} (compared) — nodegraph")
-        geo = w.geometry()
-        other.resize(geo.width(), geo.height())
-        other.move(geo.x() + 40, geo.y() + 40)
+        screen = w.screen().availableGeometry() if w.screen() is not None else w.geometry()
+        mine, theirs = side_by_side(w.frameGeometry(), screen)
+        frame = w.frameGeometry().size() - w.geometry().size()  # title bar and borders
+        if mine != w.frameGeometry():
+            w.move(mine.topLeft())
+            w.resize(mine.width() - frame.width(), mine.height() - frame.height())
+        other.move(theirs.topLeft())
+        other.resize(theirs.width() - frame.width(), theirs.height() - frame.height())
         other.show()
         w._windows.append(other)
         return other

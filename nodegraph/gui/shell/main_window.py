@@ -48,7 +48,7 @@ from nodegraph.gui.panels.inspector import Inspector
 from nodegraph.gui.panels.log_view import LogView
 from nodegraph.gui.panels.palette import Palette
 from nodegraph.gui.panels.problems import ProblemsView
-from nodegraph.gui.shell import compare_view, menus, panel_edges
+from nodegraph.gui.shell import compare_view, data_access, menus, panel_edges
 from nodegraph.gui.shell.edit_actions import EditActions
 from nodegraph.gui.shell.group_tabs import GroupTabs
 from nodegraph.gui.shell.start_page import StartPage
@@ -137,6 +137,7 @@ class MainWindow(QMainWindow):
         self.run_recorder = run_history.install(self)  # the Runs dock: past runs compared
         self.compare = compare_view.install(self)  # File > Compare with…: two files' changes
         self.panel_edges = panel_edges.install(self)  # T, N, Ctrl+J fold the panels away
+        self.data_access = data_access.install(self)  # data outside the folder: asked, kept
         self.inspector.run_procedure = self.run_procedure
         # installed last, so it sees events first: Ctrl+right-drag is the knife, not a menu
         self.view.viewport().installEventFilter(self)
@@ -431,6 +432,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+            self.panel_edges.restore(s)
         else:  # a first start: the canvas gets the room (the panels wait at the edges)
             self.panel_edges.first_layout()
         self.set_theme(str(s.value("view/theme", theme.CURRENT)), remember=False)
@@ -443,6 +445,7 @@ class MainWindow(QMainWindow):
         self.places.remember(self._shown_path)
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
+        self.panel_edges.save(self.settings)
         self.settings.sync()
 
     def set_theme(self, name: str, remember: bool = True) -> None:

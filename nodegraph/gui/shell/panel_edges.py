@@ -9,14 +9,22 @@ with the right and bottom folded, so the canvas gets three quarters of it and mo
 bottom unfolds by itself when a run starts (its plots are the point of training) or is
 refused (its Problems say why), the right when a card is picked (unless the user folded it
 by hand: then it stays folded). The layout the user leaves is saved with the window's
-state, as before.
+state, as before, and which panels each folded side hides with it (so that the key brings
+back the same panels on the next launch).
+
+Qt (6.x) leaves tab bars of hidden or re-arranged dock groups shown where they last were
+— over the palette on a second launch with the bottom folded. `hide_stale_tab_bars` hides
+every tab bar that does not sit on the dock it names; it runs after each fold, unfold and
+restore.
 """
 
 from __future__ import annotations
 
+import json
+
 import shiboken6
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QToolButton
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtWidgets import QDockWidget, QTabBar, QToolButton, QWidget
 
 from nodegraph.gui.shell.menus import _action
 
@@ -67,17 +75,20 @@ class PanelEdges:
 
     def fold(self, side: str) -> None:
         shown = [d for d in self.docks(side) if not d.isHidden()]
+        self._hold_canvas()
         if shown:
             self.folded[side] = shown
         for d in shown:
             d.hide()
         self._label_buttons()
+        self._sweep_soon()
         self.window.group_tabs.focus_canvas()
 
     def unfold(self, side: str, raise_: QDockWidget | None = None) -> None:
         docks = [d for d in self.folded.pop(side, []) if d.parent() is self.window]
         if not docks:  # nothing remembered: the side's first panel
             docks = self.docks(side)[:1] if side != "right" else self.docks(side)
+        self._hold_canvas()
         for d in docks:
             d.show()
         if raise_ is not None:
@@ -89,6 +100,45 @@ class PanelEdges:
             self._fresh.discard(side)
             self._first_sizes(side)
         self._label_buttons()
+        self._sweep_soon()
+
+    def _hold_canvas(self) -> None:
+        """The cards stay put on the screen while this side folds or unfolds."""
+        for view in [self.window.view, *(c.view for c in self.window.group_tabs.canvases)]:
+            view.hold_for_panels()
+
+    def _sweep_soon(self) -> None:
+        """Hide stale tab bars once the layout has settled (a bar hidden before would stay
+        hidden when its docks come back: Qt shows a bar only when it starts to use it)."""
+        QTimer.singleShot(0, self._sweep)
+
+    def _sweep(self) -> None:
+        if shiboken6.isValid(self.window):
+            hide_stale_tab_bars(self.window)
+
+    def save(self, settings: QSettings) -> None:
+        """Remember which panels each folded side hides (the dock layout saves them only
+        as hidden)."""
+        folded = {side: [d.objectName() for d in docks if shiboken6.isValid(d)]
+                  for side, docks in self.folded.items() if self.is_folded(side)}
+        settings.setValue("panels/folded", json.dumps(folded))
+
+    def restore(self, settings: QSettings) -> None:
+        """After the dock layout is restored: the folded sides' panels, as saved, and no
+        stray tab bar."""
+        try:
+            folded = json.loads(str(settings.value("panels/folded", "{}")))
+        except ValueError:
+            folded = {}
+        docks = self.window.docks
+        if isinstance(folded, dict):
+            for side, names in folded.items():
+                if side in AREA and isinstance(names, list) and self.is_folded(side):
+                    kept = [docks[n] for n in names if isinstance(n, str) and n in docks]
+                    if kept:
+                        self.folded[side] = kept
+        self._label_buttons()
+        self._sweep_soon()
 
     def _first_sizes(self, side: str) -> None:
         """The sizes a first layout gives a side's panels when they first unfold (docks
@@ -114,12 +164,53 @@ class PanelEdges:
         first layout (never by the user) unfolds."""
         if len(nodes) == 1 and "right" not in self.chosen and self.is_folded("right"):
             self.unfold("right")
+            # the canvas narrowed: a card picked by the right edge would sit half hidden
+            QTimer.singleShot(0, lambda: self._keep_in_view(nodes[0]))
+
+    def _keep_in_view(self, node: str) -> None:
+        w = self.window
+        if not shiboken6.isValid(w):
+            return
+        item = w.scene.nodes.get(node)
+        if item is not None and item.isSelected():
+            w.view.ensureVisible(item.sceneBoundingRect(), 40, 40)
 
     def first_layout(self) -> None:
         """No saved layout: the canvas first (right and bottom folded)."""
         for side in ("right", "bottom"):
             self.fold(side)
         self._fresh = {"right", "bottom"}
+
+
+def _sits_on_its_dock(window: QWidget, bar: QTabBar, docks: dict[str, QDockWidget]) -> bool:
+    """`bar` lies along the shown, docked panel its current tab names (as a tab bar in
+    use does)."""
+    dock = docks.get(bar.tabText(bar.currentIndex())) if bar.count() > 1 else None
+    if dock is None or dock.isHidden() or dock.isFloating():
+        return False
+    g, d = bar.geometry(), dock.geometry()
+    return abs(g.left() - d.left()) <= 4 and (abs(g.top() - d.bottom()) <= 8
+                                               or abs(g.bottom() - d.top()) <= 8)
+
+
+def stale_tab_bars(window: QWidget) -> list[QTabBar]:
+    """The window's shown dock tab bars that do not sit on the dock their current tab
+    names (left over by Qt after docks were hidden or the layout restored)."""
+    docks = {d.windowTitle(): d for d in window.findChildren(QDockWidget)
+             if d.parent() is window}
+    return [bar for bar in window.findChildren(QTabBar)
+            if bar.parent() is window and not bar.isHidden()
+            and not _sits_on_its_dock(window, bar, docks)]
+
+
+def hide_stale_tab_bars(window: QWidget) -> None:
+    """Hide the stale tab bars, and show again a bar in use that was hidden (Qt shows a
+    bar only when it starts to use it, not when its docks come back)."""
+    docks = {d.windowTitle(): d for d in window.findChildren(QDockWidget)
+             if d.parent() is window}
+    for bar in window.findChildren(QTabBar):
+        if bar.parent() is window:
+            bar.setVisible(_sits_on_its_dock(window, bar, docks))
 
 
 def install(window) -> PanelEdges:
@@ -136,4 +227,6 @@ def install(window) -> PanelEdges:
         window.docks_menu.addAction(action)
     for dock in window.findChildren(QDockWidget):
         dock.visibilityChanged.connect(lambda *_: edges._label_buttons())
+        dock.visibilityChanged.connect(lambda *_: edges._sweep_soon())
+        dock.dockLocationChanged.connect(lambda *_: edges._sweep_soon())
     return edges

@@ -70,6 +70,9 @@ class TrainingPlots(QWidget):
         self.metric_hint = pg.TextItem(METRIC_HINT, color=theme.TEXT_DIM, anchor=(0.5, 0.5))
         self.metric_hint.setParentItem(self.metric_plot.vb)
         self.metric_plot.vb.sigResized.connect(self._place_hint)
+        self._ticks_shown: dict[pg.PlotItem, bool] = {}
+        for plot in (self.loss_plot, self.metric_plot, self.step_plot):
+            self._show_ticks(plot, False)  # an empty plot's 0.2 ... 0.8 would mean nothing
         self.series: dict[str, tuple[list, list]] = {}
         self._curves: dict[str, pg.PlotDataItem] = {}
         self.metric_nodes: set[str] = set()
@@ -117,8 +120,19 @@ class TrainingPlots(QWidget):
             plot.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
         return plot
 
+    def _show_ticks(self, plot: pg.PlotItem, shown: bool) -> None:
+        """The axes' numbers only while the plot has points."""
+        if self._ticks_shown.get(plot) == shown:
+            return
+        self._ticks_shown[plot] = shown
+        for name in ("left", "bottom"):
+            plot.getAxis(name).setStyle(showValues=shown)
+
     def _place_hint(self, *_) -> None:
-        self.metric_hint.setPos(self.metric_plot.vb.rect().center())
+        """Centred in the empty plot, wrapped to its width (a narrow plot cut it off)."""
+        box = self.metric_plot.vb.rect()
+        self.metric_hint.setTextWidth(max(60.0, box.width() - 12))
+        self.metric_hint.setPos(box.center())
 
     def show_metric_hint(self, shown: bool) -> None:
         """Say "connect a metric block…" on the empty metrics plot (or stop saying it)."""
@@ -135,6 +149,8 @@ class TrainingPlots(QWidget):
         self.show_metric_hint(not self.metric_nodes)
         for curve in self._curves.values():
             curve.setData([], [])
+        for plot in (self.loss_plot, self.metric_plot, self.step_plot):
+            self._show_ticks(plot, False)
         self.series.clear()
         self._dirty.clear()
         self._routes.clear()
@@ -236,7 +252,11 @@ class TrainingPlots(QWidget):
         dirty, self._dirty = self._dirty, set()
         for name in dirty:
             xs, ys = self.series[name]
-            self._curves[name].setData(xs, ys)
+            curve = self._curves[name]
+            curve.setData(xs, ys)
+            for plot in (self.loss_plot, self.metric_plot, self.step_plot):
+                if curve.getViewBox() is plot.vb and xs:
+                    self._show_ticks(plot, True)
         for plot in list(self._held):
             self._follow_y(plot)
         if dirty:  # what painting cost since the last redraw sets the pace of the next

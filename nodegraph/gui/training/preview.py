@@ -22,9 +22,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -121,7 +123,13 @@ class PreviewPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.title)
         layout.addLayout(top)
-        layout.addWidget(self.shape)
+        # a long message (a remedy) scrolls inside the panel rather than being cut off
+        self.message = QScrollArea()
+        self.message.setWidget(self.shape)
+        self.message.setWidgetResizable(True)
+        self.message.setFrameShape(QFrame.Shape.NoFrame)
+        self.message.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        layout.addWidget(self.message)
         layout.addWidget(self.table, 1)
         layout.addStretch(0)  # with the table hidden, a message stays at the top
         self._layout = layout
@@ -134,7 +142,7 @@ class PreviewPanel(QWidget):
             self._image = pg.ImageView()
             self._image.ui.roiBtn.hide()
             self._image.ui.menuBtn.hide()
-            self._image.setMinimumHeight(180)
+            self._image.setMinimumHeight(100)  # a short panel still shows the whole grid
             self._image.hide()
             self._layout.addWidget(self._image, 1)
         return self._image
@@ -169,12 +177,21 @@ class PreviewPanel(QWidget):
             self.title.setText("Preview")
         self.shape.setText(text)
         self.shape.setToolTip(text)
+        self._fit_message(True)
         self.table.hide()
         self.table.clear()
         self.table.setRowCount(0)
         self.table.setColumnCount(0)
         if self._image is not None:
             self._image.hide()
+
+    def _fit_message(self, long: bool) -> None:
+        """A message takes the room the table leaves (scrolling when longer); a shape line
+        only its own height."""
+        self._layout.setStretchFactor(self.message, 1 if long else 0)
+        width = max(50, self.message.viewport().width() or self.width() - 8)
+        need = self.shape.heightForWidth(width) if self.shape.wordWrap() else -1
+        self.message.setMaximumHeight(16_777_215 if long else max(18, need + 4))
 
     def mark_stale(self) -> None:
         """The graph changed and no refresh follows: drop the values, say so."""
@@ -194,13 +211,18 @@ class PreviewPanel(QWidget):
                      f"min {f.min():.4g} · max {f.max():.4g}")
         self.shape.setText(f"shape {tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
                            + stats)
+        self._fit_message(False)
         self._fill_table(table_of(t))
         img = image_of(t)
         if img is not None:
             self.image.setImage(img.numpy().T if img.ndim == 2 else img.numpy().swapaxes(0, 1))
             self.image.show()
-        elif self._image is not None:
-            self._image.hide()
+            self.table.setMaximumHeight(110)  # the grid of images gets the room
+            self.image.autoRange()  # the whole grid, every row of it, in the view
+        else:
+            self.table.setMaximumHeight(16_777_215)
+            if self._image is not None:
+                self._image.hide()
 
     def _fill_table(self, values: torch.Tensor) -> None:
         rows, cols = min(values.shape[0], MAX_ROWS), min(values.shape[1], MAX_COLS)
