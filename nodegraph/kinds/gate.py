@@ -23,8 +23,9 @@ a file object this module opened or, where a reader takes only paths (`pyarrow.d
 paths this module returned with the filesystem of `arrow_files`, through which each open
 finds the file checked (same device and inode, no link followed) or is refused. A
 refusal is a `NodegraphError` naming the file as the graph or the listing names it, never
-the target of a link that leads outside. With no graph folder (a graph built in code) or the fence lifted
-(``--trust``), where a file may lie is not checked; its kind and size still are.
+the target of a link that leads outside. With no graph folder (a graph built in code) or
+the fence lifted (``--trust``), where a file may lie is not checked; its kind and size
+still are.
 `tests/test_file_gate.py` fails when code opens a path without this module.
 """
 
