@@ -44,6 +44,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, Sampler, get_worker_info
 
+from nodegraph.kinds import remote
 from nodegraph.model.errors import NodegraphError
 
 if TYPE_CHECKING:  # the dataset this reads imports this module to read itself
@@ -324,7 +325,8 @@ def _worker_kwargs(opts: LoaderOptions, workers: int, reusable: bool,
     if workers == 0:
         return {}
     persistent = opts.persistent_workers if opts.persistent_workers is not None else reusable
-    out: dict[str, Any] = {"persistent_workers": persistent, "worker_init_fn": _worker_started}
+    out: dict[str, Any] = {"persistent_workers": persistent,
+                           "worker_init_fn": partial(_worker_started, env=remote.storage_env())}
     method = start_method()
     if method is not None:
         out["multiprocessing_context"] = _context(method, read)
@@ -377,12 +379,15 @@ def _context(method: str, read: Iterable[Any]) -> Any:
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _worker_started(_worker_id: int) -> None:
+def _worker_started(_worker_id: int, env: dict[str, str] | None = None) -> None:
     """Run first in every worker: on Linux the kernel kills it the moment its parent (the
     process that reads it, or the fork server, which ends with that process) is gone, so a
     training process that is killed (by the editor after a Stop it did not obey, by the
     OOM killer) leaves no orphan worker. torch's own check of the parent runs only every
-    5 s, and only between samples."""
+    5 s, and only between samples. `env`: the reading process's object-storage settings
+    now (a fork server keeps those of when it started, `remote.storage_env`)."""
+    if env is not None:
+        remote.adopt_env(env)
     if not sys.platform.startswith("linux"):
         return
     try:

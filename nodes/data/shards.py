@@ -18,6 +18,7 @@ its shapes; the other samples are read when training reads them.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tarfile
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nodegraph.kinds import gate
+from nodegraph.kinds import gate, remote
 from nodegraph.kinds.datameta import DataMeta, sized
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
@@ -51,16 +52,19 @@ from nodes.data._streaming import (
 
 IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 NUMBERS = (".cls", ".txt", ".index", ".id", ".label")
+Shard = Path | str  # a local file, or an object's URL (s3://bucket/shards/train-000.tar)
 MAX_FIELD = 256 * 2**20  # one field larger than this is refused, not read into memory
 
 
-def expand(pattern: str) -> list[Path]:
+def expand(pattern: str) -> list[Shard]:
     """The shard files a param names: a .tar file, a folder (its .tar files), a brace range
     `train-{000..009}.tar` (WebDataset's notation; at most `gate.MAX_BRACE_NAMES` names) or
     a glob; sorted. Every shard, and every folder a glob passes through, goes through the
     file gate (`nodegraph.kinds.gate`): one behind a symlink that leads outside is refused."""
     if not pattern:
         return []
+    if remote.is_url(pattern):
+        return _expand_remote(pattern)
     found = gate.brace_range(pattern, "shard")
     if found is None:
         where = data_path(pattern)
@@ -76,6 +80,50 @@ def expand(pattern: str) -> list[Path]:
     return found
 
 
+def _expand_remote(pattern: str) -> list[Shard]:
+    """`expand` for shards in object storage (`nodegraph.kinds.remote`): a brace range is
+    checked against one listing of its prefix, a folder is listed, a glob matched in the
+    last part; every key stays under the allowed prefix."""
+    m = gate.BRACES.search(pattern)
+    found: list[Shard]
+    if m is not None:
+        lo, hi, width = int(m.group(1)), int(m.group(2)), len(m.group(1))
+        if not 0 < hi - lo + 1 <= gate.MAX_BRACE_NAMES or "/" in pattern[m.end():]:
+            raise NodegraphError(f"shard range '{pattern}' runs backwards, names more than "
+                                 f"{gate.MAX_BRACE_NAMES:,} shards or is not in the file name")
+        names = [pattern[:m.start()] + str(i).zfill(width) + pattern[m.end():]
+                 for i in range(lo, hi + 1)]
+        parent = remote.normal(names[0], "shard").rpartition("/")[0]
+        present = set(remote.listing(parent, "shard"))
+        missing = [n for n in names if remote.normal(n, "shard") not in present]
+        if missing:
+            raise NodegraphError(f"shard '{missing[0]}' (from '{pattern}') does not exist")
+        found = [remote.normal(n, "shard") for n in names]
+    elif any(c in pattern for c in "*?["):
+        found = list(remote.matching(pattern, "shard"))
+    elif remote.is_folder(pattern, "shard"):
+        found = list(remote.listing(pattern, "shard", lambda n: n.endswith(".tar")))
+    else:
+        remote.info(pattern, "shard")
+        found = [remote.normal(pattern, "shard")]
+    if not found:
+        raise NodegraphError(f"'{pattern}' names no .tar shards")
+    return found
+
+
+@contextlib.contextmanager
+def _open(shard: Shard) -> Iterator[tuple[Any, int]]:
+    """`shard` open for reading, and its size: a local file through the file gate, an
+    object through `nodegraph.kinds.remote`."""
+    if isinstance(shard, str) and remote.is_url(shard):
+        f, size = remote.open_file(shard, "shard")
+        with f:
+            yield f, size
+        return
+    with gate.open_file(Path(shard), "shard") as f:
+        yield f, os.fstat(f.fileno()).st_size
+
+
 def _split_name(name: str) -> tuple[str, str]:
     """(key, .ext) of a member: the key is the path up to the first dot of the file name."""
     folder, _, base = name.rpartition("/")
@@ -83,12 +131,11 @@ def _split_name(name: str) -> tuple[str, str]:
     return (f"{folder}/{stem}" if folder else stem), (dot + ext).lower()
 
 
-def scan(shard: Path, fields: tuple[str, str]) -> list[str]:
+def scan(shard: Shard, fields: tuple[str, str]) -> list[str]:
     """The keys of the samples of `shard` that have both fields, from its headers alone;
     a shard cut short (a member running past the end, or stray bytes after the last one)
     is refused, naming it."""
-    with gate.open_file(shard, "shard") as f:
-        size = os.fstat(f.fileno()).st_size
+    with _open(shard) as (f, size):
         keys, end = _keys(f, shard, size, fields)
         f.seek(end)  # after the last member: padding, end blocks, or nothing
         rest = f.read(1 << 16)
@@ -97,7 +144,7 @@ def scan(shard: Path, fields: tuple[str, str]) -> list[str]:
     return keys
 
 
-def _keys(f, shard: Path, size: int, fields: tuple[str, str]) -> tuple[list[str], int]:
+def _keys(f, shard: Shard, size: int, fields: tuple[str, str]) -> tuple[list[str], int]:
     """The keys `scan` gives, and where the last member ends, from the open shard `f`."""
     keys: list[str] = []
     key_now, have = None, set[str]()
@@ -143,13 +190,13 @@ def decode(name: str, ext: str, raw: bytes, where: str) -> np.ndarray:
                          f"{', '.join(NUMBERS)}, images)")
 
 
-def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def samples(shard: Shard, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The (x, y) of each sample of `shard` in order, read start to end."""
     # a sample's members lie together in the tar (WebDataset writes them so): only the
     # current key's fields are kept, so a sample missing a field costs nothing later
     key_now, got = None, dict[str, Any]()
     try:
-        with gate.open_file(shard, "shard") as f, tarfile.open(fileobj=f, mode="r:") as tar:
+        with _open(shard) as (f, _), tarfile.open(fileobj=f, mode="r:") as tar:
             for member in tar:
                 tar.members = []  # type: ignore[attr-defined]  # as in `_keys`
                 if not member.isfile():
@@ -178,7 +225,7 @@ def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, 
 class ShardSet:
     """The shards of each split, with their sample counts (from the headers)."""
 
-    shards: dict[str, list[Path]]
+    shards: dict[str, list[Shard]]
     counts: dict[str, list[int]]
     fields: tuple[str, str]
 
@@ -251,13 +298,13 @@ class TarShards(ShardSource):
     dividing the training shards, `rows` says which samples of each shard are this
     split's."""
 
-    def __init__(self, shards: list[Path], rows: Rows, fields: tuple[str, str], ports: dict,
+    def __init__(self, shards: list[Shard], rows: Rows, fields: tuple[str, str], ports: dict,
                  kind: str):
         super().__init__(shards, rows.counts)
         self.rows, self.fields, self.ports, self.kind = rows, fields, ports, kind
         self.index = {str(f): k for k, f in enumerate(shards)}
 
-    def read(self, shard: Path) -> Iterator[dict]:
+    def read(self, shard: Shard) -> Iterator[dict]:
         keep = set(self.rows.pick(self.index[str(shard)]).tolist())
         try:
             for i, (x, y) in enumerate(samples(shard, self.fields)):
@@ -267,7 +314,7 @@ class TarShards(ShardSource):
             raise SampleError(str(e)) from None
 
 
-def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Path) -> dict:
+def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Shard) -> dict:
     """One sample as the ports declare it; a sample of another shape is refused, named."""
     if (x.shape or (1,)) != ports["x"][0]:
         raise SampleError(f"shard '{shard}': a sample's x is {x.shape}, the first sample's "

@@ -19,15 +19,16 @@ a categorical column holds are found by a pass over that column alone.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 import torch
 
-from nodegraph.kinds import gate
+from nodegraph.kinds import gate, remote
 from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
@@ -61,7 +62,7 @@ def table_files(path: Path) -> list[Path]:
     return gate.listing(path, "table file", recursive=True, skip=("_",))
 
 
-def _format(files: list[Path], given: str, path: Path) -> str:
+def _format(files: list[Path], given: str, path: Path | str) -> str:
     if given != "auto":
         return {"arrow": "ipc"}.get(given, given)
     found = {SUFFIXES[q.suffix.lower()] for q in files if q.suffix.lower() in SUFFIXES}
@@ -71,12 +72,47 @@ def _format(files: list[Path], given: str, path: Path) -> str:
     return found.pop()
 
 
+def _open_remote(url: str, fmt: str):
+    """`open_table` for a table in object storage (`nodegraph.kinds.remote`): an object, or
+    every object under a prefix, listed and checked there; pyarrow reads them through
+    fsspec (timeouts, retries, errors naming the object)."""
+    import pyarrow as pa
+
+    folder = remote.is_folder(url, "table")
+    files = (remote.listing(url, "table file", recursive=True, skip=("_",)) if folder
+             else [remote.normal(url)])
+    if not files:
+        raise NodegraphError(f"table '{url}' holds no files")
+    kind = _format([PurePosixPath(f) for f in files], fmt, url)  # type: ignore[arg-type]
+    for f in files:
+        remote.info(f, "table file")
+    keys = [remote.key(f) for f in files]
+    try:
+        with remote.reading(url, "table"):
+            return _arrow().dataset(keys if folder else keys[0], format=kind,
+                                    filesystem=remote.arrow_filesystem(url))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise NodegraphError(f"cannot read table '{url}' as {kind}: {e}") from e
+
+
+def guard(path: str):
+    """Errors of object storage as errors naming the table (nothing for a local one)."""
+    return remote.reading(path, "table") if remote.is_url(path) else contextlib.nullcontext()
+
+
+def where_of(path: str) -> str:
+    """Where `path` is read from now: a URL as given, a local path from the graph's folder."""
+    return remote.normal(path) if remote.is_url(path) else str(data_path(path))
+
+
 def open_table(path: str, fmt: str = "auto"):
     """The pyarrow dataset of a file or folder, its schema read; an error naming the file
     that is missing or not a table of that format. pyarrow gets the list of files that
     passed the gate, never the folder to list itself."""
     if not path:
         raise NodegraphError("no table file given (path)")
+    if remote.is_url(path):
+        return _open_remote(path, fmt)
     where = data_path(path)
     if not where.exists():
         raise NodegraphError(f"table '{path}' ({where}) does not exist")
@@ -178,6 +214,11 @@ class ParquetParams(DataParams):
 def table_meta(p: ParquetParams) -> DataMeta | None:
     """Shapes from the schema and row count from the footers; None for a stratified split
     (its sizes follow the class column's values)."""
+    with guard(p.path):
+        return _table_meta(p)
+
+
+def _table_meta(p: ParquetParams) -> DataMeta | None:
     table = open_table(p.path, p.format)
     cols = columns(table, p, p.path)
     n = _rows(table, p.path)
@@ -300,10 +341,11 @@ class TableReader:
 
     def __init__(self, p: ParquetParams):
         self.p = p
-        self.table = open_table(p.path, p.format)
-        self.where = str(data_path(p.path))  # as resolved from the graph's folder, now
-        self.cols = columns(self.table, p, p.path)
-        self.codes = categories(self.table, self.cols, p.path)
+        self.where = where_of(p.path)  # as resolved from the graph's folder, now
+        with guard(p.path):
+            self.table = open_table(p.path, p.format)
+            self.cols = columns(self.table, p, p.path)
+            self.codes = categories(self.table, self.cols, p.path)
 
     def __getstate__(self) -> dict:  # a DataLoader worker reopens the files
         return {"p": self.p, "where": self.where, "cols": self.cols, "codes": self.codes}
@@ -311,6 +353,9 @@ class TableReader:
     def __setstate__(self, state: dict) -> None:  # in a worker started apart (no graph folder)
         self.__dict__.update(state)
         self.table = open_table(self.where, self.p.format)
+
+    def guard(self):
+        return guard(self.where)
 
     def raw_inputs(self) -> dict[str, TableInput]:
         """Port x's raw form: the input columns and the codes of the categorical ones, so
@@ -326,7 +371,8 @@ class TableReader:
 
         wanted = list(dict.fromkeys(self.cols.inputs + self.cols.targets))
         try:
-            batch = part.to_table(columns=wanted, schema=self.table.schema)
+            with self.guard():
+                batch = part.to_table(columns=wanted, schema=self.table.schema)
         except (pa.ArrowException, OSError) as e:
             raise NodegraphError(f"cannot read table '{self.p.path}' ({part.path}): {e}") from e
         return encode(batch, self.cols, self.codes, self.p, self.p.path)
@@ -338,8 +384,9 @@ class TableReader:
 
         wanted = list(dict.fromkeys(self.cols.inputs + self.cols.targets))
         try:
-            for batch in part.to_batches(columns=wanted, schema=self.table.schema):
-                yield encode(batch, self.cols, self.codes, self.p, self.p.path)
+            with self.guard():
+                for batch in part.to_batches(columns=wanted, schema=self.table.schema):
+                    yield encode(batch, self.cols, self.codes, self.p, self.p.path)
         except (pa.ArrowException, OSError) as e:
             raise NodegraphError(f"cannot read table '{self.p.path}' ({part.path}): {e}") from e
 
