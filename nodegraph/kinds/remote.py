@@ -267,7 +267,7 @@ def open_file(url: str, what: str, limit: int | None = None) -> tuple[Any, int]:
     url = normal(url, what)
     fs = filesystem(url)
     with reading(url, what):
-        f = fs.open(key(url), "rb")
+        f = fs.open(key(url), "rb")  # gated: the object `info` checked (allowed, its size)
     return _Guarded(f, url, what), int(found.get("size") or 0)
 
 

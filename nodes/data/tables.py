@@ -89,8 +89,9 @@ def _open_remote(url: str, fmt: str):
     keys = [remote.key(f) for f in files]
     try:
         with remote.reading(url, "table"):
-            return _arrow().dataset(keys if folder else keys[0], format=kind,
-                                    filesystem=remote.arrow_filesystem(url))
+            return _arrow().dataset(  # gated: the objects remote.info checked above
+                keys if folder else keys[0], format=kind,
+                filesystem=remote.arrow_filesystem(url))
     except (pa.ArrowException, OSError, ValueError) as e:
         raise NodegraphError(f"cannot read table '{url}' as {kind}: {e}") from e
 
