@@ -10,8 +10,10 @@ import threading
 import urllib.request
 from pathlib import Path
 
+import moto.server as moto_server  # the dev extra; `make setup` (and so .ci/run) installs it
 import numpy as np
 import pytest
+import s3fs  # noqa: F401 - the `remote` extra, installed by `make setup`
 import torch
 
 from nodegraph.cli.main import main
@@ -19,9 +21,6 @@ from nodegraph.kinds import confine, remote
 from nodegraph.kinds.dataset import files_relative_to
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import default_registry
-
-pytest.importorskip("s3fs")  # the `remote` extra; `make setup` and .ci/run install it
-moto_server = pytest.importorskip("moto.server")
 
 BUCKET = "data-bucket"
 
