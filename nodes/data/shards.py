@@ -23,7 +23,7 @@ import io
 import os
 import tarfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Port, choice_param, str_param
+from nodegraph.model.spec import Port, bool_param, choice_param, str_param
 from nodes.data._images import decode as decode_image
 from nodes.data._images import to_array
 from nodes.data._streaming import (
@@ -135,20 +135,35 @@ def scan(shard: Shard, fields: tuple[str, str]) -> list[str]:
     """The keys of the samples of `shard` that have both fields, from its headers alone;
     a shard cut short (a member running past the end, or stray bytes after the last one)
     is refused, naming it."""
+    return scan_all(shard, fields)[0]
+
+
+def scan_all(shard: Shard, fields: tuple[str, str]) -> tuple[list[str], list[dict[str, str]]]:
+    """`scan`'s keys, and the samples `samples` will leave out: those with one of the two
+    fields but not the other, each as {"file": "shard:key", "reason": ...}."""
     with _open(shard) as (f, size):
-        keys, end = _keys(f, shard, size, fields)
+        keys, end, partial = _keys(f, shard, size, fields)
         f.seek(end)  # after the last member: padding, end blocks, or nothing
         rest = f.read(1 << 16)
     if rest.strip(b"\0"):
         raise NodegraphError(f"shard '{shard}' is truncated or corrupt after byte {end:,}")
-    return keys
+    return keys, [{"file": f"{shard}:{key}", "reason": f"shard '{shard}': sample '{key}' "
+                   f"has no '{lacks}' field"} for key, lacks in partial]
 
 
-def _keys(f, shard: Shard, size: int, fields: tuple[str, str]) -> tuple[list[str], int]:
-    """The keys `scan` gives, and where the last member ends, from the open shard `f`."""
+def _keys(f, shard: Shard, size: int, fields: tuple[str, str]
+          ) -> tuple[list[str], int, list[tuple[str, str]]]:
+    """The keys `scan` gives, where the last member ends, and (key, missing field) of each
+    incomplete sample, from the open shard `f`."""
     keys: list[str] = []
+    partial: list[tuple[str, str]] = []
     key_now, have = None, set[str]()
     end = 0
+
+    def close() -> None:  # the sample of `key_now` ends: one field without the other?
+        if have and key_now is not None:
+            partial.append((key_now, next(x for x in fields if x not in have)))
+
     try:
         with tarfile.open(fileobj=f, mode="r:") as tar:
             for member in tar:
@@ -161,15 +176,17 @@ def _keys(f, shard: Shard, size: int, fields: tuple[str, str]) -> tuple[list[str
                                          f"'{member.name}' runs past the end of the file")
                 key, ext = _split_name(member.name)
                 if key != key_now:  # as `samples` groups them: consecutive members
+                    close()
                     key_now, have = key, set()
                 if ext in fields and ext not in have:
                     have.add(ext)
                     if len(have) == len(fields):
                         keys.append(key)
                         have = set()
+            close()
     except (tarfile.TarError, OSError, EOFError) as e:
         raise NodegraphError(f"shard '{shard}' is truncated or not a tar file ({e})") from None
-    return keys, end
+    return keys, end, partial
 
 
 def decode(name: str, ext: str, raw: bytes, where: str) -> np.ndarray:
@@ -228,6 +245,9 @@ class ShardSet:
     shards: dict[str, list[Shard]]
     counts: dict[str, list[int]]
     fields: tuple[str, str]
+    # samples left out for missing a field ({"file": "shard:key", "reason"}), named, never
+    # dropped in silence (issue #37): a warning at validation, an error with `strict`
+    incomplete: list[dict[str, str]]
 
     def size(self, split: str) -> int:
         return sum(self.counts.get(split, ()))
@@ -242,11 +262,24 @@ def shard_set(p: WebDatasetParams) -> ShardSet:
     shards = {s: expand(pattern) for s, pattern in given.items() if pattern}
     if "train" not in shards:
         raise NodegraphError("no training shards given (shards)")
-    counts = {s: [len(scan(f, fields)) for f in files] for s, files in shards.items()}
+    scanned = {s: [scan_all(f, fields) for f in files] for s, files in shards.items()}
+    counts = {s: [len(keys) for keys, _ in found] for s, found in scanned.items()}
+    incomplete = [bad for found in scanned.values() for _, bads in found for bad in bads]
     if sum(counts["train"]) == 0:
         raise NodegraphError(f"the shards '{p.shards}' hold no sample with both a "
                              f"'{fields[0]}' and a '{fields[1]}' field")
-    return ShardSet(shards, counts, fields)
+    if incomplete and p.strict:
+        raise NodegraphError(f"{_incomplete(incomplete, sum(map(sum, counts.values())))} "
+                             "(strict = true: unset it to train on the complete samples)")
+    return ShardSet(shards, counts, fields, incomplete)
+
+
+def _incomplete(bad: list[dict[str, str]], kept: int) -> str:
+    """One line counting the incomplete samples, naming the first few."""
+    names = ", ".join(b["reason"].split(": ", 1)[1] for b in bad[:3])
+    more = f" and {len(bad) - 3:,} more" if len(bad) > 3 else ""
+    return (f"{len(bad):,} sample{'s' if len(bad) != 1 else ''} of the shards miss a field "
+            f"and are left out ({kept:,} complete ones read): {names}{more}")
 
 
 def first_sample(sset: ShardSet) -> tuple[np.ndarray, np.ndarray]:
@@ -280,6 +313,7 @@ class WebDatasetParams(DataParams):
     y_field: str
     target_kind: str
     storage: str
+    strict: bool
 
 
 def shards_meta(p: WebDatasetParams) -> DataMeta | None:
@@ -287,9 +321,14 @@ def shards_meta(p: WebDatasetParams) -> DataMeta | None:
     x, y = first_sample(sset)
     ports = _ports(x, y, p.target_kind, p.shards)
     if _fixed(p, sset):
-        return mark(DataMeta(ports, {s: sset.size(s) for s in sset.shards if sset.size(s)},
+        meta = mark(DataMeta(ports, {s: sset.size(s) for s in sset.shards if sset.size(s)},
                              p.batch_size), p)
-    return mark(sized(ports, sset.size("train"), p), p)
+    else:
+        meta = mark(sized(ports, sset.size("train"), p), p)
+    if meta is None or not sset.incomplete:
+        return meta
+    kept = sum(map(sum, sset.counts.values()))
+    return replace(meta, warnings=(*meta.warnings, _incomplete(sset.incomplete, kept)))
 
 
 class TarShards(ShardSource):
@@ -336,7 +375,9 @@ def _streamed_shards(p: WebDatasetParams, sset: ShardSet, ports: dict):
                for s, (files, rows) in parts.items()}
     train = sources["train"]
     fit = (sample for f in train.shards for sample in train.read(f))
-    return streamed(sources, ports, p, fit)
+    dataset = streamed(sources, ports, p, fit)
+    dataset.refused = list(sset.incomplete)  # named in each epoch's history (skipped)
+    return dataset
 
 
 def shards_dataset(p: WebDatasetParams):
@@ -364,9 +405,13 @@ def shards_dataset(p: WebDatasetParams):
              else y_all.reshape(len(ys), -1).astype(np.float32))
     given = ({s: rows.get(s, np.zeros(0, np.int64)) for s in ("train", "val", "test")}
              if _fixed(p, sset) else None)
-    return from_arrays({"x": np.stack(xs), "y": y_all}, p, given_splits=given)
+    dataset = from_arrays({"x": np.stack(xs), "y": y_all}, p, given_splits=given)
+    dataset.skips = list(sset.incomplete)  # type: ignore[attr-defined]  # in the history
+    return dataset
 
 
+STRICT = bool_param("strict", False, "refuse shards with samples that miss a field (else "
+                    "they are left out, counted at validation and named in the history)")
 TARGET_KIND = choice_param("target_kind", ("class", "value"), "class",
                            "class: y is one class index per sample; value: float values")
 
@@ -387,6 +432,6 @@ BLOCKS = [
                  str_param("test_shards", "", "shards of the test split (optional)"),
                  str_param("x_field", "npy", "the extension of the field that forms x"),
                  str_param("y_field", "cls", "the extension of the field that forms y"),
-                 TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.0)],
+                 TARGET_KIND, STORAGE_PARAM, STRICT, *data_params(val_fraction=0.0)],
          keywords=("webdataset", "wds", "tar", "shards", "streaming", "file")),
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -36,7 +36,7 @@ from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.rawinput import TableInput
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, Port, choice_param, str_param
+from nodegraph.model.spec import Param, Port, bool_param, choice_param, str_param
 from nodes.data._streaming import Rows, held_bytes, in_memory, mark, split_rows, streamed
 
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc",
@@ -210,6 +210,7 @@ class ParquetParams(DataParams):
     categorical: list[str]
     target_kind: str
     storage: str
+    strict: bool
 
 
 def table_meta(p: ParquetParams) -> DataMeta | None:
@@ -226,8 +227,58 @@ def _table_meta(p: ParquetParams) -> DataMeta | None:
     if n == 0:
         raise NodegraphError(f"table '{p.path}' holds no rows")
     meta = mark(sized(_ports(cols, p), n, p), p)
+    said = suspects(table, cols, categories(table, cols, p.path), p)
+    if meta is not None and said:
+        meta = replace(meta, warnings=(*meta.warnings, *said))
     return with_classes(meta, y=class_count(table, cols, p.path)
                         if meta is not None and p.target_kind == "class" else None)
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def suspects(table, cols: Columns, codes: dict[str, dict[Any, int]], p: ParquetParams
+             ) -> list[str]:
+    """What a text column's values say went wrong in the file (issue #37: nothing taken in
+    silence): a value that is a column's name (a header row repeated inside the file, which
+    becomes a category or class of its own), numbers mixed with text (a CSV column whose
+    few bad cells turned it all into categories). Warnings, or with `p.strict` an error."""
+    import pyarrow.compute as pc
+
+    said = []
+    names = set(table.schema.names)
+    for c, values in codes.items():
+        text = [v for v in values if isinstance(v, str)]
+        header = sorted(v for v in text if v.strip() in names)
+        if header:
+            rows = sum(int(pc.sum(pc.is_in(b.column(0), value_set=_pa_array(header))).as_py()
+                           or 0) for b in table.to_batches(columns=[c]))
+            said.append(f"table '{p.path}': column '{c}' holds {', '.join(map(repr, header))}"
+                        f" ({rows:,} row{'s' if rows != 1 else ''}), a column's name: a header "
+                        "row repeated inside the file? It is read as a value of its own")
+            continue
+        numbers = sum(map(_number, text))
+        if 0 < numbers < len(text):
+            odd = [v for v in text if not _number(v)]
+            said.append(f"table '{p.path}': column '{c}' mixes numbers and text ({numbers:,} "
+                        f"distinct numbers, {len(odd):,} text value"
+                        f"{'s' if len(odd) != 1 else ''}: {', '.join(map(repr, odd[:3]))}); "
+                        "the whole column is read as categories")
+    if said and p.strict:
+        raise NodegraphError("; ".join(said) + " (strict = true: fix the file, or unset "
+                             "strict to read it so)")
+    return said
+
+
+def _pa_array(values: list[str]):
+    import pyarrow as pa
+
+    return pa.array(values)
 
 
 def class_count(table, cols: Columns, where: str) -> int | None:
@@ -347,13 +398,21 @@ class TableReader:
             self.table = open_table(p.path, p.format)
             self.cols = columns(self.table, p, p.path)
             self.codes = categories(self.table, self.cols, p.path)
+            if p.strict:  # a build without validation (a stratified split, code) refuses too
+                suspects(self.table, self.cols, self.codes, p)
 
     def __getstate__(self) -> dict:  # a DataLoader worker reopens the files
         return {"p": self.p, "where": self.where, "cols": self.cols, "codes": self.codes}
 
     def __setstate__(self, state: dict) -> None:  # in a worker started apart (no graph folder)
-        self.__dict__.update(state)
+        self.__dict__.update(state)  # the table is opened at its first use (`__getattr__`):
+        # after the worker's start-up has given it the reading process's storage settings
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "table" or "where" not in self.__dict__:
+            raise AttributeError(name)
         self.table = open_table(self.where, self.p.format)
+        return self.table
 
     def guard(self):
         return guard(self.where)
@@ -487,7 +546,10 @@ BLOCKS = [
                  Param("targets", "strs", doc="columns that form y"),
                  Param("categorical", "strs", [], "number columns to treat as categories "
                        "too (text columns always are)"),
-                 TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.2)],
+                 TARGET_KIND, STORAGE_PARAM,
+                 bool_param("strict", False, "refuse a text column holding a column's name "
+                            "(a repeated header row) or numbers mixed with text (else a "
+                            "warning at validation)"), *data_params(val_fraction=0.2)],
          keywords=("parquet", "arrow", "feather", "csv", "table", "tabular", "columns",
                    "pyarrow", "file")),
 ]
