@@ -96,8 +96,9 @@ def allowed_roots(args: argparse.Namespace) -> tuple[Path | str, ...] | str:
         return confine.ANYWHERE
     from nodegraph.kinds import remote
 
+    given = getattr(args, "data_root", None) or ()
     return tuple(remote.normal(d, "--data-root") if remote.is_url(d)  # s3://bucket/prefix
-                 else Path(d).expanduser().resolve() for d in getattr(args, "data_root", None) or ())
+                 else Path(d).expanduser().resolve() for d in given)
 
 
 def beside(graph_path: str):
