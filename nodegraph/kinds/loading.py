@@ -4,7 +4,10 @@ Map-style sources are read through a `torch.utils.data.DataLoader` whose batch s
 walks a permutation drawn from the epoch's seed and, under data-parallel training, hands
 each rank its share of every global batch (the same split `Group.shard` makes of an
 in-memory batch, so a run on N ranks follows the one-process run). The loader is made once
-per split and kept, so persistent workers survive from epoch to epoch; the epoch's seed
+per split and kept; the training split's workers persist from epoch to epoch, while an
+evaluation pass (val, test, the plain pass over train) starts its workers when it begins
+and ends them after (issue #37: two persistent pools made 4 processes for 2 workers, the
+evaluation ones idle through every training pass); the epoch's seed
 reaches the workers inside the indices, ``(index, seed)``, and every sample's random
 transform is seeded from it — augmentation is the same whatever the number of workers.
 A sample that fails to read comes back as a `Bad` marker rather than an exception from
@@ -281,7 +284,7 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
             loader = DataLoader(_Samples(src, transform), batch_sampler=sampler,
                                 collate_fn=collate_fn, num_workers=workers, pin_memory=opts.pin,
                                 generator=torch.Generator().manual_seed(0),
-                                **_worker_kwargs(opts, workers, True,
+                                **_worker_kwargs(opts, workers, split == "train" and not plain,
                                                  (src, getattr(src, "dataset", None),
                                                   transform, batch_transform)))
             kept = sampler, loader
