@@ -43,7 +43,7 @@ def allowing(roots: tuple[str | Path, ...] | list | str) -> Iterator[None]:
     """Within this block, data may also come from `roots` (or from ANYWHERE); it adds to
     what an enclosing block allowed."""
     now = _allowed.get()
-    urls = [] if roots == ANYWHERE else [r for r in roots if remote.is_url(r)]  # s3://...
+    urls = [] if roots == ANYWHERE else [str(r) for r in roots if remote.is_url(r)]  # s3://
     if roots == ANYWHERE or now == ANYWHERE:
         new: tuple[Path, ...] | str = ANYWHERE
     else:

@@ -77,7 +77,7 @@ def expand(pattern: str) -> list[Shard]:
             found = [where]
     if not found:
         raise NodegraphError(f"'{pattern}' names no .tar shards")
-    return found
+    return list[Shard](found)
 
 
 def _expand_remote(pattern: str) -> list[Shard]:
@@ -376,7 +376,7 @@ def _streamed_shards(p: WebDatasetParams, sset: ShardSet, ports: dict):
     train = sources["train"]
     fit = (sample for f in train.shards for sample in train.read(f))
     dataset = streamed(sources, ports, p, fit)
-    dataset.refused = list(sset.incomplete)  # named in each epoch's history (skipped)
+    dataset.refused = list(sset.incomplete)  # type: ignore[attr-defined]  # in the history
     return dataset
 
 

@@ -83,7 +83,7 @@ def _open_remote(url: str, fmt: str):
              else [remote.normal(url)])
     if not files:
         raise NodegraphError(f"table '{url}' holds no files")
-    kind = _format([PurePosixPath(f) for f in files], fmt, url)  # type: ignore[arg-type]
+    kind = _format([Path(PurePosixPath(f).name) for f in files], fmt, url)  # by suffix
     for f in files:
         remote.info(f, "table file")
     keys = [remote.key(f) for f in files]
