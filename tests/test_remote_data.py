@@ -119,6 +119,7 @@ def _losses(graph: Path, *args: str) -> list[float]:
     return [h["train"]["loss"] for h in history]
 
 
+@pytest.mark.slow  # four CLI runs with workers: 40-60 s on 2 shared cores
 @pytest.mark.parametrize("kind", ["parquet", "shards"])
 def test_training_from_s3_equals_training_from_disk(s3, tmp_path, kind):
     local = tmp_path / "local" / "data"
