@@ -155,3 +155,18 @@ def test_a_malformed_loss_scale_in_a_checkpoint_is_refused(tmp_path):
     with pytest.raises(NodegraphError, match="loss-scaler state is malformed"):
         nodegraph.train(line_fit(20, precision="16-mixed"), epochs=2, device="cpu",
                         checkpoint_dir=tmp_path, resume=True)
+
+
+@pytest.mark.parametrize("precision", ["bf16-mixed", "16-mixed"])
+def test_mixed_precision_on_a_cpu_warns_of_the_measured_slowdown(precision):
+    from nodegraph.model.events import Emitter, Message
+
+    events, messages = Emitter(), []
+    events.subscribe(messages.append, Message)
+    nodegraph.train(line_fit(20, precision=precision, device="cpu"), epochs=1, events=events)
+    said = [m.text for m in messages if "slower, not faster" in m.text]
+    assert len(said) == 1 and precision in said[0] and "as long as in float32" in said[0]
+    events, messages = Emitter(), []
+    events.subscribe(messages.append, Message)
+    nodegraph.train(line_fit(20, device="cpu"), epochs=1, events=events)  # float32: quiet
+    assert not [m for m in messages if "slower, not faster" in m.text]

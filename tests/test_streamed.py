@@ -248,3 +248,26 @@ def test_a_corrupt_shard_stops_naming_it():
     ds = StreamedDataset({"train": Chunks(range(3), bad=1)}, PORTS, 4, False, node="tars")
     with pytest.raises(SampleError, match=r"tars: shard-1\.tar: truncated"):
         list(ds.batches("train"))
+
+
+def test_evaluation_workers_end_after_the_pass_and_training_workers_stay():
+    # issue #37: each split kept its own persistent workers (4 processes for 2 workers)
+    import multiprocessing
+
+    from nodegraph.kinds.loading import release_workers
+
+    ds = streamed(n=40, batch_size=4, val=12)
+    ds.configure(LoaderOptions(workers=2))
+    before = set(multiprocessing.active_children())
+    try:
+        for _ in ds.batches("train", shuffle=True):
+            pass
+        training = set(multiprocessing.active_children()) - before
+        assert len(training) == 2  # kept for the next epoch
+        for _ in ds.batches("val", shuffle=False):
+            pass
+        for p in set(multiprocessing.active_children()) - before - training:
+            p.join(20)  # an evaluation worker, ending
+        assert set(multiprocessing.active_children()) - before == training
+    finally:
+        release_workers([ds])

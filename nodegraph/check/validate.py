@@ -653,6 +653,9 @@ def _data_meta(node_id: str, spec: BlockSpec, params: Params, report: Report) ->
                         "check the data block's params and files", kind="data_error") from e
     if data is not None:
         footprint.check_data(params, data.nbytes)
+        report.problems += [Problem(node_id, spec.outputs[0].name if spec.outputs else None,
+                                    "data_error", text, "set strict = true to refuse the data "
+                                    "instead", severity="warning") for text in data.warnings]
         return data
     footprint.check_data(params, footprint.dataset_bytes(dataset))
     report.datasets[node_id] = dataset

@@ -42,7 +42,8 @@ def add_graph_argument(parser: argparse.ArgumentParser) -> None:
                         "than compute (numpy:load reads files and unpickles): trusting its "
                         "module does not grant it (repeatable)")
     parser.add_argument("--data-root", action="append", default=[], metavar="DIR",
-                        help="let this graph's data and weights files come from DIR too "
+                        help="let this graph's data and weights files come from DIR too, "
+                        "or from under an object-storage prefix such as s3://bucket/prefix "
                         "(repeatable); without it they must lie in the graph's folder")
 
 
@@ -86,14 +87,18 @@ def say_trust(path: str, grant: dict[str, list[str]], trusts: list[str],
             say(f"  --grant {name}: {path} does not name it", file=sys.stderr)
 
 
-def allowed_roots(args: argparse.Namespace) -> tuple[Path, ...] | str:
+def allowed_roots(args: argparse.Namespace) -> tuple[Path | str, ...] | str:
     """The folders beyond the graph's that its data may come from: --data-root DIR, or
     anywhere under --trust (see `nodegraph.kinds.confine`)."""
     from nodegraph.kinds import confine
 
     if getattr(args, "trust", False):
         return confine.ANYWHERE
-    return tuple(Path(d).expanduser().resolve() for d in getattr(args, "data_root", None) or ())
+    from nodegraph.kinds import remote
+
+    given = getattr(args, "data_root", None) or ()
+    return tuple(remote.normal(d, "--data-root") if remote.is_url(d)  # s3://bucket/prefix
+                 else Path(d).expanduser().resolve() for d in given)
 
 
 def beside(graph_path: str):

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
+from nodegraph.kinds import remote
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.sanitize import clean
 
@@ -42,13 +43,15 @@ def allowing(roots: tuple[str | Path, ...] | list | str) -> Iterator[None]:
     """Within this block, data may also come from `roots` (or from ANYWHERE); it adds to
     what an enclosing block allowed."""
     now = _allowed.get()
+    urls = [] if roots == ANYWHERE else [str(r) for r in roots if remote.is_url(r)]  # s3://
     if roots == ANYWHERE or now == ANYWHERE:
         new: tuple[Path, ...] | str = ANYWHERE
     else:
-        new = (*now, *(Path(r).expanduser().resolve() for r in roots))
+        new = (*now, *(Path(r).expanduser().resolve() for r in roots if not remote.is_url(r)))
     token = _allowed.set(new)
     try:
-        yield
+        with remote.allowing(urls):
+            yield
     finally:
         _allowed.reset(token)
 
@@ -102,7 +105,8 @@ def outside(graph) -> list[tuple[str, str, Path]]:
     if graph.folder is None or graph.data_roots == ANYWHERE:
         return []
     folder = Path(graph.folder)
-    roots = [folder.resolve(), *(Path(r).resolve() for r in graph.data_roots)]
+    roots = [folder.resolve(), *(Path(r).resolve() for r in graph.data_roots
+                                 if not remote.is_url(r))]
     named = [(node.id, key, value) for node in graph if node.type in graph.registry
              and graph.registry.get(node.type).kind == "data" and isinstance(node.params, dict)
              for key, value in node.params.items()]

@@ -43,6 +43,8 @@ class DataMeta:
     # ports of class indices -> how many classes they run over, where the block knows: a
     # declaration `of` a built dataset cannot make, so left out of comparisons
     classes: dict[str, int] = field(default_factory=dict, compare=False)
+    # what validation shows as warnings on the block (samples left out, suspect columns)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def of(cls, dataset: Any) -> DataMeta:

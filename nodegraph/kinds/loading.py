@@ -4,7 +4,10 @@ Map-style sources are read through a `torch.utils.data.DataLoader` whose batch s
 walks a permutation drawn from the epoch's seed and, under data-parallel training, hands
 each rank its share of every global batch (the same split `Group.shard` makes of an
 in-memory batch, so a run on N ranks follows the one-process run). The loader is made once
-per split and kept, so persistent workers survive from epoch to epoch; the epoch's seed
+per split and kept; the training split's workers persist from epoch to epoch, while an
+evaluation pass (val, test, the plain pass over train) starts its workers when it begins
+and ends them after (issue #37: two persistent pools made 4 processes for 2 workers, the
+evaluation ones idle through every training pass); the epoch's seed
 reaches the workers inside the indices, ``(index, seed)``, and every sample's random
 transform is seeded from it — augmentation is the same whatever the number of workers.
 A sample that fails to read comes back as a `Bad` marker rather than an exception from
@@ -44,6 +47,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset, Sampler, get_worker_info
 
+from nodegraph.kinds import remote
 from nodegraph.model.errors import NodegraphError
 
 if TYPE_CHECKING:  # the dataset this reads imports this module to read itself
@@ -280,7 +284,7 @@ def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
             loader = DataLoader(_Samples(src, transform), batch_sampler=sampler,
                                 collate_fn=collate_fn, num_workers=workers, pin_memory=opts.pin,
                                 generator=torch.Generator().manual_seed(0),
-                                **_worker_kwargs(opts, workers, True,
+                                **_worker_kwargs(opts, workers, split == "train" and not plain,
                                                  (src, getattr(src, "dataset", None),
                                                   transform, batch_transform)))
             kept = sampler, loader
@@ -325,7 +329,8 @@ def _worker_kwargs(opts: LoaderOptions, workers: int, reusable: bool,
     if workers == 0:
         return {}
     persistent = opts.persistent_workers if opts.persistent_workers is not None else reusable
-    out: dict[str, Any] = {"persistent_workers": persistent, "worker_init_fn": _worker_started}
+    out: dict[str, Any] = {"persistent_workers": persistent,
+                           "worker_init_fn": partial(_worker_started, env=remote.storage_env())}
     method = start_method()
     if method is not None:
         out["multiprocessing_context"] = _context(method, read)
@@ -378,12 +383,15 @@ def _context(method: str, read: Iterable[Any]) -> Any:
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _worker_started(_worker_id: int) -> None:
+def _worker_started(_worker_id: int, env: dict[str, str] | None = None) -> None:
     """Run first in every worker: on Linux the kernel kills it the moment its parent (the
     process that reads it, or the fork server, which ends with that process) is gone, so a
     training process that is killed (by the editor after a Stop it did not obey, by the
     OOM killer) leaves no orphan worker. torch's own check of the parent runs only every
-    5 s, and only between samples."""
+    5 s, and only between samples. `env`: the reading process's object-storage settings
+    now (a fork server keeps those of when it started, `remote.storage_env`)."""
+    if env is not None:
+        remote.adopt_env(env)
     if not sys.platform.startswith("linux"):
         return
     try:

@@ -164,9 +164,10 @@ class Graph:
         # modules outside nodegraph.model.allowlist this graph may import: the user's choice
         # (--trust, the editor's prompt), never read from the file
         self.trusted: frozenset[str] = frozenset()
-        # folders beyond `folder` its data and weights may come from, or "anywhere"
-        # (nodegraph.kinds.confine): the user's choice too, never the file's
-        self.data_roots: tuple[Path, ...] | str = ()
+        # folders beyond `folder` its data and weights may come from (or "s3://bucket/prefix"
+        # URLs, nodegraph.kinds.remote), or "anywhere" (nodegraph.kinds.confine): the user's
+        # choice too, never the file's
+        self.data_roots: tuple[Path | str, ...] | str = ()
         # the training section as the file gave it (None: not read from a file): a setting
         # that still holds the file's value is the file's, not the user's
         # (nodegraph.kinds.write_confine fences where such a value may write)

@@ -73,7 +73,7 @@ from nodegraph.runtime.callbacks.probing import output_ports
 from nodegraph.runtime.callbacks.stages import stages_of
 from nodegraph.runtime.compile import Compiled, Key, OptimizerRun, compile_graph
 from nodegraph.runtime.epoch_start import EpochStart
-from nodegraph.runtime.precision import Precision
+from nodegraph.runtime.precision import Precision, slow_warning
 from nodegraph.runtime.probes import ProbeFrame, Prober
 
 
@@ -315,6 +315,8 @@ class Trainer:
                         lambda text: events.emit(Message(text)))
         self.precision = Precision(opts["precision"], opts["accumulate"], compiled.device,
                                    list(compiled.optimizers))
+        if slow := slow_warning(opts["precision"], compiled.device):  # e.g. bf16 on a CPU
+            events.emit(Message(slow))
         self.primary = next(iter(compiled.datasets.values()), None)  # None: a graph without data
         self.has_val = self.primary is not None and self.primary.has("val")
         self.on_cpu = compiled.device.type == "cpu"

@@ -18,25 +18,26 @@ its shapes; the other samples are read when training reads them.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tarfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from nodegraph.kinds import gate
+from nodegraph.kinds import gate, remote
 from nodegraph.kinds.datameta import DataMeta, sized
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Port, choice_param, str_param
+from nodegraph.model.spec import Port, bool_param, choice_param, str_param
 from nodes.data._images import decode as decode_image
 from nodes.data._images import to_array
 from nodes.data._streaming import (
@@ -51,16 +52,19 @@ from nodes.data._streaming import (
 
 IMAGES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 NUMBERS = (".cls", ".txt", ".index", ".id", ".label")
+Shard = Path | str  # a local file, or an object's URL (s3://bucket/shards/train-000.tar)
 MAX_FIELD = 256 * 2**20  # one field larger than this is refused, not read into memory
 
 
-def expand(pattern: str) -> list[Path]:
+def expand(pattern: str) -> list[Shard]:
     """The shard files a param names: a .tar file, a folder (its .tar files), a brace range
     `train-{000..009}.tar` (WebDataset's notation; at most `gate.MAX_BRACE_NAMES` names) or
     a glob; sorted. Every shard, and every folder a glob passes through, goes through the
     file gate (`nodegraph.kinds.gate`): one behind a symlink that leads outside is refused."""
     if not pattern:
         return []
+    if remote.is_url(pattern):
+        return _expand_remote(pattern)
     found = gate.brace_range(pattern, "shard")
     if found is None:
         where = data_path(pattern)
@@ -73,7 +77,51 @@ def expand(pattern: str) -> list[Path]:
             found = [where]
     if not found:
         raise NodegraphError(f"'{pattern}' names no .tar shards")
+    return list[Shard](found)
+
+
+def _expand_remote(pattern: str) -> list[Shard]:
+    """`expand` for shards in object storage (`nodegraph.kinds.remote`): a brace range is
+    checked against one listing of its prefix, a folder is listed, a glob matched in the
+    last part; every key stays under the allowed prefix."""
+    m = gate.BRACES.search(pattern)
+    found: list[Shard]
+    if m is not None:
+        lo, hi, width = int(m.group(1)), int(m.group(2)), len(m.group(1))
+        if not 0 < hi - lo + 1 <= gate.MAX_BRACE_NAMES or "/" in pattern[m.end():]:
+            raise NodegraphError(f"shard range '{pattern}' runs backwards, names more than "
+                                 f"{gate.MAX_BRACE_NAMES:,} shards or is not in the file name")
+        names = [pattern[:m.start()] + str(i).zfill(width) + pattern[m.end():]
+                 for i in range(lo, hi + 1)]
+        parent = remote.normal(names[0], "shard").rpartition("/")[0]
+        present = set(remote.listing(parent, "shard"))
+        missing = [n for n in names if remote.normal(n, "shard") not in present]
+        if missing:
+            raise NodegraphError(f"shard '{missing[0]}' (from '{pattern}') does not exist")
+        found = [remote.normal(n, "shard") for n in names]
+    elif any(c in pattern for c in "*?["):
+        found = list(remote.matching(pattern, "shard"))
+    elif remote.is_folder(pattern, "shard"):
+        found = list(remote.listing(pattern, "shard", lambda n: n.endswith(".tar")))
+    else:
+        remote.info(pattern, "shard")
+        found = [remote.normal(pattern, "shard")]
+    if not found:
+        raise NodegraphError(f"'{pattern}' names no .tar shards")
     return found
+
+
+@contextlib.contextmanager
+def _open(shard: Shard) -> Iterator[tuple[Any, int]]:
+    """`shard` open for reading, and its size: a local file through the file gate, an
+    object through `nodegraph.kinds.remote`."""
+    if isinstance(shard, str) and remote.is_url(shard):
+        f, size = remote.open_file(shard, "shard")
+        with f:
+            yield f, size
+        return
+    with gate.open_file(Path(shard), "shard") as f:
+        yield f, os.fstat(f.fileno()).st_size
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -83,25 +131,39 @@ def _split_name(name: str) -> tuple[str, str]:
     return (f"{folder}/{stem}" if folder else stem), (dot + ext).lower()
 
 
-def scan(shard: Path, fields: tuple[str, str]) -> list[str]:
+def scan(shard: Shard, fields: tuple[str, str]) -> list[str]:
     """The keys of the samples of `shard` that have both fields, from its headers alone;
     a shard cut short (a member running past the end, or stray bytes after the last one)
     is refused, naming it."""
-    with gate.open_file(shard, "shard") as f:
-        size = os.fstat(f.fileno()).st_size
-        keys, end = _keys(f, shard, size, fields)
+    return scan_all(shard, fields)[0]
+
+
+def scan_all(shard: Shard, fields: tuple[str, str]) -> tuple[list[str], list[dict[str, str]]]:
+    """`scan`'s keys, and the samples `samples` will leave out: those with one of the two
+    fields but not the other, each as {"file": "shard:key", "reason": ...}."""
+    with _open(shard) as (f, size):
+        keys, end, partial = _keys(f, shard, size, fields)
         f.seek(end)  # after the last member: padding, end blocks, or nothing
         rest = f.read(1 << 16)
     if rest.strip(b"\0"):
         raise NodegraphError(f"shard '{shard}' is truncated or corrupt after byte {end:,}")
-    return keys
+    return keys, [{"file": f"{shard}:{key}", "reason": f"shard '{shard}': sample '{key}' "
+                   f"has no '{lacks}' field"} for key, lacks in partial]
 
 
-def _keys(f, shard: Path, size: int, fields: tuple[str, str]) -> tuple[list[str], int]:
-    """The keys `scan` gives, and where the last member ends, from the open shard `f`."""
+def _keys(f, shard: Shard, size: int, fields: tuple[str, str]
+          ) -> tuple[list[str], int, list[tuple[str, str]]]:
+    """The keys `scan` gives, where the last member ends, and (key, missing field) of each
+    incomplete sample, from the open shard `f`."""
     keys: list[str] = []
+    partial: list[tuple[str, str]] = []
     key_now, have = None, set[str]()
     end = 0
+
+    def close() -> None:  # the sample of `key_now` ends: one field without the other?
+        if have and key_now is not None:
+            partial.append((key_now, next(x for x in fields if x not in have)))
+
     try:
         with tarfile.open(fileobj=f, mode="r:") as tar:
             for member in tar:
@@ -114,15 +176,17 @@ def _keys(f, shard: Path, size: int, fields: tuple[str, str]) -> tuple[list[str]
                                          f"'{member.name}' runs past the end of the file")
                 key, ext = _split_name(member.name)
                 if key != key_now:  # as `samples` groups them: consecutive members
+                    close()
                     key_now, have = key, set()
                 if ext in fields and ext not in have:
                     have.add(ext)
                     if len(have) == len(fields):
                         keys.append(key)
                         have = set()
+            close()
     except (tarfile.TarError, OSError, EOFError) as e:
         raise NodegraphError(f"shard '{shard}' is truncated or not a tar file ({e})") from None
-    return keys, end
+    return keys, end, partial
 
 
 def decode(name: str, ext: str, raw: bytes, where: str) -> np.ndarray:
@@ -143,13 +207,13 @@ def decode(name: str, ext: str, raw: bytes, where: str) -> np.ndarray:
                          f"{', '.join(NUMBERS)}, images)")
 
 
-def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def samples(shard: Shard, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The (x, y) of each sample of `shard` in order, read start to end."""
     # a sample's members lie together in the tar (WebDataset writes them so): only the
     # current key's fields are kept, so a sample missing a field costs nothing later
     key_now, got = None, dict[str, Any]()
     try:
-        with gate.open_file(shard, "shard") as f, tarfile.open(fileobj=f, mode="r:") as tar:
+        with _open(shard) as (f, _), tarfile.open(fileobj=f, mode="r:") as tar:
             for member in tar:
                 tar.members = []  # type: ignore[attr-defined]  # as in `_keys`
                 if not member.isfile():
@@ -178,9 +242,12 @@ def samples(shard: Path, fields: tuple[str, str]) -> Iterator[tuple[np.ndarray, 
 class ShardSet:
     """The shards of each split, with their sample counts (from the headers)."""
 
-    shards: dict[str, list[Path]]
+    shards: dict[str, list[Shard]]
     counts: dict[str, list[int]]
     fields: tuple[str, str]
+    # samples left out for missing a field ({"file": "shard:key", "reason"}), named, never
+    # dropped in silence (issue #37): a warning at validation, an error with `strict`
+    incomplete: list[dict[str, str]]
 
     def size(self, split: str) -> int:
         return sum(self.counts.get(split, ()))
@@ -195,11 +262,24 @@ def shard_set(p: WebDatasetParams) -> ShardSet:
     shards = {s: expand(pattern) for s, pattern in given.items() if pattern}
     if "train" not in shards:
         raise NodegraphError("no training shards given (shards)")
-    counts = {s: [len(scan(f, fields)) for f in files] for s, files in shards.items()}
+    scanned = {s: [scan_all(f, fields) for f in files] for s, files in shards.items()}
+    counts = {s: [len(keys) for keys, _ in found] for s, found in scanned.items()}
+    incomplete = [bad for found in scanned.values() for _, bads in found for bad in bads]
     if sum(counts["train"]) == 0:
         raise NodegraphError(f"the shards '{p.shards}' hold no sample with both a "
                              f"'{fields[0]}' and a '{fields[1]}' field")
-    return ShardSet(shards, counts, fields)
+    if incomplete and p.strict:
+        raise NodegraphError(f"{_incomplete(incomplete, sum(map(sum, counts.values())))} "
+                             "(strict = true: unset it to train on the complete samples)")
+    return ShardSet(shards, counts, fields, incomplete)
+
+
+def _incomplete(bad: list[dict[str, str]], kept: int) -> str:
+    """One line counting the incomplete samples, naming the first few."""
+    names = ", ".join(b["reason"].split(": ", 1)[1] for b in bad[:3])
+    more = f" and {len(bad) - 3:,} more" if len(bad) > 3 else ""
+    return (f"{len(bad):,} sample{'s' if len(bad) != 1 else ''} of the shards miss a field "
+            f"and are left out ({kept:,} complete ones read): {names}{more}")
 
 
 def first_sample(sset: ShardSet) -> tuple[np.ndarray, np.ndarray]:
@@ -233,6 +313,7 @@ class WebDatasetParams(DataParams):
     y_field: str
     target_kind: str
     storage: str
+    strict: bool
 
 
 def shards_meta(p: WebDatasetParams) -> DataMeta | None:
@@ -240,9 +321,14 @@ def shards_meta(p: WebDatasetParams) -> DataMeta | None:
     x, y = first_sample(sset)
     ports = _ports(x, y, p.target_kind, p.shards)
     if _fixed(p, sset):
-        return mark(DataMeta(ports, {s: sset.size(s) for s in sset.shards if sset.size(s)},
+        meta = mark(DataMeta(ports, {s: sset.size(s) for s in sset.shards if sset.size(s)},
                              p.batch_size), p)
-    return mark(sized(ports, sset.size("train"), p), p)
+    else:
+        meta = mark(sized(ports, sset.size("train"), p), p)
+    if meta is None or not sset.incomplete:
+        return meta
+    kept = sum(map(sum, sset.counts.values()))
+    return replace(meta, warnings=(*meta.warnings, _incomplete(sset.incomplete, kept)))
 
 
 class TarShards(ShardSource):
@@ -251,13 +337,13 @@ class TarShards(ShardSource):
     dividing the training shards, `rows` says which samples of each shard are this
     split's."""
 
-    def __init__(self, shards: list[Path], rows: Rows, fields: tuple[str, str], ports: dict,
+    def __init__(self, shards: list[Shard], rows: Rows, fields: tuple[str, str], ports: dict,
                  kind: str):
         super().__init__(shards, rows.counts)
         self.rows, self.fields, self.ports, self.kind = rows, fields, ports, kind
         self.index = {str(f): k for k, f in enumerate(shards)}
 
-    def read(self, shard: Path) -> Iterator[dict]:
+    def read(self, shard: Shard) -> Iterator[dict]:
         keep = set(self.rows.pick(self.index[str(shard)]).tolist())
         try:
             for i, (x, y) in enumerate(samples(shard, self.fields)):
@@ -267,7 +353,7 @@ class TarShards(ShardSource):
             raise SampleError(str(e)) from None
 
 
-def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Path) -> dict:
+def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Shard) -> dict:
     """One sample as the ports declare it; a sample of another shape is refused, named."""
     if (x.shape or (1,)) != ports["x"][0]:
         raise SampleError(f"shard '{shard}': a sample's x is {x.shape}, the first sample's "
@@ -289,7 +375,9 @@ def _streamed_shards(p: WebDatasetParams, sset: ShardSet, ports: dict):
                for s, (files, rows) in parts.items()}
     train = sources["train"]
     fit = (sample for f in train.shards for sample in train.read(f))
-    return streamed(sources, ports, p, fit)
+    dataset = streamed(sources, ports, p, fit)
+    dataset.refused = list(sset.incomplete)  # type: ignore[attr-defined]  # in the history
+    return dataset
 
 
 def shards_dataset(p: WebDatasetParams):
@@ -317,9 +405,13 @@ def shards_dataset(p: WebDatasetParams):
              else y_all.reshape(len(ys), -1).astype(np.float32))
     given = ({s: rows.get(s, np.zeros(0, np.int64)) for s in ("train", "val", "test")}
              if _fixed(p, sset) else None)
-    return from_arrays({"x": np.stack(xs), "y": y_all}, p, given_splits=given)
+    dataset = from_arrays({"x": np.stack(xs), "y": y_all}, p, given_splits=given)
+    dataset.skips = list(sset.incomplete)  # type: ignore[attr-defined]  # in the history
+    return dataset
 
 
+STRICT = bool_param("strict", False, "refuse shards with samples that miss a field (else "
+                    "they are left out, counted at validation and named in the history)")
 TARGET_KIND = choice_param("target_kind", ("class", "value"), "class",
                            "class: y is one class index per sample; value: float values")
 
@@ -340,6 +432,6 @@ BLOCKS = [
                  str_param("test_shards", "", "shards of the test split (optional)"),
                  str_param("x_field", "npy", "the extension of the field that forms x"),
                  str_param("y_field", "cls", "the extension of the field that forms y"),
-                 TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.0)],
+                 TARGET_KIND, STORAGE_PARAM, STRICT, *data_params(val_fraction=0.0)],
          keywords=("webdataset", "wds", "tar", "shards", "streaming", "file")),
 ]

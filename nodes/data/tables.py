@@ -19,15 +19,16 @@ a categorical column holds are found by a pass over that column alone.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 import torch
 
-from nodegraph.kinds import gate
+from nodegraph.kinds import gate, remote
 from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
@@ -35,7 +36,7 @@ from nodegraph.kinds.loading import ShardSource
 from nodegraph.kinds.rawinput import TableInput
 from nodegraph.kinds.streamed import STORAGE_PARAM, SampleError
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Param, Port, choice_param, str_param
+from nodegraph.model.spec import Param, Port, bool_param, choice_param, str_param
 from nodes.data._streaming import Rows, held_bytes, in_memory, mark, split_rows, streamed
 
 SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc",
@@ -61,7 +62,7 @@ def table_files(path: Path) -> list[Path]:
     return gate.listing(path, "table file", recursive=True, skip=("_",))
 
 
-def _format(files: list[Path], given: str, path: Path) -> str:
+def _format(files: list[Path], given: str, path: Path | str) -> str:
     if given != "auto":
         return {"arrow": "ipc"}.get(given, given)
     found = {SUFFIXES[q.suffix.lower()] for q in files if q.suffix.lower() in SUFFIXES}
@@ -71,12 +72,48 @@ def _format(files: list[Path], given: str, path: Path) -> str:
     return found.pop()
 
 
+def _open_remote(url: str, fmt: str):
+    """`open_table` for a table in object storage (`nodegraph.kinds.remote`): an object, or
+    every object under a prefix, listed and checked there; pyarrow reads them through
+    fsspec (timeouts, retries, errors naming the object)."""
+    import pyarrow as pa
+
+    folder = remote.is_folder(url, "table")
+    files = (remote.listing(url, "table file", recursive=True, skip=("_",)) if folder
+             else [remote.normal(url)])
+    if not files:
+        raise NodegraphError(f"table '{url}' holds no files")
+    kind = _format([Path(PurePosixPath(f).name) for f in files], fmt, url)  # by suffix
+    for f in files:
+        remote.info(f, "table file")
+    keys = [remote.key(f) for f in files]
+    try:
+        with remote.reading(url, "table"):
+            return _arrow().dataset(  # gated: the objects remote.info checked above
+                keys if folder else keys[0], format=kind,
+                filesystem=remote.arrow_filesystem(url))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise NodegraphError(f"cannot read table '{url}' as {kind}: {e}") from e
+
+
+def guard(path: str):
+    """Errors of object storage as errors naming the table (nothing for a local one)."""
+    return remote.reading(path, "table") if remote.is_url(path) else contextlib.nullcontext()
+
+
+def where_of(path: str) -> str:
+    """Where `path` is read from now: a URL as given, a local path from the graph's folder."""
+    return remote.normal(path) if remote.is_url(path) else str(data_path(path))
+
+
 def open_table(path: str, fmt: str = "auto"):
     """The pyarrow dataset of a file or folder, its schema read; an error naming the file
     that is missing or not a table of that format. pyarrow gets the list of files that
     passed the gate, never the folder to list itself."""
     if not path:
         raise NodegraphError("no table file given (path)")
+    if remote.is_url(path):
+        return _open_remote(path, fmt)
     where = data_path(path)
     if not where.exists():
         raise NodegraphError(f"table '{path}' ({where}) does not exist")
@@ -182,19 +219,75 @@ class ParquetParams(DataParams):
     categorical: list[str]
     target_kind: str
     storage: str
+    strict: bool
 
 
 def table_meta(p: ParquetParams) -> DataMeta | None:
     """Shapes from the schema and row count from the footers; None for a stratified split
     (its sizes follow the class column's values)."""
+    with guard(p.path):
+        return _table_meta(p)
+
+
+def _table_meta(p: ParquetParams) -> DataMeta | None:
     table = open_table(p.path, p.format)
     cols = columns(table, p, p.path)
     n = _rows(table, p.path)
     if n == 0:
         raise NodegraphError(f"table '{p.path}' holds no rows")
     meta = mark(sized(_ports(cols, p), n, p), p)
+    said = suspects(table, cols, categories(table, cols, p.path), p)
+    if meta is not None and said:
+        meta = replace(meta, warnings=(*meta.warnings, *said))
     return with_classes(meta, y=class_count(table, cols, p.path)
                         if meta is not None and p.target_kind == "class" else None)
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def suspects(table, cols: Columns, codes: dict[str, dict[Any, int]], p: ParquetParams
+             ) -> list[str]:
+    """What a text column's values say went wrong in the file (issue #37: nothing taken in
+    silence): a value that is a column's name (a header row repeated inside the file, which
+    becomes a category or class of its own), numbers mixed with text (a CSV column whose
+    few bad cells turned it all into categories). Warnings, or with `p.strict` an error."""
+    import pyarrow.compute as pc
+
+    said = []
+    names = set(table.schema.names)
+    for c, values in codes.items():
+        text = [v for v in values if isinstance(v, str)]
+        header = sorted(v for v in text if v.strip() in names)
+        if header:
+            rows = sum(int(pc.sum(pc.is_in(b.column(0), value_set=_pa_array(header))).as_py()
+                           or 0) for b in table.to_batches(columns=[c]))
+            said.append(f"table '{p.path}': column '{c}' holds {', '.join(map(repr, header))}"
+                        f" ({rows:,} row{'s' if rows != 1 else ''}), a column's name: a header "
+                        "row repeated inside the file? It is read as a value of its own")
+            continue
+        numbers = sum(map(_number, text))
+        if 0 < numbers < len(text):
+            odd = [v for v in text if not _number(v)]
+            said.append(f"table '{p.path}': column '{c}' mixes numbers and text ({numbers:,} "
+                        f"distinct numbers, {len(odd):,} text value"
+                        f"{'s' if len(odd) != 1 else ''}: {', '.join(map(repr, odd[:3]))}); "
+                        "the whole column is read as categories")
+    if said and p.strict:
+        raise NodegraphError("; ".join(said) + " (strict = true: fix the file, or unset "
+                             "strict to read it so)")
+    return said
+
+
+def _pa_array(values: list[str]):
+    import pyarrow as pa
+
+    return pa.array(values)
 
 
 def class_count(table, cols: Columns, where: str) -> int | None:
@@ -309,17 +402,29 @@ class TableReader:
 
     def __init__(self, p: ParquetParams):
         self.p = p
-        self.table = open_table(p.path, p.format)
-        self.where = str(data_path(p.path))  # as resolved from the graph's folder, now
-        self.cols = columns(self.table, p, p.path)
-        self.codes = categories(self.table, self.cols, p.path)
+        self.where = where_of(p.path)  # as resolved from the graph's folder, now
+        with guard(p.path):
+            self.table = open_table(p.path, p.format)
+            self.cols = columns(self.table, p, p.path)
+            self.codes = categories(self.table, self.cols, p.path)
+            if p.strict:  # a build without validation (a stratified split, code) refuses too
+                suspects(self.table, self.cols, self.codes, p)
 
     def __getstate__(self) -> dict:  # a DataLoader worker reopens the files
         return {"p": self.p, "where": self.where, "cols": self.cols, "codes": self.codes}
 
     def __setstate__(self, state: dict) -> None:  # in a worker started apart (no graph folder)
-        self.__dict__.update(state)
+        self.__dict__.update(state)  # the table is opened at its first use (`__getattr__`):
+        # after the worker's start-up has given it the reading process's storage settings
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "table" or "where" not in self.__dict__:
+            raise AttributeError(name)
         self.table = open_table(self.where, self.p.format)
+        return self.table
+
+    def guard(self):
+        return guard(self.where)
 
     def raw_inputs(self) -> dict[str, TableInput]:
         """Port x's raw form: the input columns and the codes of the categorical ones, so
@@ -335,7 +440,8 @@ class TableReader:
 
         wanted = list(dict.fromkeys(self.cols.inputs + self.cols.targets))
         try:
-            batch = part.to_table(columns=wanted, schema=self.table.schema)
+            with self.guard():
+                batch = part.to_table(columns=wanted, schema=self.table.schema)
         except (pa.ArrowException, OSError) as e:
             raise NodegraphError(f"cannot read table '{self.p.path}' ({part.path}): {e}") from e
         return encode(batch, self.cols, self.codes, self.p, self.p.path)
@@ -347,8 +453,9 @@ class TableReader:
 
         wanted = list(dict.fromkeys(self.cols.inputs + self.cols.targets))
         try:
-            for batch in part.to_batches(columns=wanted, schema=self.table.schema):
-                yield encode(batch, self.cols, self.codes, self.p, self.p.path)
+            with self.guard():
+                for batch in part.to_batches(columns=wanted, schema=self.table.schema):
+                    yield encode(batch, self.cols, self.codes, self.p, self.p.path)
         except (pa.ArrowException, OSError) as e:
             raise NodegraphError(f"cannot read table '{self.p.path}' ({part.path}): {e}") from e
 
@@ -448,7 +555,10 @@ BLOCKS = [
                  Param("targets", "strs", doc="columns that form y"),
                  Param("categorical", "strs", [], "number columns to treat as categories "
                        "too (text columns always are)"),
-                 TARGET_KIND, STORAGE_PARAM, *data_params(val_fraction=0.2)],
+                 TARGET_KIND, STORAGE_PARAM,
+                 bool_param("strict", False, "refuse a text column holding a column's name "
+                            "(a repeated header row) or numbers mixed with text (else a "
+                            "warning at validation)"), *data_params(val_fraction=0.2)],
          keywords=("parquet", "arrow", "feather", "csv", "table", "tabular", "columns",
                    "pyarrow", "file")),
 ]
