@@ -38,10 +38,10 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -49,9 +49,6 @@ from torch.utils.data import DataLoader, IterableDataset, Sampler, get_worker_in
 
 from nodegraph.kinds import remote
 from nodegraph.model.errors import NodegraphError
-
-if TYPE_CHECKING:  # the dataset this reads imports this module to read itself
-    from nodegraph.kinds.streamed import StreamedDataset
 
 _MIX = 0x9E3779B97F4A7C15  # odd constant: spreads consecutive indices over the seed space
 
@@ -252,7 +249,28 @@ class ShardSource(IterableDataset):
                 yield Bad(str(e)), seed
 
 
-def epoch_batches(ds: StreamedDataset, split: str, shuffle: bool, seed: int,
+class EpochSource(Protocol):
+    """What `epoch_batches` reads of a dataset: `StreamedDataset` is the one. Named here as
+    a protocol because that module imports this one to read itself (no import circle)."""
+
+    sources: dict[str, Any]
+    transforms: dict[str, Callable]
+    batch_transforms: dict[str, Callable]
+    options: LoaderOptions
+    rank: int
+    world: int
+    node: str | None
+    on_error: str
+    _loaders: dict[tuple, tuple]
+
+    def step_batch(self, split: str = "train") -> int: ...
+    def plain_transform(self, split: str) -> Callable | None: ...
+    def sample_ports(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]: ...
+    def end_epoch(self, split: str, skipped: int, first: str | None,
+                  bad: Sequence[str] = ()) -> None: ...
+
+
+def epoch_batches(ds: EpochSource, split: str, shuffle: bool, seed: int,
                   batch_size: int | None = None, plain: bool = False
                   ) -> Iterator[dict[str, torch.Tensor]]:
     """One pass over `split` of `ds`: CPU batches, port -> tensor; with `plain`, without

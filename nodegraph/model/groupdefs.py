@@ -9,14 +9,11 @@ import copy
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nodegraph.model.errors import GraphError
 from nodegraph.model.spec import BlockSpec, Param, Port, Registry, UnknownBlockError
 from nodegraph.model.types import TENSOR
-
-if TYPE_CHECKING:  # graph.py imports this module
-    from nodegraph.model.graph import Graph
 
 PREFIX = "group."
 SEP = "__"
@@ -39,7 +36,8 @@ class GroupDef:
     """A named subgraph with ports. Its `ui` (the positions inside it, saved with the
     file) is its body's: an editor tab on the body edits what the file keeps."""
 
-    def __init__(self, name: str, body: Graph,
+    # `body` is a `Graph`, not named as one: graph.py imports this module (no import circle)
+    def __init__(self, name: str, body: Any,
                  inputs: dict[str, list[tuple[str, str]]] | None = None,
                  outputs: dict[str, tuple[str, str]] | None = None,
                  ui: Mapping[str, Any] | None = None):

@@ -19,15 +19,48 @@ import math
 import re
 import textwrap
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from xml.sax.saxutils import escape, quoteattr
 
 from nodegraph.model.errors import GraphError
-from nodegraph.model.spec import BlockSpec
+from nodegraph.model.groupdefs import GroupRegistry
+from nodegraph.model.spec import BlockSpec, Registry
 
-if TYPE_CHECKING:  # graph.py imports this module for `Graph._repr_svg_`
-    from nodegraph.model.graph import Graph
+
+# What a drawing reads of a graph, its nodes and its wires (`Graph`, `Node`, `Edge` are the
+# ones): protocols, as graph.py imports this module for `Graph._repr_svg_` (no import circle).
+class DrawnNode(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+
+
+class DrawnEdge(Protocol):
+    @property
+    def src(self) -> str: ...
+    @property
+    def src_port(self) -> str: ...
+    @property
+    def dst(self) -> str: ...
+    @property
+    def dst_port(self) -> str: ...
+
+
+class Drawable(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def registry(self) -> Registry | GroupRegistry: ...
+    @property
+    def ui(self) -> Mapping[str, Any]: ...
+    @property
+    def nodes(self) -> Mapping[str, DrawnNode]: ...
+    @property
+    def edges(self) -> Sequence[DrawnEdge]: ...
+    def topological_order(self) -> list[str]: ...
 
 # copies of nodegraph.gui.base.theme (that module imports Qt)
 THEMES = {
@@ -104,7 +137,7 @@ class Card:
                 self.y + HEADER_HEIGHT + (row + 0.5) * PORT_ROW + 2)
 
 
-def graph_svg(graph: Graph, theme: str = "dark", max_width: float | None = None) -> str:
+def graph_svg(graph: Drawable, theme: str = "dark", max_width: float | None = None) -> str:
     """The graph as an SVG document. `theme` is "dark" (the editor's default) or "light";
     `max_width` scales a wide drawing down to that many pixels (the viewBox keeps every
     card)."""
@@ -190,7 +223,7 @@ def _card(c: Card, colors: dict[str, str]) -> str:
     return "".join(out)
 
 
-def _notes(graph: Graph) -> list[dict[str, Any]]:
+def _notes(graph: Drawable) -> list[dict[str, Any]]:
     """The well-formed comments and backdrops of `ui.comments` (the editor's
     `annotations.is_note`; others are left out, as the editor leaves them out)."""
     found = graph.ui.get("comments") if isinstance(graph.ui, dict) else None
@@ -246,7 +279,7 @@ def _elide(text: str, width: float, char_width: float) -> str:
     return text if len(text) <= room else text[:room - 1] + "…"
 
 
-def _cards(graph: Graph) -> dict[str, Card]:
+def _cards(graph: Drawable) -> dict[str, Card]:
     """Every node's card, placed by the file's positions or, lacking those, by layers."""
     registry = graph.registry
     # ports an unknown block's wires name still get a dot, so its wires have an end
@@ -282,7 +315,7 @@ def _cards(graph: Graph) -> dict[str, Card]:
     return cards
 
 
-def _file_positions(graph: Graph) -> dict[str, tuple[float, float]]:
+def _file_positions(graph: Drawable) -> dict[str, tuple[float, float]]:
     """The cards' top-left corners the file gives, the well-formed ones only."""
     raw: Any = graph.ui.get("positions") if isinstance(graph.ui, dict) else None
     out = {}
@@ -294,7 +327,7 @@ def _file_positions(graph: Graph) -> dict[str, tuple[float, float]]:
     return out
 
 
-def layered_positions(graph: Graph, nodes: list[str], heights: dict[str, float]
+def layered_positions(graph: Drawable, nodes: list[str], heights: dict[str, float]
                       ) -> dict[str, tuple[float, float]]:
     """Top-left corners for `nodes`, left to right by layer: each node one layer after the
     furthest of its inputs (a longest-path layering; nodes of a cycle keep their order),
@@ -348,7 +381,7 @@ def _wrap(out: dict[str, tuple[float, float]], layer: dict[str, int], depth: dic
             for n, (x, y) in out.items()}
 
 
-def _order(graph: Graph, nodes: list[str]) -> list[str]:
+def _order(graph: Drawable, nodes: list[str]) -> list[str]:
     """`nodes` inputs first; the graph's order where a cycle leaves no topological one."""
     try:
         order = graph.topological_order()

@@ -149,13 +149,14 @@ class DetectionView(View):
 
 
 def _screenshot(path: str, node: str, out: str, epochs: int | None) -> None:
-    import nodegraph
     from nodegraph.gui.base import theme
     from nodegraph.gui.base.application import application
+    from nodegraph.model.fileformat import load
+    from nodegraph.runtime.train import train
 
     app = application()
     theme.apply(app)
-    result = nodegraph.train(nodegraph.load(path), epochs=epochs, device="cpu")
+    result = train(load(path), epochs=epochs, device="cpu")
     view = DetectionView(node)
     view.resize(1100, 620)
     view.show()
