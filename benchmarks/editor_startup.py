@@ -41,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 GOALS = {"xor": 2.0, "rcnn_shapes": 2.0, "resnet50": 3.0}
 MILESTONES = ("drawn_s", "clicked_s", "labelled_s")
+CHILD_TIMEOUT_S = 600  # one editor's start; it waits 300 s at most for its milestones
 
 
 def bare(launched: float) -> dict[str, float]:
@@ -78,6 +79,7 @@ def child(launched: float, graph: str, train: bool) -> dict[str, float]:
     from PySide6.QtGui import QMouseEvent
 
     from nodegraph.gui.base.application import application
+    from nodegraph.gui.base.prompts import Prompts
     from nodegraph.gui.canvas.scene import shape_label
     from nodegraph.gui.shell.main_window import MainWindow
     from nodegraph.model.events import EpochEnded, StepEnded
@@ -87,7 +89,7 @@ def child(launched: float, graph: str, train: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         settings = QSettings(str(Path(tmp) / "s.ini"), QSettings.Format.IniFormat)
         w = MainWindow(graph, settings=settings, recovery_dir=Path(tmp) / "rec",
-                       draw_first=True)  # as `nodegraph edit` opens it
+                       prompts=no_dialogs(Prompts), draw_first=True)  # as `nodegraph edit`
         scene = w.scene
 
         def click_a_card() -> None:
@@ -131,6 +133,7 @@ def child(launched: float, graph: str, train: bool) -> dict[str, float]:
         w.view.viewport().installEventFilter(paints)
         scene.selectionChanged.connect(
             lambda: scene.selectedItems() and seen.setdefault("selected", time.time()))
+        w.blocks.loaded.connect(lambda *_: seen.setdefault("blocks", time.time()))
         w.resize(1600, 1000)
         w.show()
         end = time.time() + 300
@@ -168,6 +171,24 @@ def child(launched: float, graph: str, train: bool) -> dict[str, float]:
     return row
 
 
+def no_dialogs(prompts: type) -> object:
+    """A `Prompts` whose every question ends the child with the question as the error:
+    offscreen, a modal dialog is never seen nor answered, and the child would wait forever
+    (rcnn_shapes did, on an error box, before the scene was fixed)."""
+
+    def refuse(name: str):
+        def ask(*args, **kwargs):
+            sys.stderr.write(f"the editor asked a question: {name}{args[1:]!r}\n")
+            sys.stderr.flush()
+            os._exit(3)
+        return ask
+
+    kind = type("NoDialogs", (prompts,), {name: refuse(name) for name, value in
+                                           vars(prompts).items()
+                                           if callable(value) and not name.startswith("_")})
+    return kind(None)
+
+
 def resnet50(folder: Path) -> Path:
     """torchvision's ResNet-50 without weights, imported as the user would."""
     out = folder / "resnet50" / "graph.json"
@@ -185,9 +206,12 @@ def _env() -> dict[str, str]:
 
 def _run(args: list[str]) -> dict[str, float]:
     launched = time.time()
-    out = subprocess.run([sys.executable, __file__, *args, "--child", repr(launched)],
-                         env=_env(), capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run([sys.executable, __file__, *args, "--child", repr(launched)],
+                          env=_env(), capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)}: the child failed ({done.returncode}):\n"
+                         + done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:

@@ -93,6 +93,7 @@ class GraphScene(QGraphicsScene):
     def rebuild(self) -> None:
         """Drop every item and draw the graph afresh (a different graph was opened)."""
         self._cancel_drag()
+        self.clearSelection()  # now, while the far layers its signal updates still exist
         self.clear()
         self.nodes.clear()
         self.wires.clear()

@@ -101,10 +101,13 @@ class Validator(QObject):
             self._timer.start()
 
     def hold(self, held: bool) -> None:
-        """Start no round while `held` (the blocks are loading); a release checks at once."""
+        """Start no round while `held` (the blocks are loading); a release checks at once:
+        as soon as control is back in the event loop (after what the caller does next, such
+        as opening the file), not after the edit debounce, for the wires wait for it."""
         self.held = held
-        if not held:
-            self.schedule()
+        if not held and not self._closed:
+            self._timer.stop()
+            QTimer.singleShot(0, self, self._start)
 
     def shutdown(self) -> None:
         """Start no more rounds and wait for the running one (its window is closing: a

@@ -143,6 +143,7 @@ class MainWindow(QMainWindow):
         self.view.viewport().installEventFilter(self)
         self._windows: list[MainWindow] = []
         self._painted = False
+        self._warm_after_check = False  # the first report starts the first run's warm-up
         self._preview_cache: tuple[int, object] | None = None
         self._slow_previews = 0
         self.autosave_timer = QTimer(self, interval=autosave_ms or files.autosave_interval_ms())
@@ -208,7 +209,7 @@ class MainWindow(QMainWindow):
             self.file_actions.recover_untitled()
         self._update_start_page()
         self.statusBar().clearMessage()
-        self.runner.warm_up()
+        self._warm_after_check = True  # the first run's imports would delay the labels
 
     def _blocks_failed(self, message: str) -> None:
         self.prompts.error("Cannot load the blocks", message)
@@ -544,6 +545,10 @@ class MainWindow(QMainWindow):
         self.problems.set_problems(report.problems, f"· checked in {report.seconds * 1000:.0f} ms")
         self.inspector.set_report(report)
         self.plots.show_metric_hint(not any(s.kind == "metric" for s in report.specs.values()))
+        if self._warm_after_check:
+            self._warm_after_check = False
+            self.blocks.warm()
+            self.runner.warm_up()
 
     def _on_selection(self) -> None:
         nodes = self.scene.selected_node_ids()
@@ -711,6 +716,9 @@ class MainWindow(QMainWindow):
                 self.preview.show_message("Select one node to preview its output.")
                 return
             node = nodes[0]
+        if self.blocks_loading:  # compiling would import torch on the GUI thread: a click
+            self.preview.show_message("Loading the blocks… select it again to preview.", node)
+            return  # on a card would wait seconds for it (benchmarks/editor_startup.py)
         trained = self.runner.result if self.runner.revision == self.doc.revision else None
         try:
             if trained is not None:
