@@ -106,6 +106,12 @@ def _leave_field(w: Window) -> None:
         rules.leave_field()
 
 
+def _train(w: Window) -> None:
+    """Train, after the field that had the keys (Epochs) has committed its value."""
+    _leave_field(w)
+    w.start_training()
+
+
 class _Current:
     """The edit actions (or view) of the canvas in front — the graph's, or an open group's
     — looked up when an action fires."""
@@ -216,8 +222,7 @@ def build(w: Window) -> dict[str, QAction]:
                               "the selected node's block: ports, params and what it does"),
         "start_page": _action(w, "Start &Page", w.show_start_page, None,
                               "the example gallery and recent files"),
-        "train": _action(w, "&Train", lambda: _leave_field(w) or r.start_training(), "F5",
-                         "train the graph"),
+        "train": _action(w, "&Train", lambda: _train(w), "F5", "train the graph"),
         "pause": _action(w, "&Pause", r.runner.toggle_pause, "F6", "pause or resume training"),
         "stop": _action(w, "&Stop", r.runner.stop, "Shift+F5", "stop training"),
         "run_procedure": _action(w, "Run Pro&cedure", lambda: w.run_procedure(), "Ctrl+R",
