@@ -200,3 +200,40 @@ def test_no_untyped_param_reads_in_nodes():
 ])
 def test_the_scan_finds_untyped_reads(source, hits):
     assert len(untyped_reads(source)) == hits
+
+
+def test_params_attribute_reads_follow_every_change_of_the_dict():
+    """A view's attribute reads are instance-attribute reads (no Python __getattribute__):
+    every way to change the dict keeps them equal to the items, a param wins over a dict
+    method of the same name, and copies and pickles read the same."""
+    import copy
+    import gc
+    import pickle
+
+    from nodegraph.model.spec import Params
+
+    shadowing = Params({"update": "hebbian", "values": [1.0]})
+    assert (shadowing.update, shadowing.values, shadowing.get("update")) == (
+        "hebbian", [1.0], "hebbian")
+    p = Params({"a": 1})
+    assert p.a == 1 and p.get("a") == 1
+    p["b"] = 2
+    dict.update(p, {})  # no change: nothing to mirror
+    p.update(c=3)
+    p |= {"d": 4}
+    assert p.setdefault("e", 5) == 5 and p.setdefault("e", 6) == 5
+    assert (p.b, p.c, p.d, p.e) == (2, 3, 4, 5)
+    assert p.pop("b") == 2 and p.pop("b", None) is None
+    del p["c"]
+    assert p.popitem() == ("e", 5)
+    for gone in ("b", "c", "e"):
+        with pytest.raises(AttributeError):
+            getattr(p, gone)
+    for other in (copy.copy(p), copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
+        assert type(other) is Params and other == p
+        other["z"] = 7
+        assert other.z == 7 and other.a == 1 and "z" not in p
+    assert not any(r is p for r in gc.get_referents(p.__dict__))  # no cycle to collect
+    p.clear()
+    with pytest.raises(AttributeError):
+        p.a  # noqa: B018

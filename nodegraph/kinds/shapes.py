@@ -74,7 +74,8 @@ def nbytes(shape: Shape, dtype: torch.dtype) -> int:
 
 def of(inputs: Mapping[str, Any]) -> dict[str, TensorMeta]:
     """The `TensorMeta` of each connected input (meta tensors or TensorMetas)."""
-    return {k: TensorMeta(tuple(v.shape), v.dtype) for k, v in inputs.items() if v is not None}
+    return {k: v if type(v) is TensorMeta else TensorMeta(tuple(v.shape), v.dtype)
+            for k, v in inputs.items() if v is not None}
 
 
 def infer(rule: Rule, params: Any, inputs: Mapping[str, Any]) -> Inferred | None:
@@ -114,4 +115,5 @@ FLOAT_DTYPES = {"float32": torch.float32, "float64": torch.float64,
 def layer_dtype(p: Mapping[str, Any]) -> torch.dtype:
     """The dtype a layer's weights are built in: its `dtype` param where it has one set,
     else torch's default (what `nn.Linear(...)` makes)."""
-    return FLOAT_DTYPES.get(p.get("dtype") or "", torch.get_default_dtype())
+    dtype = FLOAT_DTYPES.get(p.get("dtype") or "")  # torch's default only when unset (a
+    return dtype if dtype is not None else torch.get_default_dtype()  # call per node)

@@ -340,7 +340,8 @@ class Graph:
                                  self._checked_param(node.id, spec, name, value))
         self._append(node)
         self._note_referrer(node, spec)
-        self.events.emit(GraphChanged("node_added", node=node.id))
+        if self.events.wants(GraphChanged):  # as connect: no event made for nobody
+            self.events.emit(GraphChanged("node_added", node=node.id))
         return node.id
 
     def remove(self, node_id: str) -> None:
@@ -403,7 +404,8 @@ class Graph:
             if self._reaches(edge.dst, edge.src):
                 raise GraphError(f"wiring {edge} would make a cycle")
         self._wires.add(edge)
-        self.events.emit(GraphChanged("edge_added", edge=edge))
+        if self.events.wants(GraphChanged):  # a build of thousands of wires nobody watches
+            self.events.emit(GraphChanged("edge_added", edge=edge))  # makes no events
         return edge
 
     def disconnect(self, edge: Edge) -> None:
@@ -697,9 +699,9 @@ class Graph:
 
     # -- checks used by strict edits -----------------------------------------------------
 
-    def _spec(self, type: str):
+    def _spec(self, type: str, registry: Registry | GroupRegistry | None = None):
         try:
-            return self.registry.get(type)
+            return (self.registry if registry is None else registry).get(type)
         except Exception as e:
             raise GraphError(str(e)) from None
 
@@ -715,8 +717,9 @@ class Graph:
             raise GraphError(f"node '{node_id}': {e}") from None
 
     def _check_edge(self, edge: Edge) -> None:
-        src_spec = self._spec(self.node(edge.src).type)
-        dst_spec = self._spec(self.node(edge.dst).type)
+        registry = self.registry  # one look-up for both ends (a property)
+        src_spec = self._spec(self.node(edge.src).type, registry)
+        dst_spec = self._spec(self.node(edge.dst).type, registry)
         out = src_spec.output(edge.src_port)
         inp = dst_spec.input(edge.dst_port)
         if out is None:
@@ -727,6 +730,8 @@ class Graph:
             names = ", ".join(p.name for p in dst_spec.inputs) or "none"
             raise GraphError(f"{dst_spec.id} '{edge.dst}' has no input '{edge.dst_port}' "
                              f"(inputs: {names})")
+        if out.type is inp.type:  # the common case, decided without a call
+            return
         reason = why_incompatible(out.type, inp.type)
         if reason:
             raise GraphError(f"cannot wire {edge}: {reason}")

@@ -309,14 +309,54 @@ class Params(dict):
         return dict.__getitem__(self, param.name)
 
     if not TYPE_CHECKING:  # typed through a block's view, never as Any
-        def __getattribute__(self, name: str) -> Any:
-            # one dict look-up first: blocks read their params this way on every node that
-            # validation infers (param names are lower_snake, so never a dunder)
-            value = dict.get(self, name, _MISSING)
-            return value if value is not _MISSING else super().__getattribute__(name)
+        # Each value is mirrored in the instance's __dict__, so ``p.out_features`` is a
+        # plain attribute read in C (an instance attribute wins over a dict method of the
+        # same name), where a Python __getattribute__ cost a call on every read of every
+        # node that validation infers and compile builds. Every way to change the dict
+        # keeps the mirror (a view never holds itself as __dict__: that would be a cycle
+        # for the collector on each of the thousands of views a validation makes).
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.__dict__.update(self)
 
-        def __getattr__(self, name: str) -> Any:
-            raise AttributeError(name)
+        def __setitem__(self, name: str, value: Any) -> None:
+            dict.__setitem__(self, name, value)
+            self.__dict__[name] = value
+
+        def __delitem__(self, name: str) -> None:
+            dict.__delitem__(self, name)
+            del self.__dict__[name]
+
+        def __ior__(self, other: Any) -> Params:
+            dict.update(self, other)
+            self.__dict__.update(self)
+            return self
+
+        def update(self, *args: Any, **kwargs: Any) -> None:
+            dict.update(self, *args, **kwargs)
+            self.__dict__.update(self)
+
+        def setdefault(self, name: str, default: Any = None) -> Any:
+            value = dict.setdefault(self, name, default)
+            self.__dict__[name] = value
+            return value
+
+        def pop(self, name: str, *default: Any) -> Any:
+            self.__dict__.pop(name, None)
+            return dict.pop(self, name, *default)
+
+        def popitem(self) -> tuple[str, Any]:
+            name, value = dict.popitem(self)
+            del self.__dict__[name]
+            return name, value
+
+        def clear(self) -> None:
+            dict.clear(self)
+            self.__dict__.clear()
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            # copy and pickle rebuild through __init__, which fills the mirror
+            return type(self), (dict(self),)
 
 
 @dataclass(frozen=True)
@@ -452,7 +492,8 @@ class BlockSpec:
 
     def resolve_params(self, given: dict[str, Any]) -> tuple[Params, dict[str, str]]:
         """Defaults filled in and values checked; problems by param name (unknown ones too)."""
-        values, problems = Params(), {}
+        values: dict[str, Any] = {}  # a plain dict while filling, one Params at the end
+        problems: dict[str, str] = {}
         for param in self.params:
             if param.name in given:
                 try:
@@ -467,7 +508,7 @@ class BlockSpec:
             if self.param(name) is None:
                 known = ", ".join(p.name for p in self.params) or "none"
                 problems[name] = f"{self.id} has no param '{name}' (its params: {known})"
-        return values, problems
+        return Params(values), problems
 
     def to_dict(self) -> dict:
         def port(p: Port) -> dict:

@@ -262,8 +262,10 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
     _bind(blocks, report)
     _tie(graph, steps)  # the flat graph's ties include those declared in group bodies
     module = GraphModule(blocks, steps)
-    if any(t.device != dev for t in (*module.parameters(), *module.buffers())):
+    every = _every_parameter(module)  # one walk of the model, shared with the optimizers
+    if any(p.device != dev for _, p in every) or any(b.device != dev for b in module.buffers()):
         module.to(dev)  # moves the blocks in place (a walk of every module: only when needed)
+        every = _every_parameter(module)
 
     datasets = {nid: ds.astype(kinds[nid]).to(dev) for nid, ds in datasets.items()}
     compiled = Compiled(user_graph, report, module, dev, datasets, exec_graph=graph)
@@ -281,9 +283,10 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
                                                                  for p in spec.inputs)))
     sinks = [*compiled.loss_keys, *(e.src for m in compiled.metrics
                                     for e in graph.edges_into(m.node))]
-    compiled.eval_plan = module.plan(graph.upstream(sinks))
+    feeds_sinks = graph.upstream(sinks)
+    compiled.eval_plan = module.plan(feeds_sinks)
     if for_training:
-        _build_optimizers(compiled, graph, sinks)
+        _build_optimizers(compiled, graph, feeds_sinks, every)
     return compiled
 
 
@@ -318,14 +321,16 @@ def _source(graph: Graph, node: str, port: str) -> Key | None:
     return None if edge is None else edge.source
 
 
-def _build_optimizers(compiled: Compiled, graph: Graph, sinks: list[str]) -> None:
-    """`graph`: what runs (`compiled.exec_graph`)."""
+def _build_optimizers(compiled: Compiled, graph: Graph, feeds_sinks: set[str],
+                      every: list[tuple[str, nn.Parameter]]) -> None:
+    """`graph`: what runs (`compiled.exec_graph`); `feeds_sinks`: the nodes upstream of
+    every loss and metric; `every`: `_every_parameter` of the compiled module."""
     report, module = compiled.report, compiled.module
     opt_nodes = [nid for nid in report.order if report.specs[nid].kind == "optimizer"]
     # what the trainer reads after a step: every loss (the epoch's sums), the metrics' inputs
     keep = {*compiled.loss_keys.values(), *(k for m in compiled.metrics for k in m.keys)}
-    named_all = _named(module)
-    by_block = _parameters_by_block(module)
+    named_all = _named(every)
+    by_block = _parameters_by_block(module, every)
     for i, nid in enumerate(opt_nodes):
         params = report.params[nid]
         loss_edge = graph.source_of(nid, "loss")
@@ -340,7 +345,7 @@ def _build_optimizers(compiled: Compiled, graph: Graph, sinks: list[str]) -> Non
         last = i == len(opt_nodes) - 1
         # the last optimizer's forward also computes every loss and metric, so the epoch's
         # training numbers come for free
-        plan = _lean(module.plan(upstream | graph.upstream(sinks) if last else upstream),
+        plan = _lean(module.plan(upstream | feeds_sinks if last else upstream),
                      loss_edge.source, keep)
         optimizer = _built(nid, spec, params, named)
         run = OptimizerRun(nid, optimizer, loss_edge.source, plan,
@@ -400,15 +405,29 @@ def _built(node: str, spec, params: dict, target: Any):
                                        f"{spec.id} '{node}': {message}")]) from None
 
 
-def _named(module: GraphModule) -> list[tuple[str, nn.Parameter]]:
-    return [(k.removeprefix("blocks."), p) for k, p in module.named_parameters()]
+def _every_parameter(module: GraphModule) -> list[tuple[str, nn.Parameter]]:
+    """Every (name, parameter) of the model, shared ones under each of their names: the one
+    walk of the model that the device check, `_named` and `_parameters_by_block` share."""
+    return list(module.named_parameters(remove_duplicate=False))
 
 
-def _parameters_by_block(module: GraphModule) -> dict[int, list[nn.Parameter]]:
+def _named(every: list[tuple[str, nn.Parameter]]) -> list[tuple[str, nn.Parameter]]:
+    """Each parameter once, under its first name (as `named_parameters()` gives them)."""
+    seen: set[int] = set()
+    named = []
+    for k, p in every:
+        if id(p) not in seen:
+            seen.add(id(p))
+            named.append((k.removeprefix("blocks."), p))
+    return named
+
+
+def _parameters_by_block(module: GraphModule, every: list[tuple[str, nn.Parameter]]
+                         ) -> dict[int, list[nn.Parameter]]:
     """Each block's parameters, keyed by the block's identity, from one walk of the model
     (a walk per block cost more than the rest of the optimizers' set-up)."""
     by_node: dict[str, list[nn.Parameter]] = {}
-    for name, p in module.named_parameters(remove_duplicate=False):
+    for name, p in every:
         by_node.setdefault(name.split(".", 2)[1], []).append(p)  # blocks.<node>.<param>
     return {id(block): by_node.get(nid, []) for nid, block in module.blocks.items()}
 
