@@ -150,7 +150,7 @@ def tokenizer_of(p: TokenizedTextParams):
     return load_tokenizer(p.tokenizer_file) if p.tokenizer == "file" else train_tokenizer(p)
 
 
-def token_ids(tok, p) -> np.ndarray:
+def token_ids(tok, p: TokenizedTextParams) -> np.ndarray:
     """The corpus's token ids, encoded piece by piece, as int32 (4 bytes a token)."""
     parts = [np.concatenate([np.asarray(e.ids, dtype=np.int32) for e in tok.encode_batch(piece)]
                             or [np.zeros(0, np.int32)])
