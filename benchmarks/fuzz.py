@@ -192,14 +192,17 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
     if train_too and "graph" in surfaces:  # the first training, scikit-learn: seconds, once
         train_one_step(nodegraph.load(ROOT / "examples" / "xor.json"))
         import sklearn.datasets  # noqa: F401
-    for surface in surfaces:  # each reader's imports (pyarrow, datasets, ...) untimed
-        if surface != "graph" and samples is not None:
+    files = [s for s in surfaces if s != "graph" and samples is not None]
+    for stream in (False, True):  # each reader's imports (pyarrow, datasets, ...) untimed
+        if stream:  # then the streamed loader's fork server, which imports what the first
+            _start_forkserver()  # streamed data needs only: the others' data, imported
+        for surface in files:  # again in every loader process, took seconds a case
             made, _ = fuzz_files.prepare(samples, scratch, surface, 0, 0, damage=False)
+            if stream and "storage" not in made.params:
+                continue
+            made.params.update(storage="stream") if stream else None
             try:
                 errors = fuzz_files.open_case(made, surface)
-                if "storage" in made.params and not errors:  # and the streamed loader's
-                    made.params["storage"] = "stream"  # forkserver (it imports torch): the
-                    errors = fuzz_files.open_case(made, surface)  # first stream, seconds
             finally:
                 fuzz_files.remove(made.folder)
             if errors:  # the fuzzer's own fault: its sample should read whole
@@ -218,6 +221,19 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
             assert samples is not None
             outcome, detail = run_file_case(samples, scratch, surface, seed, index)
         conn.send((outcome, item, detail, time.perf_counter() - start))
+
+
+def _start_forkserver() -> None:
+    """Start this process's fork server preloading every data module imported so far (the
+    readers of all the surfaces): nodegraph sets the preload for the first streamed data
+    only, as a graph streams one kind of data."""
+    from multiprocessing import forkserver
+
+    from nodegraph.kinds import loading
+
+    modules = sorted(m for m in sys.modules if m.startswith("nodes.data"))
+    mp.get_context("forkserver").set_forkserver_preload(loading._PRELOAD + modules)
+    forkserver.ensure_running()
 
 
 def _rss_mb(pid: int) -> float:
