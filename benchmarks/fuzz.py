@@ -225,13 +225,14 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
 
 def _start_forkserver() -> None:
     """Start this process's fork server preloading every data module imported so far (the
-    readers of all the surfaces): nodegraph sets the preload for the first streamed data
-    only, as a graph streams one kind of data."""
+    readers of all the surfaces, and the libraries they read with): nodegraph sets the
+    preload for the first streamed data only, as a graph streams one kind of data."""
     from multiprocessing import forkserver
 
     from nodegraph.kinds import loading
 
-    modules = sorted(m for m in sys.modules if m.startswith("nodes.data"))
+    modules = sorted(m for m in sys.modules if m.startswith("nodes.data")
+                     or m in ("tokenizers", "PIL.Image", "pyarrow", "webdataset"))
     mp.get_context("forkserver").set_forkserver_preload(loading._PRELOAD + modules)
     forkserver.ensure_running()
 
