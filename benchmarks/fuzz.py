@@ -181,6 +181,7 @@ def _where(e: BaseException) -> str:
 
 def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path | None,
             surfaces: tuple[str, ...], scratch: Path) -> None:
+    os.setsid()  # its own process group: killed with it, the loader processes it starts
     import torch
 
     torch.set_num_threads(1)
@@ -191,9 +192,15 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
     if train_too and "graph" in surfaces:  # the first training, scikit-learn: seconds, once
         train_one_step(nodegraph.load(ROOT / "examples" / "xor.json"))
         import sklearn.datasets  # noqa: F401
-    for surface in surfaces:  # each reader's imports (pyarrow, datasets, ...) untimed
-        if surface != "graph" and samples is not None:
+    files = [s for s in surfaces if s != "graph" and samples is not None]
+    for stream in (False, True):  # each reader's imports (pyarrow, datasets, ...) untimed
+        if stream:  # then the streamed loader's fork server, which imports what the first
+            _start_forkserver()  # streamed data needs only: the others' data, imported
+        for surface in files:  # again in every loader process, took seconds a case
             made, _ = fuzz_files.prepare(samples, scratch, surface, 0, 0, damage=False)
+            if stream and "storage" not in made.params:
+                continue
+            made.params.update(storage="stream") if stream else None
             try:
                 errors = fuzz_files.open_case(made, surface)
             finally:
@@ -214,6 +221,20 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
             assert samples is not None
             outcome, detail = run_file_case(samples, scratch, surface, seed, index)
         conn.send((outcome, item, detail, time.perf_counter() - start))
+
+
+def _start_forkserver() -> None:
+    """Start this process's fork server preloading every data module imported so far (the
+    readers of all the surfaces, and the libraries they read with): nodegraph sets the
+    preload for the first streamed data only, as a graph streams one kind of data."""
+    from multiprocessing import forkserver
+
+    from nodegraph.kinds import loading
+
+    modules = sorted(m for m in sys.modules if m.startswith("nodes.data")
+                     or m in ("tokenizers", "PIL.Image", "pyarrow", "webdataset"))
+    mp.get_context("forkserver").set_forkserver_preload(loading._PRELOAD + modules)
+    forkserver.ensure_running()
 
 
 def _rss_mb(pid: int) -> float:
@@ -272,7 +293,15 @@ class Worker:
         return opened
 
     def kill(self) -> None:
-        self.proc.kill()
+        """Kill the worker and its process group: the forkserver and loader processes a
+        streamed case started were left behind before (about 550 MB each, holding the
+        run's output pipe open: a run piped to `tail` never ended)."""
+        import signal
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # not yet its own group: just it
+            self.proc.kill()
         self.proc.join()
         self.conn.close()
         if self.samples is not None:

@@ -194,8 +194,9 @@ def _deflated(parts: list[tuple[bytes, int]]) -> tuple[bytes, int, int]:
     return b"".join(out), crc, size
 
 
-def _gzip_bomb(path: Path, size: int) -> None:
-    raw, crc, n = _deflated([(b"\x00" * (1 << 20), size >> 20)])
+def _gzip_bomb(path: Path, size: int, head: bytes = b"") -> None:
+    """A gzip of `head` and then `size` zero bytes, written in a second (`_deflated`)."""
+    raw, crc, n = _deflated([(head, 1)] * bool(head) + [(b"\x00" * (1 << 20), size >> 20)])
     path.write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + raw
                      + struct.pack("<II", crc, n & 0xFFFFFFFF))
 
@@ -603,6 +604,20 @@ def _idx_setup(case: Case, rng: random.Random) -> None:
                            test_labels="t10k-labels-idx1-ubyte.gz")
 
 
+# a gzip the fuzzer itself unpacks to mutate (not a bomb: that would be the fuzzer's blowup)
+MAX_UNPACKED = 64 << 20
+
+
+def _inflates_to(gz: bytes) -> int:
+    """What a gzip says it unpacks to (its trailer's ISIZE: right for the fuzzer's own)."""
+    return struct.unpack("<I", gz[-4:])[0] if len(gz) >= 18 else 0
+
+
+def _idx_head(size: int) -> bytes:
+    """An IDX header of uint8 images 28 x 28, as many as `size` bytes of values hold."""
+    return struct.pack(">BBBBIII", 0, 0, 0x08, 3, size // 784, 28, 28)
+
+
 def _idx_case(case: Case, rng: random.Random) -> list[str]:
     done = []
     for _ in range(rng.choice([1, 1, 2])):
@@ -612,7 +627,10 @@ def _idx_case(case: Case, rng: random.Random) -> list[str]:
             done.append("already replaced")
         elif roll < 0.35:
             data = bytearray(target.read_bytes())
-            if target.suffix == ".gz":
+            bomb = target.suffix == ".gz" and _inflates_to(bytes(data)) > MAX_UNPACKED
+            if bomb:  # never unpacked here: a header is made for its zeros (all its values)
+                data = bytearray(_idx_head(BOMB_BYTES))
+            elif target.suffix == ".gz":
                 data = bytearray(gzip.decompress(bytes(data)))
             at = rng.choice([2, 3, 4, 8, 12])
             value = rng.choice([0, 1, 255, 0x0D, 0x0E, 0x0C, 9])
@@ -622,8 +640,12 @@ def _idx_case(case: Case, rng: random.Random) -> list[str]:
                 value = rng.choice([0, 1, 0x7FFFFFFF, 0xFFFFFFFF, 65536, 100_000])
                 data[at:at + 4] = struct.pack(">I", value)
             raw = bytes(data)
-            target.write_bytes(gzip.compress(raw) if target.suffix == ".gz" else raw)
-            done.append(f"{target.name}: header byte {at} = {value:#x}")
+            if bomb:
+                _gzip_bomb(target, BOMB_BYTES, raw)
+            else:
+                target.write_bytes(gzip.compress(raw) if target.suffix == ".gz" else raw)
+            done.append(f"{target.name}: header byte {at} = {value:#x}"
+                        + " (of an IDX header put before the gzip's zeros)" * bomb)
         elif roll < 0.45:
             shutil.copy(case.samples / "bombs" / "bomb.gz", target.with_suffix(".gz")
                         if target.suffix != ".gz" else target)

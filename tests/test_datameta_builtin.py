@@ -331,8 +331,9 @@ def test_a_gzipped_idx_header_is_read_without_keeping_the_values(files, monkeypa
     from nodes.data import _files
 
     read = []
-    real = _files.read_bytes
+    real, values = _files.read_bytes, _files.idx_values
     monkeypatch.setattr(_files, "read_bytes", lambda p, w: read.append(p) or real(p, w))
+    monkeypatch.setattr(_files, "idx_values", lambda p, *a: read.append(p) or values(p, *a))
     spec, params = _resolved("data.MNIST", {"images": "{images.gz}", "labels": "{labels}"},
                              files)
     assert spec.meta(params).sizes["train"] == 36

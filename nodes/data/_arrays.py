@@ -160,13 +160,13 @@ def _idx_map(path: str, what: str):
         zipped = f.read(2) == b"\x1f\x8b"
     start = 4 + 4 * len(dims)
     if zipped:  # partials, not closures: a worker started from a fork server gets them pickled
-        return dims, dtype, partial(_unpack_idx, str(p), what, dtype, dims, start)
+        return dims, dtype, partial(_unpack_idx, str(p), what, dtype, dims)
     return dims, dtype, partial(gate.memmap, p, what, dtype, start, dims)
 
 
-def _unpack_idx(p: str, what: str, dtype, dims, start: int) -> np.ndarray:
-    raw = files.read_bytes(p, what)  # through the gate, unpacked, bounded
-    return np.frombuffer(raw, dtype, math.prod(dims), start).reshape(dims)
+def _unpack_idx(p: str, what: str, dtype, dims) -> np.ndarray:
+    # through the gate, unpacked, only the values the header promised
+    return files.idx_values(p, what, dims, dtype).reshape(dims)
 
 
 class MNISTParams(DataParams):

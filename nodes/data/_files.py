@@ -8,6 +8,7 @@ library.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -97,11 +98,32 @@ def read_idx(path: str, what: str = "IDX file") -> np.ndarray:
     Layout: two zero bytes, a type code, the number of dimensions d, then d big-endian
     uint32 sizes, then the values in C order, big-endian.
     """
-    idx_header(path, what)  # the header and the promise checked streaming, before holding it
-    raw = read_bytes(path, what)
-    dims, dtype, start = _idx_layout(raw, len(raw), path)
-    data = np.frombuffer(raw, dtype, int(np.prod(dims)), start)
-    return data.astype(dtype.newbyteorder("=")).reshape(dims)
+    dims, dtype = idx_header(path, what)  # the promise checked streaming, before holding it
+    return idx_values(path, what, dims, dtype).astype(dtype.newbyteorder("=")).reshape(dims)
+
+
+def idx_values(path: str, what: str, dims: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """The values (big-endian, flat) of an IDX file whose header `idx_header` read: only the
+    bytes that header promises are read, into one buffer of that size (what follows them is
+    never held, so a file with megabytes after a small promise costs the promise)."""
+    start = 4 + 4 * len(dims)
+    buf = bytearray(start + math.prod(dims) * dtype.itemsize)
+    view, got = memoryview(buf), 0
+    try:
+        with open_file(path, what) as f:
+            gz = f.read(2) == b"\x1f\x8b"
+            f.seek(0)
+            with gzip.GzipFile(fileobj=f) if gz else contextlib.nullcontext(f) as src:
+                while got < len(buf) and (n := src.readinto(view[got:])):
+                    got += n
+    except (OSError, EOFError, zlib.error) as e:
+        raise NodegraphError(f"cannot read {what} '{path}': {e}") from e
+    finally:
+        view.release()
+    if got < len(buf):  # changed since its header was read
+        raise NodegraphError(f"IDX file '{path}' is truncated: its header promises "
+                             f"{'x'.join(map(str, dims))} values")
+    return np.frombuffer(buf, dtype, math.prod(dims), start)
 
 
 _IDX_HEAD = 4 + 4 * 255  # the longest header: the magic number and 255 sizes
