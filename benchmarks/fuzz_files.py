@@ -538,7 +538,8 @@ def _hf(case: Case, rng: random.Random) -> list[str]:
                 bad = rng.choice(["../../outside/secret.txt", "/dev/zero",
                                   str(case.samples / "outside" / "secret.txt"), "..", "",
                                   "zz-extra.arrow"])
-                if isinstance(doc.get("_data_files"), list) and doc["_data_files"]:
+                files = doc.get("_data_files") if isinstance(doc, dict) else None
+                if isinstance(files, list) and files and isinstance(files[0], dict):
                     doc["_data_files"][0]["filename"] = bad
                 state.write_text(json.dumps(doc))
                 done.append(f"{case.rel(state)}: _data_files[0].filename = {bad!r}"
