@@ -415,7 +415,7 @@ def _ngz(case: Case, rng: random.Random) -> list[str]:
         name = rng.choice(sorted(members))
         how = rng.random()
         if name.endswith(".json") and how < 0.7:
-            text, what = json_member(members[name].decode(), rng)
+            text, what = json_member(members[name].decode("utf-8", "replace"), rng)
             members[name] = text.encode()
         elif how < 0.8:
             data = bytearray(members[name])

@@ -284,6 +284,11 @@ class StreamedDataset:
                     " GiB) and cannot be held as whole tensors for this use; use a smaller "
                     "dataset or storage = memory")
             parts = list(self.batches(split, batch_size=max(1, self.step_batch(split))))
+            if not parts:  # every sample of the split was unreadable and skipped
+                bad = [e["file"] for e in self.epoch_skips if e.get("split") == split]
+                named = f": {', '.join(bad[:3])}{' …' if len(bad) > 3 else ''}" if bad else ""
+                raise NodegraphError(f"{self.node or 'data'}: the {split} split has no readable "
+                                     f"sample (each was skipped{named})")
             self._tensors[split] = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
         return self._tensors[split]
 

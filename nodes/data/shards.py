@@ -360,7 +360,14 @@ def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Shard) 
                           f"{ports['x'][0]}")
     xt = torch.from_numpy(np.asarray(x, np.float32).reshape(ports["x"][0]))
     if kind == "class":
-        return {"x": xt, "y": torch.tensor(int(np.asarray(y).reshape(-1)[0]))}
+        try:
+            label = int(np.asarray(y).reshape(-1)[0])
+            if not -2**63 <= label < 2**63:
+                raise OverflowError(f"{label} does not fit in 64 bits")
+        except (ValueError, OverflowError, TypeError, IndexError) as e:
+            raise SampleError(f"shard '{shard}': a sample's class label is not a whole number "
+                              f"({e})") from None
+        return {"x": xt, "y": torch.tensor(label)}
     return {"x": xt, "y": torch.from_numpy(np.asarray(y, np.float32).reshape(-1))}
 
 

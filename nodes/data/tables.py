@@ -144,7 +144,11 @@ def columns(table, p: ParquetParams, where: str) -> Columns:
     import pyarrow as pa
 
     schema = table.schema
-    names = list(schema.names)
+    try:
+        names = list(schema.names)
+    except UnicodeDecodeError as e:  # a CSV header of bytes that are not UTF-8
+        raise NodegraphError(f"cannot read table '{where}'{_files_of(table)}: its column names "
+                             f"are not UTF-8 text ({e})") from None
     missing = [c for c in [*p.inputs, *p.targets] if c not in names]
     if missing:
         raise NodegraphError(f"table '{where}' has no column '{missing[0]}' (columns: "
