@@ -71,22 +71,22 @@ FLOAT_DTYPES = {"float": torch.float32, "float32": torch.float32, "float64": tor
                 "double": torch.float64}
 
 
+def _json_object(flag: str, text: str, example: str) -> dict:
+    """A command-line JSON object (`--kwargs`, `--config`), or an error naming the flag."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise NodegraphError(f"{flag} is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise NodegraphError(f"{flag} takes a JSON object: '{example}'")
+    return value
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     sys.path.insert(0, os.getcwd())  # module:Class from the working folder, as python -m does
-    try:
-        kwargs = json.loads(args.kwargs)
-    except json.JSONDecodeError as e:
-        raise NodegraphError(f"--kwargs is not JSON: {e}") from None
-    if not isinstance(kwargs, dict):
-        raise NodegraphError("--kwargs takes a JSON object: '{\"num_classes\": 10}'")
+    kwargs = _json_object("--kwargs", args.kwargs, '{"num_classes": 10}')
     if args.config is not None:
-        try:
-            config = json.loads(args.config)
-        except json.JSONDecodeError as e:
-            raise NodegraphError(f"--config is not JSON: {e}") from None
-        if not isinstance(config, dict):
-            raise NodegraphError("--config takes a JSON object: '{\"n_layer\": 2}'")
-        kwargs.update(config)
+        kwargs.update(_json_object("--config", args.config, '{"n_layer": 2}'))
     if args.pretrained is not None:
         kwargs[PRETRAINED] = args.pretrained
     examples = _examples(args)
