@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt torch==2.13.0
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[gui,dev,detection,models,tracking,mlflow,search,formats,remote]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[gui,dev,detection,models,hf,tracking,mlflow,search,formats,remote]'
 	# the Jupyter kernel "nodegraph" (this .venv's python), for the README's notebook section
 	$(BIN)/python -m ipykernel install --sys-prefix --name nodegraph --display-name "Python (nodegraph)"
 	touch $(STAMP)

@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-from nodegraph.kinds import remote
+from nodegraph.kinds.urls import allowing as allowing_urls
+from nodegraph.kinds.urls import is_url
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.sanitize import clean
 
@@ -43,14 +44,14 @@ def allowing(roots: tuple[str | Path, ...] | list | str) -> Iterator[None]:
     """Within this block, data may also come from `roots` (or from ANYWHERE); it adds to
     what an enclosing block allowed."""
     now = _allowed.get()
-    urls = [] if roots == ANYWHERE else [str(r) for r in roots if remote.is_url(r)]  # s3://
+    urls = [] if roots == ANYWHERE else [str(r) for r in roots if is_url(r)]  # s3://
     if roots == ANYWHERE or now == ANYWHERE:
         new: tuple[Path, ...] | str = ANYWHERE
     else:
-        new = (*now, *(Path(r).expanduser().resolve() for r in roots if not remote.is_url(r)))
+        new = (*now, *(Path(r).expanduser().resolve() for r in roots if not is_url(r)))
     token = _allowed.set(new)
     try:
-        with remote.allowing(urls):
+        with allowing_urls(urls):
             yield
     finally:
         _allowed.reset(token)
@@ -106,7 +107,7 @@ def outside(graph) -> list[tuple[str, str, Path]]:
         return []
     folder = Path(graph.folder)
     roots = [folder.resolve(), *(Path(r).resolve() for r in graph.data_roots
-                                 if not remote.is_url(r))]
+                                 if not is_url(r))]
     named = [(node.id, key, value) for node in graph if node.type in graph.registry
              and graph.registry.get(node.type).kind == "data" and isinstance(node.params, dict)
              for key, value in node.params.items()]
