@@ -37,10 +37,15 @@ def test_random_edits_quick():
     run_batch("xor.json", 15, range(3))
 
 
+# CI's slow tier runs BATCHES batches; NODEGRAPH_RANDOM_EDIT_BATCHES=20 runs the 200
+# sequences issue #36 asks for (about an hour on 2 cores: more than CI's budget leaves).
+BATCHES = int(os.environ.get("NODEGRAPH_RANDOM_EDIT_BATCHES", "6"))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("batch", range(20))
-def test_random_edits_200_sequences(batch):
-    """20 batches of 10 seeded sequences of 30 steps (200 in all), each batch in a fresh
-    process (20 sequences on cnn_digits took 6.4 min on the loaded 2-core machine)."""
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_random_edits_in_batches(batch):
+    """Batches of 10 seeded sequences of 30 steps, each batch in a fresh process (20
+    sequences on cnn_digits took 6.4 min on the loaded 2-core machine)."""
     example = ("xor.json", "cnn_digits.json")[batch % 2]
     run_batch(example, 30, range(1000 + 10 * batch, 1000 + 10 * (batch + 1)))
