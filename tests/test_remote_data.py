@@ -243,3 +243,14 @@ def test_a_remote_root_is_kept_as_a_url():
         assert remote.check_allowed("s3://b/p/x.tar") == "s3://b/p/x.tar"
         with pytest.raises(confine.OutsideDataRoot):
             remote.check_allowed("s3://b/px.tar")
+
+
+def test_a_url_never_echoes_its_credentials_and_refuses_control_characters():
+    from nodegraph.kinds import urls
+
+    with pytest.raises(NodegraphError) as e:
+        urls.normal("s3://user:secret@bucket/x")
+    assert "secret" not in str(e.value) and "bucket" in str(e.value)
+    for bad in ("s3://b/a\x1b[31m", "s3://b/a\x00", "s3://b/a\x7f"):
+        with pytest.raises(NodegraphError, match="control character"):
+            urls.normal(bad)

@@ -39,12 +39,14 @@ def normal(url: str, what: str = "data path") -> str:
     parts = rest.split("/")
     bucket = parts[0]
     if ("@" in bucket and scheme != "hf") or ":" in bucket:
-        raise NodegraphError(f"{what} '{clean(url)}' holds credentials or a port; they come "
+        shown = f"{scheme}://…@{bucket.rpartition('@')[2]}" if "@" in bucket else clean(url)
+        raise NodegraphError(f"{what} '{shown}' holds credentials or a port; they come "
                              "from the environment or the usual config files, never from a "
                              "graph")
-    if any(c in rest for c in "?#\x00\\") or any(p in ("", ".", "..") for p in parts):
-        raise NodegraphError(f"{what} '{clean(url)}' has an empty, '.' or '..' part, a query "
-                             "or a backslash; name the object plainly")
+    control = any(ord(c) < 32 or ord(c) == 127 for c in rest)
+    if control or any(c in rest for c in "?#\\") or any(p in ("", ".", "..") for p in parts):
+        raise NodegraphError(f"{what} '{clean(url)}' has an empty, '.' or '..' part, a query, "
+                             "a control character or a backslash; name the object plainly")
     return f"{scheme}://{rest}"
 
 
