@@ -94,10 +94,10 @@ def allowed_roots(args: argparse.Namespace) -> tuple[Path | str, ...] | str:
 
     if getattr(args, "trust", False):
         return confine.ANYWHERE
-    from nodegraph.kinds import remote
+    from nodegraph.kinds import urls  # not `remote`: that imports torch, and `diff` must not
 
     given = getattr(args, "data_root", None) or ()
-    return tuple(remote.normal(d, "--data-root") if remote.is_url(d)  # s3://bucket/prefix
+    return tuple(urls.normal(d, "--data-root") if urls.is_url(d)  # s3://bucket/prefix
                  else Path(d).expanduser().resolve() for d in given)
 
 
