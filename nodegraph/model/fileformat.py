@@ -415,11 +415,7 @@ def to_document(graph: Graph) -> dict:
     """The graph as a JSON-ready dict (version 1)."""
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": graph.name}
     if graph.groups:
-        doc["groups"] = {name: {**_body(d.body), "inputs": {p: [list(t) for t in ts]
-                                                             for p, ts in d.inputs.items()},
-                                "outputs": {p: list(r) for p, r in d.outputs.items()},
-                                **({"ui": dict(d.ui)} if d.ui else {})}
-                         for name, d in graph.groups.items()}
+        doc["groups"] = {name: group_entry(d) for name, d in graph.groups.items()}
     doc.update(_body(graph))
     # imported here: the allowlist needs torch, and reading a file (`nodegraph diff`) must not
     from nodegraph.model import allowlist
@@ -431,6 +427,22 @@ def to_document(graph: Graph) -> dict:
     doc["ui"] = dict(graph.ui)
     doc.update(graph.extra)
     return doc
+
+
+def group_entry(defn: GroupDef) -> dict[str, Any]:
+    """One group definition as the file's `groups` section holds it (and a clip does)."""
+    return {**_body(defn.body), "inputs": {p: [list(t) for t in ts]
+                                           for p, ts in defn.inputs.items()},
+            "outputs": {p: list(r) for p, r in defn.outputs.items()},
+            **({"ui": dict(defn.ui)} if defn.ui else {})}
+
+
+def read_groups(entries: dict, registry: Registry) -> dict[str, GroupDef]:
+    """Group definitions from `groups`-section entries, read (and checked) as a file's are;
+    what does not fit is left out, as the loader leaves it out."""
+    holder = Graph("groups", registry)
+    _read_groups(holder, entries, [])
+    return dict(holder.groups)
 
 
 def _body(graph: Graph) -> dict[str, Any]:

@@ -247,6 +247,10 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
 
     if name in graph.groups:
         raise GraphError(f"a group named '{name}' already exists")
+    strays = [n.id for n in graph.nodes.values() if n.type == PREFIX + name]
+    if strays:  # cards whose definition is missing would become instances of this one
+        raise GraphError(f"'{name}' is the group type of {', '.join(strays[:5])}, whose "
+                         "definition is missing; choose another name")
     if not GROUP_NAME.match(name):
         raise GraphError(f"'{name}' is not a valid group name (a letter, then letters, digits "
                          "and _)")

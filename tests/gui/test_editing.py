@@ -48,6 +48,53 @@ def test_copy_in_one_window_and_paste_in_another(make_window, xor_file):
     assert sorted(g.nodes) == ["act", "hidden", "out"]
 
 
+def test_a_pasted_group_brings_its_definition_and_never_takes_over_another(make_window,
+                                                                             xor_file):
+    """The random edit hunt's seed 1053: cards of `group.g1` pasted into a graph without
+    `g1` were left without a definition, a later Ctrl+G named `g1` adopted them, and undoing
+    that grouping raised ("group 'g1' is used by ...")."""
+    first = make_window(str(xor_file))
+    assert first.doc.group(["hidden", "act"], "g1") is not None
+    instance = next(n for n in first.doc.graph.nodes if first.doc.graph.nodes[n].type
+                    == "group.g1")
+    first.scene.select_nodes([instance])
+    assert first.edit_actions.copy()
+
+    second = make_window(str(xor_file))
+    g = second.doc.graph
+    (pasted,) = second.edit_actions.paste(QPointF(100, 100))
+    assert g.nodes[pasted].type == "group.g1" and "g1" in g.groups  # the definition came
+    assert second.scene.nodes[pasted].known
+    assert "group.g1" in second.palette.visible_ids()
+    again = second.edit_actions.paste()  # the same definition: used as it is
+    assert list(g.groups) == ["g1"] and g.nodes[again[0]].type == "group.g1"
+    second.undo()
+    second.undo()
+    assert "g1" not in g.groups and "group.g1" not in second.palette.visible_ids()
+
+    # another g1 in the target: the pasted one takes a fresh name, the graph's stays
+    assert second.doc.group(["out"], "g1") is not None
+    mine = g.groups["g1"]
+    (other,) = second.edit_actions.paste(QPointF(300, 100))
+    assert g.groups["g1"] is mine and g.nodes[other].type == "group.g_2"
+    assert sorted(g.groups["g_2"].body.nodes) == ["act", "hidden"]
+    second.undo()
+    assert sorted(g.groups) == ["g1"]
+    second.undo()  # the grouping, now with nothing else using g1
+    assert not g.groups
+
+
+def test_grouping_under_the_type_name_of_cards_without_a_definition_is_refused(xor_window):
+    from nodegraph.gui.document.document import EditRefused
+    from nodegraph.model.graph import Node
+
+    w = xor_window
+    w.doc.graph.add_node(Node("stray", "group.g1", {}), strict=False)
+    with pytest.raises(EditRefused, match="group type of stray"):
+        w.doc.group(["hidden"], "g1")
+    assert not w.doc.graph.groups and "hidden" in w.doc.graph.nodes
+
+
 def test_duplicate_and_select_all(xor_window):
     w = xor_window
     w.scene.select_nodes(["hidden"])

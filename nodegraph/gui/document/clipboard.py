@@ -2,9 +2,11 @@
 
 The clip is a small document in the graph file's own vocabulary: the copied nodes with
 their types, params and positions, and the wires among them with their reroute points
-(wires to nodes left behind are not copied). Pasting gives every node a fresh id where its
-old one is taken and shifts the positions (and the points), so pasting twice never stacks
-nodes on top of each other.
+(wires to nodes left behind are not copied), and the definitions of the groups they are
+instances of. Pasting gives every node a fresh id where its old one is taken and shifts the
+positions (and the points), so pasting twice never stacks nodes on top of each other; a
+group definition comes along unless the graph has the same one, and takes a fresh name when
+the graph has another of its name.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from typing import Any
 from nodegraph.gui.document import annotations as canvas_notes  # `annotations` is __future__'s
 from nodegraph.gui.document import reroute_points as reroute
 from nodegraph.gui.document.wiring import edges_among
+from nodegraph.model.fileformat import group_entry
 from nodegraph.model.graph import Edge, Graph, Node
+from nodegraph.model.groupdefs import GROUP_NAME, PREFIX
 
 FORMAT = "nodegraph-clip"  # the clip travels as text; this marks it as ours
 
@@ -41,7 +45,30 @@ def copy_nodes(graph: Graph, node_ids: Iterable[str], note_ids: Iterable[str] = 
            reroute.KEY: {k: points for k, points in bends.items() if points},
            canvas_notes.KEY: [copy.deepcopy(n) for n in canvas_notes.notes(graph.ui)
                              if n["id"] in wanted]}
+    used = _groups_used(graph, [graph.nodes[n].type for n in ids])
+    if used:
+        doc["groups"] = {name: group_entry(graph.groups[name]) for name in used}
     return json.dumps(doc, indent=1)
+
+
+def _groups_used(graph: Graph, types: Iterable[str]) -> list[str]:
+    """The groups these node types are instances of, with those their bodies use, nested
+    ones first (each definition's body finds its groups already there)."""
+    order: list[str] = []
+
+    def visit(type_: str) -> None:
+        name = type_[len(PREFIX):] if type_.startswith(PREFIX) else None
+        if name is None or name in order or name not in graph.groups:
+            return
+        order.append(name)  # marked before its body: a (refused) self-use cannot recurse
+        for inner in graph.groups[name].body.nodes.values():
+            visit(inner.type)
+        order.remove(name)
+        order.append(name)
+
+    for t in types:
+        visit(t)
+    return order
 
 
 @dataclass
@@ -53,6 +80,10 @@ class Paste:
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
     notes: list[dict[str, Any]] = field(default_factory=list)  # comments and backdrops
     reroutes: dict[str, list] = field(default_factory=dict)  # new wire key: its points
+    # group definitions the graph lacks, as file entries (nested ones first), and those it
+    # has the same of: both are read together, so a new body finds a kept group it uses
+    groups: dict[str, dict] = field(default_factory=dict)
+    kept_groups: dict[str, dict] = field(default_factory=dict)
 
 
 def parse(text: str) -> dict[str, Any] | None:
@@ -77,6 +108,7 @@ def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None
     With `at` the clip's top-left corner lands there; otherwise it moves by `offset`.
     """
     paste, renamed, taken = Paste(), {}, set(graph.nodes)
+    retyped = _plan_groups(graph, doc, paste)
     for old, entry in doc["nodes"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
             continue
@@ -84,7 +116,8 @@ def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None
         taken.add(new)
         renamed[old] = new
         extra = {k: v for k, v in entry.items() if k not in ("type", "params")}
-        paste.nodes.append(Node(new, entry["type"], dict(entry.get("params") or {}), extra))
+        paste.nodes.append(Node(new, retyped.get(entry["type"], entry["type"]),
+                                dict(entry.get("params") or {}), extra))
     for e in doc.get("edges", []):
         try:
             (s, sp), (d, dp) = e["from"], e["to"]
@@ -103,6 +136,43 @@ def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None
         taken_notes.append(placed["id"])
         paste.notes.append(placed)
     return paste
+
+
+def _plan_groups(graph: Graph, doc: dict[str, Any], paste: Paste) -> dict[str, str]:
+    """Which of the clip's group definitions to add (into `paste`), under which names;
+    returns the node types to change (`group.g1` -> `group.g1_2`). A definition the graph
+    has the same of is used as it is; one whose name the graph uses otherwise (another
+    definition, or cards of that type whose definition is missing) takes a fresh name, so
+    pasting never changes what the graph's own cards compute."""
+    entries = doc.get("groups")
+    if not isinstance(entries, dict):
+        return {}
+    clip = {n: e for n, e in entries.items() if isinstance(n, str) and GROUP_NAME.match(n)
+            and isinstance(e, dict)}
+    taken = set(graph.groups) | {n.type[len(PREFIX):] for n in graph.nodes.values()
+                                 if n.type.startswith(PREFIX)}
+    retyped: dict[str, str] = {}
+    for old, entry in clip.items():  # nested ones first: a body is retyped before it is kept
+        entry = _retyped(entry, retyped)
+        if old in graph.groups and group_entry(graph.groups[old]) == entry:
+            paste.kept_groups[old] = entry
+            continue
+        new = _fresh_id(old, taken)
+        taken.add(new)
+        if new != old:
+            retyped[PREFIX + old] = PREFIX + new
+        paste.groups[new] = entry
+    return retyped
+
+
+def _retyped(entry: dict, retyped: dict[str, str]) -> dict:
+    """`entry` with its body's instances of renamed groups renamed along."""
+    nodes = entry.get("nodes")
+    if not retyped or not isinstance(nodes, dict):
+        return entry
+    fixed = {n: ({**e, "type": retyped.get(e.get("type"), e.get("type"))}
+                 if isinstance(e, dict) else e) for n, e in nodes.items()}
+    return {**entry, "nodes": fixed}
 
 
 def _shift(positions: dict, renamed: dict[str, str], notes: list[dict], at, offset

@@ -314,6 +314,23 @@ class SetNotes(QUndoCommand):
         self.doc.put_notes(self.before, self.index)
 
 
+class DefineGroups(QUndoCommand):
+    """Add group definitions (a paste brings those its cards are instances of); undo
+    forgets them again, after the macro's later steps took their instances away."""
+
+    def __init__(self, doc: Document, defns: list[GroupDef]):
+        super().__init__(f"Add group(s) {', '.join(d.name for d in defns)}")
+        self.doc, self.defns = doc, list(defns)
+
+    def redo(self) -> None:
+        for defn in self.defns:  # nested ones first
+            self.doc.graph.define_group(defn)
+
+    def undo(self) -> None:
+        for defn in reversed(self.defns):
+            self.doc.graph.remove_group(defn.name)
+
+
 class MakeGroup(QUndoCommand):
     """Move nodes into a new group and put one instance in their place (`make_group`);
     undo removes the instance and the definition and puts the nodes, wires and ties back

@@ -23,7 +23,7 @@ from nodegraph.gui.document import commands as cmd
 from nodegraph.gui.document import reroute_points
 from nodegraph.gui.document.clipboard import Paste
 from nodegraph.gui.document.wiring import why_refused
-from nodegraph.model import groups
+from nodegraph.model import fileformat, groups
 from nodegraph.model.errors import GraphError, ParamError
 from nodegraph.model.graph import NODE_ID, Edge, Graph, Node
 
@@ -335,6 +335,11 @@ class Document(QObject):
         """Add pasted nodes and their wires as one step; returns the new ids."""
         commands: list[QUndoCommand] = [cmd.AddNode(self, n, paste.positions.get(n.id))
                                         for n in paste.nodes]
+        if paste.groups:  # first: each pasted instance finds its definition
+            read = fileformat.read_groups({**paste.kept_groups, **paste.groups},
+                                          self.graph.base_registry)
+            commands.insert(0, cmd.DefineGroups(self, [read[n] for n in paste.groups
+                                                       if n in read]))
         if paste.reroutes:  # before the wires: each wire finds its points when it is drawn
             table = self.graph.ui.get(reroute_points.KEY)
             table = {**(table if isinstance(table, dict) else {}), **paste.reroutes}

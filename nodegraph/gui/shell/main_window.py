@@ -525,6 +525,8 @@ class MainWindow(QMainWindow):
     def _on_graph_changed(self, event) -> None:
         if event.kind == "training_changed":
             self._show_training_settings()
+        elif event.kind in ("group_defined", "group_removed"):  # a paste, an undo, a redo
+            self.palette.set_registry(self.doc.graph.registry)
 
     def _show_training_settings(self) -> None:
         values = training_settings.resolve(self.doc.graph.training)[0]
