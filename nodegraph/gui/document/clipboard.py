@@ -116,8 +116,9 @@ def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None
         taken.add(new)
         renamed[old] = new
         extra = {k: v for k, v in entry.items() if k not in ("type", "params")}
-        paste.nodes.append(Node(new, retyped.get(entry["type"], entry["type"]),
-                                dict(entry.get("params") or {}), extra))
+        type_: str = entry["type"]
+        paste.nodes.append(Node(new, retyped.get(type_, type_), dict(entry.get("params") or {}),
+                                extra))
     for e in doc.get("edges", []):
         try:
             (s, sp), (d, dp) = e["from"], e["to"]
@@ -170,8 +171,8 @@ def _retyped(entry: dict, retyped: dict[str, str]) -> dict:
     nodes = entry.get("nodes")
     if not retyped or not isinstance(nodes, dict):
         return entry
-    fixed = {n: ({**e, "type": retyped.get(e.get("type"), e.get("type"))}
-                 if isinstance(e, dict) else e) for n, e in nodes.items()}
+    fixed = {n: ({**e, "type": retyped[e["type"]]} if isinstance(e, dict)
+                 and e.get("type") in retyped else e) for n, e in nodes.items()}
     return {**entry, "nodes": fixed}
 
 
