@@ -6,10 +6,28 @@ question asked is recorded), so no test ever blocks on a modal dialog.
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
+
+
+@pytest.fixture(autouse=True)
+def _windows_are_deleted_after_each_test():
+    """pytest-qt closes a test's windows and calls `deleteLater`, but with no event loop
+    running the deletion never comes: every window of a worker's earlier tests stayed
+    alive (a hundred top-level widgets each), so an app-wide restyle (a theme switch) or a
+    new window got slower with each test (a theme test took 200 s in CI). Deliver the
+    deferred deletions once the test's fixtures are torn down."""
+    yield
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    if QCoreApplication.instance() is not None:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        gc.collect()  # pyqtgraph's parentless menus live as long as their plot's wrapper
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 class ScriptedPrompts:
