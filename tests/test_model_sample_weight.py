@@ -227,6 +227,39 @@ def test_fit_on_keeps_the_weights_and_every_form_of_them_is_the_same():
         assert [h["train"] for h in got] == [h["train"] for h in want], type(form)
 
 
+@pytest.mark.parametrize("loss", ["mse", "ce"])
+def test_a_trained_model_fits_on_new_weighted_arrays_as_by_hand(loss):
+    x, y, _ = samples(loss, n=12)
+    x2, y2, w2 = samples(loss, n=8, seed=7)
+    m = nodegraph.fit(linear_graph(loss), x=x, y=y, epochs=1)  # unweighted first
+    state = m.weights()
+    lin = torch.nn.Linear(3, state["linear.weight"].shape[0])
+    with torch.no_grad():
+        lin.weight.copy_(state["linear.weight"])
+        lin.bias.copy_(state["linear.bias"])
+    want = by_hand(lin, loss, x2, y2, w2, epochs=2)  # plain SGD: no state to carry
+    m.fit(x2, y2, sample_weight=w2, epochs=2)
+    close(m.weights()["linear.weight"], lin.weight.detach())
+    assert [h["train"]["loss"] for h in m.history[1:]] == pytest.approx(want, rel=1e-6)
+    m.fit(x2, y2, epochs=1)  # new arrays without weights: unweighted again
+    assert m.fitted_sample_weights == {}
+
+
+def test_class_and_sample_weights_together_divide_by_the_batch_size():
+    """Keras' rule for both: each sample's loss times its class's weight times its own,
+    the sum over the batch's samples divided by their number (not by the total class
+    weight, as CrossEntropy's own mean with class weights alone divides)."""
+    x, y, w = samples("ce", n=12)
+    m = nodegraph.fit(linear_graph("ce", batch_size=0), x=x, y=y, epochs=1,
+                      class_weight={0: 0.5, 2: 3.0}, sample_weight=w)
+    lin = initial(linear_graph("ce", batch_size=0), x, y)  # the same seeded start
+    with torch.no_grad():
+        per = F.cross_entropy(lin(torch.as_tensor(x)), torch.as_tensor(y), reduction="none")
+    cw = torch.tensor([0.5, 1.0, 3.0])[torch.as_tensor(y)]
+    want = float((per * cw * torch.as_tensor(w)).mean())
+    assert m.history[0]["train"]["loss"] == pytest.approx(want, rel=1e-6)
+
+
 def test_refusals_name_the_argument():
     x, y, w = samples("mse", n=12)
 
@@ -299,3 +332,26 @@ def test_a_weighted_sum_is_weighed_part_by_part_and_a_sum_reduction_sums():
     assert train["total"] == pytest.approx(float(sse + 0.5 * mae), rel=1e-6)
     assert train["loss"] == pytest.approx(float(sse), rel=1e-6)
     assert train["mae"] == pytest.approx(float(mae), rel=1e-6)
+
+
+def test_a_divergence_batchmean_sums_each_sample_and_divides_by_the_batch():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(10, 3)).astype(np.float32)
+    p = rng.dirichlet(np.ones(3), 10).astype(np.float32)  # target distributions
+    w = rng.uniform(0, 2, 10).astype(np.float32)
+    g = linear_graph(batch_size=0)
+    g.set_param("data", "y_shape", [3])
+    g.set_param("linear", "out_features", 3)
+    g.remove("loss")
+    g.add("losses.KLDivergence", "loss")  # reduction batchmean
+    g.connect(("linear", "output"), ("loss", "input"))
+    g.connect(("data", "y"), ("loss", "target"))
+    g.connect(("loss", "loss"), ("opt", "loss"))
+    m = nodegraph.fit(g, x=x, y=p, sample_weight=w, epochs=1)
+    lin = initial(g, x, p)
+    with torch.no_grad():
+        log_q = lin(torch.as_tensor(x)).log_softmax(-1)
+        pt = torch.as_tensor(p)
+        per = (pt * (pt.log() - log_q)).sum(-1)  # one divergence per sample
+    want = float((per * torch.as_tensor(w)).sum() / 10)
+    assert m.history[0]["train"]["loss"] == pytest.approx(want, rel=1e-5)

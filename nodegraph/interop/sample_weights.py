@@ -47,7 +47,7 @@ from nodegraph.model.types import LOSS
 from nodegraph.runtime.compile import Compiled, Plan, Step
 
 PORT = "sample_weight"  # the dataset port holding the weights (no data block has one)
-SUMS = {"mean": "mean", "sum": "sum", "batchmean": "batchmean"}
+REDUCTIONS = ("mean", "sum", "batchmean")  # what a weighed loss reduces by, as its block
 
 
 def checked(value: Any, what: str, n: int) -> np.ndarray:
@@ -184,7 +184,7 @@ def weighed_losses(c: Compiled, data_node: str) -> dict[str, str]:
 
     for node in c.loss_keys:
         how = reduction_of(node)
-        if node in reached and how in SUMS:
+        if node in reached and how in REDUCTIONS:
             out[node] = how
 
     def need(node: str, optimizer: str) -> None:
@@ -251,12 +251,12 @@ class Weighing:
         data_node = holder(c.datasets)
         if data_node is None or self.compiled is not None:
             return
-        swapped = {}
+        swapped: dict[str, tuple[Step, Step]] = {}
         for node, how in weighed_losses(c, data_node).items():
             old = c.module._steps[node]
             if isinstance(old[1], Weighed):
                 continue
-            module = Weighed(node, old[1], _per_sample(c, node), how)
+            module: nn.Module = Weighed(node, old[1], _per_sample(c, node), how)
             swapped[node] = (old, (node, module, (*old[2], (data_node, PORT)), old[3]))
         self.compiled, self.swapped = c, swapped
         _swap(c, {node: new for node, (_, new) in swapped.items()})
