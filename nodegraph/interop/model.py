@@ -2,6 +2,7 @@
 
     m = nodegraph.fit(g, epochs=20)          # compile and train; a Model
     m = nodegraph.fit(g, x=X, y=Y, validation_data=(Xv, Yv), epochs=20)  # on your arrays
+    m = nodegraph.fit(g, x=X, y=Y, sample_weight=w, epochs=20)  # each sample's loss times w
     m.evaluate(x=Xv, y=Yv)                   # losses and metrics over your arrays
     m.fit(epochs=5)                          # five more: every state kept, as one longer run
     y = m.predict("test")                    # the prediction heads over a whole split
@@ -388,7 +389,7 @@ class Model:
 def fit(graph: Graph, x: Any = None, y: Any = None, **options: Any) -> Model:
     """Compile and train `graph`, and return the trained `Model` (continue it with
     `model.fit(epochs=N)`). `x`, `y` and `options` are `Model.fit`'s: your own arrays,
-    epochs, batch_size, validation_data, class_weight, metrics, callbacks, and
+    epochs, batch_size, validation_data, class_weight, sample_weight, metrics, callbacks, and
     `nodegraph.train`'s options."""
     graph = arguments.need_graph("fit", graph)
     model = Model(graph)

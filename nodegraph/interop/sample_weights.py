@@ -199,7 +199,7 @@ def weighed_losses(c: Compiled, data_node: str) -> dict[str, str]:
         why = (f"its reduction is '{how}'" if how is not None else
                "it has no per-sample ('none') reduction")
         raise NodegraphError(
-            f"fit(sample_weight=...): optimizer '{optimizer}' minimises '{node}' "
+            f"sample_weight: optimizer '{optimizer}' minimises '{node}' "
             f"({spec.id}), which cannot weigh its samples: {why}. Weigh samples with a loss "
             "that has a reduction param (mean, sum or batchmean), e.g. losses.MSE with "
             "reduction = sum for losses.SSE, wired straight (or through losses.WeightedSum) "
@@ -208,7 +208,7 @@ def weighed_losses(c: Compiled, data_node: str) -> dict[str, str]:
     for o in c.optimizers:
         need(o.loss_key[0], o.node)
     if not out:
-        raise NodegraphError("fit(sample_weight=...): no loss of the graph reads the "
+        raise NodegraphError("sample_weight: no loss of the graph reads the "
                              f"samples of '{data_node}' per sample; nothing to weigh")
     return out
 
