@@ -2,6 +2,7 @@
 
     m = nodegraph.fit(g, epochs=20)          # compile and train; a Model
     m = nodegraph.fit(g, x=X, y=Y, validation_data=(Xv, Yv), epochs=20)  # on your arrays
+    m = nodegraph.fit(g, x=X, y=Y, sample_weight=w, epochs=20)  # each sample's loss times w
     m.evaluate(x=Xv, y=Yv)                   # losses and metrics over your arrays
     m.fit(epochs=5)                          # five more: every state kept, as one longer run
     y = m.predict("test")                    # the prediction heads over a whole split
@@ -36,7 +37,7 @@ from typing import Any
 
 import torch
 
-from nodegraph.interop import arguments, arrays, modelfile, predict
+from nodegraph.interop import arguments, arrays, modelfile, predict, sample_weights
 from nodegraph.interop.class_weights import weigh_classes
 from nodegraph.kinds import given
 from nodegraph.kinds.dataset import Dataset
@@ -80,6 +81,8 @@ class Model:
         # every generator the run draws from, as its last fit left them (`runtime.generators`)
         self.generators: dict[str, torch.Tensor] = {}
         self.callback_states: dict[str, dict[str, Any]] = {}  # the callbacks' state_dicts
+        # the last fit's sample weights, by data node and split (`sample_weights.taken`)
+        self.fitted_sample_weights: sample_weights.Held = {}
         self.result: RunResult | None = None  # the last fit's
 
     # -- training ------------------------------------------------------------------------
@@ -110,6 +113,15 @@ class Model:
         data block's; `class_weight` ({class: weight} or "balanced", from the training
         targets) sets the classification loss's `weight`; `metrics` names metric blocks
         to wire (the first fit only). `fit(5)` is `fit(epochs=5)`.
+        `sample_weight` (with `x`: one number >= 0 per sample, a 1-D array, tensor, list
+        or Series) multiplies each sample's loss, and a batch's loss is Keras' weighted
+        sum over the batch size, mean(loss_i * w_i), not sum(loss_i * w_i) / sum(w_i):
+        Keras' numbers, and one sample's pull independent of its batch-mates' weights
+        (`nodegraph.interop.sample_weights` says why and how). The weights go with their
+        samples through the block's split (its validation rows, weighed there too),
+        shuffling and batching; `validation_data=(x_val, y_val, w_val)` weighs the
+        validation data. Metric blocks are not weighed (Keras weighs only its
+        `weighted_metrics`). A later `fit(epochs=k)` on the same data keeps the weights.
         `options` are `nodegraph.train`'s: progress, events, control, checkpoint_dir,
         log_dir, mlflow, threads, seed and device (the last two the first time only)."""
         if isinstance(x, int) and not isinstance(x, bool) and y is None and epochs is None:
@@ -118,9 +130,9 @@ class Model:
         callbacks = arguments.need_callbacks("fit", callbacks)
         epochs = arguments.need_int("fit", "epochs", epochs)
         batch_size = arguments.need_int("fit", "batch_size", batch_size, least=1)
-        if sample_weight is not None:
-            raise NodegraphError("fit(sample_weight=...) is not supported yet: weigh classes "
-                                 "with class_weight=, or a loss's weight param")
+        if sample_weight is not None and x is None:
+            raise NodegraphError("fit(sample_weight=...) weighs your own samples: give x= and "
+                                 "y= too (one weight per sample of x)")
         if self.compiled is not None and ({"seed", "device"} & set(options)):
             raise NodegraphError("seed and device are chosen by the first fit; this model "
                                  "is already compiled (build a new one with nodegraph.fit)")
@@ -135,16 +147,35 @@ class Model:
                                  "give x= and y= too")
         if self.compiled is None:
             self._first_fit_graph(batch_size, metrics)
-        handed = self._handed(x, y, validation_data)
+        handed = self._handed(x, y, validation_data, sample_weight)
         if class_weight is not None:
             weigh_classes(self.graph, class_weight, handed)
         carry = _Carry(self)
-        with given.given(handed if self.compiled is None else {}):
-            if self.compiled is not None:
-                self._swap_in(handed, batch_size)
-            result = train(self.graph, epochs=epochs,
-                           callbacks=[carry, *callbacks, carry.keeper()],
-                           compiled=self.compiled, **options)
+        # the loss nodes weigh the samples while this fit runs (the first fit compiles
+        # inside train: its compiled graph comes through `prepare`)
+        weighing, asked = sample_weights.Weighing(), options.pop("prepare", None)
+
+        def prepare(c: Compiled) -> None:
+            if asked is not None:
+                asked(c)
+            weighing(c)
+
+        ran: Compiled | None = None
+        try:
+            with given.given(handed if self.compiled is None else {}):
+                if self.compiled is not None:
+                    self._swap_in(handed, batch_size)
+                    if not handed:  # on the same data: with the weights it had
+                        sample_weights.put_back(self.compiled.datasets, self.fitted_sample_weights)
+                result = train(self.graph, epochs=epochs,
+                               callbacks=[carry, *callbacks, carry.keeper()],
+                               compiled=self.compiled, prepare=prepare, **options)
+                ran = result.compiled
+        finally:
+            weighing.undo()
+            ran = ran or self.compiled
+            if ran is not None:  # kept beside the data, out of what predict and export see
+                self.fitted_sample_weights = sample_weights.taken(ran.datasets)
         self.compiled, self.result = result.compiled, result
         self.history = list(result.history)
         self.final, self.cancelled = result.final, result.cancelled
@@ -168,24 +199,31 @@ class Model:
             wiring = importlib.import_module("nodegraph.interop.metric_wiring")
             self.graph = wiring.wire_metrics(self.graph, list(metrics))
 
-    def _handed(self, x: Any, y: Any, validation_data: Any) -> dict[str, Dataset]:
-        """The datasets of the caller's arrays, by data node (none when x is None)."""
+    def _handed(self, x: Any, y: Any, validation_data: Any,
+                sample_weight: Any = None) -> dict[str, Dataset]:
+        """The datasets of the caller's arrays, by data node (none when x is None), with
+        the sample weights as one more port (`sample_weights.PORT`) of the weighed one."""
         if x is None:
             if y is not None:
                 raise NodegraphError("fit(y=...) goes with x=: give the inputs too")
             return {}
         blocks = arrays.data_blocks(self.graph)
         train_arrays = arrays.by_block(self.graph, blocks, x, y, "fit")
-        val = None
+        val, val_weight = None, None
         if validation_data is not None:
-            if not isinstance(validation_data, tuple | list) or len(validation_data) != 2:
+            if not isinstance(validation_data, tuple | list) or \
+                    len(validation_data) not in (2, 3):
                 if not _torch_data(validation_data):
-                    raise NodegraphError("fit(validation_data=...) takes (x_val, y_val), or a "
-                                         "torch Dataset/DataLoader (got "
+                    raise NodegraphError("fit(validation_data=...) takes (x_val, y_val), "
+                                         "(x_val, y_val, sample_weight_val), or a torch "
+                                         "Dataset/DataLoader (got "
                                          f"{arguments.shown(validation_data)})")
                 validation_data = (validation_data, None)
-            x_val, y_val = validation_data
+            x_val, y_val, *rest = validation_data
+            val_weight = rest[0] if rest else None
             val = arrays.by_block(self.graph, blocks, x_val, y_val, "fit validation_data")
+        if sample_weight is not None or val_weight is not None:
+            sample_weights.attach(train_arrays, val, sample_weight, val_weight)
         stats = None if self.compiled is None else _stats(self.compiled)
         return arrays.datasets(blocks, train_arrays, val, stats)
 
@@ -234,23 +272,31 @@ class Model:
         takes: input columns in order, text as category codes (`predict.table_rows`)."""
         return predict.table_rows(self._ready(), rows, port)
 
-    def evaluate(self, split: str = "test", *, x: Any = None, y: Any = None) -> dict[str, Any]:
+    def evaluate(self, split: str = "test", *, x: Any = None, y: Any = None,
+                 sample_weight: Any = None) -> dict[str, Any]:
         """Mean losses and metric values over `split`, in eval mode, or over your own
         data `x` and `y` (as `fit` takes them, scaled with the model's statistics);
-        streamed data is read without random augmentation, the training split too."""
+        streamed data is read without random augmentation, the training split too.
+        `sample_weight` weighs the losses over `x` as `fit` does; a split of data a fit
+        was given weights for is weighed by them."""
         c = self._ready()
+        if sample_weight is not None and x is None:
+            raise NodegraphError("evaluate(sample_weight=...) weighs your own samples: give "
+                                 "x= and y= too")
         if x is not None or y is not None:
             if x is None or (y is None and not _torch_data(x)):
                 raise NodegraphError("evaluate(x=..., y=...): give the inputs and their "
                                      "targets")
             blocks = arrays.data_blocks(self.graph)
-            handed = arrays.datasets(blocks, arrays.by_block(self.graph, blocks, x, y,
-                                                             "evaluate"),
-                                     stats=_stats(c), split="test")
+            given_arrays = arrays.by_block(self.graph, blocks, x, y, "evaluate")
+            if sample_weight is not None:
+                sample_weights.attach(given_arrays, None, sample_weight, None, "evaluate")
+            handed = arrays.datasets(blocks, given_arrays, stats=_stats(c), split="test")
             kept = {node: c.datasets[node] for node in handed}
             try:
                 self._swap_in(handed, None)
-                return self._evaluate(c, "test")
+                with sample_weights.weighing(c):
+                    return self._evaluate(c, "test")
             finally:
                 c.datasets.update(kept)
         if not isinstance(split, str):
@@ -260,7 +306,12 @@ class Model:
             raise NodegraphError(f"split '{split}': use one of {', '.join(predict.SPLITS)}")
         if not any(ds.has(split) for ds in c.datasets.values()):
             raise NodegraphError(f"the graph's data has no '{split}' split")
-        return self._evaluate(c, split)
+        sample_weights.put_back(c.datasets, self.fitted_sample_weights)  # the fit's, where it had
+        try:
+            with sample_weights.weighing(c):
+                return self._evaluate(c, split)
+        finally:
+            sample_weights.taken(c.datasets)
 
     def _evaluate(self, c: Compiled, split: str) -> dict[str, Any]:
         # streamed data without random augmentation (the training split read as val is)
@@ -338,7 +389,7 @@ class Model:
 def fit(graph: Graph, x: Any = None, y: Any = None, **options: Any) -> Model:
     """Compile and train `graph`, and return the trained `Model` (continue it with
     `model.fit(epochs=N)`). `x`, `y` and `options` are `Model.fit`'s: your own arrays,
-    epochs, batch_size, validation_data, class_weight, metrics, callbacks, and
+    epochs, batch_size, validation_data, class_weight, sample_weight, metrics, callbacks, and
     `nodegraph.train`'s options."""
     graph = arguments.need_graph("fit", graph)
     model = Model(graph)
