@@ -148,6 +148,30 @@ def test_a_graph_declaring_its_inputs_by_shape_validates_fits_saves_and_loads(tm
         nodegraph.fit(inputs_graph(), x=x, y=y + 0.5, epochs=1)
 
 
+@pytest.mark.parametrize("weighed", [False, True])
+def test_a_model_fitted_on_arrays_exports_to_python_and_onnx(tmp_path, weighed):
+    """The exporters compile the graph again: on the model's own data, not the block's (a
+    data.Arrays block has none, and export failed), scaled as fitted."""
+    from tests.test_preprocess import exported_class, onnx_session
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(5.0, 3.0, size=(64, 3)).astype(np.float32)  # far from z-scored
+    y = rng.integers(0, 4, 64)
+    weights = rng.uniform(0.5, 2.0, 64) if weighed else None
+    m = nodegraph.fit(inputs_graph(), x=x, y=y, epochs=2, sample_weight=weights)
+    want = m.predict(x[:9])
+    m.export("onnx", tmp_path / "m.onnx")
+    got = onnx_session(tmp_path / "m.onnx").run(None, {"x": x[:9]})[0]
+    assert np.abs(got - want.numpy()).max() < 1e-5
+    result = m.export("python", tmp_path / "arrays_model.py")
+    assert result.trains and result.npz is not None
+    with torch.no_grad():
+        torch.testing.assert_close(exported_class(tmp_path / "arrays_model.py")(
+            torch.from_numpy(x[:9])), want, atol=1e-5, rtol=1e-5)
+    saved = np.load(result.npz)
+    assert sorted(saved.files) and not any("sample_weight" in f for f in saved.files)
+
+
 def test_the_same_graph_file_still_runs_on_its_own_data_from_the_cli(tmp_path):
     x, y = arrays()
     g = npy_graph(tmp_path, x, y)

@@ -339,18 +339,21 @@ class Model:
         if to == "weights":
             checkpoint.save_weights(path, self.weights())
             return path
-        if to == "python":
-            from nodegraph.interop.export.python import to_python
+        # the exporters compile the graph again: on the data this model holds (a
+        # data.Arrays block has none of its own; its scaling statistics are the fitted ones)
+        with given.given(c.datasets):
+            if to == "python":
+                from nodegraph.interop.export.python import to_python
 
-            result = to_python(self.graph, path, kwargs.get("source_name"))
-            checkpoint.save_weights(path.with_name(path.stem + ".weights.safetensors"),
-                                    c.module.block_state())
-            return result
-        if to == "onnx":
-            from nodegraph.interop.export.onnx import to_onnx
+                result = to_python(self.graph, path, kwargs.get("source_name"))
+                checkpoint.save_weights(path.with_name(path.stem + ".weights.safetensors"),
+                                        c.module.block_state())
+                return result
+            if to == "onnx":
+                from nodegraph.interop.export.onnx import to_onnx
 
-            return to_onnx(self.graph, path, kwargs.get("outputs"), self.weights(),
-                           preprocess=kwargs.get("preprocess", True))
+                return to_onnx(self.graph, path, kwargs.get("outputs"), self.weights(),
+                               preprocess=kwargs.get("preprocess", True))
         raise NodegraphError(f"export to {to!r}: use one of {', '.join(EXPORTS)}")
 
     def summary(self):
