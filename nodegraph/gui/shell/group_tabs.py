@@ -121,7 +121,8 @@ def body_report(report: Report, prefix: str) -> Report:
             out.outputs[(inner, port)] = tensor
     flat = report.flat  # a group instance inside this body: its outputs are its inner nodes'
     for (node, port) in flat.outputs if flat is not None else ():
-        inner, source = node[len(prefix):], groups._resolve_out(flat, (node, port))
+        inner = node[len(prefix):]
+        source = groups._resolve_out(flat, (node, port)) if flat is not None else None
         if node.startswith(prefix) and groups.SEP not in inner and source in report.outputs:
             out.outputs[(inner, port)] = report.outputs[source]
     instance = prefix[:-len(groups.SEP)].split(groups.SEP)[-1]
