@@ -11,7 +11,7 @@ import re
 
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLineEdit
 
 from nodegraph.gui.panels.log_view import LogView
 from tests.gui.test_shortcuts_always import _start
@@ -36,6 +36,9 @@ def test_every_epoch_of_a_seven_epoch_run_is_in_the_log_panel(xor_window, qtbot,
     w.docks["log"].raise_()
     train_by_hand(qtbot, w, 7)  # typed into the Epochs box, Train clicked
     qtbot.waitUntil(lambda: not w.log._pending, timeout=10_000)  # shown (at most 0.2 s late)
+    # and the box gave the keys back (#36: it kept focus with its text selected after a run)
+    line = w.epochs.findChild(QLineEdit)
+    assert QApplication.focusWidget() is w.view and not line.hasSelectedText()
     w.grab().save(str(tmp_path / "after_run.png"))
     epochs = [int(m.group(1)) for line in w.log.lines if (m := re.match(r"epoch (\d+)/7:", line))]
     assert epochs == [1, 2, 3, 4, 5, 6, 7]
