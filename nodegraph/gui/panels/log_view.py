@@ -1,7 +1,9 @@
 """The run log: one timestamped line per message, coloured by level.
 
 Lines reach the widget together, at most five times a second, so it repaints once for them:
-a fast run logs a dozen lines a second, and training waits while the GUI thread paints.
+a fast run logs a dozen lines a second, and training waits while the GUI thread paints. The
+window flushes a run's last lines when the run finishes, so the panel is whole the moment the
+status bar says so.
 
 The view keeps the newest line in sight unless the reader scrolled up. Whether it follows is
 decided when the reader scrolls, not from where the scroll bar stands when lines arrive: the
