@@ -2,8 +2,9 @@
 
 The animation, the step-through and the timeline all paint through these items, so none of
 them touches the wires and cards themselves. A `WireOverlay` is a coloured stroke over one
-wire (above the wire, below the cards; it leaves a gap where the wire's shape label is, so
-the wave never covers the shape) with an optional pulse dot travelling along it; a
+wire (above the wire, below the cards; it leaves a gap wherever a shape label lies on its
+way, its own wire's or one of another wire that it crosses, so neither the wave nor the last
+wave a finished run leaves painted covers a shape) with an optional pulse dot along it; a
 `WireLabel` is a small box of numbers beside the wire's middle, drawn above the cards so a
 long label is never hidden; a `NodeMark` is a child of a card (so it moves with it) that
 draws a highlight ring and a row of badges under the card.
@@ -66,14 +67,26 @@ class WireOverlay(QGraphicsItem):
         at = self.wire.path().pointAtPercent(min(1.0, max(0.0, pulse)))
         self.dot.setPos(at)
         r = self.dot.radius + 2
-        # it passes under the shape label: hidden there, as the stroke is
-        self.dot.setVisible(not self._label_gap().intersects(QRectF(at.x() - r, at.y() - r,
-                                                                    2 * r, 2 * r)))
+        spot = QRectF(at.x() - r, at.y() - r, 2 * r, 2 * r)
+        # it passes under a shape label: hidden there, as the stroke is
+        self.dot.setVisible(not any(gap.intersects(spot) for gap in self._label_gaps()))
 
-    def _label_gap(self) -> QRectF:
-        """The wire's shape label with a margin: the stroke and the dot stay out of it."""
-        rect = self.wire.shown_label_rect()
-        return rect.adjusted(-2, -2, 2, 2) if not rect.isEmpty() else QRectF()
+    def _label_gaps(self) -> list[QRectF]:
+        """The shape labels the stroke passes over, with a margin: the stroke and the dot stay
+        out of them. Its own wire's label, and any other wire's it crosses (a fan-out's
+        sibling runs through the label shown once for both; a wire passes over a port's
+        tag): those labels are drawn by wires, under this stroke."""
+        gaps = []
+        own = self.wire.shown_label_rect()
+        if not own.isEmpty():
+            gaps.append(own)
+        labels = getattr(self.wire.scene(), "label_index", None)
+        if labels is not None:
+            b = self._bounds
+            gaps += [QRectF(QPointF(r[0], r[1]), QPointF(r[2], r[3]))
+                     for r in labels.near(b.left(), b.top(), b.right(), b.bottom(),
+                                          but=self.wire)]
+        return [g.adjusted(-2, -2, 2, 2) for g in gaps]
 
     def refresh(self) -> None:
         """Re-read the wire's path (the cards may have moved) and repaint."""
@@ -89,17 +102,19 @@ class WireOverlay(QGraphicsItem):
         if self.color is None:
             return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        gap = self._label_gap()
         scene = self.wire.scene()
         shown_from = scene.label_lod if hasattr(scene, "label_lod") else LABEL_LOD
-        clip = not gap.isEmpty() and detail(option, painter) >= shown_from  # label drawn
+        gaps = self._label_gaps() if detail(option, painter) >= shown_from else []  # drawn
+        clip = bool(gaps)
         if clip:  # the view does not save the painter's state between items: this does
             painter.save()
             keep = QPainterPath()
             keep.addRect(self._bounds)
-            hole = QPainterPath()
-            hole.addRect(gap)
-            painter.setClipPath(keep.subtracted(hole), Qt.ClipOperation.IntersectClip)
+            holes = QPainterPath()
+            holes.setFillRule(Qt.FillRule.WindingFill)  # overlapping labels: one hole
+            for gap in gaps:
+                holes.addRect(gap)
+            painter.setClipPath(keep.subtracted(holes), Qt.ClipOperation.IntersectClip)
         pen = QPen(self.color, self.width)
         pen.setCapStyle(Qt.PenCapStyle.RoundCap)
         painter.setPen(pen)

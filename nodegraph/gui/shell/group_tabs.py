@@ -119,6 +119,12 @@ def body_report(report: Report, prefix: str) -> Report:
         inner = node[len(prefix):]
         if node.startswith(prefix) and groups.SEP not in inner:
             out.outputs[(inner, port)] = tensor
+    flat = report.flat  # a group instance inside this body: its outputs are its inner nodes'
+    for (node, port) in flat.outputs if flat is not None else ():
+        inner = node[len(prefix):]
+        source = groups._resolve_out(flat, (node, port)) if flat is not None else None
+        if node.startswith(prefix) and groups.SEP not in inner and source in report.outputs:
+            out.outputs[(inner, port)] = report.outputs[source]
     instance = prefix[:-len(groups.SEP)].split(groups.SEP)[-1]
     inside = re.compile(r"^inside, at '([^'/]+)': (.*)$", re.S)
     for p in report.problems:
@@ -360,7 +366,7 @@ class GroupTabs(QTabWidget):
 
     def _fed_shape(self, canvas: GroupCanvas, node: str, port: str) -> str | None:
         """What a group input brings to an inner port (`x ← input (N, 4)`), read where the
-        instance is wired in the graph (an instance nested deeper: the port's name only)."""
+        instance is wired in the graph (an instance nested deeper: in the flat graph)."""
         defn = canvas.doc.defn
         outer = next((p for p, refs in defn.inputs.items() if (node, port) in
                       [tuple(r) for r in refs]), None)
@@ -369,6 +375,10 @@ class GroupTabs(QTabWidget):
         report = self.window_.validator.report
         instance = (canvas.prefix or "")[:-len(groups.SEP)]
         graph = self.window_.doc.graph
+        if report is not None and report.flat is not None and groups.SEP in instance:
+            fed = report.flat.graph.source_of(f"{canvas.prefix}{node}", port)  # nested: flat
+            shape = report.shape_text(*fed.source) if fed is not None else "not connected"
+            return f"← group input {outer} {shape}"
         if report is None or groups.SEP in instance or instance not in graph.nodes:
             return f"← group input {outer}"
         source = graph.source_of(instance, outer)

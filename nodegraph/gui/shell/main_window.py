@@ -655,6 +655,7 @@ class MainWindow(QMainWindow):
         elif isinstance(event, RunFinished):
             final = " | ".join(f"{split} {_numbers(v)}" for split, v in event.final.items())
             self.log.log(self.run_status.text + (f" — {final}" if final else ""))
+            self.log.flush()  # a run's last lines show when the status bar says it finished
 
     def _on_run_failed(self, message: str, node) -> None:
         self.log.log(message, "error")
