@@ -62,3 +62,24 @@ def test_a_nested_instance_shows_its_shapes_in_the_inspector_and_on_its_wires(
     assert ports.startswith("in: input ← group input input (N, 2)"), ports
     assert "out: output (N, 4)" in ports and "?" not in ports, ports
     w.grab().save(str(tmp_path / "layer_tab.png"))
+
+
+def test_opening_another_instance_of_an_open_body_shows_that_instances_shapes(xor_window,
+                                                                            qtbot):
+    """One tab a body: double-clicking a second instance reused the tab of the first and
+    kept showing the first one's shapes."""
+    w = xor_window
+    _start(w, qtbot)
+    _group(qtbot, w, ["act"], "squash")  # Tanh on hidden's (N, 4)
+    second = w.doc.add_block("group.squash", (0, 300), connect_from=("data", "x"),
+                             port="input")  # the same body on (N, 2)
+    assert second == "squash_2"
+    assert w.validator.validate_now().ok
+    _double_click(qtbot, w.view, w.scene.nodes["squash"])
+    body = w.group_tabs.current_canvas()
+    assert _pick(qtbot, w, body, "act").endswith("out: output (N, 4)")
+    w.group_tabs.setCurrentIndex(0)
+    _double_click(qtbot, w.view, w.scene.nodes["squash_2"])
+    assert w.group_tabs.current_canvas() is body and body.prefix == "squash_2__"
+    ports = _pick(qtbot, w, body, "act")
+    assert ports.endswith("out: output (N, 2)"), ports

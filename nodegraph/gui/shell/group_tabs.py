@@ -273,7 +273,12 @@ class GroupTabs(QTabWidget):
     def open_group(self, name: str, trail: list[str] | None = None,
                    prefix: str | None = None) -> GroupCanvas:
         for i, c in enumerate(self.canvases):
-            if c.name == name:
+            if c.name == name:  # one tab a body; it shows the instance opened last
+                if prefix is not None and prefix != c.prefix:
+                    c.prefix, c.trail = prefix, trail or c.trail
+                    self.setTabText(i + 1, c.title)
+                    if self.window_.validator.report is not None:
+                        self._paint(c, self.window_.validator.report)
                 self.setCurrentIndex(i + 1)
                 return c
         if prefix is None:  # shapes from the graph's first instance of the group
