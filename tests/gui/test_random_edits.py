@@ -43,11 +43,6 @@ BATCHES = int(os.environ.get("NODEGRAPH_RANDOM_EDIT_BATCHES", "6"))
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "known, found by this hunt after the issue #33-#37 merge, not yet fixed (issue #36): "
-    "the editor crashes (signal 11) at cnn_digits seed 1012 and xor seed 1043; undoing a "
-    "group whose definition a pasted group uses raises in undo (\"group 'g2' is used by "
-    "g2\", seed 1053). Run it to hunt; each failure names its seed"))
 @pytest.mark.parametrize("batch", range(BATCHES))
 def test_random_edits_in_batches(batch):
     """Batches of 10 seeded sequences of 30 steps, each batch in a fresh process (20
