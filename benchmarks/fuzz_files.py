@@ -797,8 +797,11 @@ def prepare(samples: Path, scratch: Path, surface: str, seed: int, index: int,
 
 
 def remove(folder: Path) -> None:
-    if folder.is_symlink() or folder.is_file():
+    """Remove a case's folder or one entry: anything not a real directory (a FIFO, a link,
+    a file) is unlinked, never opened (`rmtree` opens its top path: a FIFO blocked it)."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         folder.unlink()
+        return
     shutil.rmtree(folder, ignore_errors=True)
 
 
