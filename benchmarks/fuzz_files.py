@@ -382,7 +382,10 @@ def json_member(text: str, rng: random.Random) -> tuple[str, str]:
         return new, what
     how = rng.choice([m.drop_key, m.wrong_type, m.swap_values, m.change_number,
                       m.change_string, m.change_list])
-    doc, what = how(doc, rng, False)
+    try:
+        doc, what = how(doc, rng, False)
+    except IndexError:  # nothing it can act on (an earlier mutation left `{}` or a scalar):
+        return m.literal(text, rng, False)  # the fuzzer's worker died on it, counted a crash
     return json.dumps(doc, allow_nan=True), what
 
 
