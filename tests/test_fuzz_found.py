@@ -56,3 +56,13 @@ def test_the_fuzzers_remove_unlinks_a_fifo_without_opening_it(tmp_path):
     if done.is_alive():  # blocked opening it: give it a writer, so the thread ends
         os.close(os.open(fifo, os.O_RDWR | os.O_NONBLOCK))
     assert not done.is_alive() and not os.path.lexists(fifo)
+
+
+def test_a_json_mutation_with_nothing_to_act_on_does_not_kill_the_fuzzers_worker():
+    """ngz seed 9409: a member an earlier mutation left `{}` made `drop_key` raise
+    IndexError in the worker, which died and was counted an ngz crash."""
+    import random
+
+    for i in range(40):
+        text, what = fuzz_files.json_member("{}", random.Random(i))
+        assert isinstance(text, str) and what
