@@ -17,6 +17,7 @@ read a file through an outward link without complaint is an *escape*.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -382,7 +383,10 @@ def json_member(text: str, rng: random.Random) -> tuple[str, str]:
         return new, what
     how = rng.choice([m.drop_key, m.wrong_type, m.swap_values, m.change_number,
                       m.change_string, m.change_list])
-    doc, what = how(doc, rng, False)
+    try:
+        doc, what = how(doc, rng, False)
+    except IndexError:  # nothing it can act on (an earlier mutation left `{}` or a scalar):
+        return m.literal(text, rng, False)  # the fuzzer's worker died on it, counted a crash
     return json.dumps(doc, allow_nan=True), what
 
 
@@ -746,7 +750,10 @@ def _images_case(case: Case, rng: random.Random) -> list[str]:
         if roll < 0.4 and image is not None:
             done.append(rng.choice(BYTES)(case, rng, image))
         elif roll < 0.5 and image is not None:
-            shutil.copy(case.samples / "bombs" / "bomb.png", image.with_suffix(".png"))
+            dest = image.with_suffix(".png")
+            if dest.is_symlink():  # an earlier outward link: copying through it wrote the
+                dest.unlink()  # bomb over the outside sample (an "escape" of the fuzzer's)
+            shutil.copy(case.samples / "bombs" / "bomb.png", dest)
             if image.suffix != ".png":
                 image.unlink()
             done.append(f"{case.rel(image)} -> a {BOMB_SIDE}x{BOMB_SIDE} PNG bomb")
@@ -797,8 +804,11 @@ def prepare(samples: Path, scratch: Path, surface: str, seed: int, index: int,
 
 
 def remove(folder: Path) -> None:
-    if folder.is_symlink() or folder.is_file():
+    """Remove a case's folder or one entry: anything not a real directory (a FIFO, a link,
+    a file) is unlinked, never opened (`rmtree` opens its top path: a FIFO blocked it)."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         folder.unlink()
+        return
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -834,6 +844,12 @@ def open_case(case: Case, surface: str) -> list[tuple[str, str]]:
     try:
         with files_relative_to(case.folder):
             data = spec.build(params)
+            if getattr(data, "options", None) is not None and data.options.workers is None:
+                # one loader process a split, as a fuzz worker has one core: by default a
+                # split of 256+ samples starts min(8, cores - 1) per split, each through
+                # the worker's fork server (the tokenizer sample's 283 contexts: 16 starts
+                # a case, past the 5 s limit on 16 cores; issue #33, fuzz33's report)
+                data.options = dataclasses.replace(data.options, workers=1)
             for split in ("train", "val", "test"):
                 if data.has(split):
                     data.tensors(split)

@@ -9,7 +9,10 @@ a file of the sample (what the fuzzer counts as a refusal, not a crash).
 Seed 9409 (2,000 cases a surface on 16 cores, then replayed here): an image folder whose
 validation split had no readable image (IndexError in `tensors`), a CSV header that is not
 UTF-8 (pyarrow's UnicodeDecodeError, no file named), a WebDataset class label past 64 bits
-(torch's "Overflow when unpacking long long").
+(torch's "Overflow when unpacking long long"). Replayed on 2 cores: a column of the wrong
+type in a table folder ('.') refused without naming its file (table 897); a tokenizer case
+whose second mutation re-made a FIFO the first had left (466: the fuzzer's `remove` opened
+the FIFO and blocked, counted as a hang).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ FOUND = [("images", 7101, 112, "read"), ("table", 7101, 36, "refused"),
          ("table", 7101, 255, "refused"), ("tokenizer", 7101, 101, "refused"),
          ("tokenizer", 7101, 164, "refused"), ("idx", 7101, 60, "refused"),
          ("images", 9409, 126, "refused"), ("table", 9409, 47, "refused"),
-         ("webdataset", 9409, 121, "refused")]
+         ("webdataset", 9409, 121, "refused"), ("table", 9409, 897, "refused"),
+         ("tokenizer", 9409, 466, "refused")]
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +41,28 @@ def test_a_case_the_fuzzer_found_is_read_or_refused_by_name(samples, tmp_path, s
                                                             case, outcome):
     got, detail = fuzz.run_file_case(samples, tmp_path, surface, seed, case)
     assert got == outcome, detail
+
+
+def test_the_fuzzers_remove_unlinks_a_fifo_without_opening_it(tmp_path):
+    """`rmtree` opens its top path: on a FIFO that blocked for ever (tokenizer 9409 466)."""
+    import os
+    import threading
+
+    fifo = tmp_path / "zz-extra.txt"
+    os.mkfifo(fifo)
+    done = threading.Thread(target=fuzz_files.remove, args=(fifo,), daemon=True)
+    done.start()
+    done.join(timeout=60)
+    if done.is_alive():  # blocked opening it: give it a writer, so the thread ends
+        os.close(os.open(fifo, os.O_RDWR | os.O_NONBLOCK))
+    assert not done.is_alive() and not os.path.lexists(fifo)
+
+
+def test_a_json_mutation_with_nothing_to_act_on_does_not_kill_the_fuzzers_worker():
+    """ngz seed 9409: a member an earlier mutation left `{}` made `drop_key` raise
+    IndexError in the worker, which died and was counted an ngz crash."""
+    import random
+
+    for i in range(40):
+        text, what = fuzz_files.json_member("{}", random.Random(i))
+        assert isinstance(text, str) and what

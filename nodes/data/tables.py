@@ -144,6 +144,7 @@ def columns(table, p: ParquetParams, where: str) -> Columns:
     import pyarrow as pa
 
     schema = table.schema
+    files = _files_of(table)  # `where` may be a folder ('.'): name its file(s) too
     try:
         names = list(schema.names)
     except UnicodeDecodeError as e:  # a CSV header of bytes that are not UTF-8
@@ -151,7 +152,7 @@ def columns(table, p: ParquetParams, where: str) -> Columns:
                              f"are not UTF-8 text ({e})") from None
     missing = [c for c in [*p.inputs, *p.targets] if c not in names]
     if missing:
-        raise NodegraphError(f"table '{where}' has no column '{missing[0]}' (columns: "
+        raise NodegraphError(f"table '{where}'{files} has no column '{missing[0]}' (columns: "
                              f"{', '.join(names)})")
     if not p.targets:
         raise NodegraphError("name at least one target column")
@@ -175,15 +176,15 @@ def columns(table, p: ParquetParams, where: str) -> Columns:
 
     for c in inputs + list(p.targets):
         if not (number(c) or text(c)):
-            raise NodegraphError(f"table '{where}': column '{c}' holds {schema.field(c).type}, "
-                                 "not numbers or text")
+            raise NodegraphError(f"table '{where}'{files}: column '{c}' holds "
+                                 f"{schema.field(c).type}, not numbers or text")
     categorical = [c for c in inputs if text(c) or c in p.categorical]
     unknown = [c for c in p.categorical if c not in inputs]
     if unknown:
         raise NodegraphError(f"categorical column '{unknown[0]}' is not an input column")
     for c in p.targets if p.target_kind == "value" else ():
         if text(c):
-            raise NodegraphError(f"table '{where}': target column '{c}' holds text; use "
+            raise NodegraphError(f"table '{where}'{files}: target column '{c}' holds text; use "
                                  "target_kind 'class'")
     class_text = p.target_kind == "class" and text(p.targets[0])
     return Columns(inputs, list(p.targets), categorical, class_text)
@@ -355,6 +356,7 @@ def categories(table, cols: Columns, where: str) -> dict[str, dict[Any, int]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    files = _files_of(table)
     wanted = cols.categorical + (cols.targets[:1] if cols.class_text else [])
     seen: dict[str, set] = {c: set() for c in wanted}
     if wanted:
@@ -364,14 +366,15 @@ def categories(table, cols: Columns, where: str) -> dict[str, dict[Any, int]]:
                     seen[c].update(pc.unique(batch.column(c)).to_pylist())
                     if len(seen[c]) > MAX_CATEGORIES:
                         raise NodegraphError(
-                            f"table '{where}': column '{c}' holds more than "
+                            f"table '{where}'{files}: column '{c}' holds more than "
                             f"{MAX_CATEGORIES:,} distinct values; that is no category (an "
                             "id or free text): leave it out of the inputs")
         except (pa.ArrowException, OSError) as e:
             raise NodegraphError(f"cannot read table '{where}'{_files_of(table)}: {e}") from e
     for c, values in seen.items():
         if None in values:
-            raise NodegraphError(f"table '{where}': column '{c}' has missing values (null)")
+            raise NodegraphError(f"table '{where}'{files}: column '{c}' has missing values "
+                                 "(null)")
     return {c: {v: i for i, v in enumerate(sorted(values))} for c, values in seen.items()}
 
 
