@@ -12,7 +12,9 @@ UTF-8 (pyarrow's UnicodeDecodeError, no file named), a WebDataset class label pa
 (torch's "Overflow when unpacking long long"). Replayed on 2 cores: a column of the wrong
 type in a table folder ('.') refused without naming its file (table 897); a tokenizer case
 whose second mutation re-made a FIFO the first had left (466: the fuzzer's `remove` opened
-the FIFO and blocked, counted as a hang).
+the FIFO and blocked, counted as a hang); a `.ngz` whose member list names zip version
+17.8 (zipfile's NotImplementedError, ngz 378) and one whose graph.json has a seed of the
+wrong type (refused without naming the `.ngz`, ngz 352).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ FOUND = [("images", 7101, 112, "read"), ("table", 7101, 36, "refused"),
          ("tokenizer", 7101, 164, "refused"), ("idx", 7101, 60, "refused"),
          ("images", 9409, 126, "refused"), ("table", 9409, 47, "refused"),
          ("webdataset", 9409, 121, "refused"), ("table", 9409, 897, "refused"),
-         ("tokenizer", 9409, 466, "refused")]
+         ("tokenizer", 9409, 466, "refused"), ("ngz", 9409, 378, "refused"),
+         ("ngz", 9409, 352, "refused")]
 
 
 @pytest.fixture(scope="module")

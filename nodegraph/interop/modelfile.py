@@ -107,10 +107,10 @@ def read(path: Path, make: Any, *, trust: bool = False, grant: Any = (),
             run = _run_info(path, run_text)
             if trust or grant:
                 _trust(path, graph, grant, trust)
-            opts = training_options(graph, device=device)
-            if not has_optimizer(graph):
-                opts = training_options(graph, device=device, epochs=0)
-            try:
+            try:  # its settings too (a seed of the wrong type): the file named in the error
+                opts = training_options(graph, device=device)
+                if not has_optimizer(graph):
+                    opts = training_options(graph, device=device, epochs=0)
                 compiled = compile_for(graph, opts, opts.device)
             except ValidationError as e:  # the file named, as every other refusal names it
                 raise NodegraphError(f"model file '{path}': its graph.json {e}") from None
@@ -187,6 +187,9 @@ def _archive(path: Path, f: Any) -> zipfile.ZipFile:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError):
         raise NodegraphError(f"model file '{path}' is not a saved model (not a zip archive, "
                              "or cut short); write one with model.save(path)") from None
+    except NotImplementedError as e:  # a member list naming a zip version or method unknown
+        raise NodegraphError(f"model file '{path}' is not a saved model ({e}); write one "
+                             "with model.save(path)") from None
     except OSError as e:
         raise NodegraphError(f"cannot read model file '{path}': {reason(e)}") from None
     names = [i.filename for i in zf.infolist()]
