@@ -616,8 +616,9 @@ class MainWindow(QMainWindow):
         self.plots.reset(metric_nodes)
         if self.panel_edges.is_folded("bottom"):  # the plots are what training is watched by
             self.panel_edges.unfold("bottom", self.docks["plots"])
-        self.log.log(f"Training {self.doc.title}: {self.epochs.value()} epochs on "
-                     f"{self.device.currentText()}")
+        epochs = self.epochs.value()
+        self.log.log(f"Training {self.doc.title}: {epochs} epoch{'s' if epochs != 1 else ''} "
+                     f"on {self.device.currentText()}")
         self.runner.start(self.doc.graph, self.doc.revision, epochs=self.epochs.value(),
                           device=self.device.currentText())
         self.run_status.starting()

@@ -169,6 +169,7 @@ class TrainingPlots(QWidget):
             self.steps_per_epoch = max(1, event.steps_per_epoch)
             self._hold(event)
         elif kind is RunFinished:
+            self.redraw()  # the run's last points, now: not at the throttled next redraw
             self._release()
             for name in [n for n in self._curves if n not in self.series]:
                 self._drop_curve(name)
@@ -254,6 +255,7 @@ class TrainingPlots(QWidget):
             xs, ys = self.series[name]
             curve = self._curves[name]
             curve.setData(xs, ys)
+            _mark_a_lone_point(curve, len(xs) == 1)
             for plot in (self.loss_plot, self.metric_plot, self.step_plot):
                 if curve.getViewBox() is plot.vb and xs:
                     self._show_ticks(plot, True)
@@ -288,6 +290,21 @@ class TrainingPlots(QWidget):
 
     def points(self, name: str) -> int:
         return len(self.series.get(name, ([], []))[0])
+
+
+def _mark_a_lone_point(curve: pg.PlotDataItem, lone: bool) -> None:
+    """A line through one point draws nothing (a 1-epoch run left its plots empty): a
+    series of one point shows it as a dot of the line's colour."""
+    if lone == (curve.opts.get("symbol") is not None):
+        return
+    if lone:
+        color = curve.opts["pen"].color()
+        curve.setSymbol("o")
+        curve.setSymbolSize(7)
+        curve.setSymbolBrush(color)
+        curve.setSymbolPen(color)
+    else:
+        curve.setSymbol(None)
 
 
 def round_out(lo: float, hi: float) -> tuple[float, float]:
