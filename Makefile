@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLE ?= examples/xor.json
 
-.PHONY: run test test-slow test-all fuzz-smoke lint setup
+.PHONY: run test test-slow bench-targets test-all fuzz-smoke lint setup
 
 setup: $(STAMP)
 
@@ -28,12 +28,16 @@ test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 -m "not slow" --durations=20 tests
 
 test-slow: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 -m slow --durations=20 tests
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 -m "slow and not benchmark" --durations=20 tests
+
+# the speed targets, alone: a test running beside them moves their ratios past the noise
+bench-targets: $(STAMP)
+	$(BIN)/python -m pytest -m benchmark tests/test_benchmark_targets.py
 
 fuzz-smoke: $(STAMP)
 	$(BIN)/python benchmarks/fuzz.py --smoke
 
-test-all: test test-slow fuzz-smoke
+test-all: test test-slow bench-targets fuzz-smoke
 
 lint: $(STAMP)
 	$(BIN)/ruff check nodegraph nodes tests benchmarks examples tools

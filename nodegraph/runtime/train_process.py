@@ -254,6 +254,7 @@ class TrainingProcess:
         self._stdin = cast(IO[bytes], self.popen.stdin)
         self._stdout = cast(IO[bytes], self.popen.stdout)
         self._lock = threading.Lock()
+        self._reading = threading.Lock()  # held while a thread reads the process's stdout
         self.ready = threading.Event()  # set once the process said it is warm
         self._waiting = threading.Thread(target=self._await_ready, daemon=True,
                                          name="nodegraph-train-warm")
@@ -263,8 +264,9 @@ class TrainingProcess:
         """Read the process's first message, ("ready",), in the background (plain Python:
         no Qt here), so that the editor knows without waiting whether a run starts at once."""
         try:
-            message = pickle.load(self._stdout)
-        except (EOFError, OSError, pickle.UnpicklingError):
+            with self._reading:
+                message = pickle.load(self._stdout)
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError):
             return
         if message == ("ready",):
             self.ready.set()
@@ -306,8 +308,9 @@ class TrainingProcess:
         if not self.ready.is_set():
             return None
         try:
-            return pickle.load(self._stdout)
-        except (EOFError, OSError, pickle.UnpicklingError):
+            with self._reading:
+                return pickle.load(self._stdout)
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError):  # ValueError: closed
             return None
 
     def close(self, wait_s: float = 2.0) -> None:
@@ -322,6 +325,13 @@ class TrainingProcess:
         except subprocess.TimeoutExpired:
             pass
         self.kill()  # what is left of its group: a worker, the fork server on its way out
+        # its stdout too, once no thread reads it (a reader meets the end of the dead
+        # process's pipe at once): left to the garbage collector, it warned of an unclosed file
+        if self._reading.acquire(timeout=wait_s):
+            try:
+                self._stdout.close()
+            finally:
+                self._reading.release()
 
     def kill(self) -> None:
         """End the process and every process of its group (its DataLoader workers, their
