@@ -7,8 +7,9 @@ with a noise allowance.
 The allowances are the spread measured on a 2-core machine shared by other jobs (load 13
 to 19, CPU clock, overhead.py --rounds 100 --runs 5 --threads 1, the same code run twice):
 the MLP step ratio moved by 0.035, the CNN step ratio by 0.09, the whole-run ratio by 0.14.
-The step and whole-run ratios are held to issue 35's targets (quiet, serial: 1.027, 1.021
-and 0.986). scale.py's compile and build are NOT at their targets (issue 35 item 7 is open):
+The step and whole-run ratios are held to issue 35's targets. On a quiet machine, serial,
+the whole-run ratio over 5 runs read 0.97, 1.55 and 1.25 in three runs of the same code;
+over 11 runs (used here) 1.05, 1.07 and 1.01; the step ratios 1.01 to 1.03. scale.py's compile and build are NOT at their targets (issue 35 item 7 is open):
 on a quiet machine, serial, compile/by hand was 1.65 against the target's 1.39 (+0.25 s on
 0.647 s) and build 0.169 of by hand against 0.155 (0.1 s). Those two are held to the level
 measured now plus the 15 % allowance, so that a regression cannot land unseen while the
@@ -51,7 +52,7 @@ def number(pattern: str, text: str) -> float:
 @pytest.mark.slow
 @pytest.mark.benchmark
 def test_overhead_within_its_targets():
-    out = run("benchmarks/overhead.py", "--rounds", "150", "--runs", "5", "--clock", "cpu",
+    out = run("benchmarks/overhead.py", "--rounds", "150", "--runs", "11", "--clock", "cpu",
               "--threads", "1")
     step = number(r"step_ratio: ([\d.]+) \(MLP\)", out)
     cnn = number(r"cnn step_ratio: ([\d.]+)", out)
