@@ -141,7 +141,7 @@ def plan_paste(graph: Graph, doc: dict[str, Any], at: tuple[float, float] | None
 
 def _plan_groups(graph: Graph, doc: dict[str, Any], paste: Paste) -> dict[str, str]:
     """Which of the clip's group definitions to add (into `paste`), under which names;
-    returns the node types to change (`group.g1` -> `group.g1_2`). A definition the graph
+    returns the node types to change (`group.g1` -> `group.g_2`). A definition the graph
     has the same of is used as it is; one whose name the graph uses otherwise (another
     definition, or cards of that type whose definition is missing) takes a fresh name, so
     pasting never changes what the graph's own cards compute."""
