@@ -12,8 +12,6 @@ the value, the class count and the wire it came on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -46,15 +44,20 @@ def takes_indices(port: str, scores: str, width: int, ignore: int | None = None)
         found.append(Indices(port, scores, int(width), ignore))
 
 
-@contextmanager
-def declared() -> Iterator[list[Indices]]:
-    """Collect what the checks run inside this block declare (validation's side)."""
-    found: list[Indices] = []
-    token = _declared.set(found)
-    try:
-        yield found
-    finally:
-        _declared.reset(token)
+class declared:  # noqa: N801  (used as a function: `with classes.declared() as found`)
+    """Collect what the checks run inside this block declare (validation's side). A class,
+    not a @contextmanager: validation enters one per node, and a generator's set-up costs
+    several times this on a graph of thousands of nodes."""
+
+    __slots__ = ("_found", "_token")
+
+    def __enter__(self) -> list[Indices]:
+        self._found: list[Indices] = []
+        self._token = _declared.set(self._found)
+        return self._found
+
+    def __exit__(self, *exc: object) -> None:
+        _declared.reset(self._token)
 
 
 class LabelError(NodegraphError):

@@ -30,7 +30,8 @@ class Emitter:
 
     def wants(self, kind: type) -> bool:
         """True when some listener would receive events of `kind`."""
-        return any(k is None or kind in k for _, k in self._listeners)
+        listeners = self._listeners
+        return bool(listeners) and any(k is None or kind in k for _, k in listeners)
 
     def emit(self, event: Any) -> None:
         for listener, kinds in list(self._listeners):
