@@ -107,6 +107,12 @@ class Report:
             dims[0] = "N"
         return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
+    def shown_shape(self, node: str, port: str) -> str:
+        """The shape as the editor shows it on wires and in the inspector alike:
+        `shape_text`, with 'scalar' for a single number (a loss)."""
+        text = self.shape_text(node, port)
+        return "scalar" if text == "()" else text
+
     def raise_if_errors(self) -> None:
         if not self.ok:
             raise ValidationError(self.problems)
@@ -465,7 +471,7 @@ def _check_edges(graph: Graph, report: Report) -> None:
             report.problems.append(Problem(e.dst, e.dst_port, "unknown_port",
                                            f"{dst.id} has no input '{e.dst_port}' "
                                            f"(inputs: {names})"))
-        if out and inp:
+        if out and inp and out.type is not inp.type:  # the same type: nothing to say
             reason = why_incompatible(out.type, inp.type)
             if reason:
                 report.problems.append(Problem(e.dst, e.dst_port, "type_mismatch",

@@ -83,3 +83,14 @@ def test_opening_another_instance_of_an_open_body_shows_that_instances_shapes(xo
     assert w.group_tabs.current_canvas() is body and body.prefix == "squash_2__"
     ports = _pick(qtbot, w, body, "act")
     assert ports.endswith("out: output (N, 2)"), ports
+
+
+def test_the_inspector_calls_a_loss_scalar_as_its_wire_does(xor_window, qtbot):
+    """The loss's wire said `scalar` while the inspector said `()` for the same port."""
+    w = xor_window
+    _start(w, qtbot)
+    assert w.validator.validate_now().ok
+    wire = next(wi for e, wi in w.scene.wires.items() if e.src == "loss")
+    assert wire.label == "scalar"
+    ports = _pick(qtbot, w, w, "loss")
+    assert "out: loss scalar" in ports and "()" not in ports, ports

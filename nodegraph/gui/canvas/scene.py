@@ -563,8 +563,7 @@ def shape_label(report: Report, node: str, port: str) -> str:
     """The wire label: the inferred shape, 'scalar' for a loss, empty when unknown."""
     if (node, port) not in report.outputs:
         return ""
-    text = report.shape_text(node, port)
-    return "scalar" if text == "()" else text
+    return report.shown_shape(node, port)
 
 
 def _valid_pos(pos) -> TypeGuard[Sequence[float]]:

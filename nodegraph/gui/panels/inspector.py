@@ -400,10 +400,10 @@ class Inspector(QScrollArea):
             if r is None:
                 return ""
             if output:
-                return r.shape_text(node_id, port)
+                return r.shown_shape(node_id, port)
             e = self.doc.graph.source_of(node_id, port)
             if e is not None:
-                return r.shape_text(*e.source)
+                return r.shown_shape(*e.source)
             fed = self.fed_shape(node_id, port) if self.fed_shape else None
             return fed if fed is not None else "not connected"
 

@@ -382,12 +382,12 @@ class GroupTabs(QTabWidget):
         graph = self.window_.doc.graph
         if report is not None and report.flat is not None and groups.SEP in instance:
             fed = report.flat.graph.source_of(f"{canvas.prefix}{node}", port)  # nested: flat
-            shape = report.shape_text(*fed.source) if fed is not None else "not connected"
+            shape = report.shown_shape(*fed.source) if fed is not None else "not connected"
             return f"← group input {outer} {shape}"
         if report is None or groups.SEP in instance or instance not in graph.nodes:
             return f"← group input {outer}"
         source = graph.source_of(instance, outer)
-        shape = report.shape_text(*source.source) if source is not None else "not connected"
+        shape = report.shown_shape(*source.source) if source is not None else "not connected"
         return f"← group input {outer} {shape}"
 
     def focus_canvas(self) -> None:
