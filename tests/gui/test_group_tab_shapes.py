@@ -94,3 +94,26 @@ def test_the_inspector_calls_a_loss_scalar_as_its_wire_does(xor_window, qtbot):
     assert wire.label == "scalar"
     ports = _pick(qtbot, w, w, "loss")
     assert "out: loss scalar" in ports and "()" not in ports, ports
+
+
+def test_picking_a_card_in_a_group_tab_previews_that_card(xor_window, qtbot, monkeypatch):
+    """In a group's tab the Preview kept showing the instance around it; now it runs the
+    picked inner card, as the flat graph names it (`model__out` inside `model`)."""
+    from nodegraph.gui.shell import main_window
+
+    monkeypatch.setattr(main_window, "SLOW_PREVIEW_S", 60.0)  # a loaded machine
+    w = xor_window
+    _start(w, qtbot)
+    _group(qtbot, w, ["hidden", "act", "out"], "model")
+    assert w.validator.validate_now().ok
+    w.docks["preview"].show()
+    w.preview.auto.setChecked(True)
+    _double_click(qtbot, w.view, w.scene.nodes["model"])
+    body = w.group_tabs.current_canvas()
+    assert body.prefix == "model__"
+    _pick(qtbot, w, body, "hidden")
+    qtbot.waitUntil(lambda: w.preview.node == "model__hidden", timeout=60_000)
+    assert w.preview.shape.text().startswith("shape (4, 4) float32"), w.preview.shape.text()
+    _pick(qtbot, w, body, "out")
+    qtbot.waitUntil(lambda: w.preview.node == "model__out", timeout=60_000)
+    assert w.preview.shape.text().startswith("shape (4, 1) float32"), w.preview.shape.text()

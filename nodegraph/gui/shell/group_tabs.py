@@ -60,6 +60,8 @@ class Window(Protocol):
 
     def notify(self, text: str) -> None: ...
 
+    def preview_on_select(self) -> None: ...
+
     def takeCentralWidget(self) -> QWidget | None: ...
 
     def setCentralWidget(self, widget: QWidget) -> None: ...
@@ -399,3 +401,5 @@ class GroupTabs(QTabWidget):
 
     def _show_selection(self) -> None:
         self.window_.inspector.show_selection(self.current_scene().selected_node_ids())
+        if self.current_canvas() is not None:
+            self.window_.preview_on_select()  # the inner card, not the instance around it

@@ -556,8 +556,24 @@ class MainWindow(QMainWindow):
         nodes = self.scene.selected_node_ids()
         self.panel_edges.selected(nodes)  # a picked card brings the inspector (first time)
         self.inspector.show_selection(nodes)
-        if len(nodes) == 1 and self.docks["preview"].isVisible() and self.preview.auto.isChecked():
+        self.preview_on_select()
+
+    def preview_on_select(self) -> None:
+        """Preview the one card picked on the canvas in front, when previewing on select."""
+        if len(self.selected_for_preview()) == 1 and self.docks["preview"].isVisible() and \
+                self.preview.auto.isChecked():
             self.preview_selected()
+
+    def selected_for_preview(self) -> list[str]:
+        """The picked cards of the canvas in front, as the compiled graph names them: in a
+        group's tab, an inner card of the instance the tab was opened from
+        (``model__layer__hidden``), not the instance around it."""
+        canvas = self.group_tabs.current_canvas()
+        if canvas is None:
+            return self.scene.selected_node_ids()
+        if canvas.prefix is None:  # a body opened without an instance has no data to run
+            return []
+        return [canvas.prefix + n for n in canvas.scene.selected_node_ids()]
 
     def focus_node(self, node_id: str) -> None:
         item = self.scene.nodes.get(node_id)
@@ -708,16 +724,20 @@ class MainWindow(QMainWindow):
         node = self.preview.node
         if node is None:
             return
-        if node not in self.doc.graph.nodes:
+        flat = self.validator.report.flat if self.validator.report is not None else None
+        if node not in self.doc.graph.nodes and (flat is None or node not in flat.graph.nodes):
             self.preview.show_message("Select one node to preview its output.")
             return
         self.preview_selected(node)
 
     def preview_selected(self, node: str | None = None) -> None:
         if node is None:
-            nodes = self.scene.selected_node_ids()
+            nodes = self.selected_for_preview()
             if len(nodes) != 1:
-                self.preview.show_message("Select one node to preview its output.")
+                self.preview.show_message("Select one node to preview its output." if
+                                          self.group_tabs.current_canvas() is None or nodes
+                                          else "Open this group from one of its cards to "
+                                          "preview what runs inside it.")
                 return
             node = nodes[0]
         if self.blocks_loading:  # compiling would import torch on the GUI thread: a click

@@ -58,7 +58,10 @@ def node_outputs(graph: Graph, node: str, compiled: Compiled | None = None
     outputs are read where its inner nodes put them."""
     compiled = compiled or compiler.compile_graph(graph, for_training=False)
     values = forwarding.forward(graph, compiled=compiled, nodes={node})
-    spec = graph.registry.get(graph.nodes[node].type)
+    if node in graph.nodes:
+        spec = graph.registry.get(graph.nodes[node].type)
+    else:  # a card inside a group's tab, named as the flat graph names it
+        spec = compiled.report.specs[node]
     return {p.name: values[node, p.name] for p in spec.outputs if (node, p.name) in values}
 
 
