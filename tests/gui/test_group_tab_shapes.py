@@ -114,6 +114,7 @@ def test_picking_a_card_in_a_group_tab_previews_that_card(xor_window, qtbot, mon
     _pick(qtbot, w, body, "hidden")
     qtbot.waitUntil(lambda: w.preview.node == "model__hidden", timeout=60_000)
     assert w.preview.shape.text().startswith("shape (4, 4) float32"), w.preview.shape.text()
+    assert "model › hidden" in w.preview.title.text()
     _pick(qtbot, w, body, "out")
     qtbot.waitUntil(lambda: w.preview.node == "model__out", timeout=60_000)
     assert w.preview.shape.text().startswith("shape (4, 1) float32"), w.preview.shape.text()

@@ -754,7 +754,11 @@ class MainWindow(QMainWindow):
             self.preview.title.setText(f"<b>{node}</b> cannot run yet")
             self.preview.show_message(preview_error(e), node)
             return
-        self.preview.show_outputs(node, outputs, note)
+        canvas = self.group_tabs.current_canvas()
+        label = None
+        if canvas is not None and canvas.prefix and node.startswith(canvas.prefix):
+            label = " › ".join([*canvas.trail[1:], node[len(canvas.prefix):]])
+        self.preview.show_outputs(node, outputs, note, label)
 
     def _untrained_compiled(self):
         if self._preview_cache is None or self._preview_cache[0] != self.doc.revision:

@@ -14,6 +14,7 @@ on select is off (`mark_stale`).
 
 from __future__ import annotations
 
+import html
 import math
 from typing import TYPE_CHECKING
 
@@ -154,11 +155,13 @@ class PreviewPanel(QWidget):
     def showing_image(self) -> bool:
         return self._image is not None and not self._image.isHidden()
 
-    def show_outputs(self, node: str, outputs: dict[str, torch.Tensor], note: str = "") -> None:
+    def show_outputs(self, node: str, outputs: dict[str, torch.Tensor], note: str = "",
+                     label: str | None = None) -> None:
+        """`label`: how the title names the node (a card in a group's tab: by its path)."""
         self.outputs = outputs
         self.node = node
         self.table.show()
-        self.title.setText(f"<b>{node}</b> on one training batch {note}")
+        self.title.setText(f"<b>{html.escape(label or node)}</b> on one training batch {note}")
         self.port.blockSignals(True)
         self.port.clear()
         self.port.addItems(list(outputs))
