@@ -501,11 +501,14 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
             continue
         inputs, sources = {}, {}
         for e in graph.edges_into(node_id):
-            meta = report.outputs.get(e.source, report.transforms.get(e.source))
+            source = e.source
+            meta = report.outputs.get(source)
             if meta is None:
-                break  # an upstream node failed; it has been reported already
+                meta = report.transforms.get(source)
+                if meta is None:
+                    break  # an upstream node failed; it has been reported already
             inputs[e.dst_port] = meta
-            sources[e.dst_port] = e.source
+            sources[e.dst_port] = source
         else:
             try:
                 dtype = dtypes.node_dtype(spec, params, report.settings)
@@ -582,8 +585,9 @@ def _follow_labels(node_id: str, spec: BlockSpec, inputs: dict,
                 report.labels[(node_id, port.name)] = classes.Labels((node_id, port.name),
                                                                      spec.id, count)
         return
-    if spec.kind != "op" or spec.code is not None or len(inputs) != 1 or len(spec.outputs) != 1:
-        return
+    if not report.labels or spec.kind != "op" or spec.code is not None or len(inputs) != 1 \
+            or len(spec.outputs) != 1:
+        return  # no labels anywhere yet (most graphs' float chains), or not a rearranging op
     (port, value), = inputs.items()
     source = sources.get(port)
     labels = report.labels.get(source) if source is not None else None

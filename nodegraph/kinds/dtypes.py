@@ -42,8 +42,7 @@ def graph_dtype(training: Mapping[str, Any]) -> torch.dtype:
 def follows_graph(spec: Any) -> bool:
     """Whether a block's `dtype` param is the one declared here (a layers.Constant has a
     `dtype` of its own: the element type of its value, honoured as it is)."""
-    param = spec.param("dtype") if spec is not None else None
-    return param is not None and param.default == "default"
+    return spec is not None and spec.follows_graph_dtype
 
 
 def node_dtype(spec: Any, params: Mapping[str, Any], training: Mapping[str, Any]) -> torch.dtype:

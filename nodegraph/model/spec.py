@@ -474,6 +474,13 @@ class BlockSpec:
         return tuple(p for p in self.params if p.kind in (*REFERENCE_KINDS, "stage"))
 
     @cached_property
+    def follows_graph_dtype(self) -> bool:
+        """The block's `dtype` param defaults to the graph's dtype (see
+        `nodegraph.kinds.dtypes.follows_graph`); asked of every node by every validation."""
+        param = self.param("dtype")
+        return param is not None and param.default == "default"
+
+    @cached_property
     def names_nodes(self) -> bool:
         """Some param of the block names other nodes (renaming a node may rewrite it)."""
         return any(p.names_nodes for p in self.params)
