@@ -416,7 +416,7 @@ def to_document(graph: Graph) -> dict:
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": graph.name}
     if graph.groups:
         doc["groups"] = {name: group_entry(d) for name, d in graph.groups.items()}
-    doc.update(_body(graph))
+    doc.update(body(graph))
     # imported here: the allowlist needs torch, and reading a file (`nodegraph diff`) must not
     from nodegraph.model import allowlist
 
@@ -431,7 +431,7 @@ def to_document(graph: Graph) -> dict:
 
 def group_entry(defn: GroupDef) -> dict[str, Any]:
     """One group definition as the file's `groups` section holds it (and a clip does)."""
-    return {**_body(defn.body), "inputs": {p: [list(t) for t in ts]
+    return {**body(defn.body), "inputs": {p: [list(t) for t in ts]
                                            for p, ts in defn.inputs.items()},
             "outputs": {p: list(r) for p, r in defn.outputs.items()},
             **({"ui": dict(defn.ui)} if defn.ui else {})}
@@ -445,7 +445,7 @@ def read_groups(entries: dict, registry: Registry) -> dict[str, GroupDef]:
     return dict(holder.groups)
 
 
-def _body(graph: Graph) -> dict[str, Any]:
+def body(graph: Graph) -> dict[str, Any]:
     """Nodes, edges and ties: what the top level and a group's body both hold."""
     body = {"nodes": {n.id: {"type": n.type, "params": dict(n.params), **n.extra}
                      for n in graph.nodes.values()},

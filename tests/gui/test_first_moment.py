@@ -65,3 +65,39 @@ def test_a_card_selected_far_out_survives_a_reopen(xor_window, xor_file, prompts
     assert w.file_actions.open(str(xor_file))  # the real open after the first look
     assert prompts.kinds() == []  # no "internal error" box (FarLayer already deleted)
     assert set(w.scene.nodes) == set(w.doc.graph.nodes) and not w.scene.selectedItems()
+
+
+def test_a_graph_checked_before_shows_its_labels_at_the_first_look(qtbot, tmp_path,
+                                                                    xor_window, xor_file,
+                                                                    prompts, monkeypatch):
+    """Labels waited for the block library (torch) and the first check: seconds after the
+    cards. A window's clean check remembers them by the graph's content; the next window
+    on the same file shows them before its library is in, and an edited file does not."""
+    from PySide6.QtCore import QSettings
+
+    from nodegraph.gui.shell import main_window
+
+    w = xor_window  # recovery folder tmp_path / "recovery": the memo in tmp_path / "shapes"
+    qtbot.waitUntil(lambda: w.validator.report is not None, timeout=60_000)
+    expected = {e.source: item.label for e, item in w.scene.wires.items()}
+    assert all(expected.values()) and "scalar" in expected.values()
+    assert list((tmp_path / "shapes").glob("*.json"))
+
+    monkeypatch.setattr(main_window, "default_registry_loaded", lambda: False)
+    settings = QSettings(str(tmp_path / "s2.ini"), QSettings.Format.IniFormat)
+
+    def first_look():
+        second = main_window.MainWindow(str(xor_file), settings=settings, prompts=prompts,
+                                        recovery_dir=tmp_path / "recovery", draw_first=True)
+        qtbot.addWidget(second)
+        assert second.blocks_loading and second.validator.report is None
+        return second
+
+    second = first_look()
+    assert {e.source: item.label for e, item in second.scene.wires.items()} == expected
+    second.close()
+
+    xor_file.write_text(xor_file.read_text().replace('"out_features": 4', '"out_features": 5'))
+    third = first_look()  # another content: nothing remembered for it
+    assert not any(item.label for item in third.scene.wires.values())
+    third.close()

@@ -327,6 +327,15 @@ class GraphScene(QGraphicsScene):
         self.far_cards.changed()
         self.far_wires.changed()
 
+    def show_labels(self, labels: dict[tuple[str, str], str]) -> None:
+        """Label wires by their source port before a report comes (the shapes remembered
+        from the graph's last check); the next `set_report` paints them anew."""
+        for wire in self.wires.values():
+            text = labels.get(wire.edge.source)
+            if text:
+                wire.set_label(text)
+        self.far_wires.changed()
+
     def mark_failed(self, node: str, message: str, hint: str = "") -> None:
         """Paint a run-time failure (NaN, a block's error) on its node until the next
         validation report."""

@@ -36,9 +36,10 @@ from nodegraph.gui.canvas import collapse, image_export
 from nodegraph.gui.canvas.scene import GraphScene
 from nodegraph.gui.canvas.view import GraphView, graph_file
 from nodegraph.gui.canvas.view_places import ViewPlaces
-from nodegraph.gui.document import files
+from nodegraph.gui.document import files, shape_memo
 from nodegraph.gui.document.document import Document
 from nodegraph.gui.document.file_actions import FileActions
+from nodegraph.gui.document.shape_memo import ShapeMemo
 from nodegraph.gui.document.validator import Validator
 from nodegraph.gui.panels import block_prefs
 from nodegraph.gui.panels.blocks_loader import BlocksLoader, devices
@@ -120,6 +121,7 @@ class MainWindow(QMainWindow):
         recovery = Path(recovery_dir) if recovery_dir else files.state_dir()
         self.file_actions = FileActions(self.doc, self.prompts, self.recent, recovery,
                                         self.notify, self._after_open)
+        self.shape_memo = ShapeMemo(recovery.parent)  # labels at the first paint
         self._build_docks()
         self.help = Help(self)
         self.actions_by_name = menus.build(self)
@@ -183,6 +185,7 @@ class MainWindow(QMainWindow):
                 pass
             else:
                 self.view.fit()
+                self._recall_labels()
         self.problems.checking(forget=True)
         self.notify("Loading the blocks…")
 
@@ -366,7 +369,15 @@ class MainWindow(QMainWindow):
             self.view.fit()
         self._shown_path = self.doc.path
         self._update_start_page()
+        self._recall_labels()
         self.validator.schedule()
+
+    def _recall_labels(self) -> None:
+        """The labels this graph's last clean check gave, until its check now says
+        (`shape_memo`: remembered by the graph's content, so an edit is a miss)."""
+        labels = self.shape_memo.recall(shape_memo.content_key(self.doc.graph))
+        if labels:
+            self.scene.show_labels(labels)
 
     # -- start page, settings, theme, export -----------------------------------------------
 
@@ -544,6 +555,10 @@ class MainWindow(QMainWindow):
 
     def _on_report(self, report) -> None:
         self.scene.set_report(report)
+        if report.ok and not self.doc.dirty:  # as saved: the next open shows these at once
+            graph = self.doc.graph
+            self.shape_memo.remember(shape_memo.content_key(graph),
+                                     shape_memo.labels_of(report, graph))
         self.problems.set_problems(report.problems, f"· checked in {report.seconds * 1000:.0f} ms")
         self.inspector.set_report(report)
         self.plots.show_metric_hint(not any(s.kind == "metric" for s in report.specs.values()))
