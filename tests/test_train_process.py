@@ -122,3 +122,16 @@ def test_a_graph_no_file_can_hold_is_refused_and_the_process_stays(process):
     assert not process.train(graph, {"epochs": 1}) and process.alive
     _, failures, payload = run(process, nodegraph.load("examples/xor.json"), epochs=1)
     assert not failures and len(payload["history"]) == 1
+
+
+def test_a_process_that_ended_on_its_own_has_its_pipes_closed_when_dropped():
+    """A process that died between runs was dropped from the editor's lists with both
+    pipes open; the garbage collector then warned of unclosed files (an error in the GUI
+    tests' teardown)."""
+    from nodegraph.runtime import train_process
+
+    p = TrainingProcess()
+    p.popen.kill()
+    p.popen.wait()
+    assert train_process._living([p]) == []
+    assert p._stdout.closed and p._stdin.closed

@@ -325,8 +325,17 @@ class TrainingProcess:
         except subprocess.TimeoutExpired:
             pass
         self.kill()  # what is left of its group: a worker, the fork server on its way out
-        # its stdout too, once no thread reads it (a reader meets the end of the dead
-        # process's pipe at once): left to the garbage collector, it warned of an unclosed file
+        self.close_pipes(wait_s)
+
+    def close_pipes(self, wait_s: float = 2.0) -> None:
+        """Close both pipes of a process that has ended: its stdout once no thread reads
+        it (a reader meets the end of the dead process's pipe at once). Left to the garbage
+        collector they warned of unclosed files. Nothing is signalled: the ended process's
+        id may already be another's."""
+        try:
+            self._stdin.close()
+        except OSError:
+            pass
         if self._reading.acquire(timeout=wait_s):
             try:
                 self._stdout.close()
@@ -366,7 +375,7 @@ def acquire(ready_only: bool = False) -> TrainingProcess | None:
     """A waiting process (started ahead by `prewarm`), or a new one. With `ready_only`,
     only a process that finished warming up, else None (one is started to warm meanwhile):
     the caller trains elsewhere rather than wait."""
-    _idle[:] = [p for p in _idle if p.alive]
+    _idle[:] = _living(_idle)
     for process in reversed(_idle):
         if process.ready.is_set() or not ready_only:
             _idle.remove(process)
@@ -404,9 +413,20 @@ def wait_ready(timeout_s: float = 120.0) -> bool:
 
 def _start() -> TrainingProcess:
     process = TrainingProcess()
-    _all[:] = [p for p in _all if p.alive]
+    _all[:] = _living(_all)
     _all.append(process)
     return process
+
+
+def _living(processes: list[TrainingProcess]) -> list[TrainingProcess]:
+    """The processes still running; the pipes of those that ended are closed."""
+    living = []
+    for process in processes:
+        if process.alive:
+            living.append(process)
+        else:
+            process.close_pipes(wait_s=0.5)
+    return living
 
 
 @atexit.register
@@ -416,6 +436,8 @@ def close_all() -> None:
     for process in _all:
         if process.alive:
             process.close(wait_s=1.0)
+        else:
+            process.close_pipes(wait_s=0.5)
     _idle.clear()
 
 
