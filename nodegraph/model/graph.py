@@ -87,6 +87,7 @@ class Edge:
     src_port: str
     dst: str
     dst_port: str
+    _hash: int
 
     def __init__(self, src: str, src_port: str, dst: str, dst_port: str) -> None:
         put = object.__setattr__
