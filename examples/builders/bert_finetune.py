@@ -36,7 +36,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-from _classic import with_layout
+from _classic import wire, with_layout
 
 EXAMPLES = Path(__file__).resolve().parents[1]
 NAME = "bert_finetune"
@@ -161,10 +161,8 @@ def fine_tune(g, data: str, classes: int) -> None:
     g.add("losses.CrossEntropy", id="loss")
     g.add("optimizers.Adam", id="opt", lr=0.003)
     g.add("metrics.Accuracy", id="accuracy")
-    for src, dst in [(("head", "output"), ("loss", "input")), (("reviews", "y"), ("loss", "target")),
-                     (("loss", "loss"), ("opt", "loss")), (("head", "output"), ("accuracy", "input")),
-                     (("reviews", "y"), ("accuracy", "target"))]:
-        g.connect(src, dst)
+    wire(g, "head.output -> loss.input", "reviews.y -> loss.target", "loss.loss -> opt.loss",
+         "head.output -> accuracy.input", "reviews.y -> accuracy.target")
     g.extra["imported"]["outputs"] = ["head.output"]
     g.update_training({"epochs": 30, "seed": 0})
 
