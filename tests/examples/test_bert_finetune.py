@@ -1,0 +1,126 @@
+"""examples/bert_finetune.json: an imported BERT fine-tuned on a generated review table.
+
+`examples/builders/bert_finetune.py` imports a random-config BertForSequenceClassification
+(2 layers, hidden 64), replaces its 2-label head with a Linear to 3 classes, freezes the
+embeddings and the first encoder layer (`trainable = false` on their group instances) and
+trains on the tokenised reviews. Here: the file is what the builder says; the run needs no
+transformers; the frozen weights leave training bit for bit as the import wrote them; and
+the test accuracy is measured against the majority-class baseline of the same split.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import nodegraph
+from nodegraph.model.groups import SEP
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "bert_finetune.json"
+WEIGHTS = EXAMPLE.with_suffix(".safetensors")
+FROZEN = ("bert_embeddings" + SEP, f"bert_encoder_layer{SEP}bert_encoder_layer_0{SEP}")
+# `nodegraph run` with transformers (and diffusers) made unimportable: the graph needs torch only
+HIDDEN = ("import sys; sys.modules['transformers'] = sys.modules['diffusers'] = None; "
+          "from nodegraph.cli.main import main; sys.exit(main())")
+
+
+def _baseline(graph) -> float:
+    """The test accuracy of always answering the training split's most common class."""
+    data = nodegraph.compile(graph, device="cpu").datasets["reviews"]
+    train, test = data.tensors("train")["y"], data.tensors("test")["y"]
+    majority = torch.bincount(train).argmax()
+    return float((test == majority).float().mean())
+
+
+def _run(tmp_path: Path, *extra: str) -> dict:
+    out = tmp_path / "metrics.json"
+    proc = subprocess.run([sys.executable, "-c", HIDDEN, "run", str(EXAMPLE), "--quiet",
+                           "--metrics-out", str(out), *extra], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=1500,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                               "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(out.read_text())
+
+
+def test_the_file_is_the_imported_bert_with_a_new_head_and_frozen_lower_groups():
+    g = nodegraph.load(EXAMPLE)
+    report = nodegraph.validate(g, for_training=True)
+    assert report.ok, report.problems
+    assert "classifier" not in g.nodes
+    assert g.node("head").type == "layers.Linear" and g.node("head").params["out_features"] == 3
+    assert g.source_of("head", "input").source == ("bert_pooler", "output")
+    assert report.shape("head", "output") == (32, 3)
+    assert report.shape("reviews", "x") == (32, 12) and report.outputs[("reviews", "x")].dtype \
+        == torch.int64
+    assert g.node("bert_embeddings").params["trainable"] is False
+    encoder = g.groups["bert_encoder_layer"].body
+    assert encoder.node("bert_encoder_layer_0").params["trainable"] is False
+    assert "trainable" not in encoder.node("bert_encoder_layer_1").params
+    assert report.param_counts["bert_embeddings"] == 0
+    whole = g.copy()  # the same graph with the first layer trainable: twice the encoder's
+    whole.groups["bert_encoder_layer"].body.set_param("bert_encoder_layer_0", "trainable", True)
+    assert nodegraph.validate(whole).param_counts["bert_encoder_layer"] == \
+        2 * report.param_counts["bert_encoder_layer"] > 0
+    assert EXAMPLE.stat().st_size + WEIGHTS.stat().st_size < 2_000_000
+
+
+def test_frozen_weights_stay_as_imported_while_the_rest_learns():
+    g = nodegraph.load(EXAMPLE)
+    imported = load_file(str(WEIGHTS))
+    frozen = {k: v for k, v in imported.items() if k.startswith(FROZEN)}
+    trained = {k: v for k, v in imported.items()
+               if k.startswith(f"bert_encoder_layer{SEP}bert_encoder_layer_1{SEP}")}
+    assert len(frozen) > 10 and len(trained) > 10 and not any(k.startswith("head.")
+                                                               for k in imported)
+    start = nodegraph.compile(g, device="cpu").module.block_state()
+    assert all(torch.equal(start[k], v) for k, v in imported.items())  # the import's weights
+    head = {k: v.clone() for k, v in start.items() if k.startswith("head.")}
+    with pytest.warns(UserWarning, match="fresh weights: head"):  # the new head: fresh
+        result = nodegraph.train(g, epochs=2, device="cpu")
+    after = result.module.block_state()
+    assert all(torch.equal(after[k], v) for k, v in frozen.items())
+    assert all(not torch.equal(after[k], v) for k, v in trained.items())
+    assert all(not torch.equal(after[k], v) for k, v in head.items())
+
+
+def test_quick_it_runs_without_transformers_and_beats_the_majority_baseline(tmp_path):
+    baseline = _baseline(nodegraph.load(EXAMPLE))
+    metrics = _run(tmp_path, "--epochs", "8")
+    accuracy = metrics["final"]["test"]["accuracy"]
+    print(f"test accuracy {accuracy:.4f} after 8 epochs, majority baseline {baseline:.4f}")
+    assert baseline < 0.45  # 40 / 25 / 35 %: no class is most of the table
+    assert accuracy > baseline + 0.25
+
+
+@pytest.mark.slow
+def test_full_run_learns_the_reviews(tmp_path):
+    baseline = _baseline(nodegraph.load(EXAMPLE))
+    metrics = _run(tmp_path)
+    accuracy = metrics["final"]["test"]["accuracy"]
+    print(f"test accuracy {accuracy:.4f} after 30 epochs, majority baseline {baseline:.4f}")
+    assert accuracy >= 0.8 and accuracy > baseline + 0.35
+
+
+@pytest.mark.slow
+def test_the_builder_writes_the_same_files(tmp_path):
+    """Regenerating (transformers needed here only) gives the committed files, byte for byte."""
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed (the `hf` extra)")
+    script = ROOT / "examples" / "builders" / "bert_finetune.py"
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                          text=True, timeout=1500, cwd=script.parent,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                               "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for name in ("bert_finetune.json", "bert_finetune.safetensors", "data/reviews.csv",
+                 "data/reviews_tokens.npz", "data/reviews_tokenizer.json"):
+        assert (tmp_path / name).read_bytes() == (ROOT / "examples" / name).read_bytes(), name
