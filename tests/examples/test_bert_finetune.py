@@ -113,7 +113,8 @@ def test_full_run_learns_the_reviews(tmp_path):
 
 @pytest.mark.slow
 def test_the_builder_writes_the_same_files(tmp_path):
-    """Regenerating (transformers needed here only) gives the committed files, byte for byte."""
+    """Regenerating (transformers needed here only) gives the committed files, byte for byte
+    but for the editor positions."""
     if importlib.util.find_spec("transformers") is None:
         pytest.skip("transformers is not installed (the `hf` extra)")
     script = ROOT / "examples" / "builders" / "bert_finetune.py"
@@ -122,6 +123,16 @@ def test_the_builder_writes_the_same_files(tmp_path):
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
                                "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr[-4000:]
-    for name in ("bert_finetune.json", "bert_finetune.safetensors", "data/reviews.csv",
-                 "data/reviews_tokens.npz", "data/reviews_tokenizer.json"):
+    for name in ("bert_finetune.safetensors", "data/reviews.csv", "data/reviews_tokens.npz",
+                 "data/reviews_tokenizer.json"):
         assert (tmp_path / name).read_bytes() == (ROOT / "examples" / name).read_bytes(), name
+    made, kept = (json.loads((folder / "bert_finetune.json").read_text("utf-8"))
+                  for folder in (tmp_path, ROOT / "examples"))
+    assert _without_ui(made) == _without_ui(kept)  # positions follow the auto-layout's spacing
+
+
+def _without_ui(value):
+    """A graph file's JSON without its `ui` sections (the graph's and each group's)."""
+    if isinstance(value, dict):
+        return {k: _without_ui(v) for k, v in value.items() if k != "ui"}
+    return [_without_ui(v) for v in value] if isinstance(value, list) else value
