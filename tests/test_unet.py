@@ -93,7 +93,7 @@ def test_the_unet_is_a_block_of_the_library(capsys):
     assert spec.kind == "group" and spec.category == "groups"
     assert [p.name for p in spec.inputs] == ["x", "t"]
     assert [p.name for p in spec.outputs] == ["eps"]
-    assert [p.name for p in spec.params] == ["share"]
+    assert [p.name for p in spec.params] == ["share", "trainable"]
     assert "U-Net" in spec.summary
     assert main(["blocks", "--category", "groups"]) == 0
     listing = capsys.readouterr().out

@@ -197,6 +197,8 @@ def _validate(graph: Graph, for_training: bool, load_problems: list[Problem],
                                        "blocks (RNN, LSTM) or procedures"))
     else:
         _infer(graph, report, cache)
+        for frozen in flat.frozen if flat else ():  # `trainable = false`: nothing to train
+            report.param_counts[frozen] = 0
         footprint.check_graph(report)
         _check_optimizers(graph, report)
         if for_training:
@@ -229,7 +231,7 @@ def _report_on_instances(report: Report, flat: groups.Flat) -> None:
 
 
 def _check_instances(graph: Graph, report: Report) -> None:
-    """The params of group instances (`share`, and nothing else): the flat graph that the
+    """The params of group instances (`share`, `trainable`): the flat graph that the
     other checks see has no instances left to check."""
     bodies = [(None, graph), *((name, d.body) for name, d in graph.groups.items())]
     for group, body in bodies:
@@ -404,8 +406,9 @@ def _count_ties_once(graph: Graph, report: Report) -> None:
     run_graph = flat.graph if flat else graph
     for dst, name in dict.fromkeys((t.dst, t.dst_param) for t in run_graph.ties):
         spec = report.specs.get(dst)
-        if spec is None or spec.kind != "op" or (flat and dst in flat.shared):
-            continue  # a bad tie (reported above) or a sharer, counted at its owner
+        if spec is None or spec.kind != "op" or \
+                (flat and (dst in flat.shared or dst in flat.frozen)):
+            continue  # a bad tie (reported above), a sharer (counted at its owner), frozen
         module = _meta_module(run_graph, report, dst)
         param = None if module is None else dict(module.named_parameters()).get(name)
         owner = flat.origin.get(dst, dst) if flat else dst

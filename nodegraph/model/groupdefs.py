@@ -77,7 +77,10 @@ def group_spec(defn: GroupDef, registry: Registry | GroupRegistry) -> BlockSpec:
                      inputs=inputs, outputs=outputs,
                      params=(Param("share", "node", "", "another instance of this group whose "
                                    "weights this one uses; empty: weights of its own",
-                                   of=("group",)),),
+                                   of=("group",)),
+                             Param("trainable", "bool", True, "false freezes every weight "
+                                   "inside (fine-tuning: the imported layers stay as they "
+                                   "are); no optimizer steps them")),
                      category="groups", declared="group")
 
 

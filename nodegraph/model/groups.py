@@ -5,8 +5,10 @@ each group input feeds one or more inner inputs, each group output is one inner 
 node of type ``group.NAME`` is an instance; its `share` param names another instance of the
 same group whose weights it uses (a GAN discriminator applied to real and to fake images, a
 Siamese pair); without it every instance has weights of its own (stacked transformer
-blocks). Groups nest. A body may declare ties (one parameter of two inner blocks); every
-instance applies them to its own inner nodes.
+blocks). Its `trainable` param, false, freezes every weight inside the instance (and inside
+instances nested in it): fine-tuning keeps an imported model's lower groups. Groups nest.
+A body may declare ties (one parameter of two inner blocks); every instance applies them to
+its own inner nodes.
 
 A block library can ship groups: a registry block of kind ``group`` whose `build` is a
 `Shipped` carrying the definition (see `nodes.group`). A graph uses one by type,
@@ -61,6 +63,7 @@ class Flat:
     inputs: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
     outputs: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)  # wires to ports a group lacks
+    frozen: set[str] = field(default_factory=set)  # flat ids in a `trainable = false` instance
 
     def members(self, instance: str) -> list[str]:
         """The flat node ids that make up a top-level node (itself, when not a group)."""
@@ -88,10 +91,13 @@ def flatten(graph) -> Flat:
     instances: dict[str, str] = {}  # instance flat id -> group name
     wired: set = set()
 
-    def expand(g, prefix: str, top: str | None, using: tuple[str, ...]) -> None:
+    def expand(g, prefix: str, top: str | None, using: tuple[str, ...],
+               frozen: bool = False) -> None:
         for node in g:
             fid = prefix + node.id
             origin = top or node.id
+            if frozen:  # an enclosing instance is not trained: nor is anything inside it
+                flat.frozen.add(fid)
             if is_group(node.type):
                 name = node.type[len(PREFIX):]
                 defn = definition(graph, name)
@@ -101,7 +107,8 @@ def flatten(graph) -> Flat:
                     continue
                 _check_nesting(name, using, node.id, origin)
                 instances[fid] = name
-                expand(defn.body, fid + SEP, origin, (*using, name))
+                expand(defn.body, fid + SEP, origin, (*using, name),
+                       frozen or node.params.get("trainable", True) is False)
                 inner = fid + SEP  # the body's ties, between this instance's inner nodes
                 flat.graph.set_ties([*flat.graph.ties, *(
                     Tie(inner + t.src, t.src_param, inner + t.dst, t.dst_param)

@@ -261,6 +261,7 @@ def _compile(graph: Graph, device: str | torch.device | None, seed: int | None,
                           tuple((node_id, p.name) for p in spec.outputs))
     _bind(blocks, report)
     _tie(graph, steps)  # the flat graph's ties include those declared in group bodies
+    _freeze(blocks, report.flat.frozen if report.flat else set())
     module = GraphModule(blocks, steps)
     every = _every_parameter(module)  # one walk of the model, shared with the optimizers
     if any(p.device != dev for _, p in every) or any(b.device != dev for b in module.buffers()):
@@ -365,6 +366,17 @@ def _members(report: Report, nodes: list[str] | None) -> list[str]:
     if not nodes or report.flat is None:
         return list(nodes or [])
     return [m for n in nodes for m in (report.flat.members(n) or [n])]
+
+
+def _freeze(blocks: dict[str, nn.Module], frozen: set[str]) -> None:
+    """The weights of nodes inside a `trainable = false` group instance stop requiring
+    gradients, so no optimizer is given them (Adam keeps no state for them) and backward
+    computes none; the export writes the same `requires_grad_(False)`. A node sharing
+    another's weights has no module of its own: the owner's instance decides."""
+    for node in frozen:
+        block = blocks.get(node)
+        if block is not None:
+            block.requires_grad_(False)
 
 
 def _tie(graph: Graph, steps: dict[str, Step]) -> None:
