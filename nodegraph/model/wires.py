@@ -69,7 +69,10 @@ class Wires:
 
     def feeding(self, node: str, port: str) -> Edge | None:
         """The first wire into input `port` of `node`, if any."""
-        return next((e for e in self._into.get(node, ()) if e.dst_port == port), None)
+        for e in self._into.get(node, ()):  # a loop, not next(generator): once per connect
+            if e.dst_port == port:
+                return e
+        return None
 
     def upstream(self, starts: Iterable[str]) -> set[str]:
         """The given nodes and every node that feeds them, directly or not."""
