@@ -21,9 +21,10 @@ groups, layout) applies unchanged:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -80,13 +81,33 @@ def export_trace(root: nn.Module, inputs: tuple) -> torch.fx.GraphModule:
     if constants:
         shapes = {**dict(zip(names, shapes, strict=False)), **dict.fromkeys(constants)}
     try:
-        program = torch.export.export(root, tuple(inputs), kwargs=constants or None,
-                                      dynamic_shapes=shapes, strict=False)
+        with _without_cache(root):
+            program = torch.export.export(root, tuple(inputs), kwargs=constants or None,
+                                          dynamic_shapes=shapes, strict=False)
     except Exception as e:
         text = " ".join(str(e).split())[:300]
         raise NodegraphError(f"{type(root).__name__}.forward cannot be exported{_where(e)}: "
                              f"{type(e).__name__}: {text}") from None
     return _Rewriter(root, program.module(), constants).run()
+
+
+@contextlib.contextmanager
+def _without_cache(root: nn.Module) -> Iterator[None]:
+    """Every Hugging Face config under `root` with `use_cache` off while it is exported.
+
+    A wrapper (`self.m(ids).last_hidden_state`) cannot pass `use_cache=False`, and the
+    model reads its default from its config: the cache it then builds (empty tensors
+    made in forward, lifted as constants of no module) is state for generation that
+    the wrapper's output does not use."""
+    configs = {id(c): c for m in root.modules()
+               if getattr(c := getattr(m, "config", None), "use_cache", None) is True}
+    for config in configs.values():
+        config.use_cache = False
+    try:
+        yield
+    finally:
+        for config in configs.values():
+            config.use_cache = True
 
 
 def _argument_names(root: nn.Module) -> list[str]:
@@ -108,6 +129,16 @@ class _Rewriter:
         self.device: torch.fx.Node | None = None
         self.current: torch.fx.Node | None = None  # the node being written (its meta)
         self.whole: set[torch.fx.Node] = set()  # module calls standing for a tuple's [0]
+        # tensors forward makes (`torch.tensor([...])`), lifted by export as constants of
+        # the module that made them: no attribute of `root`, so kept beside it
+        self.lifted: dict[str, torch.Tensor] = {}
+
+    def _attributes(self) -> dict[str, Any]:
+        """Every module and tensor the graph names, from `root` or the lifted constants
+        (fx's GraphModule copies them from a module only when that module has them all)."""
+        return {n.target: self.lifted[n.target] if n.target in self.lifted else
+                _attribute(self.root, n.target) for n in self.graph.nodes
+                if n.op in ("call_module", "get_attr")}
 
     def run(self) -> torch.fx.GraphModule:
         for node in self.exported.graph.nodes:
@@ -118,6 +149,8 @@ class _Rewriter:
                 self.env[node] = self._emit("placeholder", node.target, (), {})
                 self.first = self.first or self.env[node]
             elif node.op == "get_attr":
+                if not _has_attribute(self.root, node.target):  # a constant forward made
+                    self.lifted[node.target] = _attribute(self.exported, node.target)
                 self.env[node] = self._emit("get_attr", node.target, (), {})
             elif node.op == "call_module":
                 if not str(node.target).startswith("_guards"):
@@ -128,7 +161,9 @@ class _Rewriter:
                 self.graph.output(tuple(outs) if isinstance(outs, list) else outs)
             else:
                 self.env[node] = self._call(node)
-        traced = torch.fx.GraphModule(self.root, self.graph)
+        traced = torch.fx.GraphModule(self._attributes() if self.lifted else self.root,
+                                      self.graph)
+        traced.training = self.root.training
         traced.graph.eliminate_dead_code()
         traced.recompile()
         traced.meta["size_checks"], traced.meta["size_check_trees"] = [], []
@@ -305,6 +340,19 @@ class _Rewriter:
         except AttributeError:
             return False
         return value is getattr(module, attribute, None)
+
+
+def _attribute(module: nn.Module, target: str) -> Any:
+    owner, _, name = target.rpartition(".")
+    return getattr(module.get_submodule(owner) if owner else module, name)
+
+
+def _has_attribute(module: nn.Module, target: str) -> bool:
+    try:
+        _attribute(module, target)
+    except AttributeError:
+        return False
+    return True
 
 
 def _dtype(value: Any) -> torch.dtype | None:
