@@ -159,7 +159,8 @@ class WhisperEncoderStates(nn.Module):
             d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
             decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
             num_mel_bins=16, max_source_positions=16, max_target_positions=16,
-            vocab_size=128))
+            vocab_size=128, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+            decoder_start_token_id=1))
 
     def forward(self, input_features):
         return self.whisper.encoder(input_features).last_hidden_state
@@ -179,6 +180,78 @@ class UNetSample(nn.Module):
 
     def forward(self, sample, timestep):
         return self.unet(sample, timestep).sample
+
+
+class FrozenBertMean(nn.Module):
+    """A frozen backbone (run under no_grad), its states averaged, a trainable head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        t = _transformers()
+        self.backbone = t.BertModel(t.BertConfig(
+            vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=32), add_pooling_layer=False)
+        self.head = nn.Linear(32, 2)
+
+    def forward(self, input_ids, attention_mask):
+        with torch.no_grad():
+            states = self.backbone(input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.head(states.mean(dim=1))
+
+
+class RobertaTuple(nn.Module):
+    """`return_dict=False`: the outputs as a tuple, the first taken."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        t = _transformers()
+        self.roberta = t.RobertaModel(t.RobertaConfig(
+            vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=40))
+
+    def forward(self, input_ids, attention_mask):
+        return self.roberta(input_ids, attention_mask, return_dict=False)[0]
+
+
+class BertLastLayers(nn.Module):
+    """The mean of the last two layers' hidden states (`output_hidden_states=True`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        t = _transformers()
+        self.bert = t.BertModel(t.BertConfig(
+            vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=32))
+
+    def forward(self, input_ids, attention_mask):
+        out = self.bert(input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        return torch.stack(out.hidden_states[-2:]).mean(0)
+
+
+class GPT2Classify(nn.Module):
+    """GPT2ForSequenceClassification: the logits of each row's last token before padding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        t = _transformers()
+        self.m = t.GPT2ForSequenceClassification(t.GPT2Config(
+            n_layer=1, n_embd=32, n_head=2, vocab_size=128, n_positions=32, num_labels=3,
+            pad_token_id=0))
+
+    def forward(self, input_ids):
+        return self.m(input_ids=input_ids).logits
+
+
+class ConvNextPooled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        t = _transformers()
+        self.m = t.ConvNextModel(t.ConvNextConfig(
+            num_channels=3, hidden_sizes=[16, 32], depths=[1, 1], num_stages=2))
+        self.fc = nn.Linear(32, 4)
+
+    def forward(self, pixel_values):
+        return self.fc(self.m(pixel_values).pooler_output)
 
 
 def _text(b: int, n: int) -> tuple:
@@ -204,5 +277,11 @@ WRAPPERS = [
     Case("wrap_whisper_encoder", WhisperEncoderStates, _features, ((2, 32), (3, 32))),
     Case("wrap_unet_sample", UNetSample,
          lambda b, n: (_image(b, n), torch.arange(b) * 10 + 1), ((2, 16), (3, 32))),
+    Case("wrap_frozen_bert_mean", FrozenBertMean, _text),
+    Case("wrap_roberta_tuple", RobertaTuple, _text),
+    Case("wrap_bert_last_layers", BertLastLayers, _text),
+    Case("wrap_gpt2_classify", GPT2Classify, lambda b, n: (_ids(b, n),)),
+    Case("wrap_convnext_pooled", ConvNextPooled, lambda b, n: (_image(b, n),),
+         ((2, 32), (3, 48))),
 ]
 BY_NAME = {case.name: case for case in WRAPPERS}

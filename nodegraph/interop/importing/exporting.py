@@ -132,6 +132,7 @@ class _Rewriter:
         # tensors forward makes (`torch.tensor([...])`), lifted by export as constants of
         # the module that made them: no attribute of `root`, so kept beside it
         self.lifted: dict[str, torch.Tensor] = {}
+        self.raw: dict[torch.fx.Node, Any] = {}  # a region's input -> the node passed in
 
     def _attributes(self) -> dict[str, Any]:
         """Every module and tensor the graph names, from `root` or the lifted constants
@@ -149,9 +150,7 @@ class _Rewriter:
                 self.env[node] = self._emit("placeholder", node.target, (), {})
                 self.first = self.first or self.env[node]
             elif node.op == "get_attr":
-                if not _has_attribute(self.root, node.target):  # a constant forward made
-                    self.lifted[node.target] = _attribute(self.exported, node.target)
-                self.env[node] = self._emit("get_attr", node.target, (), {})
+                self.env[node] = self._get_attr(node)
             elif node.op == "call_module":
                 if not str(node.target).startswith("_guards"):
                     raise NodegraphError(f"the exported graph calls '{node.target}', which "
@@ -169,6 +168,40 @@ class _Rewriter:
         traced.meta["size_checks"], traced.meta["size_check_trees"] = [], []
         traced.meta["tracer"] = "export"
         return traced
+
+    def _get_attr(self, node: torch.fx.Node) -> Any:
+        if not _has_attribute(self.root, node.target):
+            value = _attribute(self.exported, node.target)
+            if isinstance(value, torch.fx.GraphModule):  # a region's body (see _region)
+                return value
+            self.lifted[node.target] = value  # a constant forward made
+        return self._emit("get_attr", node.target, (), {})
+
+    def _region(self, node: torch.fx.Node, args: list) -> tuple:
+        """`with torch.no_grad():` in forward (export's `wrap_with_set_grad_enabled`): the
+        region's ops written in line, its outputs detached where it turned gradients off
+        (what leaves a no-grad region has no history: a frozen backbone stays frozen)."""
+        enabled, body, operands = args[0], args[1], args[2:]
+        inner = [n for n in body.graph.nodes if n.op == "placeholder"]
+        for placeholder, raw, value in zip(inner, node.args[2:], operands, strict=True):
+            self.env[placeholder] = value
+            self.raw[placeholder] = raw  # (a weight passed in is still its module's)
+        outer, outs = self.current, ()
+        for each in body.graph.nodes:
+            self.current = each
+            if each.op == "output":
+                outs = torch.fx.node.map_arg(each.args[0], self.env.__getitem__)
+            elif each.op == "get_attr":
+                raise NodegraphError(f"the exported graph reads '{each.target}' inside a "
+                                     f"region of forward{_line_of(node)}, which the import "
+                                     "cannot follow")
+            elif each.op != "placeholder":
+                self.env[each] = self._call(each)
+        self.current = outer
+        if enabled:
+            return tuple(outs)
+        return tuple(self._emit("call_method", "detach", (o,), {})
+                     if isinstance(o, torch.fx.Node) else o for o in outs)
 
     def _emit(self, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
         made = self.graph.create_node(op, target, args, kwargs)
@@ -191,7 +224,11 @@ class _Rewriter:
         args = torch.fx.node.map_arg(node.args, self.env.__getitem__)
         kwargs = dict(torch.fx.node.map_arg(node.kwargs, self.env.__getitem__))
         target = node.target
+        if target is torch.ops.higher_order.wrap_with_set_grad_enabled:
+            return self._region(node, list(args))
         if not isinstance(target, torch._ops.OpOverload):
+            if target is operator.getitem and isinstance(args[0], tuple):
+                return args[0][args[1]]  # an output of a region written in line
             if target is operator.getitem and args[0] in self.whole and args[1] == 0:
                 return args[0]  # batch norm's output: the module's call itself
             return self._emit("call_function", target, tuple(args), dict(kwargs))
@@ -332,6 +369,7 @@ class _Rewriter:
         return made
 
     def _is_own(self, arg: Any, module: nn.Module, attribute: str) -> bool:
+        arg = self.raw.get(arg, arg)
         if not isinstance(arg, torch.fx.Node) or arg.op != "get_attr":
             return False
         owner, _, last = str(arg.target).rpartition(".")
