@@ -351,7 +351,7 @@ class _Rewriter:
             module = self.root.get_submodule(path)
         except AttributeError:
             return None
-        if not isinstance(module, kinds):
+        if not isinstance(module, kinds) or not _own_forward(module):
             return None
         weight_at = {"embedding": 0, "layer_norm": 2, "group_norm": 2}.get(name, 1)
         source_at = 1 if name == "embedding" else 0
@@ -378,6 +378,13 @@ class _Rewriter:
         except AttributeError:
             return False
         return value is getattr(module, attribute, None)
+
+
+def _own_forward(module: nn.Module) -> bool:
+    """Whether `module` runs the forward of the torch layer it is: a subclass with a
+    forward of its own (transformers' ConvNextLayerNorm permutes around the norm) is not
+    that layer's call, its op alone is."""
+    return getattr(type(module).forward, "__module__", "").startswith("torch.nn.")
 
 
 def _attribute(module: nn.Module, target: str) -> Any:
