@@ -254,6 +254,55 @@ class ConvNextPooled(nn.Module):
         return self.fc(self.m(pixel_values).pooler_output)
 
 
+class CLIPImageEmbeds(nn.Module):
+    """Normalised image embeddings of a whole CLIPModel (`get_image_features`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        t = _transformers()
+        self.clip = t.CLIPModel(t.CLIPConfig(
+            text_config={"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64,
+                         "num_hidden_layers": 1, "num_attention_heads": 2,
+                         "max_position_embeddings": 16},
+            vision_config={"image_size": 32, "patch_size": 8, "hidden_size": 32,
+                           "intermediate_size": 64, "num_hidden_layers": 1,
+                           "num_attention_heads": 2}, projection_dim=16))
+
+    def forward(self, pixel_values):
+        embeds = self.clip.get_image_features(pixel_values=pixel_values).pooler_output
+        return nn.functional.normalize(embeds, dim=-1)
+
+
+class BertMaskedTwo(nn.Module):
+    """Two outputs (the logits and the last hidden states) from three inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        t = _transformers()
+        self.m = t.BertForMaskedLM(t.BertConfig(
+            vocab_size=128, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+            intermediate_size=64, max_position_embeddings=32))
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        out = self.m(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                     output_hidden_states=True)
+        return out.logits, out.hidden_states[-1]
+
+
+class MistralNextToken(nn.Module):
+    """The next token's logits (the last position's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        t = _transformers()
+        self.lm = t.MistralForCausalLM(t.MistralConfig(
+            vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
+
+    def forward(self, input_ids, attention_mask):
+        return self.lm(input_ids=input_ids, attention_mask=attention_mask).logits[:, -1, :]
+
+
 def _text(b: int, n: int) -> tuple:
     return _ids(b, n), _mask(b, n)
 
@@ -281,6 +330,11 @@ WRAPPERS = [
     Case("wrap_roberta_tuple", RobertaTuple, _text),
     Case("wrap_bert_last_layers", BertLastLayers, _text),
     Case("wrap_gpt2_classify", GPT2Classify, lambda b, n: (_ids(b, n),)),
+    Case("wrap_clip_image_embeds", CLIPImageEmbeds, lambda b, n: (_image(b, n),),
+         ((2, 32), (3, 32))),
+    Case("wrap_bert_masked_two", BertMaskedTwo,
+         lambda b, n: (*_text(b, n), (torch.arange(n) >= n // 2).long().expand(b, n))),
+    Case("wrap_mistral_next_token", MistralNextToken, _text),
     Case("wrap_convnext_pooled", ConvNextPooled, lambda b, n: (_image(b, n),),
          ((2, 32), (3, 48))),
 ]

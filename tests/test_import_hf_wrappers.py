@@ -165,3 +165,72 @@ def test_a_user_module_failing_to_import_or_build_names_its_line(source, line, t
         import_graph(f"{tmp_path / 'm.py'}:Net", (torch.randn(2, 4),), tmp_path / "g.json")
     text = str(error.value)
     assert line in text and "neither tracer" not in text, text
+
+
+class Normalised(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return nn.functional.normalize(self.proj(x), dim=-1)
+
+
+def test_f_normalize_exports_as_a_norm(tmp_path):
+    """export writes F.normalize's norm as aten.linalg_vector_norm (was: 'no torch
+    function or Tensor method of that name')."""
+    torch.manual_seed(0)
+    _check(round_trip(Normalised().eval(), (torch.randn(2, 4),), tmp_path,
+                      others=[(torch.randn(5, 4),)], tracer="export"))
+
+
+class Embed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.word = nn.Embedding(16, 8)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, ids):
+        return self.norm(self.word(ids))
+
+
+class Body(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = Embed()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, ids):
+        return self.proj(self.embed(ids)).relu()
+
+
+class TiedDeep(nn.Module):
+    """An LM head tied to an embedding two groups down (BERT's masked-LM decoder)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = Body()
+        self.head = nn.Linear(8, 16, bias=False)
+        self.head.weight = self.body.embed.word.weight
+
+    def forward(self, ids):
+        return self.head(self.body(ids)).log_softmax(-1)
+
+
+@pytest.mark.parametrize("tracer", ["fx", "export"])
+def test_a_tie_into_nested_groups_names_the_node_where_it_is(tracer, tmp_path):
+    """The tie was rewritten for the first group only ('a tie names node
+    body_embed__body_embed_word, which does not exist')."""
+    from nodegraph.check.validate import validate
+
+    torch.manual_seed(0)
+    ids = torch.randint(0, 16, (2, 5))
+    imported = import_graph(TiedDeep().eval(), (ids,), tmp_path / "g.json", tracer=tracer)
+    assert validate(imported.graph).ok
+    assert len(imported.graph.ties) == 1
+    tie = imported.graph.ties[0]
+    flat = flatten(imported.graph).graph
+    assert {flat.nodes[tie.src].type, flat.nodes[tie.dst].type} == {"layers.Embedding",
+                                                                    "layers.Linear"}
+    _check(round_trip(TiedDeep().eval(), (ids,), tmp_path / "rt",
+                      others=[(torch.randint(0, 16, (3, 7)),)], tracer=tracer))

@@ -295,6 +295,9 @@ class _Rewriter:
             scale = args[-1]
             return call("call_function", F.interpolate, (args[0],), {
                 "size": args[1], "scale_factor": scale, "mode": mode, **extra})
+        if name == "linalg_vector_norm" and not kwargs.get("dtype"):  # F.normalize's norm
+            order, dim, keep = (args[1:] + [2, None, False][len(args) - 1:])[:3]
+            return call("call_method", "norm", (args[0], order, dim, keep), {})
         if name == "to" or name == "_to_copy":
             kwargs.pop("device", None)
             if not kwargs and len(args) == 1:
@@ -308,7 +311,7 @@ class _Rewriter:
         if callable(fn):
             return call("call_function", fn, tuple(args), kwargs)
         where = _line_of(node)
-        raise NodegraphError(f"the exported graph calls aten.{node.target}{where}, which has "
+        raise NodegraphError(f"the exported graph calls {node.target}{where}, which has "
                              "no torch function or Tensor method of that name")
 
     def _slice(self, args: list, kwargs: dict) -> Any:
