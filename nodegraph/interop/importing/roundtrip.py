@@ -185,14 +185,15 @@ def _resized(imported, others, reference, folder, result) -> None:
 
 def _without_gradient(module: Any, inputs: tuple) -> int:
     """How many of the module's weights the same loss gives no finite gradient (the
-    module's own gradients are cleared after)."""
+    module's own gradients are cleared after; run in eval mode, so its batch norms'
+    running statistics stay as the graph's weights have them)."""
     if not isinstance(module, torch.nn.Module):
         return 0
     from nodegraph.interop.importing.values import _leaves
 
     params = [p for p in module.parameters() if p.requires_grad]
     was_training = module.training
-    module.train()
+    module.eval()
     try:
         outputs = _leaves(module(*inputs), torch.Tensor)
         loss = sum((o.float() - 1).pow(2).mean() for o in outputs if o.is_floating_point())
