@@ -30,7 +30,8 @@ PASSING = ["wrap_gpt2_hidden", "wrap_gpt2_logits", "wrap_bert_mask_cls",
            "wrap_llama_hidden", "wrap_t5_encoder_mean", "wrap_clip_pooled",
            "wrap_whisper_encoder", "wrap_unet_sample", "wrap_frozen_bert_mean",
            "wrap_roberta_tuple", "wrap_bert_last_layers", "wrap_gpt2_classify",
-           "wrap_convnext_pooled"]
+           "wrap_convnext_pooled", "wrap_clip_image_embeds", "wrap_bert_masked_two",
+           "wrap_mistral_next_token"]
 
 
 def _round_trip(name: str, folder):
