@@ -25,7 +25,7 @@ import contextlib
 import inspect
 import operator
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx
@@ -99,8 +99,9 @@ def _without_cache(root: nn.Module) -> Iterator[None]:
     model reads its default from its config: the cache it then builds (empty tensors
     made in forward, lifted as constants of no module) is state for generation that
     the wrapper's output does not use."""
-    configs = {id(c): c for m in root.modules()
-               if getattr(c := getattr(m, "config", None), "use_cache", None) is True}
+    configs: dict[int, Any] = {id(c): c for m in root.modules()
+                               if getattr(c := getattr(m, "config", None), "use_cache",
+                                          None) is True}
     for config in configs.values():
         config.use_cache = False
     try:
@@ -170,12 +171,13 @@ class _Rewriter:
         return traced
 
     def _get_attr(self, node: torch.fx.Node) -> Any:
-        if not _has_attribute(self.root, node.target):
-            value = _attribute(self.exported, node.target)
+        target = str(node.target)
+        if not _has_attribute(self.root, target):
+            value = _attribute(self.exported, target)
             if isinstance(value, torch.fx.GraphModule):  # a region's body (see _region)
                 return value
-            self.lifted[node.target] = value  # a constant forward made
-        return self._emit("get_attr", node.target, (), {})
+            self.lifted[target] = value  # a constant forward made
+        return self._emit("get_attr", target, (), {})
 
     def _region(self, node: torch.fx.Node, args: list) -> tuple:
         """`with torch.no_grad():` in forward (export's `wrap_with_set_grad_enabled`): the
@@ -186,7 +188,7 @@ class _Rewriter:
         for placeholder, raw, value in zip(inner, node.args[2:], operands, strict=True):
             self.env[placeholder] = value
             self.raw[placeholder] = raw  # (a weight passed in is still its module's)
-        outer, outs = self.current, ()
+        outer, outs = self.current, cast(Any, ())
         for each in body.graph.nodes:
             self.current = each
             if each.op == "output":
@@ -228,7 +230,7 @@ class _Rewriter:
             return self._region(node, list(args))
         if not isinstance(target, torch._ops.OpOverload):
             if target is operator.getitem and isinstance(args[0], tuple):
-                return args[0][args[1]]  # an output of a region written in line
+                return args[0][cast(int, args[1])]  # an output of a region written in line
             if target is operator.getitem and args[0] in self.whole and args[1] == 0:
                 return args[0]  # batch norm's output: the module's call itself
             return self._emit("call_function", target, tuple(args), dict(kwargs))
