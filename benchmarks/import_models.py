@@ -8,7 +8,8 @@ out against the model itself (`nodegraph.interop.fx_roundtrip`): compiled graph,
 export, ONNX export, one training step, and the graph at a second input size. One row per
 model, then the totals. Each model runs in its own process (a crash or a hang costs one
 row). With --hf, the Hugging Face transformers and diffusers models of
-`tests/hf_cases.py` instead (tiny random configs, two input sizes each; fx first, then
+`tests/hf_cases.py` and the modules people write around them (`tests/hf_wrappers.py`,
+rows `wrap_*`) instead (tiny random configs, two input sizes each; fx first, then
 torch.export where fx cannot import them, as `nodegraph import` does).
 
     OMP_NUM_THREADS=1 python benchmarks/import_models.py [--only NAME ...] [--timm-only]
@@ -145,9 +146,7 @@ def job(source: str, name: str) -> tuple[object, tuple, tuple, dict]:
         return getattr(w, name), inputs, other, {}
     if source == "hf":
         sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-        from hf_cases import BY_NAME
-
-        case = BY_NAME[name]
+        case = _hf_cases()[name]
         (batch, size), (batch2, size2) = case.sizes
         return case.build, case.inputs(batch, size), case.inputs(batch2, size2), {}
     if source in ("segmentation", "video", "optical_flow"):
@@ -167,6 +166,16 @@ def job(source: str, name: str) -> tuple[object, tuple, tuple, dict]:
     second = size + size // 2
     return target, (torch.randn(2, 3, size, size),), (torch.randn(2, 3, second, second - 8),), \
         kwargs
+
+
+def _hf_cases() -> dict:
+    """The --hf models by name: raw models (`tests/hf_cases.py`), then the modules people
+    write around them (`tests/hf_wrappers.py`, named `wrap_*`)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+    from hf_cases import CASES
+    from hf_wrappers import WRAPPERS
+
+    return {case.name: case for case in CASES + WRAPPERS}
 
 
 def one(source: str, name: str, ways: tuple[str, ...]) -> dict:
@@ -277,7 +286,7 @@ def main() -> int:
                     "segmentation/video/flow, modules written by hand)")
     ap.add_argument("--hf", action="store_true",
                     help="only the Hugging Face transformers and diffusers models "
-                    "(tests/hf_cases.py)")
+                    "(tests/hf_cases.py, tests/hf_wrappers.py)")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--ways", default="validate,python,onnx,train")
     ap.add_argument("--json", help="also write the rows to this file")
@@ -298,10 +307,7 @@ def main() -> int:
         every = more if args.more_only else [("torchvision", n) for n in torchvision_models()] \
             + [("timm", n) for n in TIMM] + more
         if args.hf:
-            sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-            from hf_cases import CASES
-
-            every = [("hf", case.name) for case in CASES]
+            every = [("hf", name) for name in _hf_cases()]
         pending = [f"{s}:{n}" for s, n in every if (s, n) not in done]
         with open(args.markdown, "w") as fh:
             fh.write(markdown(list(done.values()), ways, pending))
@@ -310,10 +316,7 @@ def main() -> int:
         return 0
     jobs = []
     if args.hf:
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-        from hf_cases import CASES
-
-        jobs += [("hf", case.name) for case in CASES]
+        jobs += [("hf", name) for name in _hf_cases()]
     elif not args.timm_only and not args.more_only:
         jobs += [("torchvision", n) for n in torchvision_models()]
     if not args.torchvision_only and not args.more_only and not args.hf:

@@ -158,7 +158,8 @@ def test_torchvision_ops_missing_is_shimmed_and_retried(monkeypatch):
 @pytest.mark.slow
 def test_cli_imports_a_user_module_that_imports_transformers(tmp_path):
     """In a fresh process (torchvision not yet loaded), a user's file importing
-    transformers at its top imports: no 'internal error ... please report it'."""
+    transformers at its top imports: no 'internal error ... please report it', and its
+    wrapper returning `GPT2Model(...).last_hidden_state` makes a graph."""
     (tmp_path / "mymodel.py").write_text(textwrap.dedent("""
         from torch import nn
         from transformers import GPT2Config, GPT2Model
@@ -181,10 +182,7 @@ def test_cli_imports_a_user_module_that_imports_transformers(tmp_path):
                           text=True, timeout=500)
     said = done.stdout + done.stderr
     assert "internal error" not in said and "please report" not in said, said
-    if done.returncode != 0:
-        # Known: this wrapper of GPT2Model fails in both tracers (fx: the ModelOutput used
-        # by attribute; export: a constant GPT2Attention makes in forward is lifted, then
-        # taken for a batch input). The message must name the user's line meanwhile.
-        assert "mymodel.py:12" in said, said
-        pytest.xfail("a wrapper returning GPT2Model(...).last_hidden_state does not import "
-                     "yet (issue #34)")
+    assert done.returncode == 0, said  # (fx cannot take the ModelOutput; export does)
+    from nodegraph.model.fileformat import load
+
+    assert load(tmp_path / "g.json").extra["imported"]["tracer"] == "export"

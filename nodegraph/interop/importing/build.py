@@ -59,7 +59,8 @@ def import_module(module_or_instance: Any, example_inputs: Any, path: str | Path
 
 TRACERS = ("auto", "fx", "export")
 # errors about what the user gave, the same whichever tracer runs
-USER_ERRORS = ("itself fails on the example inputs", "has no submodule of that name")
+USER_ERRORS = ("itself fails on the example inputs", "has no submodule of that name",
+               "cannot be built with", "fails as it is imported", "cannot import '")
 
 
 def import_graph(module_or_instance: Any, example_inputs: Any, path: str | Path | None = None,

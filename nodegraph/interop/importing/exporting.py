@@ -21,10 +21,11 @@ groups, layout) applies unchanged:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import operator
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 import torch
 import torch.fx
@@ -80,13 +81,34 @@ def export_trace(root: nn.Module, inputs: tuple) -> torch.fx.GraphModule:
     if constants:
         shapes = {**dict(zip(names, shapes, strict=False)), **dict.fromkeys(constants)}
     try:
-        program = torch.export.export(root, tuple(inputs), kwargs=constants or None,
-                                      dynamic_shapes=shapes, strict=False)
+        with _without_cache(root):
+            program = torch.export.export(root, tuple(inputs), kwargs=constants or None,
+                                          dynamic_shapes=shapes, strict=False)
     except Exception as e:
         text = " ".join(str(e).split())[:300]
         raise NodegraphError(f"{type(root).__name__}.forward cannot be exported{_where(e)}: "
                              f"{type(e).__name__}: {text}") from None
     return _Rewriter(root, program.module(), constants).run()
+
+
+@contextlib.contextmanager
+def _without_cache(root: nn.Module) -> Iterator[None]:
+    """Every Hugging Face config under `root` with `use_cache` off while it is exported.
+
+    A wrapper (`self.m(ids).last_hidden_state`) cannot pass `use_cache=False`, and the
+    model reads its default from its config: the cache it then builds (empty tensors
+    made in forward, lifted as constants of no module) is state for generation that
+    the wrapper's output does not use."""
+    configs: dict[int, Any] = {id(c): c for m in root.modules()
+                               if getattr(c := getattr(m, "config", None), "use_cache",
+                                          None) is True}
+    for config in configs.values():
+        config.use_cache = False
+    try:
+        yield
+    finally:
+        for config in configs.values():
+            config.use_cache = True
 
 
 def _argument_names(root: nn.Module) -> list[str]:
@@ -108,6 +130,17 @@ class _Rewriter:
         self.device: torch.fx.Node | None = None
         self.current: torch.fx.Node | None = None  # the node being written (its meta)
         self.whole: set[torch.fx.Node] = set()  # module calls standing for a tuple's [0]
+        # tensors forward makes (`torch.tensor([...])`), lifted by export as constants of
+        # the module that made them: no attribute of `root`, so kept beside it
+        self.lifted: dict[str, torch.Tensor] = {}
+        self.raw: dict[torch.fx.Node, Any] = {}  # a region's input -> the node passed in
+
+    def _attributes(self) -> dict[str, Any]:
+        """Every module and tensor the graph names, from `root` or the lifted constants
+        (fx's GraphModule copies them from a module only when that module has them all)."""
+        return {n.target: self.lifted[n.target] if n.target in self.lifted else
+                _attribute(self.root, n.target) for n in self.graph.nodes
+                if n.op in ("call_module", "get_attr")}
 
     def run(self) -> torch.fx.GraphModule:
         for node in self.exported.graph.nodes:
@@ -118,7 +151,7 @@ class _Rewriter:
                 self.env[node] = self._emit("placeholder", node.target, (), {})
                 self.first = self.first or self.env[node]
             elif node.op == "get_attr":
-                self.env[node] = self._emit("get_attr", node.target, (), {})
+                self.env[node] = self._get_attr(node)
             elif node.op == "call_module":
                 if not str(node.target).startswith("_guards"):
                     raise NodegraphError(f"the exported graph calls '{node.target}', which "
@@ -128,12 +161,49 @@ class _Rewriter:
                 self.graph.output(tuple(outs) if isinstance(outs, list) else outs)
             else:
                 self.env[node] = self._call(node)
-        traced = torch.fx.GraphModule(self.root, self.graph)
+        traced = torch.fx.GraphModule(self._attributes() if self.lifted else self.root,
+                                      self.graph)
+        traced.training = self.root.training
         traced.graph.eliminate_dead_code()
         traced.recompile()
         traced.meta["size_checks"], traced.meta["size_check_trees"] = [], []
         traced.meta["tracer"] = "export"
         return traced
+
+    def _get_attr(self, node: torch.fx.Node) -> Any:
+        target = str(node.target)
+        if not _has_attribute(self.root, target):
+            value = _attribute(self.exported, target)
+            if isinstance(value, torch.fx.GraphModule):  # a region's body (see _region)
+                return value
+            self.lifted[target] = value  # a constant forward made
+        return self._emit("get_attr", target, (), {})
+
+    def _region(self, node: torch.fx.Node, args: list) -> tuple:
+        """`with torch.no_grad():` in forward (export's `wrap_with_set_grad_enabled`): the
+        region's ops written in line, its outputs detached where it turned gradients off
+        (what leaves a no-grad region has no history: a frozen backbone stays frozen)."""
+        enabled, body, operands = args[0], args[1], args[2:]
+        inner = [n for n in body.graph.nodes if n.op == "placeholder"]
+        for placeholder, raw, value in zip(inner, node.args[2:], operands, strict=True):
+            self.env[placeholder] = value
+            self.raw[placeholder] = raw  # (a weight passed in is still its module's)
+        outer, outs = self.current, cast(Any, ())
+        for each in body.graph.nodes:
+            self.current = each
+            if each.op == "output":
+                outs = torch.fx.node.map_arg(each.args[0], self.env.__getitem__)
+            elif each.op == "get_attr":
+                raise NodegraphError(f"the exported graph reads '{each.target}' inside a "
+                                     f"region of forward{_line_of(node)}, which the import "
+                                     "cannot follow")
+            elif each.op != "placeholder":
+                self.env[each] = self._call(each)
+        self.current = outer
+        if enabled:
+            return tuple(outs)
+        return tuple(self._emit("call_method", "detach", (o,), {})
+                     if isinstance(o, torch.fx.Node) else o for o in outs)
 
     def _emit(self, op: str, target: Any, args: tuple, kwargs: dict) -> torch.fx.Node:
         made = self.graph.create_node(op, target, args, kwargs)
@@ -156,7 +226,11 @@ class _Rewriter:
         args = torch.fx.node.map_arg(node.args, self.env.__getitem__)
         kwargs = dict(torch.fx.node.map_arg(node.kwargs, self.env.__getitem__))
         target = node.target
+        if target is torch.ops.higher_order.wrap_with_set_grad_enabled:
+            return self._region(node, list(args))
         if not isinstance(target, torch._ops.OpOverload):
+            if target is operator.getitem and isinstance(args[0], tuple):
+                return args[0][cast(int, args[1])]  # an output of a region written in line
             if target is operator.getitem and args[0] in self.whole and args[1] == 0:
                 return args[0]  # batch norm's output: the module's call itself
             return self._emit("call_function", target, tuple(args), dict(kwargs))
@@ -223,6 +297,9 @@ class _Rewriter:
             scale = args[-1]
             return call("call_function", F.interpolate, (args[0],), {
                 "size": args[1], "scale_factor": scale, "mode": mode, **extra})
+        if name == "linalg_vector_norm" and not kwargs.get("dtype"):  # F.normalize's norm
+            order, dim, keep = (args[1:] + [2, None, False][len(args) - 1:])[:3]
+            return call("call_method", "norm", (args[0], order, dim, keep), {})
         if name == "to" or name == "_to_copy":
             kwargs.pop("device", None)
             if not kwargs and len(args) == 1:
@@ -236,7 +313,7 @@ class _Rewriter:
         if callable(fn):
             return call("call_function", fn, tuple(args), kwargs)
         where = _line_of(node)
-        raise NodegraphError(f"the exported graph calls aten.{node.target}{where}, which has "
+        raise NodegraphError(f"the exported graph calls {node.target}{where}, which has "
                              "no torch function or Tensor method of that name")
 
     def _slice(self, args: list, kwargs: dict) -> Any:
@@ -279,7 +356,7 @@ class _Rewriter:
             module = self.root.get_submodule(path)
         except AttributeError:
             return None
-        if not isinstance(module, kinds):
+        if not isinstance(module, kinds) or not _own_forward(module):
             return None
         weight_at = {"embedding": 0, "layer_norm": 2, "group_norm": 2}.get(name, 1)
         source_at = 1 if name == "embedding" else 0
@@ -297,6 +374,7 @@ class _Rewriter:
         return made
 
     def _is_own(self, arg: Any, module: nn.Module, attribute: str) -> bool:
+        arg = self.raw.get(arg, arg)
         if not isinstance(arg, torch.fx.Node) or arg.op != "get_attr":
             return False
         owner, _, last = str(arg.target).rpartition(".")
@@ -305,6 +383,26 @@ class _Rewriter:
         except AttributeError:
             return False
         return value is getattr(module, attribute, None)
+
+
+def _own_forward(module: nn.Module) -> bool:
+    """Whether `module` runs the forward of the torch layer it is: a subclass with a
+    forward of its own (transformers' ConvNextLayerNorm permutes around the norm) is not
+    that layer's call, its op alone is."""
+    return getattr(type(module).forward, "__module__", "").startswith("torch.nn.")
+
+
+def _attribute(module: nn.Module, target: str) -> Any:
+    owner, _, name = target.rpartition(".")
+    return getattr(module.get_submodule(owner) if owner else module, name)
+
+
+def _has_attribute(module: nn.Module, target: str) -> bool:
+    try:
+        _attribute(module, target)
+    except AttributeError:
+        return False
+    return True
 
 
 def _dtype(value: Any) -> torch.dtype | None:

@@ -14,6 +14,7 @@ the top. Execution flattens groups to ``INSTANCE__INNER`` ids, so the mapping re
 
 from __future__ import annotations
 
+from nodegraph.model.graph import Tie
 from nodegraph.model.groupdefs import MAX_DEPTH, SEP
 from nodegraph.model.groups import make_group
 
@@ -24,6 +25,8 @@ def group_by_scope(graph, scopes: dict[str, str], keep: set[str]) -> dict[str, s
     """Group `graph`'s nodes by their module path (`scopes`: node id -> dotted path, ''
     for the root's own), never moving those in `keep` (the inputs, their guards, the
     outputs); returns node id -> flat id (the id execution gives a node inside groups)."""
+    ties = list(graph.ties)  # set again after, between flat ids (see below)
+    graph.set_ties([])
     flat = {n: n for n in graph.nodes}
     top = {n: n for n in graph.nodes}  # node id -> the top-level node holding it now
     order = list(graph.nodes)  # top-level ids in run order (the import adds in order)
@@ -49,6 +52,10 @@ def group_by_scope(graph, scopes: dict[str, str], keep: set[str]) -> dict[str, s
                 flat[node] = instance + SEP + flat[node]
                 top[node] = instance
         order[at[0]:at[-1] + 1] = [instance]
+    # a tie (BERT's masked-LM decoder reusing the word embeddings) names its two nodes by
+    # their flat ids at the top: `make_group` rewrites a tie only one level deep, so one
+    # whose node went into a group that went into another named a node no longer there
+    graph.set_ties(Tie(flat[t.src], t.src_param, flat[t.dst], t.dst_param) for t in ties)
     return flat
 
 

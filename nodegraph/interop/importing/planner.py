@@ -394,7 +394,7 @@ class Importer:
 
     def _owner_attr(self, target: str) -> Any:
         owner, _, name = target.rpartition(".")
-        return getattr(self.root.get_submodule(owner) if owner else self.root, name)
+        return getattr(self.root.get_submodule(owner) if owner else self.root, name, None)
 
     def _opaque_module(self, node, module: nn.Module) -> Planned:
         inputs: list[Any] = []

@@ -21,6 +21,7 @@ from typing import Any
 from torch import nn
 
 from nodegraph.interop.export.record import Recorder, recording
+from nodegraph.interop.importing.naming import _where
 from nodegraph.model import allowlist
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.packages import load_torchvision
@@ -87,6 +88,11 @@ def resolve(target: str) -> tuple[Any, str, str | None]:
             f"cannot import {module_name!r} ({e}): run nodegraph from the folder that holds "
             f"{module_name.split('.')[0]}, name the file itself (path/to/{module_name}.py:"
             f"{attr}), add its folder to PYTHONPATH, or pip install -e your package") from None
+    except NodegraphError:
+        raise
+    except Exception as e:  # the user's module fails as it is imported: their line
+        raise NodegraphError(f"{module_name} fails as it is imported{_line_of(e)}: "
+                             f"{_said(e)}") from None
     if module_name == "timm" and not hasattr(module, attr):
         return module.create_model, "timm:create_model", attr
     obj: Any = _shimmed(lambda: _attribute(module, module_name, attr))
@@ -148,6 +154,11 @@ def build(obj: Any, kwargs: dict, model_name: str | None = None,
             except TypeError as e:
                 raise NodegraphError(f"{path or obj!r} cannot be built with {kwargs}: "
                                      f"{e}") from None
+            except NodegraphError:
+                raise
+            except Exception as e:  # the user's constructor fails: their line
+                raise NodegraphError(f"{path or obj!r} cannot be built with {kwargs}"
+                                     f"{_line_of(e)}: {_said(e)}") from None
     if not isinstance(module, nn.Module):
         raise NodegraphError(f"{path or obj!r} returned a {type(module).__name__}, not an "
                              "nn.Module")
@@ -183,6 +194,17 @@ def _build_pretrained(cls: type, kwargs: dict, path: str | None) -> Built:
         raise NodegraphError(f"{path or cls.__name__} cannot be built with {kwargs}: "
                              f"{type(e).__name__}: {text}") from None
     return Built(module, None, path, {**kwargs, **({PRETRAINED: folder} if folder else {})})
+
+
+def _line_of(error: BaseException) -> str:
+    """' at file:line (`code`)': the user's line that raised (a syntax error's own)."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return f" at {Path(error.filename).name}:{error.lineno} (`{(error.text or '').strip()}`)"
+    return _where(error)
+
+
+def _said(error: BaseException) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
 
 
 def _missing(fn: Any, kwargs: dict) -> list[str]:
