@@ -240,6 +240,12 @@ class Case:
     samples: Path
     block: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    outside: Path | None = None  # where outward links point: a worker's own copy (own_outside)
+
+    @property
+    def beyond(self) -> Path:
+        """The folder of valid files outside the case that its outward links point to."""
+        return self.outside or self.samples / "outside"
 
     def files(self, *suffixes: str) -> list[Path]:
         """The regular files of the case (not through links), those ending in `suffixes`."""
@@ -349,7 +355,7 @@ def outward(case, rng, target=None):
         return "no file"
     kinds = {".png": "imgs/cats/0.png", ".jpg": "imgs/cats/1.jpg", ".bmp": "imgs/cats/2.bmp",
              ".tar": "evil.tar", ".parquet": "evil.parquet"}
-    dest = case.samples / "outside" / kinds.get(p.suffix, "secret.txt")
+    dest = case.beyond / kinds.get(p.suffix, "secret.txt")
     return _replace(case, rng, p, lambda q: q.symlink_to(dest), f"{OUTWARD} to {dest.name}")
 
 
@@ -539,8 +545,8 @@ def _hf(case: Case, rng: random.Random) -> list[str]:
             state = rng.choice(case.files("state.json") or [case.folder / "x"])
             if state.is_file():
                 doc = json.loads(state.read_text())
-                bad = rng.choice(["../../outside/secret.txt", "/dev/zero",
-                                  str(case.samples / "outside" / "secret.txt"), "..", "",
+                bad = rng.choice(["../../../outside/secret.txt", "/dev/zero",
+                                  str(case.beyond / "secret.txt"), "..", "",
                                   "zz-extra.arrow"])
                 files = doc.get("_data_files") if isinstance(doc, dict) else None
                 if isinstance(files, list) and files and isinstance(files[0], dict):
@@ -763,7 +769,7 @@ def _images_case(case: Case, rng: random.Random) -> list[str]:
             cls = case.folder / "imgs" / rng.choice(["cats", "dogs"])
             if cls.is_dir() and not cls.is_symlink():
                 shutil.rmtree(cls)
-                cls.symlink_to(case.samples / "outside" / "imgs" / "cats")
+                cls.symlink_to(case.beyond / "imgs" / "cats")
                 done.append(f"imgs/{cls.name} -> {OUTWARD} to a folder of images")
         elif roll < 0.9:
             done.append(extra_entry(case, rng, rng.choice([".png", ".jpg", ""]),
@@ -793,7 +799,8 @@ def prepare(samples: Path, scratch: Path, surface: str, seed: int, index: int,
     folder = scratch / f"{surface}-{seed}-{index}"
     remove(folder)
     shutil.copytree(samples / surface, folder, symlinks=True)
-    case = Case(folder, samples)
+    case = Case(folder, samples, outside=scratch / "outside" if (scratch / "outside").is_dir()
+                else None)
     SETUPS[surface](case, rng)
     if not damage:
         return case, []
@@ -801,6 +808,16 @@ def prepare(samples: Path, scratch: Path, surface: str, seed: int, index: int,
         return case, MUTATORS[surface](case, rng)
     except OSError as e:  # a mutation undone by an earlier one (a folder now a FIFO)
         return case, [f"(a mutation could not be made: {e})"]
+
+
+def own_outside(samples: Path, scratch: Path) -> Path:
+    """A copy of the samples' ``outside`` folder in a worker's `scratch`, where the outward
+    links of the worker's cases point (`prepare`): its inotify watch then sees only its own
+    cases' opens. With one ``outside`` for all, each worker's watch saw every worker's
+    opens, and with ``--jobs`` above 1 an escape was also charged to whichever case a
+    neighbour was running at the time."""
+    shutil.copytree(samples / "outside", scratch / "outside", symlinks=True)
+    return scratch / "outside"
 
 
 def remove(folder: Path) -> None:
