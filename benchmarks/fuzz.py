@@ -504,6 +504,8 @@ def replay(surface: str, seed: int, index: int, compile_too: bool = False,
         root = Path(tempfile.mkdtemp(prefix="nodegraph-fuzz-"))
         try:
             samples = fuzz_files.make_samples(root, [surface])
+            pristine, _ = fuzz_files.prepare(samples, root / "warm", surface, 0, 0, False)
+            fuzz_files.open_case(pristine, surface)  # first-use imports untimed, as a worker
             made, done = fuzz_files.prepare(samples, root, surface, seed, index)
             print(f"{surface} case {index}: {'; '.join(done)}")
             start = time.perf_counter()
