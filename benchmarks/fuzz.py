@@ -192,22 +192,8 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
     if train_too and "graph" in surfaces:  # the first training, scikit-learn: seconds, once
         train_one_step(nodegraph.load(ROOT / "examples" / "xor.json"))
         import sklearn.datasets  # noqa: F401
-    files = [s for s in surfaces if s != "graph" and samples is not None]
-    for stream in (False, True):  # each reader's imports (pyarrow, datasets, ...) untimed
-        if stream:  # then the streamed loader's fork server, which imports what the first
-            _start_forkserver()  # streamed data needs only: the others' data, imported
-        for surface in files:  # again in every loader process, took seconds a case
-            made, _ = fuzz_files.prepare(samples, scratch, surface, 0, 0, damage=False)
-            if stream and "storage" not in made.params:
-                continue
-            made.params.update(storage="stream") if stream else None
-            try:
-                errors = fuzz_files.open_case(made, surface)
-            finally:
-                fuzz_files.remove(made.folder)
-            if errors:  # the fuzzer's own fault: its sample should read whole
-                print(f"warning: the undamaged {surface} sample was refused: {errors[0]}",
-                      file=sys.stderr, flush=True)
+    if samples is not None:
+        warm_readers(samples, scratch, [s for s in surfaces if s != "graph"])
     conn.send(("ready", ("", 0, 0), "", 0.0, 0.0))
     while True:
         item = conn.recv()  # (surface, seed, case number)
@@ -247,16 +233,49 @@ def _status_mb(key: str, pid: int | str = "self") -> float:
     return 0.0
 
 
+def warm_readers(samples: Path, scratch: Path, surfaces: list[str]) -> None:
+    """Open each surface's undamaged sample, read whole and streamed, so that no case is
+    charged with first-use costs: each reader's imports (pyarrow, datasets, ...), then the
+    streamed loader's fork server, which imports what the first streamed data needs only
+    (the others' data, imported again in every loader process, took seconds a case)."""
+    for stream in (False, True):
+        if stream:
+            _start_forkserver()
+        for surface in surfaces:
+            made, _ = fuzz_files.prepare(samples, scratch, surface, 0, 0, damage=False)
+            if stream and "storage" not in made.params:
+                continue
+            made.params.update(storage="stream") if stream else None
+            try:
+                errors = fuzz_files.open_case(made, surface)
+            finally:
+                fuzz_files.remove(made.folder)
+            if errors:  # the fuzzer's own fault: its sample should read whole
+                print(f"warning: the undamaged {surface} sample was refused: {errors[0]}",
+                      file=sys.stderr, flush=True)
+
+
 def _start_forkserver() -> None:
     """Start this process's fork server preloading every data module imported so far (the
     readers of all the surfaces, and the libraries they read with): nodegraph sets the
-    preload for the first streamed data only, as a graph streams one kind of data."""
+    preload for the first streamed data only, as a graph streams one kind of data. The
+    readers import `datasets` inside their functions: without it here each streamed HF
+    case's loader process imported it anew (seconds under load: counted as hangs)."""
+    import importlib
+    import pkgutil
     from multiprocessing import forkserver
 
+    import nodes.data
     from nodegraph.kinds import loading
 
-    modules = sorted(m for m in sys.modules if m.startswith("nodes.data")
-                     or m in ("tokenizers", "PIL.Image", "pyarrow", "webdataset"))
+    libraries = ("tokenizers", "PIL.Image", "pyarrow", "webdataset", "datasets")
+    readers = [f"nodes.data.{m.name}" for m in pkgutil.iter_modules(nodes.data.__path__)]
+    for name in (*readers, *libraries):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    modules = sorted(m for m in sys.modules if m.startswith("nodes.data") or m in libraries)
     mp.get_context("forkserver").set_forkserver_preload(loading._PRELOAD + modules)
     forkserver.ensure_running()
 
@@ -502,10 +521,10 @@ def replay(surface: str, seed: int, index: int, compile_too: bool = False,
     start = time.perf_counter()
     if surface != "graph":
         root = Path(tempfile.mkdtemp(prefix="nodegraph-fuzz-"))
-        try:
+        try:  # the fork server started first, as in a worker (making the samples starts
+            _start_forkserver()  # threads: their first streamed read would start one)
             samples = fuzz_files.make_samples(root, [surface])
-            pristine, _ = fuzz_files.prepare(samples, root / "warm", surface, 0, 0, False)
-            fuzz_files.open_case(pristine, surface)  # first-use imports untimed, as a worker
+            warm_readers(samples, root, [surface])  # first-use costs untimed, as a worker
             made, done = fuzz_files.prepare(samples, root, surface, seed, index)
             print(f"{surface} case {index}: {'; '.join(done)}")
             start = time.perf_counter()
