@@ -299,7 +299,9 @@ def append(case, rng, target=None):
     p = target or _pick(case, rng)
     if p is None:
         return "nothing to append to"
-    junk = rng.choice([b"\x00" * 7, os.urandom(rng.randrange(1, 3000)), b"\xff" * 512])
+    n = rng.randrange(1, 3000)  # the case's own bytes (os.urandom made it unreplayable)
+    junk = rng.choice([b"\x00" * 7, random.Random(f"{p.name}:{n}").randbytes(n),
+                       b"\xff" * 512])
     with open(p, "ab") as f:
         f.write(junk)
     return f"{case.rel(p)}: {len(junk)} byte(s) appended"

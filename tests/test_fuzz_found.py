@@ -69,3 +69,27 @@ def test_a_json_mutation_with_nothing_to_act_on_does_not_kill_the_fuzzers_worker
     for i in range(40):
         text, what = fuzz_files.json_member("{}", random.Random(i))
         assert isinstance(text, str) and what
+
+
+@pytest.mark.parametrize("dims", [(65536,) * 4, (0, 65536, 65536, 65536, 65536)],
+                         ids=["product-wraps-to-0", "a-0-among-huge-sizes"])
+@pytest.mark.parametrize("storage", ["auto", "stream"])
+def test_an_idx_header_whose_sizes_overflow_is_refused_by_name(samples, tmp_path, dims,
+                                                               storage):
+    """idx seed 6021 case 365 (labels' header byte 3 = 12 dims, then appended bytes as the
+    sizes): "cannot fit 'int' into an index-sized integer". The check that the file holds
+    its header's values multiplied the sizes with np.prod, which wraps past 2**63: four
+    sizes of 65,536 promised 0 values, and reading them asked for a 2**64-byte buffer. With
+    a 0 among huge sizes no value is promised, and numpy refused the shape without naming
+    the file. (The case's appended bytes came from os.urandom: not replayable by seed,
+    now drawn from the case's seed; this is the file it made, written directly.)"""
+    import struct
+
+    case, _ = fuzz_files.prepare(samples, tmp_path, "idx", 0, 0, damage=False)
+    case.params["storage"] = storage
+    labels = case.folder / case.params["labels"]
+    labels.write_bytes(bytes([0, 0, 8, len(dims)]) + b"".join(struct.pack(">I", d)
+                                                             for d in dims))
+    errors = fuzz_files.open_case(case, "idx")
+    assert errors and all(fuzz_files.names_a_file(m, case) for _, m in errors), errors
+    assert case.params["labels"] in errors[0][1]

@@ -189,7 +189,11 @@ def _idx_layout(head: bytes, size: int, path: str) -> tuple[tuple[int, ...], np.
         raise NodegraphError(f"IDX file '{path}' ends inside its header")
     dims = tuple(int(d) for d in np.frombuffer(head, ">u4", ndim, 4))
     dtype = np.dtype(_IDX_TYPES[head[2]])
-    if size - start < int(np.prod(dims)) * dtype.itemsize:
+    if math.prod(d for d in dims if d) * dtype.itemsize >= 2**63:  # numpy refuses the shape
+        raise NodegraphError(f"IDX file '{path}' has sizes {'x'.join(map(str, dims))}, "  # even
+                             "larger than any array can be")  # with a 0 among them: no values
+    if size - start < math.prod(dims) * dtype.itemsize:  # (np.prod wraps past 2**63: a
+        # header of four sizes 65,536 promised 0 values, and reading them asked for 2**64)
         raise NodegraphError(f"IDX file '{path}' is truncated: its header promises "
                              f"{'x'.join(map(str, dims))} values")
     return dims, dtype, start
