@@ -15,6 +15,10 @@ whose second mutation re-made a FIFO the first had left (466: the fuzzer's `remo
 the FIFO and blocked, counted as a hang); a `.ngz` whose member list names zip version
 17.8 (zipfile's NotImplementedError, ngz 378) and one whose graph.json has a seed of the
 wrong type (refused without naming the `.ngz`, ngz 352).
+
+Seed 7733 (jobs 1, replayed alone): a Parquet file with one byte set in a text column's
+page (pyarrow's UnicodeDecodeError, no file named: table 615), and a corpus of odd bytes
+too short for one context (refused without naming the corpus: tokenizer 325).
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ FOUND = [("images", 7101, 112, "read"), ("table", 7101, 36, "refused"),
          ("images", 9409, 126, "refused"), ("table", 9409, 47, "refused"),
          ("webdataset", 9409, 121, "refused"), ("table", 9409, 897, "refused"),
          ("tokenizer", 9409, 466, "refused"), ("ngz", 9409, 378, "refused"),
-         ("ngz", 9409, 352, "refused")]
+         ("ngz", 9409, 352, "refused"), ("table", 7733, 615, "refused"),
+         ("tokenizer", 7733, 325, "refused")]
 
 
 @pytest.fixture(scope="module")
