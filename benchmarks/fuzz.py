@@ -349,15 +349,15 @@ class Worker:
 def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
          compile_too: bool = False, train_too: bool = False,
          samples: Path | None = None, minutes: float = 0
-         ) -> tuple[dict[str, list], Counter, dict[tuple[str, str], list[float]]]:
+         ) -> tuple[dict[str, list], Counter, dict[tuple[str, str], list]]:
     """Run the cases `todo` on `jobs` workers (no new case after `minutes`, when given);
     returns the failing ones by class, the count of each (surface, outcome), and the
     most seconds and MB of resident rise (the worker's own, not its loader processes') a
-    case of each (surface, outcome) took."""
+    case of each (surface, outcome) took, and the slowest case's number."""
     ctx = mp.get_context("spawn")
     found: dict[str, list[tuple[Item, str]]] = defaultdict(list)
     tally: Counter = Counter()
-    worst: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    worst: dict[tuple[str, str], list] = defaultdict(lambda: [0.0, 0.0, None])
     if train_too:
         found["lies"] = []  # counted, and reported when there are none
     surfaces = tuple(sorted({s for s, _, _ in todo}))
@@ -398,7 +398,8 @@ def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
             done += 1
             tally[index[0], outcome] += 1
             most = worst[index[0], outcome]
-            most[:] = [max(most[0], seconds), max(most[1], rise)]
+            most[:] = [max(most[0], seconds), max(most[1], rise),
+                       index[2] if seconds >= most[0] else most[2]]
             if outcome in classes:
                 found[classes[outcome]].append((index, detail))
             if seconds > SLOW_S:
@@ -458,12 +459,15 @@ def table(tally: Counter, surfaces: list[str]) -> None:
         print(f"{s:<11}{cases:>9}" + "".join(f"{row[c]:>9}" for c in COLUMNS[1:]))
 
 
-def costs(worst: dict[tuple[str, str], list[float]], surfaces: list[str]) -> None:
-    """The most time and resident rise one case took, per surface, refused and read."""
-    print(f"{'most per case':<14}{'refused s':>10}{'MB':>8}{'read s':>10}{'MB':>8}")
+def costs(worst: dict[tuple[str, str], list], surfaces: list[str]) -> None:
+    """The most time and resident rise one case took, per surface, refused and read (and
+    which case was the slowest)."""
+    print(f"{'most per case':<14}{'refused s':>10}{'MB':>6}{'case':>7}{'read s':>10}{'MB':>6}"
+          f"{'case':>7}")
     for s in surfaces:
-        cells = "".join(f"{worst[s, o][0]:>10.2f}{worst[s, o][1]:>8.0f}" if (s, o) in worst
-                        else f"{'-':>10}{'-':>8}" for o in ("refused", "read"))
+        cells = "".join(f"{worst[s, o][0]:>10.2f}{worst[s, o][1]:>6.0f}{worst[s, o][2]:>7}"
+                        if (s, o) in worst else f"{'-':>10}{'-':>6}{'':>7}"
+                        for o in ("refused", "read"))
         print(f"{s:<14}{cells}")
 
 
