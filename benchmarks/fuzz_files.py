@@ -545,8 +545,12 @@ def _hf(case: Case, rng: random.Random) -> list[str]:
             done.append(json_file(case, rng))
         elif roll < 0.45:
             state = rng.choice(case.files("state.json") or [case.folder / "x"])
+            try:  # (an earlier mutation may have damaged it: the worker died on that,
+                doc = json.loads(state.read_text()) if state.is_file() else None
+            except ValueError:  # counted an hf crash: "worker died")
+                done.append(f"{case.rel(state)}: already damaged")
+                continue
             if state.is_file():
-                doc = json.loads(state.read_text())
                 bad = rng.choice(["../../../outside/secret.txt", "/dev/zero",
                                   str(case.beyond / "secret.txt"), "..", "",
                                   "zz-extra.arrow"])

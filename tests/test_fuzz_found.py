@@ -40,7 +40,7 @@ FOUND = [("images", 7101, 112, "read"), ("table", 7101, 36, "refused"),
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory):
     return fuzz_files.make_samples(tmp_path_factory.mktemp("samples"),
-                                   sorted({s for s, _, _, _ in FOUND}))
+                                   sorted({s for s, _, _, _ in FOUND} | {"hf"}))
 
 
 @pytest.mark.parametrize("surface, seed, case, outcome", FOUND,
@@ -98,3 +98,20 @@ def test_an_idx_header_whose_sizes_overflow_is_refused_by_name(samples, tmp_path
     errors = fuzz_files.open_case(case, "idx")
     assert errors and all(fuzz_files.names_a_file(m, case) for _, m in errors), errors
     assert case.params["labels"] in errors[0][1]
+
+
+def test_an_hf_case_whose_state_json_an_earlier_mutation_broke_is_still_made(samples,
+                                                                             tmp_path):
+    """hf seed 9917: a case's first mutation left state.json invalid JSON and its second
+    parsed it to point a data file outside: JSONDecodeError in the fuzzer's own worker,
+    which died and was counted an hf crash ("worker died")."""
+    import random
+
+    case, _ = fuzz_files.prepare(samples, tmp_path, "hf", 0, 0, damage=False)
+    for state in case.files("state.json"):
+        state.write_text('{"_data_files": [{"filename": "unterminated')
+    made = 0
+    for i in range(60):  # the draws that reach the state.json mutation, whatever they are
+        done = fuzz_files._hf(case, random.Random(i))
+        made += any("already damaged" in d for d in done)
+    assert made
