@@ -511,7 +511,10 @@ def _describe(item: Item, detail: str, count: str, samples: Path | None) -> str:
         done = f"{example}: {'; '.join(steps)}"
     elif not done and samples is not None:  # a hang or blowup: say what was done
         scratch = Path(tempfile.mkdtemp(dir=samples))
-        _, steps = fuzz_files.prepare(samples, scratch, surface, seed, index)
+        try:
+            _, steps = fuzz_files.prepare(samples, scratch, surface, seed, index)
+        except Exception as e:  # noqa: BLE001 (the fuzzer's own fault: the rest still shown)
+            steps = [f"(the case cannot be made again here: {_where(e)})"]
         fuzz_files.remove(scratch)
         done = "; ".join(steps)
     return f"{surface} case {index} of seed {seed}{count}: {error}\n    {done}"
