@@ -18,7 +18,10 @@ wrong type (refused without naming the `.ngz`, ngz 352).
 
 Seed 7733 (jobs 1, replayed alone): a Parquet file with one byte set in a text column's
 page (pyarrow's UnicodeDecodeError, no file named: table 615), and a corpus of odd bytes
-too short for one context (refused without naming the corpus: tokenizer 325).
+too short for one context (refused without naming the corpus: tokenizer 325). Seed 8844:
+a gzipped IDX header of 255 dimensions (numpy's "maximum supported dimension", no file
+named: idx 376), and a WebDataset class label of 10**20 read into memory (OverflowError in
+`astype`: the streamed path checked it, the in-memory one did not: webdataset 363).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ FOUND = [("images", 7101, 112, "read"), ("table", 7101, 36, "refused"),
          ("webdataset", 9409, 121, "refused"), ("table", 9409, 897, "refused"),
          ("tokenizer", 9409, 466, "refused"), ("ngz", 9409, 378, "refused"),
          ("ngz", 9409, 352, "refused"), ("table", 7733, 615, "refused"),
-         ("tokenizer", 7733, 325, "refused")]
+         ("tokenizer", 7733, 325, "refused"), ("idx", 8844, 376, "refused"),
+         ("webdataset", 8844, 363, "refused")]
 
 
 @pytest.fixture(scope="module")
