@@ -119,3 +119,21 @@ def test_an_hf_case_whose_state_json_an_earlier_mutation_broke_is_still_made(sam
         done = fuzz_files._hf(case, random.Random(i))
         made += any("already damaged" in d for d in done)
     assert made
+
+
+def test_an_idx_case_whose_gzip_an_earlier_mutation_broke_is_still_made(samples, tmp_path):
+    """idx seed 4242: a case's first mutation damaged a gzipped IDX file and its second
+    unpacked it to set a header field: zlib.error in the fuzzer's own worker, which died
+    and was counted an idx crash ("worker died")."""
+    import random
+
+    case, _ = fuzz_files.prepare(samples, tmp_path, "idx", 0, 0, damage=False)
+    case.params.update(images="t10k-images-idx3-ubyte.gz", labels="t10k-labels-idx1-ubyte.gz")
+    made = 0
+    for i in range(60):  # the draws that reach the header mutation of a gzip
+        for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+            fuzz_files.remove(case.folder / name)  # (what the last draw made of it: a FIFO)
+            (case.folder / name).write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"\xff" * 40)
+        done = fuzz_files._idx_case(case, random.Random(i))
+        made += any("already damaged" in d for d in done)
+    assert made
