@@ -712,7 +712,8 @@ def _cifar(case: Case, rng: random.Random) -> list[str]:
                         if (folder / "batches.meta.txt").is_file() else "no meta")
         else:
             name = rng.choice(["data_batch_6.bin", "train.bin", "test.bin", "zz.bin"])
-            (folder / name).write_bytes(b"")
+            remove(folder / name)  # (a FIFO an earlier draw added: writing it blocked for
+            (folder / name).write_bytes(b"")  # ever, a cifar "hang" of the fuzzer's own)
             done.append("added " + rng.choice([fifo, dev_zero, outward])(case, rng,
                                                                           folder / name))
     return done
@@ -787,6 +788,7 @@ def _images_case(case: Case, rng: random.Random) -> list[str]:
         else:
             deep = case.folder / "imgs" / "deep"
             (deep / ("d/" * 50)).mkdir(parents=True, exist_ok=True)
+            remove(deep / "a.png")  # (never write through what an earlier draw made)
             (deep / "a.png").write_bytes(b"")
             done.append("imgs/deep: a class 50 folders deep, an empty image")
     return done

@@ -44,7 +44,7 @@ FOUND = [("images", 7101, 112, "read"), ("table", 7101, 36, "refused"),
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory):
     return fuzz_files.make_samples(tmp_path_factory.mktemp("samples"),
-                                   sorted({s for s, _, _, _ in FOUND} | {"hf"}))
+                                   sorted({s for s, _, _, _ in FOUND} | {"hf", "cifar"}))
 
 
 @pytest.mark.parametrize("surface, seed, case, outcome", FOUND,
@@ -137,3 +137,36 @@ def test_an_idx_case_whose_gzip_an_earlier_mutation_broke_is_still_made(samples,
         done = fuzz_files._idx_case(case, random.Random(i))
         made += any("already damaged" in d for d in done)
     assert made
+
+
+def test_a_cifar_case_that_adds_a_file_where_a_fifo_was_added_does_not_block(samples,
+                                                                              tmp_path):
+    """cifar seed 4242: a case's first draw added a FIFO beside the batches and its second
+    wrote the same name: the write blocked for ever in the fuzzer's own worker (a cifar
+    "hang"), and again in the report that made the case once more to describe it."""
+    import os
+    import random
+    import threading
+
+    case, _ = fuzz_files.prepare(samples, tmp_path, "cifar", 0, 0, damage=False)
+    folder = case.folder / "cifar-10-batches-bin"
+
+    def draws() -> None:
+        for i in range(40):
+            for name in ("data_batch_6.bin", "train.bin", "test.bin", "zz.bin"):
+                fuzz_files.remove(folder / name)
+                os.mkfifo(folder / name)
+            fuzz_files._cifar(case, random.Random(i))
+
+    done = threading.Thread(target=draws, daemon=True)
+    done.start()
+    done.join(timeout=120)
+    stuck = done.is_alive()
+    while done.is_alive():  # give every FIFO a reader and writer, so the thread ends
+        for name in os.listdir(folder):
+            try:
+                os.close(os.open(folder / name, os.O_RDWR | os.O_NONBLOCK))
+            except OSError:
+                pass
+        done.join(timeout=1)
+    assert not stuck
