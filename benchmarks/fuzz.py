@@ -107,11 +107,11 @@ def run_case(seed: int, index: int, compile_too: bool = False,
 _WATCHES: dict[Path, fuzz_watch.Watch] = {}
 
 
-def _watch(samples: Path) -> fuzz_watch.Watch:
-    """The inotify watch on the samples' ``outside`` folder, made once per worker."""
-    if samples not in _WATCHES:
-        _WATCHES[samples] = fuzz_watch.Watch(samples / "outside")
-    return _WATCHES[samples]
+def _watch(outside: Path) -> fuzz_watch.Watch:
+    """The inotify watch on an ``outside`` folder (the worker's own copy), made once."""
+    if outside not in _WATCHES:
+        _WATCHES[outside] = fuzz_watch.Watch(outside)
+    return _WATCHES[outside]
 
 
 def run_file_case(samples: Path, scratch: Path, surface: str, seed: int,
@@ -122,7 +122,7 @@ def run_file_case(samples: Path, scratch: Path, surface: str, seed: int,
 
     made, done = fuzz_files.prepare(samples, scratch, surface, seed, index)
     what = "; ".join(done)
-    watch = _watch(samples)
+    watch = _watch(made.beyond)
     watch.opened()  # what came before this case is not its doing
     try:
         errors = fuzz_files.open_case(made, surface)
@@ -132,7 +132,7 @@ def run_file_case(samples: Path, scratch: Path, surface: str, seed: int,
         return "crash", f"{_where(e)} || {what}"
     try:
         if opened := watch.opened():  # a file outside the allowed folders was read
-            shown = ", ".join(str(p.relative_to(samples)) for p in opened[:3])
+            shown = ", ".join(str(p.relative_to(made.beyond.parent)) for p in opened[:3])
             return "escape", f"opened {shown} || {what}"
         if not watch.available and not errors and fuzz_files.OUTWARD in what:
             return "escape", f"read whole (no inotify: by the mutation's name) || {what}"
@@ -192,11 +192,56 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
     if train_too and "graph" in surfaces:  # the first training, scikit-learn: seconds, once
         train_one_step(nodegraph.load(ROOT / "examples" / "xor.json"))
         import sklearn.datasets  # noqa: F401
-    files = [s for s in surfaces if s != "graph" and samples is not None]
-    for stream in (False, True):  # each reader's imports (pyarrow, datasets, ...) untimed
-        if stream:  # then the streamed loader's fork server, which imports what the first
-            _start_forkserver()  # streamed data needs only: the others' data, imported
-        for surface in files:  # again in every loader process, took seconds a case
+    if samples is not None:
+        warm_readers(samples, scratch, [s for s in surfaces if s != "graph"])
+    conn.send(("ready", ("", 0, 0), "", 0.0, 0.0))
+    while True:
+        item = conn.recv()  # (surface, seed, case number)
+        if item is None:
+            return
+        surface, seed, index = item
+        before = _peak_reset()
+        start = time.perf_counter()
+        if surface == "graph":
+            outcome, detail = run_case(seed, index, compile_too, train_too)
+        else:
+            assert samples is not None
+            outcome, detail = run_file_case(samples, scratch, surface, seed, index)
+        seconds = time.perf_counter() - start
+        conn.send((outcome, item, detail, seconds, _status_mb("VmHWM") - before))
+
+
+def _peak_reset() -> float:
+    """Start this process's resident peak (VmHWM) again from its size now, which is
+    returned (MB): a case's rise is then its own, not the worker's largest so far."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:  # not Linux, or not allowed: the rise is then the peak so far
+        pass
+    return _status_mb("VmRSS")
+
+
+def _status_mb(key: str, pid: int | str = "self") -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def warm_readers(samples: Path, scratch: Path, surfaces: list[str]) -> None:
+    """Open each surface's undamaged sample, read whole and streamed, so that no case is
+    charged with first-use costs: each reader's imports (pyarrow, datasets, ...), then the
+    streamed loader's fork server, which imports what the first streamed data needs only
+    (the others' data, imported again in every loader process, took seconds a case)."""
+    for stream in (False, True):
+        if stream:
+            _start_forkserver()
+        for surface in surfaces:
             made, _ = fuzz_files.prepare(samples, scratch, surface, 0, 0, damage=False)
             if stream and "storage" not in made.params:
                 continue
@@ -208,44 +253,35 @@ def _worker(conn: Connection, compile_too: bool, train_too: bool, samples: Path 
             if errors:  # the fuzzer's own fault: its sample should read whole
                 print(f"warning: the undamaged {surface} sample was refused: {errors[0]}",
                       file=sys.stderr, flush=True)
-    conn.send(("ready", ("", 0, 0), "", 0.0))
-    while True:
-        item = conn.recv()  # (surface, seed, case number)
-        if item is None:
-            return
-        surface, seed, index = item
-        start = time.perf_counter()
-        if surface == "graph":
-            outcome, detail = run_case(seed, index, compile_too, train_too)
-        else:
-            assert samples is not None
-            outcome, detail = run_file_case(samples, scratch, surface, seed, index)
-        conn.send((outcome, item, detail, time.perf_counter() - start))
 
 
 def _start_forkserver() -> None:
     """Start this process's fork server preloading every data module imported so far (the
     readers of all the surfaces, and the libraries they read with): nodegraph sets the
-    preload for the first streamed data only, as a graph streams one kind of data."""
+    preload for the first streamed data only, as a graph streams one kind of data. The
+    readers import `datasets` inside their functions: without it here each streamed HF
+    case's loader process imported it anew (seconds under load: counted as hangs)."""
+    import importlib
+    import pkgutil
     from multiprocessing import forkserver
 
+    import nodes.data
     from nodegraph.kinds import loading
 
-    modules = sorted(m for m in sys.modules if m.startswith("nodes.data")
-                     or m in ("tokenizers", "PIL.Image", "pyarrow", "webdataset"))
+    libraries = ("tokenizers", "PIL.Image", "pyarrow", "webdataset", "datasets")
+    readers = [f"nodes.data.{m.name}" for m in pkgutil.iter_modules(nodes.data.__path__)]
+    for name in (*readers, *libraries):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    modules = sorted(m for m in sys.modules if m.startswith("nodes.data") or m in libraries)
     mp.get_context("forkserver").set_forkserver_preload(loading._PRELOAD + modules)
     forkserver.ensure_running()
 
 
 def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _status_mb("VmRSS", pid)
 
 
 class Worker:
@@ -258,6 +294,8 @@ class Worker:
         # the worker's cases are made here, where the parent can find a FIFO it waits on
         self.scratch = Path(tempfile.mkdtemp(prefix="cases-", dir=samples)) if samples \
             else Path()
+        if samples is not None:  # its own copy of the files outward links point to
+            fuzz_files.own_outside(samples, self.scratch)
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child, compile_too, train_too, samples,
                                                       surfaces, self.scratch))
@@ -310,12 +348,16 @@ class Worker:
 
 def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
          compile_too: bool = False, train_too: bool = False,
-         samples: Path | None = None, minutes: float = 0) -> tuple[dict[str, list], Counter]:
+         samples: Path | None = None, minutes: float = 0
+         ) -> tuple[dict[str, list], Counter, dict[tuple[str, str], list]]:
     """Run the cases `todo` on `jobs` workers (no new case after `minutes`, when given);
-    returns the failing ones by class, and the count of each (surface, outcome)."""
+    returns the failing ones by class, the count of each (surface, outcome), and the
+    most seconds and MB of resident rise (the worker's own, not its loader processes') a
+    case of each (surface, outcome) took, and the slowest case's number."""
     ctx = mp.get_context("spawn")
     found: dict[str, list[tuple[Item, str]]] = defaultdict(list)
     tally: Counter = Counter()
+    worst: dict[tuple[str, str], list] = defaultdict(lambda: [0.0, 0.0, None])
     if train_too:
         found["lies"] = []  # counted, and reported when there are none
     surfaces = tuple(sorted({s for s, _, _ in todo}))
@@ -338,7 +380,7 @@ def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
         for conn in wait([w.conn for w in workers], timeout=0.02):
             w = next(w for w in workers if w.conn is conn)
             try:
-                outcome, index, detail, seconds = conn.recv()
+                outcome, index, detail, seconds, rise = conn.recv()
             except (EOFError, OSError):  # the worker died on its own (a C-level crash)
                 if w.index is not None and not w.draining:
                     found["crashes"].append((w.index, "worker died"))
@@ -355,6 +397,9 @@ def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
                 continue
             done += 1
             tally[index[0], outcome] += 1
+            most = worst[index[0], outcome]
+            most[:] = [max(most[0], seconds), max(most[1], rise),
+                       index[2] if seconds >= most[0] else most[2]]
             if outcome in classes:
                 found[classes[outcome]].append((index, detail))
             if seconds > SLOW_S:
@@ -392,7 +437,7 @@ def fuzz(todo: list[Item], jobs: int, time_limit: float, mem_limit_mb: float,
             w.kill()
         elif w.samples is not None:
             fuzz_files.remove(w.scratch)
-    return found, tally
+    return found, tally, worst
 
 
 def _replace(w: Worker) -> Worker:
@@ -412,6 +457,18 @@ def table(tally: Counter, surfaces: list[str]) -> None:
         row["crash"] += tally[s, "lie"]
         cases = sum(n for (surface, _), n in tally.items() if surface == s)
         print(f"{s:<11}{cases:>9}" + "".join(f"{row[c]:>9}" for c in COLUMNS[1:]))
+
+
+def costs(worst: dict[tuple[str, str], list], surfaces: list[str]) -> None:
+    """The most time and resident rise one case took, per surface, refused and read (and
+    which case was the slowest)."""
+    print(f"{'most per case':<14}{'refused s':>10}{'MB':>6}{'case':>7}{'read s':>10}{'MB':>6}"
+          f"{'case':>7}")
+    for s in surfaces:
+        cells = "".join(f"{worst[s, o][0]:>10.2f}{worst[s, o][1]:>6.0f}{worst[s, o][2]:>7}"
+                        if (s, o) in worst else f"{'-':>10}{'-':>6}{'':>7}"
+                        for o in ("refused", "read"))
+        print(f"{s:<14}{cells}")
 
 
 def report(found: dict[str, list], examples: int, samples: Path | None = None) -> None:
@@ -454,7 +511,10 @@ def _describe(item: Item, detail: str, count: str, samples: Path | None) -> str:
         done = f"{example}: {'; '.join(steps)}"
     elif not done and samples is not None:  # a hang or blowup: say what was done
         scratch = Path(tempfile.mkdtemp(dir=samples))
-        _, steps = fuzz_files.prepare(samples, scratch, surface, seed, index)
+        try:
+            _, steps = fuzz_files.prepare(samples, scratch, surface, seed, index)
+        except Exception as e:  # noqa: BLE001 (the fuzzer's own fault: the rest still shown)
+            steps = [f"(the case cannot be made again here: {_where(e)})"]
         fuzz_files.remove(scratch)
         done = "; ".join(steps)
     return f"{surface} case {index} of seed {seed}{count}: {error}\n    {done}"
@@ -468,8 +528,10 @@ def replay(surface: str, seed: int, index: int, compile_too: bool = False,
     start = time.perf_counter()
     if surface != "graph":
         root = Path(tempfile.mkdtemp(prefix="nodegraph-fuzz-"))
-        try:
+        try:  # the fork server started first, as in a worker (making the samples starts
+            _start_forkserver()  # threads: their first streamed read would start one)
             samples = fuzz_files.make_samples(root, [surface])
+            warm_readers(samples, root, [surface])  # first-use costs untimed, as a worker
             made, done = fuzz_files.prepare(samples, root, surface, seed, index)
             print(f"{surface} case {index}: {'; '.join(done)}")
             start = time.perf_counter()
@@ -572,11 +634,13 @@ def main() -> None:
     samples = with_samples(surfaces)
     try:
         todo = cases_of(surfaces, (args.seed,), args.start, args.cases, args.cases)
-        found, tally = fuzz(todo, args.jobs, args.time_limit, args.mem_limit, args.compile,
-                            args.train, samples, args.minutes)
+        found, tally, worst = fuzz(todo, args.jobs, args.time_limit, args.mem_limit,
+                                   args.compile, args.train, samples, args.minutes)
         print(f"\n{sum(tally.values())} cases, seed {args.seed}, {args.jobs} job(s), "
               f"{time.perf_counter() - began:.0f} s")
         table(tally, surfaces)
+        if samples is not None:
+            costs(worst, [s for s in surfaces if s != "graph"])
         report(found, args.examples, samples)
     finally:
         if samples is not None:
@@ -593,8 +657,8 @@ def smoke(args: argparse.Namespace, surfaces: list[str]) -> int:
     samples = with_samples(surfaces)
     try:
         todo = cases_of(surfaces, (args.seed, today), args.start, cases, file_cases)
-        found, tally = fuzz(todo, args.jobs, args.time_limit, args.mem_limit,
-                            train_too=True, samples=samples)
+        found, tally, _ = fuzz(todo, args.jobs, args.time_limit, args.mem_limit,
+                               train_too=True, samples=samples)
         print(f"{cases} graph cases (trained) and {file_cases} of each file surface, of seed "
               f"{args.seed} and of seed {today}, {time.perf_counter() - began:.0f} s")
         table(tally, surfaces)

@@ -240,6 +240,12 @@ class Case:
     samples: Path
     block: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    outside: Path | None = None  # where outward links point: a worker's own copy (own_outside)
+
+    @property
+    def beyond(self) -> Path:
+        """The folder of valid files outside the case that its outward links point to."""
+        return self.outside or self.samples / "outside"
 
     def files(self, *suffixes: str) -> list[Path]:
         """The regular files of the case (not through links), those ending in `suffixes`."""
@@ -293,7 +299,9 @@ def append(case, rng, target=None):
     p = target or _pick(case, rng)
     if p is None:
         return "nothing to append to"
-    junk = rng.choice([b"\x00" * 7, os.urandom(rng.randrange(1, 3000)), b"\xff" * 512])
+    n = rng.randrange(1, 3000)  # the case's own bytes (os.urandom made it unreplayable)
+    junk = rng.choice([b"\x00" * 7, random.Random(f"{p.name}:{n}").randbytes(n),
+                       b"\xff" * 512])
     with open(p, "ab") as f:
         f.write(junk)
     return f"{case.rel(p)}: {len(junk)} byte(s) appended"
@@ -349,7 +357,7 @@ def outward(case, rng, target=None):
         return "no file"
     kinds = {".png": "imgs/cats/0.png", ".jpg": "imgs/cats/1.jpg", ".bmp": "imgs/cats/2.bmp",
              ".tar": "evil.tar", ".parquet": "evil.parquet"}
-    dest = case.samples / "outside" / kinds.get(p.suffix, "secret.txt")
+    dest = case.beyond / kinds.get(p.suffix, "secret.txt")
     return _replace(case, rng, p, lambda q: q.symlink_to(dest), f"{OUTWARD} to {dest.name}")
 
 
@@ -537,10 +545,14 @@ def _hf(case: Case, rng: random.Random) -> list[str]:
             done.append(json_file(case, rng))
         elif roll < 0.45:
             state = rng.choice(case.files("state.json") or [case.folder / "x"])
+            try:  # (an earlier mutation may have damaged it: the worker died on that,
+                doc = json.loads(state.read_text()) if state.is_file() else None
+            except ValueError:  # counted an hf crash: "worker died")
+                done.append(f"{case.rel(state)}: already damaged")
+                continue
             if state.is_file():
-                doc = json.loads(state.read_text())
-                bad = rng.choice(["../../outside/secret.txt", "/dev/zero",
-                                  str(case.samples / "outside" / "secret.txt"), "..", "",
+                bad = rng.choice(["../../../outside/secret.txt", "/dev/zero",
+                                  str(case.beyond / "secret.txt"), "..", "",
                                   "zz-extra.arrow"])
                 files = doc.get("_data_files") if isinstance(doc, dict) else None
                 if isinstance(files, list) and files and isinstance(files[0], dict):
@@ -636,7 +648,11 @@ def _idx_case(case: Case, rng: random.Random) -> list[str]:
             if bomb:  # never unpacked here: a header is made for its zeros (all its values)
                 data = bytearray(_idx_head(BOMB_BYTES))
             elif target.suffix == ".gz":
-                data = bytearray(gzip.decompress(bytes(data)))
+                try:  # (an earlier mutation may have damaged it: the fuzzer's worker died on
+                    data = bytearray(gzip.decompress(bytes(data)))  # that, an idx "crash")
+                except (OSError, EOFError, zlib.error):
+                    done.append(f"{target.name}: already damaged")
+                    continue
             at = rng.choice([2, 3, 4, 8, 12])
             value = rng.choice([0, 1, 255, 0x0D, 0x0E, 0x0C, 9])
             if at in (2, 3):
@@ -696,7 +712,8 @@ def _cifar(case: Case, rng: random.Random) -> list[str]:
                         if (folder / "batches.meta.txt").is_file() else "no meta")
         else:
             name = rng.choice(["data_batch_6.bin", "train.bin", "test.bin", "zz.bin"])
-            (folder / name).write_bytes(b"")
+            remove(folder / name)  # (a FIFO an earlier draw added: writing it blocked for
+            (folder / name).write_bytes(b"")  # ever, a cifar "hang" of the fuzzer's own)
             done.append("added " + rng.choice([fifo, dev_zero, outward])(case, rng,
                                                                           folder / name))
     return done
@@ -763,7 +780,7 @@ def _images_case(case: Case, rng: random.Random) -> list[str]:
             cls = case.folder / "imgs" / rng.choice(["cats", "dogs"])
             if cls.is_dir() and not cls.is_symlink():
                 shutil.rmtree(cls)
-                cls.symlink_to(case.samples / "outside" / "imgs" / "cats")
+                cls.symlink_to(case.beyond / "imgs" / "cats")
                 done.append(f"imgs/{cls.name} -> {OUTWARD} to a folder of images")
         elif roll < 0.9:
             done.append(extra_entry(case, rng, rng.choice([".png", ".jpg", ""]),
@@ -771,6 +788,7 @@ def _images_case(case: Case, rng: random.Random) -> list[str]:
         else:
             deep = case.folder / "imgs" / "deep"
             (deep / ("d/" * 50)).mkdir(parents=True, exist_ok=True)
+            remove(deep / "a.png")  # (never write through what an earlier draw made)
             (deep / "a.png").write_bytes(b"")
             done.append("imgs/deep: a class 50 folders deep, an empty image")
     return done
@@ -793,7 +811,8 @@ def prepare(samples: Path, scratch: Path, surface: str, seed: int, index: int,
     folder = scratch / f"{surface}-{seed}-{index}"
     remove(folder)
     shutil.copytree(samples / surface, folder, symlinks=True)
-    case = Case(folder, samples)
+    case = Case(folder, samples, outside=scratch / "outside" if (scratch / "outside").is_dir()
+                else None)
     SETUPS[surface](case, rng)
     if not damage:
         return case, []
@@ -801,6 +820,16 @@ def prepare(samples: Path, scratch: Path, surface: str, seed: int, index: int,
         return case, MUTATORS[surface](case, rng)
     except OSError as e:  # a mutation undone by an earlier one (a folder now a FIFO)
         return case, [f"(a mutation could not be made: {e})"]
+
+
+def own_outside(samples: Path, scratch: Path) -> Path:
+    """A copy of the samples' ``outside`` folder in a worker's `scratch`, where the outward
+    links of the worker's cases point (`prepare`): its inotify watch then sees only its own
+    cases' opens. With one ``outside`` for all, each worker's watch saw every worker's
+    opens, and with ``--jobs`` above 1 an escape was also charged to whichever case a
+    neighbour was running at the time."""
+    shutil.copytree(samples / "outside", scratch / "outside", symlinks=True)
+    return scratch / "outside"
 
 
 def remove(folder: Path) -> None:

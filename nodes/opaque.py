@@ -242,6 +242,8 @@ class OpaqueModule(nn.Module):
         return decode(self.call_args, inputs)
 
     def forward(self, *inputs):
+        if any(isinstance(x, torch.Tensor) and x.is_meta for x in inputs):
+            self._weights_fit()
         try:
             out = self.module(*self._arguments(inputs), **self.call_kwargs)
         except (NotImplementedError, RuntimeError) as e:
@@ -253,6 +255,15 @@ class OpaqueModule(nn.Module):
         for i in self.pick:  # `_, (h, c) = lstm(x)`: h is out[1][0]
             out = out[i]
         return out
+
+    def _weights_fit(self) -> None:
+        """Shape inference refuses, before the module runs on meta tensors, one whose
+        weights alone (counted on meta, from the constructor's arguments) exceed the memory
+        available: the memory estimate would refuse it after the run anyway, and the run
+        can cost seconds (the first comparison on meta imports torch._dynamo through
+        torch's prims, and a module that reads values is then retried on a CPU copy)."""
+        footprint.need(sum(footprint.module_bytes(self.module)), "kwargs", None,
+                       f"the weights of {self.recipe[0]}")
 
     def _shapes_on_cpu(self, inputs: tuple):
         """Shape inference of a module that reads tensor values (an `if` on a sum, the

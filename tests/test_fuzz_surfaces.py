@@ -132,3 +132,39 @@ def test_only_a_file_opened_outside_the_case_is_an_escape(tmp_path, monkeypatch,
     assert got == outcome, detail
     if outcome == "escape":
         assert "outside/secret.txt" in detail
+
+
+def test_a_neighbours_escape_is_not_charged_to_this_workers_case(tmp_path, monkeypatch):
+    """With --jobs above 1 every worker watched one shared ``outside`` folder, so a file a
+    neighbour's case read there was charged to whichever case this worker ran at the time
+    (issue #33: escapes counted on a 16-core run that replays alone did not show). Each
+    worker now has its own copy, where `prepare` points its cases' outward links."""
+    from benchmarks import fuzz
+
+    samples = tmp_path / "samples"
+    (samples / "outside").mkdir(parents=True)
+    (samples / "outside" / "secret.txt").write_text("SECRET")
+    (samples / "tokenizer").mkdir()
+    (samples / "tokenizer" / "corpus.txt").write_text("words\n")
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    for scratch in (mine, theirs):
+        scratch.mkdir()
+        fuzz_files.own_outside(samples, scratch)
+    neighbour, _ = fuzz_files.prepare(samples, theirs, "tokenizer", 0, 0, damage=False)
+    assert neighbour.beyond == theirs / "outside"
+    said = fuzz_files.outward(neighbour, None, neighbour.folder / "corpus.txt")
+    assert fuzz_files.OUTWARD in said and \
+        (neighbour.folder / "corpus.txt").resolve() == theirs / "outside" / "secret.txt"
+    case, _ = fuzz_files.prepare(samples, mine, "tokenizer", 0, 1, damage=False)
+    monkeypatch.setattr(fuzz_files, "prepare", lambda *a, **k: (case, []))
+    # while this worker's case reads only its own file, the neighbour escapes
+    monkeypatch.setattr(fuzz_files, "open_case", lambda made, s: (
+        (made.folder / "corpus.txt").read_text(), (neighbour.folder / "corpus.txt"
+                                                   ).read_text()) and [])
+    assert fuzz.run_file_case(samples, mine, "tokenizer", 0, 1) == ("read", "")
+    # and the neighbour's own watch sees it
+    monkeypatch.setattr(fuzz_files, "prepare", lambda *a, **k: (neighbour, [said]))
+    monkeypatch.setattr(fuzz_files, "open_case", lambda made, s: (
+        made.folder / "corpus.txt").read_text() and [])
+    got, detail = fuzz.run_file_case(samples, theirs, "tokenizer", 0, 0)
+    assert got == "escape" and "outside/secret.txt" in detail, detail

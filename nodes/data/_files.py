@@ -127,6 +127,7 @@ def idx_values(path: str, what: str, dims: tuple[int, ...], dtype: np.dtype) -> 
 
 
 _IDX_HEAD = 4 + 4 * 255  # the longest header: the magic number and 255 sizes
+MAX_IDX_DIMS = 32  # numpy's arrays hold 64 (32 before numpy 2); MNIST's files have 1 or 3
 
 
 def idx_header(path: str, what: str = "IDX file") -> tuple[tuple[int, ...], np.dtype]:
@@ -187,9 +188,16 @@ def _idx_layout(head: bytes, size: int, path: str) -> tuple[tuple[int, ...], np.
     ndim, start = head[3], 4 + 4 * head[3]
     if size < start:
         raise NodegraphError(f"IDX file '{path}' ends inside its header")
+    if ndim > MAX_IDX_DIMS:  # numpy refused, unnamed (fuzz idx seed 8844 case 376: 255)
+        raise NodegraphError(f"IDX file '{path}' has {ndim} dimensions; at most "
+                             f"{MAX_IDX_DIMS} are read")
     dims = tuple(int(d) for d in np.frombuffer(head, ">u4", ndim, 4))
     dtype = np.dtype(_IDX_TYPES[head[2]])
-    if size - start < int(np.prod(dims)) * dtype.itemsize:
+    if math.prod(d for d in dims if d) * dtype.itemsize >= 2**63:  # numpy refuses the shape
+        raise NodegraphError(f"IDX file '{path}' has sizes {'x'.join(map(str, dims))}, "  # even
+                             "larger than any array can be")  # with a 0 among them: no values
+    if size - start < math.prod(dims) * dtype.itemsize:  # (np.prod wraps past 2**63: a
+        # header of four sizes 65,536 promised 0 values, and reading them asked for 2**64)
         raise NodegraphError(f"IDX file '{path}' is truncated: its header promises "
                              f"{'x'.join(map(str, dims))} values")
     return dims, dtype, start

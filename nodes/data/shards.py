@@ -353,6 +353,19 @@ class TarShards(ShardSource):
             raise SampleError(str(e)) from None
 
 
+def _class_label(y: np.ndarray, shard: Shard) -> int:
+    """A sample's class label as an int64's value; refused, naming the shard, when it is
+    not one (a label past 64 bits made numpy an object array, which astype refused)."""
+    try:
+        label = int(np.asarray(y).reshape(-1)[0])
+        if not -2**63 <= label < 2**63:
+            raise OverflowError(f"{label} does not fit in 64 bits")
+    except (ValueError, OverflowError, TypeError, IndexError) as e:
+        raise SampleError(f"shard '{shard}': a sample's class label is not a whole number "
+                          f"({e})") from None
+    return label
+
+
 def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Shard) -> dict:
     """One sample as the ports declare it; a sample of another shape is refused, named."""
     if (x.shape or (1,)) != ports["x"][0]:
@@ -360,14 +373,7 @@ def _sample(x: np.ndarray, y: np.ndarray, ports: dict, kind: str, shard: Shard) 
                           f"{ports['x'][0]}")
     xt = torch.from_numpy(np.asarray(x, np.float32).reshape(ports["x"][0]))
     if kind == "class":
-        try:
-            label = int(np.asarray(y).reshape(-1)[0])
-            if not -2**63 <= label < 2**63:
-                raise OverflowError(f"{label} does not fit in 64 bits")
-        except (ValueError, OverflowError, TypeError, IndexError) as e:
-            raise SampleError(f"shard '{shard}': a sample's class label is not a whole number "
-                              f"({e})") from None
-        return {"x": xt, "y": torch.tensor(label)}
+        return {"x": xt, "y": torch.tensor(_class_label(y, shard))}
     return {"x": xt, "y": torch.from_numpy(np.asarray(y, np.float32).reshape(-1))}
 
 
@@ -404,7 +410,8 @@ def shards_dataset(p: WebDatasetParams):
                     raise NodegraphError(f"shard '{shard}': a sample's x is {x.shape}, the "
                                          f"first sample's {ports['x'][0]}")
                 xs.append(np.asarray(x, np.float32).reshape(ports["x"][0]))
-                ys.append(y)
+                ys.append(np.asarray(_class_label(y, shard), np.int64)
+                          if p.target_kind == "class" else y)  # (fuzz webdataset 8844 363)
         rows[split] = np.arange(start, len(xs))
         start = len(xs)
     y_all = np.stack(ys)

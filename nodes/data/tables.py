@@ -371,6 +371,9 @@ def categories(table, cols: Columns, where: str) -> dict[str, dict[Any, int]]:
                             "id or free text): leave it out of the inputs")
         except (pa.ArrowException, OSError) as e:
             raise NodegraphError(f"cannot read table '{where}'{_files_of(table)}: {e}") from e
+        except UnicodeDecodeError as e:  # a damaged page of a text column (fuzz table 615)
+            raise NodegraphError(f"table '{where}'{files}: a text column holds bytes that "
+                                 f"are not UTF-8 ({e.reason} at byte {e.start})") from e
     for c, values in seen.items():
         if None in values:
             raise NodegraphError(f"table '{where}'{files}: column '{c}' has missing values "
@@ -388,7 +391,12 @@ def encode(batch, cols: Columns, codes: dict[str, dict[Any, int]], p: ParquetPar
             raise NodegraphError(f"table '{where}': column '{name}' has missing values (null)")
         if name in codes:
             lookup = codes[name]
-            return np.array([lookup[v] for v in col.to_pylist()], dtype=np.float64)
+            try:
+                values = col.to_pylist()
+            except UnicodeDecodeError as e:  # (read again, in a part changed since)
+                raise NodegraphError(f"table '{where}': column '{name}' holds bytes that are "
+                                     f"not UTF-8 ({e.reason} at byte {e.start})") from e
+            return np.array([lookup[v] for v in values], dtype=np.float64)
         return col.to_numpy(zero_copy_only=False).astype(np.float64)
 
     n = batch.num_rows

@@ -208,7 +208,8 @@ def tokenized(p: TokenizedTextParams) -> tuple[Any, np.ndarray]:
 def _contexts(ids: np.ndarray, p: TokenizedTextParams) -> tuple[int, int]:
     """(stride, number of contexts) of the ids; refuses a corpus too short for one."""
     if len(ids) <= p.seq_len:
-        raise NodegraphError(f"the corpus has {len(ids)} tokens, too few for one context "
+        corpus = f"corpus '{p.path}'" if p.path else "the corpus"  # the file, named
+        raise NodegraphError(f"{corpus} has {len(ids)} tokens, too few for one context "
                              f"of {p.seq_len} plus its next token")
     stride = p.stride or p.seq_len
     return stride, -(-(len(ids) - p.seq_len) // stride)
