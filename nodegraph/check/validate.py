@@ -505,7 +505,7 @@ def _infer(graph: Graph, report: Report, cache: OpCache) -> None:
         inputs, sources = {}, {}
         for e in graph.edges_into(node_id):
             source = e.source
-            meta = report.outputs.get(source)
+            meta: torch.Tensor | Chain | None = report.outputs.get(source)
             if meta is None:
                 meta = report.transforms.get(source)
                 if meta is None:
