@@ -9,18 +9,17 @@ then, with the Graph API:
   wired to the pooler in its place (it starts from fresh weights; the rest from the file);
 - `trainable = false` freezes the embeddings group and the first encoder layer (an instance
   inside the `bert_encoder_layer` group), so only layer 2, the pooler and the head learn;
-- the example input `input_ids` becomes the data block: the tokenised table below, split
-  into train / val / test; the attention mask is computed from the ids (not padding);
+- the example inputs become the data block: `data.TextTable` reads the review table,
+  tokenises its text column with the tokenizer below and gives the token ids (x, in place
+  of `input_ids`), their attention mask (mask, in place of `attention_mask`) and the
+  classes (y), split into train / val / test;
 - cross-entropy, Adam and accuracy against the data's labels.
 
 The data: `data/reviews.csv`, 600 short reviews made from templates ("the hotel was not
 very great overall"), labelled negative / neutral / positive by their adjective, a `not`
-flipping positive and negative; `data/reviews_tokens.npz` holds them tokenised by a
-WordPiece tokenizer (`tokenizers`; `data/reviews_tokenizer.json`, its vocabulary the
-table's words), [CLS] first and padded to 12 ids (0 = [PAD]), with the class indices. No
-block reads a text column of a table as token ids (`data.TokenizedText` makes
-language-model windows, `data.Parquet` numbers text values as categories), so the ids come
-from this script through `opaque.Arrays`, the block that keeps integer arrays as they are.
+flipping positive and negative; `data/reviews_tokenizer.json` is a WordPiece tokenizer
+(`tokenizers`) whose vocabulary is the table's words, [CLS] first, 12 ids a review (0 =
+[PAD]). A user with a downloaded BERT names its tokenizer folder instead.
 
 Running the graph needs torch only; this script needs transformers (to build the model):
 
@@ -32,7 +31,6 @@ from __future__ import annotations
 
 import csv
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -105,17 +103,9 @@ def tokenizer(texts: list[str]):
     return tok
 
 
-def token_table(rows: list[tuple[str, int]], tok) -> dict[str, np.ndarray]:
-    ids = np.array([e.ids for e in tok.encode_batch([text for text, _ in rows])], np.int64)
-    return {"input_ids": ids, "label": np.array([label for _, label in rows], np.int64)}
-
-
-def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """`np.savez` with a fixed date in the archive, so a rebuild writes the same bytes."""
-    with zipfile.ZipFile(path, "w") as archive:
-        for key, array in arrays.items():
-            with archive.open(zipfile.ZipInfo(f"{key}.npy", (1980, 1, 1, 0, 0, 0)), "w") as f:
-                np.lib.format.write_array(f, array)
+def token_ids(rows: list[tuple[str, int]], tok) -> np.ndarray:
+    """The rows' texts as LENGTH token ids each: the import's example input."""
+    return np.array([e.ids for e in tok.encode_batch([text for text, _ in rows])], np.int64)
 
 
 def bert(seed: int = 0):
@@ -134,9 +124,10 @@ def bert(seed: int = 0):
     return transformers.BertForSequenceClassification(config).eval()
 
 
-def fine_tune(g, data: str, classes: int) -> None:
+def fine_tune(g, data: str, tokenizer_file: str, classes: int) -> None:
     """The imported BERT graph `g` made a classifier of `classes` classes trained on the
-    npz `data` (input_ids, label): new head, frozen lower groups, data, loss, metric."""
+    table `data` (text, label) tokenised by `tokenizer_file`: new head, frozen lower
+    groups, data, loss, metric."""
     # the old head goes; a new Linear with the user's class count takes its place
     g.remove("classifier")
     g.add("layers.Linear", id="head", out_features=classes)
@@ -144,20 +135,18 @@ def fine_tune(g, data: str, classes: int) -> None:
     # freeze the embeddings and the first encoder layer (nested in the encoder's group)
     g.set_param("bert_embeddings", "trainable", False)
     g.groups["bert_encoder_layer"].body.set_param("bert_encoder_layer_0", "trainable", False)
-    # the example input becomes the data: token ids as x, the class as y
-    g.rename("input_ids", "reviews")
-    for param, value in {"path": data, "x_key": "input_ids", "y_key": "label",
-                         "batch_size": 32, "shuffle": True, "val_fraction": 0.2,
-                         "test_fraction": 0.2}.items():
-        g.set_param("reviews", param, value)
-    # the attention mask: the ids that are not padding, computed, not read
-    readers = [e.target for e in g.edges_from("attention_mask")]
+    # the example inputs become the data: the table's reviews as token ids, mask, class
+    ids_to = [e.target for e in g.edges_from("input_ids")]
+    mask_to = [e.target for e in g.edges_from("attention_mask")]
+    g.remove("input_ids")
     g.remove("attention_mask")
-    g.add("opaque.Function", id="attention_mask", function="torch:ne", args=[{"input": 0}, 0],
-          kwargs={})
-    g.connect(("reviews", "x"), ("attention_mask", "input"))
-    for target in readers:
-        g.connect(("attention_mask", "output"), target)
+    g.add("data.TextTable", id="reviews", path=data, text="text", target="label",
+          tokenizer="file", tokenizer_file=tokenizer_file, max_length=LENGTH, batch_size=32,
+          shuffle=True, val_fraction=0.2, test_fraction=0.2)
+    g.move_node("reviews", 0)  # the data first in the file, as the import had its inputs
+    for port, targets in (("x", ids_to), ("mask", mask_to)):
+        for target in targets:
+            g.connect(("reviews", port), target)
     g.add("losses.CrossEntropy", id="loss")
     g.add("optimizers.Adam", id="opt", lr=0.003)
     g.add("metrics.Accuracy", id="accuracy")
@@ -168,7 +157,7 @@ def fine_tune(g, data: str, classes: int) -> None:
 
 
 def build(folder: Path = EXAMPLES, rows: int = ROWS):
-    """Write the table, its tokens and tokenizer under folder/data, import the BERT, fine-tune
+    """Write the table and its tokenizer under folder/data, import the BERT, fine-tune
     it and save folder/bert_finetune.json (+ .safetensors); returns the graph."""
     import torch
     from safetensors.torch import load_file, save_file
@@ -182,21 +171,18 @@ def build(folder: Path = EXAMPLES, rows: int = ROWS):
     write_table(table, data / "reviews.csv")
     tok = tokenizer([text for text, _ in table])
     tok.save(str(data / "reviews_tokenizer.json"))
-    arrays = token_table(table, tok)
-    _save_npz(data / "reviews_tokens.npz", arrays)
-    example = (torch.from_numpy(arrays["input_ids"][:2]),
-               torch.from_numpy(arrays["input_ids"][:2] != 0).long())
+    ids = token_ids(table[:2], tok)
+    example = (torch.from_numpy(ids), torch.from_numpy(ids != 0).long())
     path = folder / f"{NAME}.json"
     imported = import_graph(bert(), example, path, name="bert-finetune", tracer="export")
     g = imported.graph
-    fine_tune(g, "data/reviews_tokens.npz", len(CLASSES))
+    fine_tune(g, "data/reviews.csv", "data/reviews_tokenizer.json", len(CLASSES))
     weights = path.with_suffix(".safetensors")  # the old head's weights fit nothing now
     save_file({k: v for k, v in load_file(str(weights)).items()
                if not k.startswith("classifier.")}, str(weights))
     path.with_name(f"{path.stem}.inputs.npz").unlink()  # the example inputs: the data now
     nodegraph.save(with_layout(g), path)
-    print(f"wrote {path} and {weights.name}; data/reviews.csv, data/reviews_tokens.npz, "
-          "data/reviews_tokenizer.json")
+    print(f"wrote {path} and {weights.name}; data/reviews.csv, data/reviews_tokenizer.json")
     return g
 
 
