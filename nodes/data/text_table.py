@@ -9,13 +9,15 @@ the `target` column as class indices (text labels numbered in sorted order, as
 
 The tokenizer is the one the model was trained with — a ``tokenizer.json``, or the folder
 `save_pretrained` wrote (a downloaded BERT's) — or one trained here on the training split's
-texts (WordPiece or byte-level BPE; ``[CLS]`` first and ``[SEP]`` last, as BERT's): a
-validation or test text never shapes the vocabulary. Validation reads only the row count
-and the label column; the texts are tokenized when the graph is built, in memory.
+texts (WordPiece, its vocabulary the most frequent characters and words; ``[CLS]`` first
+and ``[SEP]`` last, as BERT's): a validation or test text never shapes the vocabulary.
+Validation reads only the row count and the label column; the texts are tokenized when
+the graph is built, in memory.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from nodes.data.tables import (
     open_table,
 )
 
-TOKENIZERS = ("wordpiece", "bpe", "file")
+TOKENIZERS = ("wordpiece", "file")
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")  # a trained tokenizer's first ids: [PAD] is 0
 PAD_NAMES = ("[PAD]", "<pad>", "<|pad|>")  # how tokenizers people bring name padding
 
@@ -156,38 +158,37 @@ def _tokenizer_path(path: str) -> str:
         else path
 
 
-def _trained(texts: list[str], p: TextTableParams):
-    """A WordPiece or byte-level BPE tokenizer learned from `texts` (the training split),
-    its special tokens first ([PAD] = 0), each text framed as [CLS] ... [SEP]."""
-    from tokenizers import (
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
+def _trained(texts: list[str], vocab_size: int):
+    """A WordPiece tokenizer (BERT's kind: lower-cased, split at spaces and punctuation)
+    whose vocabulary is learned from `texts` (the training split) by counting: the special
+    tokens first ([PAD] = 0), then the most frequent characters (each also as a "##"
+    continuation), then the most frequent words, ties in alphabetical order; a word out of
+    the vocabulary is spelled in its characters. Every text is framed as [CLS] ... [SEP].
 
-    trainer: trainers.Trainer
-    if p.tokenizer == "bpe":
-        tok = Tokenizer(models.BPE(unk_token="[UNK]"))
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-        tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=p.vocab_size, special_tokens=list(SPECIALS),
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                      show_progress=False)
-    else:
-        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        tok.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=p.vocab_size,
-                                            special_tokens=list(SPECIALS), show_progress=False)
-    tok.train_from_iterator(texts, trainer)
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    Counted rather than trained with `tokenizers`' WordPiece or BPE trainers: those break
+    ties in no fixed order, so a second process (a resumed run, a loaded `.ngz`) would
+    number the tokens differently from the first and the model would read other ids."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    normalizer, split = normalizers.BertNormalizer(lowercase=True), \
+        pre_tokenizers.BertPreTokenizer()
+    words = Counter(w for text in texts
+                    for w, _ in split.pre_tokenize_str(normalizer.normalize_str(text)))
+    letters: Counter[str] = Counter()
+    for word, n in words.items():
+        for c in word:
+            letters[c] += n
+    budget = vocab_size - len(SPECIALS)
+    chars = [c for c, _ in sorted(letters.items(), key=lambda kv: (-kv[1], kv[0]))]
+    chars = chars[:max(budget // 2, 1)] if 2 * len(chars) > budget else chars
+    tokens = [*SPECIALS, *chars, *(f"##{c}" for c in chars)]
+    known = set(tokens)
+    tokens += [w for w, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))
+               if w not in known][:max(vocab_size - len(tokens), 0)]
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, split, decoders.WordPiece()
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     return tok
 
 
@@ -223,7 +224,7 @@ def text_table(p: TextTableParams):
     if p.tokenizer == "file":
         tok = subword.load_tokenizer(_tokenizer_path(p.tokenizer_file))
     else:
-        tok = _trained([texts[i] for i in rows["train"]], p)
+        tok = _trained([texts[i] for i in rows["train"]], p.vocab_size)
     ids, mask = encode(tok, texts, p.max_length)
     dataset = from_arrays({"x": ids, "mask": mask, "y": y}, p, normalize_ports=(),
                           given_splits=rows)
@@ -243,7 +244,7 @@ BLOCKS = [
          "1 on tokens and 0 on padding (a transformer's attention_mask); y, the `target` "
          "column (class indices, text labels numbered in sorted order, or values). The "
          "tokenizer is a tokenizer.json or a save_pretrained folder (the model's own), or "
-         "WordPiece / byte-level BPE trained on the training split's texts. Feed x to "
+         "a WordPiece of the training split's most frequent words. Feed x to "
          "layers.Embedding (num_embeddings >= the vocabulary) or to an imported model's "
          "input_ids.",
          text_table, meta=text_table_meta,
@@ -259,8 +260,8 @@ BLOCKS = [
                  str_param("target", "label", "the column of labels (or values)"),
                  replace(TARGET_KIND, default="class"),
                  choice_param("tokenizer", TOKENIZERS, "wordpiece",
-                              "wordpiece / bpe: trained on the training split's texts; "
-                              "file: tokenizer_file"),
+                              "wordpiece: the training split's most frequent characters "
+                              "and words; file: tokenizer_file"),
                  str_param("tokenizer_file", "", "a tokenizer.json, or the folder a "
                            "Hugging Face tokenizer was saved in (tokenizer 'file')"),
                  int_param("vocab_size", 8000, "tokens a trained tokenizer may have",
