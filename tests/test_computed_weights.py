@@ -7,14 +7,13 @@ travel in weights files and checkpoints, and a reloaded model recalls with the s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
 import nodegraph
+from nodegraph.cli.main import main
 from nodegraph.interop.export.weights import load_weights, read_weights
 from nodegraph.runtime import checkpoint
 from nodes.energy import newhop
@@ -84,24 +83,22 @@ def test_float64_graph_keeps_the_design_in_float64():
     assert torch.equal(out["hopfield", "bias"], bias)
 
 
-def test_forward_cli_writes_them_and_sample_recalls(tmp_path):
+def test_forward_cli_writes_them_and_sample_recalls(tmp_path, capsys):
+    """The CLI's `main` in this process: two interpreter start-ups cost more than the runs."""
     weights = tmp_path / "w.safetensors"
     compiled = nodegraph.compile(nodegraph.load(EXAMPLE), for_training=False, device="cpu")
     checkpoint.save_weights(weights, compiled.module.block_state())
     out = tmp_path / "out.npz"
-    run = subprocess.run([sys.executable, "-m", "nodegraph", "forward", str(EXAMPLE),
-                          "--weights", str(weights), "-o", str(out)],
-                         capture_output=True, text=True, cwd=ROOT, check=False)
-    assert run.returncode == 0, run.stderr
+    code = main(["forward", str(EXAMPLE), "--weights", str(weights), "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
     with np.load(out) as arrays:
         assert arrays["hopfield.weight"].shape == (3, 3)
         assert np.array_equal(arrays["hopfield.weight"],
                               compiled.module.blocks["hopfield"].weight.numpy())
     frames = tmp_path / "recall.json"
-    run = subprocess.run([sys.executable, "-m", "nodegraph", "sample", str(EXAMPLE), "recall",
-                          "--weights", str(weights), "--out", str(frames)],
-                         capture_output=True, text=True, cwd=ROOT, check=False)
-    assert run.returncode == 0, run.stderr
+    code = main(["sample", str(EXAMPLE), "recall", "--weights", str(weights),
+                 "--out", str(frames)])
+    assert code == 0, capsys.readouterr().err
     got = json.loads(frames.read_text())
     energies = [f["mean_energy"] for f in got]
     assert all(b <= a + 1e-6 for a, b in zip(energies, energies[1:], strict=False))

@@ -66,14 +66,15 @@ def _stop(proc: subprocess.Popen) -> str:
 # The digits CNN in a quick mode: two epochs (its 60 would cost minutes on CI), and no
 # dropout, because each rank draws its own dropout masks (seed + rank), so with dropout the
 # two runs agree only in distribution, not to float tolerance. Its 1259 training images in
-# batches of 32 end with an odd batch of 11, split 6 + 5.
+# batches of 32 end with an odd batch of 11, split 6 + 5. Marked slow (CI's own step): a
+# minute of two CNN trainings, where the MLPs above check the same agreement in seconds.
 CNN_QUICK = ["--epochs", "2", "--set", "dropout.p=0.0"]
 
 
 @pytest.mark.parametrize("graph, extra", [
     ("examples/line_fit.json", ["--epochs", "4", "--set", "data.batch_size=25"]),  # uneven shards
     ("examples/xor.json", ["--epochs", "150"]),
-    ("examples/cnn_digits.json", CNN_QUICK),
+    pytest.param("examples/cnn_digits.json", CNN_QUICK, marks=pytest.mark.slow),
 ])
 def test_two_processes_match_one(tmp_path, deadline, graph, extra):
     single = run(tmp_path, deadline, "single", graph, *extra)

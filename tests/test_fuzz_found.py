@@ -136,6 +136,8 @@ def test_an_idx_case_whose_gzip_an_earlier_mutation_broke_is_still_made(samples,
             (case.folder / name).write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + b"\xff" * 40)
         done = fuzz_files._idx_case(case, random.Random(i))
         made += any("already damaged" in d for d in done)
+        if made:  # the draw that crashed the old worker: the later ones only repeat it
+            break
     assert made
 
 

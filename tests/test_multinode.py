@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import nodegraph
+from nodegraph.cli.main import main
 from nodegraph.model.graph import Graph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,12 +121,13 @@ def test_nodes_whose_folders_disagree_stop_naming_the_block(tmp_path):
         results[0][1][-3000:]
 
 
-def test_bad_node_options_are_refused_before_anything_starts(tmp_path):
+def test_bad_node_options_are_refused_before_anything_starts(tmp_path, capsys):
+    """In this process (the CLI's `main`): the refusal comes before torchrun would start, so
+    three interpreter start-ups would only repeat what the test above already pays for."""
     path = _graph_file(tmp_path, _write_folder(tmp_path / "a", 2))
     for args, message in (([], "--node-rank must be given"),
                           (["--node-rank", "0", "--rdzv", "nowhere"], "--rdzv must be HOST:PORT"),
                           (["--node-rank", "2", "--rdzv", "h:1"], "0 to 1")):
-        proc = subprocess.run([sys.executable, "-m", "nodegraph", "run", str(path),
-                               "--nnodes", "2", *args], capture_output=True, text=True,
-                              env=ENV, timeout=120)
-        assert proc.returncode != 0 and message in proc.stderr, proc.stderr[-2000:]
+        code = main(["run", str(path), "--nnodes", "2", *args])
+        stderr = capsys.readouterr().err
+        assert code != 0 and message in stderr, stderr[-2000:]
