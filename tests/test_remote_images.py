@@ -65,6 +65,25 @@ def _block(path: str, **params) -> dict:
                        "storage": "stream", "batch_size": 6, "val_fraction": 0.25, **params}}
 
 
+def _batches(path: str, workers: int) -> list[dict[str, torch.Tensor]]:
+    spec = default_registry().get("data.ImageFolder")
+    params, problems = spec.resolve_params(_block(path)["params"])
+    assert not problems
+    lazy = spec.build(params)
+    lazy.configure(LoaderOptions(workers=workers))
+    return [b for split in ("train", "val") for b in lazy.batches(split, shuffle=False)]
+
+
+def test_the_photos_read_from_s3_are_the_photos_on_disk(s3, tmp_path):
+    local = _photos(tmp_path / "photos")
+    url = s3.upload(local, "photos")
+    on_disk, from_s3 = _batches(str(local), 0), _batches(url, 0)
+    assert len(on_disk) == len(from_s3) == 3 + 1  # 18 train, 6 val, batches of 6
+    for a, b in zip(on_disk, from_s3, strict=True):
+        assert torch.equal(a["x"], b["x"]) and torch.equal(a["y"], b["y"])
+
+
+@pytest.mark.slow  # two CLI runs with 2 workers (a fork server beside moto's thread): 30-45 s
 def test_training_from_s3_equals_training_from_disk(s3, tmp_path):
     local = _photos(tmp_path / "local" / "photos")
     url = s3.upload(local, "team/photos")
@@ -148,12 +167,13 @@ def test_refused_objects_are_named_and_keys_stay_under_the_prefix(s3, tmp_path):
         spec.build(params)
 
 
-def test_a_server_that_stops_mid_epoch_gives_an_error_not_a_hang(s3, tmp_path):
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.slow)])  # 2: ~10 s
+def test_a_server_that_stops_mid_epoch_gives_an_error_not_a_hang(s3, tmp_path, workers):
     url = s3.upload(_photos(tmp_path / "p"), "p")
     spec = default_registry().get("data.ImageFolder")
     params, _ = spec.resolve_params(_block(url, batch_size=2, val_fraction=0.0)["params"])
     lazy = spec.build(params)
-    lazy.configure(LoaderOptions(workers=2))
+    lazy.configure(LoaderOptions(workers=workers))
     caught: list[BaseException] = []
 
     def epoch() -> None:
@@ -171,3 +191,4 @@ def test_a_server_that_stops_mid_epoch_gives_an_error_not_a_hang(s3, tmp_path):
     assert not worker.is_alive(), "still reading from a stopped server"
     assert caught and isinstance(caught[0], NodegraphError), caught
     assert f"s3://{BUCKET}/p/" in str(caught[0]) and "object storage" in str(caught[0])
+    assert "Traceback" not in str(caught[0])  # a worker's error as its own message

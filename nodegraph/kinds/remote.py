@@ -50,7 +50,17 @@ ENV_PREFIXES = ("AWS_", "GOOGLE_", "GCS_", "AZURE_", "HF_")
 
 
 class RemoteError(NodegraphError):
-    """Object storage could not be reached or read (after the retries)."""
+    """Object storage could not be reached or read (after the retries). Raised in a
+    DataLoader worker, torch makes it again in the reading process from its traceback
+    ("Caught RemoteError in DataLoader worker process 1. Original Traceback ..."): the
+    message is then the original one, naming the object, and the worker."""
+
+    def __init__(self, message: str = ""):
+        head, found, rest = message.partition("\nOriginal Traceback")
+        if found and head.startswith("Caught ") and "RemoteError: " in rest:
+            where = head.removeprefix("Caught RemoteError ").rstrip(".")
+            message = f"{rest.rpartition('RemoteError: ')[2].strip()} ({where})"
+        super().__init__(message)
 
 
 def check_allowed(url: str, what: str = "data path") -> str:
