@@ -82,6 +82,12 @@ def test_the_photos_read_from_s3_are_the_photos_on_disk(s3, tmp_path):
     for a, b in zip(on_disk, from_s3, strict=True):
         assert torch.equal(a["x"], b["x"]) and torch.equal(a["y"], b["y"])
 
+    spec = default_registry().get("data.ImageFolder")
+    params, _ = spec.resolve_params(_block(url)["params"])
+    read = spec.build(params).raw_inputs["x"].read  # predicting on a photo named by URL
+    for name in ("cat/turned.jpg", "owl/03.png"):
+        assert np.array_equal(read(f"{url}/{name}"), read(local / name))
+
 
 @pytest.mark.slow  # two CLI runs with 2 workers (a fork server beside moto's thread): 30-45 s
 def test_training_from_s3_equals_training_from_disk(s3, tmp_path):
