@@ -267,7 +267,8 @@ BLOCKS = [
         outputs=[Port("x", doc="images (N, C, H, W), or one row per image with layout flat"),
                  Port("y", doc="class indices (N,); class probabilities (N, classes) when "
                       "MixUp or CutMix is wired in")],
-        params=[str_param("path", doc="the folder holding one subfolder per class"),
+        params=[str_param("path", doc="the folder holding one subfolder per class, or a "
+                          "prefix in object storage (s3://bucket/prefix)"),
                 bool_param("grayscale", False, "convert colour images to grey (1 channel)"),
                 int_param("size", None, "bring every image to size x size (see resize); "
                           "empty keeps the images' own size, which must then agree unless "
