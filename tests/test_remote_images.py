@@ -84,9 +84,12 @@ def test_the_photos_read_from_s3_are_the_photos_on_disk(s3, tmp_path):
 
     spec = default_registry().get("data.ImageFolder")
     params, _ = spec.resolve_params(_block(url)["params"])
-    read = spec.build(params).raw_inputs["x"].read  # predicting on a photo named by URL
+    built = spec.build(params)
+    read = built.raw_inputs["x"].read  # predicting on a photo named by URL
     for name in ("cat/turned.jpg", "owl/03.png"):
         assert np.array_equal(read(f"{url}/{name}"), read(local / name))
+    with pytest.raises(NodegraphError, match="object storage.*on disk"):
+        built.script("data")  # the Python export says it reads folders on disk only
 
 
 @pytest.mark.slow  # two CLI runs with 2 workers (a fork server beside moto's thread): 30-45 s

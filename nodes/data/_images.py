@@ -255,7 +255,13 @@ class RemoteHeaders:
 
     def many(self, urls: Sequence[Path | str], say) -> list[tuple[int, int, int] | str]:
         todo = [str(u) for u in urls if str(u) not in self.refused]
-        got = dict(zip(todo, remote.heads(todo, "image", HEAD_BYTES), strict=True))
+        got: dict[str, bytes | NodegraphError] = {}
+        step = 20_000  # a progress line per step read
+        for i in range(0, len(todo), step):
+            part = todo[i:i + step]
+            got.update(zip(part, remote.heads(part, "image", HEAD_BYTES), strict=True))
+            if len(todo) > step:
+                say(f"  {len(got):,} of {len(todo):,} headers read")
         out: list[tuple[int, int, int] | str] = []
         for u in map(str, urls):
             data = got.get(u)
