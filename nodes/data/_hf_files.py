@@ -167,7 +167,7 @@ def _copied(url: str, shown: str) -> mmap.mmap:
         if size > free:
             raise NodegraphError(f"datasets file '{clean(shown)}' is {size:,} bytes; the "
                                  f"temporary folder has {free:,} free (set TMPDIR)")
-        shutil.copyfileobj(f, copy, 8 * 2**20)  # type: ignore[misc]
+        shutil.copyfileobj(f, copy, 8 * 2**20)
         copy.flush()
         try:
             return mmap.mmap(copy.fileno(), 0, access=mmap.ACCESS_READ)

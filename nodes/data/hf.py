@@ -293,8 +293,8 @@ BLOCKS = [
     data("data.HFDataset", "A Hugging Face `datasets` dataset saved to disk (save_to_disk).\n\n"
          "Opens the folder with load_from_disk (memory-mapped Arrow files; nothing is "
          "downloaded; a folder in object storage, s3://bucket/prefix, is copied to a "
-         "temporary file first). `inputs` name the columns that form x — one array column keeps its "
-         "shape, several number or list columns are joined side by side — and `targets` "
+         "temporary file first). `inputs` name the columns that form x — one array column "
+         "keeps its shape, several number or list columns are joined side by side — and `targets` "
          "those that form y. A DatasetDict's train / validation / test splits are kept; a "
          "single Dataset is split by the split params.",
          hf_dataset, meta=hf_meta,
