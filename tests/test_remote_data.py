@@ -254,3 +254,56 @@ def test_a_url_never_echoes_its_credentials_and_refuses_control_characters():
     for bad in ("s3://b/a\x1b[31m", "s3://b/a\x00", "s3://b/a\x7f"):
         with pytest.raises(NodegraphError, match="control character"):
             urls.normal(bad)
+
+
+def _saved(folder: Path, dict_of_splits: bool) -> Path:
+    """A Hugging Face dataset written by `save_to_disk`: 4-number rows and a ClassLabel."""
+    import datasets
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(60, 4)).astype(np.float32)
+    features = datasets.Features({"x": datasets.Sequence(datasets.Value("float32"), length=4),
+                                  "label": datasets.ClassLabel(names=["no", "yes"])})
+    ds = datasets.Dataset.from_dict({"x": x, "label": (x.sum(1) > 0).astype(int)}, features)
+    if dict_of_splits:
+        ds = datasets.DatasetDict({"train": ds.select(range(45)),
+                                   "validation": ds.select(range(45, 60))})
+    ds.save_to_disk(str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("dict_of_splits", [False, True])
+@pytest.mark.parametrize("storage", ["memory", "stream"])
+def test_a_saved_hf_dataset_reads_from_s3_as_from_disk(s3, tmp_path, dict_of_splits, storage):
+    local = _saved(tmp_path / "saved", dict_of_splits)
+    url = s3.upload(local, "hf")
+    spec = default_registry().get("data.HFDataset")
+    built = []
+    for path in (str(local), url):
+        params, problems = spec.resolve_params({"path": path, "inputs": ["x"], "storage": storage,
+                                                "val_fraction": 0.25, "batch_size": 8})
+        assert not problems
+        ds = spec.build(params)
+        from nodegraph.kinds.loading import LoaderOptions
+
+        if storage == "stream":
+            ds.configure(LoaderOptions(workers=0))
+        built.append([b for split in ("train", "val") for b in ds.batches(split, shuffle=False)])
+    assert len(built[1]) == len(built[0]) == 6 + 2  # 45 train, 15 val, batches of 8
+    for a, b in zip(*built, strict=True):
+        assert torch.equal(a["x"], b["x"]) and torch.equal(a["y"], b["y"])
+
+
+def test_a_saved_hf_dataset_in_s3_reads_only_its_own_files(s3, tmp_path):
+    local = _saved(tmp_path / "saved", False)
+    state = json.loads((local / "state.json").read_text())
+    state["_data_files"][0]["filename"] = "../secret/data.arrow"
+    (local / "state.json").write_text(json.dumps(state))
+    url = s3.upload(local, "team/hf")
+    spec = default_registry().get("data.HFDataset")
+    params, _ = spec.resolve_params({"path": url, "inputs": ["x"]})
+    with pytest.raises(NodegraphError, match="not a file name inside the folder"):
+        spec.build(params)
+    params, _ = spec.resolve_params({"path": f"s3://{BUCKET}/team/none", "inputs": ["x"]})
+    with pytest.raises(NodegraphError, match="team/none"):
+        spec.build(params)

@@ -75,17 +75,20 @@ class Names(Sequence[str]):
 @dataclass
 class Listing:
     """A class folder listed: the class names, and per file its name relative to `root`
-    ("class/file"), class index, size and mtime (ns), sorted by class then name."""
+    ("class/file"), class index, size and mtime (ns), sorted by class then name. A
+    folder in object storage has a URL for `root` and each object's version (ETag) for
+    its mtime (`nodes.data._images.list_images`)."""
 
-    root: Path
+    root: Path | str
     classes: list[str]
     names: Names
     labels: np.ndarray
     sizes: np.ndarray
     mtimes: np.ndarray
 
-    def path(self, i: int) -> Path:
-        return self.root / self.names[i]
+    def path(self, i: int) -> Path | str:
+        return f"{self.root}/{self.names[i]}" if isinstance(self.root, str) else \
+            self.root / self.names[i]
 
 
 def list_classes(root: Path, what: str, suffixes: tuple[str, ...]) -> Listing:
@@ -136,8 +139,9 @@ def cache_folder() -> Path:
     return Path(base) / "nodegraph" / "folder-index"
 
 
-def _cache_file(root: Path, tag: str) -> Path:
-    key = hashlib.sha256(f"{root.resolve()}\0{tag}".encode("utf-8", "surrogateescape"))
+def _cache_file(root: Path | str, tag: str) -> Path:
+    where = root if isinstance(root, str) else root.resolve()  # a URL as it is
+    key = hashlib.sha256(f"{where}\0{tag}".encode("utf-8", "surrogateescape"))
     return cache_folder() / f"{key.hexdigest()[:40]}.npz"
 
 
@@ -229,17 +233,20 @@ def _reused(listing: Listing, old: dict[str, np.ndarray] | None
     return headers, bad, np.flatnonzero(~same)
 
 
-def _read_chunk(args: tuple[Callable[[Path], Header | str], list[Path]]) -> list:
+def _read_chunk(args: tuple[Callable[[Path | str], Header | str], list[Path | str]]) -> list:
     read, paths = args
     return [read(p) for p in paths]
 
 
-def _read_all(read: Callable[[Path], Header | str], paths: list[Path],
+def _read_all(read: Callable[[Path | str], Header | str], paths: list[Path | str],
               say: Callable[[str], None]) -> list:
     """Each path's header or refusal, in worker processes when there are many (fork only:
     the workers inherit the file gate's allowed folders); a progress line as they come."""
     import multiprocessing as mp
 
+    many = getattr(read, "many", None)
+    if many is not None:  # a reader that reads in bulk itself (objects, concurrently)
+        return many(paths, say)
     cores = os.cpu_count() or 1
     began, out = time.perf_counter(), []
     if len(paths) < PARALLEL_FROM or cores < 2 or "fork" not in mp.get_all_start_methods():
@@ -262,7 +269,7 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def index(listing: Listing, tag: str, read: Callable[[Path], Header | str],
+def index(listing: Listing, tag: str, read: Callable[[Path | str], Header | str],
           say: Callable[[str], None] = _stderr) -> tuple[np.ndarray, dict[int, str]]:
     """Per file of `listing`: its header (channels, height, width; zeros when refused) and,
     for the refused, why (`read` returns a header or the reason as text). Rows cached for

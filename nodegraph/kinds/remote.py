@@ -50,7 +50,17 @@ ENV_PREFIXES = ("AWS_", "GOOGLE_", "GCS_", "AZURE_", "HF_")
 
 
 class RemoteError(NodegraphError):
-    """Object storage could not be reached or read (after the retries)."""
+    """Object storage could not be reached or read (after the retries). Raised in a
+    DataLoader worker, torch makes it again in the reading process from its traceback
+    ("Caught RemoteError in DataLoader worker process 1. Original Traceback ..."): the
+    message is then the original one, naming the object, and the worker."""
+
+    def __init__(self, message: str = ""):
+        head, found, rest = message.partition("\nOriginal Traceback")
+        if found and head.startswith("Caught ") and "RemoteError: " in rest:
+            where = head.removeprefix("Caught RemoteError ").rstrip(".")
+            message = f"{rest.rpartition('RemoteError: ')[2].strip()} ({where})"
+        super().__init__(message)
 
 
 def check_allowed(url: str, what: str = "data path") -> str:
@@ -169,26 +179,24 @@ def is_folder(url: str, what: str) -> bool:
         return bool(fs.isdir(key(url)))
 
 
-def listing(folder: str, what: str, match: Callable[[str], bool] = lambda name: True, *,
+def entries(folder: str, what: str, match: Callable[[str], bool] = lambda name: True, *,
             want: str = "file", recursive: bool = False, hidden: bool = False,
-            skip: tuple[str, ...] = ()) -> list[str]:
-    """The URLs under `folder` whose name `match`es, as `gate.listing` gives a folder's
-    entries: of kind `want`, sorted, names starting with "." (unless `hidden`) or one of
-    `skip` left out (in any part below `folder`, when `recursive`). Only keys under the
-    prefix come back; a key with an empty, "." or ".." part is refused by name."""
+            skip: tuple[str, ...] = ()) -> list[tuple[str, dict]]:
+    """`listing`'s URLs with each one's details as the back end lists them (size, ETag,
+    modification time: what `stamp` reads), sorted by URL."""
     folder = check_allowed(folder, what)
     scheme = folder.split("://", 1)[0]
     fs = filesystem(folder)
     base = key(folder)
     with reading(folder, what):
         if recursive and want == "file":
-            entries = fs.find(base, maxdepth=None, withdirs=False, detail=True)
+            found = fs.find(base, maxdepth=None, withdirs=False, detail=True)
         else:
-            entries = {e["name"]: e for e in fs.ls(base, detail=True)}
-    if len(entries) > MAX_LISTING:
+            found = {e["name"]: e for e in fs.ls(base, detail=True)}
+    if len(found) > MAX_LISTING:
         raise NodegraphError(f"{what} '{clean(folder)}' lists more than {MAX_LISTING:,} keys")
-    found = []
-    for name, entry in entries.items():
+    out = []
+    for name, entry in found.items():
         name = name.rstrip("/")
         if not name.startswith(base + "/"):
             if name == base:
@@ -203,8 +211,87 @@ def listing(folder: str, what: str, match: Callable[[str], bool] = lambda name: 
             continue
         kind = "folder" if entry.get("type") == "directory" else "file"
         if kind == want and match(rel[-1]):
-            found.append(_url(scheme, name))
-    return sorted(found)
+            out.append((_url(scheme, name), entry))
+    return sorted(out, key=lambda e: e[0])
+
+
+def listing(folder: str, what: str, match: Callable[[str], bool] = lambda name: True, *,
+            want: str = "file", recursive: bool = False, hidden: bool = False,
+            skip: tuple[str, ...] = ()) -> list[str]:
+    """The URLs under `folder` whose name `match`es, as `gate.listing` gives a folder's
+    entries: of kind `want`, sorted, names starting with "." (unless `hidden`) or one of
+    `skip` left out (in any part below `folder`, when `recursive`). Only keys under the
+    prefix come back; a key with an empty, "." or ".." part is refused by name."""
+    return [url for url, _ in entries(folder, what, match, want=want, recursive=recursive,
+                                      hidden=hidden, skip=skip)]
+
+
+# what tells one version of an object from another, per back end (S3, Azure: ETag; GCS:
+# generation and md5; any: the modification time)
+_VERSION_KEYS = ("ETag", "etag", "generation", "md5Hash", "LastModified", "last_modified",
+                 "updated", "mtime")
+
+
+def stamp(entry: dict) -> int:
+    """A listed object's version as one int64 (its ETag and modification time hashed with
+    its size): what the folder index keys a file's cached header on in place of an mtime,
+    so a rewritten object is read again."""
+    import hashlib
+
+    text = "\0".join(f"{k}={entry[k]}" for k in _VERSION_KEYS if entry.get(k) is not None)
+    digest = hashlib.blake2b(f"{text}\0{entry.get('size')}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def _empty_range(e: BaseException) -> bool:
+    """Whether `e` is the answer to a range read of an empty object (S3: 416)."""
+    return isinstance(e, OSError) and "range" in str(e).lower() and "satisf" in str(e).lower()
+
+
+def fetch(url: str, what: str, limit: int) -> bytes:
+    """The whole object `url` in one ranged GET of at most `limit` + 1 bytes (no separate
+    request for its size): more than `limit` bytes is refused by name."""
+    url = check_allowed(url, what)
+    fs = filesystem(url)
+    with reading(url, what):
+        try:
+            data = fs.cat_file(key(url), start=0, end=limit + 1)
+        except OSError as e:
+            if not _empty_range(e):
+                raise
+            data = b""
+    if len(data) > limit:
+        raise NodegraphError(f"{what} '{clean(url)}' is larger than {limit:,} bytes, the "
+                             "most nodegraph reads for one")
+    return bytes(data)
+
+
+def heads(urls: list[str], what: str, length: int, batch: int = 256
+          ) -> list[bytes | NodegraphError]:
+    """The first `length` bytes of each object (all of a smaller one), read concurrently
+    `batch` at a time: the bytes, or for a missing object a NodegraphError naming it; any
+    other failure (after the back end's retries) raises a RemoteError naming the object."""
+    if not urls:
+        return []
+    urls = [check_allowed(u, what) for u in urls]
+    fs = filesystem(urls[0])
+    out: list[bytes | NodegraphError] = []
+    for i in range(0, len(urls), batch):
+        part = urls[i:i + batch]
+        with reading(part[0], what):
+            got = fs.cat_ranges([key(u) for u in part], [0] * len(part), [length] * len(part),
+                                on_error="return")
+        for url, g in zip(part, got, strict=True):
+            if isinstance(g, bytes | bytearray):
+                out.append(bytes(g))
+            elif isinstance(g, FileNotFoundError):
+                out.append(NodegraphError(f"{what} '{clean(url)}' does not exist"))
+            elif isinstance(g, BaseException) and _empty_range(g):
+                out.append(b"")
+            else:
+                with reading(url, what):
+                    raise g if isinstance(g, BaseException) else OSError(repr(g))
+    return out
 
 
 def matching(pattern: str, what: str) -> list[str]:

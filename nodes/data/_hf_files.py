@@ -13,16 +13,24 @@ open each Arrow file again by its name after the check (a file swapped in betwee
 read): each Arrow file is opened once through the gate (``O_NOFOLLOW``, `fstat`), its
 descriptor memory-mapped, and pyarrow reads the IPC stream from that map. `datasets` gets
 the tables, never a path; the data stays mapped, not read into memory.
+
+A folder in object storage (``s3://bucket/prefix``, `nodegraph.kinds.remote`) is read the
+same way: its JSON through `remote.read_bytes` (bounded), each name checked, each Arrow
+object copied once into an unlinked temporary file (on the local disk, gone when the
+table is) and mapped from there, as `datasets.load_from_disk` with ``storage_options``
+would download it; a DataLoader worker started by a fork server copies it again.
 """
 
 from __future__ import annotations
 
 import json
 import mmap
+import shutil
+import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from nodegraph.kinds import gate
+from nodegraph.kinds import gate, remote
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.sanitize import clean
 
@@ -30,8 +38,16 @@ MAX_JSON = 10 * 2**20  # a save_to_disk JSON file (features, file names): a few 
 DICT_JSON, STATE_JSON, INFO_JSON = "dataset_dict.json", "state.json", "dataset_info.json"
 
 
-def _json(path: Path, shown: str) -> Any:
-    raw = gate.read_bytes(path, "datasets file", MAX_JSON, shown=shown)
+Where = Path | str  # a folder on disk, or a URL
+
+
+def _child(folder: Where, name: str) -> Where:
+    return f"{folder}/{name}" if isinstance(folder, str) else folder / name
+
+
+def _json(path: Where, shown: str) -> Any:
+    raw = (remote.read_bytes(path, "datasets file", MAX_JSON) if isinstance(path, str)
+           else gate.read_bytes(path, "datasets file", MAX_JSON, shown=shown))
     try:
         return json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
@@ -52,11 +68,19 @@ def _plain(name: object, folder_shown: str, field: str) -> str:
     return text
 
 
-def _dataset(folder: Path, shown: str) -> tuple[dict, Any, list[str]]:
+def _check(path: Where, shown: str, want: str = "file") -> None:
+    """`path` passes the file gate (a URL: allowed, of kind `want`), or is refused."""
+    if isinstance(path, str):
+        remote.info(path, f"datasets {want}", want=want)
+    else:
+        gate.check(path, f"datasets {want}", want=want, shown=shown)
+
+
+def _dataset(folder: Where, shown: str) -> tuple[dict, Any, list[str]]:
     """A saved `Dataset` folder: its JSON read and its Arrow files checked; (state, info,
     the data files' names)."""
-    state = _json(folder / STATE_JSON, f"{shown}/{STATE_JSON}")
-    info = _json(folder / INFO_JSON, f"{shown}/{INFO_JSON}")
+    state = _json(_child(folder, STATE_JSON), f"{shown}/{STATE_JSON}")
+    info = _json(_child(folder, INFO_JSON), f"{shown}/{INFO_JSON}")
     files = state.get("_data_files") if isinstance(state, dict) else None
     if not isinstance(files, list) or not files:
         raise NodegraphError(f"datasets file '{clean(shown)}/{STATE_JSON}' lists no data "
@@ -65,43 +89,59 @@ def _dataset(folder: Path, shown: str) -> tuple[dict, Any, list[str]]:
     for k, entry in enumerate(files):
         name = _plain(entry.get("filename") if isinstance(entry, dict) else None, shown,
                       f"_data_files[{k}].filename")
-        gate.check(folder / name, "datasets file", shown=f"{shown}/{name}")
+        _check(_child(folder, name), f"{shown}/{name}")
         names.append(name)
     return state, info, names
 
 
-def load(folder: Path, shown: str) -> Any:
+def _holds(folder: Where) -> set[str]:
+    """Which of the save_to_disk JSON files `folder` holds (a symlink counts: the gate
+    judges it when it is read)."""
+    if isinstance(folder, str):
+        return {u.rpartition("/")[2] for u in remote.listing(folder, "datasets folder")
+                } & {STATE_JSON, INFO_JSON, DICT_JSON}
+    return {n for n in (STATE_JSON, INFO_JSON, DICT_JSON)
+            if (folder / n).exists() or (folder / n).is_symlink()}
+
+
+def load(folder: Where, shown: str) -> Any:
     """The `Dataset` or `DatasetDict` saved in `folder` (as `datasets.load_from_disk` builds
     it), each file read through the gate (`_dataset`'s checks, then `_table`); a
-    folder of neither kind is FileNotFoundError, for the caller to say so."""
-    gate.check(folder, "datasets folder", want="folder", shown=shown)
-    if (folder / STATE_JSON).exists() or (folder / INFO_JSON).exists() \
-            or (folder / STATE_JSON).is_symlink():
+    folder of neither kind is FileNotFoundError, for the caller to say so. `folder` may
+    be a URL (object storage)."""
+    if isinstance(folder, str):
+        folder = remote.normal(folder, "datasets folder")
+        if not remote.is_folder(folder, "datasets folder"):
+            raise FileNotFoundError(shown)
+    else:
+        gate.check(folder, "datasets folder", want="folder", shown=shown)
+    holds = _holds(folder)
+    if holds & {STATE_JSON, INFO_JSON}:
         return _build(folder, shown)
-    if not ((folder / DICT_JSON).exists() or (folder / DICT_JSON).is_symlink()):
+    if DICT_JSON not in holds:
         raise FileNotFoundError(shown)
     import datasets
 
-    doc = _json(folder / DICT_JSON, f"{shown}/{DICT_JSON}")
+    doc = _json(_child(folder, DICT_JSON), f"{shown}/{DICT_JSON}")
     splits = doc.get("splits") if isinstance(doc, dict) else None
     if not isinstance(splits, list):
         raise NodegraphError(f"datasets file '{clean(shown)}/{DICT_JSON}' lists no splits")
     out = {}
     for split in splits:
         name = _plain(split, shown, "split")
-        gate.check(folder / name, "datasets folder", want="folder", shown=f"{shown}/{name}")
-        out[name] = _build(folder / name, f"{shown}/{name}")
+        _check(_child(folder, name), f"{shown}/{name}", want="folder")
+        out[name] = _build(_child(folder, name), f"{shown}/{name}")
     return datasets.DatasetDict(out)
 
 
-def _build(folder: Path, shown: str) -> Any:
+def _build(folder: Where, shown: str) -> Any:
     """One saved `Dataset`, as `datasets.Dataset.load_from_disk` builds it from the state,
     the info and the tables, but from tables read through the gate."""
     import datasets
     from datasets.table import InMemoryTable, concat_tables
 
     state, info, names = _dataset(folder, shown)
-    tables = [InMemoryTable(_table(folder / name, f"{shown}/{name}")) for name in names]
+    tables = [InMemoryTable(_table(_child(folder, name), f"{shown}/{name}")) for name in names]
     split = state.get("_split")
     try:
         dataset = datasets.Dataset(
@@ -118,18 +158,40 @@ def _build(folder: Path, shown: str) -> Any:
         raise NodegraphError(f"datasets folder '{clean(shown)}': {e}") from None
 
 
-def _table(path: Path, shown: str) -> Any:
-    """The Arrow IPC stream in `path`, memory-mapped from the descriptor the gate opened
-    (never opened again by name): the table's buffers point into the map."""
-    import pyarrow as pa
-
-    with gate.open_file(path, "datasets file", shown=shown) as f:
+def _copied(url: str, shown: str) -> mmap.mmap:
+    """Object `url` copied into an unlinked temporary file (removed when its map is) and
+    mapped; refused when the local disk has not room for it."""
+    f, size = remote.open_file(url, "datasets file")
+    with f, tempfile.TemporaryFile(prefix="nodegraph-hf-") as copy:
+        free = shutil.disk_usage(tempfile.gettempdir()).free
+        if size > free:
+            raise NodegraphError(f"datasets file '{clean(shown)}' is {size:,} bytes; the "
+                                 f"temporary folder has {free:,} free (set TMPDIR)")
+        shutil.copyfileobj(f, copy, 8 * 2**20)
+        copy.flush()
         try:
-            mapped = mmap.mmap(  # gated: the descriptor gate.open_file opened (mmap dups it)
-                f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (ValueError, OSError) as e:  # an empty file cannot be mapped
+            return mmap.mmap(copy.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError) as e:  # an empty object cannot be mapped
             raise NodegraphError(f"datasets file '{clean(shown)}' cannot be read as Arrow "
                                  f"data: {e}") from None
+
+
+def _table(path: Where, shown: str) -> Any:
+    """The Arrow IPC stream in `path`, memory-mapped from the descriptor the gate opened
+    (never opened again by name): the table's buffers point into the map. An object is
+    mapped from its local copy (`_copied`)."""
+    import pyarrow as pa
+
+    if isinstance(path, str):
+        mapped = _copied(path, shown)
+    else:
+        with gate.open_file(path, "datasets file", shown=shown) as f:
+            try:
+                mapped = mmap.mmap(  # gated: the descriptor gate.open_file opened (mmap dups it)
+                    f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (ValueError, OSError) as e:  # an empty file cannot be mapped
+                raise NodegraphError(f"datasets file '{clean(shown)}' cannot be read as "
+                                     f"Arrow data: {e}") from None
     try:
         return pa.ipc.open_stream(pa.py_buffer(mapped)).read_all()
     except (pa.ArrowException, OSError, ValueError) as e:

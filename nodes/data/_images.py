@@ -8,7 +8,10 @@ arrays (channels, height, width) in [0, 1]: 1 channel for grey (16-bit grey scal
 or hostile file (a decompression bomb) is a `SampleError` naming the file.
 
 `list_images` lists a folder of one subfolder per class; `ImageFiles` is the per-sample
-reader a streamed image folder hands its DataLoader workers.
+reader a streamed image folder hands its DataLoader workers. A folder in object storage
+(``s3://bucket/prefix``, `nodegraph.kinds.remote`) is listed there, each header read from
+the object's first `HEAD_BYTES` (`RemoteHeaders`), and each photo fetched whole in the
+workers (one bounded ranged GET) and decoded from its bytes.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ import contextlib
 import io
 import warnings
 from collections.abc import Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nodegraph.kinds import folder_index, footprint, gate
+from nodegraph.kinds import folder_index, footprint, gate, remote
 from nodegraph.kinds.dataset import data_path
 from nodegraph.kinds.streamed import SampleError
 from nodegraph.model.errors import NodegraphError
@@ -47,6 +50,7 @@ def _pil():
 # setting of Pillow's lifts it): a small file claiming more is a decompression bomb
 MAX_PIXELS = 89_478_485
 MAX_FILE = 256 * 2**20  # an image file larger than this is refused unread
+HEAD_BYTES = 64 * 2**10  # an object's first bytes read for its header (EXIF included)
 
 
 @contextlib.contextmanager
@@ -98,11 +102,13 @@ def orientation(img) -> int:
     return value if isinstance(value, int) and 1 <= value <= 8 else 1
 
 
-def header(path: Path, exif: str = "apply") -> tuple[int, int, int] | str:
+def header(path: Path | str | bytes, exif: str = "apply", name: str | None = None
+           ) -> tuple[int, int, int] | str:
     """(C, H, W) as `decode` gives them (turned by EXIF orientation under "apply"), from
-    the header alone; or why the file is refused (the folder index's reader)."""
+    the header alone; or why the file is refused (the folder index's reader). `path` and
+    `name` as `open_image` takes them (a file, or bytes and the name they came from)."""
     try:
-        with open_image(path) as img:
+        with open_image(path, name) as img:
             c, h, w = channels_of(img.mode), img.height, img.width
             turned = exif == "apply" and orientation(img) in _TURNED
     except SampleError as e:
@@ -234,17 +240,81 @@ def _channels(x, channels: int):
     return x
 
 
+class RemoteHeaders:
+    """The folder index's header reader for objects (`folder_index.index`): the first
+    `HEAD_BYTES` of each, read concurrently (`remote.heads`), and the header parsed from
+    them; when those bytes do not hold the whole header (a TIFF's directory at its end, a
+    JPEG with a large EXIF thumbnail) the object is read whole, bounded by MAX_FILE.
+    `refused`: objects the listing already refuses (empty, too large), by URL."""
+
+    def __init__(self, exif: str, refused: dict[str, str]):
+        self.exif, self.refused = exif, refused
+
+    def __call__(self, url: Path | str) -> tuple[int, int, int] | str:
+        return self.many([url], lambda _: None)[0]
+
+    def many(self, urls: Sequence[Path | str], say) -> list[tuple[int, int, int] | str]:
+        todo = [str(u) for u in urls if str(u) not in self.refused]
+        got: dict[str, bytes | NodegraphError] = {}
+        step = 20_000  # a progress line per step read
+        for i in range(0, len(todo), step):
+            part = todo[i:i + step]
+            got.update(zip(part, remote.heads(part, "image", HEAD_BYTES), strict=True))
+            if len(todo) > step:
+                say(f"  {len(got):,} of {len(todo):,} headers read")
+        out: list[tuple[int, int, int] | str] = []
+        for u in map(str, urls):
+            data = got.get(u)
+            if data is None:
+                out.append(self.refused[u])
+            elif isinstance(data, NodegraphError):
+                out.append(str(data))
+            else:
+                found = header(data, self.exif, name=u)
+                if isinstance(found, str) and len(data) >= HEAD_BYTES:  # cut short: all of it
+                    try:
+                        found = header(fetch(u), self.exif, name=u)
+                    except SampleError as e:
+                        found = str(e)
+                out.append(found)
+        return out
+
+
+def fetch(url: str) -> bytes:
+    """The whole object `url` (at most MAX_FILE bytes, `remote.fetch`); a missing or
+    oversized object is a SampleError naming it, a storage that fails a RemoteError."""
+    try:
+        return remote.fetch(url, "image", MAX_FILE)
+    except remote.RemoteError:
+        raise
+    except NodegraphError as e:
+        raise SampleError(str(e)) from None
+
+
+def join(root: Path | str, name: str) -> Path | str:
+    """File `name` ("class/file") of a folder: a path, or a URL under a URL."""
+    return f"{root}/{name}" if isinstance(root, str) else root / name
+
+
+def _source(where: Path | str) -> tuple[Path | bytes, str | None]:
+    """What `decode` takes for a file or an object (its bytes, fetched, and its URL)."""
+    return (fetch(where), where) if isinstance(where, str) else (where, None)
+
+
 class ImageFiles(torch.utils.data.Dataset):
     """The per-sample reader of an image folder: file i (`names[i]` under `root`) decoded,
     fitted, as x (C, H, W) float32 and its class y; run in the DataLoader's workers. With
     `raw`, x is the decoded photo at its own size (uint8 for 8-bit photos; `side`: a JPEG
     may be decoded smaller, its shorter side kept >= side), for an augment chain that
-    fixes the size."""
+    fixes the size. `root` may be a URL (`list_images`): each photo is then fetched whole
+    from object storage in the worker that decodes it."""
 
-    def __init__(self, root: Path, names: Sequence[str], labels: np.ndarray, channels: int,
+    def __init__(self, root: Path | str, names: Sequence[str], labels: np.ndarray,
+                 channels: int,
                  size: int | None, policy: str, shape: tuple[int, int] | None = None, *,
                  exif: str = "apply", raw: bool = False, side: int | None = None):
-        self.root, self.names, self.labels = Path(root), names, labels
+        self.root: Path | str = root if remote.is_url(root) else Path(root)
+        self.names, self.labels = names, labels
         self.channels, self.size, self.policy, self.shape = channels, size, policy, shape
         self.exif, self.raw, self.side = exif, raw, side
 
@@ -252,17 +322,18 @@ class ImageFiles(torch.utils.data.Dataset):
         return len(self.names)
 
     @property
-    def files(self) -> list[Path]:
-        """The files' paths (made on request: a million `Path` objects are not kept)."""
-        return [self.root / n for n in self.names]
+    def files(self) -> list[Path | str]:
+        """The files' paths or URLs (made on request: a million are not kept)."""
+        return [join(self.root, n) for n in self.names]
 
     def __getitem__(self, i: int) -> dict:
-        path = self.root / self.names[i]
+        path = join(self.root, self.names[i])
+        source, name = _source(path)
         y = torch.tensor(int(self.labels[i]))
         if self.raw:
-            photo = _uint8(decode(path, exif=self.exif, side=self.side))
+            photo = _uint8(decode(source, name, exif=self.exif, side=self.side))
             return {"x": _channels(photo, self.channels), "y": y}
-        img = fit(decode(path, exif=self.exif), self.size, self.policy)
+        img = fit(decode(source, name, exif=self.exif), self.size, self.policy)
         if self.shape is not None and (img.height, img.width) != self.shape:
             raise SampleError(f"image '{path}' is {img.height} x {img.width}, the others "
                               f"{self.shape[0]} x {self.shape[1]}; set size to resize them")
@@ -287,7 +358,8 @@ class PhotoReader:
     def __call__(self, photo) -> np.ndarray:
         if isinstance(photo, str | Path):
             try:
-                img = decode(photo, exif=self.exif, side=self.side)
+                source, url = _source(photo if remote.is_url(photo) else Path(photo))
+                img = decode(source, url, exif=self.exif, side=self.side)
             except SampleError as e:
                 raise NodegraphError(str(e)) from e
             name = f"image '{photo}'"
@@ -324,21 +396,69 @@ def list_images(root: str) -> folder_index.Listing:
     (`folder_index.list_classes`); refuses a missing folder, a folder with no class
     subfolders, and a class folder with no images. Every class folder and symlinked image
     passes the file gate (`nodegraph.kinds.gate`): a symlink to a folder or an image
-    outside, or a FIFO among the images, is refused by name."""
-    folder = data_path(root)
-    if not folder.is_dir():
-        raise NodegraphError(f"image folder '{root}'{looked_at(root, folder)} "
-                             f"{'is not a folder' if folder.exists() else 'does not exist'}")
-    listing = folder_index.list_classes(folder, "image", IMAGE_SUFFIXES)
+    outside, or a FIFO among the images, is refused by name. A URL is listed in object
+    storage (`list_remote`)."""
+    folder: Path | str
+    if remote.is_url(root):
+        listing = list_remote(root)
+        folder = listing.root
+    else:
+        folder = data_path(root)
+        if not folder.is_dir():
+            raise NodegraphError(f"image folder '{root}'{looked_at(root, folder)} "
+                                 f"{'is not a folder' if folder.exists() else 'does not exist'}")
+        listing = folder_index.list_classes(folder, "image", IMAGE_SUFFIXES)
     if not listing.classes:
         raise NodegraphError(f"image folder '{root}' has no class subfolders (expected one "
                              "subfolder of images per class, e.g. cats/ and dogs/)")
     counts = np.bincount(listing.labels, minlength=len(listing.classes))
     for name, count in zip(listing.classes, counts, strict=True):
         if count == 0:
-            raise NodegraphError(f"class folder '{folder / name}' holds no images (read: "
+            raise NodegraphError(f"class folder '{join(folder, name)}' holds no images (read: "
                                  f"{', '.join(s[1:] for s in IMAGE_SUFFIXES)})")
     return listing
+
+
+def list_remote(root: str) -> folder_index.Listing:
+    """`list_images` of a prefix in object storage: one recursive listing (only keys under
+    the allowed prefix; a key with an empty, "." or ".." part refused by name), a class per
+    first part below `root`, its images the objects directly in it; each object's size and
+    version (`remote.stamp`: ETag, modification time) key its cached header."""
+    url = remote.normal(root, "image folder")
+    found = remote.entries(url, "image folder", recursive=True)
+    if not found:
+        raise NodegraphError(f"image folder '{url}' holds no objects (or does not exist)")
+    rows: dict[str, list[tuple[str, int, int]]] = {}
+    for key, entry in found:
+        parts = key[len(url) + 1:].split("/")
+        if len(parts) < 2:
+            continue  # an object beside the class folders, as a file beside them on disk
+        files = rows.setdefault(parts[0], [])
+        if len(parts) == 2 and PurePosixPath(parts[1]).suffix.lower() in IMAGE_SUFFIXES:
+            files.append((parts[1], int(entry.get("size") or 0), remote.stamp(entry)))
+    classes = sorted(rows)
+    names, labels, sizes, stamps = [], [], [], []
+    for k, cls in enumerate(classes):
+        for name, size, version in sorted(rows[cls]):
+            names.append(f"{cls}/{name}")
+            labels.append(k)
+            sizes.append(size)
+            stamps.append(version)
+    return folder_index.Listing(url, classes, folder_index.Names.of(names),
+                                np.asarray(labels, np.int64), np.asarray(sizes, np.int64),
+                                np.asarray(stamps, np.int64))
+
+
+def refused_unread(listing: folder_index.Listing) -> dict[str, str]:
+    """The objects of a remote listing refused from their listed size alone (empty, or
+    larger than MAX_FILE), by URL, with why: `RemoteHeaders` reads none of them."""
+    out = {}
+    for i in np.flatnonzero((listing.sizes == 0) | (listing.sizes > MAX_FILE)):
+        url = str(listing.path(int(i)))
+        out[url] = (f"image '{url}' is empty" if listing.sizes[i] == 0 else
+                    f"image '{url}' is larger than {MAX_FILE:,} bytes, the most nodegraph "
+                    "reads for one")
+    return out
 
 
 def need_memory(count: int, sample_bytes: int) -> None:

@@ -10,6 +10,11 @@ random augmentation are decoded once and held in memory (``storage = auto``), th
 path; large ones, or augmented ones, stream. An unreadable image stops the run naming the
 file, or with ``on_error = skip`` is left out, counted and named (at the header stage and
 in the workers).
+
+``path`` may be a prefix in object storage (``s3://bucket/prefix``, allowed with
+``--data-root``): listed there, each header read from the object's first bytes and kept in
+the same index (keyed on the object's size and ETag), each photo fetched in the workers
+(`nodes.data._images`). The Python export reads image folders on disk only.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nodegraph.kinds import augment, declare, folder_index
+from nodegraph.kinds import augment, declare, folder_index, remote
 from nodegraph.kinds.datameta import DataMeta
 from nodegraph.kinds.dataset import DataParams, data_params, split_indices
 from nodegraph.kinds.folder_index import Names
@@ -48,9 +53,12 @@ from nodes.data._images import (
     SCRIPT_READER,
     ImageFiles,
     PhotoReader,
+    RemoteHeaders,
     header,
+    join,
     list_images,
     need_memory,
+    refused_unread,
 )
 
 
@@ -62,7 +70,7 @@ class _Found:
     at their own size (no `size`, a chain that fixes the output size), `shape` then being
     the first photo's."""
 
-    root: Path
+    root: Path | str
     names: Names
     labels: np.ndarray
     classes: list[str]
@@ -76,8 +84,9 @@ def _scan(p: ImageFolderParams, chain: augment.Chain) -> _Found:
     (`nodegraph.kinds.folder_index`: cached across starts, read again for a changed
     file); with on_error = skip the refused files are left out and named, not dropped."""
     listing = list_images(p.path)
-    headers, bad = folder_index.index(listing, f"image-header exif={p.exif}",
-                                      partial(header, exif=p.exif))
+    read = (RemoteHeaders(p.exif, refused_unread(listing)) if isinstance(listing.root, str)
+            else partial(header, exif=p.exif))
+    headers, bad = folder_index.index(listing, f"image-header exif={p.exif}", read)
     names, labels = listing.names, listing.labels
     refused = [{"file": str(listing.path(r)), "reason": bad[r]} for r in sorted(bad)]
     if bad:
@@ -99,8 +108,9 @@ def _scan(p: ImageFolderParams, chain: augment.Chain) -> _Found:
     if len(other):
         k = int(other[0])
         raise NodegraphError(
-            f"images differ in size: '{listing.root / names[0]}' is {first[1]} x {first[2]} "
-            f"and '{listing.root / names[k]}' {headers[k, 1]} x {headers[k, 2]} (height x "
+            f"images differ in size: '{join(listing.root, names[0])}' is {first[1]} x "
+            f"{first[2]} and '{join(listing.root, names[k])}' {headers[k, 1]} x "
+            f"{headers[k, 2]} (height x "
             "width); set size to resize them all, or end the augment chain in a crop that "
             "fixes the size (augment.RandomResizedCrop, augment.CenterCrop)")
     return _Found(listing.root, names, labels, listing.classes, refused, first, False)
@@ -142,6 +152,10 @@ class _Script:
 
     def __call__(self, node: str) -> StreamScript:
         p, found, arrays, readers, transforms = self.p, self.found, {}, {}, {}
+        if remote.is_url(found.root):
+            raise NodegraphError(f"the image folder '{found.root}' is in object storage; the "
+                                 "Python export reads image folders on disk: copy it to a "
+                                 "folder (aws s3 sync) and set path to that folder")
         for split, src in self.sources.items():
             files, labels = f"{node}/{split}/files", f"{node}/{split}/labels"
             arrays[files] = np.array(list(src.names), dtype=str)
@@ -253,7 +267,8 @@ BLOCKS = [
         outputs=[Port("x", doc="images (N, C, H, W), or one row per image with layout flat"),
                  Port("y", doc="class indices (N,); class probabilities (N, classes) when "
                       "MixUp or CutMix is wired in")],
-        params=[str_param("path", doc="the folder holding one subfolder per class"),
+        params=[str_param("path", doc="the folder holding one subfolder per class, or a "
+                          "prefix in object storage (s3://bucket/prefix)"),
                 bool_param("grayscale", False, "convert colour images to grey (1 channel)"),
                 int_param("size", None, "bring every image to size x size (see resize); "
                           "empty keeps the images' own size, which must then agree unless "

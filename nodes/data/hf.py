@@ -4,7 +4,8 @@
 memory-mapped, not read: a sample's columns are read when asked for, so a dataset larger
 than memory trains. Columns map to ports: `inputs` form x (one array column keeps its
 shape; several scalar or 1-D columns are joined side by side), `targets` form y (a
-ClassLabel or integer column as class indices, or values). A `DatasetDict`'s own splits
+ClassLabel or integer column as class indices, or values). The folder may lie in object
+storage (``s3://bucket/prefix``, `nodes.data._hf_files`). A `DatasetDict`'s own splits
 (train, validation, test) are kept; a single `Dataset` is split by the data params.
 
 Streamed (`storage` stream, or more than memory holds), each DataLoader worker opens the
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nodegraph.kinds import remote
 from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
@@ -47,11 +49,18 @@ def open_disk(path: str):
     """The Dataset or DatasetDict saved in folder `path`, or an error naming the folder."""
     if not path:
         raise NodegraphError("no datasets folder given (path)")
+    if remote.is_url(path):
+        return _load(where_of(path), path)
     where = data_path(path)
     if not where.is_dir():
         state = "is not a folder" if where.exists() else "does not exist"
         raise NodegraphError(f"datasets folder '{path}' ({where}) {state}")
     return _load(where, path)
+
+
+def where_of(path: str):
+    """Where the folder is read from: a URL as given (object storage), or a local folder."""
+    return remote.normal(path, "datasets folder") if remote.is_url(path) else data_path(path)
 
 
 def _load(where, path: str):
@@ -256,7 +265,7 @@ def hf_dataset(p: HFDatasetParams):
     ports = {"x": (cols.x_shape(), torch.float32), "y": cols.y_port(p.target_kind)}
     stratified = "all" in found and p.split == "stratified"  # needs the labels: in memory
     if not stratified and not in_memory(p, held_bytes(ports, n)):
-        where = data_path(p.path)
+        where = where_of(p.path)
         sources = {s: HFRows(p.path, where, s, cols, p.target_kind, len(d))
                    for s, d in found.items()}
         if "all" in sources:
@@ -283,8 +292,9 @@ TARGET_KIND = choice_param("target_kind", ("class", "value"), "class",
 BLOCKS = [
     data("data.HFDataset", "A Hugging Face `datasets` dataset saved to disk (save_to_disk).\n\n"
          "Opens the folder with load_from_disk (memory-mapped Arrow files; nothing is "
-         "downloaded). `inputs` name the columns that form x — one array column keeps its "
-         "shape, several number or list columns are joined side by side — and `targets` "
+         "downloaded; a folder in object storage, s3://bucket/prefix, is copied to a "
+         "temporary file first). `inputs` name the columns that form x — one array column "
+         "keeps its shape, several number or list columns are joined side by side — and `targets` "
          "those that form y. A DatasetDict's train / validation / test splits are kept; a "
          "single Dataset is split by the split params.",
          hf_dataset, meta=hf_meta,
