@@ -1,7 +1,7 @@
 """Text as subword tokens: a Hugging Face `tokenizers` tokenizer, trained in the graph or loaded.
 
 `data.TokenizedText` reads a corpus (a text file, a folder of .txt files, or `text`), gets a
-tokenizer — byte-level BPE (GPT-2's kind) or WordPiece (BERT's) trained on the corpus with
+tokenizer — byte-level BPE (GPT-2's kind) trained, or WordPiece (BERT's) counted, on the corpus with
 `vocab_size` tokens, or one saved as a `tokenizer.json` — and cuts the token ids into
 contexts x (N, seq_len) with their next tokens y, as `data.TokenText` does with characters.
 The dataset carries the tokenizer as `dataset.vocab`, the view of it procedures.Decode
@@ -19,8 +19,8 @@ that follows does not tokenize again.
 from __future__ import annotations
 
 import io
-from collections import OrderedDict
-from collections.abc import Iterator
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,25 +124,53 @@ def load_tokenizer(path: str):
 
 
 def train_tokenizer(p: TokenizedTextParams):
-    """A BPE (byte-level) or WordPiece tokenizer trained on the corpus."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    """A byte-level BPE tokenizer trained on the corpus, or a WordPiece one counted from it
+    (`counted_wordpiece`)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    trainer: trainers.Trainer
-    if p.tokenizer == "bpe":
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=p.vocab_size, min_frequency=p.min_frequency,
-                                      show_progress=False)
-    else:
-        tok = Tokenizer(models.WordPiece(unk_token=UNK))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=False)
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        tok.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=p.vocab_size,
-                                            min_frequency=p.min_frequency,
-                                            special_tokens=[UNK], show_progress=False)
+    if p.tokenizer == "wordpiece":
+        return counted_wordpiece((line for piece in pieces(p) for line in piece),
+                                 p.vocab_size, (UNK,), lowercase=False,
+                                 min_frequency=p.min_frequency)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=p.vocab_size, min_frequency=p.min_frequency,
+                                  show_progress=False)
     tok.train_from_iterator((line for piece in pieces(p) for line in piece), trainer)
+    return tok
+
+
+def counted_wordpiece(texts: Iterable[str], vocab_size: int, specials: Sequence[str],
+                      lowercase: bool, min_frequency: int = 1):
+    """A WordPiece tokenizer (BERT's kind: split at spaces and punctuation) whose vocabulary
+    is counted from `texts`: `specials` first, then the most frequent characters (each also
+    as a "##" continuation), then the words seen at least `min_frequency` times, most
+    frequent first, ties in alphabetical order; a word out of the vocabulary is spelled in
+    its characters.
+
+    Counted rather than trained with `tokenizers`' WordPiece trainer: that one breaks ties
+    in no fixed order, so a second process (a resumed run, a loaded `.ngz`) numbered the
+    tokens differently from the first and the model read other ids."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    split = pre_tokenizers.BertPreTokenizer()
+    words = Counter(w for text in texts
+                    for w, _ in split.pre_tokenize_str(normalizer.normalize_str(text)))
+    letters: Counter[str] = Counter()
+    for word, n in words.items():
+        for c in word:
+            letters[c] += n
+    budget = vocab_size - len(specials)
+    chars = [c for c, _ in sorted(letters.items(), key=lambda kv: (-kv[1], kv[0]))]
+    chars = chars[:max(budget // 2, 1)] if 2 * len(chars) > budget else chars
+    tokens = [*specials, *chars, *(f"##{c}" for c in chars)]
+    known = set(tokens)
+    tokens += [w for w, n in sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))
+               if n >= min_frequency and w not in known][:max(vocab_size - len(tokens), 0)]
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token=UNK))
+    tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, split, decoders.WordPiece()
     return tok
 
 
@@ -323,7 +351,8 @@ BLOCKS = [
                  str_param("text", "", "the text to learn when no path is given"),
                  choice_param("tokenizer", KINDS, "bpe",
                               "bpe: byte-level BPE trained on the corpus; wordpiece: "
-                              "WordPiece trained on it; file: load tokenizer_file"),
+                              "WordPiece counted from it (its most frequent characters "
+                              "and words); file: load tokenizer_file"),
                  str_param("tokenizer_file", "", "a tokenizer.json (tokenizer 'file')"),
                  int_param("vocab_size", 512, "tokens the trained tokenizer may have (it "
                            "stops earlier when the corpus has no more pairs to merge)",

@@ -17,7 +17,6 @@ the graph is built, in memory.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -159,34 +158,12 @@ def _tokenizer_path(path: str) -> str:
 
 
 def _trained(texts: list[str], vocab_size: int):
-    """A WordPiece tokenizer (BERT's kind: lower-cased, split at spaces and punctuation)
-    whose vocabulary is learned from `texts` (the training split) by counting: the special
-    tokens first ([PAD] = 0), then the most frequent characters (each also as a "##"
-    continuation), then the most frequent words, ties in alphabetical order; a word out of
-    the vocabulary is spelled in its characters. Every text is framed as [CLS] ... [SEP].
+    """A WordPiece tokenizer counted from `texts` (the training split; lower-cased; its
+    special tokens first, [PAD] = 0: `subword.counted_wordpiece`, the same in every
+    process), each text framed as [CLS] ... [SEP]."""
+    from tokenizers import processors
 
-    Counted rather than trained with `tokenizers`' WordPiece or BPE trainers: those break
-    ties in no fixed order, so a second process (a resumed run, a loaded `.ngz`) would
-    number the tokens differently from the first and the model would read other ids."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-
-    normalizer, split = normalizers.BertNormalizer(lowercase=True), \
-        pre_tokenizers.BertPreTokenizer()
-    words = Counter(w for text in texts
-                    for w, _ in split.pre_tokenize_str(normalizer.normalize_str(text)))
-    letters: Counter[str] = Counter()
-    for word, n in words.items():
-        for c in word:
-            letters[c] += n
-    budget = vocab_size - len(SPECIALS)
-    chars = [c for c, _ in sorted(letters.items(), key=lambda kv: (-kv[1], kv[0]))]
-    chars = chars[:max(budget // 2, 1)] if 2 * len(chars) > budget else chars
-    tokens = [*SPECIALS, *chars, *(f"##{c}" for c in chars)]
-    known = set(tokens)
-    tokens += [w for w, _ in sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))
-               if w not in known][:max(vocab_size - len(tokens), 0)]
-    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
-    tok.normalizer, tok.pre_tokenizer, tok.decoder = normalizer, split, decoders.WordPiece()
+    tok = subword.counted_wordpiece(texts, vocab_size, SPECIALS, lowercase=True)
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     return tok
