@@ -238,3 +238,42 @@ def test_text_column_of_numbers_and_missing_texts_are_refused(tmp_path):
     spec, p = _build(path=str(tmp_path / "m.parquet"))
     with pytest.raises(NodegraphError, match="column 'text' has missing values .null. in 2 rows"):
         spec.build(p)
+
+
+def test_a_trained_model_predicts_on_texts(tmp_path):
+    """`predict(["a new review", ...])`: the texts tokenized as the block tokenized its
+    table, into every port the model reads (ids and mask), before and after a save."""
+    g = nodegraph.Graph("texts")
+    g.folder = tmp_path
+    _csv(tmp_path / "reviews.csv", _rows(300))
+    g.add("data.TextTable", id="data", path="reviews.csv", max_length=6, vocab_size=100,
+          split="stratified", batch_size=16)
+    g.add("layers.Embedding", id="embed", num_embeddings=100, embedding_dim=16)
+    g.add("opaque.Function", id="masked", function="torch:mul",
+          args=[{"input": 0}, {"input": 1}], kwargs={})
+    g.add("opaque.Function", id="mask3", function="torch:unsqueeze", args=[{"input": 0}, -1],
+          kwargs={})
+    g.add("opaque.Function", id="mean", function="torch:mean", args=[{"input": 0}, 1],
+          kwargs={})
+    g.add("layers.Linear", id="head", out_features=3)
+    g.add("losses.CrossEntropy", id="loss")
+    g.add("optimizers.Adam", id="opt", lr=0.03)
+    for src, dst in (("data.x", "embed.input"), ("data.mask", "mask3.input"),
+                     ("embed.output", "masked.input"), ("mask3.output", "masked.input_2"),
+                     ("masked.output", "mean.input"), ("mean.output", "head.input"),
+                     ("head.output", "loss.input"), ("data.y", "loss.target"),
+                     ("loss.loss", "opt.loss")):
+        g.connect(tuple(src.split(".")), tuple(dst.split(".")))
+    g.update_training({"epochs": 15, "seed": 0, "device": "cpu"})
+    model = nodegraph.fit(g)
+    texts = ["the food was great", "awful", "The food was OKAY"]
+    got = model.predict(texts)
+    assert got.argmax(1).tolist() == [2, 1, 0]  # classes sorted: mid 0, neg 1, pos 2
+    ids, mask = (model.compiled.datasets["data"].raw_inputs[p].array(texts, "data." + p)
+                 for p in ("x", "mask"))
+    assert torch.equal(got, model.predict({"data.x": ids, "data.mask": mask}))
+    assert torch.allclose(model.predict("awful"), got[1:2], atol=1e-6)  # one text
+    model.save(tmp_path / "m.ngz")
+    assert torch.equal(nodegraph.load_model(tmp_path / "m.ngz").predict(texts), got)
+    with pytest.raises(NodegraphError, match=r"reads 2 data ports \(data.x, data.mask\)"):
+        model.predict(["fine", 3])  # not texts: the ports must be given by name

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from nodegraph.interop.export.model import partition
+from nodegraph.kinds.rawinput import is_texts
 from nodegraph.model.errors import NodegraphError
 from nodegraph.runtime import feeding, preprocess
 from nodegraph.runtime.compile import Compiled, Key
@@ -36,7 +37,8 @@ def predict(c: Compiled, data: Any, batch_size: int,
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise NodegraphError(f"batch_size={batch_size!r}: give a whole number of samples >= 1")
     wanted = _outputs(c, outputs)
-    split = isinstance(data, str) and (data in SPLITS or not _reads_photos(c))
+    split = isinstance(data, str) and (data in SPLITS or not (_reads_photos(c)
+                                                              or _reads_texts(c)))
     if split and feeding.any_streamed(c.datasets):
         inputs: dict[Key, torch.Tensor] = {}
         batches, raw = _streamed_split(c, data, batch_size), False
@@ -153,6 +155,8 @@ def _user_inputs(c: Compiled, data: Any) -> dict[Key, torch.Tensor]:
             out[(node, port)] = _value(c, (node, port), value)
         return out
     ports = partition(c).predict_inputs
+    if is_texts(data) and _reads_texts(c):
+        return _texts(c, ports, data)
     if len(ports) != 1:
         names = ", ".join(f"{n}.{p}" for n, p in ports) or "none"
         raise NodegraphError(f"the prediction reads {len(ports)} data ports ({names}); give "
@@ -170,6 +174,22 @@ def _columns(c: Compiled, data: Mapping) -> bool:
     return all(isinstance(k, str) and k.rpartition(".")[0] not in graph for k in data)
 
 
+def _reads_texts(c: Compiled) -> bool:
+    return any(preprocess.text_input(c, k) is not None for k in partition(c).predict_inputs)
+
+
+def _texts(c: Compiled, ports: list[Key], texts: Any) -> dict[Key, torch.Tensor]:
+    """Texts as every port the prediction reads: a text block's token ids and mask, each
+    tokenized as the block tokenized its table."""
+    steps = {k: preprocess.text_input(c, k) for k in ports}
+    other = [f"{n}.{p}" for (n, p), step in steps.items() if step is None]
+    if other:
+        raise NodegraphError(f"the prediction also reads {', '.join(other)}, which texts do "
+                             "not give; pass a mapping {'node.port': values, ...}")
+    return {k: torch.from_numpy(step.array(texts, f"{k[0]}.{k[1]}"))
+            for k, step in steps.items() if step is not None}
+
+
 def _reads_photos(c: Compiled) -> bool:
     return any(preprocess.image_input(c, k) is not None for k in partition(c).predict_inputs)
 
@@ -178,6 +198,9 @@ def _value(c: Compiled, key: Key, value: Any) -> torch.Tensor:
     """One port's raw input as a tensor: photos (paths, decoded uint8 arrays) read as the
     data block reads its files, when the port is an image block's."""
     name = f"{key[0]}.{key[1]}"
+    text = preprocess.text_input(c, key)
+    if text is not None and is_texts(value):
+        return torch.from_numpy(text.array(value, name))
     image = preprocess.image_input(c, key)
     if image is not None and preprocess.is_photos(value):
         return preprocess.read_photos(image, value, name)

@@ -17,7 +17,8 @@ export can start from a photo (`nodegraph.runtime.preprocess`). Two stages:
 A table block describes its x port with a `TableInput`: the input columns in order and
 the numbering of its text (categorical) columns, so rows given by column name — a pandas
 DataFrame, a pyarrow Table, a mapping of column name to values — become the array of
-numbers the block's files became (`TableInput.array`).
+numbers the block's files became (`TableInput.array`). A text block describes its ids and
+mask ports with a `TextInput`: texts tokenized as the block tokenized its table's.
 """
 
 from __future__ import annotations
@@ -138,6 +139,30 @@ class TableInput:
                          for c, codes in self.categories.items())
 
 
+@dataclass(frozen=True)
+class TextInput:
+    """One port of a text block's raw form: texts become token ids (`part` "ids") or their
+    attention mask ("mask") by the block's own tokenizer, cut and padded as it did
+    (`encode`: list of texts -> (ids, mask), each int64 (N, max_length))."""
+
+    encode: Callable[[list[str]], tuple[np.ndarray, np.ndarray]]
+    part: str  # "ids" or "mask"
+
+    def array(self, texts: Any, name: str) -> np.ndarray:
+        if not is_texts(texts):
+            raise NodegraphError(f"input {name}: give texts (a string or a list of strings)")
+        ids, mask = self.encode([texts] if isinstance(texts, str) else list(texts))
+        return ids if self.part == "ids" else mask
+
+
+def is_texts(data: Any) -> bool:
+    """Whether `data` is raw text: a string, or a non-empty list or tuple of strings."""
+    if isinstance(data, str):
+        return True
+    return isinstance(data, list | tuple) and bool(data) and all(isinstance(t, str)
+                                                                  for t in data)
+
+
 def is_rows(data: Any) -> bool:
     """Whether `data` holds table rows by column name: a pandas DataFrame, a pyarrow Table
     or RecordBatch, or a mapping of column names to values."""
@@ -177,6 +202,13 @@ def image_inputs(dataset: Any) -> dict[str, ImageInput]:
     """The image ports of a dataset and their raw form (none for a table or arrays)."""
     found = getattr(dataset, "raw_inputs", None)
     return {k: v for k, v in found.items() if isinstance(v, ImageInput)} \
+        if isinstance(found, dict) else {}
+
+
+def text_inputs(dataset: Any) -> dict[str, TextInput]:
+    """The ports of a dataset that texts become (a text block's ids and mask)."""
+    found = getattr(dataset, "raw_inputs", None)
+    return {k: v for k, v in found.items() if isinstance(v, TextInput)} \
         if isinstance(found, dict) else {}
 
 

@@ -16,6 +16,8 @@ The raw forms of a port:
   DataFrame, a pyarrow Table, a mapping column -> values), the input columns picked and
   the text ones coded as the block coded its files (`table_array`), or that array itself:
   float32 (N, columns), numbers as the files hold them, text as its category code;
+- a text port (`nodegraph.kinds.rawinput.TextInput`): texts, tokenized by the block's
+  tokenizer into its ids or their attention mask;
 - any other port: the values as the data files hold them.
 """
 
@@ -34,9 +36,11 @@ from nodegraph.kinds.rawinput import (
     CHANNEL_ORDER,
     ImageInput,
     TableInput,
+    TextInput,
     image_inputs,
     is_rows,
     table_inputs,
+    text_inputs,
 )
 from nodegraph.model.errors import NodegraphError
 from nodegraph.runtime.compile import Compiled, Key
@@ -148,6 +152,11 @@ def image_input(compiled: Compiled, key: Key) -> ImageInput | None:
 def table_input(compiled: Compiled, key: Key) -> TableInput | None:
     ds = compiled.datasets.get(key[0])
     return None if ds is None else table_inputs(ds).get(key[1])
+
+
+def text_input(compiled: Compiled, key: Key) -> TextInput | None:
+    ds = compiled.datasets.get(key[0])
+    return None if ds is None else text_inputs(ds).get(key[1])
 
 
 def table_array(compiled: Compiled, key: Key, data: Any) -> Any:

@@ -18,6 +18,7 @@ the graph is built, in memory.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import torch
 from nodegraph.kinds.datameta import DataMeta, sized, with_classes
 from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
+from nodegraph.kinds.rawinput import TextInput
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.spec import Port, choice_param, int_param, str_param
 from nodes.data import text as subword
@@ -181,12 +183,17 @@ def _pad_id(tok) -> int:
                          "padding set: texts shorter than max_length cannot be padded")
 
 
-def encode(tok, texts: list[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, mask), each (len(texts), max_length) int64: every text's ids, special tokens
-    included, cut to max_length and padded after with the tokenizer's pad id."""
+def cutting(tok, max_length: int):
+    """`tok` made to cut at max_length and not to pad (`encode` pads); its pad id."""
     pad = _pad_id(tok)
     tok.no_padding()
     tok.enable_truncation(max_length)
+    return tok, pad
+
+
+def encode(tok, pad: int, texts: list[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, mask), each (len(texts), max_length) int64: every text's ids, special tokens
+    included, cut to max_length (`cutting`) and padded after with `pad`."""
     ids = np.full((len(texts), max_length), pad, dtype=np.int64)
     mask = np.zeros((len(texts), max_length), dtype=np.int64)
     for row, enc in enumerate(tok.encode_batch(texts)):
@@ -202,10 +209,14 @@ def text_table(p: TextTableParams):
         tok = subword.load_tokenizer(_tokenizer_path(p.tokenizer_file))
     else:
         tok = _trained([texts[i] for i in rows["train"]], p.vocab_size)
-    ids, mask = encode(tok, texts, p.max_length)
+    tok, pad = cutting(tok, p.max_length)
+    ids, mask = encode(tok, pad, texts, p.max_length)
     dataset = from_arrays({"x": ids, "mask": mask, "y": y}, p, normalize_ports=(),
                           given_splits=rows)
     dataset.vocab = subword.Subwords(tok)  # spells ids back (procedures.Decode, a preview)
+    texts_to = partial(encode, tok, pad, max_length=p.max_length)  # predict(["a new review"])
+    dataset.raw_inputs = {  # type: ignore[attr-defined]
+        "x": TextInput(texts_to, "ids"), "mask": TextInput(texts_to, "mask")}
     if codes:
         dataset.categories = {p.target: codes}
     return dataset
