@@ -262,37 +262,47 @@ def startup(base: Path, counts: list[int], workers: int, runs: int) -> dict:
                       env)["first_step_s"]
         warm = [_child(["--child", "first", str(folder), str(workers), repr(time.time())],
                        env)["first_step_s"] for _ in range(runs)]
+        os.environ["NODEGRAPH_CACHE"] = env["NODEGRAPH_CACHE"]  # the index just built
         out[n] = {"first_start_s": round(cold, 2),
-                  "later_start_s": round(statistics.median(warm), 2)}
-        print(f"(4) {n:,} files: first start {cold:.1f} s, later {out[n]['later_start_s']} s "
-              f"(load {os.getloadavg()[0]:.1f})", flush=True)
+                  "later_start_s": round(statistics.median(warm), 2),
+                  "listing_cpu_s": round(listing_cpu(folder, 5), 4)}
+        print(f"(4) {n:,} files: first start {cold:.1f} s, later {out[n]['later_start_s']} s, "
+              f"later listing + index {out[n]['listing_cpu_s']} s CPU in process (load "
+              f"{os.getloadavg()[0]:.1f})", flush=True)
         shutil.rmtree(folder)
     lo, hi = min(counts), max(counts)
     exponent = math.log(out[hi]["later_start_s"] / out[lo]["later_start_s"]) / math.log(hi / lo)
+    listing = math.log(out[hi]["listing_cpu_s"] / out[lo]["listing_cpu_s"]) / math.log(hi / lo)
     return {"startup": out, "startup_exponent": round(exponent, 3),
+            "listing_exponent": round(listing, 3),
             "beyond_smallest_s": round(out[hi]["later_start_s"] - out[lo]["later_start_s"], 2)}
 
 
-def listing_cost(base: Path, counts: list[int], repeats: int) -> dict:
-    """In-process CPU seconds of a later start's listing + index read (the index built
-    first), per folder size: the median of `repeats`, and the growth exponent."""
+def listing_cpu(folder: Path, repeats: int) -> float:
+    """In-process CPU seconds of a later start's listing + index read of `folder` (the
+    index built first if it is not yet), the median of `repeats`."""
     from functools import partial
 
     from nodegraph.kinds import folder_index
     from nodes.data import _images
 
+    read = partial(_images.header, exif="apply")
+
+    def once() -> float:
+        began = time.process_time()
+        folder_index.index(_images.list_images(str(folder)), "image-header exif=apply", read)
+        return time.process_time() - began
+    once()
+    return statistics.median(once() for _ in range(repeats))
+
+
+def listing_cost(base: Path, counts: list[int], repeats: int) -> dict:
+    """`listing_cpu` per folder size, and the growth exponent."""
     os.environ["NODEGRAPH_CACHE"] = str(base / "cache")
     out: dict = {}
     for n in counts:
-        folder = str(write_tiny(base / f"tiny_{n}", n))
-        read = partial(_images.header, exif="apply")
-
-        def once(folder: str = folder, read=read) -> float:
-            began = time.process_time()
-            folder_index.index(_images.list_images(folder), "image-header exif=apply", read)
-            return time.process_time() - began
-        once()  # the index built
-        cpu = statistics.median(once() for _ in range(repeats))
+        folder = write_tiny(base / f"tiny_{n}", n)
+        cpu = listing_cpu(folder, repeats)
         out[n] = {"cpu_s": round(cpu, 4), "us_per_file": round(cpu / n * 1e6, 2)}
         print(f"(4b) {n:,} files: list + index {cpu:.3f} s CPU (load "
               f"{os.getloadavg()[0]:.1f})", flush=True)

@@ -29,6 +29,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,8 +109,9 @@ def list_classes(root: Path, what: str, suffixes: tuple[str, ...]) -> Listing:
     classes = [d.name for d in gate.listing(root, what, want="folder")]
     key = (str(root), what, suffixes)
     folders = (classes, [_folder_mtime(root / cls, what) for cls in classes])
-    if _memo is not None and key in _memo and _memo[key][0] == folders:
-        return _memo[key][1]
+    memo = _listed.get()
+    if memo is not None and key in memo and memo[key][0] == folders:
+        return memo[key][1]
     wanted = tuple({s.lower() for s in suffixes})
     simple = all(s.startswith(".") and s.count(".") == 1 for s in wanted)
     parts: list[list[str]] = []
@@ -117,14 +119,15 @@ def list_classes(root: Path, what: str, suffixes: tuple[str, ...]) -> Listing:
     for cls in classes:
         folder = root / cls
         try:
-            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))  # gated above
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))  # gated: (above)
         except OSError as e:
             raise gate.FileRefused(f"cannot list {what} folder '{folder}': {e.strerror}") \
                 from None
         try:
-            names = [n for n in os.listdir(fd)
+            entries = os.listdir(fd)  # gated: the class folder checked above
+            names = [n for n in entries
                      if n.lower().endswith(wanted) and not n.startswith(".")] if simple else [
-                n for n in os.listdir(fd) if not n.startswith(".") and "." in n
+                n for n in entries if not n.startswith(".") and "." in n
                 and n[n.rfind("."):].lower() in wanted]
             names.sort()
             found = _lstat_all(fd, names)
@@ -144,8 +147,8 @@ def list_classes(root: Path, what: str, suffixes: tuple[str, ...]) -> Listing:
     listing = Listing(root, classes, Names.of([n for p in parts for n in p]), labels,
                       np.fromiter((s.st_size for s in stats), np.int64, len(stats)),
                       np.fromiter((s.st_mtime_ns for s in stats), np.int64, len(stats)))
-    if _memo is not None:
-        _memo[key] = (folders, listing)
+    if memo is not None:
+        memo[key] = (folders, listing)
     return listing
 
 
@@ -178,23 +181,23 @@ def _folder_mtime(folder: Path, what: str) -> int:
         raise gate.FileRefused(f"cannot list {what} folder '{folder}': {e.strerror}") from None
 
 
-_memo: dict | None = None
+_listed: ContextVar[dict | None] = ContextVar("nodegraph_one_listing", default=None)
 
 
 @contextlib.contextmanager
 def one_listing() -> Iterator[None]:
-    """Within: each folder is listed and indexed once (a compile's validation and its
-    build read one listing), reused while no class folder changed. Outside, every call
-    lists and stats again, so a file rewritten in place between two starts is seen."""
-    global _memo
-    if _memo is not None:
+    """Within (this thread, this context): each folder is listed and indexed once (a
+    compile's validation and its build read one listing), reused while no class folder
+    changed. Outside, every call lists and stats again, so a file rewritten in place
+    between two starts is seen."""
+    if _listed.get() is not None:
         yield
         return
-    _memo = {}
+    token = _listed.set({})
     try:
         yield
     finally:
-        _memo = None
+        _listed.reset(token)
 
 
 def cache_folder() -> Path:
@@ -339,12 +342,13 @@ def index(listing: Listing, tag: str, read: Callable[[Path], Header | str],
     for the refused, why (`read` returns a header or the reason as text). Rows cached for
     `tag` (what `read` reads) under unchanged name, size and mtime are not read again."""
     path = _cache_file(listing.root, tag)
-    if _memo is not None and _memo.get((path, tag), (None,))[0] is listing:
-        headers, bad = _memo[(path, tag)][1]
+    memo = _listed.get()
+    if memo is not None and memo.get((path, tag), (None,))[0] is listing:
+        headers, bad = memo[(path, tag)][1]
         return headers.copy(), dict(bad)
     headers, bad = _indexed(listing, path, read, say)
-    if _memo is not None:
-        _memo[(path, tag)] = (listing, (headers.copy(), dict(bad)))
+    if memo is not None:
+        memo[(path, tag)] = (listing, (headers.copy(), dict(bad)))
     return headers, bad
 
 
