@@ -329,3 +329,19 @@ def test_the_listing_gives_what_scandir_and_stat_give(tmp_path, monkeypatch):
     assert list(zip(listing.names, listing.sizes.tolist(), listing.mtimes.tolist(),
                     strict=True)) == want
     assert listing.labels.tolist() == [0] * 5 + [1] * 7
+
+
+def test_a_raw_photo_is_the_tensor_torchvision_makes_of_it_without_a_warning(recwarn):
+    from nodegraph.model.packages import load_torchvision
+    from nodes.data._images import _uint8
+
+    load_torchvision()
+    from torchvision.transforms.v2.functional import pil_to_tensor
+
+    a = np.random.default_rng(0).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    for img in (Image.fromarray(a), Image.fromarray(a).convert("L")):
+        got = _uint8(img)
+        assert got.dtype == torch.uint8 and torch.equal(got, pil_to_tensor(img))
+        got.add_(1)  # the tensor's own memory: the photo is untouched
+        assert torch.equal(got, pil_to_tensor(img) + 1)
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
