@@ -18,6 +18,9 @@
     folder index built, in parallel) and the median of later ones (the index read), and
     the growth exponent of the later starts, log(t_max / t_min) / log(n_max / n_min)
     (target <= 0.1; the index lives in a temporary NODEGRAPH_CACHE, deleted after);
+(4b) `--listing 2000,20000,200000`: the CPU seconds (in process) of a later start's listing
+    and index read, median of `--passes`, and their growth exponent (linear: one `lstat`
+    a file, so that a file changed in place is seen);
 (5) `--tutorial`: the pipeline torchvision's tutorials write by hand (ImageFolder,
     ToImage, RandomResizedCrop on the whole decoded photo, flip, ColorJitter on uint8,
     ToDtype, Normalize; the same workers) against `data.ImageFolder` with no size and the
@@ -259,15 +262,54 @@ def startup(base: Path, counts: list[int], workers: int, runs: int) -> dict:
                       env)["first_step_s"]
         warm = [_child(["--child", "first", str(folder), str(workers), repr(time.time())],
                        env)["first_step_s"] for _ in range(runs)]
+        os.environ["NODEGRAPH_CACHE"] = env["NODEGRAPH_CACHE"]  # the index just built
         out[n] = {"first_start_s": round(cold, 2),
-                  "later_start_s": round(statistics.median(warm), 2)}
-        print(f"(4) {n:,} files: first start {cold:.1f} s, later {out[n]['later_start_s']} s "
-              f"(load {os.getloadavg()[0]:.1f})", flush=True)
+                  "later_start_s": round(statistics.median(warm), 2),
+                  "listing_cpu_s": round(listing_cpu(folder, 5), 4)}
+        print(f"(4) {n:,} files: first start {cold:.1f} s, later {out[n]['later_start_s']} s, "
+              f"later listing + index {out[n]['listing_cpu_s']} s CPU in process (load "
+              f"{os.getloadavg()[0]:.1f})", flush=True)
         shutil.rmtree(folder)
     lo, hi = min(counts), max(counts)
     exponent = math.log(out[hi]["later_start_s"] / out[lo]["later_start_s"]) / math.log(hi / lo)
+    listing = math.log(out[hi]["listing_cpu_s"] / out[lo]["listing_cpu_s"]) / math.log(hi / lo)
     return {"startup": out, "startup_exponent": round(exponent, 3),
+            "listing_exponent": round(listing, 3),
             "beyond_smallest_s": round(out[hi]["later_start_s"] - out[lo]["later_start_s"], 2)}
+
+
+def listing_cpu(folder: Path, repeats: int) -> float:
+    """In-process CPU seconds of a later start's listing + index read of `folder` (the
+    index built first if it is not yet), the median of `repeats`."""
+    from functools import partial
+
+    from nodegraph.kinds import folder_index
+    from nodes.data import _images
+
+    read = partial(_images.header, exif="apply")
+
+    def once() -> float:
+        began = time.process_time()
+        folder_index.index(_images.list_images(str(folder)), "image-header exif=apply", read)
+        return time.process_time() - began
+    once()
+    return statistics.median(once() for _ in range(repeats))
+
+
+def listing_cost(base: Path, counts: list[int], repeats: int) -> dict:
+    """`listing_cpu` per folder size, and the growth exponent."""
+    os.environ["NODEGRAPH_CACHE"] = str(base / "cache")
+    out: dict = {}
+    for n in counts:
+        folder = write_tiny(base / f"tiny_{n}", n)
+        cpu = listing_cpu(folder, repeats)
+        out[n] = {"cpu_s": round(cpu, 4), "us_per_file": round(cpu / n * 1e6, 2)}
+        print(f"(4b) {n:,} files: list + index {cpu:.3f} s CPU (load "
+              f"{os.getloadavg()[0]:.1f})", flush=True)
+        shutil.rmtree(folder)
+    lo, hi = min(counts), max(counts)
+    return {"listing": out, "listing_exponent": round(
+        math.log(out[hi]["cpu_s"] / out[lo]["cpu_s"]) / math.log(hi / lo), 3)}
 
 
 # -- (5) the tutorial pipeline ---------------------------------------------------------------
@@ -388,6 +430,8 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="keep the folders here (default: temp)")
     parser.add_argument("--startup", default=None, help="(4) only: comma-separated file "
                         "counts, e.g. 2000,20000,200000")
+    parser.add_argument("--listing", default=None, help="(4b) only: comma-separated file "
+                        "counts; CPU time of a later start's listing + index, in process")
     parser.add_argument("--tutorial", type=int, default=None, metavar="N",
                         help="(5) only: N photographs against the tutorial pipeline")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -401,13 +445,16 @@ def main() -> None:
         else:
             child_validate(rest[0])
         return
-    if args.startup or args.tutorial:
+    if args.startup or args.tutorial or args.listing:
         with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
             result: dict = {"workers": args.workers, "cpus": os.cpu_count(),
                             "load": os.getloadavg()[0]}
             if args.tutorial:
                 result.update(tutorial(photographs(Path(tmp) / "photos", args.tutorial),
                                        args.tutorial, args.workers, args.passes))
+            if args.listing:
+                result.update(listing_cost(Path(tmp), [int(c) for c in
+                                                       args.listing.split(",")], args.passes))
             if args.startup:
                 counts = [int(c) for c in args.startup.split(",")]
                 result.update(startup(Path(tmp), counts, args.workers, args.runs))

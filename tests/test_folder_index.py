@@ -279,3 +279,69 @@ def test_four_bad_files_of_four_kinds_are_counted_and_named(tmp_path):
         for name, why in kinds.items():
             assert why in named[name] and name in named[name]
     json.dumps(result.history)  # as --metrics-out writes it
+
+
+# -- the listing at scale ------------------------------------------------------------------
+
+def test_names_pack_and_unpack_any_file_name():
+    names = ["a/0.jpg", "b/café.png", "b/\udcff raw byte.jpg", "c/日本.jpeg", ""]
+    packed = folder_index.Names.of(names)
+    assert list(packed) == names
+    assert list(packed.take([3, 0, 1])) == [names[3], names[0], names[1]]
+    assert len(packed.blob) == sum(len(n.encode("utf-8", "surrogateescape")) for n in names)
+
+
+def test_a_compile_lists_a_folder_once_and_a_change_is_listed_again(tmp_path, monkeypatch):
+    root = _folder(tmp_path / "photos")
+    listed: list[int] = []
+    real = os.listdir
+
+    def counting(path=None):
+        listed.append(1)
+        return real(path)
+    monkeypatch.setattr(folder_index.os, "listdir", counting)
+    nodegraph.compile(graph(root, size=16, val_fraction=0.0), for_training=False)
+    assert len(listed) == 2  # validation and build: one listing of the two class folders
+    listed.clear()
+    with folder_index.one_listing():
+        first = list_images(str(root))
+        assert list_images(str(root)) is first and len(listed) == 2
+        _photo(root / "b" / "new.jpg", 20, 30, seed=7)  # the folder's mtime moves
+        os.utime(root / "b", ns=(1, 1))  # whatever the clock's resolution
+        again = list_images(str(root))
+        assert "b/new.jpg" in list(again.names) and len(listed) == 4
+    listed.clear()
+    list_images(str(root)), list_images(str(root))  # outside: listed every time
+    assert len(listed) == 4
+
+
+def test_the_listing_gives_what_scandir_and_stat_give(tmp_path, monkeypatch):
+    root = _folder(tmp_path / "photos", per_class=5)
+    (root / "a" / ".hidden.jpg").write_bytes(b"x")
+    (root / "a" / "notes.txt").write_text("not an image")
+    (root / "b" / "UPPER.JPG").write_bytes((root / "b" / "0.jpg").read_bytes())
+    (root / "b" / "link.jpg").symlink_to(root / "a" / "0.jpg")
+    monkeypatch.setattr(folder_index, "STAT_THREADS_FROM", 2)  # the threaded path too
+    listing = list_images(str(root))
+    want = sorted((f"{cls}/{e.name}", e.stat().st_size, e.stat().st_mtime_ns)
+                  for cls in ("a", "b") for e in os.scandir(root / cls)
+                  if not e.name.startswith(".") and e.name.lower().endswith((".jpg", ".png")))
+    assert list(zip(listing.names, listing.sizes.tolist(), listing.mtimes.tolist(),
+                    strict=True)) == want
+    assert listing.labels.tolist() == [0] * 5 + [1] * 7
+
+
+def test_a_raw_photo_is_the_tensor_torchvision_makes_of_it_without_a_warning(recwarn):
+    from nodegraph.model.packages import load_torchvision
+    from nodes.data._images import _uint8
+
+    load_torchvision()
+    from torchvision.transforms.v2.functional import pil_to_tensor
+
+    a = np.random.default_rng(0).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    for img in (Image.fromarray(a), Image.fromarray(a).convert("L")):
+        got = _uint8(img)
+        assert got.dtype == torch.uint8 and torch.equal(got, pil_to_tensor(img))
+        got.add_(1)  # the tensor's own memory: the photo is untouched
+        assert torch.equal(got, pil_to_tensor(img) + 1)
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]

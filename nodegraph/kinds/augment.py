@@ -124,7 +124,7 @@ class Chain:
         """The per-sample transform of `split` on port `x` (labels on `y` one-hot on val
         and test when a batch step makes probabilities), or None when nothing applies.
         `raw`: x arrives as a uint8 photo of any size (scaled to [0, 1] on the way)."""
-        fns = self._fns(split, raw)
+        fns = _fused(self._fns(split, raw))
         onehot = self.classes if split != "train" else None
         if not fns and onehot is None:
             return None
@@ -219,6 +219,39 @@ class ToFloat:
 
     def __call__(self, t: torch.Tensor) -> torch.Tensor:
         return t.to(torch.float32).mul_(1.0 / 255) if t.dtype == torch.uint8 else t
+
+
+class ScaledNormalize:
+    """`ToFloat` then a Normalize in one pass over a uint8 photo: x * 1/(255 std) - mean/std,
+    the float tensor made by the multiplication itself (what the two steps compute, to float
+    rounding, with one pass and one new tensor instead of four passes and two); anything
+    else (float pixels, a channel count the mean does not match) goes through both."""
+
+    def __init__(self, normalize: Callable):
+        self.normalize = normalize
+        mean = torch.tensor(normalize.mean, dtype=torch.float32).view(-1, 1, 1)  # type: ignore[attr-defined]
+        std = torch.tensor(normalize.std, dtype=torch.float32).view(-1, 1, 1)  # type: ignore[attr-defined]
+        self.scale, self.shift = 1.0 / (255.0 * std), -mean / std
+
+    def __call__(self, t: torch.Tensor) -> torch.Tensor:
+        if t.dtype != torch.uint8 or t.ndim != 3 or len(t) != len(self.scale):
+            return self.normalize(ToFloat()(t))
+        return torch.mul(t, self.scale).add_(self.shift)
+
+
+def _fused(fns: tuple[Callable, ...]) -> tuple[Callable, ...]:
+    """`fns` with each `ToFloat` directly followed by a plain Normalize (torchvision's v2,
+    not in place) made one `ScaledNormalize`."""
+    out: list[Callable] = []
+    for f in fns:
+        if (out and isinstance(out[-1], ToFloat) and type(f).__name__ == "Normalize"
+                and isinstance(getattr(f, "mean", None), list | tuple)
+                and isinstance(getattr(f, "std", None), list | tuple)
+                and not getattr(f, "inplace", True)):
+            out[-1] = ScaledNormalize(f)
+        else:
+            out.append(f)
+    return tuple(out)
 
 
 class OnSample:

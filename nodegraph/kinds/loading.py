@@ -45,7 +45,13 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, IterableDataset, Sampler, get_worker_info
+from torch.utils.data import (
+    DataLoader,
+    IterableDataset,
+    Sampler,
+    default_collate,
+    get_worker_info,
+)
 
 from nodegraph.kinds import remote
 from nodegraph.model.errors import NodegraphError
@@ -197,7 +203,9 @@ def collate(items: list, ports: dict, batch_transform: Callable | None = None) -
     good = [s for s, _ in items if not isinstance(s, Bad)]
     bad = [s.message for s, _ in items if isinstance(s, Bad)]
     if good:
-        batch = {k: torch.stack([s[k] for s in good]) for k in good[0]}
+        # stacked as torch's default_collate does: in a worker, straight into the shared
+        # memory the batch crosses to the main process in (not copied there once more)
+        batch = {k: default_collate([s[k] for s in good]) for k in good[0]}
         if batch_transform is not None:
             batch = seeded(batch_transform, batch, items[0][1])
     else:

@@ -22,7 +22,7 @@ from torch import nn
 
 from nodegraph.check import eager
 from nodegraph.check.validate import Report, check
-from nodegraph.kinds import devices, dtypes
+from nodegraph.kinds import devices, dtypes, folder_index
 from nodegraph.kinds.classes import LabelError, name_label
 from nodegraph.kinds.datameta import materialise
 from nodegraph.kinds.dataset import Dataset
@@ -225,7 +225,8 @@ def compile_graph(graph: Graph, device: str | torch.device | None = None,
 
     Raises ValidationError listing every problem when the graph cannot run.
     """
-    with allowlist.trusting(graph.trusted), gcpause.paused():  # names resolve as validated
+    with (allowlist.trusting(graph.trusted), gcpause.paused(),  # names resolve as validated
+          folder_index.one_listing()):  # validation and build read a folder's one listing
         compiled = _compile(graph, device, seed, for_training)
     if referenced_weights:
         compiled.weights_file = weights_file.load_referenced(compiled, graph)
