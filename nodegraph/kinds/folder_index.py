@@ -359,7 +359,7 @@ def index(listing: Listing, tag: str, read: Callable[[Path | str], Header | str]
     return headers, bad
 
 
-def _indexed(listing: Listing, path: Path, read: Callable[[Path], Header | str],
+def _indexed(listing: Listing, path: Path, read: Callable[[Path | str], Header | str],
              say: Callable[[str], None]) -> tuple[np.ndarray, dict[int, str]]:
     headers, bad, todo = _reused(listing, _load(path))
     if len(todo) == 0:
