@@ -18,11 +18,19 @@ _MODULE_STATE = frozenset(vars(nn.Module()))  # `training`, `_parameters`, ...
 
 
 def tie_shared(importer: Any) -> None:
-    """One parameter used by several calls — a module called twice, or GPT's lm_head
-    reusing the token embedding — is tied in the graph (the first call's owns it), so
+    """One parameter used by several calls — a module called twice, GPT's lm_head
+    reusing the token embedding, a module's weight also read in forward — is tied in the graph (the first call's owns it), so
     training moves them as the module does."""
     owner: dict[int, tuple[Any, str]] = {}
     for node, planned in importer.planned.items():
+        if node.op == "get_attr" and planned.type == "layers.Parameter":
+            # a weight read in forward (VQ's codebook, searched with cdist) that a module
+            # called as a block also holds (the codebook's nn.Embedding): one tensor
+            param = importer._owner_attr(node.target)
+            first = owner.setdefault(id(param), (planned, "value"))
+            if first[0] is not planned:
+                importer.ties.append((first[0], planned, "value", first[1]))
+            continue
         if node.op != "call_module":
             continue
         prefix = "module." if planned.type == "opaque.Module" else ""
