@@ -13,14 +13,13 @@ from torch import nn
 
 from nodegraph.interop.importing.naming import _owner
 
-
 _MODULE_STATE = frozenset(vars(nn.Module()))  # `training`, `_parameters`, ...
 
 
 def tie_shared(importer: Any) -> None:
     """One parameter used by several calls — a module called twice, GPT's lm_head
-    reusing the token embedding, a module's weight also read in forward — is tied in the graph (the first call's owns it), so
-    training moves them as the module does."""
+    reusing the token embedding, a module's weight also read in forward — is tied in the
+    graph (the first call's owns it), so training moves them as the module does."""
     owner: dict[int, tuple[Any, str]] = {}
     for node, planned in importer.planned.items():
         if node.op == "get_attr" and planned.type == "layers.Parameter":
