@@ -8,8 +8,9 @@ out against the model itself (`nodegraph.interop.fx_roundtrip`): compiled graph,
 export, ONNX export, one training step, and the graph at a second input size. One row per
 model, then the totals. Each model runs in its own process (a crash or a hang costs one
 row). With --hf, the Hugging Face transformers and diffusers models of
-`tests/hf_cases.py` and the modules people write around them (`tests/hf_wrappers.py`,
-rows `wrap_*`) instead (tiny random configs, two input sizes each; fx first, then
+`tests/hf_cases.py`, the modules people write around them (`tests/hf_wrappers.py`,
+rows `wrap_*`) and models first tried for the hidden check (`tests/hf_unseen.py`, rows
+`new_*`) instead (tiny random configs, two input sizes each; fx first, then
 torch.export where fx cannot import them, as `nodegraph import` does).
 
     OMP_NUM_THREADS=1 python benchmarks/import_models.py [--only NAME ...] [--timm-only]
@@ -169,13 +170,15 @@ def job(source: str, name: str) -> tuple[object, tuple, tuple, dict]:
 
 
 def _hf_cases() -> dict:
-    """The --hf models by name: raw models (`tests/hf_cases.py`), then the modules people
-    write around them (`tests/hf_wrappers.py`, named `wrap_*`)."""
+    """The --hf models by name: raw models (`tests/hf_cases.py`), the modules people
+    write around them (`tests/hf_wrappers.py`, named `wrap_*`), then models nobody had
+    tried before issue #34's hidden check (`tests/hf_unseen.py`, named `new_*`)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
     from hf_cases import CASES
+    from hf_unseen import UNSEEN
     from hf_wrappers import WRAPPERS
 
-    return {case.name: case for case in CASES + WRAPPERS}
+    return {case.name: case for case in CASES + WRAPPERS + UNSEEN}
 
 
 def one(source: str, name: str, ways: tuple[str, ...]) -> dict:

@@ -36,7 +36,8 @@ def register(subparsers) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                    help="change a param (or training.KEY) before exporting; repeatable")
     p.add_argument("--opset", type=int, default=None, metavar="N",
-                   help="onnx: the opset version (default 17; F.fold needs 18)")
+                   help="onnx: the opset version (default: 17, or the first that holds "
+                   "every op the graph uses: 18 for F.fold)")
     p.add_argument("--no-preprocess", dest="preprocess", action="store_false",
                    help="onnx: the bare network, whose inputs are already preprocessed (by "
                    "default the file starts from raw inputs: photos as uint8 N x H x W x C "

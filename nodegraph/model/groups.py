@@ -249,7 +249,9 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
     made unique), and so do the outputs of selected nodes that feed nothing yet; returns the
     instance's id. Positions of the moved nodes go with them. A tie between two moved nodes
     goes into the body (each later instance ties its own pair); a tie between a moved node
-    and one outside stays in the graph, naming the node inside the instance.
+    and one outside stays in the graph, naming the node inside the instance; so does one
+    whose end is already nested in a chosen instance (`inner__fc`, at any depth: a body's
+    ties name the body's own nodes).
     """
 
     if name in graph.groups:
@@ -307,9 +309,11 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
     graph.define_group(GroupDef(name, body, inputs, outputs))
     instance = instance or graph.new_id(name)
     body.set_ties(t for t in graph.ties if t.src in chosen and t.dst in chosen)
-    inner = {n: instance + SEP + n for n in chosen}
-    graph.set_ties(Tie(inner.get(t.src, t.src), t.src_param, inner.get(t.dst, t.dst),
-                       t.dst_param) for t in graph.ties if t not in body.ties)
+
+    def moved(ref: str) -> str:  # a node now inside the instance, at any depth
+        return instance + SEP + ref if _within(graph, ref, chosen) else ref
+    graph.set_ties(Tie(moved(t.src), t.src_param, moved(t.dst), t.dst_param)
+                   for t in graph.ties if t not in body.ties)
     centre = [sum(positions[n][i] for n in node_ids if n in positions) /
               max(1, sum(1 for n in node_ids if n in positions)) for i in (0, 1)]
     for nid in node_ids:
@@ -322,6 +326,13 @@ def make_group(graph, node_ids: list[str], name: str, instance: str | None = Non
     for e in outgoing:
         graph.connect((instance, out_port[e.source]), e.target)
     return instance
+
+
+def _within(graph, ref: str, chosen: set[str]) -> bool:
+    """Whether a tie's end names a chosen node or a node nested in a chosen instance
+    (`enc__layer__fc`, a flat id: ties name nodes inside groups at any depth)."""
+    return ref in chosen or ref not in graph.nodes and any(ref.startswith(c + SEP)
+                                                           for c in chosen)
 
 
 def group_loop(graph, node_ids) -> list[str]:

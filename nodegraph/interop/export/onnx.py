@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,7 @@ class OnnxExport:
     inputs: list[str]
     outputs: list[str]
     max_difference: float | None = None  # None when onnxruntime is not installed
+    opset: int = OPSET  # the opset written: OPSET, or the first one holding every op
     random: bool = False  # the outputs depend on random draws, so they were not compared
     # per input name, what it must hold (dtype, layout, range, ...; `preprocess.contract`)
     contract: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -88,13 +90,16 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
     values (default: the prediction heads; for an imported graph, every output of the
     module, as the file lists them); `weights` (node.param) replace the initial
     weights, and normalisation entries among them the data blocks' statistics; `opset` is
-    the ONNX opset version (default OPSET). With `preprocess` (the default) the file
+    the ONNX opset version (default: OPSET, or the first later one that holds every op the
+    graph uses, as `F.fold`'s col2im needs 18; an explicit one that cannot hold an op is an
+    error naming the op and the opset that can). With `preprocess` (the default) the file
     starts from raw inputs (see the module doc); without, from the network's own inputs.
     Either way the input contract is written in the file's metadata. Raises ExportError
     naming the blocks ONNX cannot hold. The batch dim of every input is dynamic; in a
     graph made by `nodegraph import`, every dim of its inputs is, but those it records as
     fixed; where the file then fails at doubled sizes, its inputs are given the example's
     sizes but the batch (`_pin`)."""
+    chosen = opset
     opset = OPSET if opset is None else opset
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise NodegraphError(f"--opset {opset}: use {MIN_OPSET} to {MAX_OPSET}")
@@ -162,11 +167,15 @@ def to_onnx(graph: Graph, path: str | Path, outputs: list[str] | None = None,
         # batch dynamic, as before
         last = axes is dynamic
         try:
-            _export(module, example, path, in_names, out_names, axes, opset)
+            opset = _export_at(module, example, path, in_names, out_names, axes, opset,
+                               chosen is None)
+        except NodegraphError:
+            raise  # an explicit opset that cannot hold an op: says which can
         except Exception as e:
             if last:
-                raise _locate(compiled, module.steps, sample, e) from None
+                raise _locate(compiled, module.steps, sample, e, opset) from None
             continue
+        result.opset = opset
         if not random:  # sampling blocks draw other numbers in onnxruntime
             result.max_difference = _check(path, in_names, example, expected)
             if result.max_difference is not None and result.max_difference > allowed and \
@@ -345,6 +354,35 @@ def _output_name(compiled: Compiled, key: Key) -> str:
     return key[0] if single else f"{key[0]}.{key[1]}"
 
 
+def _export_at(module: nn.Module, example: tuple, path, in_names, out_names, dynamic,
+               opset: int, auto: bool) -> int:
+    """Export at `opset`, or (`auto`) at the version the exporter says an op it cannot
+    write at `opset` was added in (`aten::col2im`: 18), as long as that is at most
+    MAX_OPSET; returns the opset written. An explicit opset that cannot hold an op is
+    an error that says which opset can."""
+    while True:
+        try:
+            _export(module, example, path, in_names, out_names, dynamic, opset)
+            return opset
+        except torch.onnx.errors.UnsupportedOperatorError as e:
+            needed = _needed_opset(e)
+            if needed is None or needed <= opset or needed > MAX_OPSET:
+                raise
+            if not auto:
+                op = re.search(r"operator '([^']+)'", str(e))
+                raise NodegraphError(
+                    f"{op.group(1) if op else 'an operator'} needs ONNX opset {needed}; "
+                    f"export with --opset {needed} (opset={needed}), or leave the opset "
+                    "out to have it chosen") from None
+            opset = needed
+
+
+def _needed_opset(error: Exception) -> int | None:
+    """The opset torch's exporter says an operator was added in, if it says."""
+    found = re.search(r"added in version (\d+)", str(error))
+    return int(found.group(1)) if found else None
+
+
 def _export(module: nn.Module, example: tuple, path, in_names, out_names, dynamic,
             opset: int = 17) -> None:
     # quiet: the exporter warns that it is deprecated and prints its IR when it fails
@@ -395,8 +433,9 @@ def _fastpath_off(previous: bool):
         torch.backends.mha.set_fastpath_enabled(previous)
 
 
-def _locate(compiled: Compiled, steps, sample: dict, error: Exception) -> Exception:
-    """Export block by block to find which ones the exporter refuses."""
+def _locate(compiled: Compiled, steps, sample: dict, error: Exception,
+            opset: int = OPSET) -> Exception:
+    """Export block by block (at `opset`) to find which ones the exporter refuses."""
     values = dict(sample)
     problems: dict[str | None, str] = {}
     with torch.no_grad():
@@ -404,7 +443,7 @@ def _locate(compiled: Compiled, steps, sample: dict, error: Exception) -> Except
             args = tuple(values.get(k) for k in in_keys)
             if all(a is not None for a in args):
                 try:
-                    _export(module, args, io.BytesIO(), None, None, None)
+                    _export(module, args, io.BytesIO(), None, None, None, opset)
                 except Exception as e:
                     problems[nid] = f"ONNX cannot hold it: {_first_line(e)}"
             out = module(*args)

@@ -297,6 +297,8 @@ class _Rewriter:
             scale = args[-1]
             return call("call_function", F.interpolate, (args[0],), {
                 "size": args[1], "scale_factor": scale, "mode": mode, **extra})
+        if name == "_weight_norm":  # a parametrized weight_norm (wav2vec2's position conv)
+            return self._weight_norm(node, args, kwargs)
         if name == "linalg_vector_norm" and not kwargs.get("dtype"):  # F.normalize's norm
             order, dim, keep = (args[1:] + [2, None, False][len(args) - 1:])[:3]
             return call("call_method", "norm", (args[0], order, dim, keep), {})
@@ -315,6 +317,17 @@ class _Rewriter:
         where = _line_of(node)
         raise NodegraphError(f"the exported graph calls {node.target}{where}, which has "
                              "no torch function or Tensor method of that name")
+
+    def _weight_norm(self, node: torch.fx.Node, args: list, kwargs: dict) -> torch.fx.Node:
+        """torch._weight_norm(v, g, dim) (private: no graph file may name it) as what it
+        computes, v * (g / |v|), the norm over every dim but `dim` (all of them for -1)."""
+        v, g = args[0], args[1]
+        dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+        ndim = node.args[0].meta["val"].ndim  # type: ignore[union-attr]
+        over = [d for d in range(ndim) if dim == -1 or d != dim % ndim]
+        norm = self._emit("call_method", "norm", (v, 2, over, True), {})
+        scale = self._emit("call_function", torch.div, (g, norm), {})
+        return self._emit("call_function", torch.mul, (v, scale), {})
 
     def _slice(self, args: list, kwargs: dict) -> Any:
         x = args[0]

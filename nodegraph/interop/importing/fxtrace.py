@@ -54,6 +54,16 @@ class _Tracer(torch.fx.Tracer):
         self.proxy_buffer_attributes = not _CAUTIOUS.get()
         self._values: dict | None = {}  # the graph's values on the examples (see _evaluate)
         self._runner: torch.fx.Interpreter | None = None
+        self._grad_at_start = torch.is_grad_enabled()
+
+    def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        """Each node made while forward turned gradients off (`with torch.no_grad():`,
+        which fx runs but does not record) is marked, for `_detach_no_grad_regions`."""
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        if self._grad_at_start and not torch.is_grad_enabled() and kind in (
+                "call_function", "call_method", "call_module"):
+            node.meta["grad_off"] = True
+        return node
 
     def to_bool(self, obj) -> bool:
         """`if H != W:` / `if x.shape[-2:] != y.shape[-2:]` on sizes: decided on the example
@@ -203,9 +213,30 @@ def trace(module: nn.Module, leaves: Iterable[str] = (),
     traced.meta["size_checks"] = tracer.checks
     traced.meta["size_check_trees"] = tracer.check_trees
     _plain_outputs(traced.graph)
+    _detach_no_grad_regions(traced.graph)
     traced.graph.eliminate_dead_code()  # an unused tuple element (`out, _ = lstm(x)`)
     traced.recompile()
     return traced
+
+
+def _detach_no_grad_regions(graph: torch.fx.Graph) -> None:
+    """A value made under `torch.no_grad()` and used after it is detached there: what
+    leaves a no-grad region has no history, so a frozen backbone (`with torch.no_grad():
+    feats = self.backbone(x)`) gets no gradient from the graph either, and neither does
+    anything before it (as export's `wrap_with_set_grad_enabled` regions, `exporting`)."""
+    for node in list(graph.nodes):
+        if not node.meta.get("grad_off"):
+            continue
+        outside = [u for u in node.users if not u.meta.get("grad_off")]
+        if not outside:
+            continue
+        with graph.inserting_after(node):
+            detached = graph.call_method("detach", (node,))
+        for key in ("stack_trace", "nn_module_stack"):
+            if key in node.meta:
+                detached.meta[key] = node.meta[key]
+        for user in outside:
+            user.replace_input_with(node, detached)
 
 
 def _plain_outputs(graph: torch.fx.Graph) -> None:

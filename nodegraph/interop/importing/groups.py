@@ -53,8 +53,8 @@ def group_by_scope(graph, scopes: dict[str, str], keep: set[str]) -> dict[str, s
                 top[node] = instance
         order[at[0]:at[-1] + 1] = [instance]
     # a tie (BERT's masked-LM decoder reusing the word embeddings) names its two nodes by
-    # their flat ids at the top: `make_group` rewrites a tie only one level deep, so one
-    # whose node went into a group that went into another named a node no longer there
+    # their flat ids at the top, all in one place (`make_group` would keep them right at
+    # any depth too, but put a tie inside one module into that module's body)
     graph.set_ties(Tie(flat[t.src], t.src_param, flat[t.dst], t.dst_param) for t in ties)
     return flat
 

@@ -6,19 +6,30 @@ paths (`scopes`), and one parameter used by several calls is tied in the graph.
 
 from __future__ import annotations
 
+import keyword
 from typing import Any
 
 from torch import nn
 
 from nodegraph.interop.importing.naming import _owner
 
+_MODULE_STATE = frozenset(vars(nn.Module()))  # `training`, `_parameters`, ...
+
 
 def tie_shared(importer: Any) -> None:
-    """One parameter used by several calls — a module called twice, or GPT's lm_head
-    reusing the token embedding — is tied in the graph (the first call's owns it), so
-    training moves them as the module does."""
+    """One parameter used by several calls — a module called twice, GPT's lm_head
+    reusing the token embedding, a module's weight also read in forward — is tied in the
+    graph (the first call's owns it), so training moves them as the module does."""
     owner: dict[int, tuple[Any, str]] = {}
     for node, planned in importer.planned.items():
+        if node.op == "get_attr" and planned.type == "layers.Parameter":
+            # a weight read in forward (VQ's codebook, searched with cdist) that a module
+            # called as a block also holds (the codebook's nn.Embedding): one tensor
+            param = importer._owner_attr(node.target)
+            first = owner.setdefault(id(param), (planned, "value"))
+            if first[0] is not planned:
+                importer.ties.append((first[0], planned, "value", first[1]))
+            continue
         if node.op != "call_module":
             continue
         prefix = "module." if planned.type == "opaque.Module" else ""
@@ -34,7 +45,9 @@ def tie_shared(importer: Any) -> None:
 def name_by_scope(importer: Any) -> None:
     """Functional ops named by the module whose forward made them and what they do
     (`layer1_0_add`, `attn_softmax`), not fx's `add_33`; a submodule's call keeps fx's
-    name, its path. An id that is a method of nn.Module (`to`, `forward`) gets `_op`."""
+    name, its path. An id that is a method or attribute of nn.Module (`to`, `forward`,
+    `training`) or a Python keyword (`and`, from `operator.and_`) gets `_op`: the Python
+    export makes each node an attribute."""
     taken = {n.name for n in importer.traced.graph.nodes if n.op in ("placeholder",
                                                                    "call_module")}
     for node, planned in importer.planned.items():
@@ -44,7 +57,7 @@ def name_by_scope(importer: Any) -> None:
         scope = "".join(c if c.isalnum() or c == "_" else "_" for c in _owner(node))
         base = node.name.rstrip("0123456789").rstrip("_") or "op"
         name = f"{scope}_{base}" if scope else base
-        if hasattr(nn.Module, name):
+        if hasattr(nn.Module, name) or name in _MODULE_STATE or keyword.iskeyword(name):
             name += "_op"
         candidate, count = name, 1
         while candidate in taken:
