@@ -28,7 +28,7 @@ test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 -m "not slow" --durations=20 tests
 
 test-slow: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 -m "slow and not benchmark" --durations=20 tests
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -n 2 -m "slow and not benchmark and not table" --durations=20 tests
 
 # the speed targets, alone: a test running beside them moves their ratios past the noise
 bench-targets: $(STAMP)
