@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 import nodegraph
 from nodegraph.gui.document import shape_memo
 from nodegraph.gui.document.shape_memo import ShapeMemo, content_key
@@ -13,6 +15,15 @@ from nodegraph.gui.document.shape_memo import ShapeMemo, content_key
 
 def _xor():
     return nodegraph.load("examples/xor.json")
+
+
+@pytest.fixture(autouse=True)
+def nothing_shipped(tmp_path, monkeypatch):
+    """No shipped example labels (xor.json is one): only what these tests remember."""
+    monkeypatch.setattr(shape_memo, "SHIPPED", tmp_path / "none.json")
+    shape_memo.shipped.cache_clear()
+    yield
+    shape_memo.shipped.cache_clear()
 
 
 def test_the_key_follows_what_decides_shapes_and_not_the_layout():

@@ -8,10 +8,15 @@ params, wires, ties, groups, training settings; not positions), so any edit to t
 miss, never a wrong label. Data files can change under an unchanged graph: the real check
 follows within seconds and replaces every label. The memo lives in the user's state
 folder; a damaged or oversized entry is ignored, the worst it costs is labels that wait.
+
+The shipped examples come with their labels (`example_shapes.json` beside this module,
+written by `tools/example_shapes.py`, kept current by a test): an example opened for the
+first time on a machine is labelled at the first paint too.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -23,6 +28,7 @@ from nodegraph.model.graph import Graph
 from nodegraph.model.outputs import atomic_write_text
 
 FOLDER = "shapes"
+SHIPPED = Path(__file__).with_name("example_shapes.json")  # the examples' labels
 KEEP = 64  # entries kept, newest first (one small file each)
 MAX_BYTES = 2_000_000  # an entry larger than this is not read
 MAX_LABEL = 64  # characters of one label (a shape: "(N, 3, 224, 224)")
@@ -47,19 +53,9 @@ class ShapeMemo:
         self.folder = Path(folder) / FOLDER
 
     def recall(self, key: str) -> Labels | None:
-        path = self.folder / f"{key}.json"
-        try:
-            if path.is_symlink() or path.stat().st_size > MAX_BYTES:
-                return None
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        rows = entry.get("labels") if isinstance(entry, dict) else None
-        if not isinstance(rows, list):
-            return None
-        return {(r[0], r[1]): r[2] for r in rows
-                if isinstance(r, list) and len(r) == 3 and all(isinstance(v, str) for v in r)
-                and len(r[2]) <= MAX_LABEL}
+        """This machine's labels for the content `key`, else the shipped examples'."""
+        own = _labels(_read(self.folder / f"{key}.json"))
+        return own if own is not None else shipped().get(key)
 
     def remember(self, key: str, labels: Labels) -> None:
         rows = [[n, p, t] for (n, p), t in labels.items() if t and len(t) <= MAX_LABEL]
@@ -73,6 +69,35 @@ class ShapeMemo:
         entries = sorted(self.folder.glob("*.json"), key=_mtime, reverse=True)
         for old in entries[KEEP:]:
             old.unlink(missing_ok=True)
+
+
+def _read(path: Path) -> Any:
+    """A memo file's JSON, or None when it is missing, a link, oversized or damaged."""
+    try:
+        if path.is_symlink() or path.stat().st_size > MAX_BYTES:
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _labels(entry: Any) -> Labels | None:
+    rows = entry.get("labels") if isinstance(entry, dict) else None
+    if not isinstance(rows, list):
+        return None
+    return {(r[0], r[1]): r[2] for r in rows
+            if isinstance(r, list) and len(r) == 3 and all(isinstance(v, str) for v in r)
+            and len(r[2]) <= MAX_LABEL}
+
+
+@functools.cache
+def shipped() -> dict[str, Labels]:
+    """The shipped examples' labels by content key (`SHIPPED`; none when it is absent)."""
+    entries = _read(SHIPPED)
+    if not isinstance(entries, dict):
+        return {}
+    found = {key: _labels(entry) for key, entry in entries.items()}
+    return {key: labels for key, labels in found.items() if labels}
 
 
 def _mtime(path: Path) -> float:
