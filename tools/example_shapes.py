@@ -35,8 +35,8 @@ def entries(folder: Path = ROOT / "examples") -> dict[str, dict]:
         if not report.ok:
             continue
         labels = shape_memo.labels_of(report, graph)
-        out[shape_memo.content_key(graph)] = {"example": path.name, "labels": [
-            [n, p, t] for (n, p), t in labels.items() if t and len(t) <= shape_memo.MAX_LABEL]}
+        out[shape_memo.content_key(graph)] = {"example": path.name,
+                                              "labels": shape_memo.rows(labels)}
     return out
 
 

@@ -17,6 +17,7 @@ import torch
 from nodegraph.interop.importing import finish, import_graph
 from nodegraph.interop.importing.build import TRACERS
 from nodegraph.interop.importing.targets import PRETRAINED
+from nodegraph.model import wire_labels
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.fileformat import save
 from nodegraph.model.groups import flatten, has_groups
@@ -128,7 +129,21 @@ def _lay_out(graph, path: str) -> None:
     graph.set_ui("positions", {n: list(xy) for n, xy in auto_layout(graph).items()})
     for defn in graph.groups.values():
         defn.body.set_ui("positions", {n: list(xy) for n, xy in auto_layout(defn.body).items()})
+    _record_labels(graph)
     save(graph, path)
+
+
+def _record_labels(graph) -> None:
+    """The wire labels of the editor's own check of the graph as written, kept in the file
+    with the digest of what they belong to (`nodegraph.model.wire_labels`): the editor
+    shows them at the first paint of a fresh import, before its block library is in."""
+    from nodegraph.check.validate import validate
+
+    report = validate(graph, for_training=wire_labels.for_training(graph))
+    if report.ok:
+        graph.extra["imported"]["shapes"] = {
+            "key": wire_labels.content_key(graph),
+            "labels": wire_labels.rows(wire_labels.labels_of(report, graph))}
 
 
 def _examples(args: argparse.Namespace) -> tuple:

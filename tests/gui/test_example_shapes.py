@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nodegraph
 from nodegraph.gui.document import shape_memo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,3 +58,54 @@ def test_a_damaged_shipped_file_labels_nothing(tmp_path, monkeypatch):
         assert shape_memo.ShapeMemo(tmp_path).recall("k") == {("a", "y"): "(N, 2)"}
     finally:
         shape_memo.shipped.cache_clear()
+
+
+def _import(tmp_path: Path, monkeypatch) -> Path:
+    """`nodegraph import` of a small module written the usual way, in this process."""
+    from nodegraph.cli.main import main
+
+    (tmp_path / "tiny.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Tiny(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.fc1, self.fc2 = nn.Linear(3, 8), nn.Linear(8, 2)\n\n"
+        "    def forward(self, x):\n        return self.fc2(torch.relu(self.fc1(x)))\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "tiny" / "graph.json"
+    assert main(["import", "tiny:Tiny", "--input-shape", "4,3", "-o", str(out)]) == 0
+    return out
+
+
+def test_a_fresh_import_opens_labelled_at_the_first_look(qtbot, tmp_path, prompts,
+                                                        monkeypatch):
+    """The import checked the graph it wrote: the file keeps those labels with the digest
+    of the graph they belong to, and the editor shows them before its library is in; an
+    edited file shows none (they would be another graph's)."""
+    from PySide6.QtCore import QSettings
+
+    from nodegraph.gui.shell import main_window
+    from nodegraph.model import wire_labels
+
+    path = _import(tmp_path, monkeypatch)
+    graph = nodegraph.load(path)
+    recorded = wire_labels.recorded(graph)
+    report = nodegraph.validate(graph)
+    assert recorded == wire_labels.labels_of(report, graph) and len(recorded) >= 3
+    monkeypatch.setattr(main_window, "default_registry_loaded", lambda: False)
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+
+    def first_look():
+        w = main_window.MainWindow(str(path), settings=settings, prompts=prompts,
+                                   recovery_dir=tmp_path / "recovery", draw_first=True)
+        qtbot.addWidget(w)
+        assert w.blocks_loading and w.validator.report is None
+        return w, {e.source: item.label for e, item in w.scene.wires.items()}
+
+    w, shown = first_look()
+    assert shown == recorded
+    w.close()
+    path.write_text(path.read_text().replace('"out_features": 8', '"out_features": 9'))
+    assert wire_labels.recorded(nodegraph.load(path)) is None
+    w, shown = first_look()
+    assert not any(shown.values())
+    w.close()

@@ -24,6 +24,7 @@ from nodegraph.check.opcache import OpCache, using
 from nodegraph.gui.base import collector
 from nodegraph.gui.base.later import later
 from nodegraph.gui.document.document import Document
+from nodegraph.model import wire_labels
 from nodegraph.model.graph import Graph
 
 if TYPE_CHECKING:
@@ -35,10 +36,7 @@ DELAY_MS = 200
 POLL_MS = 10
 
 
-def for_training(graph: Graph) -> bool:
-    """Whether to add the run checks: the graph has a data block and an optimizer."""
-    kinds = {graph.registry.get(n.type).kind for n in graph if n.type in graph.registry}
-    return {"data", "optimizer"} <= kinds
+for_training = wire_labels.for_training  # the run checks: a data block and an optimizer
 
 
 def snapshot(graph: Graph) -> Graph:

@@ -60,6 +60,7 @@ from nodegraph.gui.training.run_status import RunStatus
 from nodegraph.gui.training.runner import TrainingRunner
 from nodegraph.gui.training.watch import install as install_watch
 from nodegraph.model import settings as training_settings
+from nodegraph.model import wire_labels
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import (
     EpochEnded,
@@ -373,9 +374,12 @@ class MainWindow(QMainWindow):
         self.validator.schedule()
 
     def _recall_labels(self) -> None:
-        """The labels this graph's last clean check gave, until its check now says
-        (`shape_memo`: remembered by the graph's content, so an edit is a miss)."""
-        labels = self.shape_memo.recall(shape_memo.content_key(self.doc.graph))
+        """The labels this graph's last clean check gave (here, or the importer's that
+        wrote the file), until its check now says (by the graph's content: an edit is a
+        miss)."""
+        graph = self.doc.graph
+        labels = self.shape_memo.recall(shape_memo.content_key(graph)) \
+            or wire_labels.recorded(graph)  # a fresh import's, kept in its file
         if labels:
             self.scene.show_labels(labels)
 
