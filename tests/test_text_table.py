@@ -182,23 +182,30 @@ def test_validation_describes_what_is_built(tmp_path, given):
     assert meta.classes == {"y": 3}
 
 
+def _texts_to_embeddings(folder: Path) -> nodegraph.Graph:
+    """300 reviews in folder/reviews.csv, read as 6 token ids each into an Embedding."""
+    g = nodegraph.Graph("texts")
+    g.folder = folder
+    _csv(folder / "reviews.csv", _rows(300))
+    g.add("data.TextTable", id="data", path="reviews.csv", max_length=6, vocab_size=100,
+          split="stratified", batch_size=16)
+    g.add("layers.Embedding", id="embed", num_embeddings=100, embedding_dim=16)
+    g.connect(("data", "x"), ("embed", "input"))
+    return g
+
+
 def test_a_graph_trains_on_it(tmp_path):
     """Embedding → mean over the tokens → Linear: the word decides the class, so a few
     epochs take the validation accuracy well past the majority class (a vocabulary too
     small for whole words would cut the deciding word off at max_length)."""
-    g = nodegraph.Graph("texts")
-    g.folder = tmp_path
-    _csv(tmp_path / "reviews.csv", _rows(300))
-    g.add("data.TextTable", id="data", path="reviews.csv", max_length=6, vocab_size=100,
-          split="stratified", batch_size=16)
-    g.add("layers.Embedding", id="embed", num_embeddings=100, embedding_dim=16)
+    g = _texts_to_embeddings(tmp_path)
     g.add("opaque.Function", id="mean", function="torch:mean", args=[{"input": 0}, 1],
           kwargs={})
     g.add("layers.Linear", id="head", out_features=3)
     g.add("losses.CrossEntropy", id="loss")
     g.add("optimizers.Adam", id="opt", lr=0.03)
     g.add("metrics.Accuracy", id="acc")
-    for src, dst in (("data.x", "embed.input"), ("embed.output", "mean.input"),
+    for src, dst in (("embed.output", "mean.input"),
                      ("mean.output", "head.input"), ("head.output", "loss.input"),
                      ("data.y", "loss.target"), ("loss.loss", "opt.loss"),
                      ("head.output", "acc.input"), ("data.y", "acc.target")):
@@ -243,12 +250,7 @@ def test_text_column_of_numbers_and_missing_texts_are_refused(tmp_path):
 def test_a_trained_model_predicts_on_texts(tmp_path):
     """`predict(["a new review", ...])`: the texts tokenized as the block tokenized its
     table, into every port the model reads (ids and mask), before and after a save."""
-    g = nodegraph.Graph("texts")
-    g.folder = tmp_path
-    _csv(tmp_path / "reviews.csv", _rows(300))
-    g.add("data.TextTable", id="data", path="reviews.csv", max_length=6, vocab_size=100,
-          split="stratified", batch_size=16)
-    g.add("layers.Embedding", id="embed", num_embeddings=100, embedding_dim=16)
+    g = _texts_to_embeddings(tmp_path)
     g.add("opaque.Function", id="masked", function="torch:mul",
           args=[{"input": 0}, {"input": 1}], kwargs={})
     g.add("opaque.Function", id="mask3", function="torch:unsqueeze", args=[{"input": 0}, -1],
@@ -258,7 +260,7 @@ def test_a_trained_model_predicts_on_texts(tmp_path):
     g.add("layers.Linear", id="head", out_features=3)
     g.add("losses.CrossEntropy", id="loss")
     g.add("optimizers.Adam", id="opt", lr=0.03)
-    for src, dst in (("data.x", "embed.input"), ("data.mask", "mask3.input"),
+    for src, dst in (("data.mask", "mask3.input"),
                      ("embed.output", "masked.input"), ("mask3.output", "masked.input_2"),
                      ("masked.output", "mean.input"), ("mean.output", "head.input"),
                      ("head.output", "loss.input"), ("data.y", "loss.target"),
