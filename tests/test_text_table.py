@@ -277,5 +277,12 @@ def test_a_trained_model_predicts_on_texts(tmp_path):
     assert torch.allclose(model.predict("awful"), got[1:2], atol=1e-6)  # one text
     model.save(tmp_path / "m.ngz")
     assert torch.equal(nodegraph.load_model(tmp_path / "m.ngz").predict(texts), got)
+    from nodegraph.runtime import preprocess
+
+    steps = preprocess.preprocessors(model.compiled)  # what an ONNX file's metadata says
+    said = {p: preprocess.contract(model.compiled, ("data", p), steps[("data", p)])["range"]
+            for p in ("x", "mask")}
+    assert said["x"].startswith("token ids of the data block's tokenizer")
+    assert said["mask"].startswith("the data block's attention mask")
     with pytest.raises(NodegraphError, match=r"reads 2 data ports \(data.x, data.mask\)"):
         model.predict(["fine", 3])  # not texts: the ports must be given by name

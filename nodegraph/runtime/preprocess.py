@@ -235,6 +235,13 @@ def contract(compiled: Compiled, key: Key, step: Preprocess | None) -> dict[str,
             out["range"] = ("raw values, as the data files hold them; a categorical column "
                             "holds its category's code (see categories; Model.table_rows "
                             "makes this array from a table's rows)")
+        text = text_input(compiled, key)
+        if text is not None:
+            out["range"] = ("the data block's attention mask: 1 on a token, 0 on padding"
+                            if text.part == "mask" else "token ids of the data block's "
+                            "tokenizer, cut or padded to the length (Model.predict takes "
+                            "the texts; the tokenizer is the block's tokenizer_file, or "
+                            "the one it counted from its table)")
         out["preprocessing"] = ("(x - centre) / scale, the data block's normalisation"
                                 if step.centre is not None else "none")
     else:
