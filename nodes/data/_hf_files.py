@@ -46,7 +46,8 @@ def _child(folder: Where, name: str) -> Where:
 
 
 def _json(path: Where, shown: str) -> Any:
-    raw = (remote.read_bytes(path, "datasets file", MAX_JSON) if isinstance(path, str)
+    raw = (remote.read_bytes(path, "datasets file", MAX_JSON)  # gated: remote, size-capped
+           if isinstance(path, str)
            else gate.read_bytes(path, "datasets file", MAX_JSON, shown=shown))
     try:
         return json.loads(raw.decode("utf-8"))
@@ -170,7 +171,7 @@ def _copied(url: str, shown: str) -> mmap.mmap:
         shutil.copyfileobj(f, copy, 8 * 2**20)
         copy.flush()
         try:
-            return mmap.mmap(copy.fileno(), 0, access=mmap.ACCESS_READ)
+            return mmap.mmap(copy.fileno(), 0, access=mmap.ACCESS_READ)  # gated: our temp copy
         except (ValueError, OSError) as e:  # an empty object cannot be mapped
             raise NodegraphError(f"datasets file '{clean(shown)}' cannot be read as Arrow "
                                  f"data: {e}") from None

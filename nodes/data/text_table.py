@@ -26,11 +26,11 @@ import numpy as np
 import torch
 
 from nodegraph.kinds.datameta import DataMeta, sized, with_classes
-from nodegraph.kinds.dataset import DataParams, data_params, data_path, from_arrays
+from nodegraph.kinds.dataset import data_params, data_path, from_arrays
 from nodegraph.kinds.declare import data
 from nodegraph.kinds.rawinput import TextInput
 from nodegraph.model.errors import NodegraphError
-from nodegraph.model.spec import Port, choice_param, int_param, str_param
+from nodegraph.model.spec import Params, Port, choice_param, int_param, str_param
 from nodes.data import text as subword
 from nodes.data._streaming import held_bytes, in_memory, split_rows
 from nodes.data.tables import (
@@ -48,7 +48,7 @@ SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")  # a trained tokenizer's first i
 PAD_NAMES = ("[PAD]", "<pad>", "<|pad|>")  # how tokenizers people bring name padding
 
 
-class TextTableParams(DataParams):
+class TextTableParams(Params):
     path: str
     format: str
     text: str
@@ -58,6 +58,15 @@ class TextTableParams(DataParams):
     tokenizer_file: str
     vocab_size: int
     max_length: int
+    batch_size: int
+    shuffle: bool
+    val_fraction: float
+    test_fraction: float
+    split: str
+    split_seed: int
+    folds: int
+    fold: int
+    dtype: str
 
 
 def ports_of(p: TextTableParams) -> dict:
