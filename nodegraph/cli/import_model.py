@@ -135,7 +135,7 @@ def _lay_out(graph, path: str) -> None:
 
 def _record_labels(graph) -> None:
     """The wire labels of the editor's own check of the graph as written, kept in the file
-    with the digest of what they belong to (`nodegraph.model.wire_labels`): the editor
+    with the key of the content they belong to (`nodegraph.model.wire_labels`): the editor
     shows them at the first paint of a fresh import, before its block library is in."""
     from nodegraph.check.validate import validate
 

@@ -78,7 +78,7 @@ def _import(tmp_path: Path, monkeypatch) -> Path:
 
 def test_a_fresh_import_opens_labelled_at_the_first_look(qtbot, tmp_path, prompts,
                                                         monkeypatch):
-    """The import checked the graph it wrote: the file keeps those labels with the digest
+    """The import checked the graph it wrote: the file keeps those labels with the key
     of the graph they belong to, and the editor shows them before its library is in; an
     edited file shows none (they would be another graph's)."""
     from PySide6.QtCore import QSettings
