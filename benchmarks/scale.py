@@ -30,6 +30,7 @@ and an Adam over them) and prints the ratio and the difference: what the graph a
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import time
@@ -107,10 +108,28 @@ def best(fn: Callable[[], object], repeat: int, before: Callable[[], None] = lam
     times = []
     for _ in range(repeat):
         before()
-        start = CLOCK()
-        fn()
-        times.append(CLOCK() - start)
+        times.append(timed_once(fn))
     return min(times)
+
+
+def timed_once(fn: Callable[[], object]) -> float:
+    """One run of `fn`, after an untimed full collection: the garbage an earlier run left
+    (thousands of modules) is not collected inside this one's time."""
+    gc.collect()
+    start = CLOCK()
+    fn()
+    return CLOCK() - start
+
+
+def best_pair(a: Callable[[], object], b: Callable[[], object], repeat: int
+              ) -> tuple[float, float]:
+    """The best of `repeat` runs of `a` and of `b`, interleaved (a, b, a, b, ...), so a
+    slow spell of a shared machine falls on both sides of their ratio."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeat):
+        times[0].append(timed_once(a))
+        times[1].append(timed_once(b))
+    return min(times[0]), min(times[1])
 
 
 def clear_shape_cache() -> None:
@@ -141,13 +160,15 @@ def measure(make: Callable[[int], nodegraph.Graph], n: int, repeat: int) -> dict
     if not report.ok:
         raise SystemExit(f"{graph.name} does not validate: {report.errors[:3]}")
     layers = linear_layers(graph)
+    compiled, hand = best_pair(lambda: nodegraph.compile(graph), lambda: by_hand(layers),
+                               repeat)
     return {
         "build": best(lambda: make(n), repeat),
         "validate cold": best(lambda: nodegraph.validate(graph, for_training=True), repeat,
                               clear_shape_cache),
         "validate warm": best(lambda: nodegraph.validate(graph, for_training=True), repeat),
-        "compile": best(lambda: nodegraph.compile(graph), repeat),
-        "by hand": best(lambda: by_hand(layers), repeat),
+        "compile": compiled,
+        "by hand": hand,
     }
 
 
