@@ -27,7 +27,8 @@ import torch
 from PIL import Image, ImageOps
 
 import nodegraph
-from nodegraph.kinds import folder_index
+from nodegraph.kinds import folder_index, gate
+from nodegraph.kinds.dataset import files_relative_to
 from nodegraph.model.errors import NodegraphError
 from nodegraph.model.events import Emitter, Message
 from nodes.data import folders
@@ -63,12 +64,22 @@ def _folder(root: Path, sizes=((20, 30), (40, 24), (32, 32)), per_class: int = 3
 
 
 def _counted(monkeypatch) -> list[Path]:
+    """The files whose header is read, by either way: a plain JPEG's first bytes through
+    `gate.head_in`, any other file through the reader's checked open (a file may be on
+    the list twice when the first way leaves it to the second)."""
     read: list[Path] = []
+    head_in = gate.head_in
 
-    def counting(path, exif="apply"):
-        read.append(Path(path))
-        return header(path, exif)
-    monkeypatch.setattr(folders, "header", counting)
+    def counted_head(folder, name, *args):
+        read.append(Path(os.readlink(f"/proc/self/fd/{folder}")) / name)
+        return head_in(folder, name, *args)
+
+    class Counting(folders.LocalHeaders):
+        def __call__(self, path):
+            read.append(Path(path).resolve())
+            return super().__call__(path)
+    monkeypatch.setattr(gate, "head_in", counted_head)
+    monkeypatch.setattr(folders, "LocalHeaders", Counting)
     return read
 
 
@@ -83,7 +94,8 @@ def test_a_second_scan_reads_no_header_and_a_changed_file_is_read_again(tmp_path
     root = _folder(tmp_path / "photos")
     read = _counted(monkeypatch)
     first = _scan(root)
-    assert len(read) == 6 and len(list((cache / "folder-index").glob("*.npz"))) == 1
+    assert len(set(read)) == 6
+    assert len(list((cache / "folder-index").glob("*.npz"))) == 1
     read.clear()
     again = _scan(root)
     assert read == [] and list(again.names) == list(first.names)
@@ -97,8 +109,8 @@ def test_a_second_scan_reads_no_header_and_a_changed_file_is_read_again(tmp_path
     read.clear()
     listing = list_images(str(root))
     headers, bad = folder_index.index(listing, "image-header exif=apply",
-                                      partial(folders.header, exif="apply"))
-    assert sorted(p.name for p in read) == ["1.jpg", "2b.jpg", "new.jpg"] and bad == {}
+                                      folders.LocalHeaders("apply"))
+    assert sorted({p.name for p in read}) == ["1.jpg", "2b.jpg", "new.jpg"] and bad == {}
     row = list(listing.names).index("a/1.jpg")
     assert tuple(headers[row]) == (3, 50, 10)  # the new header, not the cached one
 
@@ -124,7 +136,7 @@ def test_a_hostile_or_damaged_cache_file_is_ignored_and_rebuilt(tmp_path, monkey
     assert folder_index._load(path) is None
     read = _counted(monkeypatch)
     found = _scan(root)
-    assert len(read) == 6 and len(found.names) == 6
+    assert len(set(read)) == 6 and len(found.names) == 6
     assert folder_index._load(path) is not None  # rewritten whole
 
 
@@ -345,3 +357,28 @@ def test_a_raw_photo_is_the_tensor_torchvision_makes_of_it_without_a_warning(rec
         got.add_(1)  # the tensor's own memory: the photo is untouched
         assert torch.equal(got, pil_to_tensor(img) + 1)
     assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+
+
+def test_the_first_bytes_way_and_the_checked_way_agree_file_by_file(tmp_path, monkeypatch):
+    """`LocalHeaders` reads a plain JPEG's header from its first bytes, opened by name in
+    its class folder; every other file (a PNG, CMYK, a link, empty, damaged) goes through
+    Pillow's checked way. Both give what Pillow alone gives, in the worker processes too."""
+    root = _folder(tmp_path / "photos", per_class=4)
+    a = root / "a"
+    _photo(a / "turned.jpg", 20, 30, seed=3, exif=6)
+    Image.fromarray(np.zeros((9, 7, 3), np.uint8)).save(a / "flat.png")
+    Image.fromarray(np.zeros((9, 7, 3), np.uint8)).convert("CMYK").save(a / "cmyk.jpg")
+    Image.fromarray(np.zeros((5, 6), np.uint8)).save(a / "grey.jpg")
+    (a / "empty.jpg").write_bytes(b"")
+    (a / "bad.jpg").write_bytes(b"\xff\xd8\xff not a jpeg")
+    (a / "link.jpg").symlink_to(a / "turned.jpg")
+    monkeypatch.setattr(folder_index, "PARALLEL_FROM", 4)
+    with files_relative_to(tmp_path):
+        listing = list_images(str(root))
+        fast = folder_index.index(listing, "fast", folders.LocalHeaders("apply"))
+        slow = folder_index.index(listing, "slow", partial(header, exif="apply"))
+    assert np.array_equal(fast[0], slow[0]) and fast[1] == slow[1]
+    names = list(listing.names)
+    assert tuple(fast[0][names.index("a/link.jpg")]) == (3, 30, 20)  # followed, turned
+    assert tuple(fast[0][names.index("a/grey.jpg")]) == (1, 5, 6)
+    assert sorted(names[r] for r in fast[1]) == ["a/bad.jpg", "a/empty.jpg"]

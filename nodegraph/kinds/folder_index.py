@@ -32,10 +32,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from nodegraph.kinds import gate
+from nodegraph.model.errors import NodegraphError
 
 VERSION = 1
 MAX_CACHE = 1 << 30  # bytes one cache file may hold (about 12 M files)
@@ -94,8 +96,7 @@ class Listing:
     mtimes: np.ndarray
 
     def path(self, i: int) -> Path | str:
-        return f"{self.root}/{self.names[i]}" if isinstance(self.root, str) else \
-            self.root / self.names[i]
+        return _joined(self.root, self.names[i])
 
 
 def list_classes(root: Path, what: str, suffixes: tuple[str, ...]) -> Listing:
@@ -307,34 +308,78 @@ def _reused(listing: Listing, old: dict[str, np.ndarray] | None
     return headers, bad, np.flatnonzero(~same)
 
 
-def _read_chunk(args: tuple[Callable[[Path | str], Header | str], list[Path | str]]) -> list:
-    read, paths = args
-    return [read(p) for p in paths]
+class HeadReader(Protocol):
+    """A header reader that also answers from a file's first bytes (`LocalHeaders`):
+    `from_head` gives the header, or None for a file it leaves to `__call__`."""
+
+    what: str  # the kind of file, as the file gate names it
+    limit: int  # the largest file read
+    head_bytes: int  # the bytes `from_head` wants
+
+    def __call__(self, path: Path | str) -> Header | str: ...
+
+    def from_head(self, head: bytes) -> Header | None: ...
 
 
-def _read_all(read: Callable[[Path | str], Header | str], paths: list[Path | str],
-              say: Callable[[str], None]) -> list:
-    """Each path's header or refusal, in worker processes when there are many (fork only:
-    the workers inherit the file gate's allowed folders); a progress line as they come."""
+def _read_chunk(args: tuple[Callable[[Path | str], Header | str], Path | str, Names]
+                ) -> list:
+    """Each file's header or refusal. A reader with `from_head` gets the first bytes of
+    each plain file, opened by name in its class folder's descriptor (`gate.folder_opened`,
+    `gate.head_in`: one open, no path resolved per file); any other file, and any it does
+    not answer for, goes through `read` (the checked open, which names a refusal)."""
+    read, root, names = args
+    if not hasattr(read, "from_head") or not isinstance(root, Path):
+        return [read(_joined(root, n)) for n in names]
+    reader: HeadReader = read  # type: ignore[assignment]
+    out: list = []
+    with contextlib.ExitStack() as opened:
+        folder, fd = None, None
+        for name in names:
+            cls, _, file = name.rpartition("/")
+            if cls != folder:
+                opened.close()
+                folder = cls
+                try:
+                    fd = opened.enter_context(gate.folder_opened(root / cls, reader.what))
+                except NodegraphError:
+                    fd = None  # each file then refused by the checked way, by name
+            head = None if fd is None else gate.head_in(fd, file, reader.limit,
+                                                        reader.head_bytes)
+            found = None if head is None else reader.from_head(head)
+            out.append(found if found is not None else reader(root / name))
+    return out
+
+
+def _joined(root: Path | str, name: str) -> Path | str:
+    return f"{root}/{name}" if isinstance(root, str) else root / name
+
+
+def _read_all(read: Callable[[Path | str], Header | str], listing: Listing,
+              rows: np.ndarray, say: Callable[[str], None]) -> list:
+    """The header or refusal of each file of `listing` at `rows`, in worker processes when
+    there are many (fork only: the workers inherit the file gate's allowed folders); a
+    progress line as they come. Names go to the workers packed (`Names`), not as paths."""
     import multiprocessing as mp
 
     many = getattr(read, "many", None)
     if many is not None:  # a reader that reads in bulk itself (objects, concurrently)
-        return many(paths, say)
+        return many([listing.path(int(i)) for i in rows], say)
+    names = listing.names.take(rows)
     cores = os.cpu_count() or 1
     began, out = time.perf_counter(), []
-    if len(paths) < PARALLEL_FROM or cores < 2 or "fork" not in mp.get_all_start_methods():
-        return [read(p) for p in paths]
-    step = max(200, len(paths) // (cores * 20))
-    chunks = [(read, paths[i:i + step]) for i in range(0, len(paths), step)]
+    if len(rows) < PARALLEL_FROM or cores < 2 or "fork" not in mp.get_all_start_methods():
+        return _read_chunk((read, listing.root, names))
+    step = max(200, len(rows) // (cores * 20))
+    chunks = [(read, listing.root, names.take(np.arange(i, min(i + step, len(rows)))))
+              for i in range(0, len(rows), step)]
     shown = 0.0
     with mp.get_context("fork").Pool(cores) as pool:
         for part in pool.imap(_read_chunk, chunks):
             out += part
-            done = len(out) / len(paths)
+            done = len(out) / len(rows)
             if done - shown >= 0.1 or done == 1:
                 shown = done
-                say(f"  {len(out):,} of {len(paths):,} headers read "
+                say(f"  {len(out):,} of {len(rows):,} headers read "
                     f"({time.perf_counter() - began:.1f} s)")
     return out
 
@@ -367,8 +412,7 @@ def _indexed(listing: Listing, path: Path, read: Callable[[Path | str], Header |
     if len(todo) >= PARALLEL_FROM:
         say(f"indexing {len(todo):,} files of '{listing.root}' (once; kept in "
             f"{cache_folder()})")
-    for row, got in zip(todo, _read_all(read, [listing.path(int(i)) for i in todo], say),
-                        strict=True):
+    for row, got in zip(todo, _read_all(read, listing, todo, say), strict=True):
         if isinstance(got, str):
             bad[int(row)] = got
         else:

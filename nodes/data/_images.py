@@ -31,6 +31,7 @@ from nodegraph.kinds import folder_index, footprint, gate, remote
 from nodegraph.kinds.dataset import data_path
 from nodegraph.kinds.streamed import SampleError
 from nodegraph.model.errors import NodegraphError
+from nodes.data import jpeg_head
 from nodes.data._files import looked_at
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif",
@@ -72,6 +73,9 @@ def open_image(source: str | Path | bytes, name: str | None = None) -> Iterator[
                 img = stack.enter_context(Image.open(f))  # gated: f from gate.open_file, or bytes
         except NodegraphError as e:
             raise SampleError(str(e)) from None
+        except Image.UnidentifiedImageError:  # its text names the file object, not the file
+            raise SampleError(f"cannot read image '{shown}': not an image format Pillow "
+                              "recognises (or empty, or damaged at its start)") from None
         except (OSError, ValueError, SyntaxError, Image.DecompressionBombWarning,
                 Image.DecompressionBombError) as e:
             raise SampleError(f"cannot read image '{shown}': {e}") from e
@@ -238,6 +242,29 @@ def _channels(x, channels: int):
         return grey(np.asarray(x)) if not isinstance(x, torch.Tensor) else \
             torch.from_numpy(grey(x.numpy()))
     return x
+
+
+class LocalHeaders:
+    """The folder index's header reader for files on disk (`folder_index.index`): `header`
+    of a path, and `from_head`, the header of a plain JPEG from its first `head_bytes`
+    (`jpeg_head`, ~20 µs a file with the open where Pillow takes ~200 µs), None for any
+    other file, which the index then reads through `header`."""
+
+    what, limit, head_bytes = "image", MAX_FILE, HEAD_BYTES
+
+    def __init__(self, exif: str):
+        self.exif = exif
+
+    def __call__(self, path: Path | str) -> tuple[int, int, int] | str:
+        return header(path, self.exif)
+
+    def from_head(self, head: bytes) -> tuple[int, int, int] | None:
+        found = jpeg_head.parse(head, MAX_PIXELS)
+        if found is None:
+            return None
+        channels, height, width, turn = found
+        turned = self.exif == "apply" and turn in _TURNED
+        return (channels, width, height) if turned else (channels, height, width)
 
 
 class RemoteHeaders:

@@ -20,7 +20,6 @@ the same index (keyed on the object's size and ETag), each photo fetched in the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -52,9 +51,9 @@ from nodes.data._images import (
     RESIZE,
     SCRIPT_READER,
     ImageFiles,
+    LocalHeaders,
     PhotoReader,
     RemoteHeaders,
-    header,
     join,
     list_images,
     need_memory,
@@ -85,7 +84,7 @@ def _scan(p: ImageFolderParams, chain: augment.Chain) -> _Found:
     file); with on_error = skip the refused files are left out and named, not dropped."""
     listing = list_images(p.path)
     read = (RemoteHeaders(p.exif, refused_unread(listing)) if isinstance(listing.root, str)
-            else partial(header, exif=p.exif))
+            else LocalHeaders(p.exif))
     headers, bad = folder_index.index(listing, f"image-header exif={p.exif}", read)
     names, labels = listing.names, listing.labels
     refused = [{"file": str(listing.path(r)), "reason": bad[r]} for r in sorted(bad)]
