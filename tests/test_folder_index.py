@@ -63,6 +63,12 @@ def _folder(root: Path, sizes=((20, 30), (40, 24), (32, 32)), per_class: int = 3
     return root
 
 
+def _index_files(cache: Path) -> list[Path]:
+    """The header index files (beside them, the listings kept: `*.listing.npz`)."""
+    return [p for p in (cache / "folder-index").glob("*.npz")
+            if not p.name.endswith(".listing.npz")]
+
+
 def _counted(monkeypatch) -> list[Path]:
     """The files whose header is read, by either way: a plain JPEG's first bytes through
     `gate.head_in`, any other file through the reader's checked open (a file may be on
@@ -95,7 +101,7 @@ def test_a_second_scan_reads_no_header_and_a_changed_file_is_read_again(tmp_path
     read = _counted(monkeypatch)
     first = _scan(root)
     assert len(set(read)) == 6
-    assert len(list((cache / "folder-index").glob("*.npz"))) == 1
+    assert len(_index_files(cache)) == 1
     read.clear()
     again = _scan(root)
     assert read == [] and list(again.names) == list(first.names)
@@ -120,7 +126,7 @@ def test_a_hostile_or_damaged_cache_file_is_ignored_and_rebuilt(tmp_path, monkey
                                                                  garbage):
     root = _folder(tmp_path / "photos")
     _scan(root)
-    (path,) = (cache / "folder-index").glob("*.npz")
+    (path,) = _index_files(cache)
     if garbage == "bytes":
         path.write_bytes(b"PK\x03\x04 not a zip at all" * 10)
     elif garbage == "pickle":  # an object array: loading it would unpickle
@@ -382,3 +388,77 @@ def test_the_first_bytes_way_and_the_checked_way_agree_file_by_file(tmp_path, mo
     assert tuple(fast[0][names.index("a/link.jpg")]) == (3, 30, 20)  # followed, turned
     assert tuple(fast[0][names.index("a/grey.jpg")]) == (1, 5, 6)
     assert sorted(names[r] for r in fast[1]) == ["a/bad.jpg", "a/empty.jpg"]
+
+
+def _listings(monkeypatch) -> list[Path]:
+    """The folders listed file by file (the kept listing not used)."""
+    listed: list[Path] = []
+    listed_now = folder_index._listed_now
+
+    def counted(root, *args):
+        listed.append(root)
+        return listed_now(root, *args)
+    monkeypatch.setattr(folder_index, "_listed_now", counted)
+    return listed
+
+
+def test_a_later_start_keeps_the_listing_until_a_class_folder_changes(tmp_path, monkeypatch):
+    """A million files are not listed again while no class folder's entries changed (its
+    device, inode, mtime and ctime); an added, removed or renamed file moves its folder's
+    stamp and the folder is listed again. A folder changed within SETTLED_NS of its
+    listing is not trusted by the next start."""
+    root = _folder(tmp_path / "photos")
+    listed = _listings(monkeypatch)
+    monkeypatch.setattr(folder_index, "SETTLED_NS", 0)  # the test's folders are brand new
+    first = list_images(str(root))
+    again = list_images(str(root))
+    assert len(listed) == 1 and list(again.names) == list(first.names)
+    assert np.array_equal(again.sizes, first.sizes) and np.array_equal(again.mtimes,
+                                                                       first.mtimes)
+    _photo(root / "b" / "new.jpg", 20, 30, seed=7)
+    assert "b/new.jpg" in list(list_images(str(root)).names) and len(listed) == 2
+    (root / "a" / "0.jpg").rename(root / "a" / "0b.jpg")
+    names = list(list_images(str(root)).names)
+    assert "a/0b.jpg" in names and "a/0.jpg" not in names and len(listed) == 3
+    monkeypatch.setattr(folder_index, "SETTLED_NS", 10**18)  # every folder "just changed"
+    _photo(root / "b" / "newer.jpg", 20, 30, seed=8)
+    list_images(str(root))  # listed, kept, but not to be trusted
+    list_images(str(root))
+    assert len(listed) == 5
+
+
+def test_a_refused_file_fixed_in_place_is_read_again_under_a_kept_listing(tmp_path,
+                                                                          monkeypatch):
+    root = _folder(tmp_path / "photos")
+    monkeypatch.setattr(folder_index, "SETTLED_NS", 0)
+    bad = root / "a" / "bad.jpg"
+    bad.write_bytes(b"not a photo")
+    assert [r["file"] for r in _scan(root, on_error="skip").refused] == [str(bad)]
+    listed = _listings(monkeypatch)
+    _photo(bad, 12, 12, seed=3)  # fixed in place: its folder's entries did not change
+    os.utime(bad, ns=(1, 1))
+    found = _scan(root, on_error="skip")
+    assert listed == [] and found.refused == [] and "a/bad.jpg" in list(found.names)
+
+
+@pytest.mark.parametrize("name", ["../outside.jpg", "a/.hidden.jpg", "b/0.jpg", "a/x/y.jpg"])
+def test_a_kept_listing_with_a_name_the_listing_would_not_make_is_not_used(tmp_path,
+                                                                          monkeypatch, cache,
+                                                                          name):
+    """The kept listing is a cache file, data from anyone: a name that leaves its class
+    folder, is hidden, or sits in another class than its label says is refused, and the
+    folder is listed again."""
+    root = _folder(tmp_path / "photos")
+    monkeypatch.setattr(folder_index, "SETTLED_NS", 0)
+    list_images(str(root))
+    (path,) = (cache / "folder-index").glob("*.listing.npz")
+    with np.load(path) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    names = list(folder_index.Names(arrays["blob"].tobytes(), arrays["offsets"]))
+    names[1] = name  # a row labelled class "a"
+    packed = folder_index.Names.of(names)
+    arrays["blob"], arrays["offsets"] = np.frombuffer(packed.blob, np.uint8), packed.offsets
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    listed = _listings(monkeypatch)
+    assert list(list_images(str(root)).names) != names and len(listed) == 1

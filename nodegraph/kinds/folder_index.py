@@ -101,21 +101,35 @@ class Listing:
 
 def list_classes(root: Path, what: str, suffixes: tuple[str, ...]) -> Listing:
     """`root`'s class subfolders and the files in each whose suffix is in `suffixes`,
-    with their sizes and mtimes (one `lstat` each, relative to the class folder's
-    descriptor). The class folders pass `gate.check`; a symlinked file passes it too
-    (fenced, a regular file); a FIFO, device or socket whose name matches is refused by
-    name. Hidden names are left out. The one listing of image folders: a remote store
-    would be listed here. Inside `one_listing` a folder is listed once.
+    with their sizes and mtimes (`_listed_now`), or the listing kept from an earlier start
+    when no class folder changed since (`_kept`: a million files are then not listed
+    again). The class folders pass `gate.check`. Inside `one_listing` a folder is listed
+    once."""
+    classes = [d.name for d in gate.listing(root, what, want="folder")]
+    key = (str(root), what, suffixes)
+    stamps = [_stamp(root / cls, what) for cls in classes]
+    memo = _listed.get()
+    if memo is not None and key in memo and memo[key][0] == (classes, stamps):
+        return memo[key][1]
+    listing = _kept(root, what, suffixes, classes, stamps)
+    if listing is None:
+        listing = _listed_now(root, what, suffixes, classes)
+        _keep(listing, what, suffixes, stamps)
+    if memo is not None:
+        memo[key] = ((classes, stamps), listing)
+    return listing
+
+
+def _listed_now(root: Path, what: str, suffixes: tuple[str, ...], classes: list[str]
+                ) -> Listing:
+    """Each class folder listed, with one `lstat` a file relative to the folder's
+    descriptor. A symlinked file passes `gate.check` (fenced, a regular file); a FIFO,
+    device or socket whose name matches is refused by name. Hidden names are left out. The
+    one listing of image folders on disk (a remote store is listed in `_images`).
 
     The work per file is one system call and a few list operations in C: names filtered
     with `str.endswith`, sorted as plain strings, sizes and mtimes gathered by `np.fromiter`
     (~5 µs of CPU a file, most of it the kernel's `lstat`)."""
-    classes = [d.name for d in gate.listing(root, what, want="folder")]
-    key = (str(root), what, suffixes)
-    folders = (classes, [_folder_mtime(root / cls, what) for cls in classes])
-    memo = _listed.get()
-    if memo is not None and key in memo and memo[key][0] == folders:
-        return memo[key][1]
     wanted = tuple({s.lower() for s in suffixes})
     simple = all(s.startswith(".") and s.count(".") == 1 for s in wanted)
     parts: list[list[str]] = []
@@ -148,12 +162,9 @@ def list_classes(root: Path, what: str, suffixes: tuple[str, ...]) -> Listing:
         parts.append([prefix + n for n in names])
         stats += found
     labels = np.repeat(np.arange(len(classes), dtype=np.int64), [len(p) for p in parts])
-    listing = Listing(root, classes, Names.of([n for p in parts for n in p]), labels,
-                      np.fromiter((s.st_size for s in stats), np.int64, len(stats)),
-                      np.fromiter((s.st_mtime_ns for s in stats), np.int64, len(stats)))
-    if memo is not None:
-        memo[key] = (folders, listing)
-    return listing
+    return Listing(root, classes, Names.of([n for p in parts for n in p]), labels,
+                   np.fromiter((s.st_size for s in stats), np.int64, len(stats)),
+                   np.fromiter((s.st_mtime_ns for s in stats), np.int64, len(stats)))
 
 
 def _lstat_chunk(fd: int, names: list[str]) -> list[os.stat_result]:
@@ -175,14 +186,15 @@ def _lstat_all(fd: int, names: list[str]) -> list[os.stat_result]:
         return [s for part in parts for s in part]
 
 
-def _folder_mtime(folder: Path, what: str) -> int:
-    """A class folder's mtime (it changes when an entry is added, removed or renamed),
-    the folder checked by the file gate."""
+def _stamp(folder: Path, what: str) -> tuple[int, int, int, int]:
+    """What changes when an entry of the class folder is added, removed or renamed: its
+    device, inode, mtime and ctime (the folder checked by the file gate)."""
     gate.check(folder, what, want="folder")
     try:
-        return os.stat(folder).st_mtime_ns  # gated: checked just above
+        st = os.stat(folder)  # gated: checked just above
     except OSError as e:
         raise gate.FileRefused(f"cannot list {what} folder '{folder}': {e.strerror}") from None
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
 
 
 _listed: ContextVar[dict | None] = ContextVar("nodegraph_one_listing", default=None)
@@ -224,8 +236,9 @@ _FIELDS = {"version": (np.int64, 0), "blob": (np.uint8, 1), "offsets": (np.int64
            "bad_rows": (np.int64, 1), "bad_blob": (np.uint8, 1), "bad_offsets": (np.int64, 1)}
 
 
-def _load(path: Path) -> dict[str, np.ndarray] | None:
-    """The arrays of a cache file when every check passes, else None (it is rebuilt)."""
+def _arrays(path: Path, fields: dict[str, tuple[type, int]]) -> dict[str, np.ndarray] | None:
+    """The arrays of a cache file, each of the dtype and rank `fields` says, or None when
+    any check fails (the file is then rebuilt): bounded, stored, no pickle."""
     try:
         # gated: the index's own cache file, not a graph's: bounded and type-checked here
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # gated: (above)
@@ -239,22 +252,34 @@ def _load(path: Path) -> dict[str, np.ndarray] | None:
                 infos = z.infolist()
                 if (sum(i.file_size for i in infos) > MAX_CACHE
                         or any(i.compress_type != zipfile.ZIP_STORED for i in infos)
-                        or {i.filename for i in infos} != {f"{k}.npy" for k in _FIELDS}):
+                        or {i.filename for i in infos} != {f"{k}.npy" for k in fields}):
                     return None
             f.seek(0)
             with np.load(f, allow_pickle=False) as npz:  # gated: the cache file
-                out = {k: npz[k] for k in _FIELDS}
+                out = {k: npz[k] for k in fields}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError):
         return None
-    for k, (dtype, ndim) in _FIELDS.items():
+    for k, (dtype, ndim) in fields.items():
         if out[k].dtype != dtype or out[k].ndim != ndim:
             return None
+    return out if int(out["version"]) == VERSION else None
+
+
+def _packed(blob: np.ndarray, offsets: np.ndarray, n: int) -> bool:
+    """`offsets` cut `blob` into `n` names: n + 1 of them, from 0 to its end, not falling."""
+    return (len(offsets) == n + 1 and offsets[0] == 0 and offsets[-1] == len(blob)
+            and not np.any(np.diff(offsets) < 0))
+
+
+def _load(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of a header index file when every check passes, else None."""
+    out = _arrays(path, _FIELDS)
+    if out is None:
+        return None
     n = len(out["sizes"])
-    offsets, bad = out["offsets"], out["bad_offsets"]
-    if (int(out["version"]) != VERSION or len(out["mtimes"]) != n or len(offsets) != n + 1
-            or out["headers"].shape != (n, 3) or len(bad) != len(out["bad_rows"]) + 1
-            or offsets[0] != 0 or offsets[-1] != len(out["blob"]) or np.any(np.diff(offsets) < 0)
-            or bad[0] != 0 or bad[-1] != len(out["bad_blob"]) or np.any(np.diff(bad) < 0)
+    if (len(out["mtimes"]) != n or out["headers"].shape != (n, 3)
+            or not _packed(out["blob"], out["offsets"], n)
+            or not _packed(out["bad_blob"], out["bad_offsets"], len(out["bad_rows"]))
             or np.any((out["bad_rows"] < 0) | (out["bad_rows"] >= max(n, 1)))):
         return None
     return out
@@ -263,20 +288,105 @@ def _load(path: Path) -> dict[str, np.ndarray] | None:
 def _save(path: Path, listing: Listing, headers: np.ndarray, bad: dict[int, str]) -> None:
     """Write the index atomically; a cache folder that cannot be written is no error."""
     reasons = Names.of([bad[r] for r in sorted(bad)])
+    _write(path, blob=np.frombuffer(listing.names.blob, np.uint8),
+           offsets=listing.names.offsets, sizes=listing.sizes, mtimes=listing.mtimes,
+           headers=headers.astype(np.int32), bad_rows=np.asarray(sorted(bad), np.int64),
+           bad_blob=np.frombuffer(reasons.blob, np.uint8), bad_offsets=reasons.offsets)
+
+
+def _write(path: Path, **arrays: np.ndarray) -> None:
+    """A cache file written atomically (a temporary file, then renamed); a cache folder
+    that cannot be written is no error."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:  # gated: writes the cache file
-            np.savez(f, version=np.int64(VERSION),
-                     blob=np.frombuffer(listing.names.blob, np.uint8),
-                     offsets=listing.names.offsets, sizes=listing.sizes,
-                     mtimes=listing.mtimes, headers=headers.astype(np.int32),
-                     bad_rows=np.asarray(sorted(bad), np.int64),
-                     bad_blob=np.frombuffer(reasons.blob, np.uint8),
-                     bad_offsets=reasons.offsets)
+            np.savez(f, version=np.int64(VERSION), **arrays)
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
+
+
+# -- the listing kept across starts ------------------------------------------------------
+
+# A folder whose mtime or ctime is this recent may change again within the same tick of
+# the file system's clock without its stamp moving ("racy" stamps, as git calls them): its
+# listing is kept, but not trusted by the next start, which lists it again.
+SETTLED_NS = 2 * 10**9
+_LISTING = {"version": (np.int64, 0), "stamps": (np.uint8, 1), "classes_blob": (np.uint8, 1),
+            "classes_offsets": (np.int64, 1), "blob": (np.uint8, 1), "offsets": (np.int64, 1),
+            "labels": (np.int64, 1), "sizes": (np.int64, 1), "mtimes": (np.int64, 1)}
+
+
+def _listing_file(root: Path, what: str, suffixes: tuple[str, ...]) -> Path:
+    index = _cache_file(root, f"listing {what} {' '.join(sorted(suffixes))}")
+    return index.with_suffix(".listing.npz")
+
+
+def _stamps_key(stamps: list[tuple[int, int, int, int]]) -> np.ndarray:
+    return np.frombuffer(hashlib.sha256(repr(stamps).encode()).digest(), np.uint8)
+
+
+def _kept(root: Path, what: str, suffixes: tuple[str, ...], classes: list[str],
+          stamps: list[tuple[int, int, int, int]]) -> Listing | None:
+    """The listing an earlier start kept, when the class folders are the same and each
+    one's stamp (`_stamp`) is the one taken before it was listed: no entry was added,
+    removed or renamed since. Its names are checked as the listing would make them (one
+    class folder and one plain name each); the files' sizes and mtimes are those listed
+    then: a file rewritten in place is seen when it is read (`ImageFiles` checks what it
+    decodes), and the index stats its refused files again (`_refused_again`)."""
+    old = _arrays(_listing_file(root, what, suffixes), _LISTING)
+    if old is None or not np.array_equal(old["stamps"], _stamps_key(stamps)):
+        return None
+    n = len(old["sizes"])
+    if (not _packed(old["classes_blob"], old["classes_offsets"], len(classes))
+            or list(Names(old["classes_blob"].tobytes(), old["classes_offsets"])) != classes
+            or len(old["labels"]) != n or len(old["mtimes"]) != n
+            or not _packed(old["blob"], old["offsets"], n)):
+        return None
+    names = Names(old["blob"].tobytes(), old["offsets"])
+    if not _sound(names, old["labels"], classes):
+        return None
+    return Listing(root, classes, names, old["labels"], old["sizes"], old["mtimes"])
+
+
+def _sound(names: Names, labels: np.ndarray, classes: list[str]) -> bool:
+    """Each name is "<its class>/<file>", the file a plain name (no "/", not hidden, not
+    empty), labels sorted and in range: checked in numpy, a few passes over the names."""
+    blob = np.frombuffer(names.blob, np.uint8)
+    starts, lengths = names.offsets[:-1], np.diff(names.offsets)
+    if len(labels) and (labels[0] < 0 or labels[-1] >= len(classes)
+                        or np.any(np.diff(labels) < 0)):
+        return False
+    if np.count_nonzero(blob == ord("/")) != len(labels) or np.any(blob == 0):
+        return False
+    bounds = np.searchsorted(labels, np.arange(len(classes) + 1))
+    for c, cls in enumerate(classes):
+        at, prefix = starts[bounds[c]:bounds[c + 1]], f"{cls}/".encode("utf-8", "surrogateescape")
+        if np.any(lengths[bounds[c]:bounds[c + 1]] <= len(prefix)):
+            return False
+        for j, byte in enumerate(prefix):
+            if np.any(blob[at + j] != byte):
+                return False
+        if np.any(blob[at + len(prefix)] == ord(".")):
+            return False
+    return True
+
+
+def _keep(listing: Listing, what: str, suffixes: tuple[str, ...],
+          stamps: list[tuple[int, int, int, int]]) -> None:
+    """Keep `listing` for the next start, under the class folders' stamps taken before it
+    was made; under a stamp that never matches if a folder changed too recently to be
+    sure of (`SETTLED_NS`)."""
+    now = time.time_ns()
+    settled = all(now - max(st[2], st[3]) > SETTLED_NS for st in stamps)
+    classes = Names.of(listing.classes)
+    _write(_listing_file(Path(listing.root), what, suffixes),
+           stamps=_stamps_key(stamps) if settled else np.zeros(32, np.uint8),
+           classes_blob=np.frombuffer(classes.blob, np.uint8),
+           classes_offsets=classes.offsets, blob=np.frombuffer(listing.names.blob, np.uint8),
+           offsets=listing.names.offsets, labels=listing.labels, sizes=listing.sizes,
+           mtimes=listing.mtimes)
 
 
 def _reused(listing: Listing, old: dict[str, np.ndarray] | None
@@ -319,6 +429,23 @@ class HeadReader(Protocol):
     def __call__(self, path: Path | str) -> Header | str: ...
 
     def from_head(self, head: bytes) -> Header | None: ...
+
+
+def _refused_again(listing: Listing, bad: dict[int, str]) -> list[int]:
+    """The refused files that changed since `listing` took their size and mtime (stat
+    again: few files). A listing kept from an earlier start (`_kept`) holds that start's
+    figures, so a refused file fixed in place is read again, never refused from memory."""
+    if not isinstance(listing.root, Path):
+        return []
+    again = []
+    for row in bad:
+        try:
+            st = os.stat(listing.path(row))  # gated: a stat, nothing read
+        except OSError:
+            continue  # gone: its class folder's stamp moved, the next listing leaves it out
+        if (st.st_size, st.st_mtime_ns) != (listing.sizes[row], listing.mtimes[row]):
+            again.append(row)
+    return again
 
 
 def _read_chunk(args: tuple[Callable[[Path | str], Header | str], Path | str, Names]
@@ -407,6 +534,10 @@ def index(listing: Listing, tag: str, read: Callable[[Path | str], Header | str]
 def _indexed(listing: Listing, path: Path, read: Callable[[Path | str], Header | str],
              say: Callable[[str], None]) -> tuple[np.ndarray, dict[int, str]]:
     headers, bad, todo = _reused(listing, _load(path))
+    again = _refused_again(listing, bad)
+    for row in again:
+        del bad[row]
+    todo = np.union1d(todo, np.asarray(again, np.int64)).astype(np.int64)
     if len(todo) == 0:
         return headers, bad
     if len(todo) >= PARALLEL_FROM:
