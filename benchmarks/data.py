@@ -19,8 +19,8 @@
     the growth exponent of the later starts, log(t_max / t_min) / log(n_max / n_min)
     (target <= 0.1; the index lives in a temporary NODEGRAPH_CACHE, deleted after);
 (4b) `--listing 2000,20000,200000`: the CPU seconds (in process) of a later start's listing
-    and index read, median of `--passes`, and their growth exponent (linear: one `lstat`
-    a file, so that a file changed in place is seen);
+    and index read, median of `--passes`, and their growth exponent (the listing kept from
+    the first start while no class folder changed: no `lstat` a file);
 (5) `--tutorial`: the pipeline torchvision's tutorials write by hand (ImageFolder,
     ToImage, RandomResizedCrop on the whole decoded photo, flip, ColorJitter on uint8,
     ToDtype, Normalize; the same workers) against `data.ImageFolder` with no size and the
@@ -281,12 +281,10 @@ def startup(base: Path, counts: list[int], workers: int, runs: int) -> dict:
 def listing_cpu(folder: Path, repeats: int) -> float:
     """In-process CPU seconds of a later start's listing + index read of `folder` (the
     index built first if it is not yet), the median of `repeats`."""
-    from functools import partial
-
     from nodegraph.kinds import folder_index
     from nodes.data import _images
 
-    read = partial(_images.header, exif="apply")
+    read = _images.LocalHeaders("apply")
 
     def once() -> float:
         began = time.process_time()
