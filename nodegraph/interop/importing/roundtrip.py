@@ -166,6 +166,9 @@ def _resized(imported, others, reference, folder, result) -> None:
                         f"the module computes inputs {[tuple(x.shape) for x in inputs]} and "
                         f"the graph fails there without refusing their size: {message[:300]}"
                     ) from None
+                if want is None and not refuses_size(e):  # no guard's: the module's refusal
+                    too = " ".join(refusal.split())[:150]
+                    message = f"the module refuses these sizes too ({too}); {message}"
                 result.errors["resized"] = f"refused: {message[:300]}"
                 continue
             if want is None:
