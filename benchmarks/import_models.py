@@ -204,8 +204,10 @@ def one(source: str, name: str, ways: tuple[str, ...]) -> dict:
         except Exception as e:
             return {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}",
                     "import_s": time.perf_counter() - start}
-    resized = r.errors.pop("resized", None)
+    resized = r.errors.get("resized")
     size2 = "refused" if resized and resized.startswith("refused") else r.resized
+    if resized is None or size2 == "refused":  # a failure at size 2 fails the row
+        r.errors.pop("resized", None)
     return {"ok": not r.errors, "nodes": r.nodes, "opaque": r.opaque, "import_s": r.import_s,
             "compiled": r.compiled, "python": r.python, "onnx": r.onnx, "trained": r.trained,
             "size2": size2, "size2_error": resized if size2 is None else None,

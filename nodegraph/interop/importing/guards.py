@@ -6,7 +6,18 @@ from typing import Any
 
 from nodegraph.interop.importing.planner import Importer
 from nodegraph.interop.importing.values import _tree_inputs, _tree_json
+from nodegraph.model.errors import NodeRuntimeError
 from nodegraph.model.graph import Graph
+
+# what each guard's refusal says (its messages below): an input's size named
+REFUSALS = ("was imported at size", "these input sizes take the other one")
+
+
+def refuses_size(error: Exception) -> bool:
+    """Whether `error` is a size guard's refusal of an input size (see `_guard_sizes`), as
+    opposed to a node of the graph failing at run time (a `NodeRuntimeError`)."""
+    return not isinstance(error, NodeRuntimeError) and any(
+        phrase in str(error) for phrase in REFUSALS)
 
 
 def _guard_sizes(graph: Graph, placeholders: list, ids: dict, importer: Importer,

@@ -40,7 +40,9 @@ def probe(root: nn.Module, traced: torch.fx.GraphModule, inputs: tuple,
           fixed: dict[int, dict[int, int]]) -> list[Probe]:
     """The trace run again with input dims doubled (the example tiled along them, so token
     ids and masks stay valid), one group of equal-sized dims at a time (a mask follows its
-    ids), each member alone where the group fails. A size that no probe changes is a
+    ids); where the module refuses the whole group (an image's height and width beside a
+    context's features of the same size), each input's members of it together, then each
+    member alone, until every member is in some probe. A size that no probe changes is a
     constant of the graph; one that changes stays an expression. A dim whose doubling the
     module refuses, or where the trace stops giving the module's numbers, is recorded in
     `fixed`: the import is valid for its example size only."""
@@ -51,23 +53,44 @@ def probe(root: nn.Module, traced: torch.fx.GraphModule, inputs: tuple,
     sizes = [tuple(x.shape) for x in inputs]
     probes: list[Probe] = []
     for members in groups.values():
-        tries = [members] + ([[m] for m in members] if len(members) > 1 else [])
+        covered: set[tuple[int, int]] = set()
         differs: list[tuple[int, int]] = []
-        for dims in tries:
+        for dims in _tries(members):
+            if set(dims) <= covered:
+                continue  # (one probe per member is enough: a later one would only repeat)
             values = _probe_run(root, traced, inputs, dims)
             if values == "refused" and all(sizes[i][d] >= 4 for i, d in dims):
                 # doubled, the module refuses it (nanoGPT's `t <= block_size`): shortened
                 values = _probe_run(root, traced, inputs, dims, shrink=True)
             if isinstance(values, dict):
                 probes.append(Probe(dims, sizes, values))
-                break
-            if values == "differs" and len(dims) == 1:
+                covered.update(dims)
+                if covered >= set(members):
+                    break
+            elif values == "differs" and len(dims) == 1:
                 differs += dims
-        else:  # (a size the module itself refuses, channels most often, is no guard's job)
-            for i, dim in differs if len(members) > 1 else members if values == "differs" \
-                    else []:
-                fixed.setdefault(i, {})[dim] = sizes[i][dim]
+        # a member alone where the trace is not the module: its size stays the example's
+        # (a size the module itself refuses, channels most often, is no guard's job)
+        for i, dim in differs:
+            fixed.setdefault(i, {})[dim] = sizes[i][dim]
     return probes
+
+
+def _tries(members: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """The dims of one size to double together, in the order tried: all of them, then
+    each input's (height and width of one image), then each alone.
+
+    Stopping at the first that runs would leave the others unprobed, so constants of
+    the graph though they follow the input (a UNet's width beside a context of 16
+    features: the height alone ran, and `reshape(b, h, w, c)` kept w = 16)."""
+    tries = [members]
+    if len(members) > 1:
+        by_input: dict[int, list[tuple[int, int]]] = {}
+        for i, dim in members:
+            by_input.setdefault(i, []).append((i, dim))
+        tries += [part for part in by_input.values() if 1 < len(part) < len(members)]
+        tries += [[m] for m in members]
+    return tries
 
 
 def _probe_run(root: nn.Module, traced: torch.fx.GraphModule, inputs: tuple,

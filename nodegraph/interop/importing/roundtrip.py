@@ -136,9 +136,13 @@ def _onnx(imported, inputs, reference, folder, result) -> None:
 
 def _resized(imported, others, reference, folder, result) -> None:
     """The compiled graph at each of `others` (inputs of other sizes) against the module
-    there; a size the import refuses must be refused with a NodegraphError naming it
-    (recorded in `errors` as "refused: ..."), never computed wrong."""
+    there; a size the import refuses must be refused by its size guard, naming it
+    (recorded in `errors` as "refused: ..."), never computed wrong. Where the module
+    computes those sizes, a node of the graph failing there (a size held constant that
+    follows the input) is a failure, not a refusal; where the module refuses them too,
+    any error of the graph is one."""
     from nodegraph.interop.export.weights import load_weights
+    from nodegraph.interop.importing.guards import refuses_size
     from nodegraph.model.errors import NodegraphError
     from nodegraph.runtime.compile import compile_graph
 
@@ -156,7 +160,16 @@ def _resized(imported, others, reference, folder, result) -> None:
             try:
                 got = compiled.module.run(compiled.module.full_plan, values)
             except NodegraphError as e:
-                result.errors["resized"] = f"refused: {' '.join(str(e).split())[:300]}"
+                message = " ".join(str(e).split())
+                if want is not None and not refuses_size(e):  # a node failing is no refusal
+                    raise AssertionError(
+                        f"the module computes inputs {[tuple(x.shape) for x in inputs]} and "
+                        f"the graph fails there without refusing their size: {message[:300]}"
+                    ) from None
+                if want is None and not refuses_size(e):  # no guard's: the module's refusal
+                    too = " ".join(refusal.split())[:150]
+                    message = f"the module refuses these sizes too ({too}); {message}"
+                result.errors["resized"] = f"refused: {message[:300]}"
                 continue
             if want is None:
                 raise AssertionError(f"the module refuses inputs {[tuple(x.shape) for x in inputs]}"
