@@ -35,7 +35,7 @@ import os
 import sys
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -244,7 +244,8 @@ _FIELDS = {"version": (np.int64, 0), "blob": (np.uint8, 1), "offsets": (np.int64
            "bad_rows": (np.int64, 1), "bad_blob": (np.uint8, 1), "bad_offsets": (np.int64, 1)}
 
 
-def _arrays(path: Path, fields: dict[str, tuple[type, int]]) -> dict[str, np.ndarray] | None:
+def _arrays(path: Path, fields: Mapping[str, tuple[type, int]]
+            ) -> dict[str, np.ndarray] | None:
     """The arrays of a cache file, each of the dtype and rank `fields` says, or None when
     any check fails (the file is then rebuilt): bounded, stored, no pickle."""
     try:
@@ -309,7 +310,7 @@ def _write(path: Path, **arrays: np.ndarray) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:  # gated: writes the cache file
-            np.savez(f, version=np.int64(VERSION), **arrays)
+            np.savez(f, version=np.int64(VERSION), **arrays)  # type: ignore[arg-type]
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
