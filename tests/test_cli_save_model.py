@@ -47,3 +47,49 @@ def test_a_missing_folder_is_made(tmp_path, capsys):
     code = main(["run", XOR, "--epochs", "2", "--quiet", "--save-model", str(out)])
     assert code == 0, capsys.readouterr().err[-3000:]
     assert nodegraph.load_model(out).epochs == 2
+
+
+def test_export_takes_a_saved_model_with_its_trained_weights(tmp_path, capsys):
+    """`nodegraph export MODEL.ngz --to onnx|python|weights`: the model the run saved, as
+    it predicts (its trained weights and fitted scaling), not the graph's fresh weights."""
+    import numpy as np
+
+    from tests.test_preprocess import exported_class, onnx_session
+
+    saved = tmp_path / "xor.ngz"
+    assert main(["run", XOR, "--epochs", "20", "--quiet", "--save-model", str(saved)]) == 0
+    model = nodegraph.load_model(saved)
+    x = torch.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    want = model.predict(x)
+    capsys.readouterr()
+    assert main(["export", str(saved), "--to", "onnx", "-o", str(tmp_path / "m.onnx")]) == 0
+    printed = capsys.readouterr().out
+    assert "trained, from" in printed and "(20 epochs)" in printed and "UNTRAINED" not in printed
+    got = onnx_session(tmp_path / "m.onnx").run(None, {"x": x.numpy()})[0]
+    assert np.abs(got - want.numpy()).max() < 1e-5
+    assert main(["export", str(saved), "--to", "python", "-o", str(tmp_path / "m.py")]) == 0
+    with torch.no_grad():
+        torch.testing.assert_close(exported_class(tmp_path / "m.py")(x), want, atol=1e-5,
+                                   rtol=1e-5)
+    assert main(["export", str(saved), "--to", "weights", "-o",
+                 str(tmp_path / "w.safetensors")]) == 0
+    from safetensors.torch import load_file
+
+    weights = load_file(tmp_path / "w.safetensors")
+    assert all(torch.equal(weights[k], v) for k, v in model.weights().items())
+
+
+def test_export_of_a_saved_model_refuses_what_would_change_it(tmp_path, capsys):
+    saved = tmp_path / "xor.ngz"
+    assert main(["run", XOR, "--epochs", "1", "--quiet", "--save-model", str(saved)]) == 0
+    capsys.readouterr()
+    code = main(["export", str(saved), "--to", "onnx", "-o", str(tmp_path / "m.onnx"),
+                 "--train", "--set", "training.epochs=3"])
+    err = capsys.readouterr().err
+    assert code != 0 and "--train, --set cannot be used with a saved model" in err
+    assert not (tmp_path / "m.onnx").exists()
+    (tmp_path / "bad.ngz").write_bytes(b"PK\x03\x04 not a model")
+    code = main(["export", str(tmp_path / "bad.ngz"), "--to", "onnx", "-o",
+                 str(tmp_path / "b.onnx")])
+    err = capsys.readouterr().err
+    assert code != 0 and "bad.ngz" in err and "Traceback" not in err

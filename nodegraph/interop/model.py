@@ -334,7 +334,8 @@ class Model:
         it; "onnx"; "weights": one safetensors file keyed node.param). The python class and
         the ONNX file start from raw inputs, the model's preprocessing inside (see
         `predict`; ONNX photos as uint8 (N, H, W, C) at the data block's size);
-        ``preprocess=False`` writes the bare ONNX network."""
+        ``preprocess=False`` writes the bare ONNX network, ``opset=N`` asks for an ONNX
+        opset (default: the first that holds every op). `nodegraph export MODEL.ngz`."""
         c, path = self._ready(), Path(path)
         if to == "weights":
             checkpoint.save_weights(path, self.weights())
@@ -353,6 +354,7 @@ class Model:
                 from nodegraph.interop.export.onnx import to_onnx
 
                 return to_onnx(self.graph, path, kwargs.get("outputs"), self.weights(),
+                               opset=kwargs.get("opset"),
                                preprocess=kwargs.get("preprocess", True))
         raise NodegraphError(f"export to {to!r}: use one of {', '.join(EXPORTS)}")
 
