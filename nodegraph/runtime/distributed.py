@@ -31,6 +31,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from nodegraph.model.errors import NodegraphError
+from nodegraph.runtime import orphans
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,13 @@ def _torchrun(options: list[str], argv: list[str]) -> int:
     # A rank that dies by a signal (SIGABRT from C++, SIGSEGV) prints the Python stack of
     # each of its threads, so its death names where it happened.
     env = {**os.environ, "PYTHONFAULTHANDLER": os.environ.get("PYTHONFAULTHANDLER") or "1"}
+    return launched(command, env)
+
+
+def launched(command: list[str], env: dict[str, str]) -> int:
+    """Run `command` (torchrun) to its end; a SIGTERM to this process is passed on, and
+    the processes it leaves behind are stopped (`orphans`). Its exit code."""
+    orphans.adopt_orphans()  # ranks torchrun could not stop come to this process
     child = subprocess.Popen(command, env=env)
     # A SIGTERM to this process (a scheduler, a test's timeout) must reach torchrun, which
     # stops its ranks; else they train on with nobody to report to. Ctrl-C reaches the
@@ -148,3 +156,7 @@ def _torchrun(options: list[str], argv: list[str]) -> int:
         return child.wait()
     finally:
         signal.signal(signal.SIGTERM, previous)
+        stopped = orphans.stop_adopted()
+        if stopped:  # torchrun ended before it could stop them (a signal while it started)
+            print(f"stopped {len(stopped)} process(es) torchrun left running (pids "
+                  f"{', '.join(map(str, stopped))})", file=sys.stderr)
